@@ -1,0 +1,1 @@
+"""Indicators, sampling and rolling-window statistics."""

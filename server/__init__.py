@@ -1,0 +1,3 @@
+"""pushgrid push server."""
+
+__version__ = "0.1.0"

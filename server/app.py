@@ -1,0 +1,209 @@
+"""The push server process: wires settings, engine, hub and listeners, and runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import signal
+import ssl
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from metrics.counters import Counters
+
+from . import __version__
+from .config import Settings
+from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
+from .core.hub import Hub
+from .core.session import SessionPolicy
+from .engine.base import Engine
+from .engine.memory import MemoryEngine
+from .protocol.codec import Limits, encode
+from .protocol.errors import CloseCode
+from .protocol.frames import Keepalive
+from .protocol.wsframe import encode_text_frame
+from .transport.connection import ClientConnection
+from .transport.flusher import Flusher
+
+log = logging.getLogger("pushgrid.server")
+
+
+def build_engine(settings: Settings) -> Engine:
+    return MemoryEngine(
+        max_cached=settings.max_cached_messages_per_subject,
+        expire_seconds=settings.cache_expire_time,
+    )
+
+
+def build_entitlement(settings: Settings) -> Entitlement:
+    if settings.entitlement == "jwt":
+        if settings.entitlement_jwt_public_key_file is not None:
+            key = settings.entitlement_jwt_public_key_file.read_text(encoding="utf-8")
+            return JwtEntitlement(key, ["RS256", "RS384", "RS512", "ES256", "ES384"])
+        assert settings.entitlement_jwt_secret is not None
+        return JwtEntitlement(settings.entitlement_jwt_secret, ["HS256", "HS384", "HS512"])
+    return AllowAll()
+
+
+class PushServer:
+    """One push server node. ``start`` binds the listeners; ``stop`` closes clients with 1001."""
+
+    def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
+        self.settings = settings
+        self.counters = Counters()
+        self.engine = engine or build_engine(settings)
+        self.hub = Hub(self.engine, self.counters)
+        self.entitlement = build_entitlement(settings)
+        self.policy = SessionPolicy(
+            server_name=settings.server_name,
+            version=__version__,
+            keepalive=settings.keepalive_interval,
+            limits=Limits(max_message_size=settings.max_message_size),
+            max_subscriptions=settings.max_subscriptions_per_connection,
+            publish_snapshot=settings.publish_snapshot_message,
+        )
+        # A frame may hold a message of MaxMessageSize escaped as JSON (up to 6 bytes a
+        # character) plus the envelope; above that the frame itself is refused with 1009.
+        self.max_frame_size = max(1 << 20, 8 * settings.max_message_size)
+        self.max_http_body = self.max_frame_size
+        self._publish_networks = [
+            ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
+        ]
+        self.connections: set[ClientConnection] = set()
+        self.started_at = time.time()
+        self.tick = 0.0
+        self.stopping = False
+        self.flusher: Flusher
+        self._servers: list[asyncio.Server] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopped = asyncio.Event()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.flusher = Flusher(loop)
+        self.tick = loop.time()
+        await self.engine.start(self.hub.deliver)
+        for host, port in self.settings.listen_addresses:
+            self._servers.append(await loop.create_server(self._protocol, host, port))
+        if self.settings.listen_encrypted:
+            context = self._tls_context()
+            for host, port in self.settings.listen_encrypted_addresses:
+                server = await loop.create_server(self._protocol, host, port, ssl=context)
+                self._servers.append(server)
+        self.track(loop.create_task(self._ticker()))
+        log.info(
+            "pushgrid %s listening on %s (engine %s)",
+            __version__,
+            ", ".join(self.bound_addresses()),
+            self.engine.name,
+        )
+
+    def _protocol(self) -> ClientConnection:
+        return ClientConnection(self)
+
+    def _tls_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        certificate, key = self.settings.tls_certificate, self.settings.tls_key
+        if certificate is None or key is None:  # Settings validation forbids this
+            raise ValueError("ListenEncrypted needs TLSCertificate and TLSKey")
+        context.load_cert_chain(certificate, key)
+        return context
+
+    def bound_addresses(self) -> list[str]:
+        out = []
+        for server in self._servers:
+            for sock in server.sockets:
+                host, port = sock.getsockname()[:2]
+                out.append(f"{host}:{port}")
+        return out
+
+    async def stop(self) -> None:
+        """Graceful shutdown: refuse new clients, close each one with 1001, wait, then abort."""
+        if self.stopping:
+            await self._stopped.wait()
+            return
+        self.stopping = True
+        for server in self._servers:
+            server.close()
+        for connection in list(self.connections):
+            connection.close(CloseCode.GOING_AWAY, "server shutting down: reconnect elsewhere")
+        deadline = time.monotonic() + self.settings.shutdown_timeout
+        while self.connections and time.monotonic() < deadline:  # noqa: ASYNC110 - poll a set
+            await asyncio.sleep(0.05)
+        for connection in list(self.connections):
+            connection.abort()
+        for task in list(self._tasks):
+            task.cancel()
+        await self.engine.close()
+        self._stopped.set()
+
+    async def serve_forever(self, on_started: Callable[[PushServer], None] | None = None) -> None:
+        """Run until SIGTERM or SIGINT, then stop gracefully."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        if on_started is not None:
+            on_started(self)
+        await stop.wait()
+        log.info("shutting down: closing %d connections", len(self.connections))
+        await self.stop()
+
+    def track(self, task: asyncio.Task[Any] | Coroutine[Any, Any, Any]) -> None:
+        if not isinstance(task, asyncio.Task):
+            task = asyncio.get_running_loop().create_task(task)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def may_publish(self, host: str) -> bool:
+        if not self._publish_networks:
+            return True
+        try:
+            address = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            return False
+        return any(address in network for network in self._publish_networks)
+
+    # -- periodic work ----------------------------------------------------------------------
+
+    async def _ticker(self) -> None:
+        """Keepalive, dead-peer detection and cache expiry, on one timer for all connections."""
+        loop = asyncio.get_running_loop()
+        interval = self.settings.keepalive_interval
+        period = min(1.0, interval / 4)
+        keepalive_frame = encode_text_frame(encode(Keepalive()))
+        while True:
+            await asyncio.sleep(period)
+            self.tick = now = loop.time()
+            for connection in list(self.connections):
+                self._check(connection, now, interval, keepalive_frame)
+            sweep = getattr(self.engine, "sweep", None)
+            if sweep is not None:
+                sweep()
+
+    def _check(
+        self, connection: ClientConnection, now: float, interval: float, keepalive: bytes
+    ) -> None:
+        if connection.close_deadline is not None:
+            if now >= connection.close_deadline:
+                connection.abort()
+            return
+        if connection.session is None:
+            if now - connection.last_in > self.settings.keepalive_timeout:
+                connection.abort()  # an HTTP client that went silent
+            return
+        if now - connection.last_in > self.settings.keepalive_timeout:
+            self.counters.keepalive_timeouts_total += 1
+            connection.close(CloseCode.KEEPALIVE_TIMEOUT, "no data from client: keepalive timeout")
+            return
+        # Decide both before acting: the ping itself counts as output.
+        needs_keepalive = now - connection.last_out >= interval
+        if now - connection.last_in >= interval and now - connection.last_ping >= interval:
+            connection.ping()
+        if needs_keepalive:
+            connection.send(keepalive)

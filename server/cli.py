@@ -1,0 +1,124 @@
+"""The ``pushgrid`` command line (Typer)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvloop
+
+from . import __version__
+from .app import PushServer
+from .config import ConfigError, Settings, load_settings
+
+app = typer.Typer(
+    name="pushgrid",
+    help="pushgrid: real-time push server, clients and ops tools.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"pushgrid {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
+    ] = False,
+) -> None:
+    """pushgrid command line."""
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
+]
+
+
+def _settings(config: Path | None) -> Settings:
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        typer.echo(f"pushgrid: configuration error\n{exc}", err=True)
+        raise typer.Exit(2) from None
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return settings
+
+
+def _run(server: PushServer, on_started: Callable[[PushServer], None] | None = None) -> None:
+    async def main() -> None:
+        await server.serve_forever(on_started)
+
+    try:
+        uvloop.run(main())
+    except OSError as exc:
+        typer.echo(f"pushgrid: cannot start: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def server(config: ConfigOption = None) -> None:
+    """Run a push server (WebSocket + HTTP on the client port)."""
+    _run(PushServer(_settings(config)))
+
+
+@app.command()
+def up(config: ConfigOption = None) -> None:
+    """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
+    settings = _settings(config)
+
+    def banner(server: PushServer) -> None:
+        host, port = settings.listen_addresses[0] if settings.listen else ("127.0.0.1", 8800)
+        host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        subject = "/Stocks/NYSE/IBM"
+        exe = "pushgrid"
+        typer.echo(
+            "\n".join(
+                [
+                    "",
+                    f"pushgrid {__version__} is up (engine: {server.engine.name})",
+                    f"  push server (WebSocket)  ws://{host}:{port}/ws",
+                    f"  health                   http://{host}:{port}/health",
+                    "",
+                    "Try it from another terminal (. .venv/bin/activate first):",
+                    f"  {exe} subscribe {subject} --server {host}:{port}",
+                    f"  {exe} publish {subject} 193 --field volume=6.62M --server {host}:{port}",
+                    f"  curl 'http://{host}:{port}/snapshot?subject={subject}'",
+                    "",
+                    "Ctrl-C stops everything.",
+                ]
+            ),
+            err=False,
+        )
+
+    _run(PushServer(settings), banner)
+
+
+def _register_subcommands() -> None:
+    from client.cli import register
+
+    register(app)
+
+
+_register_subcommands()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

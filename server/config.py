@@ -1,0 +1,237 @@
+"""The one Settings object, loaded from ``pushgrid.conf`` and ``PUSHGRID_<KEY>`` variables.
+
+File syntax: one ``Key = value`` per line, ``#`` starts a comment line, lists are comma
+separated. Key names follow the spec (``Listen``, ``PublishSnapshotMessage``, ...). The variable
+for a key is ``PUSHGRID_`` + the key in upper case with ``.`` replaced by ``_``
+(``MonitorHTTP.Listen`` -> ``PUSHGRID_MONITORHTTP_LISTEN``) and wins over the file.
+Any unknown key or bad value stops start-up with a :class:`ConfigError` naming where it came
+from. Nothing else in pushgrid reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+ENV_PREFIX = "PUSHGRID_"
+
+
+class ConfigError(Exception):
+    """A configuration problem, with the place it came from (file:line or variable)."""
+
+
+def _split_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``host:port`` (``*`` or empty host = every interface) -> (host, port)."""
+    host, sep, port_text = value.strip().rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"{value!r} is not host:port")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} out of range 0-65535")
+    host = host.strip("[]")
+    return ("0.0.0.0" if host in ("", "*") else host), port
+
+
+def _check_addresses(values: list[str]) -> list[str]:
+    for value in values:
+        parse_address(value)
+    return values
+
+
+AddressList = Annotated[list[str], BeforeValidator(_split_list)]
+
+
+class Settings(BaseSettings):
+    """Every server setting. The alias is the key in pushgrid.conf (see docs/configuration.md)."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid", populate_by_name=True, validate_default=True, frozen=True
+    )
+
+    listen: AddressList = Field(default=["*:8800"], alias="Listen")
+    listen_encrypted: AddressList = Field(default=[], alias="ListenEncrypted")
+    tls_certificate: Path | None = Field(default=None, alias="TLSCertificate")
+    tls_key: Path | None = Field(default=None, alias="TLSKey")
+    server_name: str = Field(default_factory=socket.gethostname, alias="ServerName")
+    engine: Literal["memory"] = Field(default="memory", alias="Engine")
+    publish_snapshot_message: bool = Field(default=True, alias="PublishSnapshotMessage")
+    max_cached_messages_per_subject: int = Field(
+        default=1000, ge=0, alias="MaxCachedMessagesPerSubject"
+    )
+    cache_expire_time: float = Field(default=180.0, gt=0, alias="CacheExpireTime")
+    max_message_size: int = Field(default=64 * 1024, ge=1, alias="MaxMessageSize")
+    max_subscriptions_per_connection: int = Field(
+        default=10_000, ge=1, alias="MaxSubscriptionsPerConnection"
+    )
+    max_connections: int = Field(default=100_000, ge=1, alias="MaxConnections")
+    max_outbound_buffer_size: int = Field(
+        default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
+    )
+    keepalive_interval: float = Field(default=30.0, gt=0, alias="KeepaliveInterval")
+    keepalive_timeout: float = Field(default=75.0, gt=0, alias="KeepaliveTimeout")
+    shutdown_timeout: float = Field(default=5.0, ge=0, alias="ShutdownTimeout")
+    slow_consumer_close_timeout: float = Field(default=5.0, ge=0, alias="SlowConsumerCloseTimeout")
+    entitlement: Literal["none", "jwt"] = Field(default="none", alias="Entitlement")
+    entitlement_jwt_secret: str | None = Field(default=None, alias="EntitlementJwtSecret")
+    entitlement_jwt_public_key_file: Path | None = Field(
+        default=None, alias="EntitlementJwtPublicKeyFile"
+    )
+    publish_allow: AddressList = Field(default=[], alias="PublishAllow")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", alias="LogLevel"
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Values come only from load_settings(), which tracks where each one came from.
+        return (init_settings,)
+
+    @field_validator("listen", "listen_encrypted")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        return _check_addresses(value)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if not self.listen and not self.listen_encrypted:
+            raise ValueError("set Listen or ListenEncrypted: the server needs a client port")
+        if self.listen_encrypted and (self.tls_certificate is None or self.tls_key is None):
+            raise ValueError("ListenEncrypted needs TLSCertificate and TLSKey")
+        if self.keepalive_timeout <= self.keepalive_interval:
+            raise ValueError("KeepaliveTimeout must be greater than KeepaliveInterval")
+        if self.entitlement == "jwt" and not (
+            self.entitlement_jwt_secret or self.entitlement_jwt_public_key_file
+        ):
+            raise ValueError(
+                "Entitlement = jwt needs EntitlementJwtSecret or EntitlementJwtPublicKeyFile"
+            )
+        return self
+
+    @property
+    def listen_addresses(self) -> list[tuple[str, int]]:
+        return [parse_address(a) for a in self.listen]
+
+    @property
+    def listen_encrypted_addresses(self) -> list[tuple[str, int]]:
+        return [parse_address(a) for a in self.listen_encrypted]
+
+
+@dataclass(frozen=True)
+class _Origin:
+    where: str  # "file:line" or "environment variable NAME"
+
+
+def _keys() -> dict[str, str]:
+    """Config key (case-insensitive) -> field name."""
+    return {(info.alias or name).lower(): name for name, info in Settings.model_fields.items()}
+
+
+def env_name(key: str) -> str:
+    return ENV_PREFIX + key.upper().replace(".", "_")
+
+
+def read_config_file(path: Path) -> dict[str, tuple[str, _Origin]]:
+    """Parse ``Key = value`` lines; raise :class:`ConfigError` naming file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: {exc.reason}") from None
+    keys = _keys()
+    values: dict[str, tuple[str, _Origin]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        key, sep, value = stripped.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{where}: expected 'Key = value', got {stripped!r}")
+        field = keys.get(key.lower())
+        if field is None:
+            raise ConfigError(f"{where}: unknown key {key!r} (see docs/configuration.md)")
+        if field in values:
+            raise ConfigError(f"{where}: {key} is set twice (first at {values[field][1].where})")
+        values[field] = (value.strip(), _Origin(where))
+    return values
+
+
+def read_environment(environ: Mapping[str, str]) -> dict[str, tuple[str, _Origin]]:
+    by_env = {env_name(info.alias or name): name for name, info in Settings.model_fields.items()}
+    values: dict[str, tuple[str, _Origin]] = {}
+    for variable, value in environ.items():
+        if not variable.startswith(ENV_PREFIX):
+            continue
+        field = by_env.get(variable)
+        if field is None:
+            raise ConfigError(f"environment variable {variable}: unknown pushgrid setting")
+        values[field] = (value, _Origin(f"environment variable {variable}"))
+    return values
+
+
+def load_settings(
+    path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Build the Settings: defaults < file < environment < keyword overrides (tests, CLI)."""
+    raw: dict[str, tuple[Any, _Origin]] = {}
+    if path is not None:
+        raw.update(read_config_file(path))
+    raw.update(read_environment(os.environ if environ is None else environ))
+    for name, value in overrides.items():
+        raw[name] = (value, _Origin(f"argument {name}"))
+    data = {name: value for name, (value, _) in raw.items()}
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, raw)) from None
+
+
+def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> str:
+    aliases = {name: info.alias or name for name, info in Settings.model_fields.items()}
+    lines = []
+    for error in exc.errors():
+        loc = error["loc"][0] if error["loc"] else None
+        message = error["msg"].removeprefix("Value error, ")
+        if isinstance(loc, str) and loc in raw:
+            value, origin = raw[loc]
+            lines.append(f"{origin.where}: {aliases.get(loc, loc)} = {value!r}: {message}")
+        elif isinstance(loc, str) and loc in aliases:
+            lines.append(f"{aliases[loc]}: {message}")
+        else:
+            lines.append(f"configuration: {message}")
+    return "\n".join(lines)

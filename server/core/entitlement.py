@@ -1,0 +1,81 @@
+"""Who may subscribe and publish to which subject.
+
+``none`` allows everything. ``jwt`` reads the token's ``permissions`` claim: lists ``sub``,
+``pub`` and ``all`` of subject patterns, where a segment ``*`` matches any one segment and a last
+segment ``*`` also matches any deeper path (``/Stocks/*`` covers ``/Stocks/NYSE/IBM``).
+Tokens are HMAC (EntitlementJwtSecret) or RSA/EC (EntitlementJwtPublicKeyFile) signed.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import jwt
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What one token allows. ``None`` token means anonymous."""
+
+    subscribe: tuple[str, ...]
+    publish: tuple[str, ...]
+    valid: bool = True
+    reason: str = ""
+
+
+ALLOW_ALL = Grant(subscribe=("*",), publish=("*",))
+
+
+def matches(pattern: str, subject: str) -> bool:
+    if pattern == "*":
+        return True
+    pattern_parts = pattern.split("/")
+    subject_parts = subject.split("/")
+    for index, part in enumerate(pattern_parts):
+        if index >= len(subject_parts):
+            return False
+        if part == "*":
+            if index == len(pattern_parts) - 1:
+                return True
+            continue
+        if part != subject_parts[index]:
+            return False
+    return len(pattern_parts) == len(subject_parts)
+
+
+def allowed(patterns: tuple[str, ...], subject: str) -> bool:
+    return any(matches(pattern, subject) for pattern in patterns)
+
+
+class Entitlement(abc.ABC):
+    @abc.abstractmethod
+    def grant(self, token: str | None) -> Grant:
+        """Decode a token into what it allows (called once per connection or token update)."""
+
+
+class AllowAll(Entitlement):
+    def grant(self, token: str | None) -> Grant:
+        return ALLOW_ALL
+
+
+class JwtEntitlement(Entitlement):
+    def __init__(self, key: str, algorithms: list[str]) -> None:
+        self._key = key
+        self._algorithms = algorithms
+
+    def grant(self, token: str | None) -> Grant:
+        if not token:
+            return Grant((), (), valid=False, reason="no token")
+        try:
+            claims = jwt.decode(token, self._key, algorithms=self._algorithms)
+        except jwt.ExpiredSignatureError:
+            return Grant((), (), valid=False, reason="token expired")
+        except jwt.InvalidTokenError as exc:
+            return Grant((), (), valid=False, reason=f"invalid token: {exc}")
+        permissions = claims.get("permissions") or {}
+        both = tuple(str(p) for p in permissions.get("all", []))
+        return Grant(
+            subscribe=both + tuple(str(p) for p in permissions.get("sub", [])),
+            publish=both + tuple(str(p) for p in permissions.get("pub", [])),
+        )

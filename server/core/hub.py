@@ -1,0 +1,112 @@
+"""Subscriptions and fan-out.
+
+The hub keeps, per subject, the sessions subscribed to it. The engine calls :meth:`Hub.deliver`
+for every message in per-subject order; the hub encodes the message once and hands the same
+frame bytes to every subscriber's outbound buffer. A subscription being set up (snapshot or
+recovery still being read from the engine) is *pending*: live messages for it are buffered and
+replayed after the recovered ones, without duplicates, so nothing falls between the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from metrics.counters import Counters
+
+from ..engine.base import Engine, Published
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class Peer(Protocol):
+    """What the hub needs from a connection: queue a pre-encoded frame, close it."""
+
+    def send(self, frame: bytes) -> None: ...
+
+    def close(self, code: int, reason: str) -> None: ...
+
+
+class Hub:
+    def __init__(self, engine: Engine, counters: Counters) -> None:
+        self.engine = engine
+        self.counters = counters
+        self._live: dict[str, dict[Session, None]] = {}
+        self._pending: dict[str, dict[Session, list[Published]]] = {}
+        self.sessions: dict[str, Session] = {}
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def add_session(self, session: Session) -> None:
+        self.sessions[session.id] = session
+        self.counters.sessions += 1
+        self.counters.connections_total += 1
+
+    def remove_session(self, session: Session) -> None:
+        if self.sessions.pop(session.id, None) is None:
+            return
+        for subject in list(session.subjects):
+            self.unsubscribe(session, subject)
+        self.counters.sessions -= 1
+        self.counters.disconnections_total += 1
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def begin_subscribe(self, session: Session, subject: str) -> None:
+        """Start buffering live messages of ``subject`` for ``session``."""
+        self._drop(session, subject)
+        self._pending.setdefault(subject, {})[session] = []
+        if subject not in session.subjects:
+            session.subjects[subject] = None
+            self.counters.subscriptions += 1
+
+    def finish_subscribe(self, session: Session, subject: str) -> list[Published]:
+        """Make the subscription live; return what was buffered meanwhile, in order."""
+        pending = self._pending.get(subject)
+        buffered = pending.pop(session, []) if pending is not None else []
+        if pending is not None and not pending:
+            del self._pending[subject]
+        if subject in session.subjects:
+            self._live.setdefault(subject, {})[session] = None
+        return buffered
+
+    def unsubscribe(self, session: Session, subject: str) -> bool:
+        """Remove one subscription; False when there was none."""
+        if subject not in session.subjects:
+            return False
+        del session.subjects[subject]
+        self._drop(session, subject)
+        self.counters.subscriptions -= 1
+        return True
+
+    def _drop(self, session: Session, subject: str) -> None:
+        for table in (self._live, self._pending):
+            subscribers = table.get(subject)
+            if subscribers is not None and session in subscribers:
+                del subscribers[session]
+                if not subscribers:
+                    del table[subject]
+
+    def subscriber_count(self, subject: str) -> int:
+        return len(self._live.get(subject, ())) + len(self._pending.get(subject, ()))
+
+    def subjects(self) -> Iterator[str]:
+        return iter(self._live.keys() | self._pending.keys())
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    def deliver(self, message: Published) -> None:
+        """Engine callback: fan ``message`` out to the subject's subscribers."""
+        subject = message.subject
+        pending = self._pending.get(subject)
+        if pending:
+            for buffered in pending.values():
+                buffered.append(message)
+        live = self._live.get(subject)
+        if not live:
+            return
+        frame = message.update_frame()
+        for session in live:
+            session.peer.send(frame)
+        self.counters.messages_out_total += len(live)

@@ -1,0 +1,322 @@
+"""One client session: decodes its frames, applies entitlement and limits, talks to hub and engine.
+
+Sans-socket: the transport feeds complete text messages to :meth:`Session.handle_text` (one at
+a time, in order) and gives the session a :class:`~server.core.hub.Peer` to send frames through.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from ..engine.base import EngineUnavailable, Published, PublishRequest
+from ..protocol.codec import Limits, decode_client_frame, encode
+from ..protocol.errors import CloseCode, ErrorCode, RemoteProtocolError
+from ..protocol.frames import (
+    Error,
+    Ping,
+    Pong,
+    Publish,
+    PublishResult,
+    PublishResultCode,
+    ServerFrame,
+    Subscribe,
+    Subscribed,
+    SubscribeItem,
+    Unsubscribe,
+    Unsubscribed,
+    Welcome,
+)
+from ..protocol.subjects import subject_error
+from ..protocol.wsframe import encode_text_frame
+from .entitlement import Grant, allowed
+from .hub import Hub, Peer
+
+log = logging.getLogger(__name__)
+
+MAX_CONSECUTIVE_ERRORS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPolicy:
+    """Server-wide settings a session applies."""
+
+    server_name: str
+    version: str
+    keepalive: float
+    limits: Limits
+    max_subscriptions: int
+    publish_snapshot: bool
+
+
+class Session:
+    def __init__(
+        self,
+        session_id: str,
+        hub: Hub,
+        peer: Peer,
+        policy: SessionPolicy,
+        grant: Grant,
+        remote: str,
+        may_publish: bool = True,
+    ) -> None:
+        self.id = session_id
+        self.hub = hub
+        self.peer = peer
+        self.policy = policy
+        self.grant = grant
+        self.remote = remote
+        self.may_publish = may_publish
+        self.connected_at = time.time()
+        self.subjects: dict[str, None] = {}
+        self.messages_in = 0
+        self._errors_in_a_row = 0
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    # -- output -----------------------------------------------------------------------------
+
+    def send(self, frame: ServerFrame) -> None:
+        self.peer.send(encode_text_frame(encode(frame)))
+
+    def send_messages(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            self.peer.send(frame)
+        self.hub.counters.messages_out_total += len(frames)
+
+    def welcome(self) -> None:
+        self.send(
+            Welcome(
+                server=self.policy.server_name,
+                version=self.policy.version,
+                session=self.id,
+                keepalive=self.policy.keepalive,
+                max_message_size=self.policy.limits.max_message_size,
+                max_subscriptions=self.policy.max_subscriptions,
+            )
+        )
+
+    # -- input ------------------------------------------------------------------------------
+
+    async def handle_text(self, data: bytes | str) -> None:
+        """Handle one complete text message from the client."""
+        try:
+            op = decode_client_frame(data, self.policy.limits)
+        except RemoteProtocolError as error:
+            self._reject(error)
+            return
+        self._errors_in_a_row = 0
+        if isinstance(op, Publish):
+            await self._publish(op)
+        elif isinstance(op, Subscribe):
+            for item in op.subjects:
+                await self._subscribe(item, op.id)
+        elif isinstance(op, Unsubscribe):
+            self._unsubscribe(op)
+        elif isinstance(op, Ping):
+            self.send(Pong(id=op.id))
+
+    def handle_binary(self) -> None:
+        self._reject(
+            RemoteProtocolError(ErrorCode.BINARY_NOT_SUPPORTED, "send JSON in text frames")
+        )
+
+    def _reject(self, error: RemoteProtocolError) -> None:
+        if error.op == "publish" and error.code in (
+            ErrorCode.MESSAGE_TOO_LARGE,
+            ErrorCode.INVALID_SUBJECT,
+        ):
+            self.hub.counters.publish_rejected_total += 1
+            result: PublishResultCode = (
+                "too_large" if error.code == ErrorCode.MESSAGE_TOO_LARGE else "failed"
+            )
+            self.send(
+                PublishResult(
+                    result=result,
+                    subject=error.subject or "",
+                    id=error.request_id,
+                    code=error.code.value,
+                    reason=error.message,
+                )
+            )
+        else:
+            self.send(
+                Error(
+                    code=error.code.value,
+                    message=error.message,
+                    id=error.request_id,
+                    subject=error.subject,
+                )
+            )
+        self._errors_in_a_row += 1
+        if self._errors_in_a_row >= MAX_CONSECUTIVE_ERRORS:
+            self.peer.close(
+                CloseCode.TOO_MANY_ERRORS, f"{MAX_CONSECUTIVE_ERRORS} invalid frames in a row"
+            )
+
+    # -- publish ----------------------------------------------------------------------------
+
+    async def _publish(self, op: Publish) -> None:
+        denial = self._publish_denial(op.subject)
+        if denial is not None:
+            self.hub.counters.publish_rejected_total += 1
+            self.send(
+                PublishResult(
+                    result="denied",
+                    subject=op.subject,
+                    id=op.id,
+                    code=ErrorCode.DENIED.value,
+                    reason=denial,
+                )
+            )
+            return
+        request = PublishRequest(op.subject, op.content, op.fields, op.retained, op.qos)
+        try:
+            published = await self.hub.engine.publish(request)
+        except EngineUnavailable as exc:
+            self.hub.counters.publish_rejected_total += 1
+            self.send(PublishResult(result="failed", subject=op.subject, id=op.id, reason=str(exc)))
+            return
+        self.messages_in += 1
+        self.hub.counters.messages_in_total += 1
+        self.send(
+            PublishResult(
+                result="ok",
+                subject=op.subject,
+                id=op.id,
+                epoch=published.epoch,
+                seq=published.seq,
+            )
+        )
+
+    def _publish_denial(self, subject: str) -> str | None:
+        if not self.may_publish:
+            return "this address may not publish (PublishAllow)"
+        if not self.grant.valid:
+            return self.grant.reason
+        if not allowed(self.grant.publish, subject):
+            return "not entitled to publish on this subject"
+        return None
+
+    # -- subscribe --------------------------------------------------------------------------
+
+    async def _subscribe(self, item: SubscribeItem, request_id: int | None) -> None:
+        subject = item.subject
+        reason = subject_error(subject)
+        if reason is not None:
+            self._reject(
+                RemoteProtocolError(
+                    ErrorCode.INVALID_SUBJECT,
+                    f"invalid subject {subject!r}: {reason}",
+                    request_id,
+                    subject,
+                )
+            )
+            return
+        denial = self._subscribe_denial(subject)
+        if denial is not None:
+            self.send(
+                Subscribed(
+                    subject=subject,
+                    status="deny",
+                    recovery="none",
+                    epoch=None,
+                    seq=None,
+                    id=request_id,
+                    reason=denial,
+                )
+            )
+            return
+        if subject not in self.subjects and len(self.subjects) >= self.policy.max_subscriptions:
+            self._reject(
+                RemoteProtocolError(
+                    ErrorCode.TOO_MANY_SUBSCRIPTIONS,
+                    f"at most {self.policy.max_subscriptions} subscriptions per connection",
+                    request_id,
+                    subject,
+                )
+            )
+            return
+        self.hub.begin_subscribe(self, subject)
+        try:
+            status, frames, epoch, last_seq = await self._initial(item, request_id)
+        except Exception:
+            log.exception("subscribe %s failed", subject)
+            self.hub.unsubscribe(self, subject)
+            self._reject(
+                RemoteProtocolError(ErrorCode.INTERNAL, "subscribe failed", request_id, subject)
+            )
+            return
+        if subject not in self.subjects:  # unsubscribed (or disconnected) meanwhile
+            return
+        self.send(status)
+        self.send_messages(frames)
+        live = [
+            m.update_frame()
+            for m in self.hub.finish_subscribe(self, subject)
+            if not _already_sent(m, epoch, last_seq)
+        ]
+        self.send_messages(live)
+
+    def _subscribe_denial(self, subject: str) -> str | None:
+        if not self.grant.valid:
+            return self.grant.reason
+        if not allowed(self.grant.subscribe, subject):
+            return "not entitled to subscribe to this subject"
+        return None
+
+    async def _initial(
+        self, item: SubscribeItem, request_id: int | None
+    ) -> tuple[Subscribed, list[bytes], str, int]:
+        """The status frame and the messages that open a subscription, and its position."""
+        engine = self.hub.engine
+        subject = item.subject
+        if item.recover is not None:
+            recovery = await engine.recover(subject, item.recover)
+            if recovery.outcome in ("recovered", "up_to_date"):
+                self.hub.counters.recovery_successes_total += 1
+                frames = [m.frame("recovered") for m in recovery.messages]
+                last = recovery.messages[-1].seq if recovery.messages else item.recover.seq
+                status = Subscribed(
+                    subject, "allow", recovery.outcome, recovery.epoch, last, request_id
+                )
+                return status, frames, recovery.epoch, last
+            self.hub.counters.recovery_failures_total += 1
+            frames, epoch, seq = await self._snapshot(subject)
+            status = Subscribed(subject, "allow", recovery.outcome, epoch, seq, request_id)
+            return status, frames, epoch, seq
+        if item.history > 0:
+            epoch, seq = await engine.position(subject)
+            history = await engine.history(subject, item.history)
+            frames = [m.frame("historical") for m in history]
+            if history:
+                epoch, seq = history[-1].epoch, history[-1].seq
+            return Subscribed(subject, "allow", "none", epoch, seq, request_id), frames, epoch, seq
+        frames, epoch, seq = await self._snapshot(subject)
+        return Subscribed(subject, "allow", "none", epoch, seq, request_id), frames, epoch, seq
+
+    async def _snapshot(self, subject: str) -> tuple[list[bytes], str, int]:
+        engine = self.hub.engine
+        if self.policy.publish_snapshot:
+            snapshot = await engine.snapshot(subject)
+            if snapshot is not None:
+                return [snapshot.frame()], snapshot.epoch, snapshot.seq
+        epoch, seq = await engine.position(subject)
+        return [], epoch, seq
+
+    # -- unsubscribe ------------------------------------------------------------------------
+
+    def _unsubscribe(self, op: Unsubscribe) -> None:
+        for subject in op.subjects:
+            self.hub.unsubscribe(self, subject)
+            self.send(Unsubscribed(subject=subject, id=op.id))
+
+
+def _already_sent(message: Published, epoch: str, last_seq: int) -> bool:
+    """A buffered live message the opening frames already covered."""
+    return message.qos == "guaranteed" and message.epoch == epoch and message.seq <= last_seq

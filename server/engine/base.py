@@ -1,0 +1,190 @@
+"""The Engine interface and the values it trades in.
+
+Transport and core talk to an engine only through :class:`Engine`; the memory engine (one node)
+and the NATS JetStream engine (cluster) implement it, and one test suite
+(``tests/unit/test_engine_contract.py``) runs against each.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..protocol.codec import encode
+from ..protocol.frames import Message, MessageKind, Position, QoS
+from ..protocol.wsframe import encode_text_frame
+
+
+@dataclass(frozen=True, slots=True)
+class PublishRequest:
+    """A validated message on its way into the engine."""
+
+    subject: str
+    content: str
+    fields: dict[str, str]
+    retained: bool = True
+    qos: QoS = "guaranteed"
+
+
+@dataclass(slots=True)
+class Published:
+    """A message after the engine ordered it.
+
+    ``seq`` numbers the guaranteed messages of a subject within ``epoch`` (1, 2, 3, ...). A
+    standard-qos message does not take a number of its own: it carries the seq of the last
+    guaranteed message, so clients never see a gap because of it and never recover it.
+    ``ts`` is the engine's receive time in milliseconds since the Unix epoch.
+    """
+
+    subject: str
+    content: str
+    fields: dict[str, str]
+    retained: bool
+    qos: QoS
+    epoch: str
+    seq: int
+    ts: int
+    _update_frame: bytes | None = field(default=None, repr=False, compare=False)
+
+    def to_message(self, kind: MessageKind) -> Message:
+        return Message(
+            kind=kind,
+            subject=self.subject,
+            content=self.content,
+            fields=self.fields,
+            epoch=self.epoch,
+            seq=self.seq,
+            qos=self.qos,
+            retained=self.retained,
+            ts=self.ts,
+        )
+
+    def frame(self, kind: MessageKind) -> bytes:
+        """The WebSocket frame delivering this message as ``kind``."""
+        if kind == "update":
+            return self.update_frame()
+        return encode_text_frame(encode(self.to_message(kind)))
+
+    def update_frame(self) -> bytes:
+        """The live-update frame, encoded once and shared by every subscriber."""
+        if self._update_frame is None:
+            self._update_frame = encode_text_frame(encode(self.to_message("update")))
+        return self._update_frame
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Spec 4.1.2: latest retained content and the union of fields with their latest values."""
+
+    subject: str
+    content: str
+    fields: dict[str, str]
+    epoch: str
+    seq: int
+    ts: int
+
+    def frame(self) -> bytes:
+        message = Message(
+            kind="snapshot",
+            subject=self.subject,
+            content=self.content,
+            fields=self.fields,
+            epoch=self.epoch,
+            seq=self.seq,
+            qos="guaranteed",
+            retained=True,
+            ts=self.ts,
+        )
+        return encode_text_frame(encode(message))
+
+
+RecoveryOutcome = Literal["recovered", "up_to_date", "new_epoch", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """Answer to :meth:`Engine.recover`.
+
+    ``messages`` holds exactly the missed guaranteed messages in seq order when ``outcome`` is
+    ``recovered``; it is empty otherwise. ``epoch``/``seq`` are the subject's current position.
+    """
+
+    outcome: RecoveryOutcome
+    epoch: str
+    seq: int
+    messages: tuple[Published, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    subjects: int
+    cached_messages: int
+    cached_bytes: int
+
+
+Deliver = Callable[[Published], None]
+
+
+class Engine(abc.ABC):
+    """Orders, numbers, caches and (in a cluster) replicates messages.
+
+    Guarantees every implementation gives, checked by the shared contract test suite:
+
+    1. **Per-subject order.** For one subject, messages are numbered in the order the engine
+       accepted them: guaranteed messages get seq = previous + 1 within the subject's epoch,
+       starting at 1; standard messages carry the current seq without taking one.
+    2. **Delivery.** Every accepted message is passed to the ``deliver`` callback given to
+       :meth:`start` exactly once on every node, and for one subject in seq order. ``deliver``
+       runs on the event loop and must not block.
+    3. **Publish returns after acceptance.** When :meth:`publish` returns, the message has its
+       (epoch, seq), is in the snapshot (if retained) and in the cache (if guaranteed), and has been
+       or will be delivered on every node.
+    4. **Recovery is exact or refused.** ``recover(subject, Position(epoch, seq))`` returns the
+       guaranteed messages with seq greater than ``seq``, all of them, in order, without
+       duplicates (outcome ``recovered``; ``up_to_date`` when there are none). When the epoch
+       differs it says ``new_epoch``; when the cache no longer holds every missed message (size
+       limit or expiry) it says ``failed``. It never returns a partial list.
+    5. **Snapshot** is the merge of all retained messages of the subject (spec 4.1.2), with the
+       position of the last guaranteed message at the time it was read.
+    6. **History** returns up to ``limit`` most recent cached guaranteed messages, oldest first.
+    """
+
+    name: str = "engine"
+
+    @abc.abstractmethod
+    async def start(self, deliver: Deliver) -> None:
+        """Connect or start, then deliver every accepted message through ``deliver``."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop delivering and release resources. Idempotent."""
+
+    @abc.abstractmethod
+    async def publish(self, request: PublishRequest) -> Published:
+        """Accept one message (guarantee 3). Raises :class:`EngineUnavailable` when it cannot."""
+
+    @abc.abstractmethod
+    async def snapshot(self, subject: str) -> Snapshot | None:
+        """The subject's snapshot, or None when no retained message was ever published."""
+
+    @abc.abstractmethod
+    async def position(self, subject: str) -> tuple[str, int]:
+        """The subject's current (epoch, seq); seq 0 when nothing was published in this epoch."""
+
+    @abc.abstractmethod
+    async def recover(self, subject: str, since: Position) -> Recovery:
+        """Messages after ``since`` (guarantee 4)."""
+
+    @abc.abstractmethod
+    async def history(self, subject: str, limit: int) -> list[Published]:
+        """Up to ``limit`` most recent cached guaranteed messages, oldest first (guarantee 6)."""
+
+    @abc.abstractmethod
+    def stats(self) -> EngineStats:
+        """Cheap counts for monitoring."""
+
+
+class EngineUnavailable(Exception):
+    """The engine cannot accept messages right now (for example no cluster quorum)."""

@@ -1,0 +1,1 @@
+"""Sans-I/O protocol: subjects, frames, codec and errors. No sockets, no asyncio here."""

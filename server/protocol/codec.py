@@ -1,0 +1,112 @@
+"""Decode client frames and encode server frames. Pure functions over bytes and structs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .errors import ErrorCode, RemoteProtocolError
+from .frames import CLIENT_OPS, ClientOp, Publish, ServerFrame, Subscribe, Unsubscribe
+from .subjects import validate_subject
+
+_encoder = msgspec.json.Encoder()
+_raw_decoder = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-connection limits the codec enforces while decoding."""
+
+    max_message_size: int = 64 * 1024
+    max_subjects_per_request: int = 1000
+    max_history: int = 1000
+
+
+def encode(frame: ServerFrame) -> bytes:
+    """Serialize one server frame to UTF-8 JSON bytes."""
+    return _encoder.encode(frame)
+
+
+def decode_client_frame(data: bytes | str, limits: Limits) -> ClientOp:
+    """Parse and validate one client text frame, or raise :class:`RemoteProtocolError`.
+
+    The error carries the request ``id`` whenever the frame had a readable one, so the client
+    can match the error to its request.
+    """
+    raw = _decode_json_object(data)
+    request_id = raw.get("id") if isinstance(raw.get("id"), int) else None
+    op = raw.get("op")
+    if op not in CLIENT_OPS:
+        known = ", ".join(CLIENT_OPS)
+        raise RemoteProtocolError(
+            ErrorCode.UNKNOWN_OP, f"unknown op {op!r}; expected one of {known}", request_id
+        )
+    try:
+        frame: ClientOp = msgspec.convert(raw, type=ClientOp)
+        _check(frame, limits, request_id)
+    except msgspec.ValidationError as exc:
+        error = RemoteProtocolError(ErrorCode.INVALID_FRAME, f"{op}: {exc}", request_id)
+        error.op = op
+        raise error from None
+    except RemoteProtocolError as error:
+        error.op = op
+        raise
+    return frame
+
+
+def _decode_json_object(data: bytes | str) -> dict[str, Any]:
+    try:
+        raw = _raw_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise RemoteProtocolError(ErrorCode.INVALID_JSON, f"not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise RemoteProtocolError(ErrorCode.INVALID_FRAME, "a frame must be a JSON object")
+    return raw
+
+
+def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
+    if isinstance(frame, Publish):
+        validate_subject(frame.subject, request_id)
+        size = publish_size(frame)
+        if size > limits.max_message_size:
+            raise RemoteProtocolError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"message of {size} bytes exceeds MaxMessageSize {limits.max_message_size}",
+                request_id,
+                frame.subject,
+            )
+    elif isinstance(frame, Subscribe | Unsubscribe):
+        count = len(frame.subjects)
+        if count == 0 or count > limits.max_subjects_per_request:
+            raise RemoteProtocolError(
+                ErrorCode.INVALID_FRAME,
+                f"{frame.__struct_config__.tag}: 'subjects' must hold 1 to "
+                f"{limits.max_subjects_per_request} entries, got {count}",
+                request_id,
+            )
+        if isinstance(frame, Subscribe):
+            for item in frame.subjects:
+                if not 0 <= item.history <= limits.max_history:
+                    raise RemoteProtocolError(
+                        ErrorCode.INVALID_FRAME,
+                        f"subscribe: 'history' must be 0 to {limits.max_history}",
+                        request_id,
+                    )
+                if item.conflation < 0:
+                    raise RemoteProtocolError(
+                        ErrorCode.INVALID_FRAME, "subscribe: 'conflation' must be >= 0", request_id
+                    )
+
+
+def publish_size(frame: Publish) -> int:
+    """Size of a message as MaxMessageSize counts it: UTF-8 bytes of content and fields."""
+    size = _utf8_len(frame.content)
+    for name, value in frame.fields.items():
+        size += _utf8_len(name) + _utf8_len(value)
+    return size
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))

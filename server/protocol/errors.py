@@ -1,0 +1,75 @@
+"""The one exception hierarchy of the wire protocol.
+
+Every error a client can cause maps to a machine-readable ``code`` (sent in an ``error`` frame or
+a ``publish_result``) or to a WebSocket close code (``CloseCode``). ``docs/protocol.md`` documents
+both, with retry rules. The split follows h11: ``RemoteProtocolError`` is the peer's fault and is
+answered on the wire; ``LocalProtocolError`` is our own misuse and is a bug.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+
+class ErrorCode(StrEnum):
+    """Codes of ``{"type": "error"}`` frames. The connection stays usable after each of them."""
+
+    INVALID_JSON = "invalid_json"
+    INVALID_FRAME = "invalid_frame"
+    UNKNOWN_OP = "unknown_op"
+    INVALID_SUBJECT = "invalid_subject"
+    MESSAGE_TOO_LARGE = "message_too_large"
+    TOO_MANY_SUBSCRIPTIONS = "too_many_subscriptions"
+    NOT_SUBSCRIBED = "not_subscribed"
+    DENIED = "denied"
+    BINARY_NOT_SUPPORTED = "binary_not_supported"
+    INTERNAL = "internal"
+
+
+class CloseCode(IntEnum):
+    """WebSocket close codes the server sends. Retry rules are in docs/protocol.md."""
+
+    NORMAL = 1000
+    GOING_AWAY = 1001  # server shutting down: reconnect to another server at once
+    PROTOCOL_ERROR = 1002  # broken WebSocket framing: fix the client
+    FRAME_TOO_LARGE = 1009  # a frame above the hard frame limit: fix the client
+    INTERNAL_ERROR = 1011  # server bug: reconnect with backoff
+    SLOW_CONSUMER = 4001  # outbound buffer overflow: reconnect with backoff and recover
+    KEEPALIVE_TIMEOUT = 4002  # no data from the client within the keepalive timeout
+    DISCONNECTED_BY_OPERATOR = 4003  # an operator closed the session: reconnect with backoff
+    CONNECTION_LIMIT = 4004  # server at MaxConnections: reconnect to another server, backoff
+    TOO_MANY_ERRORS = 4005  # the client kept sending invalid frames: fix the client
+
+
+class PushgridError(Exception):
+    """Base of every pushgrid protocol error."""
+
+
+class LocalProtocolError(PushgridError):
+    """We tried to do something the protocol forbids (a bug in pushgrid itself)."""
+
+
+class RemoteProtocolError(PushgridError):
+    """The peer sent something invalid. ``code`` goes on the wire, ``message`` explains it."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        request_id: int | None = None,
+        subject: str | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.subject = subject
+        self.op: str | None = None  # the op being decoded, set by the codec when known
+
+
+class InvalidSubject(RemoteProtocolError):
+    def __init__(self, subject: str, reason: str, request_id: int | None = None) -> None:
+        super().__init__(
+            ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}", request_id, subject
+        )
+        self.reason = reason

@@ -1,0 +1,129 @@
+"""Wire frames, as typed structs. ``docs/protocol.md`` is the prose form of this module.
+
+Client -> server frames are JSON objects tagged by ``op``; server -> client frames by ``type``.
+Unknown keys are ignored (forward compatibility); missing or mistyped keys are errors.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+QoS = Literal["standard", "guaranteed"]
+MessageKind = Literal["snapshot", "update", "recovered", "historical"]
+RecoveryStatus = Literal["none", "recovered", "up_to_date", "new_epoch", "failed"]
+PublishResultCode = Literal["ok", "denied", "failed", "too_large"]
+
+
+# --- client -> server -------------------------------------------------------------------------
+
+
+class Position(msgspec.Struct, frozen=True):
+    """A point in a subject's stream: the epoch and the last sequence number the client holds."""
+
+    epoch: str
+    seq: int
+
+
+class SubscribeItem(msgspec.Struct, frozen=True):
+    subject: str
+    recover: Position | None = None
+    history: int = 0
+    conflation: int = 0
+
+
+class Subscribe(msgspec.Struct, tag_field="op", tag="subscribe", frozen=True):
+    subjects: list[SubscribeItem]
+    id: int | None = None
+
+
+class Unsubscribe(msgspec.Struct, tag_field="op", tag="unsubscribe", frozen=True):
+    subjects: list[str]
+    id: int | None = None
+
+
+class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True):
+    subject: str
+    content: str
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
+    retained: bool = True
+    qos: QoS = "guaranteed"
+    id: int | None = None
+
+
+class Ping(msgspec.Struct, tag_field="op", tag="ping", frozen=True):
+    id: int | None = None
+
+
+ClientOp = Subscribe | Unsubscribe | Publish | Ping
+CLIENT_OPS: tuple[str, ...] = ("subscribe", "unsubscribe", "publish", "ping")
+
+
+# --- server -> client -------------------------------------------------------------------------
+
+
+class Welcome(msgspec.Struct, tag_field="type", tag="welcome"):
+    server: str
+    version: str
+    session: str
+    keepalive: float
+    max_message_size: int
+    max_subscriptions: int
+
+
+class Message(msgspec.Struct, tag_field="type", tag="message"):
+    kind: MessageKind
+    subject: str
+    content: str
+    fields: dict[str, str]
+    epoch: str
+    seq: int
+    qos: QoS
+    retained: bool
+    ts: int
+
+
+class Subscribed(msgspec.Struct, tag_field="type", tag="subscribed"):
+    subject: str
+    status: Literal["allow", "deny"]
+    recovery: RecoveryStatus
+    epoch: str | None
+    seq: int | None
+    id: int | None = None
+    reason: str | None = None
+
+
+class Unsubscribed(msgspec.Struct, tag_field="type", tag="unsubscribed"):
+    subject: str
+    id: int | None = None
+
+
+class PublishResult(msgspec.Struct, tag_field="type", tag="publish_result"):
+    result: PublishResultCode
+    subject: str
+    id: int | None = None
+    epoch: str | None = None
+    seq: int | None = None
+    code: str | None = None
+    reason: str | None = None
+
+
+class Pong(msgspec.Struct, tag_field="type", tag="pong"):
+    id: int | None = None
+
+
+class Keepalive(msgspec.Struct, tag_field="type", tag="keepalive"):
+    pass
+
+
+class Error(msgspec.Struct, tag_field="type", tag="error"):
+    code: str
+    message: str
+    id: int | None = None
+    subject: str | None = None
+
+
+ServerFrame = (
+    Welcome | Message | Subscribed | Unsubscribed | PublishResult | Pong | Keepalive | Error
+)

@@ -1,0 +1,26 @@
+"""Server-side WebSocket frame encoding (RFC 6455 section 5.2), for encode-once fan-out.
+
+Server frames are never masked and we negotiate no extension, so one encoded frame is valid for
+every connection: it is built once per message and the same bytes are written to each subscriber.
+Incoming frames (masked, possibly fragmented) are parsed by wsproto.
+"""
+
+from __future__ import annotations
+
+import struct
+
+_OP_TEXT = 0x1
+_FIN = 0x80
+
+
+def encode_text_frame(payload: bytes) -> bytes:
+    """One final, unmasked text frame holding ``payload`` (already UTF-8)."""
+    length = len(payload)
+    first = _FIN | _OP_TEXT
+    if length < 126:
+        header = bytes((first, length))
+    elif length < 1 << 16:
+        header = struct.pack("!BBH", first, 126, length)
+    else:
+        header = struct.pack("!BBQ", first, 127, length)
+    return header + payload

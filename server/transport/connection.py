@@ -1,0 +1,348 @@
+"""One client TCP connection: HTTP/1.1 (h11) until it upgrades to WebSocket (wsproto).
+
+The protocol object only moves bytes: HTTP requests go to :mod:`server.transport.http`, complete
+WebSocket text messages go to the connection's :class:`~server.core.session.Session`, one at a
+time and in order. Outgoing frames are queued and flushed once per loop iteration
+(:mod:`server.transport.flusher`); the transport's write buffer is bounded by
+``MaxOutboundBufferSize``: a client that lets it overflow is a slow consumer and is closed with
+4001, without delaying anyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import deque
+from typing import TYPE_CHECKING, cast
+from urllib.parse import parse_qs, urlsplit
+
+import h11
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import RemoteProtocolError as WsRemoteProtocolError
+
+from ..core.session import Session
+from ..protocol.errors import CloseCode
+from . import http
+
+if TYPE_CHECKING:
+    from ..app import PushServer
+
+log = logging.getLogger(__name__)
+
+_INBOX_PAUSE = 1000  # queued inbound messages at which we stop reading from the socket
+_INBOX_RESUME = 100
+
+
+class ClientConnection(asyncio.Protocol):
+    def __init__(self, app: PushServer) -> None:
+        self.app = app
+        self.transport: asyncio.Transport | None = None
+        self.remote = "?"
+        self.http = h11.Connection(h11.SERVER, max_incomplete_event_size=16 * 1024)
+        self.ws: WSConnection | None = None
+        self.session: Session | None = None
+        self.closing = False
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.last_in = app.tick
+        self.last_out = app.tick
+        self.last_ping = app.tick
+        self.close_deadline: float | None = None
+        self._outbox: list[bytes] = []
+        self._marked = False
+        self._request: h11.Request | None = None
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._busy = False  # an HTTP response is being produced
+        self._parts: list[str] = []
+        self._parts_size = 0
+        self._inbox: deque[str] = deque()
+        self._reader: asyncio.Task[None] | None = None
+        self._paused = False
+
+    # -- asyncio.Protocol -------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transport class does not subclass asyncio.Transport, hence no isinstance.
+        self.transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.transport.set_write_buffer_limits(high=self.app.settings.max_outbound_buffer_size)
+        self.app.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.app.connections.discard(self)
+        if self.session is not None:
+            self.app.hub.remove_session(self.session)
+        if self._reader is not None:
+            self._reader.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        self.bytes_in += len(data)
+        self.app.counters.bytes_in_total += len(data)
+        self.last_in = self.app.tick
+        if self.ws is not None:
+            self.ws.receive_data(data)
+            self._ws_events()
+        else:
+            self.http.receive_data(data)
+            self._http_events()
+
+    def eof_received(self) -> bool | None:
+        if self.ws is not None:
+            self.ws.receive_data(None)
+            self._ws_events()
+        else:
+            self.http.receive_data(b"")
+            self._http_events()
+        return None
+
+    def pause_writing(self) -> None:
+        # The write buffer passed MaxOutboundBufferSize: the client does not keep up.
+        if self.ws is not None and not self.closing:
+            self.app.counters.slow_consumer_disconnects_total += 1
+            log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
+            self._outbox.clear()
+            self.close(CloseCode.SLOW_CONSUMER, "slow consumer: outbound buffer full")
+            self.close_deadline = self.app.tick + self.app.settings.slow_consumer_close_timeout
+
+    # -- output (core.hub.Peer) -------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self.session.id if self.session is not None else None
+
+    def send(self, frame: bytes) -> None:
+        if self.closing:
+            return
+        self._outbox.append(frame)
+        if not self._marked:
+            self._marked = True
+            self.app.flusher.mark(self)
+
+    def flush(self) -> None:
+        self._marked = False
+        outbox = self._outbox
+        if not outbox or self.transport is None or self.transport.is_closing():
+            outbox.clear()
+            return
+        data = outbox[0] if len(outbox) == 1 else b"".join(outbox)
+        outbox.clear()
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
+        self.bytes_out += len(data)
+        self.app.counters.bytes_out_total += len(data)
+        self.last_out = self.app.tick
+
+    def close(self, code: int, reason: str) -> None:
+        """Send a WebSocket close frame after what is queued and stop sending anything else."""
+        if self.closing or self.transport is None:
+            return
+        if self.ws is None or self.ws.state is not ConnectionState.OPEN:
+            self.closing = True
+            self.transport.close()
+            return
+        self.flush()
+        self.closing = True
+        self._write(self.ws.send(CloseConnection(code=code, reason=reason)))
+        self.close_deadline = self.app.tick + self.app.settings.shutdown_timeout + 1.0
+
+    def abort(self) -> None:
+        self.closing = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def ping(self) -> None:
+        if self.ws is not None and self.ws.state is ConnectionState.OPEN and not self.closing:
+            self.flush()
+            self._write(self.ws.send(Ping(payload=b"pushgrid")))
+            self.last_ping = self.app.tick
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _http_events(self) -> None:
+        while not self._busy and self.ws is None and self.transport is not None:
+            try:
+                event = self.http.next_event()
+            except h11.RemoteProtocolError as exc:
+                self._http_fail(exc)
+                return
+            if event is h11.NEED_DATA:
+                return
+            if event is h11.PAUSED:
+                if self._request is not None and http.is_websocket_upgrade(self._request):
+                    self._upgrade(self._request)
+                return
+            if isinstance(event, h11.Request):
+                self._request, self._body, self._body_size = event, [], 0
+            elif isinstance(event, h11.Data):
+                self._body_size += len(event.data)
+                if self._body_size > self.app.max_http_body:
+                    self._respond(http.problem(413, "body_too_large", "request body too large"))
+                    return
+                self._body.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                request = self._request
+                assert request is not None
+                if http.is_websocket_upgrade(request):
+                    continue  # h11 pauses next; the upgrade happens then
+                self._busy = True
+                body = b"".join(self._body)
+                task = asyncio.get_running_loop().create_task(self._serve_http(request, body))
+                self.app.track(task)
+                return
+            elif isinstance(event, h11.ConnectionClosed):
+                if self.transport is not None:
+                    self.transport.close()
+                return
+
+    def _http_fail(self, exc: h11.RemoteProtocolError) -> None:
+        status = exc.error_status_hint or 400
+        if self.http.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            self._respond(http.problem(status, "bad_request", f"invalid HTTP request: {exc}"))
+        if self.transport is not None:
+            self.transport.close()
+
+    async def _serve_http(self, request: h11.Request, body: bytes) -> None:
+        try:
+            response = await http.handle(self.app, request, body, self.remote)
+        except Exception:
+            log.exception("HTTP handler failed")
+            response = http.problem(500, "internal", "internal server error")
+        self._respond(response)
+        self._busy = False
+        if self.http.our_state is h11.DONE and self.http.their_state is h11.DONE:
+            self.http.start_next_cycle()
+            self._http_events()
+        elif self.transport is not None and self.http.our_state is h11.MUST_CLOSE:
+            self.transport.close()
+
+    def _respond(self, response: http.Response) -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        headers = [*response.headers, ("content-length", str(len(response.body)))]
+        try:
+            data = self.http.send(h11.Response(status_code=response.status, headers=headers))
+            data = (data or b"") + (self.http.send(h11.Data(data=response.body)) or b"")
+            data += self.http.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError:
+            self.transport.close()
+            return
+        self._write(data)
+        if self.http.our_state is h11.MUST_CLOSE:
+            self.transport.close()
+
+    # -- WebSocket --------------------------------------------------------------------------
+
+    def _upgrade(self, request: h11.Request) -> None:
+        ws = WSConnection(ConnectionType.SERVER)
+        try:
+            ws.initiate_upgrade_connection(list(request.headers), request.target)
+            events = list(ws.events())
+        except WsRemoteProtocolError as exc:
+            self._respond(http.problem(400, "bad_handshake", f"invalid WebSocket handshake: {exc}"))
+            if self.transport is not None:
+                self.transport.close()
+            return
+        if not any(isinstance(e, Request) for e in events):
+            self._respond(http.problem(400, "bad_handshake", "invalid WebSocket handshake"))
+            return
+        self.ws = ws
+        self._write(ws.send(AcceptConnection()))
+        trailing, _closed = self.http.trailing_data
+        query = parse_qs(urlsplit(request.target.decode("latin-1")).query)
+        token = query.get("token", [None])[0]
+        self._open_session(token)
+        if trailing:
+            ws.receive_data(trailing)
+            self._ws_events()
+
+    def _open_session(self, token: str | None) -> None:
+        app = self.app
+        if app.stopping or app.counters.sessions >= app.settings.max_connections:
+            code = CloseCode.GOING_AWAY if app.stopping else CloseCode.CONNECTION_LIMIT
+            self.close(code, "server shutting down" if app.stopping else "connection limit")
+            return
+        host = self.remote.rpartition(":")[0]
+        self.session = Session(
+            session_id=secrets.token_hex(8),
+            hub=app.hub,
+            peer=self,
+            policy=app.policy,
+            grant=app.entitlement.grant(token),
+            remote=self.remote,
+            may_publish=app.may_publish(host),
+        )
+        app.hub.add_session(self.session)
+        self.session.welcome()
+
+    def _ws_events(self) -> None:
+        ws = self.ws
+        assert ws is not None
+        for event in ws.events():
+            if isinstance(event, TextMessage):
+                self._text(event)
+            elif isinstance(event, BytesMessage):
+                if event.message_finished and self.session is not None and not self.closing:
+                    self.session.handle_binary()
+            elif isinstance(event, Ping):
+                if ws.state is ConnectionState.OPEN:
+                    self._write(ws.send(event.response()))
+            elif isinstance(event, CloseConnection):
+                if ws.state is ConnectionState.REMOTE_CLOSING:
+                    self.flush()
+                    self._write(ws.send(event.response()))
+                self.closing = True
+                if self.transport is not None:
+                    self.transport.close()
+                return
+
+    def _text(self, event: TextMessage) -> None:
+        self._parts.append(event.data)
+        self._parts_size += len(event.data)
+        if self._parts_size > self.app.max_frame_size:
+            self._parts.clear()
+            self.close(CloseCode.FRAME_TOO_LARGE, "message above the frame size limit")
+            return
+        if not event.message_finished:
+            return
+        text = self._parts[0] if len(self._parts) == 1 else "".join(self._parts)
+        self._parts.clear()
+        self._parts_size = 0
+        if self.session is None or self.closing:
+            return
+        self._inbox.append(text)
+        if len(self._inbox) >= _INBOX_PAUSE and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+        if self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read_inbox())
+
+    async def _read_inbox(self) -> None:
+        session = self.session
+        assert session is not None
+        try:
+            while self._inbox and not self.closing:
+                await session.handle_text(self._inbox.popleft())
+                if self._paused and len(self._inbox) <= _INBOX_RESUME and self.transport:
+                    self._paused = False
+                    self.transport.resume_reading()
+        except Exception:
+            log.exception("session %s failed", session.id)
+            self.close(CloseCode.INTERNAL_ERROR, "internal error")
+        finally:
+            self._reader = None

@@ -1,0 +1,32 @@
+"""Write coalescing: frames queued for a connection during one event-loop iteration leave in a
+single ``transport.write``. Under load many messages share one system call per subscriber; at
+low rates a frame waits only for the end of the current iteration (no timer)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+
+class Flushable(Protocol):
+    def flush(self) -> None: ...
+
+
+class Flusher:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._dirty: list[Flushable] = []
+        self._scheduled = False
+
+    def mark(self, connection: Flushable) -> None:
+        """Flush ``connection`` at the end of this loop iteration (call once per dirty period)."""
+        self._dirty.append(connection)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        dirty, self._dirty = self._dirty, []
+        for connection in dirty:
+            connection.flush()

@@ -1,0 +1,194 @@
+"""HTTP endpoints on the client port: /health, /snapshot, /publish.
+
+Errors are RFC 9457 problem+json documents whose ``code`` is the same machine-readable code the
+WebSocket protocol uses (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import h11
+import msgspec
+
+from .. import __version__
+from ..core.entitlement import allowed
+from ..engine.base import EngineUnavailable, PublishRequest
+from ..protocol.codec import publish_size
+from ..protocol.errors import ErrorCode
+from ..protocol.frames import Publish
+from ..protocol.subjects import subject_error
+
+if TYPE_CHECKING:
+    from ..app import PushServer
+
+_json = msgspec.json.Encoder()
+_CORS = [
+    ("access-control-allow-origin", "*"),
+    ("access-control-allow-headers", "authorization, content-type"),
+    ("access-control-allow-methods", "GET, POST, OPTIONS"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+def is_websocket_upgrade(request: h11.Request) -> bool:
+    for name, value in request.headers:
+        if name == b"upgrade" and value.lower() == b"websocket":
+            return True
+    return False
+
+
+def json_response(status: int, payload: Any) -> Response:
+    return Response(status, _json.encode(payload), [("content-type", "application/json"), *_CORS])
+
+
+def problem(status: int, code: str, detail: str) -> Response:
+    body = {
+        "type": f"urn:pushgrid:error:{code}",
+        "title": code.replace("_", " "),
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    return Response(
+        status, _json.encode(body), [("content-type", "application/problem+json"), *_CORS]
+    )
+
+
+def _header(request: h11.Request, name: bytes) -> str | None:
+    for key, value in request.headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _token(request: h11.Request, query: dict[str, list[str]]) -> str | None:
+    auth = _header(request, b"authorization")
+    if auth and auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    return query.get("token", [None])[0]
+
+
+async def handle(app: PushServer, request: h11.Request, body: bytes, remote: str) -> Response:
+    url = urlsplit(request.target.decode("utf-8", "replace"))
+    query = parse_qs(url.query)
+    method = request.method.decode("ascii", "replace")
+    if method == "OPTIONS":
+        return Response(204, b"", list(_CORS))
+    routes = {
+        "/health": ("GET", _health),
+        "/snapshot": ("GET", _snapshot),
+        "/publish": ("POST", _publish),
+    }
+    route = routes.get(url.path)
+    if route is None:
+        return problem(404, "not_found", f"no resource at {url.path}")
+    if method != route[0] and not (method == "HEAD" and route[0] == "GET"):
+        response = problem(405, "method_not_allowed", f"{url.path} accepts {route[0]}")
+        return Response(response.status, response.body, [*response.headers, ("allow", route[0])])
+    return await route[1](app, request, query, body, remote)
+
+
+async def _health(
+    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+) -> Response:
+    payload = {
+        "status": "stopping" if app.stopping else "ok",
+        "server": app.settings.server_name,
+        "version": __version__,
+        "engine": app.engine.name,
+        "sessions": app.counters.sessions,
+        "uptime": round(time.time() - app.started_at, 3),
+    }
+    return json_response(503 if app.stopping else 200, payload)
+
+
+async def _snapshot(
+    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+) -> Response:
+    subject = query.get("subject", [""])[0]
+    reason = subject_error(subject)
+    if reason is not None:
+        return problem(400, ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}")
+    grant = app.entitlement.grant(_token(request, query))
+    if not grant.valid or not allowed(grant.subscribe, subject):
+        detail = grant.reason if not grant.valid else "not entitled to this subject"
+        return problem(403, ErrorCode.DENIED, detail)
+    snapshot = await app.engine.snapshot(subject)
+    if snapshot is None:
+        return problem(404, "no_snapshot", f"no snapshot for {subject}")
+    accept = _header(request, b"accept") or ""
+    if "application/json" in accept:
+        return json_response(
+            200,
+            {
+                "subject": subject,
+                "content": snapshot.content,
+                "fields": snapshot.fields,
+                "epoch": snapshot.epoch,
+                "seq": snapshot.seq,
+            },
+        )
+    headers = [("content-type", "text/plain; charset=utf-8"), *_CORS]
+    return Response(200, snapshot.content.encode("utf-8", "surrogatepass"), headers)
+
+
+class _HttpPublish(msgspec.Struct, frozen=True):
+    subject: str
+    content: str
+    fields: dict[str, str] = msgspec.field(default_factory=dict)
+    retained: bool = True
+    qos: str = "guaranteed"
+
+
+async def _publish(
+    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+) -> Response:
+    try:
+        data = msgspec.json.decode(body, type=_HttpPublish)
+    except msgspec.DecodeError as exc:
+        return problem(400, ErrorCode.INVALID_FRAME, f"body: {exc}")
+    if data.qos not in ("standard", "guaranteed"):
+        return problem(400, ErrorCode.INVALID_FRAME, "qos must be 'standard' or 'guaranteed'")
+    reason = subject_error(data.subject)
+    if reason is not None:
+        return problem(
+            400, ErrorCode.INVALID_SUBJECT, f"invalid subject {data.subject!r}: {reason}"
+        )
+    op = Publish(data.subject, data.content, data.fields, data.retained)
+    size = publish_size(op)
+    if size > app.settings.max_message_size:
+        return problem(
+            413,
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"message of {size} bytes exceeds MaxMessageSize {app.settings.max_message_size}",
+        )
+    grant = app.entitlement.grant(_token(request, query))
+    host = remote.rpartition(":")[0]
+    if not app.may_publish(host):
+        return problem(403, ErrorCode.DENIED, "this address may not publish (PublishAllow)")
+    if not grant.valid or not allowed(grant.publish, data.subject):
+        detail = grant.reason if not grant.valid else "not entitled to publish on this subject"
+        return problem(403, ErrorCode.DENIED, detail)
+    publish_request = PublishRequest(
+        data.subject,
+        data.content,
+        data.fields,
+        data.retained,
+        "standard" if data.qos == "standard" else "guaranteed",
+    )
+    try:
+        published = await app.engine.publish(publish_request)
+    except EngineUnavailable as exc:
+        return problem(503, "engine_unavailable", str(exc))
+    app.counters.messages_in_total += 1
+    return json_response(200, {"result": "ok", "epoch": published.epoch, "seq": published.seq})
