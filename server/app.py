@@ -9,9 +9,13 @@ import signal
 import ssl
 import time
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
+from metrics.archive import ArchiveWriter
 from metrics.counters import Counters
+from metrics.indicators import INDICATOR_NAMES
+from metrics.sampler import Sampler
 
 from . import __version__
 from .config import Settings
@@ -20,6 +24,10 @@ from .core.hub import Hub
 from .core.session import SessionPolicy
 from .engine.base import Engine
 from .engine.memory import MemoryEngine
+from .monitoring.beans import LoopBridge, build_agent
+from .monitoring.meta import publish_meta_subjects
+from .monitoring.prometheus_exporter import build_registry
+from .monitoring.routes import MonitorRoutes
 from .protocol.codec import Limits, encode
 from .protocol.errors import CloseCode
 from .protocol.frames import Keepalive
@@ -28,6 +36,15 @@ from .transport.connection import ClientConnection
 from .transport.flusher import Flusher
 
 log = logging.getLogger("pushgrid.server")
+
+
+def _addresses(servers: list[asyncio.Server]) -> list[str]:
+    out = []
+    for server in servers:
+        for sock in server.sockets:
+            host, port = sock.getsockname()[:2]
+            out.append(f"{host}:{port}")
+    return out
 
 
 def build_engine(settings: Settings) -> Engine:
@@ -73,10 +90,16 @@ class PushServer:
         ]
         self.connections: set[ClientConnection] = set()
         self.started_at = time.time()
+        self.sampler = Sampler(self.counters, self._archive_writer())
+        self.loop_bridge = LoopBridge()
+        self.prometheus = build_registry(self)
+        self.jolokia = build_agent(self)
+        self.monitor = MonitorRoutes(self)
         self.tick = 0.0
         self.stopping = False
         self.flusher: Flusher
         self._servers: list[asyncio.Server] = []
+        self._monitor_servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
 
@@ -85,41 +108,79 @@ class PushServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.flusher = Flusher(loop)
+        self.loop_bridge.loop = loop
         self.tick = loop.time()
         await self.engine.start(self.hub.deliver)
         for host, port in self.settings.listen_addresses:
             self._servers.append(await loop.create_server(self._protocol, host, port))
         if self.settings.listen_encrypted:
-            context = self._tls_context()
+            context = self._tls_context(self.settings.tls_certificate, self.settings.tls_key)
             for host, port in self.settings.listen_encrypted_addresses:
                 server = await loop.create_server(self._protocol, host, port, ssl=context)
                 self._servers.append(server)
+        await self._start_monitoring(loop)
         self.track(loop.create_task(self._ticker()))
         log.info(
-            "pushgrid %s listening on %s (engine %s)",
+            "pushgrid %s listening on %s (engine %s); monitoring on %s",
             __version__,
             ", ".join(self.bound_addresses()),
             self.engine.name,
+            ", ".join(self.monitor_addresses()) or "none",
         )
 
     def _protocol(self) -> ClientConnection:
         return ClientConnection(self)
 
-    def _tls_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        certificate, key = self.settings.tls_certificate, self.settings.tls_key
+    def _monitor_protocol(self) -> ClientConnection:
+        return ClientConnection(self, handler=self.monitor, websocket=False)
+
+    async def _start_monitoring(self, loop: asyncio.AbstractEventLoop) -> None:
+        settings = self.settings
+        for host, port in settings.monitor_addresses:
+            server = await loop.create_server(self._monitor_protocol, host, port)
+            self._monitor_servers.append(server)
+        if settings.monitor_https_listen:
+            context = self._tls_context(
+                settings.monitor_tls_certificate or settings.tls_certificate,
+                settings.monitor_tls_key or settings.tls_key,
+            )
+            for host, port in settings.monitor_tls_addresses:
+                server = await loop.create_server(self._monitor_protocol, host, port, ssl=context)
+                self._monitor_servers.append(server)
+        self.track(loop.create_task(self.sampler.run()))
+        if settings.meta_subject_interval > 0:
+            self.track(publish_meta_subjects(self, settings.meta_subject_interval))
+
+    def _archive_writer(self) -> ArchiveWriter | None:
+        root = self.settings.metrics_archive
+        if root is None:
+            return None
+        return ArchiveWriter(
+            root,
+            self.settings.server_name,
+            INDICATOR_NAMES,
+            retention_days=self.settings.metrics_archive_retention,
+        )
+
+    def delivery_mode(self) -> str:
+        return "standalone" if self.engine.name == "memory" else self.engine.name
+
+    def uptime(self) -> float:
+        return round(time.time() - self.started_at, 3)
+
+    def monitor_addresses(self) -> list[str]:
+        return _addresses(self._monitor_servers)
+
+    @staticmethod
+    def _tls_context(certificate: Path | None, key: Path | None) -> ssl.SSLContext:
         if certificate is None or key is None:  # Settings validation forbids this
-            raise ValueError("ListenEncrypted needs TLSCertificate and TLSKey")
+            raise ValueError("a TLS listener needs a certificate and a key")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(certificate, key)
         return context
 
     def bound_addresses(self) -> list[str]:
-        out = []
-        for server in self._servers:
-            for sock in server.sockets:
-                host, port = sock.getsockname()[:2]
-                out.append(f"{host}:{port}")
-        return out
+        return _addresses(self._servers)
 
     async def stop(self) -> None:
         """Graceful shutdown: refuse new clients, close each one with 1001, wait, then abort."""
@@ -136,8 +197,12 @@ class PushServer:
             await asyncio.sleep(0.05)
         for connection in list(self.connections):
             connection.abort()
+        for server in self._monitor_servers:
+            server.close()
+        self.monitor.close()
         for task in list(self._tasks):
             task.cancel()
+        self.sampler.close()
         await self.engine.close()
         self._stopped.set()
 

@@ -96,6 +96,17 @@ class Settings(BaseSettings):
         default=None, alias="EntitlementJwtPublicKeyFile"
     )
     publish_allow: AddressList = Field(default=[], alias="PublishAllow")
+    monitor_http_listen: AddressList = Field(
+        default=["127.0.0.1:8900"], alias="MonitorHTTP.Listen"
+    )
+    monitor_https_listen: AddressList = Field(default=[], alias="MonitorHTTPS.Listen")
+    monitor_tls_certificate: Path | None = Field(default=None, alias="MonitorTLSCertificate")
+    monitor_tls_key: Path | None = Field(default=None, alias="MonitorTLSKey")
+    monitor_username: str | None = Field(default=None, alias="MonitorUsername")
+    monitor_password: str | None = Field(default=None, alias="MonitorPassword")
+    meta_subject_interval: float = Field(default=5.0, ge=0, alias="MetaSubjectInterval")
+    metrics_archive: Path | None = Field(default=Path("data/archive"), alias="MetricsArchive")
+    metrics_archive_retention: int = Field(default=35, ge=0, alias="MetricsArchiveRetention")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )
@@ -112,7 +123,12 @@ class Settings(BaseSettings):
         # Values come only from load_settings(), which tracks where each one came from.
         return (init_settings,)
 
-    @field_validator("listen", "listen_encrypted")
+    @field_validator("metrics_archive", mode="before")
+    @classmethod
+    def _empty_path(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and value.strip() in ("", "none", "off") else value
+
+    @field_validator("listen", "listen_encrypted", "monitor_http_listen", "monitor_https_listen")
     @classmethod
     def _addresses(cls, value: list[str]) -> list[str]:
         return _check_addresses(value)
@@ -128,6 +144,13 @@ class Settings(BaseSettings):
             raise ValueError("set Listen or ListenEncrypted: the server needs a client port")
         if self.listen_encrypted and (self.tls_certificate is None or self.tls_key is None):
             raise ValueError("ListenEncrypted needs TLSCertificate and TLSKey")
+        if self.monitor_https_listen and not (
+            (self.monitor_tls_certificate or self.tls_certificate)
+            and (self.monitor_tls_key or self.tls_key)
+        ):
+            raise ValueError("MonitorHTTPS.Listen needs MonitorTLSCertificate and MonitorTLSKey")
+        if (self.monitor_username is None) != (self.monitor_password is None):
+            raise ValueError("set both MonitorUsername and MonitorPassword, or neither")
         if self.keepalive_timeout <= self.keepalive_interval:
             raise ValueError("KeepaliveTimeout must be greater than KeepaliveInterval")
         if self.entitlement == "jwt" and not (
@@ -145,6 +168,14 @@ class Settings(BaseSettings):
     @property
     def listen_encrypted_addresses(self) -> list[tuple[str, int]]:
         return [parse_address(a) for a in self.listen_encrypted]
+
+    @property
+    def monitor_addresses(self) -> list[tuple[str, int]]:
+        return [parse_address(a) for a in self.monitor_http_listen]
+
+    @property
+    def monitor_tls_addresses(self) -> list[tuple[str, int]]:
+        return [parse_address(a) for a in self.monitor_https_listen]
 
 
 @dataclass(frozen=True)

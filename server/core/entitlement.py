@@ -73,9 +73,24 @@ class JwtEntitlement(Entitlement):
             return Grant((), (), valid=False, reason="token expired")
         except jwt.InvalidTokenError as exc:
             return Grant((), (), valid=False, reason=f"invalid token: {exc}")
-        permissions = claims.get("permissions") or {}
-        both = tuple(str(p) for p in permissions.get("all", []))
-        return Grant(
-            subscribe=both + tuple(str(p) for p in permissions.get("sub", [])),
-            publish=both + tuple(str(p) for p in permissions.get("pub", [])),
-        )
+        permissions = claims.get("permissions", {})
+        if not isinstance(permissions, dict):
+            return _invalid("the 'permissions' claim must be an object")
+        lists = {}
+        for key in ("all", "sub", "pub"):
+            patterns = _patterns(permissions.get(key, []))
+            if patterns is None:
+                return _invalid(f"permissions.{key} must be a list of subject patterns")
+            lists[key] = patterns
+        return Grant(subscribe=lists["all"] + lists["sub"], publish=lists["all"] + lists["pub"])
+
+
+def _invalid(reason: str) -> Grant:
+    return Grant((), (), valid=False, reason=f"invalid token: {reason}")
+
+
+def _patterns(value: object) -> tuple[str, ...] | None:
+    """A list of strings as a tuple; None for anything else (a bare string is not a list)."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return tuple(value)

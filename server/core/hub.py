@@ -9,8 +9,8 @@ replayed after the recovered ones, without duplicates, so nothing falls between 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from metrics.counters import Counters
 
@@ -32,7 +32,8 @@ class Hub:
     def __init__(self, engine: Engine, counters: Counters) -> None:
         self.engine = engine
         self.counters = counters
-        self._live: dict[str, dict[Session, None]] = {}
+        # subject -> session -> that session's peer.send (bound once: the fan-out loop is hot)
+        self._live: dict[str, dict[Session, Callable[[bytes], None]]] = {}
         self._pending: dict[str, dict[Session, list[Published]]] = {}
         self.sessions: dict[str, Session] = {}
 
@@ -68,7 +69,7 @@ class Hub:
         if pending is not None and not pending:
             del self._pending[subject]
         if subject in session.subjects:
-            self._live.setdefault(subject, {})[session] = None
+            self._live.setdefault(subject, {})[session] = session.peer.send
         return buffered
 
     def unsubscribe(self, session: Session, subject: str) -> bool:
@@ -82,7 +83,7 @@ class Hub:
 
     def _drop(self, session: Session, subject: str) -> None:
         for table in (self._live, self._pending):
-            subscribers = table.get(subject)
+            subscribers: dict[Session, Any] | None = table.get(subject)
             if subscribers is not None and session in subscribers:
                 del subscribers[session]
                 if not subscribers:
@@ -107,6 +108,6 @@ class Hub:
         if not live:
             return
         frame = message.update_frame()
-        for session in live:
-            session.peer.send(frame)
+        for send in live.values():
+            send(frame)
         self.counters.messages_out_total += len(live)

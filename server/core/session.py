@@ -302,11 +302,13 @@ class Session:
 
     async def _snapshot(self, subject: str) -> tuple[list[bytes], str, int]:
         engine = self.hub.engine
+        # The position is read first: a message accepted between the two reads is then newer
+        # than the position and is replayed from the pending buffer instead of being lost.
+        epoch, seq = await engine.position(subject)
         if self.policy.publish_snapshot:
             snapshot = await engine.snapshot(subject)
             if snapshot is not None:
                 return [snapshot.frame()], snapshot.epoch, snapshot.seq
-        epoch, seq = await engine.position(subject)
         return [], epoch, seq
 
     # -- unsubscribe ------------------------------------------------------------------------

@@ -35,8 +35,12 @@ class _Subject:
     cached_bytes: int = 0
 
 
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def _message_bytes(message: Published) -> int:
-    return len(message.content) + sum(len(k) + len(v) for k, v in message.fields.items())
+    return _utf8(message.content) + sum(_utf8(k) + _utf8(v) for k, v in message.fields.items())
 
 
 class MemoryEngine(Engine):

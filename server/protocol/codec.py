@@ -36,7 +36,8 @@ def decode_client_frame(data: bytes | str, limits: Limits) -> ClientOp:
     can match the error to its request.
     """
     raw = _decode_json_object(data)
-    request_id = raw.get("id") if isinstance(raw.get("id"), int) else None
+    raw_id = raw.get("id")
+    request_id = raw_id if type(raw_id) is int else None  # bool is an int subclass: excluded
     op = raw.get("op")
     if op not in CLIENT_OPS:
         known = ", ".join(CLIENT_OPS)
@@ -61,6 +62,8 @@ def _decode_json_object(data: bytes | str) -> dict[str, Any]:
         raw = _raw_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise RemoteProtocolError(ErrorCode.INVALID_JSON, f"not valid JSON: {exc}") from None
+    except UnicodeError as exc:
+        raise RemoteProtocolError(ErrorCode.INVALID_JSON, f"not valid UTF-8: {exc}") from None
     if not isinstance(raw, dict):
         raise RemoteProtocolError(ErrorCode.INVALID_FRAME, "a frame must be a JSON object")
     return raw

@@ -6,6 +6,8 @@ A subject is ``/`` followed by two or more non-empty segments separated by singl
 
 from __future__ import annotations
 
+import unicodedata
+
 from .errors import InvalidSubject
 
 MAX_SUBJECT_BYTES = 1024
@@ -28,7 +30,7 @@ def subject_error(subject: object) -> str | None:
         return "a segment is empty ('//' is not allowed)"
     if len(segments) < 2:
         return "a subject needs two or more segments"
-    if any(not ch.isprintable() for ch in subject):
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in subject):
         return "a subject may not contain control characters"
     return None
 

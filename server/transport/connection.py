@@ -14,6 +14,7 @@ import asyncio
 import logging
 import secrets
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs, urlsplit
 
@@ -43,9 +44,18 @@ _INBOX_PAUSE = 1000  # queued inbound messages at which we stop reading from the
 _INBOX_RESUME = 100
 
 
+HttpHandler = Callable[[h11.Request, bytes, str], Awaitable[http.Response]]
+
+
 class ClientConnection(asyncio.Protocol):
-    def __init__(self, app: PushServer) -> None:
+    """A connection on a client port, or (``websocket=False``) on the monitoring port."""
+
+    def __init__(
+        self, app: PushServer, handler: HttpHandler | None = None, websocket: bool = True
+    ) -> None:
         self.app = app
+        self.handler = handler
+        self.websocket = websocket
         self.transport: asyncio.Transport | None = None
         self.remote = "?"
         self.http = h11.Connection(h11.SERVER, max_incomplete_event_size=16 * 1024)
@@ -64,6 +74,7 @@ class ClientConnection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._body_size = 0
         self._busy = False  # an HTTP response is being produced
+        self._draining = False  # answered early: drop input until the client closes
         self._parts: list[str] = []
         self._parts_size = 0
         self._inbox: deque[str] = deque()
@@ -92,6 +103,8 @@ class ClientConnection(asyncio.Protocol):
         self.bytes_in += len(data)
         self.app.counters.bytes_in_total += len(data)
         self.last_in = self.app.tick
+        if self._draining:
+            return
         if self.ws is not None:
             self.ws.receive_data(data)
             self._ws_events()
@@ -100,6 +113,8 @@ class ClientConnection(asyncio.Protocol):
             self._http_events()
 
     def eof_received(self) -> bool | None:
+        if self._draining:
+            return None  # asyncio closes the transport
         if self.ws is not None:
             self.ws.receive_data(None)
             self._ws_events()
@@ -184,7 +199,7 @@ class ClientConnection(asyncio.Protocol):
             if event is h11.NEED_DATA:
                 return
             if event is h11.PAUSED:
-                if self._request is not None and http.is_websocket_upgrade(self._request):
+                if self._request is not None and self._wants_upgrade(self._request):
                     self._upgrade(self._request)
                 return
             if isinstance(event, h11.Request):
@@ -192,13 +207,13 @@ class ClientConnection(asyncio.Protocol):
             elif isinstance(event, h11.Data):
                 self._body_size += len(event.data)
                 if self._body_size > self.app.max_http_body:
-                    self._respond(http.problem(413, "body_too_large", "request body too large"))
+                    self._reject_body()
                     return
                 self._body.append(event.data)
             elif isinstance(event, h11.EndOfMessage):
                 request = self._request
                 assert request is not None
-                if http.is_websocket_upgrade(request):
+                if self._wants_upgrade(request):
                     continue  # h11 pauses next; the upgrade happens then
                 self._busy = True
                 body = b"".join(self._body)
@@ -210,6 +225,19 @@ class ClientConnection(asyncio.Protocol):
                     self.transport.close()
                 return
 
+    def _reject_body(self) -> None:
+        """Answer 413 and close once the client has stopped sending: reading on (and dropping
+        the rest of the body) lets the client receive the answer instead of a reset."""
+        limit = self.app.max_http_body
+        response = http.problem(413, "body_too_large", f"request body above {limit} bytes")
+        self._respond(response, close_after=False)
+        self._busy = True
+        self._draining = True
+        self.close_deadline = self.app.tick + 5.0
+
+    def _wants_upgrade(self, request: h11.Request) -> bool:
+        return self.websocket and http.is_websocket_upgrade(request)
+
     def _http_fail(self, exc: h11.RemoteProtocolError) -> None:
         status = exc.error_status_hint or 400
         if self.http.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -219,7 +247,10 @@ class ClientConnection(asyncio.Protocol):
 
     async def _serve_http(self, request: h11.Request, body: bytes) -> None:
         try:
-            response = await http.handle(self.app, request, body, self.remote)
+            if self.handler is not None:
+                response = await self.handler(request, body, self.remote)
+            else:
+                response = await http.handle(self.app, request, body, self.remote)
         except Exception:
             log.exception("HTTP handler failed")
             response = http.problem(500, "internal", "internal server error")
@@ -231,19 +262,25 @@ class ClientConnection(asyncio.Protocol):
         elif self.transport is not None and self.http.our_state is h11.MUST_CLOSE:
             self.transport.close()
 
-    def _respond(self, response: http.Response) -> None:
+    def _respond(self, response: http.Response, close_after: bool = True) -> None:
+        """Send one HTTP response; ``close_after=False`` answers early and closes later."""
         if self.transport is None or self.transport.is_closing():
             return
         headers = [*response.headers, ("content-length", str(len(response.body)))]
+        if not close_after:
+            headers.append(("connection", "close"))
+        head = self._request is not None and self._request.method == b"HEAD"
         try:
             data = self.http.send(h11.Response(status_code=response.status, headers=headers))
-            data = (data or b"") + (self.http.send(h11.Data(data=response.body)) or b"")
-            data += self.http.send(h11.EndOfMessage()) or b""
+            if response.body and not head:  # a HEAD answer declares the length, sends no body
+                data = (data or b"") + (self.http.send(h11.Data(data=response.body)) or b"")
+            data = (data or b"") + (self.http.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError:
+            log.exception("cannot send HTTP response")
             self.transport.close()
             return
         self._write(data)
-        if self.http.our_state is h11.MUST_CLOSE:
+        if close_after and self.http.our_state is h11.MUST_CLOSE:
             self.transport.close()
 
     # -- WebSocket --------------------------------------------------------------------------
@@ -313,7 +350,8 @@ class ClientConnection(asyncio.Protocol):
 
     def _text(self, event: TextMessage) -> None:
         self._parts.append(event.data)
-        self._parts_size += len(event.data)
+        data = event.data
+        self._parts_size += len(data) if data.isascii() else len(data.encode("utf-8", "replace"))
         if self._parts_size > self.app.max_frame_size:
             self._parts.clear()
             self.close(CloseCode.FRAME_TOO_LARGE, "message above the frame size limit")

@@ -1,0 +1,724 @@
+"""Cheap WebSocket load generator for ``fanout.py``: raw asyncio Protocols on uvloop.
+
+The generator must cost much less per received message than the server under test, or it is the
+generator that gets measured. So a subscriber does no JSON decoding and no per-frame allocation on
+its hot path: it walks the RFC 6455 frame headers of each received chunk (2, 4 or 10 byte
+headers; server frames are never masked), counts the text frames whose payload starts with
+``{"type":"m`` (message frames), and extracts the publisher's timestamp only from every Kth one.
+Everything else (handshake, welcome, subscribed, ping, close, odd text frames) goes through a
+slow, general path.
+
+Each publish carries ``time.time_ns()`` as the first 19 characters of its ``content``, padded
+with ``x`` to the message size, so latency = subscriber receive time - publisher send time on the
+same machine clock.
+
+Processes talk to the orchestrator (``fanout.py``) through a Pipe (commands, final report) and
+shared-memory counters (received messages per process, publisher totals), which the orchestrator
+reads at the edges of the measurement window without messaging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import contextlib
+import ctypes
+import os
+import random
+import signal
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+import msgspec
+import uvloop
+from hdrh.histogram import HdrHistogram
+
+
+def _apply_mask_py(data: bytes, mask: bytes) -> bytes:
+    n = len(data)
+    key = (mask * (n // 4 + 1))[:n]
+    return (int.from_bytes(data, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets ships the C version on CPython/Linux
+    apply_mask = _apply_mask_py  # type: ignore[assignment]
+
+
+time_ns = time.time_ns
+MESSAGE_TAG_BYTE = 0x6D  # payload[9] == "m" for b'{"type":"message"...'
+CONTENT_KEY = b'"content":"'
+TS_DIGITS = 19
+HIST_MAX_US = 120_000_000  # 2 minutes
+# Per header length: the offsets checked by the block step (header bytes, then payload[9]).
+CHECK_OFFSETS = {h: (*range(h), h + 9) for h in (2, 4, 10)}
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(1, HIST_MAX_US, 3)
+
+
+# --- frames ----------------------------------------------------------------------------------
+
+
+def client_frame(opcode: int, payload: bytes) -> bytes:
+    """One final, masked client frame (RFC 6455 5.3: clients must mask)."""
+    mask = random.randbytes(4)
+    n = len(payload)
+    first = 0x80 | opcode
+    if n < 126:
+        header = bytes((first, 0x80 | n))
+    elif n < 1 << 16:
+        header = struct.pack("!BBH", first, 0x80 | 126, n)
+    else:
+        header = struct.pack("!BBQ", first, 0x80 | 127, n)
+    return header + mask + apply_mask(payload, mask)
+
+
+def handshake_request(host: str, port: int, path: str) -> bytes:
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        "User-Agent: pushgrid-fanout-bench\r\n\r\n"
+    ).encode()
+
+
+# --- process plumbing ------------------------------------------------------------------------
+
+
+def harden_child(parent_pid: int, deadline_s: float) -> None:
+    """Die with the parent (PR_SET_PDEATHSIG), ignore Ctrl-C (the parent cleans up)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(2)
+    # Last-resort watchdog even if the event loop is wedged.
+    signal.signal(signal.SIGALRM, lambda *_: os._exit(3))
+    signal.alarm(max(1, int(deadline_s)))
+
+
+class Commands:
+    """Reads (cmd, arg) tuples from a multiprocessing Connection inside the event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, conn: Any) -> None:
+        self.conn = conn
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        loop.add_reader(conn.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            while self.conn.poll():
+                self.queue.put_nowait(self.conn.recv())
+        except (EOFError, OSError):
+            self.queue.put_nowait(("stop", None))
+
+    async def get(self) -> tuple[str, Any]:
+        return await self.queue.get()
+
+
+# --- generic client protocol -----------------------------------------------------------------
+
+
+class WSClient(asyncio.Protocol):
+    """Hand-rolled WebSocket client: HTTP/1.1 upgrade, masked sends, a general frame walker."""
+
+    def __init__(self, host: str, port: int, path: str) -> None:
+        self.host, self.port, self.path = host, port, path
+        self.transport: asyncio.Transport | None = None
+        self.buf = b""
+        self.is_open = False
+        self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.close_code: int | None = None
+        self.protocol_errors = 0
+        self.lost = False
+
+    # asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's own transport class
+        self.transport.write(handshake_request(self.host, self.port, self.path))
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf + data if self.buf else data
+        if not self.is_open:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                self.buf = buf
+                if len(buf) > 65536:
+                    self._fail("handshake response too long")
+                return
+            status = buf[: buf.find(b"\r\n")]
+            if b" 101" not in status:
+                self._fail(f"handshake refused: {status.decode(errors='replace')}")
+                return
+            self.is_open = True
+            buf = buf[end + 4 :]
+            if not self.opened.done():
+                self.opened.set_result(None)
+            self.on_open()
+        self.buf = self.walk(buf)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.is_open = False
+        self.lost = True
+        if not self.opened.done():
+            self.opened.set_exception(ConnectionError(f"connection lost before open: {exc}"))
+        self.on_lost(exc)
+
+    # frames
+    def walk(self, buf: bytes) -> bytes:
+        n = len(buf)
+        i = 0
+        while n - i >= 2:
+            length = buf[i + 1] & 0x7F
+            if length < 126:
+                start = i + 2
+            elif length == 126:
+                if n - i < 4:
+                    break
+                start = i + 4
+                length = (buf[i + 2] << 8) | buf[i + 3]
+            else:
+                if n - i < 10:
+                    break
+                start = i + 10
+                length = int.from_bytes(buf[i + 2 : start], "big")
+            end = start + length
+            if end > n:
+                break
+            self.on_frame(buf[i], buf[start:end])
+            i = end
+        return buf[i:] if i < n else b""
+
+    def on_frame(self, first: int, payload: bytes) -> None:
+        opcode = first & 0x0F
+        if not first & 0x80 or opcode == 0:
+            self.protocol_errors += 1  # fragmentation: never used by the servers we test
+        elif opcode == 1:
+            self.on_text(payload)
+        elif opcode == 9:
+            self.send(10, payload)  # pong
+        elif opcode == 8:
+            self.close_code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
+            self.send(8, payload[:2])
+            if self.transport is not None:
+                self.transport.close()
+        elif opcode != 10:
+            self.protocol_errors += 1  # binary frames are not part of the protocol
+
+    def send(self, opcode: int, payload: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(client_frame(opcode, payload))
+
+    def _fail(self, why: str) -> None:
+        if not self.opened.done():
+            self.opened.set_exception(ConnectionError(why))
+        if self.transport is not None:
+            self.transport.abort()
+
+    # hooks
+    def on_open(self) -> None:
+        pass
+
+    def on_text(self, payload: bytes) -> None:
+        pass
+
+    def on_lost(self, exc: Exception | None) -> None:
+        pass
+
+
+# --- subscribers -----------------------------------------------------------------------------
+
+
+@dataclass
+class SubscriberConfig:
+    host: str
+    port: int
+    path: str
+    subjects: list[list[str]]  # the subjects of each connection of this process
+    sample_every: int
+    read_interval: float  # seconds between event-loop iterations once subscribed; 0 = none
+    connect_concurrency: int
+    setup_timeout: float
+    deadline: float
+
+
+class SubscriberWorker:
+    """Process-wide state shared by this process's subscriber connections."""
+
+    def __init__(self, idx: int, counts: Any, phase: Any, sample_every: int) -> None:
+        self.idx = idx
+        self.counts = counts  # shared int64 array, one slot per process
+        self.phase = phase  # shared int: 0 warm-up, 1 measure, 2 done
+        self.every = sample_every
+        self.until = sample_every  # messages left before the next latency sample
+        self.count = 0
+        self.hist = new_histogram()
+        self.bad_samples = 0
+        self.subscribed = 0
+        self.denied = 0
+        self.errors: list[str] = []
+        self.lost = 0
+        self.close_codes: dict[int, int] = {}
+        self.all_subscribed: asyncio.Future[None] | None = None
+        self.paced = False
+        self.expected_subscribed = 0
+
+    def record(self, buf: bytes, starts: list[int], now: int) -> None:
+        if self.phase.value != 1:
+            return
+        for start in starts:
+            p = buf.find(CONTENT_KEY, start)
+            try:
+                sent = int(buf[p + len(CONTENT_KEY) : p + len(CONTENT_KEY) + TS_DIGITS])
+            except ValueError:
+                self.bad_samples += 1
+                continue
+            us = (now - sent) // 1000
+            self.hist.record_value(min(max(us, 1), HIST_MAX_US))
+
+    def on_subscribed(self, ok: bool, why: str = "") -> None:
+        self.subscribed += 1
+        if not ok:
+            self.denied += 1
+            if len(self.errors) < 5:
+                self.errors.append(why)
+        done = self.all_subscribed
+        if self.subscribed >= self.expected_subscribed and done is not None and not done.done():
+            done.set_result(None)
+
+
+class Subscriber(WSClient):
+    def __init__(self, w: SubscriberWorker, cfg: SubscriberConfig, subjects: list[str]) -> None:
+        super().__init__(cfg.host, cfg.port, cfg.path)
+        self.w = w
+        self.subjects = subjects
+        self.pending = len(subjects)
+        self.fast = False
+
+    def on_open(self) -> None:
+        for i in range(0, len(self.subjects), 1000):
+            items = [{"subject": s} for s in self.subjects[i : i + 1000]]
+            self.send(1, msgspec.json.encode({"op": "subscribe", "id": i + 1, "subjects": items}))
+
+    def on_text(self, payload: bytes) -> None:
+        """Slow path: any text frame before fast mode, and odd frames after it."""
+        if self.is_message(payload):
+            return
+        try:
+            obj = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            self.protocol_errors += 1
+            return
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind == "subscribed":
+            self.pending -= 1
+            ok = obj.get("status") == "allow"
+            self.w.on_subscribed(ok, "" if ok else f"{obj.get('subject')}: {obj.get('reason')}")
+            if self.pending <= 0:
+                self.fast = True
+        elif kind == "error" and len(self.w.errors) < 5:
+            self.w.errors.append(payload.decode(errors="replace")[:300])
+
+    def is_message(self, payload: bytes) -> bool:
+        """Count a message frame met on the slow path (no latency sample there)."""
+        if (len(payload) > 9 and payload[9] == MESSAGE_TAG_BYTE) or payload.startswith(
+            b'{"type": "message"'
+        ):
+            self.w.count += 1
+            self.w.counts[self.w.idx] = self.w.count
+            return True
+        return False
+
+    def data_received(self, data: bytes) -> None:
+        if not self.fast:
+            WSClient.data_received(self, data)
+            return
+        # Hot path: walk frame headers, count message frames, sample every Kth.
+        buf = self.buf + data if self.buf else data
+        w = self.w
+        n = len(buf)
+        i = 0
+        cnt = 0
+        target = w.until
+        samples: list[int] | None = None
+        try_block = True
+        while n - i >= 2:
+            length = buf[i + 1]
+            if length < 126:
+                start = i + 2
+            elif length == 126:
+                if n - i < 4:
+                    break
+                start = i + 4
+                length = (buf[i + 2] << 8) | buf[i + 3]
+            else:
+                if n - i < 10:
+                    break
+                start = i + 10
+                length = int.from_bytes(buf[i + 2 : start], "big")
+            end = start + length
+            if end > n:
+                break
+            if buf[i] == 0x81 and length > 9 and buf[start + 9] == MESSAGE_TAG_BYTE:
+                if try_block:
+                    # Block step, in C: strided slices of the next k frame slots compared with
+                    # this frame's header bytes and payload[9]. The m leading slots that match
+                    # are m message frames of this very size (by induction: same header = same
+                    # opcode and length, so the next frame starts exactly one size later).
+                    # Messages of one subject usually have equal sizes.
+                    size = end - i
+                    k = (n - i) // size
+                    m = k
+                    if k > 1:
+                        stop = i + k * size
+                        for o in CHECK_OFFSETS[start - i]:
+                            col = buf[i + o : stop : size]
+                            lead = k - len(col.lstrip(col[:1]))
+                            if lead < m:
+                                m = lead
+                                if m < 2:
+                                    break
+                    if m < 4:
+                        try_block = False  # irregular chunk: walk it frame by frame
+                    if m > 1:
+                        while cnt + m >= target:
+                            pos = start + (target - cnt - 1) * size
+                            if samples is None:
+                                samples = [pos]
+                            else:
+                                samples.append(pos)
+                            target += w.every
+                        cnt += m
+                        i += m * size
+                        continue
+                cnt += 1
+                if cnt >= target:
+                    if samples is None:
+                        samples = [start]
+                    else:
+                        samples.append(start)
+                    target += w.every
+            else:
+                self.on_frame(buf[i], buf[start:end])
+            i = end
+        self.buf = buf[i:] if i < n else b""
+        if cnt:
+            w.count += cnt
+            if not w.paced:  # else pace_reads() publishes the count once per period
+                w.counts[w.idx] = w.count
+            w.until = target - cnt
+            if samples is not None:
+                w.record(buf, samples, time_ns())
+
+    def on_lost(self, exc: Exception | None) -> None:
+        self.w.lost += 1
+        if self.close_code is not None:
+            self.w.close_codes[self.close_code] = self.w.close_codes.get(self.close_code, 0) + 1
+
+
+def pace_reads(loop: asyncio.AbstractEventLoop, interval: float, w: SubscriberWorker) -> None:
+    """Run the event loop at most once per ``interval``: sleep away the rest of each period.
+
+    Without this, a server that writes one frame per syscall makes every read return one small
+    frame, and the generator pays an epoll wake-up, a recv and a Python callback per message:
+    as much CPU per message as the server itself. Letting data accumulate in the kernel for up
+    to ``interval`` turns that into one read per connection per period, at the price of up to
+    ``interval`` of added latency (mean ``interval`` / 2), which is reported with the results.
+    The shared received-count is published here, once per period, instead of once per read.
+    """
+    w.paced = True
+    counts, idx = w.counts, w.idx
+    monotonic = time.monotonic
+    sleep = time.sleep
+    last = monotonic()
+
+    def pace() -> None:
+        nonlocal last
+        wait = interval - (monotonic() - last)
+        counts[idx] = w.count
+        if wait > 0:
+            sleep(wait)
+        last = monotonic()
+        loop.call_soon(pace)
+
+    loop.call_soon(pace)
+
+
+def subscriber_main(
+    idx: int, cfg: SubscriberConfig, counts: Any, phase: Any, conn: Any, parent_pid: int
+) -> None:
+    harden_child(parent_pid, cfg.deadline)
+    uvloop.run(_subscriber_async(idx, cfg, counts, phase, conn))
+    conn.close()
+    os._exit(0)  # skip interpreter teardown: nothing left to flush
+
+
+async def _subscriber_async(
+    idx: int, cfg: SubscriberConfig, counts: Any, phase: Any, conn: Any
+) -> None:
+    loop = asyncio.get_running_loop()
+    commands = Commands(loop, conn)
+    w = SubscriberWorker(idx, counts, phase, cfg.sample_every)
+    w.expected_subscribed = sum(len(s) for s in cfg.subjects)
+    w.all_subscribed = loop.create_future()
+    protocols: list[Subscriber] = []
+    gate = asyncio.Semaphore(cfg.connect_concurrency)
+    connect_errors: list[str] = []
+
+    async def connect(subjects: list[str]) -> None:
+        async with gate:
+            for attempt in range(3):
+                try:
+                    _, proto = await loop.create_connection(
+                        lambda: Subscriber(w, cfg, subjects), cfg.host, cfg.port
+                    )
+                    await proto.opened
+                    protocols.append(proto)
+                    return
+                except OSError as exc:  # ConnectionError is an OSError
+                    if attempt == 2:
+                        connect_errors.append(repr(exc))
+                    await asyncio.sleep(0.2 * (attempt + 1))
+
+    t0 = time.monotonic()
+    try:
+        async with asyncio.timeout(cfg.setup_timeout):
+            await asyncio.gather(*(connect(s) for s in cfg.subjects))
+            if not connect_errors and w.expected_subscribed:
+                await w.all_subscribed
+    except TimeoutError:
+        connect_errors.append(f"setup timed out after {cfg.setup_timeout}s")
+    if cfg.read_interval > 0:
+        pace_reads(loop, cfg.read_interval, w)
+    conn.send(
+        (
+            "ready",
+            {
+                "connected": len(protocols),
+                "subscribed": w.subscribed,
+                "denied": w.denied,
+                "errors": (connect_errors + w.errors)[:5],
+                "setup_s": time.monotonic() - t0,
+            },
+        )
+    )
+    while True:
+        cmd, _ = await commands.get()
+        if cmd == "stop":
+            break
+    for proto in protocols:
+        if proto.transport is not None:
+            proto.transport.abort()
+    conn.send(
+        (
+            "report",
+            {
+                "count": w.count,
+                "hist": w.hist.encode(),
+                "bad_samples": w.bad_samples,
+                "lost": w.lost,
+                "close_codes": w.close_codes,
+                "protocol_errors": sum(p.protocol_errors for p in protocols),
+                "errors": w.errors,
+            },
+        )
+    )
+
+
+# --- publisher -------------------------------------------------------------------------------
+
+
+@dataclass
+class PublisherConfig:
+    host: str
+    port: int
+    path: str
+    subjects: list[str]
+    fanout: list[int]  # expected deliveries per publish, per subject
+    message_size: int
+    rate: float  # total publishes per second; 0 = saturate
+    max_unacked: int
+    max_backlog: int  # deliveries published but not yet received (saturation only)
+    qos: str
+    retained: bool
+    deadline: float
+    max_batch: int = 256
+    ack_timeout: float = 15.0
+    tick: float = 0.001
+
+
+class Publisher(WSClient):
+    def __init__(self, cfg: PublisherConfig, counts: Any, shared: Any) -> None:
+        super().__init__(cfg.host, cfg.port, cfg.path)
+        self.cfg = cfg
+        self.counts = counts
+        self.shared = shared
+        retained = b"true" if cfg.retained else b"false"
+        self.prefixes = [
+            b'{"op":"publish","subject":' + msgspec.json.encode(s) + b',"content":"'
+            for s in cfg.subjects
+        ]
+        self.pad = b"x" * max(0, cfg.message_size - TS_DIGITS)
+        self.suffix = b'","qos":"' + cfg.qos.encode() + b'","retained":' + retained + b',"id":'
+        self.next_subject = 0
+        self.published = 0
+        self.expected = 0  # deliveries due for everything sent
+        self.expected_acked = 0  # deliveries due for the publishes the server acknowledged ok
+        self.inflight_fanout: collections.deque[int] = collections.deque()
+        self.unacked = 0
+        self.acked_ok = 0
+        self.acked_failed = 0
+        self.first_failure: str | None = None
+        self.running = False
+        self.started = 0.0
+        self.behind = 0  # rate mode: publishes that were due but blocked by max_unacked
+        self.timer: asyncio.TimerHandle | None = None
+
+    def on_text(self, payload: bytes) -> None:
+        # A connection's ops are handled in order, so replies come in publish order.
+        if b'"publish_result"' in payload:
+            self.unacked -= 1
+            fanout = self.inflight_fanout.popleft() if self.inflight_fanout else 0
+            if b'"result":"ok"' in payload or b'"result": "ok"' in payload:
+                self.acked_ok += 1
+                self.expected_acked += fanout
+            else:
+                self._failed(payload)
+        elif b'"type":"error"' in payload or b'"type": "error"' in payload:
+            if b'"id":null' not in payload and b'"id"' in payload:
+                self.unacked -= 1
+                if self.inflight_fanout:
+                    self.inflight_fanout.popleft()
+            self._failed(payload)
+
+    def _failed(self, payload: bytes) -> None:
+        self.acked_failed += 1
+        if self.first_failure is None:
+            self.first_failure = payload.decode(errors="replace")[:300]
+
+    def data_received(self, data: bytes) -> None:
+        WSClient.data_received(self, data)
+        if self.running and not self.cfg.rate:
+            self.pump()
+
+    def start(self) -> None:
+        self.running = True
+        self.started = time.monotonic()
+        self.pump()
+
+    def stop(self) -> None:
+        self.running = False
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def publish_batch(self, k: int) -> None:
+        if k <= 0:
+            return
+        cfg = self.cfg
+        parts = []
+        ts = b"%019d" % time_ns()
+        nsub = len(self.prefixes)
+        s = self.next_subject
+        for _ in range(k):
+            self.published += 1
+            payload = self.prefixes[s] + ts + self.pad + self.suffix + b"%d}" % self.published
+            parts.append(client_frame(1, payload))
+            self.expected += cfg.fanout[s]
+            self.inflight_fanout.append(cfg.fanout[s])
+            s += 1
+            if s == nsub:
+                s = 0
+        self.next_subject = s
+        self.unacked += k
+        assert self.transport is not None
+        self.transport.write(b"".join(parts))
+        self.shared[0] = self.published
+        self.shared[1] = self.expected
+
+    def pump(self) -> None:
+        if not self.running or self.transport is None or self.transport.is_closing():
+            return
+        cfg = self.cfg
+        room = cfg.max_unacked - self.unacked
+        if cfg.rate:
+            due = int(cfg.rate * (time.monotonic() - self.started)) - self.published
+            k = min(due, room, cfg.max_batch * 16)
+            if due > room:
+                self.behind = max(self.behind, due - max(room, 0))
+                self.shared[4] = self.behind
+        else:
+            backlog = self.expected - sum(self.counts)
+            per = max(1, max(cfg.fanout))
+            k = min(room, (cfg.max_backlog - backlog) // per, cfg.max_batch)
+        self.publish_batch(k)
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = asyncio.get_running_loop().call_later(cfg.tick, self.pump)
+
+
+def publisher_main(
+    cfg: PublisherConfig, counts: Any, shared: Any, conn: Any, parent_pid: int
+) -> None:
+    harden_child(parent_pid, cfg.deadline)
+    uvloop.run(_publisher_async(cfg, counts, shared, conn))
+    conn.close()
+    os._exit(0)
+
+
+async def _publisher_async(cfg: PublisherConfig, counts: Any, shared: Any, conn: Any) -> None:
+    loop = asyncio.get_running_loop()
+    commands = Commands(loop, conn)
+    try:
+        async with asyncio.timeout(30):
+            _, proto = await loop.create_connection(
+                lambda: Publisher(cfg, counts, shared), cfg.host, cfg.port
+            )
+            await proto.opened
+    except (OSError, TimeoutError) as exc:
+        conn.send(("ready", {"error": repr(exc)}))
+        return
+    conn.send(("ready", {}))
+    while True:
+        cmd, _ = await commands.get()
+        if cmd == "go":
+            proto.start()
+        elif cmd == "stop":
+            proto.stop()
+            break
+    # Let the last publish_results arrive (bounded): only acknowledged publishes are expected
+    # to be delivered (a publish still unread by the server when we hang up may be dropped).
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(cfg.ack_timeout):
+            while proto.unacked > 0 and not proto.lost:  # noqa: ASYNC110 - cheap bounded poll
+                await asyncio.sleep(0.01)
+    conn.send(
+        (
+            "report",
+            {
+                "published": proto.published,
+                "expected": proto.expected_acked,
+                "acked_ok": proto.acked_ok,
+                "acked_failed": proto.acked_failed,
+                "unacked": proto.unacked,
+                "first_failure": proto.first_failure,
+                "behind_max": proto.behind,
+                "lost": proto.lost,
+                "close_code": proto.close_code,
+            },
+        )
+    )
+    if proto.transport is not None:
+        proto.transport.abort()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("this module is used by benchmarks/fanout.py")

@@ -1,0 +1,97 @@
+"""Value objects the client hands to the application: messages, publish results, status events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+QoS = Literal["standard", "guaranteed"]
+
+
+class MessageType(StrEnum):
+    """How a message reached the client."""
+
+    SNAPSHOT = "snapshot"  # the subject's retained value, right after subscribing
+    UPDATE = "update"  # a live message
+    RECOVERED = "recovered"  # missed while disconnected, replayed from the server's cache
+    HISTORICAL = "historical"  # one of the N last messages asked for with ``history=N``
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One delivered message. ``ts`` is the server's receive time, ms since the Unix epoch.
+
+    For ``qos == "standard"`` ``seq`` is the seq of the last guaranteed message of the subject,
+    not a sequence number of its own.
+    """
+
+    subject: str
+    content: str
+    fields: dict[str, str]
+    type: MessageType
+    epoch: str
+    seq: int
+    qos: QoS
+    retained: bool
+    ts: int
+
+
+class PublishStatus(StrEnum):
+    """Outcome of a publish. Only ``OK`` means the server accepted the message."""
+
+    OK = "ok"
+    DENIED = "denied"  # the token may not publish on this subject
+    FAILED = "failed"  # not connected in time, connection lost before the answer, or server error
+    TOO_LARGE = "too_large"  # content + fields exceed the server's max_message_size
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    """The answer to one publish. ``epoch`` / ``seq`` are set when ``result`` is OK."""
+
+    result: PublishStatus
+    subject: str
+    epoch: str | None = None
+    seq: int | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is PublishStatus.OK
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict: result, subject, epoch, seq, reason."""
+        return {
+            "result": self.result.value,
+            "subject": self.subject,
+            "epoch": self.epoch,
+            "seq": self.seq,
+            "reason": self.reason,
+        }
+
+
+class Status(StrEnum):
+    """Kinds of status notifications (``on_status``)."""
+
+    SERVER_UP = "server_up"  # connected, welcome received; ``server`` is set
+    SERVER_DOWN = "server_down"  # connection lost or attempt failed; close code/reason, retry_in
+    DATA_SYNC = "data_sync"  # per subject after a recovery: detail "recovered" or "up_to_date"
+    DATA_RESYNC = "data_resync"  # per subject: new_epoch / failed / gap_resync; snapshot follows
+    SUBSCRIBE_ALLOW = "subscribe_allow"  # per subject, a subscription without recovery is active
+    SUBSCRIBE_DENY = "subscribe_deny"  # per subject; the subscription is dropped; reason in detail
+    ERROR = "error"  # an error frame not tied to a publish or subscribe request
+    CLOSED = "closed"  # the client stopped for good (close() or a do-not-retry close code)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusEvent:
+    """One status notification. Fields not relevant to ``status`` are None."""
+
+    status: Status
+    server: str | None = None
+    subject: str | None = None
+    detail: str | None = None
+    close_code: int | None = None
+    close_reason: str | None = None
+    retry_in: float | None = None

@@ -1,0 +1,86 @@
+"""The 1 s sampler: turns hot-path counters into per-second indicator samples.
+
+Every reader (Jolokia MBeans, /stats, /metrics, meta-subjects) reads the sampler's latest sample
+and its rolling windows, so they always agree with each other and with the archive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .archive import ArchiveWriter
+from .counters import Counters
+from .indicators import INDICATOR_NAMES, sample_values
+from .stats import Moments
+from .windows import IndicatorSet
+
+log = logging.getLogger(__name__)
+
+WindowStats = dict[str, dict[str, Moments]]  # indicator -> window name -> moments
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    ts: int  # the UTC second the sample describes
+    values: dict[str, float]
+
+
+class Sampler:
+    def __init__(
+        self,
+        counters: Counters,
+        archive: ArchiveWriter | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.counters = counters
+        self.archive = archive
+        self.windows = IndicatorSet(INDICATOR_NAMES)
+        self.clock = clock
+        self.latest = Sample(0, dict.fromkeys(INDICATOR_NAMES, 0.0))
+        self.samples_taken = 0
+        self._previous: dict[str, int] | None = None
+        self._previous_time = 0.0
+        self._stats_cache: tuple[int, WindowStats] | None = None
+
+    def sample(self) -> Sample:
+        """Take one sample now; normally called by :meth:`run` just after each whole second."""
+        now = self.clock()
+        current = self.counters.as_dict()
+        elapsed = now - self._previous_time if self._previous is not None else 0.0
+        values = sample_values(current, self._previous, elapsed)
+        ts = int(now) - 1
+        if ts <= self.latest.ts:  # two samples in one second (clock step): keep the first
+            return self.latest
+        self._previous, self._previous_time = current, now
+        self.latest = Sample(ts, values)
+        self.samples_taken += 1
+        self.windows.add_sample(ts, values)
+        if self.archive is not None:
+            try:
+                self.archive.write(ts, values)
+            except OSError as exc:
+                log.warning("metrics archive write failed: %s", exc)
+        return self.latest
+
+    def window_stats(self) -> WindowStats:
+        """Max / average / stddev of every indicator over every window, as of the last sample."""
+        ts = self.latest.ts
+        if self._stats_cache is None or self._stats_cache[0] != ts:
+            self._stats_cache = (ts, self.windows.snapshot(ts))
+        return self._stats_cache[1]
+
+    async def run(self) -> None:
+        """Sample just after every whole second until cancelled."""
+        self._previous, self._previous_time = self.counters.as_dict(), self.clock()
+        while True:
+            now = self.clock()
+            await asyncio.sleep(1.0 - (now % 1.0) + 0.001)
+            self.sample()
+
+    def close(self) -> None:
+        if self.archive is not None:
+            self.archive.close()

@@ -1,0 +1,118 @@
+"""Prometheus exposition of the sampler's numbers (prefix ``pushgrid_``, base units).
+
+A custom collector reads the counters and the sampler's window statistics at scrape time, so
+/metrics agrees with Jolokia, /stats and the meta-subjects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from metrics.indicators import INDICATORS
+
+if TYPE_CHECKING:
+    from ..app import PushServer
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# counter attribute -> (metric name without _total, help)
+_COUNTERS = {
+    "connections_total": ("pushgrid_connections", "WebSocket sessions opened"),
+    "disconnections_total": ("pushgrid_disconnections", "WebSocket sessions closed"),
+    "messages_in_total": ("pushgrid_messages_received", "Messages accepted from publishers"),
+    "messages_out_total": ("pushgrid_messages_sent", "Messages sent to subscribers"),
+    "bytes_in_total": ("pushgrid_received_bytes", "Bytes received from clients"),
+    "bytes_out_total": ("pushgrid_sent_bytes", "Bytes sent to clients"),
+    "slow_consumer_disconnects_total": (
+        "pushgrid_slow_consumer_disconnects",
+        "Clients closed because their outbound buffer overflowed",
+    ),
+    "keepalive_timeouts_total": (
+        "pushgrid_keepalive_timeouts",
+        "Clients closed because they sent nothing within KeepaliveTimeout",
+    ),
+    "publish_rejected_total": (
+        "pushgrid_publish_rejected",
+        "Publishes answered denied, failed or too_large",
+    ),
+}
+
+
+class PushgridCollector(Collector):
+    def __init__(self, app: PushServer) -> None:
+        self.app = app
+
+    def collect(self) -> Iterator[Metric]:
+        counters = self.app.counters
+        for attribute, (name, documentation) in _COUNTERS.items():
+            family = CounterMetricFamily(name, documentation)
+            family.add_metric([], getattr(counters, attribute))
+            yield family
+        recoveries = CounterMetricFamily(
+            "pushgrid_recoveries",
+            "Subscriptions asking for recovery, by outcome",
+            labels=["outcome"],
+        )
+        recoveries.add_metric(["success"], counters.recovery_successes_total)
+        recoveries.add_metric(["failure"], counters.recovery_failures_total)
+        yield recoveries
+        yield _gauge("pushgrid_connected_users", "Connected users (sessions)", counters.sessions)
+        yield _gauge("pushgrid_subscriptions", "Active subscriptions", counters.subscriptions)
+        stats = self.app.engine.stats()
+        yield _gauge("pushgrid_subjects", "Subjects known to the engine", stats.subjects)
+        yield _gauge("pushgrid_cache_messages", "Messages in the cache", stats.cached_messages)
+        yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", stats.cached_bytes)
+        yield from self._indicators()
+
+    def _indicators(self) -> Iterator[Metric]:
+        sampler = self.app.sampler
+        current = GaugeMetricFamily(
+            "pushgrid_indicator",
+            "Last per-second sample of each spec indicator",
+            labels=["indicator"],
+        )
+        window = GaugeMetricFamily(
+            "pushgrid_indicator_window",
+            "Max, average and standard deviation of each indicator over rolling windows",
+            labels=["indicator", "window", "stat"],
+        )
+        stats = sampler.window_stats()
+        for indicator in INDICATORS:
+            current.add_metric([indicator.name], sampler.latest.values[indicator.name])
+            for window_name, moments in stats.get(indicator.name, {}).items():
+                if moments.count == 0:
+                    continue
+                for stat, value in (
+                    ("max", moments.max),
+                    ("avg", moments.mean),
+                    ("stddev", moments.stddev),
+                ):
+                    window.add_metric([indicator.name, window_name, stat], _finite(value))
+        yield current
+        yield window
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else 0.0
+
+
+def build_registry(app: PushServer) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PushgridCollector(app))
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

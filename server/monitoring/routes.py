@@ -1,0 +1,104 @@
+"""The monitoring port (MonitorHTTP.Listen): /jolokia, /stats, /metrics, /health.
+
+Optional HTTP Basic authentication (MonitorUsername / MonitorPassword): a request without the
+right credentials gets 401 and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, parse_qsl, urlsplit
+
+import h11
+
+from ..transport.http import Response, json_response, problem
+from .jolokia import content_type
+from .prometheus_exporter import CONTENT_TYPE, exposition
+from .stats_page import stats_document, stats_text
+
+if TYPE_CHECKING:
+    from ..app import PushServer
+
+JOLOKIA_BASE = "/jolokia"
+
+
+class MonitorRoutes:
+    def __init__(self, app: PushServer) -> None:
+        self.app = app
+        settings = app.settings
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jolokia")
+        self._credentials: bytes | None = None
+        if settings.monitor_username is not None and settings.monitor_password is not None:
+            pair = f"{settings.monitor_username}:{settings.monitor_password}".encode()
+            self._credentials = pair
+
+    async def __call__(self, request: h11.Request, body: bytes, remote: str) -> Response:
+        if not self._authorized(request):
+            return Response(
+                401,
+                b"",
+                [("www-authenticate", 'Basic realm="pushgrid monitoring", charset="UTF-8"')],
+            )
+        raw_target = request.target.decode("utf-8", "replace")
+        url = urlsplit(raw_target)
+        method = request.method.decode("ascii", "replace")
+        path = url.path
+        if path == JOLOKIA_BASE or path.startswith(JOLOKIA_BASE + "/"):
+            return await self._jolokia(method, raw_target, body)
+        if method not in ("GET", "HEAD"):
+            return problem(405, "method_not_allowed", f"{path} accepts GET")
+        if path == "/stats":
+            document = stats_document(self.app)
+            if parse_qs(url.query).get("format", [""])[0] == "json":
+                return json_response(200, document)
+            text = stats_text(document).encode()
+            return Response(200, text, [("content-type", "text/plain; charset=utf-8")])
+        if path == "/metrics":
+            data = exposition(self.app.prometheus)
+            return Response(200, data, [("content-type", CONTENT_TYPE)])
+        if path == "/health":
+            healthy = not self.app.stopping
+            return json_response(
+                200 if healthy else 503,
+                {
+                    "status": "ok" if healthy else "stopping",
+                    "server": self.app.settings.server_name,
+                    "sessions": self.app.counters.sessions,
+                    "uptime": self.app.uptime(),
+                },
+            )
+        return problem(404, "not_found", f"no resource at {path}")
+
+    def _authorized(self, request: h11.Request) -> bool:
+        if self._credentials is None:
+            return True
+        for name, value in request.headers:
+            if name == b"authorization" and value[:6].lower() == b"basic ":
+                try:
+                    given = base64.b64decode(value[6:].strip(), validate=True)
+                except (binascii.Error, ValueError):
+                    return False
+                return hmac.compare_digest(given, self._credentials)
+        return False
+
+    async def _jolokia(self, method: str, raw_target: str, body: bytes) -> Response:
+        url = urlsplit(raw_target)
+        rest = url.path[len(JOLOKIA_BASE) :] or "/version"  # raw: the agent decodes it
+        if method not in ("GET", "HEAD", "POST"):
+            return problem(405, "method_not_allowed", "Jolokia accepts GET and POST")
+        # The agent is synchronous and its getters hop back onto the loop (LoopBridge), so it
+        # runs on a worker thread.
+        loop = asyncio.get_running_loop()
+        status, payload = await loop.run_in_executor(
+            self._executor, self.app.jolokia.handle_http, method, rest, url.query, body
+        )
+        content = content_type(dict(parse_qsl(url.query)))
+        return Response(status, b"" if method == "HEAD" else payload, [("content-type", content)])
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

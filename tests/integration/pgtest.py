@@ -1,0 +1,752 @@
+# ruff: noqa: ASYNC109  (bounded-wait helpers take an explicit timeout on purpose)
+"""Helpers of the integration suite: a real server process, protocol-level clients, a TCP relay.
+
+Everything here talks to a real ``pushgrid server`` process over real sockets on 127.0.0.1.
+Every wait is bounded (``DEFAULT_TIMEOUT``) so a broken server fails a test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_TIMEOUT = 10.0
+START_TIMEOUT = 20.0
+
+_BIN = Path(sys.executable).with_name("pushgrid")
+PUSHGRID = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "server"]
+
+Frame = dict[str, Any]
+
+
+# --- processes --------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (bind to port 0 and read the number back)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env() -> dict[str, str]:
+    """The environment for child processes: no PUSHGRID_* settings, no HTTP proxies."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.upper().startswith("PUSHGRID_") and "proxy" not in key.lower()
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    env["NO_PROXY"] = env["no_proxy"] = "*"
+    return env
+
+
+def conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def write_conf(path: Path, settings: dict[str, Any]) -> Path:
+    lines = ["# written by tests/integration"]
+    lines += [f"{key} = {conf_value(value)}" for key, value in settings.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run_cli(
+    *args: str, timeout: float = 30.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``pushgrid ARGS`` to completion (bounded) and capture its output."""
+    return subprocess.run(
+        [*PUSHGRID, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        env={**clean_env(), **(env or {})},
+        cwd=REPO,
+        check=False,
+    )
+
+
+class ServerProcess:
+    """One ``pushgrid server --config FILE`` child process on 127.0.0.1:``port``."""
+
+    host = "127.0.0.1"
+
+    def __init__(
+        self,
+        workdir: Path,
+        settings: dict[str, Any],
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.env = env or {}
+        self.port = port if port is not None else free_port()
+        self.monitor_port = free_port()
+        self.settings = {
+            "Listen": f"{self.host}:{self.port}",
+            "MonitorHTTP.Listen": f"{self.host}:{self.monitor_port}",
+            "ServerName": "it-node",
+            **settings,
+        }
+        self.config_path = workdir / "pushgrid.conf"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.returncodes: list[int] = []
+        self.starts = 0
+        self._log_paths: list[Path] = []
+
+    # addresses
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self.host}:{self.monitor_port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.address}/ws"
+
+    def http(self, **kwargs: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.url, trust_env=False, timeout=DEFAULT_TIMEOUT, **kwargs
+        )
+
+    # lifecycle
+    def start(self) -> ServerProcess:
+        """Start the process and wait until it logged "listening on" and /health answers 200."""
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        write_conf(self.config_path, self.settings)
+        self.starts += 1
+        log_path = self.workdir / f"server-{self.starts}.log"
+        self._log_paths.append(log_path)
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [*PUSHGRID, "server", "--config", str(self.config_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                env={**clean_env(), **self.env},
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        with httpx.Client(trust_env=False, timeout=2.0) as http:
+            while True:
+                code = self.proc.poll()
+                if code is not None:
+                    raise RuntimeError(
+                        f"pushgrid server exited with {code} during start-up:\n{self.log()}"
+                    )
+                if "listening on" in log_path.read_text("utf-8", "replace"):
+                    with contextlib.suppress(httpx.HTTPError):
+                        if http.get(f"{self.url}/health").status_code == 200:
+                            return self
+                if time.monotonic() > deadline:
+                    self.kill()
+                    raise RuntimeError(
+                        f"pushgrid server not ready in {START_TIMEOUT}s:\n{self.log()}"
+                    )
+                time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        """Send ``sig`` and wait (bounded) for the process to exit; return its exit code."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"server did not exit within {timeout}s after signal {sig}:\n{self.log()}"
+            ) from None
+        self.returncodes.append(code)
+        return code
+
+    def restart(self, sig: int = signal.SIGKILL) -> ServerProcess:
+        """Stop with ``sig`` and start again on the same port (the memory engine forgets all)."""
+        self.stop(sig)
+        return self.start()
+
+    async def astart(self) -> ServerProcess:
+        return await asyncio.to_thread(self.start)
+
+    async def astop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        return await asyncio.to_thread(self.stop, sig, timeout)
+
+    async def arestart(self, sig: int = signal.SIGKILL) -> ServerProcess:
+        return await asyncio.to_thread(self.restart, sig)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        return "".join(
+            f"--- {p.name} ---\n{p.read_text('utf-8', 'replace')}"
+            for p in self._log_paths
+            if p.exists()
+        )
+
+
+# --- WebSocket client (protocol level) ---------------------------------------------------------
+
+
+class WsClient:
+    """A protocol-level client on the ``websockets`` library: JSON frames in, JSON frames out.
+
+    A reader task buffers every frame as it arrives (so the server never sees a slow reader);
+    ``keepalive`` frames are counted in ``keepalives`` and kept out of the buffer. ``expect``
+    takes the first buffered frame that matches and leaves the others in order.
+    """
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.buffer: list[Frame] = []
+        self.keepalives = 0
+        self.received = 0
+        self.close_code: int | None = None
+        self.close_reason: str | None = None
+        self.closed = asyncio.Event()
+        self.welcome: Frame = {}
+        self._changed = asyncio.Event()
+        self._ids = itertools.count(1000)
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def connect(
+        cls, target: ServerProcess | str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> WsClient:
+        url = target.ws_url if isinstance(target, ServerProcess) else target
+        if token is not None:
+            url += f"?token={token}"
+        ws = await asyncio.wait_for(
+            connect(
+                url,
+                compression=None,
+                proxy=None,
+                ping_interval=None,
+                max_size=None,
+                max_queue=None,
+                open_timeout=timeout,
+                close_timeout=2,
+            ),
+            timeout,
+        )
+        client = cls(ws)
+        try:
+            client.welcome = await client.expect("welcome", timeout=timeout)
+        except BaseException:
+            await client.close()
+            raise
+        return client
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                data = await self.ws.recv()
+                self.received += 1
+                if isinstance(data, bytes):
+                    frame: Frame = {"type": "_binary", "data": data}
+                else:
+                    frame = json.loads(data)
+                if frame.get("type") == "keepalive":
+                    self.keepalives += 1
+                else:
+                    self.buffer.append(frame)
+                self._changed.set()
+        except ConnectionClosed:
+            pass
+        finally:
+            rcvd = self.ws.protocol.close_rcvd
+            self.close_code = rcvd.code if rcvd is not None else None
+            self.close_reason = rcvd.reason if rcvd is not None else None
+            self.closed.set()
+            self._changed.set()
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    # sending
+    async def send(self, obj: Any) -> None:
+        await self.ws.send(json.dumps(obj))
+
+    async def send_raw(self, data: str | bytes) -> None:
+        await self.ws.send(data)
+
+    # receiving
+    async def _until(self, cond: Callable[[], Any], timeout: float, what: str) -> Any:
+        """Wait (bounded) until ``cond()`` returns something other than None; return it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            result = cond()
+            if result is not None:
+                return result
+            if self.closed.is_set():
+                raise AssertionError(
+                    f"connection closed ({self.close_code} {self.close_reason!r}) while waiting "
+                    f"for {what}; buffered: {self._summary()}"
+                )
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"no {what} within {timeout}s; buffered: {self._summary()}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+
+    def _index(self, pred: Callable[[Frame], bool]) -> int | None:
+        for index, frame in enumerate(self.buffer):
+            if pred(frame):
+                return index
+        return None
+
+    async def wait_for(
+        self, pred: Callable[[Frame], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "frame"
+    ) -> Frame:
+        """Remove and return the first buffered frame matching ``pred`` (bounded wait)."""
+        index = await self._until(lambda: self._index(pred), timeout, what)
+        return self.buffer.pop(index)
+
+    async def expect(
+        self, type: str | None = None, timeout: float = DEFAULT_TIMEOUT, **match: Any
+    ) -> Frame:
+        def pred(frame: Frame) -> bool:
+            return (type is None or frame.get("type") == type) and all(
+                frame.get(k) == v for k, v in match.items()
+            )
+
+        return await self.wait_for(pred, timeout, f"{type or 'frame'} {match or ''}".strip())
+
+    async def next(self, timeout: float = DEFAULT_TIMEOUT) -> Frame:
+        return await self.wait_for(lambda f: True, timeout, "frame")
+
+    async def messages(
+        self, count: int, subject: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> list[Frame]:
+        """The next ``count`` message frames (of ``subject``), in arrival order."""
+        out: list[Any] = []
+        for _ in range(count):
+            out.append(
+                await self.wait_for(
+                    lambda f: (
+                        f.get("type") == "message"
+                        and (subject is None or f.get("subject") == subject)
+                    ),
+                    timeout,
+                    f"message #{len(out) + 1} of {count} ({subject})",
+                )
+            )
+        return out
+
+    async def sync(self, timeout: float = DEFAULT_TIMEOUT) -> list[Frame]:
+        """Ping and wait for the pong; return (and remove) every frame that came before it.
+
+        The server handles a connection's frames in order and queues its output in order, so
+        whatever an earlier request produced arrives before the pong.
+        """
+        request_id = self.next_id()
+        await self.send({"op": "ping", "id": request_id})
+
+        def pong(frame: Frame) -> bool:
+            return frame.get("type") == "pong" and frame.get("id") == request_id
+
+        index = await self._until(lambda: self._index(pong), timeout, f"pong {request_id}")
+        before = self.buffer[:index]
+        del self.buffer[: index + 1]
+        return before
+
+    # requests
+    async def subscribe(
+        self,
+        subject: str,
+        *,
+        recover: dict[str, Any] | None = None,
+        history: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Frame:
+        """Subscribe to one subject; return its ``subscribed`` frame (the rest stays buffered)."""
+        request_id = self.next_id()
+        item: dict[str, Any] = {"subject": subject}
+        if recover is not None:
+            item["recover"] = recover
+        if history is not None:
+            item["history"] = history
+        await self.send({"op": "subscribe", "id": request_id, "subjects": [item]})
+        return await self.wait_for(
+            lambda f: f.get("id") == request_id and f.get("type") in ("subscribed", "error"),
+            timeout,
+            f"subscribed {subject}",
+        )
+
+    async def subscribe_all(
+        self,
+        subject: str,
+        *,
+        recover: dict[str, Any] | None = None,
+        history: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> tuple[Frame, list[Frame]]:
+        """Subscribe and return (subscribed frame, every frame after it up to a ping's pong).
+
+        Checks the order the protocol promises: the ``subscribed`` frame comes first. Use it on
+        a connection with no other traffic in flight.
+        """
+        request_id = self.next_id()
+        item: dict[str, Any] = {"subject": subject}
+        if recover is not None:
+            item["recover"] = recover
+        if history is not None:
+            item["history"] = history
+        await self.send({"op": "subscribe", "id": request_id, "subjects": [item]})
+        frames = await self.sync(timeout)
+        assert frames, f"no answer to subscribe {subject}"
+        first = frames[0]
+        assert (first.get("type"), first.get("id")) == ("subscribed", request_id), (
+            f"expected the subscribed frame first, got {frames[:3]}"
+        )
+        return first, frames[1:]
+
+    async def publish(
+        self,
+        subject: Any,
+        content: Any,
+        fields: Any = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        **extra: Any,
+    ) -> Frame:
+        """Publish; return the ``publish_result`` (or ``error``) frame answering it."""
+        request_id = self.next_id()
+        frame: dict[str, Any] = {
+            "op": "publish",
+            "id": request_id,
+            "subject": subject,
+            "content": content,
+        }
+        if fields is not None:
+            frame["fields"] = fields
+        frame.update(extra)
+        await self.send(frame)
+        return await self.wait_for(
+            lambda f: f.get("id") == request_id and f.get("type") in ("publish_result", "error"),
+            timeout,
+            f"publish_result for {subject!r}",
+        )
+
+    async def publish_ok(
+        self, subject: str, content: str, fields: Any = None, **extra: Any
+    ) -> Frame:
+        result = await self.publish(subject, content, fields, **extra)
+        assert (result.get("type"), result.get("result")) == ("publish_result", "ok"), result
+        return result
+
+    async def wait_closed(self, timeout: float = DEFAULT_TIMEOUT) -> int | None:
+        try:
+            await asyncio.wait_for(self.closed.wait(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"connection still open after {timeout}s") from None
+        return self.close_code
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.ws.close(), 3)
+        if not self._reader.done():
+            self._reader.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(self._reader, 3)
+        with contextlib.suppress(Exception):
+            self.ws.transport.abort()
+
+    def _summary(self) -> str:
+        text = json.dumps(self.buffer[:8], ensure_ascii=False)
+        more = f" ... (+{len(self.buffer) - 8})" if len(self.buffer) > 8 else ""
+        return (text[:1500] + "...") if len(text) > 1500 else text + more
+
+
+# --- raw socket WebSocket client (misbehaving peers) -------------------------------------------
+
+OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
+
+
+def encode_client_frame(opcode: int, payload: bytes) -> bytes:
+    """A final, masked client frame (RFC 6455 5.2)."""
+    length = len(payload)
+    if length < 126:
+        header = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
+    elif length < 1 << 16:
+        header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
+    else:
+        header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
+    mask = os.urandom(4)
+    masked = (
+        bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        if length < 4096
+        else _mask(payload, mask)
+    )
+    return header + mask + masked
+
+
+def _mask(payload: bytes, mask: bytes) -> bytes:
+    repeated = (mask * (len(payload) // 4 + 1))[: len(payload)]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(repeated, "big")).to_bytes(
+        len(payload), "big"
+    )
+
+
+def parse_server_frames(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
+    """Split unmasked server frames; return (frames, incomplete tail)."""
+    frames = []
+    pos = 0
+    while True:
+        if len(data) - pos < 2:
+            break
+        b0, b1 = data[pos], data[pos + 1]
+        length = b1 & 0x7F
+        head = 2
+        if length == 126:
+            if len(data) - pos < 4:
+                break
+            (length,) = struct.unpack_from("!H", data, pos + 2)
+            head = 4
+        elif length == 127:
+            if len(data) - pos < 10:
+                break
+            (length,) = struct.unpack_from("!Q", data, pos + 2)
+            head = 10
+        if len(data) - pos < head + length:
+            break
+        frames.append((b0 & 0x0F, data[pos + head : pos + head + length]))
+        pos += head + length
+    return frames, data[pos:]
+
+
+def close_code_of(frames: Iterable[tuple[int, bytes]]) -> int | None:
+    for opcode, payload in frames:
+        if opcode == OP_CLOSE and len(payload) >= 2:
+            return struct.unpack("!H", payload[:2])[0]
+    return None
+
+
+class RawWs:
+    """A WebSocket client on a plain blocking socket that does only what the test says.
+
+    It answers nothing by itself: no pongs, no close replies. Use it (in a thread) for peers
+    that stop reading or never answer pings.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        rcvbuf: int | None = None,
+        path: str = "/ws",
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf is not None:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        self.sock.sendall(request.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise AssertionError(f"connection closed during the handshake: {data!r}")
+            data += chunk
+        head, _, self.pending = data.partition(b"\r\n\r\n")
+        status = head.split(b"\r\n", 1)[0]
+        assert b" 101" in status, head
+        self.frames: list[tuple[int, bytes]] = []
+
+    def send_text(self, text: str) -> None:
+        self.sock.sendall(encode_client_frame(OP_TEXT, text.encode("utf-8")))
+
+    def send_json(self, obj: Any) -> None:
+        self.send_text(json.dumps(obj))
+
+    def read_frames(self, count: int, timeout: float = DEFAULT_TIMEOUT) -> list[tuple[int, bytes]]:
+        """Read until at least ``count`` frames were received in total."""
+        deadline = time.monotonic() + timeout
+        while len(self.frames) < count:
+            self._absorb()
+            if len(self.frames) >= count:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"only {len(self.frames)} of {count} frames in {timeout}s")
+            self.sock.settimeout(remaining)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise AssertionError("connection closed")
+            self.pending += chunk
+        return self.frames
+
+    def read_until_closed(self, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Read everything until the server ends the connection; return "eof" or "reset"."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._absorb()
+                raise AssertionError(
+                    f"the server did not end the connection within {timeout}s "
+                    f"({len(self.frames)} frames read)"
+                )
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except TimeoutError:
+                continue
+            except ConnectionResetError:
+                self._absorb()
+                return "reset"
+            if not chunk:
+                self._absorb()
+                return "eof"
+            self.pending += chunk
+            if len(self.pending) > 1 << 20:
+                self._absorb()
+
+    def _absorb(self) -> None:
+        frames, self.pending = parse_server_frames(self.pending)
+        self.frames.extend(frames)
+
+    @property
+    def close_code(self) -> int | None:
+        return close_code_of(self.frames)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+# --- TCP relay --------------------------------------------------------------------------------
+
+
+class TcpProxy:
+    """A byte relay 127.0.0.1:port -> target, to cut a client off the server at will.
+
+    ``drop_all()`` aborts every relayed connection; while ``accepting`` is False new connections
+    are closed at once (the client sees a failed attempt and retries).
+    """
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.accepting = True
+        self.port = 0
+        self.accepted = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def start(self) -> TcpProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.accepting:
+            writer.transport.abort()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.accepted += 1
+        self._writers.update((writer, up_writer))
+        pipes = [
+            asyncio.create_task(self._pipe(reader, up_writer)),
+            asyncio.create_task(self._pipe(up_reader, writer)),
+        ]
+        self._tasks.update(pipes)
+        try:
+            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in (writer, up_writer):
+                w.transport.abort()
+                self._writers.discard(w)
+            for task in pipes:
+                task.cancel()
+                self._tasks.discard(task)
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+
+    def drop_all(self) -> int:
+        writers = list(self._writers)
+        for writer in writers:
+            writer.transport.abort()
+        self._writers.clear()
+        return len(writers) // 2
+
+    async def close(self) -> None:
+        self.accepting = False
+        if self._server is not None:
+            self._server.close()
+        self.drop_all()
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._server.wait_closed(), 3)  # type: ignore[union-attr]
+
+
+async def eventually(
+    check: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "condition"
+) -> None:
+    """Poll ``check`` until true (bounded)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        await asyncio.sleep(0.02)

@@ -1,0 +1,101 @@
+"""``pushgrid publish`` / ``pushgrid subscribe`` against a real server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+
+from .pgtest import PUSHGRID, REPO, clean_env, free_port, run_cli
+
+KEYS = {"subject", "content", "fields", "type", "epoch", "seq"}
+
+
+def test_publish_then_subscribe_count_1(server, subject):
+    s = subject("b")
+    published = run_cli(
+        "publish", s, "hello", "--field", "k=v", "--field", "x=a=b", "--server", server.address
+    )
+    assert published.returncode == 0, published.stderr
+    result = json.loads(published.stdout)
+    assert result["result"] == "ok"
+    assert result["subject"] == s
+    assert result["seq"] == 1
+    assert result["epoch"]
+
+    subscribed = run_cli("subscribe", s, "--server", server.address, "--count", "1")
+    assert subscribed.returncode == 0, subscribed.stderr
+    lines = subscribed.stdout.splitlines()
+    assert len(lines) == 1, subscribed.stdout
+    message = json.loads(lines[0])
+    assert set(message) == KEYS
+    assert message == {
+        "subject": s,
+        "content": "hello",
+        "fields": {"k": "v", "x": "a=b"},
+        "type": "snapshot",
+        "epoch": result["epoch"],
+        "seq": 1,
+    }
+
+
+def test_subscribe_prints_live_updates_as_json_lines(server, subject):
+    s = subject("live")
+    assert run_cli("publish", s, "first", "--server", server.address).returncode == 0
+    proc = subprocess.Popen(
+        [*PUSHGRID, "subscribe", s, "--server", server.address, "--count", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=clean_env(),
+        cwd=REPO,
+    )
+    timer = threading.Timer(60, proc.kill)  # never hang
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())  # the snapshot: the subscription is active
+        assert (first["type"], first["content"], first["seq"]) == ("snapshot", "first", 1)
+        for content in ("Grüße 日本", "third"):
+            published = run_cli("publish", s, content, "--field", "n=1", "--server", server.address)
+            assert published.returncode == 0, published.stderr
+        rest = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        assert proc.wait(30) == 0
+    finally:
+        timer.cancel()
+        proc.kill()
+        proc.wait()
+    assert [(m["type"], m["content"], m["seq"], m["fields"]) for m in rest] == [
+        ("update", "Grüße 日本", 2, {"n": "1"}),
+        ("update", "third", 3, {"n": "1"}),
+    ]
+    assert all(set(m) == KEYS for m in rest)
+    assert proc.stdout.read() == "", "exactly --count lines"
+
+
+def test_subscribe_history(server, subject):
+    s = subject()
+    for n in range(1, 5):
+        assert run_cli("publish", s, f"m{n}", "--server", server.address).returncode == 0
+    result = run_cli("subscribe", s, "--server", server.address, "--count", "2", "--history", "2")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(m["type"], m["content"], m["seq"]) for m in lines] == [
+        ("historical", "m3", 3),
+        ("historical", "m4", 4),
+    ]
+
+
+def test_publish_invalid_subject_exits_1(server):
+    result = run_cli("publish", "/Stocks", "x", "--server", server.address)
+    assert result.returncode == 1
+    assert "subject" in (result.stderr + result.stdout).lower()
+
+
+def test_publish_to_unreachable_server_fails_within_timeout():
+    result = run_cli(
+        "publish", "/a/b", "x", "--server", f"127.0.0.1:{free_port()}", "--timeout", "1.5"
+    )
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["result"] == "failed"

@@ -1,0 +1,547 @@
+"""The Engine contract (server/engine/base.py, guarantees 1-6), run against every implementation.
+
+Every test here is written against the ``engine`` fixture only (plus ``clock`` and ``delivered``),
+never against one implementation's internals. To run the suite against another engine, add one
+async factory to ``ENGINE_FACTORIES``: it gets the fake ``clock`` and must build an engine whose
+cache keeps at most ``CACHE_LIMIT`` guaranteed messages per subject, forgets them
+``EXPIRE_SECONDS`` after their receive time, and reads the time (for ``ts`` and expiry) from
+``clock``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from server.engine.base import Engine, Published, PublishRequest, Recovery
+from server.engine.memory import MemoryEngine
+from server.protocol.frames import Position
+
+CACHE_LIMIT = 5
+EXPIRE_SECONDS = 60.0
+SUBJECT = "/Stocks/NYSE/IBM"
+OTHER = "/Stocks/NYSE/MSFT"
+
+
+class FakeClock:
+    """Seconds since the Unix epoch, moved only by the test."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    @property
+    def ms(self) -> int:
+        return int(self.now * 1000)
+
+
+class Delivered:
+    """The ``deliver`` callback: records every message, lets a test wait for a count."""
+
+    def __init__(self) -> None:
+        self.messages: list[Published] = []
+        self._changed = asyncio.Event()
+
+    def __call__(self, message: Published) -> None:
+        self.messages.append(message)
+        self._changed.set()
+
+    async def wait_for(self, count: int) -> list[Published]:
+        """Wait until at least ``count`` messages arrived (a hang guard, not a timing check)."""
+
+        async def reached() -> None:
+            while len(self.messages) < count:
+                self._changed.clear()
+                await self._changed.wait()
+
+        await asyncio.wait_for(reached(), timeout=10)
+        # let any duplicate delivery show up before the caller counts
+        for _ in range(10):
+            await asyncio.sleep(0)
+        return self.messages
+
+    def of(self, subject: str) -> list[Published]:
+        return [m for m in self.messages if m.subject == subject]
+
+
+# --- implementations --------------------------------------------------------------------------
+
+
+async def _memory_engine(clock: FakeClock) -> Engine:
+    return MemoryEngine(max_cached=CACHE_LIMIT, expire_seconds=EXPIRE_SECONDS, clock=clock)
+
+
+# name -> async factory(clock) -> unstarted Engine. Add "nats" here.
+ENGINE_FACTORIES: dict[str, Callable[[FakeClock], Awaitable[Engine]]] = {
+    "memory": _memory_engine,
+}
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def delivered() -> Delivered:
+    return Delivered()
+
+
+@pytest.fixture(params=list(ENGINE_FACTORIES))
+async def engine(
+    request: pytest.FixtureRequest, clock: FakeClock, delivered: Delivered
+) -> AsyncIterator[Engine]:
+    instance = await ENGINE_FACTORIES[request.param](clock)
+    await instance.start(delivered)
+    try:
+        yield instance
+    finally:
+        await instance.close()
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+async def publish(
+    engine: Engine,
+    content: str,
+    fields: dict[str, str] | None = None,
+    *,
+    subject: str = SUBJECT,
+    retained: bool = True,
+    qos: str = "guaranteed",
+) -> Published:
+    request = PublishRequest(subject, content, dict(fields or {}), retained, qos)  # type: ignore[arg-type]
+    return await engine.publish(request)
+
+
+async def publish_many(engine: Engine, count: int, subject: str = SUBJECT) -> list[Published]:
+    return [
+        await publish(engine, f"m{i}", {"i": str(i)}, subject=subject) for i in range(1, count + 1)
+    ]
+
+
+def key(message: Published) -> tuple[object, ...]:
+    """What identifies a message for clients (ts and frame caches aside)."""
+    return (
+        message.subject,
+        message.content,
+        dict(message.fields),
+        message.epoch,
+        message.seq,
+        message.qos,
+        message.retained,
+    )
+
+
+def assert_refused(recovery: Recovery, outcome: str, epoch: str, seq: int) -> None:
+    assert recovery.outcome == outcome
+    assert recovery.messages == ()  # never a partial list
+    assert recovery.epoch == epoch
+    assert recovery.seq == seq
+
+
+# --- 1. per-subject order and numbering -------------------------------------------------------
+
+
+async def test_guaranteed_messages_are_numbered_from_one(engine: Engine) -> None:
+    epoch, seq = await engine.position(SUBJECT)
+    assert isinstance(epoch, str)
+    assert epoch
+    assert seq == 0
+    published = await publish_many(engine, 4)
+    assert [m.seq for m in published] == [1, 2, 3, 4]
+    assert {m.epoch for m in published} == {epoch}
+    assert await engine.position(SUBJECT) == (epoch, 4)
+
+
+async def test_numbering_is_per_subject(engine: Engine) -> None:
+    a1 = await publish(engine, "a1")
+    b1 = await publish(engine, "b1", subject=OTHER)
+    a2 = await publish(engine, "a2")
+    b2 = await publish(engine, "b2", subject=OTHER)
+    b3 = await publish(engine, "b3", subject=OTHER)
+    assert (a1.seq, a2.seq) == (1, 2)
+    assert (b1.seq, b2.seq, b3.seq) == (1, 2, 3)
+    assert (await engine.position(SUBJECT))[1] == 2
+    assert (await engine.position(OTHER))[1] == 3
+    assert (await engine.position("/never/published"))[1] == 0
+
+
+async def test_published_carries_the_request(engine: Engine, clock: FakeClock) -> None:
+    message = await publish(engine, "193", {"volume": "6.62M"}, retained=False, qos="guaranteed")
+    assert message.subject == SUBJECT
+    assert message.content == "193"
+    assert message.fields == {"volume": "6.62M"}
+    assert message.retained is False
+    assert message.qos == "guaranteed"
+    assert message.ts == clock.ms
+
+
+async def test_standard_qos_takes_no_seq(engine: Engine) -> None:
+    s0 = await publish(engine, "s0", qos="standard")
+    assert s0.seq == 0  # nothing guaranteed yet
+    g1 = await publish(engine, "g1")
+    g2 = await publish(engine, "g2")
+    s1 = await publish(engine, "s1", qos="standard")
+    s2 = await publish(engine, "s2", qos="standard")
+    g3 = await publish(engine, "g3")
+    assert (g1.seq, g2.seq, g3.seq) == (1, 2, 3)
+    assert (s1.seq, s2.seq) == (2, 2)  # the seq of the last guaranteed message
+    assert s1.qos == "standard"
+    assert s1.epoch == g1.epoch
+    assert (await engine.position(SUBJECT))[1] == 3
+
+
+async def test_concurrent_publishes_get_distinct_consecutive_seqs(
+    engine: Engine, delivered: Delivered
+) -> None:
+    count = 25
+    results = await asyncio.gather(
+        *(publish(engine, f"m{i}") for i in range(count)),
+        *(publish(engine, f"o{i}", subject=OTHER) for i in range(count)),
+    )
+    mine = [m for m in results if m.subject == SUBJECT]
+    assert sorted(m.seq for m in mine) == list(range(1, count + 1))
+    await delivered.wait_for(2 * count)
+    assert [m.seq for m in delivered.of(SUBJECT)] == list(range(1, count + 1))
+    assert [m.seq for m in delivered.of(OTHER)] == list(range(1, count + 1))
+    # numbered in the order accepted: seq n carries the content the engine stored as seq n
+    by_seq = {m.seq: m.content for m in mine}
+    assert [by_seq[m.seq] for m in delivered.of(SUBJECT)] == [
+        m.content for m in delivered.of(SUBJECT)
+    ]
+
+
+# --- 2. delivery ------------------------------------------------------------------------------
+
+
+async def test_delivery_once_per_message_in_order(engine: Engine, delivered: Delivered) -> None:
+    published = [
+        await publish(engine, "g1"),
+        await publish(engine, "o1", subject=OTHER),
+        await publish(engine, "s", qos="standard"),
+        await publish(engine, "g2", retained=False),
+        await publish(engine, "o2", subject=OTHER, qos="standard"),
+        await publish(engine, "g3"),
+    ]
+    messages = await delivered.wait_for(len(published))
+    assert len(messages) == len(published)  # exactly once each, including standard ones
+    assert sorted(map(key, messages), key=repr) == sorted(map(key, published), key=repr)
+    assert [m.content for m in delivered.of(SUBJECT)] == ["g1", "s", "g2", "g3"]
+    assert [m.seq for m in delivered.of(SUBJECT)] == [1, 1, 2, 3]
+    assert [m.content for m in delivered.of(OTHER)] == ["o1", "o2"]
+
+
+async def test_delivery_of_many_messages_stays_in_seq_order(
+    engine: Engine, delivered: Delivered
+) -> None:
+    await publish_many(engine, 40)
+    messages = await delivered.wait_for(40)
+    assert len(messages) == 40
+    assert [m.seq for m in messages] == list(range(1, 41))
+    assert [m.content for m in messages] == [f"m{i}" for i in range(1, 41)]
+
+
+async def test_close_is_idempotent(engine: Engine) -> None:
+    await engine.close()
+    await engine.close()
+
+
+# --- 3. publish returns after acceptance ------------------------------------------------------
+
+
+async def test_state_is_visible_as_soon_as_publish_returns(engine: Engine) -> None:
+    message = await publish(engine, "v1", {"f": "1"})
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields, snapshot.seq) == ("v1", {"f": "1"}, message.seq)
+    recovery = await engine.recover(SUBJECT, Position(message.epoch, 0))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(message)]
+    assert [key(m) for m in await engine.history(SUBJECT, 10)] == [key(message)]
+
+
+# --- 5. snapshot (spec 4.1.2, Table 4.3) ------------------------------------------------------
+
+TABLE_4_3 = [
+    # (content, fields of the message) -> (content, fields of the snapshot)
+    (("193", {"volume": "6.62M"}), ("193", {"volume": "6.62M"})),
+    (("192", {}), ("192", {"volume": "6.62M"})),
+    (("195", {"ask": "190"}), ("195", {"ask": "190", "volume": "6.62M"})),
+    (
+        ("193", {"bid": "194", "ask": "191"}),
+        ("193", {"bid": "194", "ask": "191", "volume": "6.62M"}),
+    ),
+]
+
+
+async def test_snapshot_merge_table_4_3(engine: Engine, clock: FakeClock) -> None:
+    assert await engine.snapshot(SUBJECT) is None
+    for step, ((content, fields), (snap_content, snap_fields)) in enumerate(TABLE_4_3, start=1):
+        clock.advance(60 * step)  # 10:12, 10:13, 10:15, 10:20 -- any increasing times
+        message = await publish(engine, content, fields)
+        snapshot = await engine.snapshot(SUBJECT)
+        assert snapshot is not None, f"step {step}"
+        assert snapshot.subject == SUBJECT
+        assert snapshot.content == snap_content, f"step {step}"
+        assert snapshot.fields == snap_fields, f"step {step}"
+        assert snapshot.epoch == message.epoch
+        assert snapshot.seq == step
+        assert snapshot.ts == message.ts == clock.ms
+
+
+async def test_snapshot_of_unknown_subject_is_none(engine: Engine) -> None:
+    await publish(engine, "x", subject=OTHER)
+    assert await engine.snapshot(SUBJECT) is None
+
+
+async def test_non_retained_messages_are_not_in_the_snapshot(engine: Engine) -> None:
+    await publish(engine, "volatile", {"x": "1"}, retained=False)
+    await publish(engine, "volatile-std", {"y": "1"}, retained=False, qos="standard")
+    assert await engine.snapshot(SUBJECT) is None
+
+    kept = await publish(engine, "kept", {"a": "1"})
+    await publish(engine, "not kept", {"a": "2", "b": "3"}, retained=False)
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert snapshot.content == "kept"
+    assert snapshot.fields == {"a": "1"}
+    assert snapshot.ts == kept.ts
+    # the position is the last guaranteed message's, retained or not
+    assert snapshot.seq == 3  # x(1), kept(2), not kept(3); the standard one takes none
+
+
+async def test_standard_retained_message_updates_snapshot_but_not_its_seq(
+    engine: Engine,
+) -> None:
+    await publish(engine, "g1", {"a": "1"})
+    await publish(engine, "g2", {"a": "2"})
+    await publish(engine, "s", {"b": "x"}, qos="standard")
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert snapshot.content == "s"
+    assert snapshot.fields == {"a": "2", "b": "x"}
+    assert snapshot.seq == 2
+
+
+async def test_snapshots_are_per_subject(engine: Engine) -> None:
+    await publish(engine, "a", {"f": "1"})
+    await publish(engine, "b", {"g": "2"}, subject=OTHER)
+    a = await engine.snapshot(SUBJECT)
+    b = await engine.snapshot(OTHER)
+    assert a is not None
+    assert b is not None
+    assert (a.content, a.fields) == ("a", {"f": "1"})
+    assert (b.content, b.fields) == ("b", {"g": "2"})
+
+
+async def test_snapshot_survives_cache_overflow_and_expiry(
+    engine: Engine, clock: FakeClock
+) -> None:
+    await publish(engine, "first", {"only-in-first": "1"})
+    await publish_many(engine, CACHE_LIMIT + 1)
+    clock.advance(EXPIRE_SECONDS * 10)
+    assert await engine.history(SUBJECT, 100) == []
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert snapshot.content == f"m{CACHE_LIMIT + 1}"
+    assert snapshot.fields == {"only-in-first": "1", "i": str(CACHE_LIMIT + 1)}
+    assert snapshot.seq == CACHE_LIMIT + 2
+
+
+# --- 4. recovery ------------------------------------------------------------------------------
+
+
+async def test_recover_exact(engine: Engine) -> None:
+    published = await publish_many(engine, 4)
+    epoch = published[0].epoch
+    recovery = await engine.recover(SUBJECT, Position(epoch, 1))
+    assert recovery.outcome == "recovered"
+    assert (recovery.epoch, recovery.seq) == (epoch, 4)
+    assert [key(m) for m in recovery.messages] == [key(m) for m in published[1:]]
+    assert isinstance(recovery.messages, tuple)
+
+
+async def test_recover_everything_from_zero(engine: Engine) -> None:
+    published = await publish_many(engine, CACHE_LIMIT)
+    recovery = await engine.recover(SUBJECT, Position(published[0].epoch, 0))
+    assert recovery.outcome == "recovered"
+    assert [m.seq for m in recovery.messages] == list(range(1, CACHE_LIMIT + 1))
+    assert [key(m) for m in recovery.messages] == [key(m) for m in published]
+
+
+async def test_recover_the_last_message_only(engine: Engine) -> None:
+    published = await publish_many(engine, 3)
+    recovery = await engine.recover(SUBJECT, Position(published[0].epoch, 2))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(published[2])]
+
+
+async def test_recover_up_to_date(engine: Engine) -> None:
+    published = await publish_many(engine, 3)
+    epoch = published[0].epoch
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 3)), "up_to_date", epoch, 3)
+
+
+async def test_recover_up_to_date_after_only_standard_messages(engine: Engine) -> None:
+    g = await publish(engine, "g")
+    await publish(engine, "s1", qos="standard")
+    await publish(engine, "s2", qos="standard")
+    assert_refused(await engine.recover(SUBJECT, Position(g.epoch, 1)), "up_to_date", g.epoch, 1)
+
+
+async def test_recover_unknown_subject_from_zero_is_up_to_date(engine: Engine) -> None:
+    epoch, _ = await engine.position(SUBJECT)
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 0)), "up_to_date", epoch, 0)
+
+
+async def test_recover_skips_standard_messages(engine: Engine) -> None:
+    g1 = await publish(engine, "g1")
+    await publish(engine, "s1", qos="standard")
+    g2 = await publish(engine, "g2", retained=False)
+    await publish(engine, "s2", qos="standard")
+    g3 = await publish(engine, "g3")
+    recovery = await engine.recover(SUBJECT, Position(g1.epoch, 0))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(g1), key(g2), key(g3)]
+    assert {m.qos for m in recovery.messages} == {"guaranteed"}
+
+
+async def test_recover_other_epoch(engine: Engine) -> None:
+    published = await publish_many(engine, 2)
+    epoch = published[0].epoch
+    stale = "x" + epoch
+    assert_refused(await engine.recover(SUBJECT, Position(stale, 1)), "new_epoch", epoch, 2)
+    assert_refused(await engine.recover(SUBJECT, Position(stale, 0)), "new_epoch", epoch, 2)
+    assert_refused(await engine.recover(SUBJECT, Position(stale, 2)), "new_epoch", epoch, 2)
+    current, _ = await engine.position(OTHER)
+    assert_refused(await engine.recover(OTHER, Position(stale, 5)), "new_epoch", current, 0)
+
+
+async def test_recover_fails_after_cache_overflow(engine: Engine) -> None:
+    total = CACHE_LIMIT + 2
+    published = await publish_many(engine, total)
+    epoch = published[0].epoch
+    # seq 1 and 2 were dropped: from 0 or 1 some missed message is gone -> refused, not partial
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 0)), "failed", epoch, total)
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 1)), "failed", epoch, total)
+    # from 2 every missed message (3..7) is still cached
+    recovery = await engine.recover(SUBJECT, Position(epoch, 2))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(m) for m in published[2:]]
+    assert len(recovery.messages) == CACHE_LIMIT
+
+
+async def test_cache_overflow_is_per_subject(engine: Engine) -> None:
+    await publish_many(engine, CACHE_LIMIT * 2)
+    other = await publish_many(engine, 2, subject=OTHER)
+    recovery = await engine.recover(OTHER, Position(other[0].epoch, 0))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(m) for m in other]
+
+
+async def test_recover_fails_after_expiry(engine: Engine, clock: FakeClock) -> None:
+    m1 = await publish(engine, "m1")
+    epoch = m1.epoch
+    clock.advance(EXPIRE_SECONDS / 2)
+    m2 = await publish(engine, "m2")
+    clock.advance(EXPIRE_SECONDS / 2 + 1)  # m1 is older than EXPIRE_SECONDS, m2 is not
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 0)), "failed", epoch, 2)
+    recovery = await engine.recover(SUBJECT, Position(epoch, 1))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(m2)]
+
+    clock.advance(EXPIRE_SECONDS)  # now m2 has expired too
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 1)), "failed", epoch, 2)
+    # nothing missed: still up to date although the cache is empty
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 2)), "up_to_date", epoch, 2)
+
+
+async def test_recover_before_expiry_keeps_everything(engine: Engine, clock: FakeClock) -> None:
+    published = await publish_many(engine, 3)
+    clock.advance(EXPIRE_SECONDS / 2)
+    recovery = await engine.recover(SUBJECT, Position(published[0].epoch, 0))
+    assert recovery.outcome == "recovered"
+    assert [key(m) for m in recovery.messages] == [key(m) for m in published]
+
+
+async def test_recover_position_ahead_of_the_subject_is_refused(engine: Engine) -> None:
+    published = await publish_many(engine, 2)
+    epoch = published[0].epoch
+    assert_refused(await engine.recover(SUBJECT, Position(epoch, 99)), "failed", epoch, 2)
+    assert_refused(await engine.recover(OTHER, Position(epoch, 3)), "failed", epoch, 0)
+
+
+async def test_recover_does_not_consume_the_cache(engine: Engine) -> None:
+    published = await publish_many(engine, 3)
+    first = await engine.recover(SUBJECT, Position(published[0].epoch, 0))
+    second = await engine.recover(SUBJECT, Position(published[0].epoch, 0))
+    assert [key(m) for m in first.messages] == [key(m) for m in second.messages]
+    assert len(second.messages) == 3
+
+
+# --- 6. history -------------------------------------------------------------------------------
+
+
+async def test_history_most_recent_oldest_first(engine: Engine) -> None:
+    published = await publish_many(engine, 4)
+    assert [key(m) for m in await engine.history(SUBJECT, 2)] == [key(m) for m in published[2:]]
+    assert [key(m) for m in await engine.history(SUBJECT, 1)] == [key(published[3])]
+    assert [key(m) for m in await engine.history(SUBJECT, 4)] == [key(m) for m in published]
+    assert [key(m) for m in await engine.history(SUBJECT, 100)] == [key(m) for m in published]
+
+
+async def test_history_limited_by_the_cache(engine: Engine) -> None:
+    published = await publish_many(engine, CACHE_LIMIT + 3)
+    history = await engine.history(SUBJECT, 100)
+    assert [key(m) for m in history] == [key(m) for m in published[-CACHE_LIMIT:]]
+
+
+async def test_history_holds_only_guaranteed_messages(engine: Engine) -> None:
+    g1 = await publish(engine, "g1")
+    await publish(engine, "s", qos="standard")
+    g2 = await publish(engine, "g2", retained=False)
+    assert [key(m) for m in await engine.history(SUBJECT, 10)] == [key(g1), key(g2)]
+
+
+async def test_history_empty_cases(engine: Engine) -> None:
+    assert await engine.history(SUBJECT, 10) == []
+    await publish_many(engine, 2)
+    assert await engine.history(SUBJECT, 0) == []
+    assert await engine.history(SUBJECT, -1) == []
+    assert await engine.history(OTHER, 10) == []
+
+
+async def test_history_forgets_expired_messages(engine: Engine, clock: FakeClock) -> None:
+    await publish(engine, "old")
+    clock.advance(EXPIRE_SECONDS / 2)
+    new = await publish(engine, "new")
+    clock.advance(EXPIRE_SECONDS / 2 + 1)
+    assert [key(m) for m in await engine.history(SUBJECT, 10)] == [key(new)]
+
+
+# --- stats ------------------------------------------------------------------------------------
+
+
+async def test_stats_count_cached_messages(engine: Engine) -> None:
+    await publish_many(engine, CACHE_LIMIT + 2)
+    await publish(engine, "g", subject=OTHER)
+    await publish(engine, "s", subject=OTHER, qos="standard")
+    stats = engine.stats()
+    assert stats.subjects == 2
+    assert stats.cached_messages == CACHE_LIMIT + 1
+
+
+async def test_stats_cached_bytes_are_utf8_bytes(engine: Engine) -> None:
+    # the same measure as MaxMessageSize: UTF-8 bytes of content, field names and values
+    await publish(engine, "日本", {"é": "😀"})  # 6 + 2 + 4
+    await publish(engine, "abc", {"k": "v"}, subject=OTHER)  # 3 + 1 + 1
+    assert engine.stats().cached_bytes == 12 + 5

@@ -1,0 +1,583 @@
+"""Hub + Session with the real MemoryEngine; only the socket side (Peer) is faked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from wsproto.frame_protocol import FrameProtocol, Opcode
+
+from metrics.counters import Counters
+from server.core.entitlement import ALLOW_ALL, Grant
+from server.core.hub import Hub
+from server.core.session import Session, SessionPolicy
+from server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from server.engine.memory import MemoryEngine
+from server.protocol.codec import Limits
+from server.protocol.frames import Position
+
+SUBJECT = "/Stocks/NYSE/IBM"
+OTHER = "/Stocks/NYSE/MSFT"
+EPOCH = "e1"
+POLICY = SessionPolicy(
+    server_name="node-1",
+    version="0.1.0",
+    keepalive=30.0,
+    limits=Limits(),
+    max_subscriptions=100,
+    publish_snapshot=True,
+)
+
+
+class FakePeer:
+    """The socket side: records every frame the hub and session queue."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.closed: tuple[int, str] | None = None
+
+    def send(self, frame: bytes) -> None:
+        assert isinstance(frame, bytes)
+        self.frames.append(frame)
+
+    def close(self, code: int, reason: str) -> None:
+        self.closed = (code, reason)
+
+    def decoded(self) -> list[dict[str, Any]]:
+        return [decode_ws(frame) for frame in self.frames]
+
+    def take(self) -> list[dict[str, Any]]:
+        """Decoded frames since the last take()."""
+        out = self.decoded()
+        self.frames.clear()
+        return out
+
+
+def decode_ws(frame: bytes) -> dict[str, Any]:
+    """One server WebSocket frame -> its JSON object (parsed by wsproto, as a client would)."""
+    parser = FrameProtocol(client=True, extensions=[])
+    parser.receive_bytes(frame)
+    frames = list(parser.received_frames())
+    assert len(frames) == 1
+    assert frames[0].opcode is Opcode.TEXT
+    assert frames[0].message_finished
+    payload = frames[0].payload
+    assert isinstance(payload, str)
+    value = json.loads(payload)
+    assert isinstance(value, dict)
+    return value
+
+
+class GatedEngine(MemoryEngine):
+    """MemoryEngine whose recover/snapshot wait for ``gate``, so publishes can happen meanwhile.
+
+    ``read_first`` reads the engine before waiting (the answer is then stale by the time it is
+    returned); otherwise it waits first and reads the current state.
+    """
+
+    def __init__(self, read_first: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.read_first = read_first
+        self.gate = asyncio.Event()
+        self.entered = asyncio.Event()
+        self.gated = True
+
+    async def _hold(self) -> None:
+        self.entered.set()
+        await self.gate.wait()
+
+    async def recover(self, subject: str, since: Position) -> Recovery:
+        if not self.gated:
+            return await super().recover(subject, since)
+        if self.read_first:
+            answer = await super().recover(subject, since)
+            await self._hold()
+            return answer
+        await self._hold()
+        return await super().recover(subject, since)
+
+    async def snapshot(self, subject: str) -> Snapshot | None:
+        if not self.gated:
+            return await super().snapshot(subject)
+        if self.read_first:
+            answer = await super().snapshot(subject)
+            await self._hold()
+            return answer
+        await self._hold()
+        return await super().snapshot(subject)
+
+
+class World:
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+        self.counters = Counters()
+        self.hub = Hub(engine, self.counters)
+        self._n = 0
+
+    def session(self, grant: Grant = ALLOW_ALL) -> tuple[Session, FakePeer]:
+        self._n += 1
+        peer = FakePeer()
+        session = Session(f"s{self._n}", self.hub, peer, POLICY, grant, "127.0.0.1:1")
+        self.hub.add_session(session)
+        return session, peer
+
+    async def publish(
+        self, content: str, subject: str = SUBJECT, qos: str = "guaranteed", **fields: str
+    ) -> Published:
+        return await self.engine.publish(
+            PublishRequest(subject, content, fields, True, qos)  # type: ignore[arg-type]
+        )
+
+
+async def _world(engine: MemoryEngine) -> World:
+    world = World(engine)
+    await engine.start(world.hub.deliver)
+    return world
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    w = await _world(MemoryEngine(epoch=EPOCH))
+    yield w
+    await w.engine.close()
+
+
+def subscribe(*items: dict[str, Any], request_id: int = 1) -> str:
+    return json.dumps({"op": "subscribe", "id": request_id, "subjects": list(items)})
+
+
+# --- subscribe --------------------------------------------------------------------------------
+
+
+async def test_subscribe_sends_subscribed_then_snapshot(world: World) -> None:
+    await world.publish("193", volume="6.62M")
+    await world.publish("192")
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT}, request_id=7))
+    frames = peer.take()
+    assert [f["type"] for f in frames] == ["subscribed", "message"]
+    subscribed, snapshot = frames
+    assert subscribed == {
+        "type": "subscribed",
+        "subject": SUBJECT,
+        "status": "allow",
+        "recovery": "none",
+        "epoch": EPOCH,
+        "seq": 2,
+        "id": 7,
+        "reason": None,
+    }
+    assert snapshot["kind"] == "snapshot"
+    assert snapshot["subject"] == SUBJECT
+    assert snapshot["content"] == "192"
+    assert snapshot["fields"] == {"volume": "6.62M"}
+    assert (snapshot["epoch"], snapshot["seq"]) == (EPOCH, 2)
+    assert world.hub.subscriber_count(SUBJECT) == 1
+    assert world.counters.subscriptions == 1
+
+
+async def test_subscribe_without_snapshot_sends_subscribed_only(world: World) -> None:
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT}))
+    frames = peer.take()
+    assert len(frames) == 1
+    assert frames[0]["type"] == "subscribed"
+    assert (frames[0]["epoch"], frames[0]["seq"]) == (EPOCH, 0)
+
+
+async def test_subscribe_to_several_subjects_keeps_per_subject_order(world: World) -> None:
+    await world.publish("a")
+    await world.publish("b", subject=OTHER)
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT}, {"subject": OTHER}))
+    frames = peer.take()
+    assert [(f["type"], f["subject"]) for f in frames] == [
+        ("subscribed", SUBJECT),
+        ("message", SUBJECT),
+        ("subscribed", OTHER),
+        ("message", OTHER),
+    ]
+
+
+async def test_denied_subscription_registers_nothing(world: World) -> None:
+    session, peer = world.session(Grant(subscribe=("/Bonds/*",), publish=()))
+    await session.handle_text(subscribe({"subject": SUBJECT}))
+    [frame] = peer.take()
+    assert (frame["type"], frame["status"], frame["subject"]) == ("subscribed", "deny", SUBJECT)
+    assert world.hub.subscriber_count(SUBJECT) == 0
+    assert world.counters.subscriptions == 0
+    await world.publish("x")
+    assert peer.frames == []
+
+
+# --- live fan-out -----------------------------------------------------------------------------
+
+
+async def test_live_update_is_the_same_bytes_object_for_every_subscriber(world: World) -> None:
+    a, peer_a = world.session()
+    b, peer_b = world.session()
+    for session in (a, b):
+        await session.handle_text(subscribe({"subject": SUBJECT}))
+    peer_a.frames.clear()
+    peer_b.frames.clear()
+    out_before = world.counters.messages_out_total
+
+    published = await world.publish("195", ask="190")
+
+    assert len(peer_a.frames) == 1
+    assert len(peer_b.frames) == 1
+    assert peer_a.frames[0] is peer_b.frames[0]  # encoded once
+    assert peer_a.frames[0] is published.update_frame()
+    update = decode_ws(peer_a.frames[0])
+    assert update == {
+        "type": "message",
+        "kind": "update",
+        "subject": SUBJECT,
+        "content": "195",
+        "fields": {"ask": "190"},
+        "epoch": EPOCH,
+        "seq": 1,
+        "qos": "guaranteed",
+        "retained": True,
+        "ts": published.ts,
+    }
+    assert world.counters.messages_out_total == out_before + 2
+
+
+async def test_published_by_a_session_reaches_subscribers(world: World) -> None:
+    sub, sub_peer = world.session()
+    await sub.handle_text(subscribe({"subject": SUBJECT}))
+    sub_peer.frames.clear()
+    pub, pub_peer = world.session()
+    await pub.handle_text(
+        json.dumps(
+            {"op": "publish", "id": 9, "subject": SUBJECT, "content": "x", "fields": {"k": "v"}}
+        )
+    )
+    [result] = pub_peer.take()
+    assert result["type"] == "publish_result"
+    assert (result["result"], result["id"], result["epoch"], result["seq"]) == ("ok", 9, EPOCH, 1)
+    [update] = sub_peer.take()
+    assert (update["kind"], update["content"], update["fields"], update["seq"]) == (
+        "update",
+        "x",
+        {"k": "v"},
+        1,
+    )
+
+
+async def test_other_subjects_are_not_delivered(world: World) -> None:
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT}))
+    peer.frames.clear()
+    await world.publish("x", subject=OTHER)
+    await world.publish("y", subject=SUBJECT + "/BID")
+    assert peer.frames == []
+
+
+async def test_resubscribe_does_not_double_delivery(world: World) -> None:
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT}))
+    await session.handle_text(subscribe({"subject": SUBJECT}))
+    assert world.counters.subscriptions == 1
+    assert world.hub.subscriber_count(SUBJECT) == 1
+    peer.frames.clear()
+    await world.publish("x")
+    assert len(peer.frames) == 1
+
+
+# --- unsubscribe ------------------------------------------------------------------------------
+
+
+async def test_unsubscribe_stops_delivery(world: World) -> None:
+    a, peer_a = world.session()
+    b, peer_b = world.session()
+    for session in (a, b):
+        await session.handle_text(subscribe({"subject": SUBJECT}))
+    peer_a.frames.clear()
+    peer_b.frames.clear()
+
+    await a.handle_text(json.dumps({"op": "unsubscribe", "id": 3, "subjects": [SUBJECT]}))
+    assert peer_a.take() == [{"type": "unsubscribed", "subject": SUBJECT, "id": 3}]
+    assert world.hub.subscriber_count(SUBJECT) == 1
+    assert world.counters.subscriptions == 1
+    assert SUBJECT not in a.subjects
+
+    await world.publish("after")
+    assert peer_a.frames == []
+    assert [f["content"] for f in peer_b.take()] == ["after"]
+
+
+async def test_unsubscribe_is_idempotent(world: World) -> None:
+    session, peer = world.session()
+    await session.handle_text(json.dumps({"op": "unsubscribe", "id": 4, "subjects": [SUBJECT]}))
+    assert peer.take() == [{"type": "unsubscribed", "subject": SUBJECT, "id": 4}]
+    assert world.counters.subscriptions == 0
+    assert world.hub.unsubscribe(session, SUBJECT) is False
+
+
+async def test_last_unsubscribe_forgets_the_subject(world: World) -> None:
+    session, _ = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT}))
+    assert SUBJECT in set(world.hub.subjects())
+    assert world.hub.unsubscribe(session, SUBJECT) is True
+    assert set(world.hub.subjects()) == set()
+    assert world.hub.subscriber_count(SUBJECT) == 0
+
+
+# --- pending subscriptions: nothing lost, nothing twice ---------------------------------------
+
+
+def _guaranteed(frames: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    return [
+        (f["kind"], f["seq"]) for f in frames if f["type"] == "message" and f["qos"] == "guaranteed"
+    ]
+
+
+async def _start_gated_subscribe(
+    world: World, item: dict[str, Any]
+) -> tuple[Session, FakePeer, asyncio.Task[None]]:
+    engine = world.engine
+    assert isinstance(engine, GatedEngine)
+    session, peer = world.session()
+    before = world.hub.subscriber_count(SUBJECT)
+    engine.entered.clear()
+    task = asyncio.create_task(session.handle_text(subscribe(item)))
+    await asyncio.wait_for(engine.entered.wait(), timeout=10)  # hang guard only
+    assert world.hub.subscriber_count(SUBJECT) == before + 1  # pending counts as subscribed
+    assert SUBJECT in session.subjects
+    return session, peer, task
+
+
+@pytest.fixture(params=[False, True], ids=["wait-then-read", "read-then-wait"])
+async def gated(request: pytest.FixtureRequest) -> AsyncIterator[World]:
+    w = await _world(GatedEngine(read_first=request.param, epoch=EPOCH))
+    yield w
+    await w.engine.close()
+
+
+async def test_recovery_with_publishes_while_pending(gated: World) -> None:
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    for i in range(1, 4):
+        await gated.publish(f"m{i}")  # seq 1..3 before the client comes back
+
+    _, peer, task = await _start_gated_subscribe(
+        gated, {"subject": SUBJECT, "recover": {"epoch": EPOCH, "seq": 1}}
+    )
+    await gated.publish("m4")
+    await gated.publish("std", qos="standard")
+    await gated.publish("m5")
+    assert peer.frames == []  # nothing is sent while the subscription is pending
+
+    engine.gate.set()
+    await task
+    frames = peer.take()
+
+    assert frames[0]["type"] == "subscribed"
+    assert frames[0]["status"] == "allow"
+    assert frames[0]["recovery"] == "recovered"
+    assert frames[0]["epoch"] == EPOCH
+    assert all(f["type"] == "message" for f in frames[1:])
+    # every missed guaranteed message exactly once, in seq order; recovered ones first
+    assert [seq for _, seq in _guaranteed(frames)] == [2, 3, 4, 5]
+    kinds = [kind for kind, _ in _guaranteed(frames)]
+    assert kinds[:2] == ["recovered", "recovered"]
+    assert set(kinds) <= {"recovered", "update"}
+    assert kinds == sorted(kinds, key=lambda k: k == "update")  # no recovered after an update
+    assert [f["content"] for f in frames[1:] if f["qos"] == "guaranteed"] == [
+        "m2",
+        "m3",
+        "m4",
+        "m5",
+    ]
+    # the standard message published meanwhile arrives once, as a live update
+    standard = [f for f in frames if f["type"] == "message" and f["qos"] == "standard"]
+    assert [(f["kind"], f["content"]) for f in standard] == [("update", "std")]
+
+    # now live: the next message arrives once, as an update
+    await gated.publish("m6")
+    assert [(f["kind"], f["seq"]) for f in peer.take()] == [("update", 6)]
+    assert gated.counters.recovery_successes_total == 1
+
+
+async def test_snapshot_with_publishes_while_pending(gated: World) -> None:
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    await gated.publish("m1", f="1")
+    _, peer, task = await _start_gated_subscribe(gated, {"subject": SUBJECT})
+    await gated.publish("m2", f="2")
+    await gated.publish("m3", f="3")
+    engine.gate.set()
+    await task
+    frames = peer.take()
+
+    subscribed, snapshot, *updates = frames
+    assert subscribed["type"] == "subscribed"
+    assert snapshot["kind"] == "snapshot"
+    assert (subscribed["epoch"], subscribed["seq"]) == (EPOCH, snapshot["seq"])
+    # the snapshot covers up to its seq; the buffered updates after it follow, each once
+    assert [u["kind"] for u in updates] == ["update"] * len(updates)
+    assert [u["seq"] for u in updates] == list(range(snapshot["seq"] + 1, 4))
+    final = snapshot["content"] if not updates else updates[-1]["content"]
+    assert final == "m3"
+
+    await gated.publish("m4")
+    assert [(f["kind"], f["seq"]) for f in peer.take()] == [("update", 4)]
+
+
+async def test_unsubscribe_while_pending_sends_nothing(gated: World) -> None:
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    await gated.publish("m1")
+    session, peer, task = await _start_gated_subscribe(gated, {"subject": SUBJECT})
+    assert gated.hub.unsubscribe(session, SUBJECT) is True
+    await gated.publish("m2")
+    engine.gate.set()
+    await task
+    assert peer.frames == []
+    assert gated.hub.subscriber_count(SUBJECT) == 0
+    assert gated.counters.subscriptions == 0
+    await gated.publish("m3")
+    assert peer.frames == []
+
+
+async def test_disconnect_while_pending_sends_nothing(gated: World) -> None:
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    session, peer, task = await _start_gated_subscribe(
+        gated, {"subject": SUBJECT, "recover": {"epoch": EPOCH, "seq": 0}}
+    )
+    gated.hub.remove_session(session)
+    await gated.publish("m1")
+    engine.gate.set()
+    await task
+    assert peer.frames == []
+    assert gated.hub.subscriber_count(SUBJECT) == 0
+    assert set(gated.hub.subjects()) == set()
+    assert gated.counters.subscriptions == 0
+    assert gated.counters.sessions == 0
+
+
+async def test_pending_subscriber_does_not_delay_live_ones(gated: World) -> None:
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    engine.gated = False
+    await gated.publish("m0")
+    live, live_peer = gated.session()
+    await live.handle_text(subscribe({"subject": SUBJECT}))
+    live_peer.frames.clear()
+    engine.gated = True
+    _, pending_peer, task = await _start_gated_subscribe(gated, {"subject": SUBJECT})
+    published = await gated.publish("m1")
+    assert live_peer.frames == [published.update_frame()]
+    assert pending_peer.frames == []
+    live_peer.frames.clear()
+    engine.gate.set()
+    await task
+    frames = pending_peer.take()
+    assert frames[0]["type"] == "subscribed"
+    messages = frames[1:]
+    assert messages[0]["kind"] == "snapshot"
+    seqs = [m["seq"] for m in messages]
+    assert seqs == sorted(set(seqs))  # each at most once, in order
+    assert messages[-1]["content"] == "m1"
+    assert live_peer.frames == []  # the live subscriber got nothing twice
+
+
+async def test_first_message_published_while_pending_is_not_lost(gated: World) -> None:
+    # The subject has no snapshot yet when the subscription starts; m1 arrives while the
+    # engine's answer is on its way. The subscriber must get m1 exactly once.
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    _, peer, task = await _start_gated_subscribe(gated, {"subject": SUBJECT})
+    await gated.publish("m1", f="1")
+    engine.gate.set()
+    await task
+    frames = peer.take()
+    assert frames[0]["type"] == "subscribed"
+    messages = frames[1:]
+    assert [(m["content"], m["seq"]) for m in messages] == [("m1", 1)]
+    assert messages[0]["kind"] in ("snapshot", "update")
+    await gated.publish("m2")
+    assert [(f["kind"], f["seq"]) for f in peer.take()] == [("update", 2)]
+
+
+async def test_failed_recovery_resyncs_with_publishes_while_pending(gated: World) -> None:
+    engine = gated.engine
+    assert isinstance(engine, GatedEngine)
+    engine.gated = False
+    await gated.publish("m1", f="1")
+    engine.gated = True
+    # a position from another epoch: the server answers new_epoch and sends the snapshot
+    _, peer, task = await _start_gated_subscribe(
+        gated, {"subject": SUBJECT, "recover": {"epoch": "old", "seq": 7}}
+    )
+    await gated.publish("m2", f="2")
+    engine.gate.set()
+    await task
+    frames = peer.take()
+    subscribed, *messages = frames
+    assert subscribed["recovery"] == "new_epoch"
+    assert messages
+    assert messages[0]["kind"] == "snapshot"
+    assert subscribed["seq"] == messages[0]["seq"]
+    # snapshot then, if it predates m2, m2 as an update: every seq at most once, in order
+    seqs = [m["seq"] for m in messages]
+    assert seqs == sorted(set(seqs))
+    assert messages[-1]["content"] == "m2"
+    assert gated.counters.recovery_failures_total == 1
+
+
+# --- sessions and counters --------------------------------------------------------------------
+
+
+async def test_remove_session_clears_subscriptions_and_counters(world: World) -> None:
+    keep, keep_peer = world.session()
+    gone, gone_peer = world.session()
+    assert world.counters.sessions == 2
+    assert world.counters.connections_total == 2
+    await keep.handle_text(subscribe({"subject": SUBJECT}))
+    await gone.handle_text(subscribe({"subject": SUBJECT}, {"subject": OTHER}))
+    assert world.counters.subscriptions == 3
+
+    world.hub.remove_session(gone)
+
+    assert gone.id not in world.hub.sessions
+    assert keep.id in world.hub.sessions
+    assert gone.subjects == {}
+    assert world.counters.sessions == 1
+    assert world.counters.subscriptions == 1
+    assert world.counters.connections_total == 2
+    assert world.counters.disconnections_total == 1
+    assert world.hub.subscriber_count(SUBJECT) == 1
+    assert world.hub.subscriber_count(OTHER) == 0
+    assert set(world.hub.subjects()) == {SUBJECT}
+
+    keep_peer.frames.clear()
+    gone_peer.frames.clear()
+    await world.publish("x")
+    await world.publish("y", subject=OTHER)
+    assert gone_peer.frames == []
+    assert len(keep_peer.frames) == 1
+
+    # removing twice changes nothing
+    before = world.counters.as_dict()
+    world.hub.remove_session(gone)
+    assert world.counters.as_dict() == before
+
+
+async def test_removing_every_session_leaves_an_empty_hub(world: World) -> None:
+    sessions = [world.session()[0] for _ in range(3)]
+    for session in sessions:
+        await session.handle_text(subscribe({"subject": SUBJECT}, {"subject": OTHER}))
+    for session in sessions:
+        world.hub.remove_session(session)
+    assert world.hub.sessions == {}
+    assert set(world.hub.subjects()) == set()
+    counters = world.counters
+    assert (counters.sessions, counters.subscriptions) == (0, 0)
+    assert (counters.connections_total, counters.disconnections_total) == (3, 3)
