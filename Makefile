@@ -6,9 +6,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up test lint typecheck install clean bench
+.PHONY: up test lint typecheck install system-deps clean bench
 
 install: $(STAMP)
+
+# Debian packages the tests use (promtool). Installed when missing and we are root;
+# otherwise the tests that need them say so and skip.
+system-deps:
+	@if ! command -v promtool >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages: prometheus (promtool)"; \
+	    (apt-get update -qq || true) && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; \
+	  else echo "promtool missing and not root: its test will be skipped"; fi; \
+	fi
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +37,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q tests

@@ -92,6 +92,10 @@ def up(config: ConfigOption = None) -> None:
                     f"pushgrid {__version__} is up (engine: {server.engine.name})",
                     f"  push server (WebSocket)  ws://{host}:{port}/ws",
                     f"  health                   http://{host}:{port}/health",
+                    *(
+                        f"  monitoring               http://{address}/jolokia  /stats  /metrics"
+                        for address in server.monitor_addresses()
+                    ),
                     "",
                     "Try it from another terminal (. .venv/bin/activate first):",
                     f"  {exe} subscribe {subject} --server {host}:{port}",
