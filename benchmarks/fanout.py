@@ -601,10 +601,16 @@ def warnings_for(r: dict[str, Any], p: Params, have_server: bool) -> list[str]:
     if r["gen_cpu_util"] > 0.9:
         w.append("load generator near 100% of its CPU: the result may be a generator limit")
     core = r["server_core"]
-    if core and core["others"] + core["steal"] > 0.1:
+    contended = core and core["others"] + core["steal"] > 0.1 and core["busy"] > 0.9
+    if contended and not p.rate:
         w.append(
             f"other processes took {core['others'] * 100:.0f}% (steal {core['steal'] * 100:.0f}%)"
             " of the server's CPU: throughput is understated, compare CPU per delivery"
+        )
+    elif contended:
+        w.append(
+            f"the server's CPU was full, {core['others'] * 100:.0f}% of it taken by other "
+            "processes: latency may be inflated"
         )
     elif have_server and not p.rate and r["server_cpu_util"] < 0.85:
         w.append("server CPU below 85% at saturation: it is not the bottleneck")
@@ -827,7 +833,7 @@ def main(
         f"server CPU {server_cpu if pin else '-'}, generator CPUs "
         f"{client_cpus if pin else '-'}"
     )
-    mode = "saturation" if not rate else f"{rate:g} publishes/s"
+    mode = f"saturation (window {inflight:g}/subscriber)" if not rate else f"{rate:g} publishes/s"
     title = (
         f"fan-out: {subscribers} subscribers, {subjects} subject(s) "
         f"({subscribe_mode.value}), {message_size} B, {mode}, {duration:g}s"

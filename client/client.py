@@ -13,10 +13,13 @@ Guarantees:
   with recovery (:mod:`client.recovery`), so guaranteed messages reach the application at most
   once and in ``seq`` order within an epoch.
 - Messages go to ``on_message`` (sync or async callable) or, without a callback, to the
-  :meth:`PushgridClient.messages` iterator through a bounded queue: a slow consumer slows the
-  reading of the socket (the server may then close with 4001 and the client recovers).
-- Callbacks run on the client's reader task, one at a time, in arrival order; an exception in a
-  callback is logged and does not break the connection.
+  :meth:`PushgridClient.messages` iterator, both through a bounded queue: a slow consumer slows
+  the reading of the socket (the server may then close with 4001 and the client recovers).
+- Callbacks run on a dispatcher task of their own, one at a time, in event order (a status event
+  such as DATA_RESYNC comes before the snapshot that follows it); an exception in a callback is
+  logged and ignored. Callbacks may await client methods (``publish`` included). Messages and
+  events queue up to ``queue_size`` items ahead of a slow callback, then the socket is read no
+  faster than the callbacks run.
 - ``publish`` never raises for network reasons: it returns a :class:`PublishResult`. A publish whose
   connection is lost before the server's answer returns ``failed`` (it may or may not have been
   applied); it is not sent again.
@@ -167,6 +170,11 @@ class PushgridClient:
         self._welcome: Welcome | None = None
         self._ready = asyncio.Event()  # set while connected, and for good once stopped
         self._run_task: asyncio.Task[None] | None = None
+        self._dispatch: asyncio.Queue[Message | StatusEvent | _Stop] = asyncio.Queue(
+            maxsize=queue_size
+        )
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._dispatch_closed = False
         self._closing = False
         self._stopped = False
         self._stop_event: StatusEvent | None = None
@@ -213,6 +221,10 @@ class PushgridClient:
         if self._closing or self._stopped:
             raise RuntimeError("the client is closed")
         if self._run_task is None:
+            if self._on_message is not None or self._on_status is not None:
+                self._dispatcher = asyncio.create_task(
+                    self._dispatch_loop(), name="pushgrid-callbacks"
+                )
             self._run_task = asyncio.create_task(self._run(), name="pushgrid-client")
         if not wait:
             return
@@ -226,8 +238,10 @@ class PushgridClient:
     async def close(self) -> None:
         """Close the connection (code 1000) and stop for good. Idempotent.
 
-        Pending publishes return ``failed``, the :meth:`messages` iterator ends, and ``on_status``
-        gets a CLOSED event (unless the client had already stopped).
+        Pending publishes return ``failed``, the :meth:`messages` iterator ends after the
+        messages already received, and ``on_status`` gets a CLOSED event (unless the client had
+        already stopped) after the events already queued. May be called from a callback; then
+        events still queued behind that callback are discarded.
         """
         if self._closing:
             return
@@ -235,10 +249,14 @@ class PushgridClient:
         task = self._run_task
         if task is not None and not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait([task])
         if not self._stopped:
             await self._stop(StatusEvent(Status.CLOSED, detail="closed by the application"))
+        dispatcher = self._dispatcher
+        if dispatcher is not None and dispatcher is not asyncio.current_task():
+            done, _ = await asyncio.wait([dispatcher], timeout=self._close_timeout)
+            if not done:
+                dispatcher.cancel()
 
     async def __aenter__(self) -> PushgridClient:
         await self.connect()
@@ -316,7 +334,7 @@ class PushgridClient:
                         return _failed(subject, "the client is closed")
                     welcome, ws = self._welcome, self._ws
                     if ws is None:  # between a loss and the next connection
-                        await asyncio.sleep(0)
+                        self._ready.clear()
                         continue
                     request_id = next(self._ids)
                     frame = Publish(subject, content, frame_fields, retained, qos, request_id)
@@ -336,8 +354,11 @@ class PushgridClient:
                     try:
                         await self._send_on(ws, frame)
                     except ConnectionClosed:
+                        # not sent: wait for the next connection (the reader sees the loss too)
                         self._pending.pop(request_id, None)
-                        continue  # not sent: wait for the next connection and try again
+                        if self._ws is ws and not self._stopped:
+                            self._ready.clear()
+                        continue
                     result = await future
                     return result if result.subject else replace(result, subject=subject)
         except TimeoutError:
@@ -645,13 +666,25 @@ class PushgridClient:
     async def _deliver(self, message: Message) -> None:
         if self._on_message is None:
             await self._queue.put(message)
-            return
-        await _call(self._on_message, message, "on_message")
+        else:
+            await self._dispatch.put(message)
 
     async def _notify_status(self, event: StatusEvent) -> None:
         logger.debug("pushgrid status: %s", event)
-        if self._on_status is not None:
-            await _call(self._on_status, event, "on_status")
+        if self._on_status is not None and self._dispatcher is not None:
+            await self._dispatch.put(event)
+
+    async def _dispatch_loop(self) -> None:
+        """Run the callbacks, one at a time, in event order, off the reader task."""
+        while not self._dispatch_closed:
+            item = await self._dispatch.get()
+            if isinstance(item, _Stop):
+                return
+            if isinstance(item, StatusEvent):
+                if self._on_status is not None:
+                    await _call(self._on_status, item, "on_status")
+            elif self._on_message is not None:
+                await _call(self._on_message, item, "on_message")
 
     def _resolve(self, request_id: int | None, result: PublishResult) -> None:
         if request_id is None:
@@ -674,7 +707,17 @@ class PushgridClient:
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(_STOP)
         self._stop_event = event
-        await self._notify_status(event)
+        logger.debug("pushgrid status: %s", event)
+        dispatcher = self._dispatcher
+        if dispatcher is None or dispatcher is asyncio.current_task():
+            # close() from a callback (or before connect): report now, drop what is queued
+            self._dispatch_closed = True
+            if self._on_status is not None:
+                await _call(self._on_status, event, "on_status")
+            return
+        if self._on_status is not None:
+            await self._dispatch.put(event)
+        await self._dispatch.put(_STOP)
 
     def _check_open(self) -> None:
         if self._closing or self._stopped:

@@ -121,6 +121,7 @@ def test_weighted_choice_follows_weights() -> None:
 def test_weight_zero_is_backup_only() -> None:
     pool = _pool(["0 backup", "10 main"])
     assert {pool.choose().host for _ in range(500)} == {"main"}
+    assert [s.host for s in pool.candidates()] == ["main"]
     pool.mark_failed(pool.servers[1])
     assert {pool.choose().host for _ in range(50)} == {"backup"}
 
