@@ -89,7 +89,10 @@ SUBJECTS_PER_FRAME = 500
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
 _encoder = msgspec.json.Encoder()
-_decoder: msgspec.json.Decoder[ServerFrame] = msgspec.json.Decoder(ServerFrame)
+# A frame is one server frame or, from a batching server, a JSON array of them.
+_decoder: msgspec.json.Decoder[ServerFrame | list[ServerFrame]] = msgspec.json.Decoder(
+    ServerFrame | list[ServerFrame]
+)
 
 
 class ConnectFailed(ConnectionError):
@@ -533,11 +536,16 @@ class PushgridClient:
     # --- frames from the server -----------------------------------------------------------------
 
     async def _handle(self, data: str | bytes) -> None:
+        """One WebSocket text frame: a server frame, or a batch (a JSON array of them)."""
         try:
-            frame = _decoder.decode(data)
+            decoded = _decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             logger.warning("pushgrid: ignoring an unreadable frame: %s", exc)
             return
+        for frame in decoded if isinstance(decoded, list) else (decoded,):
+            await self._handle_frame(frame)
+
+    async def _handle_frame(self, frame: ServerFrame) -> None:
         if isinstance(frame, MessageFrame):
             await self._handle_message(frame)
         elif isinstance(frame, Subscribed):
@@ -566,6 +574,7 @@ class PushgridClient:
                 qos=frame.qos,
                 retained=frame.retained,
                 ts=frame.ts,
+                conflated=bool(getattr(frame, "conflated", False)),
             )
             await self._deliver(message)
             return

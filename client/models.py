@@ -23,7 +23,8 @@ class Message:
     """One delivered message. ``ts`` is the server's receive time, ms since the Unix epoch.
 
     For ``qos == "standard"`` ``seq`` is the seq of the last guaranteed message of the subject,
-    not a sequence number of its own.
+    not a sequence number of its own. ``conflated`` is True for a conflated delivery (one per
+    conflation period: the latest content and the union of the period's fields).
     """
 
     subject: str
@@ -35,6 +36,7 @@ class Message:
     qos: QoS
     retained: bool
     ts: int
+    conflated: bool = False
 
 
 class PublishStatus(StrEnum):

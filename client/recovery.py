@@ -15,6 +15,9 @@ answers, per message, what the client must do (:class:`Decision`). Rules (docs/p
   recovery is pending, later out-of-order messages of the subject are dropped silently. After
   ``max_recoveries`` gaps in a row with no in-order message between them the answer is
   :attr:`Action.RESYNC` instead: resubscribe without recovery and take the new snapshot.
+- conflated messages (``conflated: true``, at most one per conflation period, seq jumps by
+  design) are only checked for duplicates: ``seq <= last`` in the same epoch is dropped,
+  anything else is delivered and becomes the position.
 - ``subscribed`` (allow) ends a pending recovery and sets the position from the frame, except
   ``recovery == "recovered"`` in the same epoch, which keeps the client's position because the
   missed messages follow. ``subscribed`` (deny) forgets the subject.
@@ -28,6 +31,11 @@ from enum import StrEnum
 from server.protocol.frames import Message, Position, Subscribed
 
 __all__ = ["Action", "Decision", "Position", "RecoveryTracker"]
+
+
+def _is_conflated(frame: Message) -> bool:
+    """True for a conflated delivery (the flag exists from protocol version 1.1 on)."""
+    return bool(getattr(frame, "conflated", False))
 
 
 class Action(StrEnum):
@@ -145,6 +153,10 @@ class RecoveryTracker:
             return Decision(Action.DELIVER, "new epoch adopted")
         if frame.seq <= current.seq:
             return Decision(Action.DROP, f"duplicate: seq {frame.seq} <= {current.seq}")
+        if _is_conflated(frame):
+            state.position = incoming
+            state.gaps = 0
+            return Decision(Action.DELIVER, "conflated")
         if frame.seq == current.seq + 1:
             state.position = incoming
             state.gaps = 0

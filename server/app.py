@@ -9,6 +9,7 @@ import signal
 import ssl
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,21 @@ def _addresses(servers: list[asyncio.Server]) -> list[str]:
             host, port = sock.getsockname()[:2]
             out.append(f"{host}:{port}")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Batching:
+    """Spec 5.6: queued messages of a connection leave together after ``delay`` seconds or once
+    ``max_size`` bytes are waiting, as one frame holding a JSON array (docs/protocol.md)."""
+
+    delay: float
+    max_size: int
+
+    @staticmethod
+    def from_settings(settings: Settings) -> Batching | None:
+        if settings.batching_time == 0 and settings.batching_max_size == 0:
+            return None
+        return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
 
 
 def build_engine(settings: Settings) -> Engine:
@@ -85,6 +101,7 @@ class PushServer:
         # character) plus the envelope; above that the frame itself is refused with 1009.
         self.max_frame_size = max(1 << 20, 8 * settings.max_message_size)
         self.max_http_body = self.max_frame_size
+        self.batching = Batching.from_settings(settings)
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
         ]
@@ -261,6 +278,10 @@ class PushServer:
         if connection.session is None:
             if now - connection.last_in > self.settings.keepalive_timeout:
                 connection.abort()  # an HTTP client that went silent
+            return
+        if connection.sse is not None:  # an event stream only writes
+            if now - connection.last_out >= interval:
+                connection.send(keepalive)
             return
         if now - connection.last_in > self.settings.keepalive_timeout:
             self.counters.keepalive_timeouts_total += 1

@@ -6,14 +6,16 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import uvloop
 
 from . import __version__
-from .app import PushServer
 from .config import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:  # the server is imported only by the commands that run one
+    from .app import PushServer
 
 app = typer.Typer(
     name="pushgrid",
@@ -72,6 +74,8 @@ def _run(server: PushServer, on_started: Callable[[PushServer], None] | None = N
 @app.command()
 def server(config: ConfigOption = None) -> None:
     """Run a push server (WebSocket + HTTP on the client port)."""
+    from .app import PushServer
+
     _run(PushServer(_settings(config)))
 
 
@@ -107,6 +111,8 @@ def up(config: ConfigOption = None) -> None:
             ),
             err=False,
         )
+
+    from .app import PushServer
 
     _run(PushServer(settings), banner)
 

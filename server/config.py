@@ -90,15 +90,15 @@ class Settings(BaseSettings):
     keepalive_timeout: float = Field(default=75.0, gt=0, alias="KeepaliveTimeout")
     shutdown_timeout: float = Field(default=5.0, ge=0, alias="ShutdownTimeout")
     slow_consumer_close_timeout: float = Field(default=5.0, ge=0, alias="SlowConsumerCloseTimeout")
+    batching_time: int = Field(default=0, ge=0, le=60_000, alias="BatchingTime")
+    batching_max_size: int = Field(default=0, ge=0, alias="BatchingMaxSize")
     entitlement: Literal["none", "jwt"] = Field(default="none", alias="Entitlement")
     entitlement_jwt_secret: str | None = Field(default=None, alias="EntitlementJwtSecret")
     entitlement_jwt_public_key_file: Path | None = Field(
         default=None, alias="EntitlementJwtPublicKeyFile"
     )
     publish_allow: AddressList = Field(default=[], alias="PublishAllow")
-    monitor_http_listen: AddressList = Field(
-        default=["127.0.0.1:8900"], alias="MonitorHTTP.Listen"
-    )
+    monitor_http_listen: AddressList = Field(default=["127.0.0.1:8900"], alias="MonitorHTTP.Listen")
     monitor_https_listen: AddressList = Field(default=[], alias="MonitorHTTPS.Listen")
     monitor_tls_certificate: Path | None = Field(default=None, alias="MonitorTLSCertificate")
     monitor_tls_key: Path | None = Field(default=None, alias="MonitorTLSKey")

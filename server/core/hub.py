@@ -9,12 +9,14 @@ replayed after the recovered ones, without duplicates, so nothing falls between 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from metrics.counters import Counters
 
 from ..engine.base import Engine, Published
+from .conflation import ConflatedSubscription, Conflator
 
 if TYPE_CHECKING:
     from .session import Session
@@ -35,6 +37,8 @@ class Hub:
         # subject -> session -> that session's peer.send (bound once: the fan-out loop is hot)
         self._live: dict[str, dict[Session, Callable[[bytes], None]]] = {}
         self._pending: dict[str, dict[Session, list[Published]]] = {}
+        self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
+        self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
 
     # -- sessions ---------------------------------------------------------------------------
@@ -62,13 +66,24 @@ class Hub:
             session.subjects[subject] = None
             self.counters.subscriptions += 1
 
-    def finish_subscribe(self, session: Session, subject: str) -> list[Published]:
-        """Make the subscription live; return what was buffered meanwhile, in order."""
+    def finish_subscribe(
+        self, session: Session, subject: str, conflation_ms: int = 0
+    ) -> list[Published]:
+        """Make the subscription live; return what was buffered meanwhile, in order.
+
+        With ``conflation_ms`` > 0 live messages go through the conflator instead.
+        """
         pending = self._pending.get(subject)
         buffered = pending.pop(session, []) if pending is not None else []
         if pending is not None and not pending:
             del self._pending[subject]
-        if subject in session.subjects:
+        if subject not in session.subjects:
+            return buffered
+        if conflation_ms > 0:
+            anchor = asyncio.get_running_loop().time()
+            subscription = ConflatedSubscription(session.peer.send, conflation_ms, anchor)
+            self._conflated.setdefault(subject, {})[session] = subscription
+        else:
             self._live.setdefault(subject, {})[session] = session.peer.send
         return buffered
 
@@ -82,7 +97,10 @@ class Hub:
         return True
 
     def _drop(self, session: Session, subject: str) -> None:
-        for table in (self._live, self._pending):
+        conflated = self._conflated.get(subject)
+        if conflated is not None and session in conflated:
+            conflated[session].active = False  # a pending timer skips it
+        for table in (self._live, self._pending, self._conflated):
             subscribers: dict[Session, Any] | None = table.get(subject)
             if subscribers is not None and session in subscribers:
                 del subscribers[session]
@@ -90,10 +108,12 @@ class Hub:
                     del table[subject]
 
     def subscriber_count(self, subject: str) -> int:
-        return len(self._live.get(subject, ())) + len(self._pending.get(subject, ()))
+        return sum(
+            len(table.get(subject, ())) for table in (self._live, self._pending, self._conflated)
+        )
 
     def subjects(self) -> Iterator[str]:
-        return iter(self._live.keys() | self._pending.keys())
+        return iter(self._live.keys() | self._pending.keys() | self._conflated.keys())
 
     # -- delivery ---------------------------------------------------------------------------
 
@@ -104,6 +124,10 @@ class Hub:
         if pending:
             for buffered in pending.values():
                 buffered.append(message)
+        conflated = self._conflated.get(subject)
+        if conflated:
+            for subscription in conflated.values():
+                self.conflator.absorb(subscription, message)
         live = self._live.get(subject)
         if not live:
             return
@@ -111,3 +135,6 @@ class Hub:
         for send in live.values():
             send(frame)
         self.counters.messages_out_total += len(live)
+
+    def _count_conflated(self, sent: int) -> None:
+        self.counters.messages_out_total += sent

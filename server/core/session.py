@@ -114,8 +114,7 @@ class Session:
         if isinstance(op, Publish):
             await self._publish(op)
         elif isinstance(op, Subscribe):
-            for item in op.subjects:
-                await self._subscribe(item, op.id)
+            await self.subscribe(op.subjects, op.id)
         elif isinstance(op, Unsubscribe):
             self._unsubscribe(op)
         elif isinstance(op, Ping):
@@ -205,6 +204,11 @@ class Session:
 
     # -- subscribe --------------------------------------------------------------------------
 
+    async def subscribe(self, items: list[SubscribeItem], request_id: int | None = None) -> None:
+        """Subscribe to each item in turn (used by WebSocket frames and SSE requests)."""
+        for item in items:
+            await self._subscribe(item, request_id)
+
     async def _subscribe(self, item: SubscribeItem, request_id: int | None) -> None:
         subject = item.subject
         reason = subject_error(subject)
@@ -256,12 +260,10 @@ class Session:
             return
         self.send(status)
         self.send_messages(frames)
-        live = [
-            m.update_frame()
-            for m in self.hub.finish_subscribe(self, subject)
-            if not _already_sent(m, epoch, last_seq)
-        ]
-        self.send_messages(live)
+        buffered = self.hub.finish_subscribe(self, subject, item.conflation_period)
+        self.send_messages(
+            [m.update_frame() for m in buffered if not _already_sent(m, epoch, last_seq)]
+        )
 
     def _subscribe_denial(self, subject: str) -> str | None:
         if not self.grant.valid:

@@ -32,6 +32,16 @@ class SubscribeItem(msgspec.Struct, frozen=True):
     history: int = 0
     conflation: int = 0
 
+    @property
+    def conflation_period(self) -> int:
+        """The conflation period in ms: ``conflation`` cut down to a multiple of 100 ms, as the
+        spec's examples do (78 -> 0 = no conflation, 547 -> 500, 887 -> 800)."""
+        return conflation_period(self.conflation)
+
+
+def conflation_period(milliseconds: int) -> int:
+    return max(0, milliseconds) // 100 * 100
+
 
 class Subscribe(msgspec.Struct, tag_field="op", tag="subscribe", frozen=True):
     subjects: list[SubscribeItem]
@@ -72,7 +82,9 @@ class Welcome(msgspec.Struct, tag_field="type", tag="welcome"):
     max_subscriptions: int
 
 
-class Message(msgspec.Struct, tag_field="type", tag="message"):
+class Message(msgspec.Struct, tag_field="type", tag="message", omit_defaults=True):
+    """A delivered message. ``conflated`` appears (true) only on conflated deliveries."""
+
     kind: MessageKind
     subject: str
     content: str
@@ -82,6 +94,7 @@ class Message(msgspec.Struct, tag_field="type", tag="message"):
     qos: QoS
     retained: bool
     ts: int
+    conflated: bool = False
 
 
 class Subscribed(msgspec.Struct, tag_field="type", tag="subscribed"):
@@ -117,6 +130,13 @@ class Keepalive(msgspec.Struct, tag_field="type", tag="keepalive"):
     pass
 
 
+class Closing(msgspec.Struct, tag_field="type", tag="closing"):
+    """SSE only: the server is about to close the stream (WebSocket uses close frames)."""
+
+    code: int
+    reason: str
+
+
 class Error(msgspec.Struct, tag_field="type", tag="error"):
     code: str
     message: str
@@ -125,5 +145,13 @@ class Error(msgspec.Struct, tag_field="type", tag="error"):
 
 
 ServerFrame = (
-    Welcome | Message | Subscribed | Unsubscribed | PublishResult | Pong | Keepalive | Error
+    Welcome
+    | Message
+    | Subscribed
+    | Unsubscribed
+    | PublishResult
+    | Pong
+    | Keepalive
+    | Closing
+    | Error
 )

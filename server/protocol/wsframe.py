@@ -24,3 +24,16 @@ def encode_text_frame(payload: bytes) -> bytes:
     else:
         header = struct.pack("!BBQ", first, 127, length)
     return header + payload
+
+
+def frame_payload(frame: bytes) -> bytes:
+    """The payload of one unmasked frame built by :func:`encode_text_frame`."""
+    length = frame[1] & 0x7F
+    if length < 126:
+        return frame[2:]
+    return frame[4:] if length == 126 else frame[10:]
+
+
+def batch_frame(frames: list[bytes]) -> bytes:
+    """One text frame holding a JSON array of the JSON payloads of ``frames`` (a batch)."""
+    return encode_text_frame(b"[" + b",".join(frame_payload(f) for f in frames) + b"]")

@@ -32,8 +32,12 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError as WsRemoteProtocolError
 
 from ..core.session import Session
+from ..protocol.codec import encode
 from ..protocol.errors import CloseCode
+from ..protocol.frames import Closing
+from ..protocol.wsframe import batch_frame, encode_text_frame
 from . import http
+from .sse import SseEncoder
 
 if TYPE_CHECKING:
     from ..app import PushServer
@@ -69,6 +73,8 @@ class ClientConnection(asyncio.Protocol):
         self.last_ping = app.tick
         self.close_deadline: float | None = None
         self._outbox: list[bytes] = []
+        self._outbox_size = 0
+        self.sse: SseEncoder | None = None
         self._marked = False
         self._request: h11.Request | None = None
         self._body: list[bytes] = []
@@ -125,7 +131,7 @@ class ClientConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         # The write buffer passed MaxOutboundBufferSize: the client does not keep up.
-        if self.ws is not None and not self.closing:
+        if (self.ws is not None or self.sse is not None) and not self.closing:
             self.app.counters.slow_consumer_disconnects_total += 1
             log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
             self._outbox.clear()
@@ -141,8 +147,22 @@ class ClientConnection(asyncio.Protocol):
     def send(self, frame: bytes) -> None:
         if self.closing:
             return
+        if self.sse is not None:
+            frame = self.sse.event(frame)
         self._outbox.append(frame)
-        if not self._marked:
+        batching = self.app.batching
+        if batching is not None and self.sse is None:
+            self._outbox_size += len(frame)
+            if batching.max_size and self._outbox_size >= batching.max_size:
+                self.flush()
+                return
+            if not self._marked:
+                self._marked = True
+                if batching.delay:
+                    self.app.flusher.mark_later(self, batching.delay)
+                else:
+                    self.app.flusher.mark(self)
+        elif not self._marked:
             self._marked = True
             self.app.flusher.mark(self)
 
@@ -152,8 +172,14 @@ class ClientConnection(asyncio.Protocol):
         if not outbox or self.transport is None or self.transport.is_closing():
             outbox.clear()
             return
-        data = outbox[0] if len(outbox) == 1 else b"".join(outbox)
+        if len(outbox) == 1:
+            data = outbox[0]
+        elif self.app.batching is not None and self.sse is None:
+            data = batch_frame(outbox)
+        else:
+            data = b"".join(outbox)
         outbox.clear()
+        self._outbox_size = 0
         self._write(data)
 
     def _write(self, data: bytes) -> None:
@@ -166,6 +192,12 @@ class ClientConnection(asyncio.Protocol):
     def close(self, code: int, reason: str) -> None:
         """Send a WebSocket close frame after what is queued and stop sending anything else."""
         if self.closing or self.transport is None:
+            return
+        if self.sse is not None:
+            self.flush()
+            self._write(self.sse.event(encode_text_frame(encode(Closing(code, reason)))))
+            self.closing = True
+            self.transport.close()
             return
         if self.ws is None or self.ws.state is not ConnectionState.OPEN:
             self.closing = True
@@ -246,6 +278,7 @@ class ClientConnection(asyncio.Protocol):
             self.transport.close()
 
     async def _serve_http(self, request: h11.Request, body: bytes) -> None:
+        response: http.Response | http.SseRequest
         try:
             if self.handler is not None:
                 response = await self.handler(request, body, self.remote)
@@ -254,6 +287,9 @@ class ClientConnection(asyncio.Protocol):
         except Exception:
             log.exception("HTTP handler failed")
             response = http.problem(500, "internal", "internal server error")
+        if isinstance(response, http.SseRequest):
+            await self._start_sse(request, response)
+            return
         self._respond(response)
         self._busy = False
         if self.http.our_state is h11.DONE and self.http.their_state is h11.DONE:
@@ -308,12 +344,26 @@ class ClientConnection(asyncio.Protocol):
             ws.receive_data(trailing)
             self._ws_events()
 
-    def _open_session(self, token: str | None) -> None:
+    async def _start_sse(self, request: h11.Request, stream: http.SseRequest) -> None:
+        """Answer ``GET /events`` with an endless event stream carrying a session."""
+        headers = [
+            ("content-type", "text/event-stream; charset=utf-8"),
+            ("cache-control", "no-cache"),
+            ("x-accel-buffering", "no"),
+            *http.CORS,
+        ]
+        self._write(self.http.send(h11.Response(status_code=200, headers=headers)) or b"")
+        self._draining = True  # an event stream reads nothing more from the client
+        self.sse = SseEncoder(chunked=request.http_version != b"1.0")
+        if self._open_session(stream.token) and self.session is not None:
+            await self.session.subscribe(stream.items)
+
+    def _open_session(self, token: str | None) -> bool:
         app = self.app
         if app.stopping or app.counters.sessions >= app.settings.max_connections:
             code = CloseCode.GOING_AWAY if app.stopping else CloseCode.CONNECTION_LIMIT
             self.close(code, "server shutting down" if app.stopping else "connection limit")
-            return
+            return False
         host = self.remote.rpartition(":")[0]
         self.session = Session(
             session_id=secrets.token_hex(8),
@@ -326,6 +376,7 @@ class ClientConnection(asyncio.Protocol):
         )
         app.hub.add_session(self.session)
         self.session.welcome()
+        return True
 
     def _ws_events(self) -> None:
         ws = self.ws

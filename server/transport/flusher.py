@@ -17,6 +17,22 @@ class Flusher:
         self._loop = loop
         self._dirty: list[Flushable] = []
         self._scheduled = False
+        self._later: dict[float, list[Flushable]] = {}
+
+    def mark_later(self, connection: Flushable, delay: float) -> None:
+        """Flush ``connection`` after ``delay`` seconds (batching). Connections marked in the same
+        loop iteration share one timer: ``loop.time()`` is the same for all of them."""
+        due = self._loop.time() + delay
+        waiting = self._later.get(due)
+        if waiting is None:
+            self._later[due] = [connection]
+            self._loop.call_at(due, self._flush_due, due)
+        else:
+            waiting.append(connection)
+
+    def _flush_due(self, due: float) -> None:
+        for connection in self._later.pop(due, ()):
+            connection.flush()
 
     def mark(self, connection: Flushable) -> None:
         """Flush ``connection`` at the end of this loop iteration (call once per dirty period)."""

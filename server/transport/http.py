@@ -7,7 +7,9 @@ WebSocket protocol uses (docs/protocol.md).
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,18 +21,32 @@ from ..core.entitlement import allowed
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..protocol.codec import publish_size
 from ..protocol.errors import ErrorCode
-from ..protocol.frames import Publish
+from ..protocol.frames import Publish, SubscribeItem
 from ..protocol.subjects import subject_error
+from .sse import parse_last_event_id, parse_position
 
 if TYPE_CHECKING:
     from ..app import PushServer
 
+Route = Callable[
+    ["PushServer", h11.Request, dict[str, list[str]], bytes, str],
+    Awaitable["Response | SseRequest"],
+]
+
 _json = msgspec.json.Encoder()
-_CORS = [
+CORS = [
     ("access-control-allow-origin", "*"),
     ("access-control-allow-headers", "authorization, content-type"),
     ("access-control-allow-methods", "GET, POST, OPTIONS"),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class SseRequest:
+    """``GET /events`` accepted: the connection turns into an event stream (transport/sse.py)."""
+
+    items: list[SubscribeItem]
+    token: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +64,7 @@ def is_websocket_upgrade(request: h11.Request) -> bool:
 
 
 def json_response(status: int, payload: Any) -> Response:
-    return Response(status, _json.encode(payload), [("content-type", "application/json"), *_CORS])
+    return Response(status, _json.encode(payload), [("content-type", "application/json"), *CORS])
 
 
 def problem(status: int, code: str, detail: str) -> Response:
@@ -60,7 +76,7 @@ def problem(status: int, code: str, detail: str) -> Response:
         "code": code,
     }
     return Response(
-        status, _json.encode(body), [("content-type", "application/problem+json"), *_CORS]
+        status, _json.encode(body), [("content-type", "application/problem+json"), *CORS]
     )
 
 
@@ -78,16 +94,21 @@ def _token(request: h11.Request, query: dict[str, list[str]]) -> str | None:
     return query.get("token", [None])[0]
 
 
-async def handle(app: PushServer, request: h11.Request, body: bytes, remote: str) -> Response:
+async def handle(
+    app: PushServer, request: h11.Request, body: bytes, remote: str
+) -> Response | SseRequest:
     url = urlsplit(request.target.decode("utf-8", "replace"))
     query = parse_qs(url.query)
     method = request.method.decode("ascii", "replace")
     if method == "OPTIONS":
-        return Response(204, b"", list(_CORS))
-    routes = {
+        return Response(204, b"", list(CORS))
+    routes: dict[str, tuple[str, Route]] = {
         "/health": ("GET", _health),
         "/snapshot": ("GET", _snapshot),
         "/publish": ("POST", _publish),
+        "/events": ("GET", _events),
+        "/pushgrid.js": ("GET", _static("pushgrid.js", "text/javascript; charset=utf-8")),
+        "/demo": ("GET", _static("demo.html", "text/html; charset=utf-8")),
     }
     route = routes.get(url.path)
     if route is None:
@@ -138,7 +159,7 @@ async def _snapshot(
                 "seq": snapshot.seq,
             },
         )
-    headers = [("content-type", "text/plain; charset=utf-8"), *_CORS]
+    headers = [("content-type", "text/plain; charset=utf-8"), *CORS]
     return Response(200, snapshot.content.encode("utf-8", "surrogatepass"), headers)
 
 
@@ -192,3 +213,45 @@ async def _publish(
         return problem(503, "engine_unavailable", str(exc))
     app.counters.messages_in_total += 1
     return json_response(200, {"result": "ok", "epoch": published.epoch, "seq": published.seq})
+
+
+async def _events(
+    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+) -> Response | SseRequest:
+    subjects = query.get("subject", [])
+    if not subjects:
+        return problem(400, ErrorCode.INVALID_FRAME, "give at least one ?subject=")
+    try:
+        conflation = int(query.get("conflation", ["0"])[0])
+        history = int(query.get("history", ["0"])[0])
+        positions = dict(parse_position(p) for p in query.get("position", []))
+        last_event_id = _header(request, b"last-event-id")
+        if last_event_id:
+            positions.update(parse_last_event_id(last_event_id))
+    except ValueError as exc:
+        return problem(400, ErrorCode.INVALID_FRAME, str(exc))
+    if conflation < 0 or not 0 <= history <= 1000:
+        return problem(400, ErrorCode.INVALID_FRAME, "conflation >= 0 and history 0-1000")
+    items = [
+        SubscribeItem(subject, positions.get(subject), history, conflation)
+        for subject in dict.fromkeys(subjects)
+    ]
+    return SseRequest(items, _token(request, query))
+
+
+_JS_DIR = Path(__file__).resolve().parents[2] / "client" / "js"
+
+
+def _static(name: str, content_type: str) -> Route:
+    async def serve(
+        app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+    ) -> Response:
+        try:
+            data = (_JS_DIR / name).read_bytes()
+        except OSError:
+            return problem(404, "not_found", f"{name} is not installed")
+        return Response(
+            200, data, [("content-type", content_type), ("cache-control", "no-cache"), *CORS]
+        )
+
+    return serve

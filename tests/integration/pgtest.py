@@ -750,3 +750,126 @@ async def eventually(
         if loop.time() > deadline:
             raise AssertionError(f"{what} not reached within {timeout}s")
         await asyncio.sleep(0.02)
+
+
+# --- monitoring port (tests/integration/test_monitoring_*.py) ----------------------------------
+
+PromSamples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def monitor_http(server: ServerProcess, **kwargs: Any) -> httpx.AsyncClient:
+    """An HTTP client on the server's plain monitoring listener (MonitorHTTP.Listen)."""
+    options: dict[str, Any] = {"trust_env": False, "timeout": DEFAULT_TIMEOUT, **kwargs}
+    return httpx.AsyncClient(base_url=server.monitor_url, **options)
+
+
+def parse_prometheus(text: str) -> PromSamples:
+    """Prometheus text exposition -> {(sample name, sorted label pairs): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples: PromSamples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            assert key not in samples, f"duplicate sample {key} in /metrics"
+            samples[key] = float(sample.value)
+    return samples
+
+
+def parse_stats_text(text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """/stats text -> (header ``key=value`` pairs, {name: value}); checks the line format."""
+    lines = text.split("\n")
+    assert lines[-1] == "", "the /stats text must end with a newline"
+    head, body = lines[0], lines[1:-1]
+    assert head.startswith("# pushgrid stats "), head
+    header = dict(part.split("=", 1) for part in head.removeprefix("# pushgrid stats ").split())
+    values: dict[str, str] = {}
+    for line in body:
+        parts = line.split(" ")
+        assert len(parts) == 2, f"not a 'name value' line: {line!r}"
+        name, value = parts
+        assert name, f"not a 'name value' line: {line!r}"
+        assert value, f"not a 'name value' line: {line!r}"
+        assert name not in values, f"{name} appears twice in /stats"
+        if value != "U":
+            float(value)  # every value is a number or U
+        values[name] = value
+    return header, values
+
+
+def self_signed_certificate(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A self-signed certificate for ``host`` (IP SAN) and its key: (cert.pem, key.pem)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    with contextlib.suppress(ImportError):
+        _cryptography_certificate(cert, key, host)
+        return cert, key
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", f"/CN={host}"),
+            *("-addext", f"subjectAltName=IP:{host}"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def _cryptography_certificate(cert: Path, key: Path, host: str) -> None:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(private, hashes.SHA256())
+    )
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+
+
+def read_archive(root: Path, node_dir: str) -> list[dict[str, str]]:
+    """Every sample line of one node in a metrics archive, oldest file first (closed and open)."""
+    from metrics.archive import read_samples
+
+    rows: list[dict[str, str]] = []
+    for path in sorted(root.glob(f"*/{node_dir}/samples-*.csv*")):
+        rows.extend(read_samples(path))
+    return rows
+
+
+async def jolokia_bulk(
+    http: httpx.AsyncClient, requests: list[dict[str, Any]], path: str = "/jolokia"
+) -> list[dict[str, Any]]:
+    """POST a Jolokia bulk request on the monitoring port; return the answers (one per request)."""
+    response = await http.post(path, json=requests)
+    assert response.status_code == 200, response.text
+    answers = response.json()
+    assert isinstance(answers, list), answers
+    assert len(answers) == len(requests), answers
+    return answers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from client.recovery import Action, RecoveryTracker
@@ -253,3 +254,21 @@ def test_reconnect_scenario_end_to_end() -> None:
 def test_negative_max_recoveries_rejected() -> None:
     with pytest.raises(ValueError, match="max_recoveries"):
         RecoveryTracker(max_recoveries=-1)
+
+
+def conflated(seq: int, epoch: str = "e1") -> Message:
+    return msgspec.structs.replace(msg(seq, epoch), conflated=True)
+
+
+@pytest.mark.skipif(
+    "conflated" not in Message.__struct_fields__, reason="frames without the conflated flag"
+)
+def test_conflated_deliveries_skip_gap_detection_but_not_duplicates() -> None:
+    tracker = RecoveryTracker()
+    tracker.on_subscribed(subscribed(seq=2))
+    got = actions(tracker, [conflated(5), conflated(5), conflated(4), conflated(9)])
+    assert got == [Action.DELIVER, Action.DROP, Action.DROP, Action.DELIVER]
+    assert tracker.position(S) == Position("e1", 9)
+    assert not tracker.recovering(S)
+    # an unconflated message after that is checked as usual
+    assert tracker.on_message(msg(11)).action is Action.RECOVER

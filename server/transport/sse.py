@@ -1,0 +1,96 @@
+"""Server-Sent Events fallback (``GET /events``) for clients that cannot use WebSocket.
+
+Each event's ``data`` is one server frame, the same JSON as on WebSocket. Events that move the
+stream's position carry ``id: <token>``, where the token encodes the position ``(epoch, seq)`` of
+every subject of the stream (base64url of a JSON object). A browser's EventSource sends the last
+id back as ``Last-Event-ID`` when it reconnects by itself, so the server recovers each subject
+exactly as a WebSocket client's resubscribe with ``recover`` would.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+import msgspec
+
+from ..protocol.frames import Position
+from ..protocol.wsframe import frame_payload
+
+
+class _Head(msgspec.Struct):
+    """The parts of a server frame that move positions (other keys are ignored)."""
+
+    type: str
+    subject: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    epoch: str | None = None
+    seq: int | None = None
+    qos: str | None = None
+
+
+_head = msgspec.json.Decoder(_Head)
+_positions_encoder = msgspec.json.Encoder()
+_positions_decoder = msgspec.json.Decoder(dict[str, tuple[str, int]])
+RETRY_MS = 2000
+
+
+class SseEncoder:
+    """Turns frames into SSE events for one stream and tracks its positions."""
+
+    def __init__(self, chunked: bool) -> None:
+        self.chunked = chunked
+        self.positions: dict[str, tuple[str, int]] = {}
+        self._first = True
+
+    def event(self, frame: bytes) -> bytes:
+        """The bytes on the wire for one WebSocket-framed server frame."""
+        payload = frame_payload(frame)
+        prefix = b""
+        if self._first:
+            prefix, self._first = b"retry: %d\n" % RETRY_MS, False
+        if self._moves_position(payload):
+            prefix += b"id: " + self.token() + b"\n"
+        return self._chunk(prefix + b"data: " + payload + b"\n\n")
+
+    def _moves_position(self, payload: bytes) -> bool:
+        if not (payload.startswith(b'{"type":"message"') or payload.startswith(b'{"type":"subs')):
+            return False
+        head = _head.decode(payload)
+        if head.subject is None or head.epoch is None or head.seq is None:
+            return False
+        if head.type == "subscribed" and head.status != "allow":
+            return False
+        if head.type == "message" and head.kind != "snapshot" and head.qos != "guaranteed":
+            return False
+        self.positions[head.subject] = (head.epoch, head.seq)
+        return True
+
+    def token(self) -> bytes:
+        return base64.urlsafe_b64encode(_positions_encoder.encode(self.positions)).rstrip(b"=")
+
+    def _chunk(self, data: bytes) -> bytes:
+        if not self.chunked:
+            return data
+        return b"%x\r\n" % len(data) + data + b"\r\n"
+
+
+def parse_last_event_id(value: str) -> dict[str, Position]:
+    """Positions from a ``Last-Event-ID`` token; ValueError when it is not one of ours."""
+    text = value.strip()
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        decoded = _positions_decoder.decode(raw)
+    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        raise ValueError(f"Last-Event-ID is not a pushgrid position token: {exc}") from None
+    return {subject: Position(epoch, seq) for subject, (epoch, seq) in decoded.items()}
+
+
+def parse_position(value: str) -> tuple[str, Position]:
+    """``"<subject> <epoch>:<seq>"`` (the ``position`` query parameter)."""
+    subject, _, point = value.strip().rpartition(" ")
+    epoch, sep, seq_text = point.rpartition(":")
+    if not subject or not sep or not epoch or not seq_text.isdigit():
+        raise ValueError(f"position {value!r} is not '<subject> <epoch>:<seq>'")
+    return subject.strip(), Position(epoch, int(seq_text))
