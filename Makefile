@@ -10,22 +10,23 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-# Debian packages the tests use (promtool). Installed when missing and we are root;
-# otherwise the tests that need them say so and skip.
-system-deps:
-	@if ! command -v promtool >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian packages: prometheus (promtool)"; \
-	    (apt-get update -qq || true) && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; \
-	  else echo "promtool missing and not root: its test will be skipped"; fi; \
-	fi
+# Debian packages the tests use: promtool (prometheus), headless Chromium + ChromeDriver, a
+# PostgreSQL server. Installed when missing and we are root; otherwise the tests that need them
+# say so and skip.
+DEB_CHECKS := promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
+system-deps:
+	@missing=""; for check in $(DEB_CHECKS); do \
+	  bin=$${check%%:*}; pkg=$${check##*:}; \
+	  command -v $$bin >/dev/null 2>&1 || [ -x "$$bin" ] || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages:$$missing"; \
+	    (apt-get update -qq || true) && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null; \
+	  else echo "missing Debian packages:$$missing (not root): their tests will be skipped"; fi; \
+	fi
 
 up: $(STAMP)
 	$(BIN)/pushgrid up

@@ -15,6 +15,11 @@ a publish_result and at most ``--inflight`` x N deliveries published but not yet
 subscribers (end-to-end flow control, so a server that acknowledges early cannot queue without
 bound). Every run is bounded by timeouts and kills its processes on exit, Ctrl-C or error.
 
+``--batching-time MS`` / ``--batching-max-size BYTES`` add ``BatchingTime`` /
+``BatchingMaxSize`` (spec 5.6) to the configuration of a started pushgrid; they are ignored for
+the reference server (which does not batch) and for ``--target none``. ``benchmarks/batching.py``
+sweeps them over several publish rates.
+
 See docs/benchmarks.md for the methodology and results.
 """
 
@@ -202,8 +207,16 @@ def free_port() -> int:
 class ServerProcess:
     """A server under test as a subprocess pinned to one CPU; always killed on exit."""
 
-    def __init__(self, kind: str, port: int, cpu: int | None, workdir: Path) -> None:
+    def __init__(
+        self,
+        kind: str,
+        port: int,
+        cpu: int | None,
+        workdir: Path,
+        extra_config: dict[str, str] | None = None,
+    ) -> None:
         self.kind, self.port, self.cpu, self.workdir = kind, port, cpu, workdir
+        self.extra_config = extra_config or {}  # more pushgrid.conf lines (pushgrid only)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"{kind}-{port}.log"
         self.command: list[str] = []
@@ -219,6 +232,7 @@ class ServerProcess:
                 f"Listen = 127.0.0.1:{self.port}\n"
                 "MaxOutboundBufferSize = 67108864\n"
                 "KeepaliveInterval = 30\n"
+                + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]
         else:
@@ -313,6 +327,18 @@ class Params:
     setup_timeout: float
     drain_timeout: float
     connect_concurrency: int
+    batching_time: int = 0  # ms, pushgrid's BatchingTime (0 = off)
+    batching_max_size: int = 0  # bytes, pushgrid's BatchingMaxSize (0 = off)
+
+
+def batching_config(p: Params) -> dict[str, str]:
+    """The pushgrid.conf lines for the batching parameters (none when both are 0)."""
+    out = {}
+    if p.batching_time:
+        out["BatchingTime"] = str(p.batching_time)
+    if p.batching_max_size:
+        out["BatchingMaxSize"] = str(p.batching_max_size)
+    return out
 
 
 def _recv(conn: Any, what: str, timeout: float, proc: Any) -> Any:
@@ -499,6 +525,8 @@ def run_once(
     server_cpu = server_user + server_sys
     gen_cpu = s1["gen_cpu"] - s0["gen_cpu"]
     received_total = sum(r["count"] for r in sub_reports)
+    window_msgs = sum(r["window_msgs"] for r in sub_reports)
+    window_frames = sum(r["window_frames"] for r in sub_reports)
     server_core = gen_core = None
     if p.server_core is not None and p.server_core in s0["cores"]:
         c = p.server_core
@@ -527,6 +555,9 @@ def run_once(
         "rate": p.rate,
         "qos": p.qos,
         "retained": p.retained,
+        # pushgrid's batching settings; None: not applied (reference server, --target none)
+        "batching_time_ms": p.batching_time if label == "pushgrid" else None,
+        "batching_max_size": p.batching_max_size if label == "pushgrid" else None,
         "duration_s": round(window, 3),
         "warmup_s": p.warmup,
         "procs": procs,
@@ -577,6 +608,7 @@ def run_once(
         else None,
         "gen_cpu_util": round(gen_cpu / window, 3),
         "gen_us_per_delivery": round(gen_cpu / delivered * 1e6, 3) if delivered else None,
+        "msgs_per_frame": round(window_msgs / window_frames, 2) if window_frames else None,
         "disconnects": sum(r["lost"] for r in sub_reports),
         "close_codes": close_codes,
         "protocol_errors": sum(r["protocol_errors"] for r in sub_reports),
@@ -653,6 +685,7 @@ ROWS: list[tuple[str, Any]] = [
     ("server KiB / connection", lambda r: _fmt(r["server_kb_per_connection"], ".1f")),
     ("generator CPU (of 1 core)", lambda r: f"{r['gen_cpu_util'] * 100:.0f}%"),
     ("generator µs CPU / delivery", lambda r: _fmt(r["gen_us_per_delivery"], ".3f")),
+    ("messages per frame (batching)", lambda r: _fmt(r.get("msgs_per_frame"), ".2f")),
     ("disconnects", lambda r: str(r["disconnects"])),
 ]
 
@@ -773,6 +806,24 @@ def main(
     connect_concurrency: Annotated[
         int, typer.Option(min=1, help="parallel connects per process")
     ] = 50,
+    batching_time: Annotated[
+        int,
+        typer.Option(
+            "--batching-time",
+            min=0,
+            metavar="MS",
+            help="pushgrid's BatchingTime in ms (0 = off); ignored for the reference server",
+        ),
+    ] = 0,
+    batching_max_size: Annotated[
+        int,
+        typer.Option(
+            "--batching-max-size",
+            min=0,
+            metavar="BYTES",
+            help="pushgrid's BatchingMaxSize in bytes (0 = off); ignored for the reference server",
+        ),
+    ] = 0,
     json_out: Annotated[
         Path | None, typer.Option(help="also append the JSON lines to this file")
     ] = None,
@@ -803,40 +854,25 @@ def main(
         setup_timeout=setup_timeout,
         drain_timeout=drain_timeout,
         connect_concurrency=connect_concurrency,
+        batching_time=batching_time,
+        batching_max_size=batching_max_size,
     )
-    ncpu = os.cpu_count() or 1
-    pin = ncpu >= 2
-    if pin:
-        cpus = _parse_cpus(client_cpus)
-        os.sched_setaffinity(0, cpus)  # inherited by the generator processes
-        params.gen_cores = sorted(cpus)
-        if target is not Target.none:
-            params.server_core = server_cpu
-    else:
-        err.print("[yellow]one CPU: server and generator share it; no pinning[/]")
-    with contextlib.suppress(ValueError, OSError):
-        import resource
-
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-    # SIGTERM / SIGHUP behave like Ctrl-C: unwind through every finally (kills children).
-    def _interrupt(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGINT, _interrupt)  # also when started with SIGINT ignored (nohup, &)
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGHUP, _interrupt)
+    pin = prepare_process(params, client_cpus, server_cpu, target is not Target.none)
     info = machine_info()
     console.print(
         f"machine: {info['nproc']} CPUs, {info['cpu_model']}, {info['mem_gib']} GiB; "
         f"server CPU {server_cpu if pin else '-'}, generator CPUs "
         f"{client_cpus if pin else '-'}"
     )
+    batching = batching_config(params)
+    if batching and target in (Target.reference, Target.both, Target.none):
+        which = "a running server (--target none)" if target is Target.none else "the reference"
+        err.print(f"[yellow]--batching-* options are ignored for {which}[/]")
     mode = f"saturation (window {inflight:g}/subscriber)" if not rate else f"{rate:g} publishes/s"
     title = (
         f"fan-out: {subscribers} subscribers, {subjects} subject(s) "
         f"({subscribe_mode.value}), {message_size} B, {mode}, {duration:g}s"
+        + (f", pushgrid {', '.join(f'{k}={v}' for k, v in batching.items())}" if batching else "")
     )
     try:
         if target is Target.none:
@@ -858,7 +894,13 @@ def main(
                 for kind in order:
                     port = free_port()
                     console.print(f"[dim]run {rep + 1}/{repeat}: starting {kind} on :{port}[/]")
-                    srv = ServerProcess(kind, port, server_cpu if pin else None, Path(tmp))
+                    srv = ServerProcess(
+                        kind,
+                        port,
+                        server_cpu if pin else None,
+                        Path(tmp),
+                        batching if kind == "pushgrid" else None,
+                    )
                     with srv:
                         res = run_once(params, "127.0.0.1", port, process_tree(srv.pid), kind)
                         res["server_command"] = " ".join(srv.command)
@@ -876,6 +918,35 @@ def main(
     except KeyboardInterrupt:
         err.print("[red]interrupted[/]: server and generator processes were stopped")
         raise typer.Exit(130) from None
+
+
+def prepare_process(params: Params, client_cpus: str, server_cpu: int, start_server: bool) -> bool:
+    """Pin this process (and so the generator) to ``client_cpus``, raise the fd limit, turn
+    SIGTERM / SIGHUP into KeyboardInterrupt; return whether CPUs are pinned (>= 2 CPUs)."""
+    ncpu = os.cpu_count() or 1
+    pin = ncpu >= 2
+    if pin:
+        cpus = _parse_cpus(client_cpus)
+        os.sched_setaffinity(0, cpus)  # inherited by the generator processes
+        params.gen_cores = sorted(cpus)
+        if start_server:
+            params.server_core = server_cpu
+    else:
+        err.print("[yellow]one CPU: server and generator share it; no pinning[/]")
+    with contextlib.suppress(ValueError, OSError):
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    # SIGTERM / SIGHUP behave like Ctrl-C: unwind through every finally (kills children).
+    def _interrupt(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, _interrupt)  # also when started with SIGINT ignored (nohup, &)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+    return pin
 
 
 def report_ratio(

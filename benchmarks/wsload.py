@@ -5,8 +5,12 @@ generator that gets measured. So a subscriber does no JSON decoding and no per-f
 its hot path: it walks the RFC 6455 frame headers of each received chunk (2, 4 or 10 byte
 headers; server frames are never masked), counts the text frames whose payload starts with
 ``{"type":"m`` (message frames), and extracts the publisher's timestamp only from every Kth one.
-Everything else (handshake, welcome, subscribed, ping, close, odd text frames) goes through a
-slow, general path.
+A server that batches (spec 5.6, docs/protocol.md 4.1) sends one text frame holding a JSON array
+of server frames: for those the subscriber counts the occurrences of ``{"type":"message"`` in the
+payload (one C scan; a message's content is a JSON string, so it cannot contain that sequence
+unescaped) and samples the Kth message inside the array. Everything else (handshake, welcome,
+subscribed, ping, close, odd text frames, arrays without messages) goes through a slow, general
+path, which also splits arrays into their elements.
 
 Each publish carries ``time.time_ns()`` as the first 19 characters of its ``content``, padded
 with ``x`` to the message size, so latency = subscriber receive time - publisher send time on the
@@ -52,6 +56,8 @@ except ImportError:  # pragma: no cover - websockets ships the C version on CPyt
 
 time_ns = time.time_ns
 MESSAGE_TAG_BYTE = 0x6D  # payload[9] == "m" for b'{"type":"message"...'
+ARRAY_BYTE = 0x5B  # payload[0] == "[": a batch (JSON array of server frames)
+MESSAGE_KEY = b'{"type":"message"'
 CONTENT_KEY = b'"content":"'
 TS_DIGITS = 19
 HIST_MAX_US = 120_000_000  # 2 minutes
@@ -61,6 +67,15 @@ CHECK_OFFSETS = {h: (*range(h), h + 9) for h in (2, 4, 10)}
 
 def new_histogram() -> HdrHistogram:
     return HdrHistogram(1, HIST_MAX_US, 3)
+
+
+def split_batch(payload: bytes) -> list[bytes]:
+    """The elements of a batch frame's JSON array, as raw JSON (not decoded); [] if invalid."""
+    try:
+        items = msgspec.json.decode(payload, type=list[msgspec.Raw])
+    except msgspec.DecodeError:
+        return []
+    return [bytes(item) for item in items]
 
 
 # --- frames ----------------------------------------------------------------------------------
@@ -203,7 +218,14 @@ class WSClient(asyncio.Protocol):
         if not first & 0x80 or opcode == 0:
             self.protocol_errors += 1  # fragmentation: never used by the servers we test
         elif opcode == 1:
-            self.on_text(payload)
+            if payload[:1] == b"[":  # a batch: a JSON array of server frames
+                items = split_batch(payload)
+                if not items:
+                    self.protocol_errors += 1
+                for item in items:
+                    self.on_text(item)
+            else:
+                self.on_text(payload)
         elif opcode == 9:
             self.send(10, payload)  # pong
         elif opcode == 8:
@@ -261,6 +283,10 @@ class SubscriberWorker:
         self.every = sample_every
         self.until = sample_every  # messages left before the next latency sample
         self.count = 0
+        # During the measured window (phase 1): messages and the frames that carried them
+        # (a batch frame counts once), to report messages per frame.
+        self.window_msgs = 0
+        self.window_frames = 0
         self.hist = new_histogram()
         self.bad_samples = 0
         self.subscribed = 0
@@ -348,6 +374,7 @@ class Subscriber(WSClient):
         n = len(buf)
         i = 0
         cnt = 0
+        frames = 0
         target = w.until
         samples: list[int] | None = None
         try_block = True
@@ -398,21 +425,49 @@ class Subscriber(WSClient):
                                 samples.append(pos)
                             target += w.every
                         cnt += m
+                        frames += m
                         i += m * size
                         continue
                 cnt += 1
+                frames += 1
                 if cnt >= target:
                     if samples is None:
                         samples = [start]
                     else:
                         samples.append(start)
                     target += w.every
+            elif (
+                buf[i] == 0x81
+                and length > 9
+                and buf[start] == ARRAY_BYTE
+                and (m := buf.count(MESSAGE_KEY, start, end))
+            ):
+                # A batch: count its messages in C; if the next latency sample falls inside it,
+                # find that very message (the Kth, not the first: the first message of a batch
+                # waited longest). Other elements of a batch (rare once subscribed) are ignored.
+                if cnt + m >= target:
+                    pos = start
+                    seen = 0
+                    while cnt + m >= target:
+                        while seen < target - cnt:
+                            pos = buf.find(MESSAGE_KEY, pos, end) + 1
+                            seen += 1
+                        if samples is None:
+                            samples = [pos - 1]
+                        else:
+                            samples.append(pos - 1)
+                        target += w.every
+                cnt += m
+                frames += 1
             else:
                 self.on_frame(buf[i], buf[start:end])
             i = end
         self.buf = buf[i:] if i < n else b""
         if cnt:
             w.count += cnt
+            if w.phase.value == 1:
+                w.window_msgs += cnt
+                w.window_frames += frames
             if not w.paced:  # else pace_reads() publishes the count once per period
                 w.counts[w.idx] = w.count
             w.until = target - cnt
@@ -523,6 +578,8 @@ async def _subscriber_async(
             "report",
             {
                 "count": w.count,
+                "window_msgs": w.window_msgs,
+                "window_frames": w.window_frames,
                 "hist": w.hist.encode(),
                 "bad_samples": w.bad_samples,
                 "lost": w.lost,

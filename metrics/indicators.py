@@ -89,16 +89,20 @@ def sample_values(
 ) -> dict[str, float]:
     """Indicator values for one sampling period from two counter readings.
 
-    Rates are the counter difference divided by the period length (normally 1 s); without a
-    previous reading (the first sample) rates are 0.
+    A rate is the counter difference over the period: an integer count of events. The sampler
+    runs once a second, so this is the per-second rate; when the event loop was blocked and a
+    period spanned several seconds, the whole difference goes to the one sample (a spike, but the
+    per-second values still add up exactly to the counter totals, and integer samples let the
+    statistics pipeline use exact integer sums). Without a previous reading rates are 0.
+    ``seconds`` is the period length, kept for callers that want to flag long periods.
     """
     values: dict[str, float] = {}
     for indicator in INDICATORS:
         now = current[indicator.counter]
         if not indicator.rate:
             values[indicator.name] = float(now)
-        elif previous is None or seconds <= 0:
+        elif previous is None:
             values[indicator.name] = 0.0
         else:
-            values[indicator.name] = (now - previous[indicator.counter]) / seconds
+            values[indicator.name] = float(now - previous[indicator.counter])
     return values

@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     meta_subject_interval: float = Field(default=5.0, ge=0, alias="MetaSubjectInterval")
     metrics_archive: Path | None = Field(default=Path("data/archive"), alias="MetricsArchive")
     metrics_archive_retention: int = Field(default=35, ge=0, alias="MetricsArchiveRetention")
+    database: str = Field(default="sqlite:///data/pushgrid.db", alias="Database")
+    stats_warehouse: Path = Field(default=Path("data/warehouse"), alias="StatsWarehouse")
+    spark_master: str = Field(default="local[*]", alias="SparkMaster")
+    stats_interval: float = Field(default=300.0, ge=0, alias="StatsInterval")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )

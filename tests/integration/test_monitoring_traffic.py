@@ -25,11 +25,13 @@ import random
 import re
 import statistics
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from jolokia import JolokiaClient
 
+from metrics.archive import read_samples as read_archive_file
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
 
 from .pgtest import (
@@ -500,3 +502,33 @@ def check_overview_message(frame: dict[str, Any], document: dict[str, Any]) -> N
     for name in ("sessions", "subscriptions", "subjects", "cache_messages", "uptime"):
         assert name in fields, name
     assert float(fields["uptime"]) > 0
+
+
+async def test_archive_layout_default_location_and_off(server_factory):
+    """Without MetricsArchive the archive is ./data/archive (the server's working directory);
+    an empty MetricsArchive turns it off. Files: <UTC date>/<node>/samples-<UTC hour>.csv.open
+    for the hour being written."""
+    default = server_factory(ServerName=NODE, MetaSubjectInterval=0)
+    off = server_factory(ServerName=NODE, MetaSubjectInterval=0, MetricsArchive="")
+    root = default.workdir / "data" / "archive"
+    for srv in (default, off):
+        async with monitor_http(srv) as mon:
+            start = (await mon.get("/stats", params={"format": "json"})).json()["ts"]
+            for _ in range(100):
+                if (await mon.get("/stats", params={"format": "json"})).json()["ts"] >= start + 2:
+                    break
+                await asyncio.sleep(0.05)
+    rows = await archive_through(root, start + 1)
+    check_archive_lines(rows)
+    files = sorted(root.glob(f"*/{NODE}/*"))
+    assert files
+    assert files[-1].name.endswith(".csv.open"), "the current hour is written as .open"
+    for path in files:
+        match = re.fullmatch(r"samples-(\d\d)\.csv(\.open)?", path.name)
+        assert match, path
+        for row in read_archive_file(path):
+            moment = datetime.fromtimestamp(int(row["ts"]), UTC)
+            assert path.parent.parent.name == moment.strftime("%Y-%m-%d"), (path, row)
+            assert match.group(1) == moment.strftime("%H"), (path, row)
+    assert not (off.workdir / "data").exists(), "MetricsArchive = (empty) writes nothing"
+    assert list(off.workdir.glob("**/samples-*")) == []

@@ -1,0 +1,40 @@
+"""What the Spark jobs hand to the store: small pandas frames with fixed columns.
+
+``scope`` is ``"cluster"`` or ``"node:<ServerName>"``; ``indicator`` an archive column name
+(metrics.indicators.INDICATOR_NAMES); ``window`` a window name (metrics.windows.WINDOW_NAMES);
+``as_of`` a UTC Unix second. Statistics follow docs/monitoring.md: population standard deviation,
+``avg``/``max``/``stddev`` null when ``count`` is 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+STAT_COLUMNS = ("scope", "indicator", "window", "as_of", "count", "max", "avg", "stddev")
+CLUSTER_SCOPE = "cluster"
+
+
+def node_scope(node: str) -> str:
+    return f"node:{node}"
+
+
+@dataclass
+class StageResult:
+    """Counts of one stage (compaction, rollups, windows) for the job_runs table."""
+
+    name: str
+    input_rows: int = 0
+    output_rows: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class PipelineResult:
+    as_of: int
+    window_stats: pd.DataFrame  # STAT_COLUMNS, as of ``as_of``
+    trend_points: pd.DataFrame  # STAT_COLUMNS, one row per as-of point of the series
+    stages: list[StageResult] = field(default_factory=list)
