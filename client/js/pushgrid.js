@@ -960,6 +960,10 @@
             Object.values(PublishStatus).includes(frame.result) ? frame.result : PublishStatus.FAILED,
             frame.subject, { epoch: frame.epoch ?? null, seq: frame.seq ?? null, reason: frame.reason ?? null }));
         case "error": return this._handleError(conn, frame);
+        case "closing": // SSE: the close code a WebSocket would get; the stream ends next
+          if (conn.kind !== "sse") return undefined;
+          return conn.finish(ruleForClose(frame.code ?? null),
+            `closed by the server: ${frame.code ?? ""} ${frame.reason || ""}`.trim(), frame.code ?? null, frame.reason || null);
         default: return undefined; // keepalive, pong, unsubscribed, unknown (forward compatible)
       }
     }

@@ -74,6 +74,7 @@ class ClientConnection(asyncio.Protocol):
         self.close_deadline: float | None = None
         self._outbox: list[bytes] = []
         self._outbox_size = 0
+        self._batch_due: float | None = None
         self.sse: SseEncoder | None = None
         self._marked = False
         self._request: h11.Request | None = None
@@ -159,15 +160,21 @@ class ClientConnection(asyncio.Protocol):
             if not self._marked:
                 self._marked = True
                 if batching.delay:
-                    self.app.flusher.mark_later(self, batching.delay)
+                    self._batch_due = self.app.flusher.mark_later(self, batching.delay)
                 else:
                     self.app.flusher.mark(self)
         elif not self._marked:
             self._marked = True
             self.app.flusher.mark(self)
 
+    def flush_due(self, due: float) -> None:
+        # A batch flushed early (BatchingMaxSize) must not cut the next batch's time short.
+        if self._batch_due == due:
+            self.flush()
+
     def flush(self) -> None:
         self._marked = False
+        self._batch_due = None
         outbox = self._outbox
         if not outbox or self.transport is None or self.transport.is_closing():
             outbox.clear()
@@ -195,7 +202,8 @@ class ClientConnection(asyncio.Protocol):
             return
         if self.sse is not None:
             self.flush()
-            self._write(self.sse.event(encode_text_frame(encode(Closing(code, reason)))))
+            closing = self.sse.event(encode_text_frame(encode(Closing(code, reason))))
+            self._write(closing + self.sse.end())
             self.closing = True
             self.transport.close()
             return
@@ -354,7 +362,7 @@ class ClientConnection(asyncio.Protocol):
         ]
         self._write(self.http.send(h11.Response(status_code=200, headers=headers)) or b"")
         self._draining = True  # an event stream reads nothing more from the client
-        self.sse = SseEncoder(chunked=request.http_version != b"1.0")
+        self.sse = SseEncoder(request.http_version != b"1.0", stream.positions)
         if self._open_session(stream.token) and self.session is not None:
             await self.session.subscribe(stream.items)
 

@@ -11,6 +11,9 @@ from typing import Protocol
 class Flushable(Protocol):
     def flush(self) -> None: ...
 
+    def flush_due(self, due: float) -> None:
+        """Flush if the batch that was due at ``due`` is still the one waiting."""
+
 
 class Flusher:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -19,7 +22,7 @@ class Flusher:
         self._scheduled = False
         self._later: dict[float, list[Flushable]] = {}
 
-    def mark_later(self, connection: Flushable, delay: float) -> None:
+    def mark_later(self, connection: Flushable, delay: float) -> float:
         """Flush ``connection`` after ``delay`` seconds (batching). Connections marked in the same
         loop iteration share one timer: ``loop.time()`` is the same for all of them."""
         due = self._loop.time() + delay
@@ -29,10 +32,11 @@ class Flusher:
             self._loop.call_at(due, self._flush_due, due)
         else:
             waiting.append(connection)
+        return due
 
     def _flush_due(self, due: float) -> None:
         for connection in self._later.pop(due, ()):
-            connection.flush()
+            connection.flush_due(due)
 
     def mark(self, connection: Flushable) -> None:
         """Flush ``connection`` at the end of this loop iteration (call once per dirty period)."""

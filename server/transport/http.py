@@ -21,7 +21,7 @@ from ..core.entitlement import allowed
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..protocol.codec import publish_size
 from ..protocol.errors import ErrorCode
-from ..protocol.frames import Publish, SubscribeItem
+from ..protocol.frames import Position, Publish, SubscribeItem
 from ..protocol.subjects import subject_error
 from .sse import parse_last_event_id, parse_position
 
@@ -47,6 +47,7 @@ class SseRequest:
 
     items: list[SubscribeItem]
     token: str | None
+    positions: dict[str, Position]
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +237,7 @@ async def _events(
         SubscribeItem(subject, positions.get(subject), history, conflation)
         for subject in dict.fromkeys(subjects)
     ]
-    return SseRequest(items, _token(request, query))
+    return SseRequest(items, _token(request, query), positions)
 
 
 _JS_DIR = Path(__file__).resolve().parents[2] / "client" / "js"

@@ -25,6 +25,8 @@ class _Head(msgspec.Struct):
     subject: str | None = None
     kind: str | None = None
     status: str | None = None
+    recovery: str | None = None
+    conflated: bool = False
     epoch: str | None = None
     seq: int | None = None
     qos: str | None = None
@@ -36,12 +38,24 @@ _positions_decoder = msgspec.json.Decoder(dict[str, tuple[str, int]])
 RETRY_MS = 2000
 
 
-class SseEncoder:
-    """Turns frames into SSE events for one stream and tracks its positions."""
+_OPENING_KINDS = ("snapshot", "recovered", "historical")
 
-    def __init__(self, chunked: bool) -> None:
+
+class SseEncoder:
+    """Turns frames into SSE events for one stream and tracks its positions.
+
+    A ``subscribed`` frame's position holds only once the messages that follow it (snapshot,
+    recovered, historical) have been sent, so it is kept *pending* and written into ids from the
+    first event that is not one of those messages; the opening messages move the position
+    themselves. ``up_to_date`` takes effect at once (nothing follows).
+    """
+
+    def __init__(self, chunked: bool, positions: dict[str, Position] | None = None) -> None:
         self.chunked = chunked
-        self.positions: dict[str, tuple[str, int]] = {}
+        self.positions: dict[str, tuple[str, int]] = {
+            subject: (p.epoch, p.seq) for subject, p in (positions or {}).items()
+        }
+        self._pending: tuple[str, tuple[str, int]] | None = None
         self._first = True
 
     def event(self, frame: bytes) -> bytes:
@@ -55,20 +69,52 @@ class SseEncoder:
         return self._chunk(prefix + b"data: " + payload + b"\n\n")
 
     def _moves_position(self, payload: bytes) -> bool:
-        if not (payload.startswith(b'{"type":"message"') or payload.startswith(b'{"type":"subs')):
+        head = None
+        if payload.startswith(b'{"type":"message"') or payload.startswith(b'{"type":"subs'):
+            head = _head.decode(payload)
+        moved = self._commit_pending(head)
+        if head is None or head.subject is None or head.epoch is None or head.seq is None:
+            return moved
+        position = (head.epoch, head.seq)
+        if head.type == "subscribed":
+            if head.status != "allow":
+                return moved
+            if head.recovery == "up_to_date":
+                self.positions[head.subject] = position
+                return True
+            self._pending = (head.subject, position)
+            return moved
+        if head.kind != "snapshot" and head.qos != "guaranteed" and not head.conflated:
+            return moved
+        self.positions[head.subject] = position
+        return True
+
+    def _commit_pending(self, head: _Head | None) -> bool:
+        """Apply a pending ``subscribed`` position unless ``head`` is one of its opening
+        messages. True when a position changed."""
+        if self._pending is None:
             return False
-        head = _head.decode(payload)
-        if head.subject is None or head.epoch is None or head.seq is None:
+        subject, position = self._pending
+        opening = (
+            head is not None
+            and head.type == "message"
+            and head.subject == subject
+            and head.kind in _OPENING_KINDS
+        )
+        if opening:
             return False
-        if head.type == "subscribed" and head.status != "allow":
+        self._pending = None
+        if self.positions.get(subject) == position:
             return False
-        if head.type == "message" and head.kind != "snapshot" and head.qos != "guaranteed":
-            return False
-        self.positions[head.subject] = (head.epoch, head.seq)
+        self.positions[subject] = position
         return True
 
     def token(self) -> bytes:
         return base64.urlsafe_b64encode(_positions_encoder.encode(self.positions)).rstrip(b"=")
+
+    def end(self) -> bytes:
+        """The end of the response body (the last chunk)."""
+        return b"0\r\n\r\n" if self.chunked else b""
 
     def _chunk(self, data: bytes) -> bytes:
         if not self.chunked:

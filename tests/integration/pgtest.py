@@ -873,3 +873,353 @@ async def jolokia_bulk(
     assert isinstance(answers, list), answers
     assert len(answers) == len(requests), answers
     return answers
+
+
+# --- delivery options: batching, conflation, SSE (test_batching/test_conflation/test_sse) ------
+
+
+class BatchWsClient(WsClient):
+    """A :class:`WsClient` for batching servers (protocol 4.1): a text frame may hold a JSON
+    array of server frames. ``raw`` keeps every text frame as received (a dict or a list); the
+    buffer gets the frames of an array one by one, in order, so ``expect``/``sync`` still work.
+    """
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.raw: list[Any] = []
+        self.raw_sizes: list[int] = []  # UTF-8 bytes of each text frame's payload
+        super().__init__(ws)
+
+    @classmethod
+    async def open(
+        cls, target: ServerProcess | str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> BatchWsClient:
+        """Open the WebSocket without waiting for the welcome (it may be held by batching)."""
+        url = target.ws_url if isinstance(target, ServerProcess) else target
+        if token is not None:
+            url += f"?token={token}"
+        ws = await asyncio.wait_for(
+            connect(
+                url,
+                compression=None,
+                proxy=None,
+                ping_interval=None,
+                max_size=None,
+                max_queue=None,
+                open_timeout=timeout,
+                close_timeout=2,
+            ),
+            timeout,
+        )
+        return cls(ws)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                data = await self.ws.recv()
+                self.received += 1
+                if isinstance(data, bytes):
+                    parsed: Any = {"type": "_binary", "data": data}
+                else:
+                    parsed = json.loads(data)
+                self.raw.append(parsed)
+                self.raw_sizes.append(len(data if isinstance(data, bytes) else data.encode()))
+                for frame in parsed if isinstance(parsed, list) else [parsed]:
+                    if frame.get("type") == "keepalive":
+                        self.keepalives += 1
+                    else:
+                        self.buffer.append(frame)
+                self._changed.set()
+        except ConnectionClosed:
+            pass
+        finally:
+            rcvd = self.ws.protocol.close_rcvd
+            self.close_code = rcvd.code if rcvd is not None else None
+            self.close_reason = rcvd.reason if rcvd is not None else None
+            self.closed.set()
+            self._changed.set()
+
+
+async def subscribe_with(
+    client: WsClient,
+    subject: str,
+    *,
+    conflation: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    **item_keys: Any,
+) -> Frame:
+    """Subscribe ``client`` to one subject with extra item keys (``conflation``, ...); return the
+    ``subscribed`` (or ``error``) frame; what follows stays buffered."""
+    request_id = client.next_id()
+    item: dict[str, Any] = {"subject": subject, **item_keys}
+    if conflation is not None:
+        item["conflation"] = conflation
+    await client.send({"op": "subscribe", "id": request_id, "subjects": [item]})
+    return await client.wait_for(
+        lambda f: f.get("id") == request_id and f.get("type") in ("subscribed", "error"),
+        timeout,
+        f"subscribed {subject}",
+    )
+
+
+async def publish_burst(
+    publisher: WsClient, subject: str, items: list[tuple[str, dict[str, str]]]
+) -> list[Frame]:
+    """Send one publish per ``(content, fields)`` without waiting in between, then collect the
+    ``publish_result`` answers (all ``ok``), in request order."""
+    ids = [publisher.next_id() for _ in items]
+    for request_id, (content, fields) in zip(ids, items, strict=True):
+        frame = {"op": "publish", "id": request_id, "subject": subject, "content": content}
+        await publisher.send({**frame, "fields": fields})
+    results = [await publisher.expect("publish_result", id=request_id) for request_id in ids]
+    for result in results:
+        assert result["result"] == "ok", result
+    return results
+
+
+async def http_publish(
+    server: ServerProcess,
+    subject: str,
+    content: str,
+    fields: dict[str, str] | None = None,
+    *,
+    token: str | None = None,
+    **extra: Any,
+) -> httpx.Response:
+    """``POST /publish`` on the client port (token as ``Authorization: Bearer``)."""
+    body: dict[str, Any] = {"subject": subject, "content": content, **extra}
+    if fields is not None:
+        body["fields"] = fields
+    headers = {"authorization": f"Bearer {token}"} if token is not None else {}
+    async with server.http() as http:
+        return await http.post("/publish", json=body, headers=headers)
+
+
+async def stats_json(server: ServerProcess) -> dict[str, Any]:
+    """``GET /stats?format=json`` on the monitoring port."""
+    async with monitor_http(server) as mon:
+        response = await mon.get("/stats", params={"format": "json"})
+    assert response.status_code == 200, response.text
+    document: dict[str, Any] = response.json()
+    return document
+
+
+async def jolokia_exec(
+    server: ServerProcess, mbean: str, operation: str, arguments: list[Any]
+) -> dict[str, Any]:
+    """One Jolokia ``exec`` request (POST ``/jolokia`` on the monitoring port); its answer."""
+    async with monitor_http(server) as mon:
+        response = await mon.post(
+            "/jolokia",
+            json={"type": "exec", "mbean": mbean, "operation": operation, "arguments": arguments},
+        )
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+class SseEvent:
+    """One Server-Sent Event: ``data`` (the JSON server frame), the ``id`` field of this event
+    (None when it had none), ``retry`` (None when absent) and the raw ``data`` text."""
+
+    __slots__ = ("data", "id", "raw", "retry")
+
+    def __init__(self, raw: str, event_id: str | None, retry: int | None) -> None:
+        self.raw = raw
+        self.id = event_id
+        self.retry = retry
+        self.data: Frame = json.loads(raw)
+
+    def __repr__(self) -> str:
+        return f"SseEvent(id={self.id!r}, data={self.raw[:200]})"
+
+
+class SseStream:
+    """``GET /events`` read with httpx streaming and parsed here (no SSE library).
+
+    ``open()`` sends the request and returns once the response head arrived (``status``,
+    ``headers``; for a non-200 answer ``body`` holds the problem document). A reader task
+    parses the stream into ``events`` (every event, in order) and ``buffer`` (not yet taken).
+    ``ended`` is set when the server ends the stream; ``end_error`` tells how it ended.
+    """
+
+    def __init__(
+        self,
+        server: ServerProcess,
+        subjects: Iterable[str],
+        *,
+        params: Iterable[tuple[str, str]] = (),
+        headers: dict[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.server = server
+        self.params: list[tuple[str, str | int | float | bool | None]] = [
+            ("subject", s) for s in subjects
+        ]
+        self.params += params
+        self.request_headers = {"accept": "text/event-stream", **(headers or {})}
+        self.timeout = timeout
+        self.status = 0
+        self.headers: httpx.Headers = httpx.Headers()
+        self.body = b""
+        self.events: list[SseEvent] = []
+        self.buffer: list[SseEvent] = []
+        self.comments: list[str] = []
+        self.last_event_id: str | None = None  # as an EventSource would keep it
+        self.ended = asyncio.Event()
+        self.end_error: str | None = None
+        self._changed = asyncio.Event()
+        self._http = httpx.AsyncClient(
+            base_url=server.url, trust_env=False, timeout=httpx.Timeout(timeout, read=None)
+        )
+        self._response: httpx.Response | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def open(self) -> SseStream:
+        request = self._http.build_request(
+            "GET", "/events", params=tuple(self.params), headers=self.request_headers
+        )
+        response = await asyncio.wait_for(self._http.send(request, stream=True), self.timeout)
+        self._response = response
+        self.status = response.status_code
+        self.headers = response.headers
+        if response.status_code != 200:
+            self.body = await asyncio.wait_for(response.aread(), self.timeout)
+            await response.aclose()
+            self.ended.set()
+            return self
+        self._reader = asyncio.create_task(self._read(response))
+        return self
+
+    async def _read(self, response: httpx.Response) -> None:
+        import codecs
+
+        pending = ""
+        data_lines: list[str] | None = None
+        event_id: str | None = None
+        retry: int | None = None
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            async for chunk in response.aiter_raw():
+                pending += decoder.decode(chunk)
+                *lines, pending = pending.split("\n")
+                for raw_line in lines:  # the server ends lines with \n (\r\n tolerated)
+                    line = raw_line.removesuffix("\r")
+                    if line == "":
+                        if data_lines is not None:
+                            event = SseEvent("\n".join(data_lines), event_id, retry)
+                            self.events.append(event)
+                            self.buffer.append(event)
+                            self._changed.set()
+                        data_lines, event_id, retry = None, None, None
+                        continue
+                    if line.startswith(":"):
+                        self.comments.append(line[1:])
+                        continue
+                    name, _, value = line.partition(":")
+                    value = value.removeprefix(" ")
+                    if name == "data":
+                        data_lines = [*(data_lines or []), value]
+                    elif name == "id":
+                        event_id = value
+                        self.last_event_id = value
+                    elif name == "retry" and value.isdigit():
+                        retry = int(value)
+            self.end_error = "eof"
+        except httpx.HTTPError as exc:
+            self.end_error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.ended.set()
+            self._changed.set()
+
+    def _summary(self) -> str:
+        text = ", ".join(e.raw[:160] for e in self.buffer[:8])
+        more = f" ... (+{len(self.buffer) - 8})" if len(self.buffer) > 8 else ""
+        return text + more
+
+    async def wait_for(
+        self,
+        pred: Callable[[Frame], bool],
+        timeout: float = DEFAULT_TIMEOUT,
+        what: str = "event",
+    ) -> SseEvent:
+        """Remove and return the first buffered event whose data matches ``pred`` (bounded)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            for index, event in enumerate(self.buffer):
+                if pred(event.data):
+                    return self.buffer.pop(index)
+            if self.ended.is_set():
+                raise AssertionError(
+                    f"stream ended ({self.end_error}) while waiting for {what}; "
+                    f"buffered: {self._summary()}"
+                )
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"no {what} within {timeout}s; buffered: {self._summary()}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+
+    async def expect(
+        self, type: str | None = None, timeout: float = DEFAULT_TIMEOUT, **match: Any
+    ) -> SseEvent:
+        def pred(frame: Frame) -> bool:
+            return (type is None or frame.get("type") == type) and all(
+                frame.get(k) == v for k, v in match.items()
+            )
+
+        return await self.wait_for(pred, timeout, f"{type or 'event'} {match or ''}".strip())
+
+    async def next(self, timeout: float = DEFAULT_TIMEOUT) -> SseEvent:
+        return await self.wait_for(lambda f: True, timeout, "event")
+
+    async def messages(
+        self, count: int, subject: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> list[SseEvent]:
+        """The next ``count`` message events (of ``subject``), in arrival order."""
+        return [
+            await self.wait_for(
+                lambda f: (
+                    f.get("type") == "message" and (subject is None or f.get("subject") == subject)
+                ),
+                timeout,
+                f"message #{i + 1} of {count} ({subject})",
+            )
+            for i in range(count)
+        ]
+
+    async def take_until(
+        self, pred: Callable[[Frame], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "event"
+    ) -> list[SseEvent]:
+        """Wait for the first event matching ``pred``; remove and return it and every buffered
+        event before it, in order (the stream's equivalent of ``WsClient.sync``)."""
+        marker = await self.wait_for(pred, timeout, what)
+        index = self.events.index(marker)
+        taken = [e for e in self.events[:index] if e in self.buffer]
+        self.buffer = [e for e in self.buffer if e not in taken]
+        return [*taken, marker]
+
+    async def wait_ended(self, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+        try:
+            await asyncio.wait_for(self.ended.wait(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"stream still open after {timeout}s") from None
+        return self.end_error
+
+    async def close(self) -> None:
+        if self._reader is not None and not self._reader.done():
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._reader, 3)
+        if self._response is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._response.aclose(), 3)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._http.aclose(), 3)
+
+    async def __aenter__(self) -> SseStream:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

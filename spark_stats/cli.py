@@ -1,0 +1,376 @@
+"""``pushgrid db ...`` and ``pushgrid stats ...``: the SQL store and the statistics pipeline.
+
+``server/cli.py`` calls :func:`register` to add both sub-apps. Defaults come from the one Settings
+object (``--config FILE``, ``PUSHGRID_*`` variables): ``Database``, ``MetricsArchive``,
+``StatsWarehouse``, ``SparkMaster``.
+
+    pushgrid db upgrade [--config FILE] [--db URL]
+    pushgrid stats run [--config FILE] [--archive DIR] [--db URL] [--as-of TIMESTAMP]
+                       [--master URL] [--warehouse DIR]
+    pushgrid stats status [--config FILE] [--db URL] [--limit N]
+
+Exit codes: 0 done; 1 the job failed (recorded as failed) or the database is unusable;
+2 bad option or configuration.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from server.config import Settings
+
+    from .store.jobs import JobOutcome
+
+db_app = typer.Typer(
+    name="db", help="The SQL store (SQLite or PostgreSQL): schema migrations.", no_args_is_help=True
+)
+stats_app = typer.Typer(
+    name="stats",
+    help="Statistics pipeline: Spark jobs over the metrics archive, results in the SQL store.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``db`` and ``stats`` command groups to the ``pushgrid`` app."""
+    app.add_typer(db_app, name="db")
+    app.add_typer(stats_app, name="stats")
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
+]
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="URL",
+        help="Database URL (default: the Database setting, sqlite:///data/pushgrid.db); "
+        "e.g. postgresql+psycopg://user:password@host/db.",
+    ),
+]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"pushgrid: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _settings(config: Path | None) -> Settings:
+    from server.config import ConfigError, load_settings
+
+    try:
+        return load_settings(config)
+    except ConfigError as exc:
+        raise _fail(f"configuration error\n{exc}", 2) from None
+
+
+def parse_as_of(text: str) -> int:
+    """``--as-of``: Unix seconds or ISO 8601 (a time without offset is UTC) -> Unix second."""
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is neither Unix seconds nor an ISO 8601 time "
+            "(e.g. 1795363200 or 2026-11-22T15:00:00Z)",
+            param_hint="'--as-of'",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    seconds = int(moment.timestamp())
+    if seconds < 0:
+        raise typer.BadParameter(f"{text!r} is before 1970", param_hint="'--as-of'")
+    return seconds
+
+
+def _iso(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _rows(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+# --- db ---------------------------------------------------------------------------------------
+
+
+@db_app.command("upgrade")
+def db_upgrade(config: ConfigOption = None, db: DbOption = None) -> None:
+    """Create or migrate the database schema (Alembic migrations) to the newest revision."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .store.db import StoreError, display_url, upgrade
+
+    url = db or _settings(config).database
+    try:
+        revision = upgrade(url)
+    except (StoreError, SQLAlchemyError, OSError) as exc:
+        raise _fail(f"cannot migrate {display_url(url)}: {_first_line(exc)}") from None
+    typer.echo(f"{display_url(url)}: schema at revision {revision} (newest)")
+
+
+def _first_line(error: BaseException | str, limit: int = 500) -> str:
+    """The first line of an error (message), shortened to ``limit`` characters."""
+    lines = str(error).strip().splitlines()
+    line = lines[0] if lines else type(error).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# --- stats run --------------------------------------------------------------------------------
+
+
+class _ProgressDisplay:
+    """One Rich progress bar per step; a new step completes the previous ones."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, TaskID] = {}
+
+    def __call__(self, step: str, fraction: float) -> None:
+        if step not in self.tasks:
+            self.complete()
+            self.tasks[step] = self.progress.add_task(step, total=1.0)
+        self.progress.update(self.tasks[step], completed=min(max(float(fraction), 0.0), 1.0))
+
+    def complete(self) -> None:
+        for task in self.tasks.values():
+            self.progress.update(task, completed=1.0)
+
+
+@stats_app.command("run")
+def stats_run(
+    config: ConfigOption = None,
+    archive: Annotated[
+        Path | None,
+        typer.Option("--archive", metavar="DIR", help="Metrics archive (default: MetricsArchive)."),
+    ] = None,
+    db: DbOption = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="TIMESTAMP",
+            help="Compute the statistics as of this instant: Unix seconds or ISO 8601 "
+            "(UTC unless an offset is given). Default: the pipeline's (the archive's last "
+            "closed hour).",
+        ),
+    ] = None,
+    master: Annotated[
+        str | None,
+        typer.Option(
+            "--master",
+            metavar="URL",
+            help="Spark master: local[*] (default: SparkMaster) or spark://host:7077.",
+        ),
+    ] = None,
+    warehouse: Annotated[
+        Path | None,
+        typer.Option(
+            "--warehouse",
+            metavar="DIR",
+            help="Directory of the pipeline's Parquet files (default: StatsWarehouse).",
+        ),
+    ] = None,
+) -> None:
+    """Run the statistics jobs (compaction, rollups, windows) and store the results."""
+    as_of_seconds = None if as_of is None else parse_as_of(as_of)
+    settings = _settings(config)
+    url = db or settings.database
+    archive_dir = archive if archive is not None else settings.metrics_archive
+    spark_master = master or settings.spark_master
+    warehouse_dir = warehouse if warehouse is not None else settings.stats_warehouse
+
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        SpinnerColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .store.db import StoreError, display_url
+    from .store.jobs import run_job
+
+    err = Console(stderr=True)
+    started = time.monotonic()
+    outcome: JobOutcome
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description:<16}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        display = _ProgressDisplay(progress)
+        try:
+            outcome = run_job(
+                url,
+                archive=archive_dir,
+                warehouse=warehouse_dir,
+                master=spark_master,
+                as_of=as_of_seconds,
+                progress=display,
+            )
+        except (StoreError, SQLAlchemyError, OSError) as exc:
+            raise _fail(f"database {display_url(url)}: {_first_line(exc)}") from None
+        except KeyboardInterrupt:
+            raise _fail("stats run interrupted (recorded as failed)", 130) from None
+        if outcome.ok:
+            display.complete()
+    run = outcome.run
+    if not outcome.ok:
+        error = run.error or "unknown error"
+        raise _fail(
+            f"stats run {run.id} failed after {_duration(time.monotonic() - started)}: "
+            f"{_first_line(error)}\n(see `pushgrid stats status`)"
+        )
+    _print_success(outcome, display_url(url))
+
+
+def _print_success(outcome: JobOutcome, where: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    run, written = outcome.run, outcome.written
+    console = Console()
+    console.print(
+        f"stats run {run.id} [green]succeeded[/green]: as of {_iso(run.as_of)}, "
+        f"{_rows(run.input_rows)} input rows, "
+        f"{_rows(written.window_stats if written else None)} window statistics and "
+        f"{_rows(written.trend_points if written else None)} trend points written to {where} "
+        f"in {_duration(run.duration)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    stages = outcome.result.stages if outcome.result else []
+    if stages:
+        table = Table("stage", "input rows", "output rows", "seconds", box=None)
+        for stage in stages:
+            table.add_row(
+                stage.name,
+                _rows(stage.input_rows),
+                _rows(stage.output_rows),
+                f"{stage.seconds:.1f}",
+            )
+        console.print(table)
+
+
+# --- stats status -----------------------------------------------------------------------------
+
+_STATUS_STYLE = {"succeeded": "green", "failed": "red", "running": "yellow"}
+
+
+@stats_app.command("status")
+def stats_status(
+    config: ConfigOption = None,
+    db: DbOption = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="How many runs to show, newest first.")
+    ] = 10,
+) -> None:
+    """Show the last statistics runs."""
+    from rich.console import Console
+    from rich.table import Table
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .store.db import (
+        StoreError,
+        display_url,
+        has_schema,
+        latest_runs,
+        make_engine,
+        make_session_factory,
+        normalize_url,
+    )
+
+    url = db or _settings(config).database
+    try:
+        parsed = normalize_url(url)
+        database = parsed.database or ""
+        if (
+            parsed.get_backend_name() == "sqlite"
+            and database not in ("", ":memory:")
+            and not database.startswith("file:")
+            and not Path(database).exists()
+        ):
+            raise _fail(
+                f"no database at {display_url(url)}: nothing has run yet "
+                "(`pushgrid stats run` creates it)"
+            )
+        engine = make_engine(parsed)
+        try:
+            if not has_schema(engine):
+                raise _fail(
+                    f"{display_url(url)} has no statistics tables: run `pushgrid db upgrade`"
+                )
+            with make_session_factory(engine)() as session:
+                runs = latest_runs(session, limit)
+        finally:
+            engine.dispose()
+    except (StoreError, SQLAlchemyError, OSError) as exc:
+        raise _fail(f"database {display_url(url)}: {_first_line(exc)}") from None
+
+    console = Console()
+    if not runs:
+        console.print(f"no statistics runs recorded in {display_url(url)} yet", highlight=False)
+        return
+    table = Table(title=f"statistics runs ({display_url(url)})", title_justify="left")
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("as of (UTC)", no_wrap=True)
+    table.add_column("started (UTC)", no_wrap=True)
+    table.add_column("duration", justify="right", no_wrap=True)
+    table.add_column("input rows", justify="right", no_wrap=True)
+    table.add_column("output rows", justify="right", no_wrap=True)
+    table.add_column("error", overflow="fold", ratio=1)
+    now = datetime.now(UTC)
+    for run in runs:
+        duration = run.duration
+        if run.status == "running":
+            shown = f"running {_duration((now - run.started_at).total_seconds())}"
+        else:
+            shown = _duration(duration)
+        error = _first_line(run.error, 120) if run.error else ""
+        style = _STATUS_STYLE.get(run.status, "")
+        table.add_row(
+            str(run.id),
+            f"[{style}]{run.status}[/{style}]" if style else run.status,
+            _iso(run.as_of),
+            _iso(run.started_at),
+            shown,
+            _rows(run.input_rows),
+            _rows(run.output_rows),
+            error,
+        )
+    console.print(table)

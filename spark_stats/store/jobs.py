@@ -1,0 +1,176 @@
+"""One statistics job run, recorded in the store: what ``pushgrid stats run`` does, minus the UI.
+
+:func:`run_job` migrates the database, records a ``running`` :class:`~.models.JobRun`, checks the
+archive, starts (or reuses) a Spark session, runs ``spark_stats.pipeline.run_pipeline``, upserts
+the results and closes the run as ``succeeded`` with its counts, or as ``failed`` with the error
+text. Failures of the job itself are returned in the :class:`JobOutcome` (the run is recorded);
+only a database that cannot be reached or migrated raises, since nothing can be recorded then.
+pyspark is imported only when a job runs, so ``pushgrid up`` (or the admin API) can import this.
+
+Progress is reported through ``progress(step, fraction)`` with fraction in [0, 1]: the steps are
+:data:`SPARK_STEP`, the pipeline's own stages, then :data:`WRITE_STEP`.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from .db import (
+    WrittenRows,
+    finish_run,
+    make_engine,
+    make_session_factory,
+    start_run,
+    upgrade,
+    write_results,
+)
+from .models import JobRun
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..results import PipelineResult
+
+Progress = Callable[[str, float], None]
+
+SPARK_STEP: Final = "start Spark"
+WRITE_STEP: Final = "write results"
+
+
+class JobError(Exception):
+    """An expected failure of a job (bad archive ...): its message is the whole story."""
+
+
+@dataclass
+class JobOutcome:
+    run: JobRun
+    result: PipelineResult | None = None
+    written: WrittenRows | None = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.run.status == "succeeded"
+
+
+def check_archive(archive: Path | None) -> Path:
+    """The archive directory, or a :class:`JobError` saying what is wrong with it."""
+    if archive is None:
+        raise JobError("no metrics archive: set MetricsArchive or pass --archive DIR")
+    if not archive.exists():
+        raise JobError(f"archive directory {archive} does not exist")
+    if not archive.is_dir():
+        raise JobError(f"archive {archive} is not a directory")
+    try:
+        os.listdir(archive)
+    except OSError as exc:
+        raise JobError(f"cannot read archive directory {archive}: {exc.strerror}") from None
+    if not os.access(archive, os.R_OK | os.X_OK):
+        raise JobError(f"cannot read archive directory {archive}: permission denied")
+    return archive
+
+
+def describe_error(exc: BaseException) -> str:
+    """The text stored in ``job_runs.error``."""
+    if isinstance(exc, JobError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return "".join(traceback.format_exception_only(exc)).strip()
+
+
+def input_rows(result: PipelineResult) -> int:
+    """The rows the job read: the input of its first stage (compaction of the archive)."""
+    return result.stages[0].input_rows if result.stages else 0
+
+
+def _spark_context_running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
+def run_job(
+    url: str,
+    *,
+    archive: Path | None,
+    warehouse: Path,
+    master: str = "local[*]",
+    as_of: int | None = None,
+    progress: Progress | None = None,
+    spark: SparkSession | None = None,
+    migrate: bool = True,
+) -> JobOutcome:
+    """Run the three Spark jobs once and record the run (see the module docstring).
+
+    ``spark``: a session to use (left running); otherwise one is built for ``master`` and
+    stopped at the end unless a Spark context was already running in this process.
+    """
+    report: Progress = progress or (lambda _step, _fraction: None)
+    if migrate:
+        upgrade(url)
+    engine = make_engine(url)
+    try:
+        with make_session_factory(engine)() as session:
+            run = start_run(session, master=master, as_of=as_of)
+            outcome = JobOutcome(run)
+            try:
+                outcome.result = _run_pipeline(archive, warehouse, master, as_of, report, spark)
+                report(WRITE_STEP, 0.0)
+                outcome.written = write_results(session, run.id, outcome.result)
+                report(WRITE_STEP, 1.0)
+                outcome.run = finish_run(
+                    session,
+                    run.id,
+                    status="succeeded",
+                    as_of=outcome.result.as_of,
+                    input_rows=input_rows(outcome.result),
+                    output_rows=outcome.written.total,
+                    stages=outcome.result.stages,
+                )
+            except BaseException as exc:
+                outcome.error = exc
+                session.rollback()
+                outcome.run = finish_run(
+                    session,
+                    run.id,
+                    status="failed",
+                    stages=outcome.result.stages if outcome.result else None,
+                    error=describe_error(exc),
+                )
+                if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
+                    raise
+            return outcome
+    finally:
+        engine.dispose()
+
+
+def _run_pipeline(
+    archive: Path | None,
+    warehouse: Path,
+    master: str,
+    as_of: int | None,
+    report: Progress,
+    spark: SparkSession | None,
+) -> PipelineResult:
+    archive_dir = check_archive(archive)
+    from ..pipeline import run_pipeline  # type: ignore[import-not-found,unused-ignore]
+    from ..session import build_session  # type: ignore[import-not-found,unused-ignore]
+
+    own = spark is None and not _spark_context_running()
+    report(SPARK_STEP, 0.0)
+    session = spark if spark is not None else build_session(master)
+    report(SPARK_STEP, 1.0)
+    try:
+        result: PipelineResult = run_pipeline(
+            session, archive_dir, warehouse, as_of, progress=report
+        )
+        return result
+    finally:
+        if own:
+            session.stop()

@@ -1,0 +1,200 @@
+"""The browser client reconnects and recovers: server restart (new epoch -> DATA_RESYNC), a cut
+connection (exactly the missed messages, as recovered, in order), an operator disconnect, over
+WebSocket and over SSE (EventSource's own reconnect with Last-Event-ID).
+
+The demo page runs with a fast reconnect policy (``backoff=0.2``) so the tests stay short; every
+wait is bounded and nothing asserts on timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .browser import Browser, ThreadedProxy, jolokia_disconnect, missing, publish
+
+TRANSPORTS = ["websocket", "sse"]
+N = 10
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    page = Browser()
+    yield page
+    page.quit()
+
+
+@pytest.fixture
+def proxy_for() -> Iterator[Any]:
+    proxies: list[ThreadedProxy] = []
+
+    def make(srv: Any) -> ThreadedProxy:
+        proxy = ThreadedProxy(srv.host, srv.port)
+        proxies.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in proxies:
+        proxy.close()
+
+
+def script_errors(browser: Browser) -> list[dict[str, Any]]:
+    """Console errors other than the browser's reports of refused connections."""
+    return browser.console_errors(include_network=False)
+
+
+def assert_in_order(messages: list[dict[str, Any]]) -> None:
+    seqs = [m["seq"] for m in messages]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"not in order or duplicated: {seqs}"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_server_restart_gives_data_resync_then_new_messages(
+    server_factory, browser, subject, transport
+):
+    srv = server_factory()
+    s = subject("restart")
+    browser.open_demo(srv.url, subject=s, transport=transport, backoff="0.2")
+    browser.wait_status("subscribe_allow", s)
+    first = publish(srv.url, s, "before", {"k": "1"})
+    browser.wait_messages(s, 1)
+
+    srv.restart()  # SIGKILL, same port: the memory engine starts a new epoch
+
+    browser.wait_status("server_down")
+    (resync,) = browser.wait_status("data_resync", s)
+    assert resync["detail"] == "new_epoch"
+    after = publish(srv.url, s, "after", {"k": "2"})
+    assert after["epoch"] != first["epoch"]
+    messages = browser.wait_messages(s, 2)
+    assert [(m["content"], m["epoch"], m["seq"]) for m in messages] == [
+        ("before", first["epoch"], first["seq"]),
+        ("after", after["epoch"], after["seq"]),
+    ]
+    assert messages[1]["type"] == "update"
+    row = browser.wait(
+        lambda: r if (r := browser.row(s)) and r["content"] == "after" else None, "row"
+    )
+    assert (row["epoch"], row["seq"]) == (after["epoch"], str(after["seq"]))
+    assert len(browser.statuses("server_up")) == 2
+    assert browser.client("transport") == transport
+    statuses = [e["status"] for e in browser.statuses(subject=s)]
+    assert statuses == ["subscribe_allow", "data_resync"], statuses
+    assert not script_errors(browser), script_errors(browser)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_cut_connection_recovers_exactly_the_missed_messages(
+    server, browser, subject, proxy_for, transport
+):
+    """The page's connection is cut and refused while N messages are published; once it can
+    connect again it gets exactly those N, as recovered, in order, without duplicates. Over SSE
+    the browser's own EventSource reconnect (Last-Event-ID) does the recovery."""
+    s = subject("cut")
+    other = subject("other")
+    proxy = proxy_for(server)
+    # sseRetries: leave reconnecting to EventSource for the whole outage
+    browser.open_demo(
+        proxy.url, subject=[s, other], transport=transport, backoff="0.2", sseRetries="1000"
+    )
+    browser.wait_status("subscribe_allow", s)
+    browser.wait_status("subscribe_allow", other)
+    live = [publish(server.url, s, f"live{i}") for i in range(1, 4)]
+    browser.wait_messages(s, 3)
+
+    proxy.set_accepting(False)
+    assert proxy.drop_all() >= 1
+    browser.wait_status("server_down")
+    missed = [publish(server.url, s, f"missed{i}", {"i": str(i)}) for i in range(1, N + 1)]
+    publish(server.url, other, "missed-other")
+    proxy.set_accepting(True)
+
+    browser.wait_status("data_sync", s, detail="recovered")
+    messages = browser.wait_messages(s, 3 + N)
+    assert len(messages) == 3 + N, [m["content"] for m in messages]
+    recovered = messages[3:]
+    assert [m["type"] for m in recovered] == ["recovered"] * N
+    assert [m["content"] for m in recovered] == [f"missed{i}" for i in range(1, N + 1)]
+    assert [m["seq"] for m in recovered] == [a["seq"] for a in missed]
+    assert [m["fields"] for m in recovered] == [{"i": str(i)} for i in range(1, N + 1)]
+    (other_missed,) = browser.wait_messages(other, 1)
+    assert (other_missed["content"], other_missed["type"]) == ("missed-other", "recovered")
+
+    after = publish(server.url, s, "after")
+    messages = browser.wait_messages(s, 4 + N)
+    assert (messages[-1]["content"], messages[-1]["type"]) == ("after", "update")
+    assert after["seq"] == live[-1]["seq"] + N + 1
+    assert_in_order(messages)
+    assert len(browser.messages(s)) == 4 + N, "no duplicates arrived late"
+    assert not browser.statuses("data_resync")
+    if transport == "sse":
+        assert browser.client("counters.eventSources") == 1, "EventSource reconnected by itself"
+    else:
+        assert browser.client("counters.websockets") >= 2
+    assert browser.client("counters.welcomes") >= 2
+    assert not script_errors(browser), script_errors(browser)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_client_takes_over_when_eventsource_cannot_reconnect(
+    server, browser, subject, proxy_for, transport
+):
+    """When the browser's own retries keep failing (sseRetries=1), the client reconnects by
+    itself with the positions in the URL; over WebSocket this is the ordinary path."""
+    s = subject("takeover")
+    proxy = proxy_for(server)
+    browser.open_demo(proxy.url, subject=s, transport=transport, backoff="0.2", sseRetries="1")
+    browser.wait_status("subscribe_allow", s)
+    publish(server.url, s, "live")
+    browser.wait_messages(s, 1)
+
+    proxy.set_accepting(False)
+    proxy.drop_all()
+    # a few failed attempts while refused (SSE: the browser's retry, then the client's own)
+    browser.wait_status("server_down", count=3)
+    missed = [publish(server.url, s, f"missed{i}") for i in range(1, N + 1)]
+    proxy.set_accepting(True)
+
+    messages = browser.wait_messages(s, 1 + N)
+    assert [(m["content"], m["type"]) for m in messages[1:]] == [
+        (f"missed{i}", "recovered") for i in range(1, N + 1)
+    ]
+    assert [m["seq"] for m in messages[1:]] == [a["seq"] for a in missed]
+    assert_in_order(messages)
+    browser.wait_status("data_sync", s, detail="recovered")
+    if transport == "sse":
+        assert browser.client("counters.eventSources") >= 2, "the client opened a new stream"
+    assert not script_errors(browser), script_errors(browser)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_operator_disconnect_reconnects_without_loss(server, browser, subject, transport):
+    """Jolokia's Sessions/disconnect closes the page's session with 4003 (a close frame, or a
+    ``closing`` event on SSE); the page reports it, reconnects and delivers every message
+    exactly once, in order."""
+    s = subject("operator")
+    browser.open_demo(server.url, subject=s, transport=transport, backoff="0.2")
+    browser.wait_status("subscribe_allow", s)
+    publish(server.url, s, "first")
+    browser.wait_messages(s, 1)
+    session = browser.client("welcome.session")
+
+    jolokia_disconnect(server.monitor_url, session)
+    (down,) = browser.wait_status("server_down")
+    assert down["closeCode"] == 4003
+    assert down["retryIn"] is not None
+    for i in range(1, N + 1):
+        publish(server.url, s, f"m{i}")
+    browser.wait_status("server_up", count=2)
+
+    messages = browser.wait_messages(s, 1 + N)
+    assert [m["content"] for m in messages] == ["first"] + [f"m{i}" for i in range(1, N + 1)]
+    assert {m["type"] for m in messages[1:]} <= {"recovered", "update"}
+    assert_in_order(messages)
+    assert browser.client("welcome.session") != session
+    assert not script_errors(browser), script_errors(browser)
