@@ -98,7 +98,10 @@ def test_sse_events_carry_the_frame_and_an_id_with_every_subject_position() -> N
     encoder.event(_message_frame("/a/b", 3))
     event = _events(encoder.event(_message_frame("/c/d", 7)))[0]
     assert json.loads(event["data"])["subject"] == "/c/d"
-    assert parse_last_event_id(event["id"]) == {"/a/b": Position("e1", 3), "/c/d": Position("e1", 7)}
+    assert parse_last_event_id(event["id"]) == {
+        "/a/b": Position("e1", 3),
+        "/c/d": Position("e1", 7),
+    }
 
 
 def test_standard_messages_do_not_move_the_sse_position() -> None:
