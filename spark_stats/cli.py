@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
     from server.config import Settings
@@ -95,10 +96,20 @@ def parse_as_of(text: str) -> int:
     return seconds
 
 
-def _iso(moment: datetime | None) -> str:
+def _iso(moment: datetime | None, zone: str = "Z") -> str:
     if moment is None:
         return "-"
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + zone
+
+
+def _wide_console() -> Console:
+    """stdout; when it is not a terminal (a pipe, a log) lines are not wrapped at 80 columns."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 160))
+    return console
 
 
 def _duration(seconds: float | None) -> str:
@@ -221,6 +232,7 @@ def stats_run(
     from .store.jobs import run_job
 
     err = Console(stderr=True)
+    _log_to(err, settings.log_level)
     started = time.monotonic()
     outcome: JobOutcome
     with Progress(
@@ -258,12 +270,24 @@ def stats_run(
     _print_success(outcome, display_url(url))
 
 
+def _log_to(console: Console, level: str) -> None:
+    """Log records (LogLevel) above the progress display instead of through it."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logging.basicConfig(
+        level=level,
+        format="%(name)s: %(message)s",
+        handlers=[RichHandler(console=console, show_path=False, rich_tracebacks=False)],
+    )
+
+
 def _print_success(outcome: JobOutcome, where: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     run, written = outcome.run, outcome.written
-    console = Console()
+    console = _wide_console()
     console.print(
         f"stats run {run.id} [green]succeeded[/green]: as of {_iso(run.as_of)}, "
         f"{_rows(run.input_rows)} input rows, "
@@ -300,7 +324,7 @@ def stats_status(
     ] = 10,
 ) -> None:
     """Show the last statistics runs."""
-    from rich.console import Console
+    from rich import box
     from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -341,19 +365,23 @@ def stats_status(
     except (StoreError, SQLAlchemyError, OSError) as exc:
         raise _fail(f"database {display_url(url)}: {_first_line(exc)}") from None
 
-    console = Console()
+    console = _wide_console()
     if not runs:
         console.print(f"no statistics runs recorded in {display_url(url)} yet", highlight=False)
         return
-    table = Table(title=f"statistics runs ({display_url(url)})", title_justify="left")
-    table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("as of (UTC)", no_wrap=True)
-    table.add_column("started (UTC)", no_wrap=True)
-    table.add_column("duration", justify="right", no_wrap=True)
-    table.add_column("input rows", justify="right", no_wrap=True)
-    table.add_column("output rows", justify="right", no_wrap=True)
-    table.add_column("error", overflow="fold", ratio=1)
+    table = Table(
+        title=f"statistics runs in {display_url(url)} (times in UTC)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("id", justify="right", min_width=2)
+    table.add_column("status", min_width=9)
+    table.add_column("as of", min_width=10)
+    table.add_column("started", min_width=10)
+    table.add_column("duration", justify="right", min_width=5)
+    table.add_column("input rows", justify="right", min_width=6)
+    table.add_column("output rows", justify="right", min_width=6)
+    table.add_column("error", overflow="fold", min_width=10)
     now = datetime.now(UTC)
     for run in runs:
         duration = run.duration
@@ -366,8 +394,8 @@ def stats_status(
         table.add_row(
             str(run.id),
             f"[{style}]{run.status}[/{style}]" if style else run.status,
-            _iso(run.as_of),
-            _iso(run.started_at),
+            _iso(run.as_of, ""),
+            _iso(run.started_at, ""),
             shown,
             _rows(run.input_rows),
             _rows(run.output_rows),

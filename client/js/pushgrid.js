@@ -161,7 +161,8 @@
     const match = /^(\S+)\s+(\S.*)$/.exec(text);
     if (match) {
       if (!/^\d+$/.test(match[1])) {
-        throw bad(`weight ${JSON.stringify(match[1])} is not an integer from 0 to ${MAX_WEIGHT} (expected '[weight ]host[:port]')`);
+        const weightText = JSON.stringify(match[1]);
+        throw bad(`weight ${weightText} is not an integer from 0 to ${MAX_WEIGHT} (expected '[weight ]host[:port]')`);
       }
       weight = Number(match[1]);
       if (weight > MAX_WEIGHT) throw bad(`weight ${weight} is out of range 0-${MAX_WEIGHT}`);
@@ -545,10 +546,12 @@
       return this._waitReady(timeout).then((ready) => {
         if (this._stopped) {
           const e = this._stopEvent;
-          throw new ConnectFailed(`the client stopped before connecting${e && e.closeCode ? `: ${e.closeCode} ${e.closeReason || ""}` : ""}`);
+          const code = e && e.closeCode ? `: ${e.closeCode} ${e.closeReason || ""}` : "";
+          throw new ConnectFailed(`the client stopped before connecting${code}`);
         }
         if (!ready) {
-          const err = new Error(`not connected within ${timeout} s${this._lastFailure ? ` (last failure: ${this._lastFailure})` : ""}`);
+          const last = this._lastFailure ? ` (last failure: ${this._lastFailure})` : "";
+          const err = new Error(`not connected within ${timeout} s${last}`);
           err.name = "TimeoutError";
           throw err;
         }
@@ -579,8 +582,9 @@
      */
     subscribe(subjects, { history = 0, conflationMs = 0 } = {}) {
       const names = subjectList(subjects);
-      if (!Number.isInteger(history) || history < 0) throw new Error(`history must be an integer >= 0, got ${history}`);
-      if (!Number.isInteger(conflationMs) || conflationMs < 0) throw new Error(`conflationMs must be an integer >= 0, got ${conflationMs}`);
+      for (const [name, value] of [["history", history], ["conflationMs", conflationMs]]) {
+        if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${value}`);
+      }
       this._checkOpen();
       for (const name of names) {
         this._subscriptions.set(name, { history, conflation: conflationMs });
@@ -625,10 +629,12 @@
     publish(subject, content, { fields = {}, retained = true, qos = "guaranteed", timeout = 10 } = {}) {
       checkSubject(subject);
       if (typeof content !== "string") throw new Error("content must be a string");
-      if (qos !== "standard" && qos !== "guaranteed") throw new Error(`qos must be 'standard' or 'guaranteed', got ${JSON.stringify(qos)}`);
+      if (qos !== "standard" && qos !== "guaranteed") {
+        throw new Error(`qos must be 'standard' or 'guaranteed', got ${JSON.stringify(qos)}`);
+      }
       const frameFields = { ...(fields || {}) };
       for (const [name, value] of Object.entries(frameFields)) {
-        if (typeof value !== "string") throw new Error(`field ${JSON.stringify(name)}: names and values must be strings`);
+        if (typeof value !== "string") throw new Error(`field ${JSON.stringify(name)}: values must be strings`);
       }
       const message = { subject, content, fields: frameFields, retained: Boolean(retained), qos };
       return this._publish(message, timeout);
@@ -656,10 +662,11 @@
         if (end.upFor >= policy.stableAfter) this._backoff.reset();
         let delay = end.rule.immediate ? 0 : this._backoff.nextDelay();
         if (!sse && end.wasUp) this._wsFailures = 0;
-        if (!sse && !end.opened && this._transportOption === "auto" && typeof EventSource !== "undefined") {
+        const mayFallBack = this._transportOption === "auto" && typeof EventSource !== "undefined";
+        if (!sse && !end.opened && mayFallBack) {
           this._wsFailures += 1;
           if (this._wsFailures >= this._sseAfterFailures && (await this._httpReachable(server))) {
-            this._log(`WebSocket failed ${this._wsFailures} times but ${server} answers HTTP: falling back to SSE`);
+            this._log(`WebSocket failed ${this._wsFailures} times, ${server} answers HTTP: using SSE`);
             this._fallback = true;
             delay = 0;
           }
@@ -726,7 +733,10 @@
           ws = new WebSocket(server.wsUrl(this._token));
           this.counters.websockets += 1;
         } catch (err) {
-          resolve({ rule: OTHER_SERVER, detail: `cannot connect: ${describe(err)}`, upFor: 0, wasUp: false, opened: false, code: null, reason: null });
+          resolve({
+            rule: OTHER_SERVER, detail: `cannot connect: ${describe(err)}`,
+            upFor: 0, wasUp: false, opened: false, code: null, reason: null,
+          });
           return;
         }
         const conn = this._newConn("websocket", server, resolve, () => {
@@ -807,7 +817,8 @@
           stream.onerror = () => {
             if (stream !== es) return;
             if (stream.readyState === ES_CLOSED) {
-              return conn.finish(OTHER_SERVER, conn.up ? "event stream closed" : "cannot connect: the event stream was refused");
+              const detail = conn.up ? "event stream closed" : "cannot connect: the event stream was refused";
+              return conn.finish(OTHER_SERVER, detail);
             }
             if (conn.up) { // the browser reconnects by itself, sending Last-Event-ID
               conn.up = conn.reopening = false;
@@ -830,7 +841,8 @@
             if (conn.done) return;
             if (conn.up) {
               const t = this._tracker;
-              conn.quiet = new Set(this.subjects.filter((s) => t.position(s) && !this._resyncing.has(s) && !t.recovering(s)));
+              const settled = (s) => t.position(s) && !this._resyncing.has(s) && !t.recovering(s);
+              conn.quiet = new Set(this.subjects.filter(settled));
               conn.reopening = true;
               conn.up = false;
             }
@@ -869,14 +881,17 @@
       try {
         parsed = JSON.parse(text);
       } catch (err) {
-        if (!conn.wasUp && conn.kind === "websocket") return conn.finish(OTHER_SERVER, `invalid first frame: ${err.message}`);
+        if (!conn.wasUp && conn.kind === "websocket") {
+          return conn.finish(OTHER_SERVER, `invalid first frame: ${err.message}`);
+        }
         return this._log(`ignoring an unreadable frame: ${err.message}`);
       }
       for (const frame of Array.isArray(parsed) ? parsed : [parsed]) {
         if (conn.done || !frame || typeof frame !== "object") continue;
         if (frame.type === "welcome") onWelcome(frame);
         else if (!conn.up) {
-          if (conn.kind === "websocket") return conn.finish(OTHER_SERVER, `expected a welcome frame, got ${frame.type}`);
+          if (conn.kind !== "websocket") continue; // SSE: frames of a stream being replaced
+          return conn.finish(OTHER_SERVER, `expected a welcome frame, got ${frame.type}`);
         } else this._handleFrame(conn, frame);
       }
     }
@@ -963,7 +978,8 @@
         case "closing": // SSE: the close code a WebSocket would get; the stream ends next
           if (conn.kind !== "sse") return undefined;
           return conn.finish(ruleForClose(frame.code ?? null),
-            `closed by the server: ${frame.code ?? ""} ${frame.reason || ""}`.trim(), frame.code ?? null, frame.reason || null);
+            `closed by the server: ${frame.code ?? ""} ${frame.reason || ""}`.trim(),
+            frame.code ?? null, frame.reason || null);
         default: return undefined; // keepalive, pong, unsubscribed, unknown (forward compatible)
       }
     }
@@ -980,7 +996,7 @@
         });
         return this._call(this.onMessage, message, "onMessage");
       }
-      if (decision.action === "drop") return this._log(`${frame.subject} seq ${frame.seq} dropped (${decision.reason})`);
+      if (decision.action === "drop") return this._log(`${frame.subject} #${frame.seq} dropped: ${decision.reason}`);
       this._log(`${frame.subject}: ${decision.reason} -> ${decision.action}`);
       if (decision.action === "resync") this._resyncing.add(frame.subject);
       if (conn.kind === "sse") return conn.reopen(); // positions go in the URL
@@ -1047,15 +1063,15 @@
     async _publish(message, timeout) {
       const { subject } = message;
       const deadline = now() + timeout;
-      let sent = false;
+      const failed = (reason) => publishResult(PublishStatus.FAILED, subject, { reason });
       while (true) {
-        if (this._stopped || this._closing) return publishResult(PublishStatus.FAILED, subject, { reason: "the client is closed" });
+        if (this._stopped || this._closing) return failed("the client is closed");
         if (this._sseMode()) return this._publishHttp(message, deadline);
         const conn = this._conn;
         if (!conn || !conn.up) {
           if (!(await this._waitReady(deadline - now()))) {
             const last = this._lastFailure ? ` (last failure: ${this._lastFailure})` : "";
-            return publishResult(PublishStatus.FAILED, subject, { reason: `not connected within ${timeout} s${last}` });
+            return failed(`not connected within ${timeout} s${last}`);
           }
           continue;
         }
@@ -1068,12 +1084,16 @@
           await new Promise((resolve) => setTimeout(resolve, 50));
           continue;
         }
-        sent = true;
-        const timer = new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - now()) * 1000, null));
-        const result = await Promise.race([answer, timer]);
+        let timer;
+        const expiry = new Promise((resolve) => {
+          timer = setTimeout(resolve, Math.max(0, deadline - now()) * 1000, null);
+        });
+        const result = await Promise.race([answer, expiry]);
+        clearTimeout(timer);
         this._pending.delete(id);
-        if (result === null) return publishResult(PublishStatus.FAILED, subject, { reason: `no answer within ${timeout} s` });
-        return result.subject ? result : publishResult(result.result, subject, { epoch: result.epoch, seq: result.seq, reason: result.reason });
+        if (result === null) return failed(`no answer within ${timeout} s`);
+        if (result.subject) return result;
+        return publishResult(result.result, subject, { epoch: result.epoch, seq: result.seq, reason: result.reason });
       }
     }
 
@@ -1170,7 +1190,7 @@
     }
 
     _emit(event) {
-      this._log(`status ${event.status}${event.subject ? " " + event.subject : ""}${event.detail ? " " + event.detail : ""}`);
+      this._log(`status ${[event.status, event.subject, event.detail].filter(Boolean).join(" ")}`);
       this._call(this.onStatus, event, "onStatus");
     }
 

@@ -108,7 +108,8 @@ class ClientConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.bytes_in += len(data)
-        self.app.counters.bytes_in_total += len(data)
+        if self.websocket:  # the client port; monitoring traffic is not client traffic
+            self.app.counters.bytes_in_total += len(data)
         self.last_in = self.app.tick
         if self._draining:
             return
@@ -193,7 +194,8 @@ class ClientConnection(asyncio.Protocol):
         assert self.transport is not None
         self.transport.write(data)
         self.bytes_out += len(data)
-        self.app.counters.bytes_out_total += len(data)
+        if self.websocket:
+            self.app.counters.bytes_out_total += len(data)
         self.last_out = self.app.tick
 
     def close(self, code: int, reason: str) -> None:

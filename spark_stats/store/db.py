@@ -17,6 +17,7 @@ Readers only read. Nothing here imports pyspark or pandas at module level.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -189,7 +190,9 @@ def alembic_config(url: str | URL | None = None, connection: Any = None) -> Conf
             f"the Alembic migrations are missing ({MIGRATIONS_DIR}): run pushgrid from its "
             "source tree or an editable install"
         )
-    config = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.is_file() else Config()
+    # stdout: the current one (Config's default is whatever sys.stdout was at import time).
+    ini = str(ALEMBIC_INI) if ALEMBIC_INI.is_file() else None
+    config = Config(ini, stdout=sys.stdout)
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("path_separator", "os")
     if url is not None:

@@ -160,7 +160,7 @@ def _run_pipeline(
 ) -> PipelineResult:
     archive_dir = check_archive(archive)
     from ..pipeline import run_pipeline  # type: ignore[import-not-found,unused-ignore]
-    from ..session import build_session  # type: ignore[import-not-found,unused-ignore]
+    from ..session import build_session
 
     own = spark is None and not _spark_context_running()
     report(SPARK_STEP, 0.0)

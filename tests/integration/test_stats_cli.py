@@ -83,7 +83,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """One Spark session for the module (the CLI reuses it: starting Spark dominates)."""
-    from spark_stats.session import build_session  # type: ignore[import-not-found,unused-ignore]
+    from spark_stats.session import build_session
 
     session = build_session("local[2]")
     yield session
@@ -181,7 +181,7 @@ def test_stats_run_on_sqlite_then_status_and_rerun(
     assert status.exit_code == 0, status.output
     assert "succeeded" in status.stdout
     assert run.as_of is not None
-    assert run.as_of.strftime("%Y-%m-%d %H:%M:%SZ") in status.stdout
+    assert run.as_of.strftime("%Y-%m-%d %H:%M:%S") in status.stdout
 
     # A rerun for the same as-of replaces the rows (ISO 8601 --as-of).
     again = cli(*args, "--as-of", run.as_of.isoformat())

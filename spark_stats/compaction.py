@@ -1,0 +1,243 @@
+"""Compaction: closed hourly archive CSV files -> Parquet partitioned by date (thin I/O).
+
+``<warehouse>/samples/date=YYYY-MM-DD/part-*.parquet`` holds one row per node and second
+(``transforms.SAMPLE_SCHEMA``), sorted by node and time, one file per date. Its manifest
+(:mod:`spark_stats.storage`) records:
+
+* ``meta.inputs``: every compacted archive file (``<date>/<node>/samples-HH.csv``) with its size
+  and modification time. A run compacts only closed files that are new or changed since; files
+  ending in ``.open`` (the hour being written) are never compacted.
+* ``meta.hours``: for every hour of data, the manifest version that last changed it -- the
+  rollups recompute exactly the hours changed since the version they last consumed.
+* ``meta.min_ts``: the first sample.
+
+A date touched by new files is rewritten as ``existing rows + new rows``, one row per
+``(node, ts)`` (existing rows win, so re-reading a file changes nothing), and swapped in by the
+manifest commit. Raw archive files are never deleted or modified. Idempotent (a second run finds
+nothing new and starts no Spark job) and resumable (a crash leaves the previous manifest in force;
+the next run deletes the leftovers and redoes the batch).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from metrics.windows import DAY, HOUR
+
+from . import transforms as T
+from .results import StageResult
+from .storage import ManifestStore, TableSpec
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ArchiveFile",
+    "CompactionResult",
+    "compact",
+    "read_archive",
+    "samples_store",
+    "scan_archive",
+]
+
+SAMPLES_TABLE = "samples"
+EXPECTED_HEADER = ",".join(T.SAMPLE_COLUMNS)
+_DAY_DIR = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_FILE = re.compile(r"^samples-(\d{2})\.csv(\.open)?$")
+
+
+def samples_store(warehouse_dir: Path) -> ManifestStore:
+    return ManifestStore(warehouse_dir / "samples", [TableSpec(SAMPLES_TABLE, "", "date")])
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    """One hourly archive file (docs/archive.md)."""
+
+    path: Path
+    rel: str  # "<date>/<node dir>/samples-HH.csv[.open]"
+    day: str
+    hour: int  # hour of the day, 0-23
+    size: int
+    mtime_ns: int
+    closed: bool
+
+    @property
+    def day_start(self) -> int:
+        return int(datetime.combine(date.fromisoformat(self.day), datetime.min.time(), UTC).timestamp())
+
+    @property
+    def hour_start(self) -> int:
+        return self.day_start + self.hour * HOUR
+
+    @property
+    def signature(self) -> list[int]:
+        return [self.size, self.mtime_ns]
+
+
+def scan_archive(archive_dir: Path) -> list[ArchiveFile]:
+    """Every ``samples-HH.csv`` and ``samples-HH.csv.open`` file of the archive, sorted."""
+    found: list[ArchiveFile] = []
+    if not archive_dir.is_dir():
+        return found
+    for day_entry in os.scandir(archive_dir):
+        if not (day_entry.is_dir() and _DAY_DIR.match(day_entry.name)):
+            continue
+        try:
+            date.fromisoformat(day_entry.name)
+        except ValueError:
+            continue
+        for node_entry in os.scandir(day_entry.path):
+            if not node_entry.is_dir():
+                continue
+            for entry in os.scandir(node_entry.path):
+                match = _FILE.match(entry.name)
+                if match is None or not entry.is_file():
+                    continue
+                hour = int(match.group(1))
+                if hour > 23:
+                    continue
+                st = entry.stat()
+                found.append(
+                    ArchiveFile(
+                        path=Path(entry.path),
+                        rel=f"{day_entry.name}/{node_entry.name}/{entry.name}",
+                        day=day_entry.name,
+                        hour=hour,
+                        size=st.st_size,
+                        mtime_ns=st.st_mtime_ns,
+                        closed=match.group(2) is None,
+                    )
+                )
+    found.sort(key=lambda f: f.rel)
+    return found
+
+
+def _header_ok(file: ArchiveFile) -> bool:
+    try:
+        with file.path.open("rb") as handle:
+            first = handle.readline(4096)
+    except OSError as exc:
+        log.warning("archive file %s unreadable: %s", file.path, exc)
+        return False
+    return first.rstrip(b"\r\n").decode("utf-8", "replace").strip() == EXPECTED_HEADER
+
+
+def read_archive(spark: SparkSession, files: Iterable[ArchiveFile]) -> DataFrame:
+    """Samples of archive files (``SAMPLE_SCHEMA``), malformed lines and foreign dates dropped.
+
+    One CSV scan per date directory; a row whose ``ts`` is not in its directory's date is
+    dropped (the writer never produces one).
+    """
+    by_day: dict[str, list[str]] = {}
+    for f in files:
+        by_day.setdefault(f.day, []).append(str(f.path))
+    frames = []
+    for day, paths in sorted(by_day.items()):
+        start = int(datetime.combine(date.fromisoformat(day), datetime.min.time(), UTC).timestamp())
+        raw = (
+            spark.read.schema(T.CSV_SCHEMA)
+            .option("header", True)
+            .option("mode", "DROPMALFORMED")
+            .option("enforceSchema", True)
+            .csv(sorted(paths))
+        )
+        frames.append(
+            T.clean_samples(raw).where((F.col("ts") >= start) & (F.col("ts") < start + DAY))
+        )
+    if not frames:
+        return spark.createDataFrame([], T.SAMPLE_SCHEMA)
+    return reduce(DataFrame.unionByName, frames)
+
+
+@dataclass
+class CompactionResult:
+    stage: StageResult
+    files: int = 0  # archive files compacted by this run
+    skipped: list[str] = field(default_factory=list)  # closed files with an unexpected header
+    touched_hours: list[int] = field(default_factory=list)
+    version: int = 0  # samples manifest version after the run
+
+
+def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> CompactionResult:
+    """Compact the closed archive files that are new or changed since the last run.
+
+    ``StageResult``: ``input_rows`` = well-formed rows read from the new files, ``output_rows``
+    = rows added to the samples table (duplicates of compacted rows are not counted).
+    The caller holds the warehouse lock (:func:`spark_stats.storage.warehouse_lock`).
+    """
+    started = time.monotonic()
+    store = samples_store(warehouse_dir)
+    store.recover()
+    manifest = store.load()
+    inputs: dict[str, list[int]] = manifest.meta.get("inputs", {})
+    closed = [f for f in scan_archive(archive_dir) if f.closed]
+    changed = [f for f in closed if inputs.get(f.rel) != f.signature]
+    skipped = [f.rel for f in changed if f.size > 0 and not _header_ok(f)]
+    if skipped:
+        log.warning("skipping %d archive files with an unexpected header: %s", len(skipped), skipped[:5])
+    new = [f for f in changed if f.size > 0 and f.rel not in set(skipped)]
+    empty = [f for f in changed if f.size == 0]
+    result = CompactionResult(StageResult("compaction"), skipped=skipped, version=manifest.version)
+    if not new and not empty:
+        result.stage.seconds = time.monotonic() - started
+        return result
+
+    txn = store.transaction(manifest)
+    touched_hours: set[int] = set()
+    rows_before = rows_after = 0
+    if new:
+        observed = Observation("compaction_input")
+        fresh = read_archive(spark, new).observe(
+            observed,
+            F.count(F.lit(1)).alias("rows"),
+            F.min("ts").alias("min_ts"),
+            F.collect_set(T.bucket_start("ts", HOUR)).alias("hours"),
+        )
+        dates = sorted({f.day for f in new})
+        existing = store.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, dates, manifest)
+        rows_before = manifest.rows(SAMPLES_TABLE, dates)
+        merged = T.merge_samples(existing, fresh)
+        txn.write(SAMPLES_TABLE, merged, replace=dates)
+        stats = observed.get
+        result.stage.input_rows = int(stats.get("rows") or 0)
+        touched_hours = {int(h) for h in stats.get("hours") or []}
+        min_ts = stats.get("min_ts")
+    else:
+        dates, min_ts = [], None
+
+    present = {f.rel for f in closed}
+    new_inputs = {rel: sig for rel, sig in inputs.items() if rel in present}
+    new_inputs.update({f.rel: f.signature for f in new + empty})
+    hours: dict[str, int] = dict(manifest.meta.get("hours", {}))
+    for h in touched_hours:
+        hours[str(h)] = txn.version
+    meta: dict[str, object] = {"inputs": new_inputs, "hours": hours}
+    if "id" not in manifest.meta:
+        meta["id"] = uuid.uuid4().hex
+    old_min = manifest.meta.get("min_ts")
+    if min_ts is not None:
+        meta["min_ts"] = int(min_ts) if old_min is None else min(int(old_min), int(min_ts))
+    committed = txn.commit(meta)
+    rows_after = committed.rows(SAMPLES_TABLE, dates)
+    result.stage.output_rows = rows_after - rows_before
+    result.files = len(new)
+    result.touched_hours = sorted(touched_hours)
+    result.version = committed.version
+    result.stage.seconds = time.monotonic() - started
+    log.info(
+        "compaction: %d files, %d rows read, %d rows added, %d dates rewritten",
+        len(new), result.stage.input_rows, result.stage.output_rows, len(dates),
+    )
+    return result

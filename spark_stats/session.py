@@ -1,0 +1,74 @@
+"""A light local SparkSession for the statistics jobs (see docs/benchmarks.md for its figures)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_DRIVER_MEMORY", "build_session", "session_conf"]
+
+#: Driver heap of a local session; override with ``PUSHGRID_SPARK_DRIVER_MEMORY`` (e.g. ``4g``).
+#: The benchmark (35 days x 3 nodes of per-second samples) peaks well below this.
+DEFAULT_DRIVER_MEMORY = "2g"
+
+
+def _cores(master: str) -> int:
+    match = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master.strip())
+    if match is None or match.group(1) == "*":
+        return os.cpu_count() or 2
+    return max(1, int(match.group(1)))
+
+
+def session_conf(master: str = "local[*]", driver_memory: str | None = None) -> dict[str, str]:
+    """The settings :func:`build_session` applies (exposed for tests and spark-submit users)."""
+    memory = driver_memory or os.environ.get("PUSHGRID_SPARK_DRIVER_MEMORY") or DEFAULT_DRIVER_MEMORY
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": memory,
+        # The jobs shuffle at most a few hundred MB: a few partitions per core are plenty.
+        "spark.sql.shuffle.partitions": str(2 * _cores(master)),
+        "spark.default.parallelism": str(2 * _cores(master)),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # DROPMALFORMED only checks the columns a query reads: always parse every column.
+        "spark.sql.csv.parser.columnPruning.enabled": "false",
+        "spark.sql.parquet.compression.codec": "zstd",
+        "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+        "spark.sql.adaptive.enabled": "true",
+    }
+
+
+def build_session(
+    master: str = "local[*]",
+    app_name: str = "pushgrid-stats",
+    *,
+    driver_memory: str | None = None,
+    log_level: str = "WARN",
+) -> SparkSession:
+    """A SparkSession with the light settings of the statistics jobs.
+
+    UI off, a few shuffle partitions per core, driver bound to 127.0.0.1, UTC session time zone,
+    Arrow on for ``toPandas()``. Driver memory (default 2g, env ``PUSHGRID_SPARK_DRIVER_MEMORY``)
+    only applies when this call starts the JVM; if a session already exists it is reused and the
+    runtime settings (time zone, shuffle partitions, Arrow...) are applied to it.
+    """
+    builder = SparkSession.builder.master(master).appName(app_name)
+    conf = session_conf(master, driver_memory)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    for key in (
+        "spark.sql.session.timeZone",
+        "spark.sql.shuffle.partitions",
+        "spark.sql.execution.arrow.pyspark.enabled",
+        "spark.sql.csv.parser.columnPruning.enabled",
+        "spark.sql.parquet.compression.codec",
+    ):
+        spark.conf.set(key, conf[key])
+    spark.sparkContext.setLogLevel(log_level)
+    return spark

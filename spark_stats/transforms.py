@@ -1,0 +1,387 @@
+"""Pure DataFrame transforms of the statistics pipeline (no I/O: DataFrame in, DataFrame out).
+
+Shapes
+------
+*samples* (``SAMPLE_SCHEMA``): one row per node and second, ``ts, node, <7 indicators>``, all
+integers, at most one row per ``(node, ts)``.
+
+*scope seconds*: ``scope, ts, <7 indicators>``: one row per node second (``scope = node:<name>``)
+and one per cluster second (``scope = cluster``: the sum over the nodes that have a sample at that
+second; a second where no node has a sample is absent, never zero).
+
+*buckets* (``BUCKET_SCHEMA``): ``scope, indicator, bucket_start, count, sum, sumsq, max``: the
+samples of one scope and indicator with ``bucket_start <= ts < bucket_start + r``, summarised by
+exact integers -- ``count`` (long), ``sum`` and ``sumsq`` (sum of squares; ``decimal(38,0)``) and
+``max`` (long). Merging buckets is addition (and ``max``), so every level and every window is
+exact; the float statistics are derived once, at the very end (:mod:`spark_stats.exact`):
+``avg = sum / count`` and ``stddev = sqrt((count * sumsq - sum**2) / count**2)``. Nothing here is
+ever a floating-point sum of squares.
+
+Sums of squares per minute are computed with 64-bit integers on a split of each value
+``x = hi * 2**21 + lo`` (exact for ``|x| < 2**49``, about 5.6e14; larger values take a
+``decimal(38,0)`` path), which is about three times faster than decimal products. With ANSI mode on
+(the Spark default) an overflow anywhere raises instead of wrapping. Limits: sums of squares must
+fit 38 digits, i.e. ``x**2 * samples < 1e38`` (values up to ~1e15 over 15 months of seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
+
+from metrics.indicators import INDICATOR_NAMES
+from metrics.windows import DAY, HOUR, MINUTE, WINDOWS
+
+from .results import CLUSTER_SCOPE
+
+__all__ = [
+    "BUCKET_COLUMNS",
+    "BUCKET_SCHEMA",
+    "CSV_SCHEMA",
+    "EXACT",
+    "EXACT_COLUMNS",
+    "INDICATORS",
+    "NODE_PREFIX",
+    "SAMPLE_COLUMNS",
+    "SAMPLE_SCHEMA",
+    "bucket_start",
+    "clean_samples",
+    "coarser_buckets",
+    "day_string",
+    "longest_buckets",
+    "merge_samples",
+    "minute_buckets",
+    "month_string",
+    "scope_seconds",
+    "second_buckets",
+    "window_aggregates",
+    "with_partition",
+]
+
+INDICATORS: tuple[str, ...] = INDICATOR_NAMES
+NODE_PREFIX = "node:"
+EXACT = DecimalType(38, 0)
+
+SAMPLE_COLUMNS: tuple[str, ...] = ("ts", "node", *INDICATORS)
+SAMPLE_SCHEMA = StructType(
+    [StructField("ts", LongType()), StructField("node", StringType())]
+    + [StructField(name, LongType()) for name in INDICATORS]
+)
+#: The archive CSV columns (docs/archive.md), parsed as integers.
+CSV_SCHEMA = SAMPLE_SCHEMA
+
+BUCKET_COLUMNS: tuple[str, ...] = (
+    "scope",
+    "indicator",
+    "bucket_start",
+    "count",
+    "sum",
+    "sumsq",
+    "max",
+)
+BUCKET_SCHEMA = StructType(
+    [
+        StructField("scope", StringType()),
+        StructField("indicator", StringType()),
+        StructField("bucket_start", LongType()),
+        StructField("count", LongType()),
+        StructField("sum", EXACT),
+        StructField("sumsq", EXACT),
+        StructField("max", LongType()),
+    ]
+)
+#: Exact window aggregates: one row per scope, indicator, window and as-of second.
+EXACT_COLUMNS: tuple[str, ...] = (
+    "scope",
+    "indicator",
+    "window",
+    "as_of",
+    "count",
+    "sum",
+    "sumsq",
+    "max",
+)
+
+_SPLIT = 21  # x = hi * 2**21 + lo, 0 <= lo < 2**21
+_SMALL = 1 << 49  # |x| below this: per-minute sums of hi*hi, hi*lo, lo*lo fit 64 bits
+
+
+def _dec(value: int) -> Column:
+    return F.lit(Decimal(value)).cast(EXACT)
+
+
+def _zero() -> Column:
+    return _dec(0)
+
+
+def bucket_start(column: str | Column, resolution: int) -> Column:
+    """Start of the epoch-aligned bucket of ``resolution`` seconds holding ``column``."""
+    col = F.col(column) if isinstance(column, str) else column
+    return col - F.pmod(col, F.lit(resolution))
+
+
+def day_string(ts: str | Column) -> Column:
+    """``YYYY-MM-DD`` (UTC) of a Unix second, independent of the session time zone."""
+    col = F.col(ts) if isinstance(ts, str) else ts
+    days = ((col - F.pmod(col, F.lit(DAY))) / F.lit(DAY)).cast("int")
+    return F.date_from_unix_date(days).cast("string")
+
+
+def month_string(ts: str | Column) -> Column:
+    """``YYYY-MM`` (UTC) of a Unix second."""
+    return F.substring(day_string(ts), 1, 7)
+
+
+def with_partition(df: DataFrame, key: str, ts: str) -> DataFrame:
+    """Add the partition column ``key`` (``date`` or ``month``) derived from second ``ts``."""
+    if key == "date":
+        return df.withColumn("date", day_string(ts))
+    if key == "month":
+        return df.withColumn("month", month_string(ts))
+    raise ValueError(f"unknown partition key {key!r}")
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+
+def clean_samples(raw: DataFrame) -> DataFrame:
+    """Archive rows as samples: drop rows with a missing or non-integer field.
+
+    ``raw`` is the CSV read with ``CSV_SCHEMA`` and ``mode=DROPMALFORMED`` (which already drops
+    lines with the wrong number of columns or an unparsable value); an empty field parses as
+    null and is dropped here. Filtering on every column also keeps Spark from pruning columns
+    out of the CSV scan, which would skip the malformed-line check for them.
+    """
+    complete = reduce(lambda a, b: a & b, [F.col(c).isNotNull() for c in SAMPLE_COLUMNS])
+    return raw.select(*SAMPLE_COLUMNS).where(complete)
+
+
+def merge_samples(existing: DataFrame, new: DataFrame) -> DataFrame:
+    """Union of compacted and new samples, one row per ``(node, ts)``, with a ``date`` column.
+
+    Existing rows win over new ones (compaction is idempotent: re-reading a file changes
+    nothing); among new rows the first line read wins. The result is hash-partitioned by date
+    (one output file per date) and sorted by ``date, node, ts`` within partitions.
+    """
+    old = existing.select(
+        *SAMPLE_COLUMNS, F.lit(0).alias("_src"), F.lit(0).cast("long").alias("_seq")
+    )
+    fresh = new.select(
+        *SAMPLE_COLUMNS, F.lit(1).alias("_src"), F.monotonically_increasing_id().alias("_seq")
+    )
+    union = old.unionByName(fresh).withColumn("date", day_string("ts"))
+    first = Window.partitionBy("date", "node", "ts").orderBy("_src", "_seq")
+    return (
+        union.repartition("date")
+        .withColumn("_rank", F.row_number().over(first))
+        .where(F.col("_rank") == 1)
+        .select(*SAMPLE_COLUMNS, "date")
+    )
+
+
+def scope_seconds(samples: DataFrame) -> DataFrame:
+    """Per-second values of every node scope and of the cluster scope (see module docstring)."""
+    nodes = samples.select(
+        F.concat(F.lit(NODE_PREFIX), F.col("node")).alias("scope"), "ts", *INDICATORS
+    )
+    cluster = samples.groupBy("ts").agg(*[F.sum(c).alias(c) for c in INDICATORS])
+    cluster = cluster.select(F.lit(CLUSTER_SCOPE).alias("scope"), "ts", *INDICATORS)
+    return nodes.unionByName(cluster)
+
+
+# -- buckets -----------------------------------------------------------------------------------
+
+
+def _to_long(wide: DataFrame, prefix_cols: Sequence[str]) -> DataFrame:
+    """Wide ``<indicator>__<stat>`` columns to one bucket row per indicator."""
+    structs = [
+        F.struct(
+            F.lit(name).alias("indicator"),
+            F.col(f"{name}__count").alias("count"),
+            F.col(f"{name}__sum").alias("sum"),
+            F.col(f"{name}__sumsq").alias("sumsq"),
+            F.col(f"{name}__max").alias("max"),
+        )
+        for name in INDICATORS
+    ]
+    return wide.select(*prefix_cols, F.inline(F.array(*structs))).select(*BUCKET_COLUMNS)
+
+
+def second_buckets(seconds: DataFrame) -> DataFrame:
+    """Scope seconds as one-second buckets (``count = 1``); used for partial current buckets."""
+    wide = seconds.select(
+        "scope",
+        F.col("ts").alias("bucket_start"),
+        *[
+            col
+            for name in INDICATORS
+            for col in (
+                F.lit(1).cast("long").alias(f"{name}__count"),
+                F.col(name).cast(EXACT).alias(f"{name}__sum"),
+                (F.col(name).cast(EXACT) * F.col(name).cast(EXACT)).cast(EXACT).alias(
+                    f"{name}__sumsq"
+                ),
+                F.col(name).alias(f"{name}__max"),
+            )
+        ],
+    )
+    return _to_long(wide, ["scope", "bucket_start"])
+
+
+def _minute_aggs(name: str) -> list[Column]:
+    x = F.col(name)
+    small = F.abs(x) < F.lit(_SMALL)
+    hi = F.shiftright(x, _SPLIT)
+    lo = x.bitwiseAND(F.lit((1 << _SPLIT) - 1))
+    big = x.cast(EXACT)
+    return [
+        F.count(x).alias(f"{name}__count"),
+        F.max(x).alias(f"{name}__max"),
+        F.sum(F.when(small, x)).alias(f"{name}__s"),
+        F.sum(F.when(small, hi * hi)).alias(f"{name}__hh"),
+        F.sum(F.when(small, hi * lo)).alias(f"{name}__hl"),
+        F.sum(F.when(small, lo * lo)).alias(f"{name}__ll"),
+        F.sum(F.when(~small, big)).alias(f"{name}__bs"),
+        F.sum(F.when(~small, (big * big).cast(EXACT))).alias(f"{name}__bq"),
+    ]
+
+
+def _minute_finish(name: str) -> list[Column]:
+    def part(suffix: str) -> Column:
+        return F.coalesce(F.col(f"{name}__{suffix}").cast(EXACT), _zero())
+
+    total = (part("s") + part("bs")).cast(EXACT)
+    squares = (
+        part("hh") * _dec(1 << (2 * _SPLIT))
+        + part("hl") * _dec(1 << (_SPLIT + 1))
+        + part("ll")
+        + part("bq")
+    ).cast(EXACT)
+    return [
+        F.col(f"{name}__count"),
+        total.alias(f"{name}__sum"),
+        squares.alias(f"{name}__sumsq"),
+        F.col(f"{name}__max"),
+    ]
+
+
+def minute_buckets(seconds: DataFrame) -> DataFrame:
+    """Minute buckets (long shape, ``BUCKET_SCHEMA``) of scope seconds.
+
+    Aggregates the wide rows first (one row per scope and minute) and only then unpivots the
+    seven indicators, so the per-second data is scanned once.
+    """
+    wide = seconds.groupBy("scope", bucket_start("ts", MINUTE).alias("bucket_start")).agg(
+        *[agg for name in INDICATORS for agg in _minute_aggs(name)]
+    )
+    wide = wide.select(
+        "scope", "bucket_start", *[c for name in INDICATORS for c in _minute_finish(name)]
+    )
+    return _to_long(wide, ["scope", "bucket_start"])
+
+
+def coarser_buckets(buckets: DataFrame, resolution: int) -> DataFrame:
+    """Merge buckets into buckets of ``resolution`` seconds (hours from minutes, days from hours)."""
+    return buckets.groupBy(
+        "scope", "indicator", bucket_start("bucket_start", resolution).alias("bucket_start")
+    ).agg(
+        F.sum("count").cast("long").alias("count"),
+        F.sum("sum").cast(EXACT).alias("sum"),
+        F.sum("sumsq").cast(EXACT).alias("sumsq"),
+        F.max("max").alias("max"),
+    )
+
+
+# -- windows -----------------------------------------------------------------------------------
+
+
+def longest_buckets() -> dict[int, int]:
+    """Resolution -> largest ``W / r`` of the windows of that resolution (900, 900, 360, 450)."""
+    out: dict[int, int] = {}
+    for w in WINDOWS:
+        out[w.resolution] = max(out.get(w.resolution, 0), w.buckets)
+    return out
+
+
+def window_aggregates(
+    seconds: DataFrame,
+    minutes: DataFrame,
+    hours: DataFrame,
+    days: DataFrame,
+    as_of: int,
+) -> DataFrame:
+    """Exact aggregates (``EXACT_COLUMNS``) of every window as of second ``as_of``.
+
+    ``seconds``, ``minutes``, ``hours``, ``days`` are buckets of 1, 60, 3600 and 86400 seconds
+    (any superset of the needed ranges). A window of length W and resolution r covers
+    ``(as_of // r - (W/r - 1)) * r <= ts <= as_of`` (metrics.windows); it is assembled from
+    disjoint pieces: whole buckets of its resolution before the current one, and the current
+    (partial) bucket built from finer levels -- whole hours of the current day, whole minutes of
+    the current hour and the seconds of the current minute up to ``as_of``. Buckets that extend
+    past ``as_of`` are never used whole. Only scopes and indicators with at least one sample in
+    some window appear (missing seconds are absent, not zero).
+    """
+    t = int(as_of)
+    m0 = t - t % MINUTE
+    h0 = t - t % HOUR
+    d0 = t - t % DAY
+    start = F.col("bucket_start")
+
+    def level(df: DataFrame, name: str, lo: int, hi: int) -> DataFrame:
+        return df.where((start >= lo) & (start <= hi)).select(
+            *BUCKET_COLUMNS, F.lit(name).alias("level")
+        )
+
+    n = longest_buckets()
+    pieces = reduce(
+        DataFrame.unionByName,
+        [
+            level(seconds, "s", min(t - n[1] + 1, m0), t),
+            level(minutes, "m", m0 - (n[MINUTE] - 1) * MINUTE, m0 - 1),
+            level(hours, "h", h0 - (n[HOUR] - 1) * HOUR, h0 - 1),
+            level(days, "d", d0 - (n[DAY] - 1) * DAY, d0 - 1),
+        ],
+    )
+    lvl = F.col("level")
+    current_minute = (lvl == "s") & (start >= m0)
+    current_hour = current_minute | ((lvl == "m") & (start >= h0))
+    current_day = current_hour | ((lvl == "h") & (start >= d0))
+    members = []
+    for w in WINDOWS:
+        lo = (t // w.resolution - (w.buckets - 1)) * w.resolution
+        if w.resolution == 1:
+            cond = (lvl == "s") & (start >= lo)
+        elif w.resolution == MINUTE:
+            cond = ((lvl == "m") & (start >= lo)) | current_minute
+        elif w.resolution == HOUR:
+            cond = ((lvl == "h") & (start >= lo)) | current_hour
+        elif w.resolution == DAY:
+            cond = ((lvl == "d") & (start >= lo)) | current_day
+        else:  # pragma: no cover - WINDOWS only has these resolutions
+            raise ValueError(w)
+        members.append(F.when(cond, F.lit(w.name)))
+    return (
+        pieces.withColumn("window", F.explode(F.array_compact(F.array(*members))))
+        .groupBy("scope", "indicator", "window")
+        .agg(
+            F.sum("count").cast("long").alias("count"),
+            F.sum("sum").cast(EXACT).alias("sum"),
+            F.sum("sumsq").cast(EXACT).alias("sumsq"),
+            F.max("max").alias("max"),
+        )
+        .select(
+            "scope",
+            "indicator",
+            "window",
+            F.lit(t).cast("long").alias("as_of"),
+            "count",
+            "sum",
+            "sumsq",
+            "max",
+        )
+    )
