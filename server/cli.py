@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import uvloop
@@ -60,9 +61,18 @@ def _settings(config: Path | None) -> Settings:
     return settings
 
 
-def _run(server: PushServer, on_started: Callable[[PushServer], None] | None = None) -> None:
+def _run(
+    server: PushServer,
+    on_started: Callable[[PushServer], None] | None = None,
+    background: list[Coroutine[Any, Any, None]] | None = None,
+) -> None:
     async def main() -> None:
-        await server.serve_forever(on_started)
+        tasks = [asyncio.get_running_loop().create_task(job) for job in background or []]
+        try:
+            await server.serve_forever(on_started)
+        finally:
+            for task in tasks:
+                task.cancel()
 
     try:
         uvloop.run(main())
@@ -106,6 +116,15 @@ def up(config: ConfigOption = None) -> None:
                     f"  {exe} publish {subject} 193 --field volume=6.62M --server {host}:{port}",
                     f"  curl 'http://{host}:{port}/snapshot?subject={subject}'",
                     "",
+                    *(
+                        [
+                            f"Statistics pipeline: every {settings.stats_interval:g} s into "
+                            f"{settings.database} (log: data/logs/stats.log;"
+                            " pushgrid stats status)",
+                        ]
+                        if settings.stats_interval > 0
+                        else []
+                    ),
                     "Ctrl-C stops everything.",
                 ]
             ),
@@ -113,14 +132,24 @@ def up(config: ConfigOption = None) -> None:
         )
 
     from .app import PushServer
+    from .periodic import run_periodically
 
-    _run(PushServer(settings), banner)
+    background = []
+    if settings.stats_interval > 0:
+        stats = [sys.executable, "-m", "server", "stats", "run"]
+        if config is not None:
+            stats += ["--config", str(config)]
+        log_path = Path("data/logs/stats.log")
+        background.append(run_periodically(stats, settings.stats_interval, log_path))
+    _run(PushServer(settings), banner, background)
 
 
 def _register_subcommands() -> None:
-    from client.cli import register
+    from client.cli import register as register_client
+    from spark_stats.cli import register as register_stats
 
-    register(app)
+    register_client(app)
+    register_stats(app)
 
 
 _register_subcommands()

@@ -1,0 +1,40 @@
+"""Runs a command every N seconds in a child process (``pushgrid up`` runs the stats job so).
+
+The child is a separate process so a Spark JVM never shares the push server's event loop or
+memory; its output goes to a log file; a run still going when the next is due is not doubled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+async def run_periodically(
+    argv: list[str], interval: float, log_path: Path, first_delay: float = 60.0
+) -> None:
+    """Run ``argv`` after ``first_delay`` seconds and then every ``interval`` seconds, forever."""
+    await asyncio.sleep(first_delay)
+    while True:
+        await _run_once(argv, log_path)
+        await asyncio.sleep(interval)
+
+
+async def _run_once(argv: list[str], log_path: Path) -> None:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as output:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdout=output, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL
+        )
+        try:
+            code = await process.wait()
+        except asyncio.CancelledError:
+            process.terminate()
+            raise
+    if code == 0:
+        log.info("periodic %s finished", " ".join(argv[1:3]))
+    else:
+        log.warning("periodic %s exited with %s (see %s)", " ".join(argv[1:3]), code, log_path)
