@@ -34,6 +34,12 @@
  *   "failed" | "too_large", ...}. Invalid arguments throw synchronously.
  * - Callbacks run synchronously in event order (a DATA_RESYNC comes before the snapshot that
  *   follows it); an exception in a callback is logged with console.error and ignored.
+ *
+ * Differences from the Python SDK: callbacks only (no messages() iterator); status events use
+ * camelCase (closeCode, closeReason, retryIn); plain "host:port" entries use wss:// when the page
+ * itself is served over https. Over SSE a subscription change reopens the stream (the other
+ * subjects recover from their positions, without DATA_SYNC noise), and one stream carries one
+ * conflation period and one history depth: used when all its subjects agree, otherwise none.
  */
 (function (root, factory) {
   "use strict";
@@ -498,8 +504,8 @@
       this._stopEvent = null;
       this._wakeSleep = null;
       this._lastFailure = null;
-      /** Counters for diagnostics and tests: WebSockets / EventSources created, welcomes. */
-      this.counters = { websockets: 0, eventSources: 0, welcomes: 0 };
+      /** Counters for diagnostics and tests: WebSockets / EventSources created, frames seen. */
+      this.counters = { websockets: 0, eventSources: 0, welcomes: 0, keepalives: 0 };
     }
 
     // --- public API ----------------------------------------------------------------------------
@@ -980,7 +986,10 @@
           return conn.finish(ruleForClose(frame.code ?? null),
             `closed by the server: ${frame.code ?? ""} ${frame.reason || ""}`.trim(),
             frame.code ?? null, frame.reason || null);
-        default: return undefined; // keepalive, pong, unsubscribed, unknown (forward compatible)
+        case "keepalive":
+          this.counters.keepalives += 1;
+          return undefined;
+        default: return undefined; // pong, unsubscribed, unknown (forward compatible)
       }
     }
 

@@ -289,3 +289,21 @@ def test_subscription_changes_while_connected_lose_nothing(server, browser, subj
     if transport == "sse":
         assert browser.client("counters.eventSources") == 3
     no_console_errors(browser)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_keepalives_keep_an_idle_connection_up(server_factory, browser, subject, transport):
+    """Idle past a keepalive interval: the server's keepalive frames (WebSocket frames or SSE
+    events) reach the page's watchdog (1.4 x keepalive), so the connection stays up."""
+    srv = server_factory(KeepaliveInterval=5)
+    s = subject("idle")
+    browser.open_demo(srv.url, subject=s, transport=transport)
+    browser.wait_status("subscribe_allow", s)
+    assert browser.client("welcome.keepalive") == 5
+    browser.wait(lambda: browser.client("counters.keepalives") >= 1, "a keepalive frame")
+    assert not browser.statuses("server_down"), browser.statuses("server_down")
+    publish(srv.url, s, "still here")
+    (message,) = browser.wait_messages(s, 1)
+    assert message["type"] == "update"
+    assert browser.client("counters.welcomes") == 1
+    no_console_errors(browser)

@@ -212,7 +212,7 @@ def test_gap_triggers_a_resubscribe_with_recovery(server, browser, fake):
 def test_silent_server_is_declared_dead_and_recovery_follows(server, browser, fake):
     async def script(conn: Conn, index: int) -> None:
         if index == 0:
-            await conn.send(welcome(keepalive=0.5))
+            await conn.send(welcome(keepalive=2.0))
             sub = await conn.recv("subscribe")
             await conn.send(subscribed("none", 0, sub["id"]))
             await conn.send(message(1))
@@ -226,7 +226,7 @@ def test_silent_server_is_declared_dead_and_recovery_follows(server, browser, fa
     srv = fake(script)
     open_page(browser, server, srv)
     (down,) = browser.wait_status("server_down")
-    assert down["detail"] == "no frame from the server for 0.7 s"
+    assert down["detail"] == "no frame from the server for 2.8 s"
     messages = browser.wait_messages(S, 2)
     assert [(m["seq"], m["type"]) for m in messages] == [(1, "update"), (2, "recovered")]
     browser.wait(lambda: len(srv.connections) >= 2, "reconnected")

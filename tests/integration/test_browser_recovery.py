@@ -8,6 +8,7 @@ wait is bounded and nothing asserts on timing.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -197,4 +198,37 @@ def test_operator_disconnect_reconnects_without_loss(server, browser, subject, t
     assert {m["type"] for m in messages[1:]} <= {"recovered", "update"}
     assert_in_order(messages)
     assert browser.client("welcome.session") != session
+    assert not script_errors(browser), script_errors(browser)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_failover_to_the_other_server_of_the_list(server_factory, browser, subject, transport):
+    """Two independent servers in the page's list: when the one in use dies, the page moves to
+    the other (a different epoch there: DATA_RESYNC) and receives its messages."""
+    a, b = server_factory(ServerName="node-a"), server_factory(ServerName="node-b")
+    s = subject("failover")
+    browser.open_demo(
+        a.url,
+        server=f"50 {a.address}, 50 {b.address}",
+        subject=s,
+        transport=transport,
+        backoff="0.2",
+    )
+    browser.wait_status("subscribe_allow", s)
+    used = browser.client("server")
+    first, other = (a, b) if used == a.address else (b, a)
+    assert used == first.address
+    publish(first.url, s, "on the first")
+    browser.wait_messages(s, 1)
+
+    first.stop(signal.SIGKILL)
+
+    (resync,) = browser.wait_status("data_resync", s)
+    assert resync["server"] == other.address
+    assert browser.client("server") == other.address
+    publish(other.url, s, "on the other")
+    messages = browser.wait_messages(s, 2)
+    assert [m["content"] for m in messages] == ["on the first", "on the other"]
+    ups = browser.statuses("server_up")
+    assert [e["server"] for e in ups] == [first.address, other.address]
     assert not script_errors(browser), script_errors(browser)
