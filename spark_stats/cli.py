@@ -157,21 +157,37 @@ def _first_line(error: BaseException | str, limit: int = 500) -> str:
 
 
 class _ProgressDisplay:
-    """One Rich progress bar per step; a new step completes the previous ones."""
+    """An overall bar for the job, and one line (with its own bar and time) per stage.
+
+    Each ``progress(message, fraction)`` call closes the current stage and opens the next one,
+    named by ``message``; ``fraction`` (0 -> 1) drives the overall bar.
+    """
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.tasks: dict[str, TaskID] = {}
+        self.overall = progress.add_task("statistics job", total=1.0)
+        self.current: TaskID | None = None
 
-    def __call__(self, step: str, fraction: float) -> None:
-        if step not in self.tasks:
-            self.complete()
-            self.tasks[step] = self.progress.add_task(step, total=1.0)
-        self.progress.update(self.tasks[step], completed=min(max(float(fraction), 0.0), 1.0))
+    def __call__(self, message: str, fraction: float) -> None:
+        done = min(max(float(fraction), 0.0), 1.0)
+        self.progress.update(self.overall, completed=done)
+        self._close_stage()
+        if done < 1.0:
+            self.current = self.progress.add_task(f"  {message}", total=None)
+        else:
+            final = self.progress.add_task(f"  {message}", total=1.0)
+            self.progress.update(final, completed=1.0)
 
-    def complete(self) -> None:
-        for task in self.tasks.values():
-            self.progress.update(task, completed=1.0)
+    def _close_stage(self) -> None:
+        if self.current is not None:
+            self.progress.update(self.current, total=1.0, completed=1.0)
+            self.current = None
+
+    def stop(self, succeeded: bool) -> None:
+        """Close the display: a failed job leaves its overall bar where it stopped."""
+        self._close_stage()
+        if succeeded:
+            self.progress.update(self.overall, completed=1.0)
 
 
 @stats_app.command("run")
@@ -237,7 +253,7 @@ def stats_run(
     outcome: JobOutcome
     with Progress(
         SpinnerColumn(),
-        TextColumn("{task.description:<16}"),
+        TextColumn("{task.description}"),
         BarColumn(),
         TaskProgressColumn(),
         TimeElapsedColumn(),
@@ -258,8 +274,7 @@ def stats_run(
             raise _fail(f"database {display_url(url)}: {_first_line(exc)}") from None
         except KeyboardInterrupt:
             raise _fail("stats run interrupted (recorded as failed)", 130) from None
-        if outcome.ok:
-            display.complete()
+        display.stop(outcome.ok)
     run = outcome.run
     if not outcome.ok:
         error = run.error or "unknown error"
@@ -271,16 +286,26 @@ def stats_run(
 
 
 def _log_to(console: Console, level: str) -> None:
-    """Log records (LogLevel) above the progress display instead of through it."""
+    """Log records above the progress display instead of through it.
+
+    On a terminal the display already tells the INFO story: only warnings (or everything at
+    LogLevel DEBUG) are logged; in a log file (``pushgrid up``'s periodic runs) LogLevel holds.
+    py4j's chatter stays at WARNING.
+    """
     import logging
 
     from rich.logging import RichHandler
 
-    logging.basicConfig(
-        level=level,
-        format="%(name)s: %(message)s",
-        handlers=[RichHandler(console=console, show_path=False, rich_tracebacks=False)],
-    )
+    handler: logging.Handler
+    if console.is_terminal:
+        level = "DEBUG" if level == "DEBUG" else "WARNING"
+        handler = RichHandler(console=console, show_path=False)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler(console.file)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def _print_success(outcome: JobOutcome, where: str) -> None:

@@ -356,27 +356,31 @@ def _frame_rows(
     missing = [column for column in _FRAME_COLUMNS if column not in frame.columns]
     if missing:
         raise ValueError(f"{name}: missing columns {', '.join(missing)}")
-    rows: list[dict[str, Any]] = []
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}  # by key: a repeated key keeps its last row
+    moments: dict[int, datetime] = {}
     for record in frame.loc[:, list(_FRAME_COLUMNS)].itertuples(index=False, name=None):
         scope, indicator, window, as_of, count, max_, avg, stddev = record
         try:
-            rows.append(
-                {
-                    "scope": str(scope),
-                    "indicator": str(indicator),
-                    "window": str(window),
-                    "as_of": from_unix(int(as_of)),
-                    "count": int(count),
-                    "max": _optional_float(max_),
-                    "avg": _optional_float(avg),
-                    "stddev": _optional_float(stddev),
-                    "run_id": run_id,
-                    "computed_at": computed_at,
-                }
-            )
+            seconds = int(as_of)
+            moment = moments.get(seconds)
+            if moment is None:
+                moment = moments[seconds] = from_unix(seconds)
+            row = {
+                "scope": str(scope),
+                "indicator": str(indicator),
+                "window": str(window),
+                "as_of": moment,
+                "count": int(count),
+                "max": _optional_float(max_),
+                "avg": _optional_float(avg),
+                "stddev": _optional_float(stddev),
+                "run_id": run_id,
+                "computed_at": computed_at,
+            }
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"{name}: bad row {record!r}: {exc}") from None
-    return rows
+        rows[(row["scope"], row["indicator"], row["window"], seconds)] = row
+    return list(rows.values())
 
 
 def _batches(rows: Sequence[Mapping[str, Any]], size: int) -> Iterator[Sequence[Mapping[str, Any]]]:

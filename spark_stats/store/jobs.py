@@ -7,8 +7,10 @@ text. Failures of the job itself are returned in the :class:`JobOutcome` (the ru
 only a database that cannot be reached or migrated raises, since nothing can be recorded then.
 pyspark is imported only when a job runs, so ``pushgrid up`` (or the admin API) can import this.
 
-Progress is reported through ``progress(step, fraction)`` with fraction in [0, 1]: the steps are
-:data:`SPARK_STEP`, the pipeline's own stages, then :data:`WRITE_STEP`.
+Progress is reported like the pipeline does it, ``progress(message, fraction)``: ``message`` says
+what is being done from now on, ``fraction`` is the share of the whole job done (0 -> 1): starting
+Spark (up to :data:`SPARK_SHARE`), the pipeline's own messages (scaled into the middle), then
+writing the results (from :data:`WRITE_SHARE`) and a last message at 1.0.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, float], None]
 
-SPARK_STEP: Final = "start Spark"
-WRITE_STEP: Final = "write results"
+SPARK_SHARE: Final = 0.05
+WRITE_SHARE: Final = 0.95
 
 
 class JobError(Exception):
@@ -121,9 +123,13 @@ def run_job(
             outcome = JobOutcome(run)
             try:
                 outcome.result = _run_pipeline(archive, warehouse, master, as_of, report, spark)
-                report(WRITE_STEP, 0.0)
+                report("writing the results to the database", WRITE_SHARE)
                 outcome.written = write_results(session, run.id, outcome.result)
-                report(WRITE_STEP, 1.0)
+                report(
+                    f"stored {outcome.written.window_stats} window statistics and "
+                    f"{outcome.written.trend_points} trend points",
+                    1.0,
+                )
                 outcome.run = finish_run(
                     session,
                     run.id,
@@ -159,16 +165,20 @@ def _run_pipeline(
     spark: SparkSession | None,
 ) -> PipelineResult:
     archive_dir = check_archive(archive)
-    from ..pipeline import run_pipeline  # type: ignore[import-not-found,unused-ignore]
+    from ..pipeline import run_pipeline
     from ..session import build_session
 
     own = spark is None and not _spark_context_running()
-    report(SPARK_STEP, 0.0)
+    report(f"starting Spark ({master})", 0.0)
     session = spark if spark is not None else build_session(master)
-    report(SPARK_STEP, 1.0)
+
+    def pipeline_progress(message: str, fraction: float) -> None:
+        share = min(max(float(fraction), 0.0), 1.0)
+        report(message, SPARK_SHARE + (WRITE_SHARE - SPARK_SHARE) * share)
+
     try:
         result: PipelineResult = run_pipeline(
-            session, archive_dir, warehouse, as_of, progress=report
+            session, archive_dir, warehouse, as_of, progress=pipeline_progress
         )
         return result
     finally:

@@ -60,12 +60,14 @@ class FakePipeline:
         progress: Callable[[str, float], None] | None = None,
     ) -> PipelineResult:
         self.calls[-1].update(archive=archive_dir, warehouse=warehouse_dir, as_of=as_of)
-        for stage in ("compaction", "rollups", "windows"):
-            for fraction in (0.0, 0.5, 1.0):
-                if progress is not None:
-                    progress(stage, fraction)
-                if self.fail is not None and stage == "rollups":
-                    raise self.fail
+        # like the real one: what starts now, and the share of the pipeline done
+        for message, fraction in (("compaction", 0.0), ("rollups", 0.35), ("windows", 0.65)):
+            if progress is not None:
+                progress(message, fraction)
+            if self.fail is not None and message == "rollups":
+                raise self.fail
+        if progress is not None:
+            progress("windows: done", 1.0)
         return synthetic_result(as_of or DEFAULT_AS_OF, NODES, offset=self.offset)
 
 
@@ -198,10 +200,17 @@ def test_stats_run_succeeds_and_records_the_run(
         {"master": "local[3]", "archive": archive, "warehouse": tmp_path / "wh", "as_of": AS_OF}
     ]
     assert fake.stopped == ["local[3]"]  # the session it built is stopped
-    steps = [step for step, _ in fake.steps]
-    assert steps[0] == jobs.SPARK_STEP
-    assert steps[-1] == jobs.WRITE_STEP
-    assert {"compaction", "rollups", "windows"} <= set(steps)
+    messages = [message for message, _ in fake.steps]
+    fractions = [fraction for _, fraction in fake.steps]
+    assert messages[0] == "starting Spark (local[3])"
+    assert {"compaction", "rollups", "windows"} <= set(messages)
+    assert messages[-2:] == [
+        "writing the results to the database",
+        "stored 252 window statistics and 756 trend points",
+    ]
+    assert fractions == sorted(fractions)
+    assert fractions[0] == 0.0
+    assert fractions[-1] == 1.0
 
     (run,) = _runs(url)
     expected = synthetic_result(AS_OF, NODES)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -282,3 +283,17 @@ def test_naive_datetimes_are_refused(session: Session) -> None:
     with pytest.raises(Exception, match="naive datetime"):
         session.commit()
     session.rollback()
+
+
+def test_a_repeated_key_in_one_frame_keeps_its_last_row(session: Session) -> None:
+    good = synthetic_result(AS_OF, NODES)
+    repeated = good.window_stats.iloc[:1].copy()
+    repeated["avg"] = -1.0
+    frame = pd.concat([good.window_stats, repeated], ignore_index=True)
+    written = db.write_results(
+        session, _run(session), PipelineResult(AS_OF, frame, good.trend_points)
+    )
+    assert written.window_stats == KEYS_PER_AS_OF
+    first = good.window_stats.iloc[0]
+    (row,) = db.window_stats(session, first["scope"], first["indicator"], first["window"])
+    assert row.avg == -1.0
