@@ -11,9 +11,9 @@ from __future__ import annotations
 from logging.config import fileConfig
 from typing import Any, Literal
 
+from alembic import context
 from sqlalchemy.engine import Connection
 
-from alembic import context
 from spark_stats.store.db import make_engine, normalize_url
 from spark_stats.store.models import Base, UTCDateTime
 

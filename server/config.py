@@ -111,6 +111,13 @@ class Settings(BaseSettings):
     stats_warehouse: Path = Field(default=Path("data/warehouse"), alias="StatsWarehouse")
     spark_master: str = Field(default="local[*]", alias="SparkMaster")
     stats_interval: float = Field(default=300.0, ge=0, alias="StatsInterval")
+    admin_listen: str = Field(default="127.0.0.1:8080", alias="Admin.Listen")
+    admin_members: AddressList = Field(
+        default=["local=http://127.0.0.1:8900"], alias="Admin.Members"
+    )
+    admin_member_username: str | None = Field(default=None, alias="Admin.MemberUsername")
+    admin_member_password: str | None = Field(default=None, alias="Admin.MemberPassword")
+    admin_stale_after: float = Field(default=900.0, gt=0, alias="Admin.StaleAfter")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )
@@ -131,6 +138,21 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_path(cls, value: Any) -> Any:
         return None if isinstance(value, str) and value.strip() in ("", "none", "off") else value
+
+    @field_validator("admin_listen")
+    @classmethod
+    def _admin_address(cls, value: str) -> str:
+        parse_address(value)
+        return value
+
+    @field_validator("admin_members")
+    @classmethod
+    def _members(cls, values: list[str]) -> list[str]:
+        for value in values:
+            name, sep, url = value.partition("=")
+            if not sep or not name.strip() or not url.strip().startswith(("http://", "https://")):
+                raise ValueError(f"{value!r} is not name=http(s)://host:port (a member)")
+        return values
 
     @field_validator("listen", "listen_encrypted", "monitor_http_listen", "monitor_https_listen")
     @classmethod

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from datetime import UTC, timedelta, timezone
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.orm import Session
 
-from alembic import command
 from metrics.indicators import INDICATOR_NAMES
 from metrics.windows import WINDOW_NAMES
 from spark_stats.store import db

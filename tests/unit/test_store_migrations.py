@@ -6,11 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from alembic import command
 from spark_stats.store import db
 from spark_stats.store.models import Base
 
