@@ -14,6 +14,7 @@ from typing import Any, Literal
 from alembic import context
 from sqlalchemy.engine import Connection
 
+import admin_api.models  # noqa: F401  (adds the admin API's tables to Base.metadata)
 from spark_stats.store.db import make_engine, normalize_url
 from spark_stats.store.models import Base, UTCDateTime
 

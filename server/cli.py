@@ -106,6 +106,7 @@ def up(config: ConfigOption = None) -> None:
                     f"pushgrid {__version__} is up (engine: {server.engine.name})",
                     f"  push server (WebSocket)  ws://{host}:{port}/ws",
                     f"  health                   http://{host}:{port}/health",
+                    f"  admin API                http://{settings.admin_listen}/api/docs",
                     *(
                         f"  monitoring               http://{address}/jolokia  /stats  /metrics"
                         for address in server.monitor_addresses()
@@ -131,10 +132,12 @@ def up(config: ConfigOption = None) -> None:
             err=False,
         )
 
+    from admin_api.cli import run_alongside
+
     from .app import PushServer
     from .periodic import run_periodically
 
-    background = []
+    background = [run_alongside(config)]
     if settings.stats_interval > 0:
         stats = [sys.executable, "-m", "server", "stats", "run"]
         if config is not None:
@@ -145,11 +148,13 @@ def up(config: ConfigOption = None) -> None:
 
 
 def _register_subcommands() -> None:
+    from admin_api.cli import register as register_admin
     from client.cli import register as register_client
     from spark_stats.cli import register as register_stats
 
     register_client(app)
     register_stats(app)
+    register_admin(app)
 
 
 _register_subcommands()

@@ -1223,3 +1223,137 @@ class SseStream:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+# --- admin API (tests/integration/test_admin_*.py) --------------------------------------------
+
+ADMIN_ROLES = ("viewer", "operator", "admin")
+
+
+class AdminHarness:
+    """The admin API (``admin_api.main.create_app``) on its own SQLite file in ``workdir``.
+
+    ``members``: ``Admin.Members`` entries (``name=http://host:port``). One token per role is
+    created (``tokens["viewer"]`` ...); member calls time out after ``member_timeout`` seconds.
+    ``client(role)`` is an httpx client on the app through
+    ``httpx.ASGITransport`` (``role=None``: no Authorization header). The job runner's child
+    processes log to ``workdir/admin-stats.log``; ``MetricsArchive`` points at a directory that
+    does not exist (a triggered run fails at once, without Spark) unless ``settings`` say else.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        members: Iterable[str],
+        member_timeout: float = 2.0,
+        **settings: Any,
+    ) -> None:
+        from admin_api.main import create_app
+        from admin_api.security import Role
+        from admin_api.services.jobs import JobRunner
+        from admin_api.services.tokens import TokenService
+        from server.config import load_settings
+        from spark_stats.store.db import make_engine, make_session_factory, upgrade
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.db_path = workdir / "admin.db"
+        self.url = f"sqlite:///{self.db_path}"
+        upgrade(self.url)
+        options: dict[str, Any] = {
+            "database": self.url,
+            "admin_members": list(members),
+            "metrics_archive": str(workdir / "no-archive"),
+            "stats_warehouse": str(workdir / "warehouse"),
+            "log_level": "WARNING",
+            **settings,
+        }
+        self.settings = load_settings(None, environ={}, **options)
+        self.engine = make_engine(self.url)
+        self.session_factory = make_session_factory(self.engine)
+        self.tokens: dict[str, str] = {}
+        self.token_ids: dict[str, str] = {}
+        with self.session_factory() as session:
+            for role in ADMIN_ROLES:
+                created = TokenService(session).create(f"test-{role}", Role(role))
+                self.tokens[role] = created.token
+                self.token_ids[role] = created.id
+        self.job_runner = JobRunner(self.settings, workdir / "admin-stats.log")
+        self.app = create_app(
+            self.settings, self.session_factory, self.job_runner, member_timeout=member_timeout
+        )
+
+    def headers(self, role: str | None) -> dict[str, str]:
+        return {} if role is None else {"authorization": f"Bearer {self.tokens[role]}"}
+
+    def client(self, role: str | None = "admin", **kwargs: Any) -> httpx.AsyncClient:
+        headers = {**self.headers(role), **kwargs.pop("headers", {})}
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app),
+            base_url="http://admin.test",
+            headers=headers,
+            timeout=DEFAULT_TIMEOUT * 3,
+            **kwargs,
+        )
+
+    def close(self) -> None:
+        self.job_runner.close()
+        self.engine.dispose()
+
+
+def member_entry(name: str, server: ServerProcess) -> str:
+    """An ``Admin.Members`` entry for a test server's monitoring port."""
+    return f"{name}={server.monitor_url}"
+
+
+def down_member_entry(name: str = "down") -> str:
+    """An ``Admin.Members`` entry for a port nothing listens on (connection refused)."""
+    return f"{name}=http://127.0.0.1:{free_port()}"
+
+
+def assert_problem(
+    response: httpx.Response, status: int, code: str | None = None
+) -> dict[str, Any]:
+    """Assert an RFC 9457 problem+json answer with this status (and code); return it."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"].startswith("application/problem+json"), (
+        response.headers,
+        response.text,
+    )
+    problem: dict[str, Any] = response.json()
+    assert problem["status"] == status, problem
+    assert problem["type"].startswith("urn:pushgrid:admin:"), problem
+    assert isinstance(problem["title"], str), problem
+    assert problem["title"], problem
+    if code is not None:
+        assert problem["code"] == code, problem
+    return problem
+
+
+class SilentTcpServer:
+    """A TCP server that accepts connections and never answers (a member that hangs)."""
+
+    def __init__(self) -> None:
+        self._server: asyncio.AbstractServer | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+        self.port = 0
+
+    async def start(self) -> SilentTcpServer:
+        async def hold(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._writers.append(writer)
+
+        self._server = await asyncio.start_server(hold, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def close(self) -> None:
+        for writer in self._writers:
+            writer.transport.abort()
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 3)

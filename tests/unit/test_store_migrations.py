@@ -11,6 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+import admin_api.models  # noqa: F401  (the admin API's tables share the store's metadata)
 from spark_stats.store import db
 from spark_stats.store.models import Base
 
@@ -21,7 +22,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert db.upgrade(url) == db.head_revision() == "0001"
+    assert db.upgrade(url) == db.head_revision() == "0002"
     engine = db.make_engine(url)
     try:
         with engine.connect() as connection:
@@ -30,6 +31,9 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
         inspector = inspect(engine)
         assert set(inspector.get_table_names()) == {
             "alembic_version",
+            "admin_members",
+            "admin_tokens",
+            "admin_audit",
             "job_runs",
             "window_stats",
             "trend_points",
@@ -51,13 +55,13 @@ def test_upgrade_is_idempotent_and_downgrade_removes_everything(tmp_path: Path) 
     url = _url(tmp_path / "p.db")
     assert db.current_revision(url) is None
     db.upgrade(url)
-    assert db.upgrade(url) == "0001"
+    assert db.upgrade(url) == db.head_revision()
     engine = db.make_engine(url)
     try:
         command.downgrade(db.alembic_config(url), "base")
         assert set(inspect(engine).get_table_names()) == {"alembic_version"}
         assert db.current_revision(engine) is None
-        assert db.upgrade(url) == "0001"
+        assert db.upgrade(url) == db.head_revision()
         assert db.has_schema(engine)
     finally:
         engine.dispose()
@@ -67,7 +71,7 @@ def test_upgrade_works_from_any_directory(tmp_path: Path, monkeypatch: pytest.Mo
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert db.upgrade("sqlite:///relative/pushgrid.db") == "0001"
+    assert db.upgrade("sqlite:///relative/pushgrid.db") == db.head_revision()
     assert (elsewhere / "relative" / "pushgrid.db").is_file()
 
 

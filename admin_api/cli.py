@@ -1,0 +1,243 @@
+"""``pushgrid admin ...``: run the admin API, create API tokens.
+
+``server/cli.py`` calls :func:`register` to add the command group:
+
+    pushgrid admin [--config FILE] [--listen HOST:PORT] [--bootstrap]     (= serve)
+    pushgrid admin serve [--config FILE] [--listen HOST:PORT] [--bootstrap]
+    pushgrid admin create-token --role viewer|operator|admin [--name NAME] [--config FILE]
+
+Both apply the database migrations first (``Database`` setting). ``--bootstrap`` creates and
+prints an admin token when the database has no active one (what ``make up`` / ``pushgrid up``
+use to hand out the first token). :func:`run_alongside` runs the admin API as a child process of
+``pushgrid up``.
+
+Exit codes: 0 done; 1 the database is unusable or the listener cannot be opened; 2 bad option or
+configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .security import Role
+
+if TYPE_CHECKING:
+    from server.config import Settings
+
+admin_app = typer.Typer(
+    name="admin",
+    help="The admin API (FastAPI, /api/v1): run it, create API tokens.",
+    invoke_without_command=True,
+    add_completion=False,
+)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
+]
+ListenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--listen",
+        metavar="HOST:PORT",
+        help="Listen here instead of Admin.Listen (default 127.0.0.1:8080).",
+    ),
+]
+BootstrapOption = Annotated[
+    bool,
+    typer.Option(
+        "--bootstrap",
+        help="Create and print an admin token when the database has no active one.",
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``admin`` command group to the ``pushgrid`` app."""
+    app.add_typer(admin_app, name="admin")
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"pushgrid: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _settings(config: Path | None) -> Settings:
+    from server.config import ConfigError, load_settings
+
+    try:
+        return load_settings(config)
+    except ConfigError as exc:
+        raise _fail(f"configuration error\n{exc}", 2) from None
+
+
+def _migrate(url: str) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from spark_stats.store.db import StoreError, display_url, upgrade
+
+    try:
+        upgrade(url)
+    except (StoreError, SQLAlchemyError, OSError) as exc:
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise _fail(f"cannot migrate {display_url(url)}: {line}") from None
+
+
+def _create_token(url: str, role: Role, name: str) -> tuple[str, str]:
+    """(token id, token) of a new token in the database at ``url``."""
+    from spark_stats.store.db import session_scope
+
+    from .services.tokens import TokenService
+
+    with session_scope(url) as session:
+        created = TokenService(session).create(name, role, created_by="cli")
+    return created.id, created.token
+
+
+def _bootstrap_token(url: str) -> str | None:
+    """A new admin token when the database has no active one, else None."""
+    from spark_stats.store.db import session_scope
+
+    from .services.tokens import TokenService
+
+    with session_scope(url) as session:
+        if TokenService(session).has_active(Role.ADMIN):
+            return None
+    return _create_token(url, Role.ADMIN, "bootstrap-admin")[1]
+
+
+def serve(config: Path | None, listen: str | None = None, bootstrap: bool = False) -> None:
+    """Migrate the database and run the admin API with uvicorn until interrupted."""
+    import logging
+
+    import uvicorn
+
+    from server.config import parse_address
+
+    from .main import DOCS_URL, create_app
+
+    settings = _settings(config)
+    try:
+        host, port = parse_address(listen or settings.admin_listen)
+    except ValueError as exc:
+        raise _fail(f"--listen: {exc}", 2) from None
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    _migrate(settings.database)
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"http://{shown_host}:{port}"
+    lines = [f"pushgrid admin API on {base}/api/v1 (docs: {base}{DOCS_URL})"]
+    if bootstrap:
+        token = _bootstrap_token(settings.database)
+        if token is None:
+            lines.append(
+                "  admin tokens exist; a new one: pushgrid admin create-token --role admin"
+            )
+        else:
+            lines += [
+                f"  first admin token (shown once): {token}",
+                f"  try: curl -H 'Authorization: Bearer {token}' {base}/api/v1/members",
+            ]
+    typer.echo("\n".join(lines))
+    app = create_app(settings)
+    try:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=settings.log_level.lower(),
+            proxy_headers=False,
+            server_header=False,
+        )
+    except OSError as exc:
+        raise _fail(f"admin API cannot start: {exc}") from None
+
+
+@admin_app.callback()
+def _admin(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    listen: ListenOption = None,
+    bootstrap: BootstrapOption = False,
+) -> None:
+    """Run the admin API (same as `pushgrid admin serve`) unless a command is given."""
+    ctx.obj = config
+    if ctx.invoked_subcommand is None:
+        serve(config, listen, bootstrap)
+
+
+@admin_app.command("serve")
+def serve_command(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    listen: ListenOption = None,
+    bootstrap: BootstrapOption = False,
+) -> None:
+    """Run the admin API (uvicorn, Admin.Listen, default 127.0.0.1:8080)."""
+    serve(config or ctx.obj, listen, bootstrap)
+
+
+@admin_app.command("create-token")
+def create_token_command(
+    ctx: typer.Context,
+    role: Annotated[
+        Role, typer.Option("--role", case_sensitive=False, help="viewer, operator or admin.")
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="What the token is for (default: cli-<role>)."),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Create an API token and print it (once: only its hash is stored)."""
+    settings = _settings(config or ctx.obj)
+    token_name = (name or f"cli-{role.value}").strip()
+    if not token_name or len(token_name) > 128:
+        raise _fail("--name must be 1 to 128 characters", 2)
+    _migrate(settings.database)
+    token_id, token = _create_token(settings.database, role, token_name)
+    typer.echo(
+        f"created {role.value} token {token_name!r} (id {token_id}); it is shown only now:",
+        err=True,
+    )
+    typer.echo(token)
+
+
+def admin_argv(config: Path | None = None, bootstrap: bool = True) -> list[str]:
+    """The command that runs the admin API in a child process."""
+    argv = [sys.executable, "-m", "server", "admin", "serve"]
+    if config is not None:
+        argv += ["--config", str(config)]
+    if bootstrap:
+        argv.append("--bootstrap")
+    return argv
+
+
+async def run_alongside(config: Path | None = None) -> None:
+    """Run the admin API as a child process until cancelled (for ``pushgrid up``).
+
+    Its output goes to this terminal (so the first admin token is seen); cancelling terminates
+    the child.
+    """
+    process = await asyncio.create_subprocess_exec(
+        *admin_argv(config), stdin=asyncio.subprocess.DEVNULL
+    )
+    try:
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            with contextlib.suppress(TimeoutError, ProcessLookupError):
+                await asyncio.wait_for(process.wait(), 5)
+            if process.returncode is None:
+                process.kill()

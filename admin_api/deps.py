@@ -1,0 +1,186 @@
+"""Dependencies of the routes, as ``Annotated`` aliases.
+
+Authorization: every route takes exactly one role dependency, ``Depends(require(Role.X))``
+(aliases :data:`Viewer`, :data:`Operator`, :data:`Admin`), and every router uses
+``route_class=GuardedRoute``, which runs that check before FastAPI reads the body or validates
+parameters: a request without a valid token gets 401 whatever it sends, a token with a lower
+role gets 403. ``tests/integration/test_admin_roles.py`` walks the app's routes and fails for a
+route without exactly one :class:`RoleGuard` or not a :class:`GuardedRoute`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Annotated, Any, cast
+
+import httpx
+from fastapi import Depends, Path, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from server.config import Settings
+
+from .jolokia import Member, new_http_client
+from .problems import ProblemError, unauthorized
+from .security import Principal, Role
+from .services.jobs import JobRunner
+from .services.members import MemberService
+from .services.tokens import TokenService
+
+
+def get_settings(request: Request) -> Settings:
+    return cast(Settings, request.app.state.settings)
+
+
+def get_session_factory(request: Request) -> sessionmaker[Session]:
+    return cast("sessionmaker[Session]", request.app.state.session_factory)
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with get_session_factory(request)() as session:
+        yield session
+
+
+async def get_http(request: Request) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client for member calls, for this request (bound to the running event loop)."""
+    async with new_http_client(float(request.app.state.member_timeout)) as http:
+        yield http
+
+
+def get_job_runner(request: Request) -> JobRunner:
+    return cast(JobRunner, request.app.state.job_runner)
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+SessionFactoryDep = Annotated["sessionmaker[Session]", Depends(get_session_factory)]
+HttpDep = Annotated[httpx.AsyncClient, Depends(get_http)]
+JobRunnerDep = Annotated[JobRunner, Depends(get_job_runner)]
+
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="BearerToken",
+    description="An API token (`pushgrid admin create-token --role ROLE`), sent as "
+    "`Authorization: Bearer pgt_...`",
+)
+
+
+def _bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+class RoleGuard:
+    """Authenticates the token and checks the route's role (401 / 403 problems).
+
+    It runs twice per request, both times cheaply: first from :class:`GuardedRoute`, before
+    FastAPI reads the body or validates parameters (so an anonymous request is a 401 whatever
+    it sends), then as the route's dependency (which documents the security scheme in OpenAPI
+    and hands the route its :class:`Principal`).
+    """
+
+    def __init__(self, role: Role) -> None:
+        self.role = role
+
+    def __repr__(self) -> str:
+        return f"require(Role.{self.role.name})"
+
+    def _check_role(self, principal: Principal) -> Principal:
+        if not principal.role.allows(self.role):
+            raise ProblemError(
+                403,
+                f"this route needs the {self.role.value} role; token {principal.name!r} has "
+                f"{principal.role.value}",
+                "forbidden",
+            )
+        return principal
+
+    def _authenticate(self, request: Request, session: Session, token: str | None) -> Principal:
+        if token is None:
+            raise unauthorized("an API token is required: Authorization: Bearer <token>")
+        principal = TokenService(session).authenticate(token)
+        if principal is None:
+            raise unauthorized("unknown or revoked API token", "invalid_token")
+        request.state.principal = principal
+        return self._check_role(principal)
+
+    def authorize(self, request: Request) -> Principal:
+        """The check :class:`GuardedRoute` runs first (in a worker thread: it reads SQL)."""
+        with get_session_factory(request)() as session:
+            return self._authenticate(request, session, _bearer_token(request))
+
+    def __call__(
+        self,
+        request: Request,
+        session: SessionDep,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> Principal:
+        principal = getattr(request.state, "principal", None)
+        if isinstance(principal, Principal):  # authorized by GuardedRoute already
+            return self._check_role(principal)
+        token = credentials.credentials if credentials is not None else None
+        return self._authenticate(request, session, token)
+
+
+def require(role: Role) -> RoleGuard:
+    return RoleGuard(role)
+
+
+def route_guards(dependant: Dependant) -> list[RoleGuard]:
+    """Every :class:`RoleGuard` among a route's dependencies (recursively)."""
+    found: list[RoleGuard] = []
+    for dependency in dependant.dependencies:
+        if isinstance(dependency.call, RoleGuard):
+            found.append(dependency.call)
+        found.extend(route_guards(dependency))
+    return found
+
+
+class GuardedRoute(APIRoute):
+    """An API route whose role is checked before anything else (see :class:`RoleGuard`)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        guards = route_guards(self.dependant)
+
+        async def guarded(request: Request) -> Response:
+            for guard in guards:
+                await run_in_threadpool(guard.authorize, request)
+            return await handler(request)
+
+        return guarded
+
+
+Viewer = Annotated[Principal, Depends(require(Role.VIEWER))]
+Operator = Annotated[Principal, Depends(require(Role.OPERATOR))]
+Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
+
+
+MemberNamePath = Annotated[str, Path(max_length=255, description="The member's name")]
+
+
+def get_member(name: MemberNamePath, session: SessionDep, settings: SettingsDep) -> Member:
+    """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
+    return MemberService(session, settings).get(name)
+
+
+def get_members(session: SessionDep, settings: SettingsDep) -> list[Member]:
+    return MemberService(session, settings).all()
+
+
+MemberDep = Annotated[Member, Depends(get_member)]
+MembersDep = Annotated[list[Member], Depends(get_members)]
+
+
+def audit_target(request: Request, target: str | None, detail: str | None = None) -> None:
+    """What a mutating route acted on, for its audit entry (see :mod:`admin_api.audit`)."""
+    request.state.audit_target = target
+    if detail is not None:
+        request.state.audit_detail = detail

@@ -1,0 +1,259 @@
+"""Talking to members: Jolokia on their monitoring port, ``POST /publish`` on their client port.
+
+Every call is an ``httpx.AsyncClient`` request with a 3 s timeout, the member's Basic credentials
+(kept server-side) and no proxy from the environment. Failures raise :class:`MemberFailure`, a
+:class:`~admin_api.problems.ProblemError` naming the member: 502 ``member_unreachable`` (no
+connection), 502 ``member_auth_failed`` (the monitoring port refused the credentials), 502
+``member_error`` (an HTTP or Jolokia error), 504 ``member_timeout``. Routes about one member let it
+through; list routes catch it and mark the member ``reachable: false`` with its text.
+
+All Jolokia requests are POSTed (one JSON request or a bulk array) so that arguments such as
+subjects and session ids need no escaping.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from .problems import ProblemError
+
+DEFAULT_TIMEOUT: Final = 3.0
+FailureKind = Literal["unreachable", "timeout", "auth", "error"]
+MemberSource = Literal["config", "registered"]
+
+SERVER_MBEAN: Final = "pushgrid:type=Server"
+INDICATORS_MBEAN: Final = "pushgrid:type=Indicator,*"
+SESSIONS_MBEAN: Final = "pushgrid:type=Sessions"
+SUBJECTS_MBEAN: Final = "pushgrid:type=Subjects"
+
+_CODES: Final[dict[FailureKind, str]] = {
+    "unreachable": "member_unreachable",
+    "timeout": "member_timeout",
+    "auth": "member_auth_failed",
+    "error": "member_error",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A member as the admin API knows it. The credentials never leave the admin API."""
+
+    name: str
+    monitor_url: str
+    source: MemberSource
+    client_url: str | None = None
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+    created_at: datetime | None = None
+
+    @property
+    def auth(self) -> httpx.BasicAuth | None:
+        if self.username is None or self.password is None:
+            return None
+        return httpx.BasicAuth(self.username, self.password)
+
+    @property
+    def has_credentials(self) -> bool:
+        return self.auth is not None
+
+
+class MemberFailure(ProblemError):
+    """A member could not answer (see the module docstring for the statuses)."""
+
+    def __init__(self, member: Member, kind: FailureKind, message: str) -> None:
+        status = 504 if kind == "timeout" else 502
+        detail = f"member {member.name!r} ({member.monitor_url}): {message}"
+        super().__init__(status, detail, _CODES[kind], member=member.name)
+        self.kind = kind
+        self.message = message
+
+
+class JolokiaError(MemberFailure):
+    """One Jolokia request failed on the member (the answer's ``status`` is not 200)."""
+
+    def __init__(self, member: Member, status: int, error_type: str, error: str) -> None:
+        super().__init__(member, "error", f"Jolokia {status} {error_type}: {error}")
+        self.jolokia_status = status
+        self.error_type = error_type
+        self.error = error
+
+
+def _transport_failure(
+    member: Member, exc: httpx.HTTPError, timeout: float | None
+) -> MemberFailure:
+    if isinstance(exc, httpx.TimeoutException):
+        within = f" within {timeout:g} s" if timeout is not None else ""
+        return MemberFailure(member, "timeout", f"no answer{within} ({type(exc).__name__})")
+    if isinstance(exc, httpx.TransportError):
+        reason = str(exc) or type(exc).__name__
+        return MemberFailure(member, "unreachable", f"unreachable: {reason}")
+    return MemberFailure(member, "error", f"{type(exc).__name__}: {exc}")
+
+
+def new_http_client(timeout: float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+    """The HTTP client for member calls (no environment proxies, bounded waits)."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout), trust_env=False, follow_redirects=False
+    )
+
+
+class MemberClient:
+    """Jolokia requests (and the test publish) to one member."""
+
+    def __init__(self, http: httpx.AsyncClient, member: Member) -> None:
+        self.http = http
+        self.member = member
+
+    @property
+    def jolokia_url(self) -> str:
+        return self.member.monitor_url.rstrip("/") + "/jolokia"
+
+    async def bulk(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """POST a bulk request; the answers, one per request, each with its own ``status``."""
+        try:
+            response = await self.http.post(
+                self.jolokia_url,
+                json=list(requests),
+                auth=self.member.auth or httpx.USE_CLIENT_DEFAULT,
+            )
+        except httpx.HTTPError as exc:
+            raise _transport_failure(self.member, exc, self.http.timeout.read) from None
+        if response.status_code == 401:
+            raise MemberFailure(
+                self.member,
+                "auth",
+                "the monitoring port refused the admin API's credentials (401): set "
+                "Admin.MemberUsername/Admin.MemberPassword or the member's username/password",
+            )
+        if response.status_code != 200:
+            raise MemberFailure(
+                self.member, "error", f"HTTP {response.status_code} from {self.jolokia_url}"
+            )
+        try:
+            answers = response.json()
+        except ValueError:
+            raise MemberFailure(self.member, "error", "the answer is not JSON") from None
+        if not isinstance(answers, list) or len(answers) != len(requests):
+            raise MemberFailure(self.member, "error", "not a Jolokia bulk answer")
+        if not all(isinstance(answer, dict) for answer in answers):
+            raise MemberFailure(self.member, "error", "not a Jolokia bulk answer")
+        return answers
+
+    def value(self, answer: dict[str, Any]) -> Any:
+        """The ``value`` of one answer, or :class:`JolokiaError`."""
+        status = answer.get("status")
+        if status != 200:
+            raise JolokiaError(
+                self.member,
+                int(status) if isinstance(status, int) else 500,
+                str(answer.get("error_type", "error")),
+                str(answer.get("error", "unknown error")),
+            )
+        return answer.get("value")
+
+    async def request(self, request: dict[str, Any]) -> Any:
+        (answer,) = await self.bulk([request])
+        return self.value(answer)
+
+    async def read(self, mbean: str, attributes: Sequence[str]) -> dict[str, Any]:
+        value = await self.request({"type": "read", "mbean": mbean, "attribute": list(attributes)})
+        if not isinstance(value, dict):
+            raise MemberFailure(self.member, "error", f"unexpected answer reading {mbean}")
+        return value
+
+    async def execute(self, mbean: str, operation: str, *arguments: Any) -> Any:
+        return await self.request(
+            {"type": "exec", "mbean": mbean, "operation": operation, "arguments": list(arguments)}
+        )
+
+    async def publish(
+        self, client_url: str, body: dict[str, Any], token: str | None
+    ) -> httpx.Response:
+        """``POST <client_url>/publish`` (transport failures raise :class:`MemberFailure`)."""
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        try:
+            return await self.http.post(
+                client_url.rstrip("/") + "/publish", json=body, headers=headers
+            )
+        except httpx.HTTPError as exc:
+            raise _transport_failure(self.member, exc, self.http.timeout.read) from None
+
+
+# --- URLs ------------------------------------------------------------------------------------
+
+_ANY_HOST: Final = {"", "*", "0.0.0.0", "::", "[::]"}
+
+
+def check_base_url(url: str) -> str:
+    """A member URL: ``http(s)://host[:port][/path]``, no credentials, query or fragment.
+
+    Returns it without a trailing ``/``; raises ``ValueError`` saying what is wrong.
+    """
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{url!r} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{url!r} must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError(f"{url!r} has no host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{url!r} holds credentials: give them as username and password")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{url!r} may not have a query or a fragment")
+    if port == 0:
+        raise ValueError(f"{url!r} has port 0")
+    if any(ch.isspace() or ord(ch) < 32 for ch in text):
+        raise ValueError(f"{url!r} contains spaces or control characters")
+    return text.rstrip("/")
+
+
+def parse_listen(value: Any) -> list[str]:
+    """The ``Listen`` entry of a member's Configuration map as a list of ``host:port``.
+
+    The map holds it as a list, as the text of a Python list (``"['127.0.0.1:8800']"``) or as
+    comma-separated text, depending on the server version.
+    """
+    if isinstance(value, list):
+        return [str(item).strip() for item in value if str(item).strip()]
+    if not isinstance(value, str):
+        return []
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            parsed = None
+        if isinstance(parsed, list | tuple):
+            return [str(item).strip() for item in parsed if str(item).strip()]
+        text = text.strip("[]")
+    return [item.strip().strip("'\"") for item in text.split(",") if item.strip().strip("'\"")]
+
+
+def derive_client_url(monitor_url: str, listen: Sequence[str]) -> str | None:
+    """The client-port URL from a member's first ``Listen`` address.
+
+    A wildcard host (``*``, ``0.0.0.0``, ``::``, empty) is replaced with the monitoring URL's host,
+    which is how the admin API reaches that machine anyway.
+    """
+    if not listen:
+        return None
+    host, sep, port = listen[0].rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    monitor_host = urlsplit(monitor_url).hostname or "127.0.0.1"
+    if host.strip() in _ANY_HOST:
+        host = monitor_host
+    host = host.strip("[]")
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return urlunsplit(("http", f"{host}:{int(port)}", "", "", ""))

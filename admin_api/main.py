@@ -1,0 +1,117 @@
+"""The admin API application: :func:`create_app`.
+
+    app = create_app(load_settings(path))                    # engine from the Database setting
+    app = create_app(settings, session_factory=factory)      # tests: a temporary SQLite file
+
+The database schema must be migrated first (``pushgrid admin`` does it at start:
+``spark_stats.store.db.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
+interactive docs at ``/api/docs``; both are public (they hold no data), every ``/api/v1`` route
+needs a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+from sqlalchemy.orm import Session, sessionmaker
+
+from server import __version__
+from server.config import Settings
+from spark_stats.store.db import make_session_factory
+
+from .audit import AuditMiddleware
+from .jolokia import DEFAULT_TIMEOUT
+from .problems import Problem, install
+from .routes import API_PREFIX, api_router
+from .services.jobs import JobRunner
+
+OPENAPI_URL = f"{API_PREFIX}/openapi.json"
+DOCS_URL = "/api/docs"
+
+DESCRIPTION = """\
+Administration of a pushgrid cluster: members, live and pipeline statistics, subjects,
+sessions, statistics jobs, audit log and API tokens.
+
+**Authentication**: `Authorization: Bearer <token>`; tokens are created with
+`pushgrid admin create-token --role viewer|operator|admin` or `POST /api/v1/tokens`.
+Roles: *viewer* reads; *operator* also publishes test messages, disconnects sessions and
+triggers statistics runs; *admin* also manages members, tokens and reads the audit log.
+
+**Errors** are RFC 9457 `application/problem+json` documents (`type`, `title`, `status`,
+`detail`, `instance`, `code`, and `member` for member errors).
+"""
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+        tags=app.openapi_tags,
+    )
+    problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+    definitions = problem.pop("$defs", {})
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(definitions)
+    schemas["Problem"] = problem
+    app.openapi_schema = schema
+    return schema
+
+
+def _operation_id(route: APIRoute) -> str:
+    """The route's name (``members.register``), which the audit log calls its action."""
+    return route.name
+
+
+def create_app(
+    settings: Settings,
+    session_factory: sessionmaker[Session] | None = None,
+    job_runner: JobRunner | None = None,
+    member_timeout: float = DEFAULT_TIMEOUT,
+) -> FastAPI:
+    """The admin API for ``settings`` (sessions on ``session_factory``, or on ``Database``).
+
+    ``member_timeout``: seconds a member call may take before it is a 504 problem.
+    """
+    factory = session_factory or make_session_factory(settings.database)
+    runner = job_runner or JobRunner(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            runner.close()
+
+    app = FastAPI(
+        title="pushgrid admin API",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_url=OPENAPI_URL,
+        docs_url=DOCS_URL,
+        redoc_url=None,
+        lifespan=lifespan,
+        swagger_ui_parameters={"persistAuthorization": True},
+        generate_unique_id_function=_operation_id,
+    )
+    app.state.settings = settings
+    app.state.session_factory = factory
+    app.state.job_runner = runner
+    app.state.member_timeout = member_timeout
+    install(app)
+    app.include_router(api_router)
+    app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
+
+    def openapi() -> dict[str, Any]:
+        return _openapi(app)
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

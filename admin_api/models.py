@@ -1,0 +1,105 @@
+"""SQL tables of the admin API, on the same :class:`~spark_stats.store.models.Base` as the pipeline.
+
+=================  ==============================================================================
+table              content
+=================  ==============================================================================
+``admin_members``  members registered at run time (configured ones live in ``Admin.Members``);
+                   their monitoring credentials are kept here and never returned by the API
+``admin_tokens``   API tokens: the SHA-256 of the token (never the token), role, name, times
+``admin_audit``    one row per mutating request: who, what, when, outcome
+=================  ==============================================================================
+
+The schema is created by the Alembic migration ``alembic/versions/0002_admin_api.py``; keep the
+two in step (``tests/unit/test_admin_models.py`` compares them). This module imports only
+SQLAlchemy and the store's models, so ``alembic/env.py`` can import it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final
+
+from sqlalchemy import CheckConstraint, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from spark_stats.store.models import Base, UTCDateTime, utc_now
+
+__all__ = [
+    "NAME_LENGTH",
+    "ROLE_NAMES",
+    "URL_LENGTH",
+    "ApiToken",
+    "AuditEntry",
+    "Base",
+    "RegisteredMember",
+]
+
+NAME_LENGTH: Final = 64
+URL_LENGTH: Final = 2048
+CREDENTIAL_LENGTH: Final = 255
+TOKEN_NAME_LENGTH: Final = 128
+ROLE_NAMES: Final[tuple[str, ...]] = ("viewer", "operator", "admin")
+
+
+class RegisteredMember(Base):
+    """A server registered through ``POST /api/v1/members`` (configured members are not here)."""
+
+    __tablename__ = "admin_members"
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    monitor_url: Mapped[str] = mapped_column(String(URL_LENGTH))
+    client_url: Mapped[str | None] = mapped_column(String(URL_LENGTH))
+    username: Mapped[str | None] = mapped_column(String(CREDENTIAL_LENGTH))
+    password: Mapped[str | None] = mapped_column(String(CREDENTIAL_LENGTH))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+
+    def __repr__(self) -> str:  # no credentials in logs
+        return f"RegisteredMember(name={self.name!r}, monitor_url={self.monitor_url!r})"
+
+
+class ApiToken(Base):
+    """An API token. ``token_hash`` is the hex SHA-256 of the token; the token itself is shown
+    once, when it is created, and stored nowhere."""
+
+    __tablename__ = "admin_tokens"
+    __table_args__ = (CheckConstraint("role IN ('viewer', 'operator', 'admin')", name="role"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(TOKEN_NAME_LENGTH))
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def __repr__(self) -> str:
+        return f"ApiToken(id={self.id!r}, name={self.name!r}, role={self.role!r})"
+
+
+class AuditEntry(Base):
+    """One mutating request (POST, PUT, PATCH, DELETE) and how it ended."""
+
+    __tablename__ = "admin_audit"
+    __table_args__ = (Index(None, "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    actor: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+    token_id: Mapped[str | None] = mapped_column(String(32))
+    role: Mapped[str | None] = mapped_column(String(16))
+    method: Mapped[str] = mapped_column(String(8))
+    path: Mapped[str] = mapped_column(String(URL_LENGTH))
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(1024))
+    status: Mapped[int] = mapped_column(Integer)
+    detail: Mapped[str | None] = mapped_column(Text)
+
+    def __repr__(self) -> str:
+        return f"AuditEntry(id={self.id!r}, action={self.action!r}, status={self.status!r})"

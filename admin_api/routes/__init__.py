@@ -1,0 +1,31 @@
+"""The routes, one module per resource, gathered under ``/api/v1`` by :data:`api_router`.
+
+Every router uses ``route_class=GuardedRoute`` and every route declares its role
+(``principal: Viewer | Operator | Admin``); a route's OpenAPI summary is the first sentence of
+its docstring and its operation id its name (``members.register``, the audit log's action).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
+
+from ..deps import GuardedRoute
+from . import audit, jobs, live, me, members, sessions, statistics, subjects, tokens
+
+API_PREFIX = "/api/v1"
+ROUTERS = (me, members, live, statistics, subjects, sessions, jobs, audit, tokens)
+
+
+def _summary(description: str) -> str:
+    """The first sentence of a route's docstring."""
+    paragraph = " ".join(description.strip().split("\n\n")[0].split())
+    return paragraph.split(". ")[0].rstrip(".")
+
+
+api_router = APIRouter(prefix=API_PREFIX, route_class=GuardedRoute)
+for module in ROUTERS:
+    for route in module.router.routes:
+        if isinstance(route, APIRoute) and route.summary is None and route.description:
+            route.summary = _summary(route.description)
+    api_router.include_router(module.router)

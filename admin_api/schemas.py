@@ -1,0 +1,384 @@
+"""Request and response bodies of the admin API (Pydantic; they are the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Final, Literal, get_args
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from metrics.indicators import INDICATOR_NAMES
+from metrics.windows import WINDOW_NAMES
+
+from .jolokia import MemberSource, check_base_url
+from .security import Role
+
+MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+SUBJECT_PATTERN: Final = r"^/[^/\x00-\x1f\x7f-\x9f]+(/[^/\x00-\x1f\x7f-\x9f]+)+$"
+MAX_SUBJECT_LENGTH: Final = 1024
+MAX_UNIX: Final = 253402300799  # 9999-12-31T23:59:59Z
+
+MemberName = Annotated[
+    str,
+    StringConstraints(pattern=MEMBER_NAME_PATTERN),
+    Field(description="Letters, digits, '.', '_', '-'; 1-64 characters", examples=["push-2"]),
+]
+BaseUrl = Annotated[
+    str,
+    StringConstraints(min_length=8, max_length=2048),
+    AfterValidator(check_base_url),
+]
+Subject = Annotated[
+    str,
+    StringConstraints(pattern=SUBJECT_PATTERN, max_length=MAX_SUBJECT_LENGTH),
+    Field(description="A subject: '/' and two or more segments", examples=["/Stocks/NYSE/IBM"]),
+]
+UnixSeconds = Annotated[int, Field(ge=0, le=MAX_UNIX, description="Unix seconds (UTC)")]
+IndicatorName = Literal[
+    "connected_users",
+    "connections_per_second",
+    "disconnections_per_second",
+    "incoming_messages_per_second",
+    "outgoing_messages_per_second",
+    "incoming_bytes_per_second",
+    "outgoing_bytes_per_second",
+]
+WindowName = Literal["1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"]
+assert set(get_args(IndicatorName)) == set(INDICATOR_NAMES)
+assert set(get_args(WindowName)) == set(WINDOW_NAMES)
+
+
+class Page(BaseModel):
+    total: int = Field(ge=0, description="Items matching the filters (all pages)")
+    offset: int = Field(ge=0)
+    limit: int = Field(ge=1)
+
+
+# --- me ----------------------------------------------------------------------------------------
+
+
+class Me(BaseModel):
+    token_id: str
+    name: str
+    role: Role
+
+
+# --- members -----------------------------------------------------------------------------------
+
+
+class MemberCreate(BaseModel):
+    """A server to manage: its monitoring URL and optional Basic credentials for it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: MemberName
+    monitor_url: BaseUrl = Field(
+        description="Base URL of the member's monitoring port (its Jolokia agent is at "
+        "<monitor_url>/jolokia)",
+        examples=["http://10.0.0.2:8900"],
+    )
+    client_url: BaseUrl | None = Field(
+        default=None,
+        description="Base URL of the member's client port, for the test publish; when absent it "
+        "is derived from the member's Listen setting",
+        examples=["http://10.0.0.2:8800"],
+    )
+    username: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
+    password: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = Field(
+        default=None, description="Kept server-side; never returned"
+    )
+
+
+class MemberOut(BaseModel):
+    """A member and what its Jolokia agent says about it right now."""
+
+    name: str
+    source: MemberSource = Field(
+        description="config: from Admin.Members (read-only); registered: through the API"
+    )
+    monitor_url: str
+    client_url: str | None = Field(
+        description="Where the test publish goes (given at registration, or derived from the "
+        "member's Listen setting; null when unknown)"
+    )
+    has_credentials: bool = Field(description="Whether Basic credentials are used (never shown)")
+    created_at: datetime | None = None
+    reachable: bool
+    error: str | None = Field(default=None, description="Why the member could not be read")
+    server_name: str | None = None
+    version: str | None = None
+    uptime_seconds: float | None = None
+    started_at: datetime | None = None
+    engine: str | None = None
+    delivery_mode: str | None = None
+    connected_users: int | None = None
+    subscriptions: int | None = None
+
+
+class MemberList(BaseModel):
+    items: list[MemberOut]
+    reachable: int = Field(ge=0)
+    unreachable: int = Field(ge=0)
+
+
+# --- live statistics ---------------------------------------------------------------------------
+
+
+class WindowValue(BaseModel):
+    """Statistics of one window; ``max``/``avg``/``stddev`` are null while it holds no sample."""
+
+    max: float | None
+    avg: float | None
+    stddev: float | None
+    count: int = Field(ge=0, description="Samples (seconds) in the window")
+
+
+class LiveIndicator(BaseModel):
+    name: IndicatorName
+    current: float | None = Field(description="The last per-second sample")
+    windows: dict[WindowName, WindowValue] = Field(
+        description="The member's live windows since it started (docs/monitoring.md)"
+    )
+
+
+class MemberLive(BaseModel):
+    member: str
+    reachable: bool
+    error: str | None = None
+    sample_time: datetime | None = Field(default=None, description="When the sample was taken")
+    indicators: list[LiveIndicator] = Field(default_factory=list)
+
+
+class ClusterIndicator(BaseModel):
+    name: IndicatorName
+    current: float = Field(description="Sum of the current values of the reachable members")
+
+
+class ClusterLive(BaseModel):
+    members_reachable: int = Field(ge=0)
+    members_unreachable: int = Field(ge=0)
+    indicators: list[ClusterIndicator] = Field(
+        description="Current values summed over the reachable members. Cluster windows are not "
+        "summed live: they come from the pipeline (/api/v1/stats/windows?scope=cluster)"
+    )
+
+
+class LiveStats(BaseModel):
+    at: datetime
+    cluster: ClusterLive
+    members: list[MemberLive]
+
+
+# --- pipeline statistics -----------------------------------------------------------------------
+
+
+class WindowStatOut(BaseModel):
+    """One window statistic computed by the pipeline, with its as-of time."""
+
+    scope: str = Field(description="'cluster' or 'node:<ServerName>'")
+    indicator: str
+    window: str
+    as_of: datetime = Field(description="The instant the statistics describe")
+    count: int
+    max: float | None
+    avg: float | None
+    stddev: float | None
+    run_id: int | None = Field(description="The job run that wrote it")
+    computed_at: datetime = Field(description="When the pipeline wrote it")
+    age_seconds: float = Field(description="Seconds since computed_at")
+    stale: bool = Field(description="age_seconds > Admin.StaleAfter")
+
+
+class WindowStatList(BaseModel):
+    items: list[WindowStatOut]
+    stale_after_seconds: float
+
+
+class TrendPointOut(BaseModel):
+    as_of: datetime
+    count: int
+    max: float | None
+    avg: float | None
+    stddev: float | None
+    run_id: int | None
+
+
+class TrendSeries(BaseModel):
+    scope: str
+    indicator: str
+    window: str
+    points: list[TrendPointOut] = Field(description="Oldest first")
+
+
+# --- subjects ----------------------------------------------------------------------------------
+
+
+class SnapshotOut(BaseModel):
+    subject: str
+    content: str
+    fields: dict[str, str]
+    epoch: str
+    seq: int
+    ts: int = Field(description="Milliseconds since the Unix epoch")
+
+
+class SubjectInfo(BaseModel):
+    member: str
+    subject: str
+    subscribers: int = Field(ge=0, description="The member's local subscribers")
+    snapshot: SnapshotOut | None = Field(description="Null when the subject has no snapshot")
+
+
+class PublishIn(BaseModel):
+    """A test message, sent to the member's client port (``POST /publish``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: Subject
+    content: Annotated[str, StringConstraints(max_length=1_048_576)]
+    fields: dict[Annotated[str, StringConstraints(max_length=1024)], str] = Field(
+        default_factory=dict, max_length=1000
+    )
+    retained: bool = True
+    qos: Literal["guaranteed", "standard"] = "guaranteed"
+    entitlement_token: Annotated[str, StringConstraints(max_length=8192)] | None = Field(
+        default=None,
+        description="An entitlement token (JWT) for members with Entitlement = jwt; not stored",
+    )
+
+
+class PublishOut(BaseModel):
+    member: str
+    subject: str
+    result: Literal["ok"]
+    epoch: str
+    seq: int
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+SessionSort = Literal[
+    "connected_since",
+    "-connected_since",
+    "bytes_in",
+    "-bytes_in",
+    "bytes_out",
+    "-bytes_out",
+    "remote",
+    "-remote",
+]
+
+
+class SessionOut(BaseModel):
+    member: str
+    id: str
+    remote: str = Field(description="Remote address, host:port")
+    connected_since: datetime
+    subjects: list[str]
+    messages_in: int
+    bytes_in: int
+    bytes_out: int
+
+
+class MemberError(BaseModel):
+    member: str
+    error: str
+
+
+class SessionPage(Page):
+    items: list[SessionOut]
+    unreachable: list[MemberError] = Field(
+        default_factory=list, description="Members whose sessions could not be read"
+    )
+
+
+# --- jobs --------------------------------------------------------------------------------------
+
+
+class StageOut(BaseModel):
+    name: str
+    input_rows: int | None = None
+    output_rows: int | None = None
+    seconds: float | None = None
+
+
+class JobRunOut(BaseModel):
+    id: int
+    status: Literal["running", "succeeded", "failed"]
+    started_at: datetime
+    finished_at: datetime | None
+    duration_seconds: float | None
+    as_of: datetime | None
+    master: str | None
+    input_rows: int | None
+    output_rows: int | None
+    error: str | None
+    stages: list[StageOut] | None
+
+
+class JobRunPage(Page):
+    items: list[JobRunOut]
+
+
+class JobTrigger(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    as_of: UnixSeconds | None = Field(
+        default=None, description="Compute as of this instant (default: the pipeline's)"
+    )
+
+
+# --- audit -------------------------------------------------------------------------------------
+
+
+class AuditOut(BaseModel):
+    id: int
+    at: datetime
+    actor: str | None = Field(description="The token's name (null: no valid token)")
+    token_id: str | None
+    role: Role | None
+    method: str
+    path: str
+    action: str
+    target: str | None
+    status: int = Field(description="The HTTP status of the answer")
+    outcome: Literal["succeeded", "denied", "failed"]
+    detail: str | None
+
+
+class AuditPage(Page):
+    items: list[AuditOut]
+
+
+# --- tokens ------------------------------------------------------------------------------------
+
+TokenName = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: TokenName = Field(examples=["grafana"])
+    role: Role
+
+
+class TokenOut(BaseModel):
+    id: str
+    name: str
+    role: Role
+    prefix: str = Field(description="The token's first characters, to recognise it")
+    created_at: datetime
+    created_by: str | None
+    last_used_at: datetime | None
+    revoked: bool
+    revoked_at: datetime | None
+
+
+class TokenCreated(TokenOut):
+    token: str = Field(description="The token: shown this once, stored only as a hash")
+
+
+class TokenList(BaseModel):
+    items: list[TokenOut]

@@ -1,0 +1,213 @@
+"""Pipeline runs: listed from SQL (``job_runs``), and a trigger that starts a new one.
+
+A trigger starts ``python -m server stats run --db URL --archive DIR --warehouse DIR --master M
+[--as-of T]`` (what ``pushgrid stats run`` is) as a child process, with its output appended to a
+log file, and waits until the run has recorded itself in ``job_runs`` (it does so before starting
+Spark), so the answer can point at it. One run at a time: a trigger while the admin API's child
+is still running, or while the database holds a ``running`` run younger than
+:data:`RUNNING_GRACE` seconds (e.g. a periodic run of ``pushgrid up``), is a 409 problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Final, Literal
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from server.config import Settings
+from spark_stats.store.models import RUN_STATUSES, JobRun, utc_now
+
+from ..problems import ProblemError, conflict, not_found
+from ..schemas import JobRunOut, JobRunPage, StageOut
+
+RunStatus = Literal["running", "succeeded", "failed"]
+RUNNING_GRACE: Final = 3600.0
+START_TIMEOUT: Final = 30.0
+DEFAULT_LOG: Final = Path("data/logs/admin-stats.log")
+
+
+def run_out(run: JobRun) -> JobRunOut:
+    stages = None
+    if run.stages is not None:
+        stages = [StageOut.model_validate(stage) for stage in run.stages if isinstance(stage, dict)]
+    status: RunStatus = run.status if run.status in RUN_STATUSES else "failed"
+    return JobRunOut(
+        id=run.id,
+        status=status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        duration_seconds=run.duration,
+        as_of=run.as_of,
+        master=run.master,
+        input_rows=run.input_rows,
+        output_rows=run.output_rows,
+        error=run.error,
+        stages=stages,
+    )
+
+
+class JobService:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def page(
+        self, *, offset: int = 0, limit: int = 20, status: RunStatus | None = None
+    ) -> JobRunPage:
+        filters = [] if status is None else [JobRun.status == status]
+        total = self.session.scalar(select(func.count()).select_from(JobRun).where(*filters))
+        rows = self.session.scalars(
+            select(JobRun).where(*filters).order_by(JobRun.id.desc()).offset(offset).limit(limit)
+        )
+        return JobRunPage(
+            total=total or 0, offset=offset, limit=limit, items=[run_out(row) for row in rows]
+        )
+
+    def get(self, run_id: int) -> JobRunOut:
+        run = self.session.get(JobRun, run_id)
+        if run is None:
+            raise not_found(f"no job run {run_id}")
+        return run_out(run)
+
+
+class JobRunner:
+    """Starts statistics runs as child processes, one at a time (thread-safe)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        log_path: Path = DEFAULT_LOG,
+        *,
+        python: str = sys.executable,
+        start_timeout: float = START_TIMEOUT,
+        running_grace: float = RUNNING_GRACE,
+    ) -> None:
+        self.settings = settings
+        self.log_path = log_path
+        self.python = python
+        self.start_timeout = start_timeout
+        self.running_grace = running_grace
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def argv(self, as_of: int | None = None) -> list[str]:
+        settings = self.settings
+        argv = [self.python, "-m", "server", "stats", "run", "--db", settings.database]
+        if settings.metrics_archive is not None:
+            argv += ["--archive", str(settings.metrics_archive)]
+        argv += ["--warehouse", str(settings.stats_warehouse), "--master", settings.spark_master]
+        if as_of is not None:
+            argv += ["--as-of", str(as_of)]
+        return argv
+
+    @property
+    def busy(self) -> bool:
+        """Whether the last child started is still running (reaps it when it is done)."""
+        process = self._process
+        return process is not None and process.poll() is None
+
+    def _log_tail(self, limit: int = 600) -> str:
+        try:
+            text = self.log_path.read_text("utf-8", "replace")
+        except OSError:
+            return ""
+        return text[-limit:].strip()
+
+    def trigger(
+        self, session_factory: sessionmaker[Session], as_of: int | None, actor: str
+    ) -> JobRunOut:
+        """Start a run; return it once it recorded itself (409 while one runs)."""
+        with self._lock:
+            if self.busy:
+                assert self._process is not None
+                raise conflict(
+                    f"a statistics run started by the admin API is still running "
+                    f"(pid {self._process.pid})",
+                    "job_running",
+                )
+            if self.settings.metrics_archive is None:
+                raise conflict(
+                    "MetricsArchive is off: the pipeline has no input", "no_metrics_archive"
+                )
+            with session_factory() as session:
+                since = utc_now() - timedelta(seconds=self.running_grace)
+                running = session.scalar(
+                    select(JobRun)
+                    .where(JobRun.status == "running", JobRun.started_at >= since)
+                    .order_by(JobRun.id.desc())
+                    .limit(1)
+                )
+                if running is not None:
+                    raise conflict(
+                        f"statistics run {running.id} is running since "
+                        f"{running.started_at.isoformat()}",
+                        "job_running",
+                    )
+                last_id = session.scalar(select(func.max(JobRun.id))) or 0
+            argv = self.argv(as_of)
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("ab") as log:
+                header = f"--- {utc_now().isoformat()} triggered by {actor}: {' '.join(argv)}\n"
+                log.write(header.encode("utf-8", "replace"))
+                log.flush()
+                self._process = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                )
+            process = self._process
+        return self._wait_for_run(session_factory, process, last_id)
+
+    def _wait_for_run(
+        self,
+        session_factory: sessionmaker[Session],
+        process: subprocess.Popen[bytes],
+        last_id: int,
+    ) -> JobRunOut:
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            exited = process.poll() is not None
+            with session_factory() as session:
+                run = session.scalar(
+                    select(JobRun).where(JobRun.id > last_id).order_by(JobRun.id).limit(1)
+                )
+                if run is not None:
+                    return run_out(run)
+            if exited:
+                raise ProblemError(
+                    500,
+                    f"the statistics run exited with {process.returncode} before recording "
+                    f"itself: {self._log_tail() or 'no output'}",
+                    "job_not_started",
+                )
+            if time.monotonic() > deadline:
+                raise ProblemError(
+                    500,
+                    f"the statistics run (pid {process.pid}) did not record itself within "
+                    f"{self.start_timeout:g} s; see {self.log_path}",
+                    "job_not_started",
+                )
+            time.sleep(0.1)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Interrupt a child that is still running (the admin API is shutting down).
+
+        SIGINT first: the run records itself as failed ("interrupted") instead of staying
+        ``running``; SIGKILL if it does not stop within ``timeout`` seconds.
+        """
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout)

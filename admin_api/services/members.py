@@ -1,0 +1,230 @@
+"""Members: the configured ones (``Admin.Members``, read-only) merged with the registered ones
+(SQL), and what each one's Jolokia agent says about it.
+
+A configured member uses ``Admin.MemberUsername``/``Admin.MemberPassword``; a registered member
+its own credentials. A registered name may not shadow a configured one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+from spark_stats.store.models import utc_now
+
+from ..jolokia import (
+    SERVER_MBEAN,
+    Member,
+    MemberClient,
+    MemberFailure,
+    check_base_url,
+    derive_client_url,
+    parse_listen,
+)
+from ..models import RegisteredMember
+from ..problems import ProblemError, conflict, not_found
+from ..schemas import MemberCreate, MemberList, MemberOut
+
+SERVER_ATTRIBUTES = (
+    "ServerName",
+    "Version",
+    "Uptime",
+    "StartTime",
+    "Engine",
+    "DeliveryMode",
+    "ConnectedUsers",
+    "Subscriptions",
+)
+
+
+def configured_members(settings: Settings) -> list[Member]:
+    """``Admin.Members`` (``name=URL`` entries), in their order."""
+    members: list[Member] = []
+    for entry in settings.admin_members:
+        name, _, url = entry.partition("=")
+        try:
+            monitor_url = check_base_url(url)
+        except ValueError:
+            monitor_url = url.strip().rstrip("/")
+        members.append(
+            Member(
+                name=name.strip(),
+                monitor_url=monitor_url,
+                source="config",
+                username=settings.admin_member_username,
+                password=settings.admin_member_password,
+            )
+        )
+    return members
+
+
+def _registered(row: RegisteredMember) -> Member:
+    return Member(
+        name=row.name,
+        monitor_url=row.monitor_url,
+        source="registered",
+        client_url=row.client_url,
+        username=row.username,
+        password=row.password,
+        created_at=row.created_at,
+    )
+
+
+class MemberService:
+    """The member directory (database part owned here)."""
+
+    def __init__(self, session: Session, settings: Settings) -> None:
+        self.session = session
+        self.settings = settings
+
+    def all(self) -> list[Member]:
+        """Configured members first (in configuration order), then registered ones by name."""
+        configured = configured_members(self.settings)
+        names = {member.name for member in configured}
+        rows = self.session.scalars(select(RegisteredMember).order_by(RegisteredMember.name))
+        return configured + [_registered(row) for row in rows if row.name not in names]
+
+    def get(self, name: str) -> Member:
+        for member in configured_members(self.settings):
+            if member.name == name:
+                return member
+        row = self.session.get(RegisteredMember, name)
+        if row is None:
+            raise not_found(f"no member {name!r}")
+        return _registered(row)
+
+    def register(self, data: MemberCreate, created_by: str | None) -> Member:
+        if any(member.name == data.name for member in configured_members(self.settings)):
+            raise conflict(f"member {data.name!r} is configured in Admin.Members", "member_exists")
+        if self.session.get(RegisteredMember, data.name) is not None:
+            raise conflict(f"member {data.name!r} is already registered", "member_exists")
+        if (data.username is None) != (data.password is None):
+            raise ProblemError(422, "give both username and password, or neither")
+        row = RegisteredMember(
+            name=data.name,
+            monitor_url=data.monitor_url,
+            client_url=data.client_url,
+            username=data.username,
+            password=data.password,
+            created_at=utc_now(),
+            created_by=created_by,
+        )
+        try:
+            self.session.add(row)
+            self.session.commit()
+        except BaseException:
+            self.session.rollback()
+            raise
+        return _registered(row)
+
+    def remove(self, name: str) -> None:
+        if any(member.name == name for member in configured_members(self.settings)):
+            raise conflict(
+                f"member {name!r} is configured in Admin.Members (read-only): remove it from the "
+                "configuration",
+                "member_read_only",
+            )
+        row = self.session.get(RegisteredMember, name)
+        if row is None:
+            raise not_found(f"no member {name!r}")
+        try:
+            self.session.delete(row)
+            self.session.commit()
+        except BaseException:
+            self.session.rollback()
+            raise
+
+
+# --- what the members say -----------------------------------------------------------------------
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _integer(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _base(member: Member, client_url: str | None = None) -> dict[str, Any]:
+    return {
+        "name": member.name,
+        "source": member.source,
+        "monitor_url": member.monitor_url,
+        "client_url": member.client_url or client_url,
+        "has_credentials": member.has_credentials,
+        "created_at": member.created_at,
+    }
+
+
+async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
+    """The member and its state; a member that cannot be read is ``reachable: false``."""
+    client = MemberClient(http, member)
+    try:
+        server_answer, listen_answer = await client.bulk(
+            [
+                {"type": "read", "mbean": SERVER_MBEAN, "attribute": list(SERVER_ATTRIBUTES)},
+                {
+                    "type": "read",
+                    "mbean": SERVER_MBEAN,
+                    "attribute": "Configuration",
+                    "path": "Listen",
+                },
+            ]
+        )
+        server = client.value(server_answer)
+        if not isinstance(server, dict):
+            raise MemberFailure(member, "error", "unexpected answer reading pushgrid:type=Server")
+    except MemberFailure as exc:
+        return MemberOut(**_base(member), reachable=False, error=exc.detail)
+    listen = listen_answer.get("value") if listen_answer.get("status") == 200 else None
+    derived = derive_client_url(member.monitor_url, parse_listen(listen))
+    start = _integer(server.get("StartTime"))
+    return MemberOut(
+        **_base(member, derived),
+        reachable=True,
+        server_name=_text(server.get("ServerName")),
+        version=_text(server.get("Version")),
+        uptime_seconds=_number(server.get("Uptime")),
+        started_at=None if start is None else datetime.fromtimestamp(start / 1000, UTC),
+        engine=_text(server.get("Engine")),
+        delivery_mode=_text(server.get("DeliveryMode")),
+        connected_users=_integer(server.get("ConnectedUsers")),
+        subscriptions=_integer(server.get("Subscriptions")),
+    )
+
+
+async def describe_all(http: httpx.AsyncClient, members: Sequence[Member]) -> MemberList:
+    items = list(await asyncio.gather(*(describe(http, member) for member in members)))
+    reachable = sum(1 for item in items if item.reachable)
+    return MemberList(items=items, reachable=reachable, unreachable=len(items) - reachable)
+
+
+async def client_url(http: httpx.AsyncClient, member: Member) -> str:
+    """Where the member's client port is: registered, or derived from its ``Listen`` setting."""
+    if member.client_url:
+        return member.client_url
+    client = MemberClient(http, member)
+    listen = await client.request(
+        {"type": "read", "mbean": SERVER_MBEAN, "attribute": "Configuration", "path": "Listen"}
+    )
+    url = derive_client_url(member.monitor_url, parse_listen(listen))
+    if url is None:
+        raise MemberFailure(
+            member,
+            "error",
+            "its client port is unknown (no plain Listen address): register the member with a "
+            "client_url",
+        )
+    return url

@@ -1,0 +1,88 @@
+"""The pipeline's results from SQL: window statistics (with their age) and trend series.
+
+Read through :mod:`spark_stats.store.db` (``window_stats`` returns the latest as-of of every
+(scope, indicator, window); ``trend`` a series oldest first). A statistic is ``stale`` when the
+pipeline wrote it more than ``Admin.StaleAfter`` seconds ago (``computed_at``): the pipeline's
+``as_of`` is the archive's last closed hour, so it is always somewhat old; a run that stopped
+happening is what the flag shows.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from spark_stats.store import db
+from spark_stats.store.models import TrendPoint, WindowStat, utc_now
+
+from ..schemas import TrendPointOut, TrendSeries, WindowStatList, WindowStatOut
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def window_stat_out(row: WindowStat, now: datetime, stale_after: float) -> WindowStatOut:
+    age = max(0.0, (now - row.computed_at).total_seconds())
+    return WindowStatOut(
+        scope=row.scope,
+        indicator=row.indicator,
+        window=row.window,
+        as_of=row.as_of,
+        count=row.count,
+        max=_finite(row.max),
+        avg=_finite(row.avg),
+        stddev=_finite(row.stddev),
+        run_id=row.run_id,
+        computed_at=row.computed_at,
+        age_seconds=age,
+        stale=age > stale_after,
+    )
+
+
+def trend_point_out(row: TrendPoint) -> TrendPointOut:
+    return TrendPointOut(
+        as_of=row.as_of,
+        count=row.count,
+        max=_finite(row.max),
+        avg=_finite(row.avg),
+        stddev=_finite(row.stddev),
+        run_id=row.run_id,
+    )
+
+
+class StatisticsService:
+    def __init__(self, session: Session, stale_after: float) -> None:
+        self.session = session
+        self.stale_after = stale_after
+
+    def window_stats(
+        self,
+        scope: str | None = None,
+        indicator: str | None = None,
+        window: str | None = None,
+    ) -> WindowStatList:
+        rows = db.window_stats(self.session, scope=scope, indicator=indicator, window=window)
+        now = utc_now()
+        return WindowStatList(
+            items=[window_stat_out(row, now, self.stale_after) for row in rows],
+            stale_after_seconds=self.stale_after,
+        )
+
+    def trend(
+        self,
+        scope: str,
+        indicator: str,
+        window: str,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> TrendSeries:
+        rows = db.trend(self.session, scope, indicator, window, since=since, until=until)
+        return TrendSeries(
+            scope=scope,
+            indicator=indicator,
+            window=window,
+            points=[trend_point_out(row) for row in rows],
+        )

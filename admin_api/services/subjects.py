@@ -1,0 +1,106 @@
+"""Subjects of one member: snapshot and subscriber count (Jolokia ``pushgrid:type=Subjects``),
+and a test publish through the member's client port (``POST /publish``; Jolokia has no publish).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from server.protocol.subjects import subject_error
+
+from ..jolokia import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
+from ..problems import ProblemError
+from ..schemas import PublishIn, PublishOut, SnapshotOut, SubjectInfo
+from .members import client_url
+
+
+def check_subject(subject: str) -> None:
+    """The push server's own subject rules (docs/protocol.md section 3), as a 422 problem."""
+    reason = subject_error(subject)
+    if reason is not None:
+        raise ProblemError(422, f"invalid subject {subject!r}: {reason}", "invalid_subject")
+
+
+def _snapshot(member: Member, value: Any) -> SnapshotOut | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MemberFailure(member, "error", "unexpected snapshot answer")
+    return SnapshotOut.model_validate(value)
+
+
+async def subject_info(http: httpx.AsyncClient, member: Member, subject: str) -> SubjectInfo:
+    check_subject(subject)
+    client = MemberClient(http, member)
+    snapshot_answer, count_answer = await client.bulk(
+        [
+            {
+                "type": "exec",
+                "mbean": SUBJECTS_MBEAN,
+                "operation": "snapshot",
+                "arguments": [subject],
+            },
+            {
+                "type": "exec",
+                "mbean": SUBJECTS_MBEAN,
+                "operation": "subscriberCount",
+                "arguments": [subject],
+            },
+        ]
+    )
+    snapshot = _snapshot(member, client.value(snapshot_answer))
+    count = client.value(count_answer)
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise MemberFailure(member, "error", "unexpected subscriberCount answer")
+    return SubjectInfo(member=member.name, subject=subject, subscribers=count, snapshot=snapshot)
+
+
+def _member_problem(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or f"HTTP {response.status_code}"
+    if isinstance(body, dict) and isinstance(body.get("detail"), str):
+        return str(body["detail"])
+    return f"HTTP {response.status_code}"
+
+
+async def publish(http: httpx.AsyncClient, member: Member, data: PublishIn) -> PublishOut:
+    """Publish a test message on the member (see docs/admin-api.md for the error mapping)."""
+    check_subject(data.subject)
+    url = await client_url(http, member)
+    body = {
+        "subject": data.subject,
+        "content": data.content,
+        "fields": data.fields,
+        "retained": data.retained,
+        "qos": data.qos,
+    }
+    response = await MemberClient(http, member).publish(url, body, data.entitlement_token)
+    if response.status_code == 200:
+        answer = response.json()
+        return PublishOut(
+            member=member.name,
+            subject=data.subject,
+            result="ok",
+            epoch=str(answer.get("epoch", "")),
+            seq=int(answer.get("seq", 0)),
+        )
+    reason = _member_problem(response)
+    if response.status_code == 413:
+        raise ProblemError(
+            413, f"member {member.name!r}: {reason}", "message_too_large", member=member.name
+        )
+    if response.status_code == 400:
+        raise ProblemError(
+            422, f"member {member.name!r}: {reason}", "invalid_message", member=member.name
+        )
+    if response.status_code == 503:
+        raise ProblemError(
+            503, f"member {member.name!r}: {reason}", "engine_unavailable", member=member.name
+        )
+    if response.status_code == 403:
+        raise MemberFailure(member, "error", f"publish denied: {reason}")
+    raise MemberFailure(member, "error", f"publish answered HTTP {response.status_code}: {reason}")

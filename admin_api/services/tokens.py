@@ -1,0 +1,109 @@
+"""API tokens: create (the token is returned once), list, revoke, authenticate."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Final
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from spark_stats.store.models import utc_now
+
+from ..models import ApiToken
+from ..problems import not_found
+from ..schemas import TokenCreated, TokenOut
+from ..security import (
+    Principal,
+    Role,
+    display_prefix,
+    hash_token,
+    looks_like_token,
+    new_token,
+    new_token_id,
+)
+
+# last_used_at is written at most once a minute per token (not on every request).
+LAST_USED_RESOLUTION: Final = timedelta(seconds=60)
+
+
+def token_out(token: ApiToken) -> TokenOut:
+    return TokenOut(
+        id=token.id,
+        name=token.name,
+        role=Role(token.role),
+        prefix=token.prefix,
+        created_at=token.created_at,
+        created_by=token.created_by,
+        last_used_at=token.last_used_at,
+        revoked=token.revoked,
+        revoked_at=token.revoked_at,
+    )
+
+
+class TokenService:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def create(self, name: str, role: Role, created_by: str | None = None) -> TokenCreated:
+        """Store a new token's hash; return its description with the token itself."""
+        token = new_token()
+        row = ApiToken(
+            id=new_token_id(),
+            name=name,
+            role=role.value,
+            token_hash=hash_token(token),
+            prefix=display_prefix(token),
+            created_at=utc_now(),
+            created_by=created_by,
+        )
+        try:
+            self.session.add(row)
+            self.session.commit()
+        except BaseException:
+            self.session.rollback()
+            raise
+        return TokenCreated(**token_out(row).model_dump(), token=token)
+
+    def list(self) -> list[TokenOut]:
+        rows = self.session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id))
+        return [token_out(row) for row in rows]
+
+    def revoke(self, token_id: str) -> TokenOut:
+        """Revoke a token (revoking a revoked token changes nothing)."""
+        row = self.session.get(ApiToken, token_id)
+        if row is None:
+            raise not_found(f"no token {token_id!r}")
+        if row.revoked_at is None:
+            try:
+                row.revoked_at = utc_now()
+                self.session.commit()
+            except BaseException:
+                self.session.rollback()
+                raise
+        return token_out(row)
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of a valid, unrevoked token, or None."""
+        if not looks_like_token(token):
+            return None
+        row = self.session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+        if row is None or row.revoked_at is not None:
+            return None
+        now = utc_now()
+        if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
+            try:
+                row.last_used_at = now
+                self.session.commit()
+            except BaseException:
+                self.session.rollback()
+                raise
+        return Principal(token_id=row.id, name=row.name, role=Role(row.role))
+
+    def has_active(self, role: Role) -> bool:
+        row = self.session.scalar(
+            select(ApiToken.id)
+            .where(ApiToken.role == role.value, ApiToken.revoked_at.is_(None))
+            .limit(1)
+        )
+        return row is not None
