@@ -232,6 +232,11 @@ class ServerProcess:
                 f"Listen = 127.0.0.1:{self.port}\n"
                 "MaxOutboundBufferSize = 67108864\n"
                 "KeepaliveInterval = 30\n"
+                # no monitoring port (it would collide with a running server's 8900), no
+                # archive, no meta-subjects: the benchmark measures fan-out only
+                "MonitorHTTP.Listen =\n"
+                "MetricsArchive =\n"
+                "MetaSubjectInterval = 0\n"
                 + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]
@@ -866,7 +871,9 @@ def main(
     )
     batching = batching_config(params)
     if batching and target in (Target.reference, Target.both, Target.none):
-        which = "a running server (--target none)" if target is Target.none else "the reference"
+        which = (
+            "a running server (--target none)" if target is Target.none else "the reference server"
+        )
         err.print(f"[yellow]--batching-* options are ignored for {which}[/]")
     mode = f"saturation (window {inflight:g}/subscriber)" if not rate else f"{rate:g} publishes/s"
     title = (
