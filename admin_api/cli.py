@@ -148,8 +148,12 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
                 f"  first admin token (shown once): {token}",
                 f"  try: curl -H 'Authorization: Bearer {token}' {base}/api/v1/members",
             ]
+    lines.append(f"  console: {base}/console/ (sign in with an API token)")
     typer.echo("\n".join(lines))
+    from console.mount import mount_console
+
     app = create_app(settings)
+    mount_console(app, settings, api_url=base)
     try:
         uvicorn.run(
             app,

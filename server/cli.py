@@ -107,6 +107,7 @@ def up(config: ConfigOption = None) -> None:
                     f"  push server (WebSocket)  ws://{host}:{port}/ws",
                     f"  health                   http://{host}:{port}/health",
                     f"  admin API                http://{settings.admin_listen}/api/docs",
+                    f"  ops console              http://{settings.admin_listen}/console/",
                     *(
                         f"  monitoring               http://{address}/jolokia  /stats  /metrics"
                         for address in server.monitor_addresses()
@@ -150,11 +151,13 @@ def up(config: ConfigOption = None) -> None:
 def _register_subcommands() -> None:
     from admin_api.cli import register as register_admin
     from client.cli import register as register_client
+    from console.cli import register as register_console
     from spark_stats.cli import register as register_stats
 
     register_client(app)
     register_stats(app)
     register_admin(app)
+    register_console(app)
 
 
 _register_subcommands()

@@ -1,0 +1,196 @@
+"""The Dash application: a shell (header, navigation, sign-in) around the pages.
+
+``create_dash_app(provider_factory)`` builds it; the factory turns the signed-in operator's token
+into a :class:`~console.provider.ConsoleProvider`. Mounted in the admin API at ``/console/``
+(:func:`console.mount.mount_console`) or run on its own (``python -m console``).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, set_props
+from dash.development.base_component import Component
+from flask import Flask
+
+from .components import alert
+from .ids import Ids
+from .pages import (
+    Page,
+    ProviderFactory,
+    Providers,
+    audit,
+    jobs,
+    login,
+    overview,
+    sessions,
+    statistics,
+    subjects,
+    trends,
+)
+
+ASSETS = Path(__file__).parent / "assets"
+PAGES: tuple[Page, ...] = (
+    overview.PAGE,
+    statistics.PAGE,
+    trends.PAGE,
+    subjects.PAGE,
+    sessions.PAGE,
+    jobs.PAGE,
+    audit.PAGE,
+)
+_MODULES = (overview, statistics, trends, subjects, sessions, jobs, audit, login)
+TITLE = "pushgrid console"
+log = logging.getLogger(__name__)
+
+
+def create_dash_app(
+    provider_factory: ProviderFactory,
+    requests_pathname_prefix: str = "/console/",
+    routes_pathname_prefix: str = "/",
+) -> Dash:
+    """The console app.
+
+    ``routes_pathname_prefix`` is where the WSGI app itself answers ("/" when mounted under
+    ``/console`` by the admin API, which strips the mount path), ``requests_pathname_prefix``
+    where the browser sees it (``/console/``).
+    """
+    server = Flask("console", root_path=str(Path(__file__).parent))
+    app = Dash(
+        "console",
+        server=server,  # type: ignore[arg-type]
+        title=TITLE,
+        update_title="",
+        assets_folder=str(ASSETS),
+        requests_pathname_prefix=requests_pathname_prefix,
+        routes_pathname_prefix=routes_pathname_prefix,
+        suppress_callback_exceptions=True,
+        serve_locally=True,
+        on_error=show_unexpected_error,
+    )
+    app.layout = shell(app)
+    app.validation_layout = html.Div(  # type: ignore[assignment]
+        [shell(app), login.layout(), *(page.layout() for page in PAGES)]
+    )
+    providers = Providers(provider_factory)
+    for module in _MODULES:
+        module.register(app, providers)
+    _register_shell(app)
+    return app
+
+
+def shell(app: Dash) -> Component:
+    return html.Div(
+        [
+            dcc.Location(id=Ids.URL, refresh=False),
+            dcc.Store(id=Ids.TOKEN, storage_type="session"),
+            dcc.Store(id=Ids.OPERATOR, storage_type="session"),
+            html.Header(
+                [
+                    html.A(
+                        [
+                            html.Span("push", className="brand-a"),
+                            html.Span("grid", className="brand-b"),
+                            html.Span("console", className="brand-c"),
+                        ],
+                        href=href(app, ""),
+                        className="brand",
+                    ),
+                    html.Nav(id=Ids.NAV, className="nav"),
+                    html.Div(
+                        [
+                            html.Span(id=Ids.USER, className="user"),
+                            html.Button(
+                                "Sign out", id=Ids.SIGN_OUT, className="button small", n_clicks=0
+                            ),
+                        ],
+                        className="user-area",
+                    ),
+                ],
+                className="topbar",
+            ),
+            html.Div(id=Ids.GLOBAL_ALERT, className="alerts global-alerts"),
+            html.Main(id=Ids.PAGE, className="main"),
+        ],
+        className="console",
+    )
+
+
+def show_unexpected_error(error: Exception) -> None:
+    """Any exception a callback did not handle: logged, and shown above the page."""
+    log.error("console callback failed: %s", error, exc_info=error)
+    text = f"the console hit an unexpected error: {type(error).__name__}: {error}"
+    set_props(Ids.GLOBAL_ALERT, {"children": alert([text])})
+
+
+def href(app: Dash, path: str) -> str:
+    """The browser path of a console page: ``/console/`` + ``statistics``."""
+    prefix = str(app.config.requests_pathname_prefix)
+    return prefix + path.lstrip("/")
+
+
+def page_for(app: Dash, pathname: str | None) -> Page | None:
+    """The page of a browser path (``/console/statistics`` -> Statistics), None if unknown."""
+    relative = app.strip_relative_path(pathname or "") or ""
+    for page in PAGES:
+        if page.path == relative.strip("/"):
+            return page
+    return None
+
+
+def nav(app: Dash, current: Page | None) -> list[Component]:
+    return [
+        dcc.Link(
+            [html.Span(page.icon, className="nav-icon"), page.title],
+            href=href(app, page.path),
+            className="nav-link active" if page is current else "nav-link",
+            id=f"nav-{page.path or 'overview'}",
+        )
+        for page in PAGES
+    ]
+
+
+def not_found(pathname: str | None) -> Component:
+    return html.Div(
+        [html.H1("Not found"), html.P(f"There is no console page at {pathname}.")],
+        className="page",
+    )
+
+
+def user_label(operator: dict[str, Any] | None) -> str:
+    if not operator:
+        return ""
+    return f"{operator.get('name', '?')} · {operator.get('role', '?')}"
+
+
+def _register_shell(app: Dash) -> None:
+    @app.callback(
+        Output(Ids.PAGE, "children"),
+        Output(Ids.NAV, "children"),
+        Output(Ids.USER, "children"),
+        Output(Ids.SIGN_OUT, "style"),
+        Output(Ids.GLOBAL_ALERT, "children"),
+        Input(Ids.URL, "pathname"),
+        Input(Ids.TOKEN, "data"),
+        State(Ids.OPERATOR, "data"),
+    )
+    def route(
+        pathname: str | None, token: str | None, operator: dict[str, Any] | None
+    ) -> tuple[Any, ...]:
+        hidden = {"display": "none"}
+        if not token:
+            return login.layout(), [], "", hidden, []
+        page = page_for(app, pathname)
+        content = not_found(pathname) if page is None else page.layout()
+        return content, nav(app, page), user_label(operator), {}, []
+
+    @app.callback(
+        Output(Ids.TOKEN, "data", allow_duplicate=True),
+        Output(Ids.OPERATOR, "data", allow_duplicate=True),
+        Input(Ids.SIGN_OUT, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def sign_out(clicks: int) -> tuple[Any, Any]:
+        return None, None

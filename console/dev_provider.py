@@ -1,0 +1,237 @@
+"""A made-up provider for working on the pages without a cluster (``python -m console --demo``).
+
+Development only: tests use the real admin API (:mod:`console.http_provider`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from metrics.indicators import INDICATOR_NAMES
+from metrics.windows import WINDOW_NAMES
+
+from .provider import (
+    CLUSTER,
+    AuditEntry,
+    JobRun,
+    LiveIndicator,
+    LiveOverview,
+    LiveScope,
+    Member,
+    Moments,
+    Operator,
+    ProviderError,
+    PublishResult,
+    SessionInfo,
+    SessionPage,
+    Snapshot,
+    StatRow,
+    SubjectInfo,
+    TrendPoint,
+    WindowStatistics,
+)
+
+_BASE = {
+    "connected_users": 1200.0,
+    "connections_per_second": 12.0,
+    "disconnections_per_second": 11.0,
+    "incoming_messages_per_second": 900.0,
+    "outgoing_messages_per_second": 42000.0,
+    "incoming_bytes_per_second": 180_000.0,
+    "outgoing_bytes_per_second": 9_500_000.0,
+}
+
+
+def _iso(unix: float) -> str:
+    return datetime.fromtimestamp(unix, UTC).isoformat()
+
+
+class DemoProvider:
+    """Two members, wavy indicators, a few sessions, runs and audit entries."""
+
+    def __init__(self, token: str = "demo") -> None:
+        self.token = token
+        self.members = ["push-1", "push-2"]
+        self.snapshots: dict[str, Snapshot] = {}
+        self.gone: set[str] = set()
+
+    def _value(self, indicator: str, member: int, ts: float) -> float:
+        wave = 1 + 0.25 * math.sin(ts / 20 + member) + 0.05 * random.random()
+        value = _BASE[indicator] * wave / len(self.members)
+        return round(value) if indicator != "connected_users" else float(int(value))
+
+    def whoami(self) -> Operator:
+        if self.token == "bad":
+            raise ProviderError(401, "Unauthorized", "unknown or revoked token")
+        return Operator("demo", "admin", "demo")
+
+    def live(self) -> LiveOverview:
+        now = int(time.time())
+        members = [
+            Member(
+                name,
+                f"http://127.0.0.1:{8900 + i}",
+                True,
+                None,
+                name,
+                "0.1.0",
+                3600.0 * (i + 1),
+                "memory",
+                600 + i,
+                1400,
+            )
+            for i, name in enumerate(self.members)
+        ]
+        scopes: dict[str, LiveScope] = {}
+        totals = dict.fromkeys(INDICATOR_NAMES, 0.0)
+        for i, name in enumerate(self.members):
+            indicators = {}
+            for indicator in INDICATOR_NAMES:
+                value = self._value(indicator, i, now)
+                totals[indicator] += value
+                windows = {
+                    w: Moments(60 * (k + 1), value * 1.4, value, value * 0.1)
+                    for k, w in enumerate(("1m", "5m", "15m"))
+                }
+                indicators[indicator] = LiveIndicator(indicator, value, windows)
+            scopes[name] = LiveScope(name, now, indicators)
+        cluster = LiveScope(CLUSTER, now, {n: LiveIndicator(n, v) for n, v in totals.items()})
+        return LiveOverview(members, cluster, scopes)
+
+    def scopes(self) -> list[str]:
+        return [CLUSTER, *(f"node:{m}" for m in self.members)]
+
+    def window_stats(self, scope: str) -> WindowStatistics:
+        as_of = int(time.time()) // 300 * 300
+        rows = [
+            StatRow(
+                ind,
+                w,
+                60 * (j + 1),
+                _BASE[ind] * 1.8 * (1 + j / 20),
+                _BASE[ind] * (1 + j / 40),
+                _BASE[ind] * 0.12,
+            )
+            for ind in INDICATOR_NAMES
+            for j, w in enumerate(WINDOW_NAMES)
+        ]
+        return WindowStatistics(scope, as_of, _iso(as_of + 40), False, 900.0, rows)
+
+    def all_window_stats(self) -> list[WindowStatistics]:
+        return [self.window_stats(scope) for scope in self.scopes()]
+
+    def trend(
+        self,
+        scope: str,
+        indicator: str,
+        window: str,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[TrendPoint]:
+        now = int(time.time()) // 3600 * 3600
+        points = []
+        for k in range(7 * 24):
+            ts = now - k * 3600
+            if since is not None and ts < since:
+                continue
+            base = _BASE[indicator] * (1 + 0.3 * math.sin(ts / 40000))
+            points.append(TrendPoint(ts, 3600, base * 1.7, base, base * 0.15))
+        return sorted(points, key=lambda p: p.as_of)
+
+    def subject(self, subject: str) -> SubjectInfo:
+        return SubjectInfo(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
+
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:
+        old = self.snapshots.get(subject)
+        seq = 1 if old is None else old.seq + 1
+        merged = {**(old.fields if old else {}), **fields}
+        self.snapshots[subject] = Snapshot(subject, content, merged, "a1b2c3", seq, time.time())
+        return PublishResult(subject, "ok", "a1b2c3", seq, self.members[0])
+
+    def sessions(
+        self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
+    ) -> SessionPage:
+        now = time.time()
+        items = [
+            SessionInfo(
+                self.members[i % 2],
+                f"s{i:04d}",
+                f"10.1.{i % 7}.{i}:5{i:04d}",
+                now - 37 * i,
+                [f"/Stocks/NYSE/{t}" for t in ("IBM", "MSFT", "AAPL", "KO")[: 1 + i % 4]],
+                i * 3,
+                i * 120,
+                i * 5400,
+            )
+            for i in range(1, 48)
+            if f"s{i:04d}" not in self.gone
+        ]
+        items = [
+            s
+            for s in items
+            if (member is None or s.member == member)
+            and (
+                not search
+                or search in s.id
+                or search in s.remote
+                or any(search in x for x in s.subjects)
+            )
+        ]
+        return SessionPage(items[offset : offset + limit], len(items), offset, limit)
+
+    def disconnect(self, member: str, session_id: str) -> bool:
+        self.gone.add(session_id)
+        return True
+
+    def jobs(self, limit: int = 20) -> list[JobRun]:
+        now = time.time()
+        runs = []
+        for k in range(12):
+            started = now - 300 * (k + 1)
+            status = "failed" if k == 4 else "succeeded"
+            took = 20 + 6 * math.sin(k)
+            runs.append(
+                JobRun(
+                    40 - k,
+                    status,
+                    _iso(started),
+                    _iso(started + took),
+                    took,
+                    int(started) // 300 * 300,
+                    172_800,
+                    2016,
+                    "Py4JJavaError: out of memory" if status == "failed" else None,
+                )
+            )
+        return runs[:limit]
+
+    def start_job(self) -> JobRun:
+        return JobRun(41, "running", _iso(time.time()))
+
+    def audit(self, limit: int = 50) -> list[AuditEntry]:
+        now = time.time()
+        actions = [
+            ("sessions.disconnect", "push-1/s0003", "succeeded", 200),
+            ("jobs.start", None, "succeeded", 202),
+            ("subjects.publish", "/Stocks/NYSE/IBM", "succeeded", 200),
+            ("members.register", "push-3", "denied", 403),
+        ]
+        return [
+            AuditEntry(
+                100 - k,
+                _iso(now - 90 * k),
+                "alice" if k % 3 else "bob",
+                actions[k % 4][0],
+                actions[k % 4][1],
+                actions[k % 4][2],
+                actions[k % 4][3],
+                "POST",
+                "/api/v1/...",
+                "operator",
+            )
+            for k in range(min(limit, 20))
+        ]

@@ -1,0 +1,417 @@
+"""The console's provider over the admin API (``/api/v1``, docs/admin-api.md), with httpx.
+
+Every request carries the operator's token (``Authorization: Bearer pgt_...``). An answer other
+than 2xx becomes a :class:`~console.provider.ProviderError` with the problem document's status,
+title and detail (RFC 9457; ``member`` is added to the detail); a connection failure is status 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import httpx
+
+from .provider import (
+    CLUSTER,
+    AuditEntry,
+    JobRun,
+    LiveIndicator,
+    LiveOverview,
+    LiveScope,
+    Member,
+    Moments,
+    Operator,
+    ProviderError,
+    PublishResult,
+    SessionInfo,
+    SessionPage,
+    Snapshot,
+    StatRow,
+    SubjectInfo,
+    TrendPoint,
+    WindowStatistics,
+)
+
+API: Final = "/api/v1"
+TIMEOUT: Final = 10.0
+
+
+def unix(text: str | None) -> int | None:
+    """An ISO 8601 instant of the API as a Unix second."""
+    if not text:
+        return None
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+def unix_float(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def problem(response: httpx.Response) -> ProviderError:
+    """The ProviderError of a non-2xx answer (a problem document, or whatever came back)."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        title = str(body.get("title") or response.reason_phrase or "Error")
+        detail = str(body.get("detail") or "")
+        member = body.get("member")
+        if member and str(member) not in detail:
+            detail = f"{detail} (member {member})".strip()
+        return ProviderError(int(body.get("status") or response.status_code), title, detail)
+    text = response.text.strip()[:300]
+    return ProviderError(response.status_code, response.reason_phrase or "Error", text)
+
+
+class HttpProvider:
+    """:class:`~console.provider.ConsoleProvider` over the admin API at ``base_url``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.base_url + API,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=timeout,
+            trust_env=False,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> HttpProvider:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any:
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(method, path, params=clean, json=body)
+        except httpx.TimeoutException:
+            raise ProviderError(
+                0, "Admin API timeout", f"{method} {self.base_url}{API}{path} took too long"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                0, "Admin API unreachable", f"{self.base_url}: {exc or type(exc).__name__}"
+            ) from None
+        if response.status_code >= 400:
+            raise problem(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise ProviderError(
+                response.status_code, "Bad answer", f"{path} did not answer JSON"
+            ) from None
+
+    def _get(self, path: str, **params: Any) -> Any:
+        return self._request("GET", path, params)
+
+    # --- the provider -----------------------------------------------------------------------
+
+    def whoami(self) -> Operator:
+        me = self._get("/me")
+        return Operator(str(me["name"]), str(me["role"]), str(me.get("token_id") or ""))
+
+    def members(self) -> list[Member]:
+        return [member_of(item) for item in self._get("/members")["items"]]
+
+    def live(self) -> LiveOverview:
+        members = self.members()
+        return live_overview(members, self._get("/stats/live"))
+
+    def window_stats(self, scope: str) -> WindowStatistics:
+        data = self._get("/stats/windows", scope=scope)
+        found = window_statistics(data)
+        return found[0] if found else WindowStatistics(scope, None, None, True, None, [])
+
+    def all_window_stats(self) -> list[WindowStatistics]:
+        return window_statistics(self._get("/stats/windows"))
+
+    def scopes(self) -> list[str]:
+        return [stats.scope for stats in self.all_window_stats()]
+
+    def trend(
+        self,
+        scope: str,
+        indicator: str,
+        window: str,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[TrendPoint]:
+        data = self._get(
+            "/stats/trend",
+            scope=scope,
+            indicator=indicator,
+            window=window,
+            since=since,
+            until=until,
+        )
+        return [
+            TrendPoint(
+                unix(p["as_of"]) or 0, int(p["count"]), p.get("max"), p.get("avg"), p.get("stddev")
+            )
+            for p in data["points"]
+        ]
+
+    def subject(self, subject: str) -> SubjectInfo:
+        """The subject on every member: the snapshot (the first member that has one) and the
+        subscribers of each; members that fail are reported in ``errors``."""
+        snapshot: Snapshot | None = None
+        subscribers: dict[str, int] = {}
+        errors: dict[str, str] = {}
+        members = self.members()
+        for member in members:
+            if not member.up:
+                errors[member.name] = member.error or "unreachable"
+                continue
+            try:
+                data = self._get(f"/members/{member.name}/subjects", subject=subject)
+            except ProviderError as exc:
+                if exc.status in (400, 422):  # the subject itself is wrong: say so once
+                    raise
+                errors[member.name] = f"{exc.title}: {exc.detail}"
+                continue
+            subscribers[member.name] = int(data["subscribers"])
+            if snapshot is None and data.get("snapshot"):
+                snapshot = snapshot_of(data["snapshot"])
+        if members and not subscribers and errors:
+            raise ProviderError(
+                502, "No member answered", "; ".join(f"{m}: {e}" for m, e in errors.items())
+            )
+        return SubjectInfo(subject, snapshot, subscribers, errors)
+
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:
+        """Publish through the first reachable member (the engine delivers it cluster-wide)."""
+        members = self.members()
+        target = next((m for m in members if m.up), None)
+        if target is None:
+            raise ProviderError(502, "No member reachable", "every member is down")
+        body = {"subject": subject, "content": content, "fields": dict(fields)}
+        data = self._request("POST", f"/members/{target.name}/publish", body=body)
+        return PublishResult(
+            str(data["subject"]),
+            str(data["result"]),
+            data.get("epoch"),
+            data.get("seq"),
+            str(data.get("member") or target.name),
+        )
+
+    def sessions(
+        self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
+    ) -> SessionPage:
+        """A page of sessions; ``search`` is a subject when it starts with '/', else a part of
+        the remote address."""
+        params = search_params(search)
+        path = "/sessions" if member is None else f"/members/{member}/sessions"
+        data = self._get(path, offset=offset, limit=limit, sort="-connected_since", **params)
+        return session_page(data)
+
+    def disconnect(self, member: str, session_id: str) -> bool:
+        self._request("DELETE", f"/members/{member}/sessions/{session_id}")
+        return True
+
+    def jobs(self, limit: int = 20) -> list[JobRun]:
+        return [job_of(item) for item in self._get("/jobs", limit=limit)["items"]]
+
+    def start_job(self) -> JobRun:
+        return job_of(self._request("POST", "/jobs", body={}))
+
+    def audit(self, limit: int = 50) -> list[AuditEntry]:
+        return [audit_of(item) for item in self._get("/audit", limit=limit)["items"]]
+
+
+# --- JSON of the admin API -> provider values (pure) ----------------------------------------
+
+
+def member_of(item: Mapping[str, Any]) -> Member:
+    return Member(
+        name=str(item["name"]),
+        url=str(item.get("monitor_url") or ""),
+        up=bool(item.get("reachable")),
+        error=item.get("error"),
+        server_name=item.get("server_name"),
+        version=item.get("version"),
+        uptime=item.get("uptime_seconds"),
+        engine=item.get("engine"),
+        connected_users=item.get("connected_users"),
+        subscriptions=item.get("subscriptions"),
+    )
+
+
+def live_overview(members: list[Member], data: Mapping[str, Any]) -> LiveOverview:
+    """``GET /stats/live`` (+ ``GET /members``) as the Overview's values.
+
+    The cluster's sample second is the newest of its members' (so a chart gets one point per
+    sample, however often it asks); its indicators have current values only.
+    """
+    scopes: dict[str, LiveScope] = {}
+    newest: int | None = None
+    for item in data.get("members") or []:
+        name = str(item["member"])
+        ts = unix(item.get("sample_time"))
+        if item.get("reachable") and ts is not None:
+            newest = ts if newest is None else max(newest, ts)
+        indicators = {
+            str(i["name"]): LiveIndicator(
+                str(i["name"]),
+                i.get("current"),
+                {
+                    str(w): Moments(
+                        int(v.get("count") or 0), v.get("max"), v.get("avg"), v.get("stddev")
+                    )
+                    for w, v in (i.get("windows") or {}).items()
+                },
+            )
+            for i in item.get("indicators") or []
+        }
+        error = None if item.get("reachable") else str(item.get("error") or "unreachable")
+        scopes[name] = LiveScope(name, ts, indicators, error)
+    cluster_data = data.get("cluster") or {}
+    cluster = LiveScope(
+        CLUSTER,
+        newest,
+        {
+            str(i["name"]): LiveIndicator(str(i["name"]), i.get("current"))
+            for i in cluster_data.get("indicators") or []
+        },
+        None if newest is not None or not scopes else "no member could be read",
+    )
+    # A member the live answer knows but the member list missed (registered in between).
+    known = {m.name for m in members}
+    for name, scope in scopes.items():
+        if name not in known:
+            members.append(Member(name, "", scope.error is None, scope.error))
+    return LiveOverview(members, cluster, scopes)
+
+
+def window_statistics(data: Mapping[str, Any]) -> list[WindowStatistics]:
+    """``GET /stats/windows`` grouped by scope (in the API's order: cluster first)."""
+    stale_after = data.get("stale_after_seconds")
+    grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for item in data.get("items") or []:
+        grouped[str(item["scope"])].append(item)
+    out: list[WindowStatistics] = []
+    for scope, items in grouped.items():
+        as_ofs = [unix(i["as_of"]) for i in items]
+        computed = max((str(i["computed_at"]) for i in items), key=lambda t: unix_float(t) or 0)
+        out.append(
+            WindowStatistics(
+                scope=scope,
+                as_of=max((a for a in as_ofs if a is not None), default=None),
+                computed_at=computed,
+                stale=any(bool(i.get("stale")) for i in items),
+                stale_after=None if stale_after is None else float(stale_after),
+                rows=[
+                    StatRow(
+                        str(i["indicator"]),
+                        str(i["window"]),
+                        int(i["count"]),
+                        i.get("max"),
+                        i.get("avg"),
+                        i.get("stddev"),
+                    )
+                    for i in items
+                ],
+            )
+        )
+    return out
+
+
+def snapshot_of(data: Mapping[str, Any]) -> Snapshot:
+    ts = data.get("ts")
+    return Snapshot(
+        str(data["subject"]),
+        str(data["content"]),
+        {str(k): str(v) for k, v in (data.get("fields") or {}).items()},
+        str(data["epoch"]),
+        int(data["seq"]),
+        None if ts is None else float(ts) / 1000.0,
+    )
+
+
+def search_params(search: str) -> dict[str, str]:
+    text = search.strip()
+    if not text:
+        return {}
+    return {"subject": text} if text.startswith("/") else {"remote": text}
+
+
+def session_page(data: Mapping[str, Any]) -> SessionPage:
+    items = [
+        SessionInfo(
+            member=str(s["member"]),
+            id=str(s["id"]),
+            remote=str(s["remote"]),
+            connected_since=unix_float(s.get("connected_since")),
+            subjects=[str(x) for x in s.get("subjects") or []],
+            messages_in=int(s.get("messages_in") or 0),
+            bytes_in=int(s.get("bytes_in") or 0),
+            bytes_out=int(s.get("bytes_out") or 0),
+        )
+        for s in data.get("items") or []
+    ]
+    errors = {str(e["member"]): str(e["error"]) for e in data.get("unreachable") or []}
+    return SessionPage(
+        items,
+        int(data.get("total", 0)),
+        int(data.get("offset", 0)),
+        int(data.get("limit", 0)),
+        errors,
+    )
+
+
+def job_of(item: Mapping[str, Any]) -> JobRun:
+    return JobRun(
+        id=int(item["id"]),
+        status=str(item["status"]),
+        started_at=item.get("started_at"),
+        finished_at=item.get("finished_at"),
+        duration=item.get("duration_seconds"),
+        as_of=unix(item.get("as_of")),
+        input_rows=item.get("input_rows"),
+        output_rows=item.get("output_rows"),
+        error=item.get("error"),
+        master=item.get("master"),
+    )
+
+
+def audit_of(item: Mapping[str, Any]) -> AuditEntry:
+    return AuditEntry(
+        id=int(item["id"]),
+        at=str(item["at"]),
+        actor=item.get("actor"),
+        action=str(item["action"]),
+        target=item.get("target"),
+        outcome=str(item.get("outcome") or "succeeded"),
+        status=int(item.get("status") or 0),
+        method=str(item.get("method") or ""),
+        path=str(item.get("path") or ""),
+        role=item.get("role"),
+        detail=item.get("detail"),
+    )

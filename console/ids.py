@@ -1,0 +1,109 @@
+"""Every component id of the console, in one place (pages, callbacks and tests use these)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Ids(StrEnum):
+    # shell
+    URL = "url"
+    TOKEN = "token"  # dcc.Store (session storage): the operator's admin-API token
+    OPERATOR = "operator"  # dcc.Store: who the token belongs to
+    NAV = "nav"
+    PAGE = "page"
+    USER = "user"
+    SIGN_OUT = "sign-out"
+    GLOBAL_ALERT = "global-alert"  # unexpected errors of any callback
+
+    # login
+    LOGIN_TOKEN = "login-token"
+    LOGIN_BUTTON = "login-button"
+    LOGIN_ALERT = "login-alert"
+
+    # overview
+    OVERVIEW_INTERVAL = "overview-interval"
+    OVERVIEW_ALERT = "overview-alert"
+    OVERVIEW_HEALTH = "overview-health"
+    OVERVIEW_MEMBERS = "overview-members"
+    OVERVIEW_CARDS = "overview-cards"
+    OVERVIEW_LAST_TS = "overview-last-ts"  # dcc.Store: sample time already charted per series
+    OVERVIEW_GRAPH = "overview-graph"  # one per indicator: indicator_id(OVERVIEW_GRAPH, name)
+    OVERVIEW_VALUE = "overview-value"  # the big current value of each indicator card
+    OVERVIEW_WINDOWS = "overview-windows"  # the 1m/5m/15m statistics of each indicator card
+    OVERVIEW_UPDATED = "overview-updated"
+
+    # statistics
+    STATS_ALERT = "stats-alert"
+    STATS_SCOPE = "stats-scope"
+    STATS_DATA = "stats-data"  # dcc.Store: every scope's window statistics
+    STATS_ASOF = "stats-asof"
+    STATS_TABLE = "stats-table"
+    STATS_REFRESH = "stats-refresh"
+
+    # trends
+    TRENDS_ALERT = "trends-alert"
+    TRENDS_INDICATOR = "trends-indicator"
+    TRENDS_WINDOW = "trends-window"
+    TRENDS_SCOPE = "trends-scope"
+    TRENDS_RANGE = "trends-range"
+    TRENDS_GRAPH = "trends-graph"
+    TRENDS_SUMMARY = "trends-summary"
+
+    # subjects
+    SUBJECT_ALERT = "subject-alert"
+    SUBJECT_INPUT = "subject-input"
+    SUBJECT_LOOKUP = "subject-lookup"
+    SUBJECT_CURRENT = "subject-current"  # dcc.Store: the subject being watched
+    SUBJECT_INTERVAL = "subject-interval"
+    SUBJECT_SNAPSHOT = "subject-snapshot"
+    SUBJECT_SUBSCRIBERS = "subject-subscribers"
+    SUBJECT_CONTENT = "subject-content"
+    SUBJECT_FIELDS = "subject-fields"
+    SUBJECT_PUBLISH = "subject-publish"
+    SUBJECT_PUBLISHED = "subject-published"  # dcc.Store: the last test message published
+    SUBJECT_ARRIVAL = "subject-arrival"
+    SUBJECT_LOG = "subject-log"  # dcc.Store: snapshot changes seen while watching
+    SUBJECT_LOG_VIEW = "subject-log-view"
+
+    # sessions
+    SESSIONS_ALERT = "sessions-alert"
+    SESSIONS_SEARCH = "sessions-search"
+    SESSIONS_MEMBER = "sessions-member"
+    SESSIONS_PAGE = "sessions-page"  # dcc.Store: current page number (0-based)
+    SESSIONS_PREV = "sessions-prev"
+    SESSIONS_NEXT = "sessions-next"
+    SESSIONS_PAGER = "sessions-pager"
+    SESSIONS_TABLE = "sessions-table"
+    SESSIONS_REFRESH = "sessions-refresh"
+    SESSIONS_DISCONNECT = "sessions-disconnect"  # pattern-matching button per row
+    SESSIONS_PENDING = "sessions-pending"  # dcc.Store: the session awaiting confirmation
+    SESSIONS_CONFIRM = "sessions-confirm"
+    SESSIONS_VERSION = "sessions-version"  # dcc.Store: bumped after a disconnect
+    SESSIONS_RESULT = "sessions-result"  # outcome of the last disconnect
+
+    # jobs
+    JOBS_ALERT = "jobs-alert"
+    JOBS_START = "jobs-start"
+    JOBS_CONFIRM = "jobs-confirm"
+    JOBS_INTERVAL = "jobs-interval"
+    JOBS_TABLE = "jobs-table"
+    JOBS_GRAPH = "jobs-graph"
+    JOBS_VERSION = "jobs-version"
+    JOBS_RESULT = "jobs-result"  # outcome of the last start
+
+    # audit
+    AUDIT_ALERT = "audit-alert"
+    AUDIT_TABLE = "audit-table"
+    AUDIT_REFRESH = "audit-refresh"
+    AUDIT_INTERVAL = "audit-interval"
+
+
+def indicator_id(kind: Ids, indicator: str) -> str:
+    """The id of one indicator's element on the Overview: ``overview-graph-connected_users``."""
+    return f"{kind.value}-{indicator}"
+
+
+def disconnect_id(member: str, session: str) -> dict[str, str]:
+    """The pattern-matching id of the Disconnect button of one session row."""
+    return {"type": Ids.SESSIONS_DISCONNECT.value, "index": f"{member}|{session}"}

@@ -1,0 +1,139 @@
+"""Jobs: the statistics pipeline's runs with status and duration; start a run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash.development.base_component import Component
+
+from .. import format as fmt
+from ..components import alert, card, notice, page_header, pill, table
+from ..figures import jobs_figure
+from ..ids import Ids
+from ..provider import JobRun, ProviderError
+from . import Page, Providers
+
+PATH = "jobs"
+TITLE = "Jobs"
+REFRESH_MS = 2000
+_STATUS_KIND = {"succeeded": "good", "failed": "bad", "running": "info"}
+
+
+def layout() -> Component:
+    return html.Div(
+        [
+            page_header(
+                TITLE,
+                "Runs of the statistics pipeline (compaction, rollups, windows)",
+                html.Button("Start a run", id=Ids.JOBS_START, className="button primary"),
+            ),
+            html.Div(id=Ids.JOBS_ALERT, className="alerts"),
+            html.Div(id=Ids.JOBS_RESULT, className="alerts"),
+            card(
+                [
+                    html.Div("Duration of the last runs", className="card-title"),
+                    dcc.Graph(
+                        id=Ids.JOBS_GRAPH,
+                        figure=jobs_figure([]),
+                        config={"displayModeBar": False, "responsive": True},
+                    ),
+                ]
+            ),
+            card(html.Div(id=Ids.JOBS_TABLE, className="table-scroll"), class_name="flush"),
+            dcc.ConfirmDialog(
+                id=Ids.JOBS_CONFIRM,
+                message="Start a run of the statistics pipeline now?",
+            ),
+            dcc.Store(id=Ids.JOBS_VERSION, data=0),
+            dcc.Interval(id=Ids.JOBS_INTERVAL, interval=REFRESH_MS),
+        ],
+        className="page page-jobs",
+    )
+
+
+# --- plain functions (unit-tested) ----------------------------------------------------------
+
+
+def render_runs(runs: Sequence[JobRun], now: float) -> Component:
+    rows: list[list[Any]] = []
+    props: list[dict[str, Any]] = []
+    for run in runs:
+        running_for = None
+        if run.status == "running" and run.started_at:
+            started = fmt.iso_unix(run.started_at)
+            running_for = None if started is None else max(0.0, now - started)
+        rows.append(
+            [
+                f"#{run.id}",
+                pill(run.status, _STATUS_KIND.get(run.status, "muted")),
+                fmt.iso_time(run.started_at),
+                fmt.duration(run.duration if run.duration is not None else running_for)
+                + (" so far" if run.status == "running" else ""),
+                fmt.timestamp(run.as_of),
+                fmt.count(run.input_rows),
+                fmt.count(run.output_rows),
+                html.Span(
+                    (run.error or "").splitlines()[0][:120] if run.error else "",
+                    title=run.error or "",
+                    className="error-text",
+                ),
+            ]
+        )
+        props.append({"data-run": str(run.id), "data-status": run.status})
+    return table(
+        ["run", "status", "started", "duration", "as of", "rows in", "rows out", "error"],
+        rows,
+        row_props=props,
+        empty="no runs yet: start one",
+    )
+
+
+# --- callbacks ------------------------------------------------------------------------------
+
+
+def register(app: Dash, providers: Providers) -> None:
+    @app.callback(
+        Output(Ids.JOBS_TABLE, "children"),
+        Output(Ids.JOBS_GRAPH, "figure"),
+        Output(Ids.JOBS_ALERT, "children"),
+        Input(Ids.JOBS_INTERVAL, "n_intervals"),
+        Input(Ids.JOBS_VERSION, "data"),
+        State(Ids.TOKEN, "data"),
+    )
+    def listing(_n: int | None, _version: int, token: str | None) -> tuple[Any, ...]:
+        provider = providers(token)
+        try:
+            runs = provider.jobs(30)
+        except ProviderError as exc:
+            return no_update, no_update, alert([exc])
+        return render_runs(runs, time.time()), jobs_figure(runs), []
+
+    @app.callback(
+        Output(Ids.JOBS_CONFIRM, "displayed"),
+        Input(Ids.JOBS_START, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def ask(clicks: int | None) -> bool:
+        return bool(clicks)
+
+    @app.callback(
+        Output(Ids.JOBS_VERSION, "data"),
+        Output(Ids.JOBS_RESULT, "children"),
+        Input(Ids.JOBS_CONFIRM, "submit_n_clicks"),
+        State(Ids.JOBS_VERSION, "data"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def start(_submit: int, version: int | None, token: str | None) -> tuple[Any, ...]:
+        provider = providers(token)
+        try:
+            run = provider.start_job()
+        except ProviderError as exc:
+            return no_update, alert([exc])
+        return (version or 0) + 1, notice(f"run #{run.id} started ({run.status})", "success")
+
+
+PAGE = Page(PATH, TITLE, "⚙", layout)

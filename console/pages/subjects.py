@@ -1,0 +1,315 @@
+"""Subjects: look up a subject's snapshot and subscribers, publish a test message, watch it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash.development.base_component import Component
+
+from .. import format as fmt
+from ..components import alert, attrs, card, page_header, pill, table
+from ..ids import Ids
+from ..provider import ProviderError, PublishResult, SubjectInfo
+from . import Page, Providers
+
+PATH = "subjects"
+TITLE = "Subjects"
+WATCH_MS = 1000
+LOG_LENGTH = 20
+
+
+def layout() -> Component:
+    return html.Div(
+        [
+            page_header(TITLE, "Snapshot, subscribers and a test publish for one subject"),
+            html.Div(id=Ids.SUBJECT_ALERT, className="alerts"),
+            html.Div(
+                [
+                    dcc.Input(
+                        id=Ids.SUBJECT_INPUT,
+                        type="text",
+                        placeholder="/Stocks/NYSE/IBM",
+                        debounce=False,
+                        className="input grow",
+                        n_submit=0,
+                    ),
+                    html.Button(
+                        "Look up", id=Ids.SUBJECT_LOOKUP, className="button primary", n_clicks=0
+                    ),
+                ],
+                className="controls",
+            ),
+            html.Div(
+                [
+                    card(
+                        [
+                            html.Div("Snapshot", className="card-title"),
+                            html.Div(
+                                html.Span("look up a subject", className="muted"),
+                                id=Ids.SUBJECT_SNAPSHOT,
+                            ),
+                        ],
+                        class_name="span-2",
+                    ),
+                    card(
+                        [
+                            html.Div("Subscribers", className="card-title"),
+                            html.Div(id=Ids.SUBJECT_SUBSCRIBERS),
+                        ]
+                    ),
+                ],
+                className="grid-3",
+            ),
+            html.Div(
+                [
+                    card(
+                        [
+                            html.Div("Publish a test message", className="card-title"),
+                            html.Label("content", className="control-label"),
+                            dcc.Input(
+                                id=Ids.SUBJECT_CONTENT,
+                                type="text",
+                                placeholder="193",
+                                className="input",
+                                debounce=False,
+                            ),
+                            html.Label("fields (key=value, one a line)", className="control-label"),
+                            dcc.Textarea(
+                                id=Ids.SUBJECT_FIELDS, placeholder="volume=6.62M", className="input"
+                            ),
+                            html.Button(
+                                "Publish",
+                                id=Ids.SUBJECT_PUBLISH,
+                                className="button primary",
+                                n_clicks=0,
+                            ),
+                            html.Div(id=Ids.SUBJECT_ARRIVAL, className="arrival"),
+                        ]
+                    ),
+                    card(
+                        [
+                            html.Div("Changes seen while watching", className="card-title"),
+                            html.Div(id=Ids.SUBJECT_LOG_VIEW),
+                        ],
+                        class_name="span-2",
+                    ),
+                ],
+                className="grid-3",
+            ),
+            dcc.Store(id=Ids.SUBJECT_CURRENT, data=None),
+            dcc.Store(id=Ids.SUBJECT_PUBLISHED, data=None),
+            dcc.Store(id=Ids.SUBJECT_LOG, data=[]),
+            dcc.Interval(id=Ids.SUBJECT_INTERVAL, interval=WATCH_MS, disabled=True),
+        ],
+        className="page page-subjects",
+    )
+
+
+# --- plain functions (unit-tested) ----------------------------------------------------------
+
+
+def render_snapshot(info: SubjectInfo) -> Component:
+    snap = info.snapshot
+    if snap is None:
+        return html.Div(
+            [html.Strong(info.subject), html.Span(" has no snapshot (nothing retained yet)")],
+            className="muted",
+            **attrs({"data-seq": ""}),
+        )
+    fields = table(
+        ["field", "value"],
+        [[k, v] for k, v in sorted(snap.fields.items())],
+        class_name="compact",
+        empty="no fields",
+    )
+    return html.Div(
+        [
+            html.Div(snap.subject, className="subject-name"),
+            html.Div(snap.content, className="snapshot-content"),
+            html.Div(
+                [
+                    html.Span(f"seq {snap.seq}", className="chip"),
+                    html.Span(f"epoch {snap.epoch}", className="chip"),
+                    html.Span(fmt.timestamp(snap.ts), className="chip"),
+                ],
+                className="chips",
+            ),
+            fields,
+        ],
+        **attrs({"data-seq": str(snap.seq), "data-content": snap.content}),
+    )
+
+
+def render_subscribers(info: SubjectInfo) -> Component:
+    rows = [[member, str(n)] for member, n in sorted(info.subscribers.items())]
+    rows += [[member, f"error: {error}"] for member, error in sorted(info.errors.items())]
+    return html.Div(
+        [
+            html.Div(
+                str(info.subscriber_count),
+                className="big",
+                **attrs({"data-count": str(info.subscriber_count)}),
+            ),
+            html.Div("across the cluster", className="muted small"),
+            table(["member", "subscribers"], rows, class_name="compact", empty="no members"),
+        ]
+    )
+
+
+def next_log(
+    log: Sequence[Mapping[str, Any]], info: SubjectInfo, now: float
+) -> list[dict[str, Any]]:
+    """Append the snapshot to the change log when its (epoch, seq) is new."""
+    out = [dict(entry) for entry in log if entry.get("subject") == info.subject]
+    snap = info.snapshot
+    if snap is None:
+        return out
+    if out and out[-1]["epoch"] == snap.epoch and out[-1]["seq"] == snap.seq:
+        return out
+    out.append(
+        {
+            "subject": info.subject,
+            "seen": now,
+            "epoch": snap.epoch,
+            "seq": snap.seq,
+            "content": snap.content,
+        }
+    )
+    return out[-LOG_LENGTH:]
+
+
+def render_log(log: Sequence[Mapping[str, Any]]) -> Component:
+    rows = [[fmt.timestamp(e["seen"]), str(e["seq"]), e["content"]] for e in reversed(log)]
+    return table(["seen", "seq", "content"], rows, class_name="compact", empty="no changes yet")
+
+
+def arrival(published: Mapping[str, Any] | None, info: SubjectInfo, now: float) -> Component:
+    """Whether the last test message reached the subject's snapshot, and how fast."""
+    if not published or published.get("subject") != info.subject:
+        return html.Span()
+    seq, epoch = published.get("seq"), published.get("epoch")
+    snap = info.snapshot
+    if snap is not None and seq is not None and snap.epoch == epoch and snap.seq >= seq:
+        seen = published.get("arrived") or now
+        took = max(0.0, seen - float(published["sent"]))
+        return html.Div(
+            [pill("ARRIVED", "good"), html.Span(f" seq {seq} is in the snapshot ({took:.2f} s)")],
+            **attrs({"data-arrived": "true"}),
+        )
+    return html.Div(
+        [pill("WAITING", "info"), html.Span(f" published seq {seq}, watching the snapshot…")],
+        **attrs({"data-arrived": "false"}),
+    )
+
+
+def published_record(result: PublishResult, now: float) -> dict[str, Any]:
+    record = result.to_json()
+    record["sent"] = now
+    return record
+
+
+# --- callbacks ------------------------------------------------------------------------------
+
+
+def register(app: Dash, providers: Providers) -> None:
+    @app.callback(
+        Output(Ids.SUBJECT_CURRENT, "data"),
+        Output(Ids.SUBJECT_LOG, "data", allow_duplicate=True),
+        Output(Ids.SUBJECT_INTERVAL, "disabled"),
+        Output(Ids.SUBJECT_ALERT, "children", allow_duplicate=True),
+        Input(Ids.SUBJECT_LOOKUP, "n_clicks"),
+        Input(Ids.SUBJECT_INPUT, "n_submit"),
+        State(Ids.SUBJECT_INPUT, "value"),
+        prevent_initial_call=True,
+    )
+    def look_up(_clicks: int, _submits: int, subject: str | None) -> tuple[Any, ...]:
+        subject = (subject or "").strip()
+        if not subject:
+            return no_update, no_update, no_update, alert(["enter a subject, e.g. /Stocks/IBM"])
+        return subject, [], False, []
+
+    @app.callback(
+        Output(Ids.SUBJECT_SNAPSHOT, "children"),
+        Output(Ids.SUBJECT_SUBSCRIBERS, "children"),
+        Output(Ids.SUBJECT_LOG, "data"),
+        Output(Ids.SUBJECT_LOG_VIEW, "children"),
+        Output(Ids.SUBJECT_ARRIVAL, "children"),
+        Output(Ids.SUBJECT_ALERT, "children"),
+        Input(Ids.SUBJECT_CURRENT, "data"),
+        Input(Ids.SUBJECT_INTERVAL, "n_intervals"),
+        State(Ids.SUBJECT_LOG, "data"),
+        State(Ids.SUBJECT_PUBLISHED, "data"),
+        State(Ids.TOKEN, "data"),
+    )
+    def watch(
+        subject: str | None,
+        _n: int | None,
+        log: list[dict[str, Any]] | None,
+        published: dict[str, Any] | None,
+        token: str | None,
+    ) -> tuple[Any, ...]:
+        if not subject:
+            return (no_update,) * 6
+        provider = providers(token)
+        try:
+            info = provider.subject(subject)
+        except ProviderError as exc:
+            return no_update, no_update, no_update, no_update, no_update, alert([exc])
+        now = time.time()
+        new_log = next_log(log or [], info, now)
+        problems = [f"member {m}: {e}" for m, e in sorted(info.errors.items())]
+        return (
+            render_snapshot(info),
+            render_subscribers(info),
+            new_log,
+            render_log(new_log),
+            arrival(published, info, now),
+            alert(problems),
+        )
+
+    @app.callback(
+        Output(Ids.SUBJECT_PUBLISHED, "data"),
+        Output(Ids.SUBJECT_CURRENT, "data", allow_duplicate=True),
+        Output(Ids.SUBJECT_INTERVAL, "disabled", allow_duplicate=True),
+        Output(Ids.SUBJECT_ARRIVAL, "children", allow_duplicate=True),
+        Output(Ids.SUBJECT_ALERT, "children", allow_duplicate=True),
+        Input(Ids.SUBJECT_PUBLISH, "n_clicks"),
+        State(Ids.SUBJECT_INPUT, "value"),
+        State(Ids.SUBJECT_CONTENT, "value"),
+        State(Ids.SUBJECT_FIELDS, "value"),
+        State(Ids.SUBJECT_CURRENT, "data"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def publish(
+        _clicks: int,
+        typed: str | None,
+        content: str | None,
+        fields_text: str | None,
+        current: str | None,
+        token: str | None,
+    ) -> tuple[Any, ...]:
+        subject = (typed or "").strip() or current
+        if not subject:
+            return no_update, no_update, no_update, no_update, alert(["enter a subject first"])
+        try:
+            fields = fmt.parse_fields(fields_text)
+        except ValueError as exc:
+            return no_update, no_update, no_update, no_update, alert([f"fields: {exc}"])
+        provider = providers(token)
+        try:
+            result = provider.publish(subject, content or "", fields)
+        except ProviderError as exc:
+            return no_update, no_update, no_update, no_update, alert([exc])
+        record = published_record(result, time.time())
+        waiting = html.Div(
+            [pill("SENT", "info"), html.Span(f" seq {result.seq}, watching the snapshot…")],
+            **attrs({"data-arrived": "false"}),
+        )
+        return record, subject, False, waiting, []
+
+
+PAGE = Page(PATH, TITLE, "◈", layout)

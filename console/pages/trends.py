@@ -1,0 +1,183 @@
+"""Trends: the pipeline's trend series of one indicator, window and scope over a time range."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash.development.base_component import Component
+
+from metrics.indicators import INDICATOR_NAMES
+from metrics.windows import WINDOW_NAMES
+
+from .. import format as fmt
+from ..components import alert, attrs, card, page_header
+from ..figures import trend_figure
+from ..ids import Ids
+from ..provider import CLUSTER, ProviderError, TrendPoint
+from . import Page, Providers
+
+PATH = "trends"
+TITLE = "Trends"
+
+RANGES: tuple[tuple[str, int | None], ...] = (
+    ("6 h", 6 * 3600),
+    ("24 h", 86400),
+    ("7 d", 7 * 86400),
+    ("30 d", 30 * 86400),
+    ("1 y", 365 * 86400),
+    ("all", None),
+)
+_RANGE_SECONDS = dict(RANGES)
+
+
+def layout() -> Component:
+    return html.Div(
+        [
+            page_header(TITLE, "The pipeline's window statistics over time"),
+            html.Div(id=Ids.TRENDS_ALERT, className="alerts"),
+            html.Div(
+                [
+                    _control(
+                        "Indicator",
+                        dcc.Dropdown(
+                            id=Ids.TRENDS_INDICATOR,
+                            options=[{"label": fmt.label(n), "value": n} for n in INDICATOR_NAMES],
+                            value="outgoing_messages_per_second",
+                            clearable=False,
+                        ),
+                        "wide",
+                    ),
+                    _control(
+                        "Window",
+                        dcc.Dropdown(
+                            id=Ids.TRENDS_WINDOW,
+                            options=[{"label": w, "value": w} for w in WINDOW_NAMES],
+                            value="1h",
+                            clearable=False,
+                        ),
+                    ),
+                    _control(
+                        "Scope",
+                        dcc.Dropdown(
+                            id=Ids.TRENDS_SCOPE,
+                            options=[{"label": "Cluster", "value": CLUSTER}],
+                            value=CLUSTER,
+                            clearable=False,
+                        ),
+                    ),
+                    _control(
+                        "Range",
+                        dcc.RadioItems(
+                            id=Ids.TRENDS_RANGE,
+                            options=[{"label": name, "value": name} for name, _ in RANGES],
+                            value="7 d",
+                            inline=True,
+                            className="segmented",
+                        ),
+                    ),
+                ],
+                className="controls",
+            ),
+            card(
+                [
+                    dcc.Graph(
+                        id=Ids.TRENDS_GRAPH,
+                        figure=trend_figure([], "outgoing_messages_per_second", "1h", CLUSTER),
+                        config={"displaylogo": False, "responsive": True},
+                    ),
+                    html.Div(id=Ids.TRENDS_SUMMARY, className="summary"),
+                ]
+            ),
+        ],
+        className="page page-trends",
+    )
+
+
+def _control(name: str, control: Component, size: str = "") -> html.Div:
+    return html.Div(
+        [html.Div(name, className="control-label"), control], className=f"control {size}"
+    )
+
+
+# --- plain functions (unit-tested) ----------------------------------------------------------
+
+
+def time_range(name: str | None, now: float) -> tuple[int | None, int | None]:
+    """(since, until) Unix seconds of a range preset (``None``: unbounded)."""
+    seconds = _RANGE_SECONDS.get(name or "")
+    return (None if seconds is None else int(now) - seconds), None
+
+
+def render_summary(points: Sequence[TrendPoint], indicator: str) -> Component:
+    if not points:
+        return html.Span("no points", className="muted")
+    averages = [p.avg for p in points if p.avg is not None]
+    maxima = [p.max for p in points if p.max is not None]
+    facts = [
+        ("points", str(len(points))),
+        ("from", fmt.timestamp(points[0].as_of)),
+        ("to", fmt.timestamp(points[-1].as_of)),
+        ("latest avg", fmt.compact(points[-1].avg, indicator)),
+        ("highest max", fmt.compact(max(maxima) if maxima else None, indicator)),
+        (
+            "mean of avg",
+            fmt.compact(sum(averages) / len(averages) if averages else None, indicator),
+        ),
+    ]
+    return html.Div(
+        [
+            html.Div([html.Span(k, className="fact-name"), html.Span(v)], className="fact")
+            for k, v in facts
+        ],
+        className="facts",
+        **attrs({"data-points": str(len(points))}),
+    )
+
+
+# --- callbacks ------------------------------------------------------------------------------
+
+
+def register(app: Dash, providers: Providers) -> None:
+    @app.callback(
+        Output(Ids.TRENDS_SCOPE, "options"),
+        Input(Ids.TRENDS_INDICATOR, "id"),  # once, when the page is shown
+        State(Ids.TOKEN, "data"),
+    )
+    def scopes(_id: str, token: str | None) -> Any:
+        provider = providers(token)
+        try:
+            names = provider.scopes()
+        except ProviderError:
+            return no_update  # the graph callback shows the error
+        return fmt.scope_options(names or [CLUSTER])
+
+    @app.callback(
+        Output(Ids.TRENDS_GRAPH, "figure"),
+        Output(Ids.TRENDS_SUMMARY, "children"),
+        Output(Ids.TRENDS_ALERT, "children"),
+        Input(Ids.TRENDS_INDICATOR, "value"),
+        Input(Ids.TRENDS_WINDOW, "value"),
+        Input(Ids.TRENDS_SCOPE, "value"),
+        Input(Ids.TRENDS_RANGE, "value"),
+        State(Ids.TOKEN, "data"),
+    )
+    def show(
+        indicator: str, window: str, scope: str, range_name: str, token: str | None
+    ) -> tuple[Any, Any, Any]:
+        provider = providers(token)
+        since, until = time_range(range_name, time.time())
+        try:
+            points = provider.trend(scope, indicator, window, since, until)
+        except ProviderError as exc:
+            return trend_figure([], indicator, window, scope), no_update, alert([exc])
+        return (
+            trend_figure(points, indicator, window, scope),
+            render_summary(points, indicator),
+            [],
+        )
+
+
+PAGE = Page(PATH, TITLE, "↗", layout)

@@ -1,0 +1,376 @@
+"""What the console needs from the outside world: the :class:`ConsoleProvider` interface.
+
+Pages never talk to servers, the database or the network themselves: every callback asks a
+provider (the admin API over HTTP in production, :mod:`console.http_provider`) and gets back the
+small typed values below. A failed request raises :class:`ProviderError` with the HTTP status,
+a short title and the detail the admin API gave, and the page shows it to the operator.
+
+Every value converts to and from plain JSON (``to_json`` / ``from_json``), which is what Dash
+stores and callbacks exchange.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
+
+CLUSTER = "cluster"
+LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")
+
+_T = TypeVar("_T")
+
+
+class ProviderError(Exception):
+    """A request the provider could not fulfil (an HTTP error, a member down, a bad token...).
+
+    ``status`` is the HTTP status (0 when the admin API could not be reached at all).
+    """
+
+    def __init__(self, status: int, title: str, detail: str = "") -> None:
+        super().__init__(f"{status} {title}: {detail}" if detail else f"{status} {title}")
+        self.status = status
+        self.title = title
+        self.detail = detail
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "title": self.title, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProviderError:
+        return cls(
+            int(data.get("status", 0)), str(data.get("title", "")), str(data.get("detail", ""))
+        )
+
+    @property
+    def unauthorized(self) -> bool:
+        return self.status == 401
+
+
+class _Json:
+    """``to_json`` / ``from_json`` for flat dataclasses (nested ones override ``from_json``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload, no-any-return]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        return cls(**dict(data))
+
+
+@dataclass(frozen=True)
+class Operator(_Json):
+    """Who the token belongs to."""
+
+    name: str
+    role: str  # viewer | operator | admin
+    token_id: str = ""
+
+
+@dataclass(frozen=True)
+class Member(_Json):
+    """One server the admin API manages, with its health as of the last probe."""
+
+    name: str
+    url: str
+    up: bool
+    error: str | None = None
+    server_name: str | None = None
+    version: str | None = None
+    uptime: float | None = None  # seconds
+    engine: str | None = None
+    connected_users: int | None = None
+    subscriptions: int | None = None
+
+
+@dataclass(frozen=True)
+class Moments(_Json):
+    """max / average / standard deviation of one indicator over one window."""
+
+    count: int = 0
+    max: float | None = None
+    avg: float | None = None
+    stddev: float | None = None
+
+
+@dataclass(frozen=True)
+class LiveIndicator:
+    """The current value of one indicator and its live windows (1m, 5m, 15m)."""
+
+    name: str
+    current: float | None
+    windows: dict[str, Moments] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "current": self.current,
+            "windows": {w: m.to_json() for w, m in self.windows.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LiveIndicator:
+        return cls(
+            str(data["name"]),
+            data.get("current"),
+            {w: Moments.from_json(m) for w, m in (data.get("windows") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class LiveScope:
+    """The live indicators of one scope (a member, or the cluster) at sample second ``ts``."""
+
+    scope: str
+    ts: int | None
+    indicators: dict[str, LiveIndicator] = field(default_factory=dict)
+    error: str | None = None  # the member could not be read
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "ts": self.ts,
+            "error": self.error,
+            "indicators": {n: i.to_json() for n, i in self.indicators.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LiveScope:
+        return cls(
+            str(data["scope"]),
+            data.get("ts"),
+            {n: LiveIndicator.from_json(i) for n, i in (data.get("indicators") or {}).items()},
+            data.get("error"),
+        )
+
+
+@dataclass(frozen=True)
+class LiveOverview:
+    """Everything the Overview shows at one tick: member health and live indicators."""
+
+    members: list[Member]
+    cluster: LiveScope
+    scopes: dict[str, LiveScope] = field(default_factory=dict)  # by member name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "members": [m.to_json() for m in self.members],
+            "cluster": self.cluster.to_json(),
+            "scopes": {n: s.to_json() for n, s in self.scopes.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LiveOverview:
+        return cls(
+            [Member.from_json(m) for m in data["members"]],
+            LiveScope.from_json(data["cluster"]),
+            {n: LiveScope.from_json(s) for n, s in (data.get("scopes") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class StatRow(_Json):
+    """One (indicator, window) of the pipeline's window statistics."""
+
+    indicator: str
+    window: str
+    count: int
+    max: float | None
+    avg: float | None
+    stddev: float | None
+
+
+@dataclass(frozen=True)
+class WindowStatistics:
+    """The pipeline's window statistics of one scope, with their freshness."""
+
+    scope: str
+    as_of: int | None  # Unix second the statistics describe
+    computed_at: str | None  # ISO 8601, when the pipeline wrote them
+    stale: bool
+    stale_after: float | None  # seconds (Admin.StaleAfter)
+    rows: list[StatRow] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rows"] = [r.to_json() for r in self.rows]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WindowStatistics:
+        values = dict(data)
+        values["rows"] = [StatRow.from_json(r) for r in values.get("rows") or []]
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TrendPoint(_Json):
+    as_of: int
+    count: int
+    max: float | None
+    avg: float | None
+    stddev: float | None
+
+
+@dataclass(frozen=True)
+class Snapshot(_Json):
+    subject: str
+    content: str
+    fields: dict[str, str]
+    epoch: str
+    seq: int
+    ts: float | None = None
+
+
+@dataclass(frozen=True)
+class SubjectInfo:
+    """A subject's snapshot (``None``: nothing retained yet) and subscribers per member."""
+
+    subject: str
+    snapshot: Snapshot | None
+    subscribers: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
+
+    @property
+    def subscriber_count(self) -> int:
+        return sum(self.subscribers.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "snapshot": None if self.snapshot is None else self.snapshot.to_json(),
+            "subscribers": dict(self.subscribers),
+            "errors": dict(self.errors),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SubjectInfo:
+        snapshot = data.get("snapshot")
+        return cls(
+            str(data["subject"]),
+            None if snapshot is None else Snapshot.from_json(snapshot),
+            dict(data.get("subscribers") or {}),
+            dict(data.get("errors") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class PublishResult(_Json):
+    subject: str
+    result: str
+    epoch: str | None = None
+    seq: int | None = None
+    member: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionInfo(_Json):
+    member: str
+    id: str
+    remote: str
+    connected_since: float | None  # Unix seconds
+    subjects: list[str] = field(default_factory=list)
+    messages_in: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    items: list[SessionInfo]
+    total: int
+    offset: int
+    limit: int
+    errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "items": [s.to_json() for s in self.items],
+            "total": self.total,
+            "offset": self.offset,
+            "limit": self.limit,
+            "errors": dict(self.errors),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SessionPage:
+        return cls(
+            [SessionInfo.from_json(s) for s in data.get("items") or []],
+            int(data.get("total", 0)),
+            int(data.get("offset", 0)),
+            int(data.get("limit", 0)),
+            dict(data.get("errors") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class JobRun(_Json):
+    id: int
+    status: str  # running | succeeded | failed
+    started_at: str | None  # ISO 8601
+    finished_at: str | None = None
+    duration: float | None = None  # seconds
+    as_of: int | None = None
+    input_rows: int | None = None
+    output_rows: int | None = None
+    error: str | None = None
+    master: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditEntry(_Json):
+    id: int
+    at: str  # ISO 8601
+    actor: str | None
+    action: str
+    target: str | None = None
+    outcome: str = "succeeded"  # succeeded | denied | failed
+    status: int = 200
+    method: str = ""
+    path: str = ""
+    role: str | None = None
+    detail: str | None = None
+
+
+@runtime_checkable
+class ConsoleProvider(Protocol):
+    """Everything the pages ask for. Every method raises :class:`ProviderError` on failure."""
+
+    def whoami(self) -> Operator: ...
+
+    def live(self) -> LiveOverview:
+        """Members with their health and the live indicators of each member and the cluster."""
+        ...
+
+    def scopes(self) -> list[str]:
+        """The scopes the pipeline wrote statistics for (cluster first)."""
+        ...
+
+    def all_window_stats(self) -> list[WindowStatistics]:
+        """The window statistics of every scope the pipeline wrote (cluster first)."""
+        ...
+
+    def trend(
+        self,
+        scope: str,
+        indicator: str,
+        window: str,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[TrendPoint]: ...
+
+    def subject(self, subject: str) -> SubjectInfo: ...
+
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult: ...
+
+    def sessions(
+        self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
+    ) -> SessionPage: ...
+
+    def disconnect(self, member: str, session_id: str) -> bool: ...
+
+    def jobs(self, limit: int = 20) -> list[JobRun]: ...
+
+    def start_job(self) -> JobRun: ...
+
+    def audit(self, limit: int = 50) -> list[AuditEntry]: ...

@@ -1,0 +1,864 @@
+"""The ops console in real headless Chromium, over a real admin API, real servers and a real store.
+
+One stack for the module: two ``pushgrid server`` processes, a SQLite store holding pipeline
+results (written with the store's own writer, no Spark), the admin API (``create_app``) with the
+console mounted at ``/console`` (``mount_console``) under uvicorn on a free port, and an admin
+token made with the admin API's token service. The browser is driven through
+``dash.testing.browser.Browser`` (dash[testing]) on the repository's Selenium, with Debian's
+chromium and chromedriver. Each page test takes a full-page screenshot; with
+``CONSOLE_SCREENSHOTS=1`` they are saved to ``docs/img/console-<page>.png`` (the documentation's).
+
+Skipped only when Chromium, chromedriver, selenium or the dash testing extras are missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import delete, update
+
+from .browser import CHROMEDRIVER, CHROMIUM, FLAGS, missing
+from .pgtest import DEFAULT_TIMEOUT, ServerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+# Screenshots go to docs/img/ with CONSOLE_SCREENSHOTS=1 (to refresh the documentation), else to
+# a temporary directory (the pages are still photographed, the work tree stays clean). Not a
+# PUSHGRID_* name: those are pushgrid settings, and the statistics run refuses unknown ones.
+DOCS_SHOTS = REPO / "docs" / "img"
+WIDTH, HEIGHT = 1440, 900
+WAIT = 20.0
+NODES = ("console-1", "console-2")
+
+
+def _skip_reason() -> str | None:
+    reason = missing()
+    if reason is not None:
+        return reason
+    try:
+        import dash.testing.browser  # noqa: F401
+        import dash_testing_stub  # noqa: F401
+    except ImportError as exc:
+        return f"dash testing extras missing ({exc}): pip install dash percy-python-selenium ..."
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+# --- the stack ------------------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    servers: list[ServerProcess]
+    api_url: str
+    token: str
+    db_url: str
+    as_of: int
+    old_as_of: int
+    runs: dict[str, int]
+
+    @property
+    def console_url(self) -> str:
+        return f"{self.api_url}/console/"
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with httpx.Client(trust_env=False, timeout=DEFAULT_TIMEOUT) as http:
+            return http.request(
+                method,
+                f"{self.api_url}/api/v1{path}",
+                headers={"Authorization": f"Bearer {self.token}"},
+                **kwargs,
+            )
+
+
+def _seed(db_url: str) -> tuple[int, int, dict[str, int]]:
+    """Pipeline results as ``pushgrid stats run`` writes them (the store's writer, no Spark):
+
+    - run ``old``: statistics of ``node:old-node`` as of two hours ago, written three hours ago
+      (so the admin API flags them stale);
+    - run ``failed``: a run that failed, with its error;
+    - run ``main``: the cluster and both nodes as of now, with 24 hourly trend points.
+    """
+    from spark_stats.store.db import finish_run, make_session_factory, start_run, write_results
+    from spark_stats.store.models import TrendPoint, WindowStat, utc_now
+    from spark_stats.store.synthetic import synthetic_result
+
+    now = int(time.time())
+    as_of = now // 60 * 60
+    old_as_of = as_of - 7200
+    factory = make_session_factory(db_url)
+    runs: dict[str, int] = {}
+    three_hours_ago = utc_now() - timedelta(hours=3)
+    an_hour_ago = utc_now() - timedelta(hours=1)
+    with factory() as session:
+        old = start_run(session, as_of=old_as_of, started_at=three_hours_ago)
+        result = synthetic_result(old_as_of, nodes=("old-node",), trend_points=1, offset=0.5)
+        write_results(session, old.id, result)
+        finish_run(
+            session,
+            old.id,
+            status="succeeded",
+            as_of=old_as_of,
+            input_rows=7200,
+            output_rows=len(result.window_stats),
+            stages=result.stages,
+            finished_at=three_hours_ago + timedelta(seconds=21.5),
+        )
+        session.execute(
+            delete(WindowStat).where(WindowStat.run_id == old.id, WindowStat.scope == "cluster")
+        )
+        session.execute(
+            delete(TrendPoint).where(TrendPoint.run_id == old.id, TrendPoint.scope == "cluster")
+        )
+        session.execute(
+            update(WindowStat)
+            .where(WindowStat.run_id == old.id)
+            .values(computed_at=three_hours_ago)
+        )
+        session.commit()
+        runs["old"] = old.id
+
+        failed = start_run(session, as_of=as_of - 300, started_at=an_hour_ago)
+        finish_run(
+            session,
+            failed.id,
+            status="failed",
+            error="Py4JJavaError: An error occurred while calling o123.parquet\n  ...",
+            finished_at=an_hour_ago + timedelta(seconds=8.25),
+        )
+        runs["failed"] = failed.id
+
+        main = start_run(session, as_of=as_of, started_at=utc_now() - timedelta(seconds=40))
+        result = synthetic_result(as_of, nodes=NODES, trend_points=24, trend_step=3600)
+        _daily_wave(result.trend_points)
+        write_results(session, main.id, result)
+        finish_run(
+            session,
+            main.id,
+            status="succeeded",
+            as_of=as_of,
+            input_rows=172_800,
+            output_rows=len(result.window_stats) + len(result.trend_points),
+            stages=result.stages,
+        )
+        runs["main"] = main.id
+    factory.kw["bind"].dispose()
+    return as_of, old_as_of, runs
+
+
+def _daily_wave(frame: Any) -> None:
+    """Give the synthetic trend series a daily rhythm (as traffic has), in place."""
+    import numpy as np
+
+    phase = np.sin(2 * np.pi * (frame["as_of"] % 86400) / 86400)
+    wave = 1.0 + 0.4 * phase + 0.05 * np.cos(frame["as_of"] / 7000)
+    frame["avg"] = frame["avg"] * wave
+    frame["max"] = frame["max"] * wave * (1.05 + 0.1 * np.abs(phase))
+    frame["stddev"] = frame["stddev"] * wave
+
+
+def _admin_token(db_url: str) -> str:
+    from admin_api.security import Role
+    from admin_api.services.tokens import TokenService
+    from spark_stats.store.db import session_scope
+
+    with session_scope(db_url) as session:
+        return TokenService(session).create("console-test", Role.ADMIN, "test").token
+
+
+@pytest.fixture(scope="module")
+def stack(
+    module_server_factory: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    import uvicorn
+
+    from admin_api.main import create_app
+    from admin_api.services.jobs import JobRunner
+    from console.mount import mount_console
+    from server.config import load_settings
+    from spark_stats.store.db import make_session_factory, upgrade
+
+    servers = [module_server_factory(ServerName=name) for name in NODES]
+    work = tmp_path_factory.mktemp("console")
+    db_url = f"sqlite:///{work / 'pushgrid.db'}"
+    upgrade(db_url)
+    as_of, old_as_of, runs = _seed(db_url)
+    token = _admin_token(db_url)
+
+    port = free_port()
+    settings = load_settings(
+        None,
+        environ={},
+        admin_listen=f"127.0.0.1:{port}",
+        admin_members=[
+            f"{name}={srv.monitor_url}" for name, srv in zip(NODES, servers, strict=True)
+        ],
+        database=db_url,
+        metrics_archive=str(servers[0].workdir / "data" / "archive"),
+        stats_warehouse=str(work / "warehouse"),
+        spark_master="local[1]",
+    )
+    factory = make_session_factory(db_url)
+    app = create_app(
+        settings,
+        session_factory=factory,
+        job_runner=JobRunner(settings, log_path=work / "stats.log"),
+    )
+    mount_console(app, settings)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, name="admin-api", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT
+    while not server.started:
+        assert thread.is_alive(), "the admin API did not start"
+        assert time.monotonic() < deadline, "the admin API did not start in time"
+        time.sleep(0.05)
+    yield Stack(servers, f"http://127.0.0.1:{port}", token, db_url, as_of, old_as_of, runs)
+    server.should_exit = True
+    thread.join(15)
+    factory.kw["bind"].dispose()
+
+
+# --- the browser ----------------------------------------------------------------------------
+
+
+class Console:
+    """The console in one headless Chromium tab (``dash.testing.browser.Browser``)."""
+
+    def __init__(self, stack: Stack, shots: Path) -> None:
+        os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager: never download
+        from dash.testing.browser import Browser
+        from selenium.webdriver.chrome.options import Options
+
+        options = Options()
+        options.binary_location = CHROMIUM
+        for flag in FLAGS:
+            if not flag.startswith("--window-size"):
+                options.add_argument(flag)
+        options.add_argument(f"--window-size={WIDTH},{HEIGHT}")
+        options.add_argument("--hide-scrollbars")
+        os.environ["PATH"] = f"{Path(CHROMEDRIVER).parent}:{os.environ.get('PATH', '')}"
+        self.stack = stack
+        self.shots = shots
+        self.br = Browser(
+            "chrome", headless=False, options=[options], percy_run=False, wait_timeout=int(WAIT)
+        )
+        self.driver = self.br.driver
+
+    def close(self) -> None:
+        self.br.__exit__(None, None, None)
+
+    # navigation
+    def open(self) -> None:
+        """Load the console (the login page when the tab has no token)."""
+        self.br.server_url = self.stack.console_url  # loads it and waits for Dash to render
+
+    def sign_in(self, token: str) -> None:
+        field = self.br.wait_for_element("#login-token")
+        self.br.clear_input(field)
+        field.send_keys(token)
+        self.br.find_element("#login-button").click()
+
+    def ensure_signed_in(self) -> None:
+        if not self.driver.current_url.startswith(self.stack.console_url):
+            self.open()
+        if not self.js("return !!document.getElementById('nav-overview')"):
+            self.wait(
+                lambda: self.js("return !!document.getElementById('login-token')"), "the login page"
+            )
+            self.sign_in(self.stack.token)
+        self.br.wait_for_element("#nav-overview")
+
+    def goto(self, page: str, ready: str) -> None:
+        """Follow the navigation link of ``page`` and wait for the ``ready`` selector."""
+        self.ensure_signed_in()
+        self.br.find_element(f"#nav-{page}").click()
+        self.br.wait_for_element(ready)
+
+    def select(self, dropdown: str, value: str) -> None:
+        """Choose ``value`` in a dcc.Dropdown: open it, click the option (Dash 4 markup)."""
+        self.br.find_element(f"#{dropdown}").click()
+        option = f".dash-dropdown-options input[value='{value}']"
+        self.wait(
+            lambda: self.js("return !!document.querySelector(arguments[0])", option),
+            f"the option {value} of {dropdown}",
+        )
+        self.js("document.querySelector(arguments[0]).closest('label').click()", option)
+        self.wait(
+            lambda: (
+                value in self.js("return document.getElementById(arguments[0]).innerText", dropdown)
+                or self.js("return !document.querySelector('.dash-dropdown-options')")
+            ),
+            f"{dropdown} closed",
+        )
+
+    # reading
+    def js(self, script: str, *args: Any) -> Any:
+        return self.driver.execute_script(script, *args)
+
+    def wait(self, condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                charts = {
+                    t["name"]: (
+                        len(t["x"]),
+                        t["x"][:1],
+                        t["x"][-1:],
+                        [(x, y) for x, y in zip(t["x"], t["y"], strict=False) if y],
+                    )
+                    for t in self.graph("overview-graph-incoming_messages_per_second")
+                }
+                raise AssertionError(
+                    f"{what}: not reached within {timeout}s (incoming chart: {charts}, "
+                    f"alerts: {self.text('.alerts')!r})"
+                )
+            time.sleep(0.1)
+
+    def wait_js(self, script: str, what: str, *args: Any) -> Any:
+        return self.wait(lambda: self.js(script, *args), what)
+
+    def text(self, selector: str) -> str:
+        found = self.js(
+            "const e = document.querySelector(arguments[0]); return e ? e.innerText : null",
+            selector,
+        )
+        return found or ""
+
+    def wait_text(self, selector: str, needle: str, timeout: float = WAIT) -> str:
+        def found() -> str | None:
+            shown = self.text(selector)
+            return shown if needle in shown else None
+
+        return self.wait(
+            found,
+            f"{selector} containing {needle!r} (it shows {self.text(selector)!r})",
+            timeout,
+        )
+
+    def graph(self, element_id: str) -> list[dict[str, Any]]:
+        """The traces (name, x, y) plotly is drawing in a dcc.Graph."""
+        traces: list[dict[str, Any]] | None = self.js(
+            """
+            const root = document.getElementById(arguments[0]);
+            const plot = root && root.querySelector('.js-plotly-plot');
+            if (!plot || !plot.data) return null;
+            return plot.data.map(t => ({name: t.name, x: Array.from(t.x || []),
+                                         y: Array.from(t.y || [])}));
+            """,
+            element_id,
+        )
+        return traces or []
+
+    def errors(self) -> list[dict[str, Any]]:
+        """SEVERE browser log entries (script errors, failed requests) since the last call."""
+        return list(self.br.get_logs() or [])
+
+    def assert_no_errors(self) -> None:
+        errors = self.errors()
+        assert not errors, f"browser console errors: {errors}"
+        assert not self.js("return !!document.querySelector('div.dash-debug-alert')"), (
+            "Dash reported an error"
+        )
+
+    def screenshot(self, page: str) -> Path:
+        """A full-page screenshot ``console-<page>.png`` (in docs/img/ when asked)."""
+        self.shots.mkdir(parents=True, exist_ok=True)
+        for _ in range(4):  # grow the window until the viewport holds the whole page
+            inner, outer, content = self.js(
+                "return [window.innerHeight, window.outerHeight,"
+                " document.documentElement.scrollHeight]"
+            )
+            if content <= inner:
+                break
+            self.driver.set_window_size(WIDTH, min(content + (outer - inner) + 24, 4000))
+            time.sleep(0.4)
+        time.sleep(0.4)  # let plotly re-lay out for the new size
+        path = self.shots / f"console-{page}.png"
+        self.driver.save_screenshot(str(path))
+        self.driver.set_window_size(WIDTH, HEIGHT)
+        return path
+
+
+@pytest.fixture(scope="module")
+def console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    refresh = os.environ.get("CONSOLE_SCREENSHOTS", "") not in ("", "0")
+    page = Console(stack, DOCS_SHOTS if refresh else tmp_path_factory.mktemp("screenshots"))
+    yield page
+    page.close()
+
+
+# --- clients --------------------------------------------------------------------------------
+
+
+class WsClient:
+    """A blocking WebSocket client of one server: the frames it got and how it was closed."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        from websockets.sync.client import connect
+
+        self._exit = contextlib.ExitStack()
+        self.ws = self._exit.enter_context(
+            connect(server.ws_url, open_timeout=DEFAULT_TIMEOUT, proxy=None)
+        )
+        self.frames: list[dict[str, Any]] = []
+        self.close_code: int | None = None
+        self.closed = threading.Event()
+        welcome = json.loads(self.ws.recv(timeout=DEFAULT_TIMEOUT))
+        assert welcome["type"] == "welcome", welcome
+        self.session: str = welcome["session"]
+        self.remote = "{}:{}".format(*self.ws.socket.getsockname()[:2])
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            while True:
+                self.frames.append(json.loads(self.ws.recv()))
+        except ConnectionClosed as exc:
+            self.close_code = exc.rcvd.code if exc.rcvd is not None else None
+        finally:
+            self.closed.set()
+
+    def subscribe(self, *subjects: str) -> None:
+        body = {"op": "subscribe", "id": 1, "subjects": [{"subject": s} for s in subjects]}
+        self.ws.send(json.dumps(body))
+        deadline = time.monotonic() + DEFAULT_TIMEOUT
+        while not any(f.get("type") == "subscribed" for f in self.frames):
+            assert time.monotonic() < deadline, f"not subscribed: {self.frames}"
+            time.sleep(0.02)
+
+    def messages(self, subject: str) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f.get("type") == "message" and f["subject"] == subject]
+
+    def close(self) -> None:
+        self._exit.close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def ws_clients() -> Iterator[Callable[[ServerProcess], WsClient]]:
+    opened: list[WsClient] = []
+
+    def make(server: ServerProcess) -> WsClient:
+        client = WsClient(server)
+        opened.append(client)
+        return client
+
+    yield make
+    for client in opened:
+        client.close()
+
+
+def publish(server: ServerProcess, subject: str, content: str, **fields: str) -> dict[str, Any]:
+    with httpx.Client(trust_env=False, timeout=DEFAULT_TIMEOUT) as http:
+        answer = http.post(
+            f"{server.url}/publish", json={"subject": subject, "content": content, "fields": fields}
+        )
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def unique(name: str) -> str:
+    return f"/console/{int(time.time() * 1000) % 10**9}/{name}"
+
+
+# --- tests ----------------------------------------------------------------------------------
+
+
+def test_login_refuses_a_bad_token_and_accepts_a_good_one(console: Console, stack: Stack) -> None:
+    console.open()
+    console.sign_in("pgt_" + "x" * 43)
+    alert = console.wait_text("#login-alert", "Unauthorized")
+    assert "401" in alert
+    console.sign_in(stack.token)
+    console.br.wait_for_element("#nav-overview")
+    assert console.wait_text("#user", "console-test") == "console-test · admin"
+    console.assert_no_errors()
+
+
+def test_overview_shows_health_and_live_charts_follow_new_traffic(
+    console: Console, stack: Stack, ws_clients: Callable[[ServerProcess], WsClient]
+) -> None:
+    console.goto("overview", "#overview-health .health-card")
+    console.wait(
+        lambda: (
+            console.js("return document.querySelector('[data-health]').dataset.health") == "healthy"
+        ),
+        "the cluster is healthy",
+    )
+    members = console.js(
+        "return Array.from(document.querySelectorAll('.member-card'))"
+        ".map(e => [e.dataset.member, e.dataset.up])"
+    )
+    assert members == [[name, "true"] for name in NODES]
+    chart = "overview-graph-incoming_messages_per_second"
+    console.wait(lambda: len(console.graph(chart)) == 3, "cluster + two member traces")
+    assert [t["name"] for t in console.graph(chart)] == ["Cluster", *NODES]
+
+    # traffic: one subscriber on each member, 40 messages over two seconds to the first one
+    subject = unique("IBM")
+    subscriber = ws_clients(stack.servers[0])
+    subscriber.subscribe(subject)
+    ws_clients(stack.servers[1])
+    started = time.time()
+    with httpx.Client(base_url=stack.servers[0].url, trust_env=False, timeout=5.0) as http:
+        for n in range(40):  # a burst: most of it lands in one or two sampled seconds
+            body = {"subject": subject, "content": str(n)}
+            assert http.post("/publish", json=body).status_code == 200
+    traffic = (time.strftime("%H:%M:%S", time.gmtime(started)), time.time() - started)
+    assert len(subscriber.messages(subject)) <= 40
+
+    def peak(indicator: str, trace: int = 0) -> float:
+        traces = console.graph(f"overview-graph-{indicator}")
+        ys = [y for y in traces[trace]["y"] if y is not None] if traces else []
+        return max(ys, default=0.0)
+
+    console.wait(
+        lambda: peak("incoming_messages_per_second") >= 10,
+        f"incoming messages chart after traffic {traffic}",
+    )
+    console.wait(lambda: peak("incoming_messages_per_second", 1) >= 10, "console-1's trace")
+    console.wait(lambda: peak("outgoing_messages_per_second") >= 10, "outgoing messages chart")
+    console.wait(lambda: peak("connected_users") >= 2, "connected users chart")
+    assert peak("incoming_messages_per_second", 2) == 0  # nothing was published to console-2
+    # the charts keep moving: a point a second
+    before = len(console.graph(chart)[0]["x"])
+    console.wait(lambda: len(console.graph(chart)[0]["x"]) >= before + 2, "two more points")
+    # current value and the 1-minute statistics of the member that got the traffic
+    max_1m = console.wait(
+        lambda: console.text(
+            "#overview-windows-incoming_messages_per_second "
+            "td[data-member='console-1'][data-window='1m'][data-stat='max']"
+        ),
+        "console-1's 1m max",
+    )
+    assert float(max_1m) >= 10
+    assert int(console.text("#overview-value-connected_users")) >= 2
+    assert time.time() - started < 60
+    console.screenshot("overview")
+    console.assert_no_errors()
+
+
+def test_a_member_down_is_shown_not_swallowed(console: Console, stack: Stack) -> None:
+    answer = stack.api(
+        "POST", "/members", json={"name": "ghost", "monitor_url": f"http://127.0.0.1:{free_port()}"}
+    )
+    assert answer.status_code == 201, answer.text
+    try:
+        console.goto("overview", "#overview-health .health-card")
+        console.wait(
+            lambda: console.js(
+                "const e = document.querySelector('[data-member=ghost]');"
+                "return e && e.dataset.up === 'false'"
+            ),
+            "the ghost member shown down",
+        )
+        assert console.js("return document.querySelector('[data-health]').dataset.health") == (
+            "degraded"
+        )
+        alert = console.wait_text("#overview-alert", "ghost")
+        assert "member ghost is down" in alert
+        assert "unreachable" in console.text("[data-member=ghost] .member-error")
+        # the other pages say so too
+        console.goto("sessions", "#sessions-table table")
+        assert "member ghost could not be read" in console.wait_text("#sessions-alert", "ghost")
+        console.assert_no_errors()
+    finally:
+        assert stack.api("DELETE", "/members/ghost").status_code == 204
+
+
+def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
+    console: Console, stack: Stack
+) -> None:
+    from console.format import exact
+    from spark_stats.store.db import session_scope, window_stats
+
+    with session_scope(stack.db_url) as session:
+        written = [row.to_dict() for row in window_stats(session)]
+    scopes = ["cluster", *(f"node:{n}" for n in NODES), "node:old-node"]
+    assert sorted({r["scope"] for r in written}) == sorted(scopes)
+
+    console.goto("statistics", "#stats-table table")
+    options = console.js(
+        "return Array.from(document.querySelectorAll('#stats-scope input')).map(e => e.value)"
+    )
+    assert options == scopes
+    for scope in scopes:
+        clicked = time.monotonic()
+        console.js(
+            "document.querySelector(`#stats-scope input[value='${arguments[0]}']`).click()", scope
+        )
+        expected = [r for r in written if r["scope"] == scope]
+        as_of = str(expected[0]["as_of"])
+        console.wait_js(
+            "const t = document.querySelector('#stats-table table');"
+            "return t && t.dataset.scope === arguments[0]",
+            f"the table of {scope}",
+            scope,
+        )
+        assert (
+            console.js("return document.querySelector('#stats-asof [data-as-of]').dataset.asOf")
+            == as_of
+        )
+        switched = time.monotonic() - clicked
+        assert switched < 2.0, f"switching to {scope} took {switched:.2f}s"
+        cells = console.js(
+            "return Array.from(document.querySelectorAll('#stats-table td[data-stat]'))"
+            ".map(c => [c.dataset.indicator, c.dataset.window, c.dataset.stat, c.dataset.value,"
+            " c.innerText])"
+        )
+        shown = {(i, w, s): (v, text) for i, w, s, v, text in cells}
+        assert len(shown) == 7 * 12 * 3
+        for row in expected:
+            for stat in ("max", "avg", "stddev"):
+                value, text = shown[(row["indicator"], row["window"], stat)]
+                assert value == repr(row[stat]), (scope, row, stat)
+                assert text == exact(row[stat])
+        stale = console.js(
+            "return document.querySelector('#stats-asof [data-stale]').dataset.stale"
+        )
+        banner = console.text("#stats-asof")
+        if scope == "node:old-node":
+            assert stale == "true"
+            assert banner.startswith("▲ STALE")
+        else:
+            assert stale == "false"
+            assert "STALE" not in banner
+        if scope == "cluster":
+            console.screenshot("statistics")
+    assert "stale" in console.text("#stats-alert")  # one scope is stale: the page says so
+    console.assert_no_errors()
+
+
+def test_trends_chart_draws_the_pipeline_series(console: Console, stack: Stack) -> None:
+    from spark_stats.store.db import session_scope, trend
+
+    console.goto("trends", "#trends-graph .js-plotly-plot")
+    console.select("trends-indicator", "incoming_messages_per_second")
+    console.js("document.querySelector(`#trends-range input[value='all']`).click()")
+    with session_scope(stack.db_url) as session:
+        points = [
+            p.to_dict() for p in trend(session, "cluster", "incoming_messages_per_second", "1h")
+        ]
+    assert len(points) == 24
+
+    def drawn() -> list[float] | None:
+        traces = {t["name"]: t for t in console.graph("trends-graph")}
+        average = traces.get("average")
+        return average["y"] if average else None
+
+    expected = [p["avg"] for p in points]
+    console.wait(lambda: drawn() == expected, f"the 24 trend points (drawn: {drawn()})")
+    assert "Incoming messages/s" in console.text("#trends-indicator")
+    maxima = {t["name"]: t for t in console.graph("trends-graph")}["max"]["y"]
+    assert maxima == [p["max"] for p in points]
+    assert (
+        console.js("return document.querySelector('#trends-summary [data-points]').dataset.points")
+        == "24"
+    )
+    console.screenshot("trends")
+    # another scope: the series of console-2
+    console.select("trends-scope", "node:console-2")
+    with session_scope(stack.db_url) as session:
+        node = [
+            p.avg for p in trend(session, "node:console-2", "incoming_messages_per_second", "1h")
+        ]
+    console.wait(lambda: drawn() == node, "console-2's series")
+    console.assert_no_errors()
+
+
+def test_subject_snapshot_subscribers_and_a_test_publish_that_arrives(
+    console: Console, stack: Stack, ws_clients: Callable[[ServerProcess], WsClient]
+) -> None:
+    subject = unique("NYSE/IBM")
+    subscriber = ws_clients(stack.servers[0])
+    subscriber.subscribe(subject)
+    publish(stack.servers[0], subject, "193", volume="6.62M")
+
+    console.goto("subjects", "#subject-input")
+    console.br.find_element("#subject-input").send_keys(subject)
+    console.br.find_element("#subject-lookup").click()
+    console.wait(
+        lambda: (
+            console.js(
+                "const e = document.querySelector('#subject-snapshot [data-content]');"
+                "return e && e.dataset.content"
+            )
+            == "193"
+        ),
+        "the snapshot",
+    )
+    assert "volume" in console.text("#subject-snapshot")
+    assert "6.62M" in console.text("#subject-snapshot")
+    console.wait(
+        lambda: (
+            console.js(
+                "const e = document.querySelector('#subject-subscribers [data-count]');"
+                "return e && e.dataset.count"
+            )
+            == "1"
+        ),
+        "one subscriber",
+    )
+
+    console.br.find_element("#subject-content").send_keys("194")
+    console.br.find_element("#subject-fields").send_keys("bid=195\nask=196")
+    console.br.find_element("#subject-publish").click()
+    console.wait(
+        lambda: (
+            console.js(
+                "const e = document.querySelector('#subject-arrival [data-arrived]');"
+                "return e && e.dataset.arrived"
+            )
+            == "true"
+        ),
+        "the test message arrives",
+    )
+    assert "194" in console.text("#subject-snapshot")
+    assert "194" in console.text("#subject-log-view")
+    received = console.wait(lambda: subscriber.messages(subject)[-1:], "the subscriber's copy")
+    assert received[0]["content"] == "194"
+    assert received[0]["fields"] == {"bid": "195", "ask": "196"}
+    console.screenshot("subjects")
+    console.assert_no_errors()
+
+
+def test_a_session_disconnected_from_the_console_is_closed_at_the_server(
+    console: Console, stack: Stack, ws_clients: Callable[[ServerProcess], WsClient]
+) -> None:
+    subject = unique("victim")
+    victim = ws_clients(stack.servers[1])
+    victim.subscribe(subject)
+    bystander = ws_clients(stack.servers[1])
+    bystander.subscribe(subject)
+    for _ in range(3):
+        ws_clients(stack.servers[0])  # more rows for the screenshot
+
+    console.goto("sessions", "#sessions-table table")
+    console.screenshot("sessions")
+    search = console.br.find_element("#sessions-search")
+    search.send_keys(subject)
+    rows = console.wait(
+        lambda: (
+            found
+            if len(
+                found := console.js(
+                    "return Array.from(document.querySelectorAll("
+                    "'#sessions-table tr[data-session]')).map(r => r.dataset.session)"
+                )
+            )
+            == 2
+            else None
+        ),
+        "the two sessions on the subject",
+    )
+    assert sorted(rows) == sorted([victim.session, bystander.session])
+    console.br.find_element(f"tr[data-session='{victim.session}'] button").click()
+    alert = console.wait(lambda: _alert(console), "the confirmation dialog")
+    assert victim.session in alert.text
+    assert "console-2" in alert.text
+    alert.accept()
+
+    assert victim.closed.wait(WAIT), "the victim's WebSocket was not closed"
+    assert victim.close_code == 4003
+    assert not bystander.closed.is_set()
+    console.wait_text("#sessions-result", "disconnected")
+    console.wait(
+        lambda: (
+            console.js(
+                "return Array.from(document.querySelectorAll('#sessions-table tr[data-session]'))"
+                ".map(r => r.dataset.session)"
+            )
+            == [bystander.session]
+        ),
+        "only the bystander is left",
+    )
+    console.assert_no_errors()
+
+
+def _alert(console: Console) -> Any:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        return console.driver.switch_to.alert
+    except NoAlertPresentException:
+        return None
+
+
+def test_jobs_page_lists_runs_and_starts_one(console: Console, stack: Stack) -> None:
+    console.goto("jobs", "#jobs-table table")
+    statuses = console.wait(
+        lambda: console.js(
+            "return Array.from(document.querySelectorAll('#jobs-table tr[data-run]'))"
+            ".map(r => [r.dataset.run, r.dataset.status])"
+        ),
+        "the runs",
+    )
+    assert statuses == [
+        [str(stack.runs["main"]), "succeeded"],
+        [str(stack.runs["failed"]), "failed"],
+        [str(stack.runs["old"]), "succeeded"],
+    ]
+    failed = console.text(f"#jobs-table tr[data-run='{stack.runs['failed']}']")
+    assert "Py4JJavaError" in failed
+    assert "8.25 s" in failed
+    assert "21.5 s" in console.text(f"#jobs-table tr[data-run='{stack.runs['old']}']")
+    bars = console.graph("jobs-graph")
+    assert bars
+    assert len(bars[0]["x"]) == 3
+    console.screenshot("jobs")
+
+    console.br.find_element("#jobs-start").click()
+    console.wait(lambda: _alert(console), "the confirmation dialog").accept()
+    notice = console.wait_text("#jobs-result", "started")
+    new_id = int(notice.split("#")[1].split()[0])
+    assert new_id > stack.runs["main"]
+    console.wait(
+        lambda: console.js(
+            "return !!document.querySelector(`#jobs-table tr[data-run='${arguments[0]}']`)", new_id
+        ),
+        "the new run in the table",
+    )
+    console.assert_no_errors()
+
+
+def test_audit_lists_the_admin_actions(console: Console, stack: Stack) -> None:
+    console.goto("audit", "#audit-table table")
+    actions = console.wait(
+        lambda: (
+            found
+            if {"sessions.disconnect", "subjects.publish", "members.register", "jobs.trigger"}
+            <= set(
+                found := console.js(
+                    "return Array.from(document.querySelectorAll('#audit-table tr[data-action]'))"
+                    ".map(r => r.dataset.action)"
+                )
+            )
+            else None
+        ),
+        "the disconnect, publish and member registration in the audit log",
+    )
+    assert actions[0] == "jobs.trigger"  # newest first
+    assert "console-test" in console.text("#audit-table")
+    console.screenshot("audit")
+    console.assert_no_errors()

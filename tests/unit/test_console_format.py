@@ -1,0 +1,203 @@
+"""The console's pure formatting and shaping functions (console.format)."""
+
+from __future__ import annotations
+
+import pytest
+
+from console import format as fmt
+from console.provider import (
+    CLUSTER,
+    LiveIndicator,
+    LiveOverview,
+    LiveScope,
+    Member,
+    StatRow,
+    WindowStatistics,
+)
+from metrics.indicators import INDICATOR_NAMES
+from metrics.windows import WINDOW_NAMES
+
+
+@pytest.mark.parametrize(
+    ("value", "indicator", "text"),
+    [
+        (None, "", "—"),
+        (float("nan"), "", "—"),
+        (0, "", "0"),
+        (12, "connected_users", "12"),
+        (0.25, "", "0.25"),
+        (1234, "", "1.23k"),
+        (42_000, "outgoing_messages_per_second", "42k"),
+        (3_500_000, "", "3.5M"),
+        (512, "outgoing_bytes_per_second", "512 B"),
+        (2048, "incoming_bytes_per_second", "2 KiB"),
+        (9_500_000, "outgoing_bytes_per_second", "9.06 MiB"),
+    ],
+)
+def test_compact_readings(value: float | None, indicator: str, text: str) -> None:
+    assert fmt.compact(value, indicator) == text
+
+
+def test_exact_keeps_two_decimals_and_separators() -> None:
+    assert fmt.exact(1234567.891) == "1,234,567.89"
+    assert fmt.exact(0.0) == "0.00"
+    assert fmt.exact(None) == "—"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "—"),
+        (0.421, "0.42 s"),
+        (21.5, "21.5 s"),
+        (245, "4 min 05 s"),
+        (900, "15 min"),
+        (7200, "2 h"),
+        (3 * 3600 + 7 * 60, "3 h 07 min"),
+        (2 * 86400 + 4 * 3600, "2 d 04 h"),
+    ],
+)
+def test_duration(seconds: float | None, text: str) -> None:
+    assert fmt.duration(seconds) == text
+
+
+def test_age_and_timestamps() -> None:
+    assert fmt.age(0.2) == "just now"
+    assert fmt.age(42) == "42 s ago"
+    assert fmt.age(301) == "5 min ago"
+    assert fmt.age(3 * 3600 + 5) == "3 h ago"
+    assert fmt.timestamp(0) == "1970-01-01 00:00:00 UTC"
+    assert fmt.iso_time("2026-11-22T14:05:03+00:00") == "2026-11-22 14:05:03 UTC"
+    assert fmt.iso_time("2026-11-22T15:05:03+01:00") == "2026-11-22 14:05:03 UTC"
+    assert fmt.iso_unix("1970-01-01T00:01:00Z") == 60.0
+
+
+def test_labels_and_units() -> None:
+    assert fmt.label("incoming_messages_per_second") == "Incoming messages/s"
+    assert fmt.label("connected_users") == "Connected users"
+    assert fmt.unit("outgoing_bytes_per_second") == "bytes/s"
+    assert fmt.unit("nope") == ""
+
+
+def _member(name: str, up: bool = True, error: str | None = None) -> Member:
+    return Member(name, f"http://{name}:8900", up, error)
+
+
+def test_cluster_health() -> None:
+    assert fmt.cluster_health([]) == ("unknown", "no members registered")
+    assert fmt.cluster_health([_member("a")]) == ("healthy", "all 1 member up")
+    assert fmt.cluster_health([_member("a"), _member("b", False)]) == (
+        "degraded",
+        "1 of 2 members down",
+    )
+    assert fmt.cluster_health([_member("a", False), _member("b", False)])[0] == "down"
+    assert fmt.member_problems([_member("a"), _member("b", False, "refused")]) == [
+        "member b is down: refused"
+    ]
+
+
+def _stats(rows: list[StatRow], stale: bool = False, as_of: int | None = 1000) -> WindowStatistics:
+    return WindowStatistics(CLUSTER, as_of, "2026-11-22T14:00:00+00:00", stale, 900.0, rows)
+
+
+def test_stats_matrix_is_seven_indicators_by_three_stats_by_twelve_windows() -> None:
+    rows = [StatRow("connected_users", "1m", 60, 5.0, 2.5, 0.5)]
+    lines = fmt.stats_matrix(_stats(rows))
+    assert len(lines) == len(INDICATOR_NAMES) * 3
+    assert [(line.indicator, line.stat) for line in lines[:3]] == [
+        ("connected_users", "max"),
+        ("connected_users", "avg"),
+        ("connected_users", "stddev"),
+    ]
+    assert [cell.window for cell in lines[0].cells] == list(WINDOW_NAMES)
+    assert (lines[0].cells[0].value, lines[1].cells[0].value, lines[2].cells[0].value) == (
+        5.0,
+        2.5,
+        0.5,
+    )
+    assert lines[0].cells[1].value is None
+    assert lines[0].cells[1].text == "—"
+
+
+def test_stats_matrix_keeps_unknown_indicators_at_the_end() -> None:
+    lines = fmt.stats_matrix(_stats([StatRow("future_indicator", "1m", 1, 1.0, 1.0, 0.0)]))
+    assert lines[-1].indicator == "future_indicator"
+
+
+def test_freshness() -> None:
+    stale, text = fmt.freshness(_stats([], as_of=1000), now=1060)
+    assert not stale
+    assert text == "as of 1970-01-01 00:16:40 UTC (1 min ago)"
+    stale, text = fmt.freshness(_stats([], stale=True, as_of=1000), now=20000)
+    assert stale
+    assert text.startswith("STALE: as of")
+    assert text.endswith("older than 15 min")
+    stale, text = fmt.freshness(_stats([], as_of=None), now=0)
+    assert stale
+    assert "no pipeline results" in text
+
+
+def test_scope_options_put_the_cluster_first() -> None:
+    assert fmt.scope_options(["node:b", "cluster", "node:a"]) == [
+        {"label": "Cluster", "value": "cluster"},
+        {"label": "a", "value": "node:a"},
+        {"label": "b", "value": "node:b"},
+    ]
+
+
+def _overview(ts: int, value: float, members: tuple[str, ...] = ("m1",)) -> LiveOverview:
+    indicator = "incoming_messages_per_second"
+    scopes = {
+        name: LiveScope(name, ts, {indicator: LiveIndicator(indicator, value)}) for name in members
+    }
+    cluster = LiveScope(CLUSTER, ts, {indicator: LiveIndicator(indicator, value * len(members))})
+    return LiveOverview([_member(m) for m in members], cluster, scopes)
+
+
+def test_series_one_member_is_the_cluster_only() -> None:
+    assert fmt.series_names(_overview(10, 1.0)) == [CLUSTER]
+    assert fmt.series_names(_overview(10, 1.0, ("a", "b"))) == [CLUSTER, "a", "b"]
+
+
+def test_live_extension_adds_only_new_samples() -> None:
+    overview = _overview(100, 7.0, ("a", "b"))
+    series = fmt.series_names(overview)
+    ext = fmt.live_extension(overview, series, "incoming_messages_per_second", {})
+    assert ext is not None
+    data, traces = ext
+    assert traces == [0, 1, 2]
+    assert data["y"] == [[14.0], [7.0], [7.0]]
+    assert data["x"][0] == [fmt.chart_time(100)]
+    seen = fmt.newest_seconds(overview, series)
+    assert seen == {CLUSTER: 100, "a": 100, "b": 100}
+    assert fmt.live_extension(overview, series, "incoming_messages_per_second", seen) is None
+    # a member that could not be read gets no point
+    down = LiveOverview(
+        overview.members,
+        overview.cluster,
+        {**overview.scopes, "b": LiveScope("b", None, {}, "refused")},
+    )
+    ext = fmt.live_extension(down, series, "incoming_messages_per_second", {})
+    assert ext is not None
+    assert ext[1] == [0, 1]
+
+
+def test_parse_fields() -> None:
+    assert fmt.parse_fields("bid=195\n\n ask = 196 \nnote=a=b") == {
+        "bid": "195",
+        "ask": "196",
+        "note": "a=b",
+    }
+    assert fmt.parse_fields(None) == {}
+    with pytest.raises(ValueError, match="line 2"):
+        fmt.parse_fields("a=1\nnope")
+    with pytest.raises(ValueError, match="key=value"):
+        fmt.parse_fields("=1")
+
+
+def test_paging_helpers() -> None:
+    assert fmt.page_label(0, 15, 0, 0) == "no sessions"
+    assert fmt.page_label(15, 15, 40, 15) == "16–30 of 40"
+    assert fmt.clamp_page(9, 15, 40) == 2
+    assert fmt.clamp_page(-1, 15, 40) == 0
+    assert fmt.clamp_page(3, 15, 0) == 0

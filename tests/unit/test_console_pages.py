@@ -1,0 +1,375 @@
+"""The console's plain page functions (render_*, plan_update, ...), the admin-API JSON readers
+and the app's routing: no browser, no network."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from dash.development.base_component import Component
+
+from console import http_provider as hp
+from console.app import PAGES, create_dash_app, href, page_for
+from console.pages import overview, sessions, statistics, subjects, trends
+from console.provider import (
+    CLUSTER,
+    ConsoleProvider,
+    LiveIndicator,
+    LiveOverview,
+    LiveScope,
+    Member,
+    Moments,
+    ProviderError,
+    PublishResult,
+    Snapshot,
+    StatRow,
+    SubjectInfo,
+    WindowStatistics,
+)
+from metrics.indicators import INDICATOR_NAMES
+
+
+def _walk(component: Any) -> list[Component]:
+    """Every component under ``component`` (itself included)."""
+    if isinstance(component, list | tuple):
+        return [c for child in component for c in _walk(child)]
+    if not isinstance(component, Component):
+        return []
+    found = [component]
+    children = getattr(component, "children", None)
+    if children is not None:
+        found += _walk(children)
+    return found
+
+
+def _props(component: Component) -> dict[str, Any]:
+    """A component's properties, data-* attributes included."""
+    props: dict[str, Any] = component.to_plotly_json()["props"]  # type: ignore[no-untyped-call]
+    return props
+
+
+def _with(component: Any, attribute: str) -> list[Component]:
+    return [c for c in _walk(component) if attribute in _props(c)]
+
+
+def _prop(component: Component, name: str) -> Any:
+    return _props(component).get(name)
+
+
+# --- statistics -----------------------------------------------------------------------------
+
+
+def test_statistics_table_carries_every_written_number() -> None:
+    rows = [
+        StatRow(indicator, window, 60, 2.0 + i, 1.0 + i, 0.1 * i)
+        for i, indicator in enumerate(INDICATOR_NAMES)
+        for window in ("1m", "15mo")
+    ]
+    stats = WindowStatistics("node:a", 1000, None, False, 900.0, rows)
+    table = statistics.render_table(stats)
+    assert _prop(table, "data-scope") == "node:a"
+    cells = {
+        (_prop(c, "data-indicator"), _prop(c, "data-window"), _prop(c, "data-stat")): c
+        for c in _with(table, "data-stat")
+    }
+    assert len(cells) == 7 * 12 * 3
+    cell = cells[("incoming_messages_per_second", "15mo", "avg")]
+    assert _prop(cell, "data-value") == repr(4.0)
+    assert cell.children == "4.00"
+    empty = cells[("incoming_messages_per_second", "5m", "avg")]
+    assert _prop(empty, "data-value") == ""
+    assert empty.children == "—"
+
+
+def test_statistics_heat_and_picking() -> None:
+    assert statistics.heat(None, 0, 1) == {}
+    assert statistics.heat(5.0, 5.0, 5.0) == {}
+    assert statistics.heat(10.0, 0.0, 10.0) == {"backgroundColor": "rgba(56, 189, 248, 0.220)"}
+    stats = WindowStatistics("cluster", 1, None, False, None, [])
+    assert statistics.pick([stats], "cluster") is stats
+    assert statistics.pick([stats], "node:x") is None
+
+
+def test_statistics_asof_marks_stale_results() -> None:
+    stale = WindowStatistics("node:old", 1000, None, True, 900.0, [])
+    banner = statistics.render_asof(stale, now=20000)
+    assert _prop(banner, "data-stale") == "true"
+    assert "asof-stale" in _prop(banner, "className")
+    fresh = WindowStatistics("cluster", 19990, "2026-11-22T14:00:00+00:00", False, 900.0, [])
+    banner = statistics.render_asof(fresh, now=20000)
+    assert _prop(banner, "data-stale") == "false"
+    assert _prop(banner, "data-as-of") == "19990"
+
+
+# --- overview -------------------------------------------------------------------------------
+
+
+def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
+    scopes = {
+        name: LiveScope(
+            name,
+            ts,
+            {n: LiveIndicator(n, 3.0, {"1m": Moments(60, 9.0, 3.0, 1.0)}) for n in INDICATOR_NAMES},
+        )
+        for name in members
+    }
+    cluster = LiveScope(
+        CLUSTER, ts, {n: LiveIndicator(n, 3.0 * len(members)) for n in INDICATOR_NAMES}
+    )
+    return LiveOverview([Member(m, "", True) for m in members], cluster, scopes)
+
+
+def test_overview_builds_figures_first_then_extends_them() -> None:
+    first = overview.plan_update(_live(100, ("a", "b")), None)
+    figure = first.figures["connected_users"]
+    assert figure is not None
+    assert [trace.name for trace in figure.data] == ["Cluster", "a", "b"]
+    assert first.extensions["connected_users"] is None
+    assert first.state == {
+        "series": [CLUSTER, "a", "b"],
+        "last": {CLUSTER: 100, "a": 100, "b": 100},
+    }
+    assert first.values["connected_users"] == "6"
+
+    same = overview.plan_update(_live(100, ("a", "b")), first.state)
+    assert same.figures["connected_users"] is None
+    assert same.extensions["connected_users"] is None  # no new sample
+
+    later = overview.plan_update(_live(101, ("a", "b")), first.state)
+    extension = later.extensions["connected_users"]
+    assert extension is not None
+    assert extension[1] == [0, 1, 2]
+
+    shrunk = overview.plan_update(_live(102, ("a",)), later.state)
+    assert shrunk.figures["connected_users"] is not None  # the series changed: new figure
+
+
+def test_overview_reports_members_down() -> None:
+    live = _live(100, ("a",))
+    live.members.append(Member("b", "http://b", False, "connection refused"))
+    update = overview.plan_update(live, None)
+    assert update.problems == ["member b is down: connection refused"]
+    cards = overview.render_members(live.members)
+    assert [(_prop(c, "data-member"), _prop(c, "data-up")) for c in cards] == [
+        ("a", "true"),
+        ("b", "false"),
+    ]
+    assert _prop(overview.render_health(live.members), "data-health") == "degraded"
+
+
+def test_overview_window_table_per_member() -> None:
+    live = _live(100, ("a", "b"))
+    table = overview.render_windows(
+        "connected_users", overview.member_indicators(live, "connected_users")
+    )
+    cells = _with(table, "data-member")
+    assert {_prop(c, "data-member") for c in cells} == {"a", "b"}
+    max_1m = [
+        c for c in cells if _prop(c, "data-window") == "1m" and _prop(c, "data-stat") == "max"
+    ]
+    assert [c.children for c in max_1m] == ["9", "9"]
+
+
+# --- subjects, sessions, trends -------------------------------------------------------------
+
+
+def _info(seq: int | None, epoch: str = "e1") -> SubjectInfo:
+    snapshot = None if seq is None else Snapshot("/a/b", f"v{seq}", {"k": "v"}, epoch, seq, 1.0)
+    return SubjectInfo("/a/b", snapshot, {"m1": 2, "m2": 1})
+
+
+def test_subject_log_and_arrival() -> None:
+    log = subjects.next_log([], _info(1), now=10.0)
+    assert [e["seq"] for e in log] == [1]
+    assert subjects.next_log(log, _info(1), now=11.0) == log
+    log = subjects.next_log(log, _info(2), now=12.0)
+    assert [e["seq"] for e in log] == [1, 2]
+    other = SubjectInfo("/x/y", None, {})
+    assert subjects.next_log(log, other, now=13.0) == []
+
+    sent = subjects.published_record(PublishResult("/a/b", "ok", "e1", 3, "m1"), now=20.0)
+    waiting = subjects.arrival(sent, _info(2), now=20.5)
+    assert _prop(waiting, "data-arrived") == "false"
+    arrived = subjects.arrival(sent, _info(3), now=20.5)
+    assert _prop(arrived, "data-arrived") == "true"
+    assert _info(3).subscriber_count == 3
+
+
+def test_sessions_disconnect_trigger() -> None:
+    assert sessions.pending_from_trigger({"type": "x", "index": "m1|abc"}, 1) == {
+        "member": "m1",
+        "session": "abc",
+    }
+    assert sessions.pending_from_trigger({"type": "x", "index": "m1|abc"}, 0) is None
+    assert sessions.pending_from_trigger("sessions-refresh", 1) is None
+
+
+def test_trend_time_ranges() -> None:
+    assert trends.time_range("24 h", now=100_000.5) == (100_000 - 86400, None)
+    assert trends.time_range("all", now=100_000) == (None, None)
+
+
+# --- admin API JSON -> values ---------------------------------------------------------------
+
+
+def test_problem_documents_become_provider_errors() -> None:
+    response = httpx.Response(
+        502,
+        json={
+            "type": "urn:pushgrid:admin:member_unreachable",
+            "title": "Bad Gateway",
+            "status": 502,
+            "detail": "connection refused",
+            "member": "push-2",
+        },
+    )
+    error = hp.problem(response)
+    assert (error.status, error.title, error.detail) == (
+        502,
+        "Bad Gateway",
+        "connection refused (member push-2)",
+    )
+    plain = hp.problem(httpx.Response(500, text="oops"))
+    assert (plain.status, plain.detail) == (500, "oops")
+    assert ProviderError(401, "Unauthorized").unauthorized
+
+
+def test_live_overview_from_the_admin_api() -> None:
+    data = {
+        "at": "2026-11-22T14:00:05+00:00",
+        "cluster": {
+            "members_reachable": 1,
+            "members_unreachable": 1,
+            "indicators": [{"name": "connected_users", "current": 4.0}],
+        },
+        "members": [
+            {
+                "member": "a",
+                "reachable": True,
+                "sample_time": "2026-11-22T14:00:04+00:00",
+                "indicators": [
+                    {
+                        "name": "connected_users",
+                        "current": 4.0,
+                        "windows": {"1m": {"max": 5.0, "avg": 4.0, "stddev": 0.5, "count": 60}},
+                    }
+                ],
+            },
+            {"member": "b", "reachable": False, "error": "refused", "indicators": []},
+        ],
+    }
+    members = [Member("a", "http://a", True), Member("b", "http://b", False, "refused")]
+    live = hp.live_overview(members, data)
+    ts = hp.unix("2026-11-22T14:00:04+00:00")
+    assert live.cluster.ts == ts
+    assert live.cluster.indicators["connected_users"].current == 4.0
+    assert live.scopes["a"].indicators["connected_users"].windows["1m"] == Moments(
+        60, 5.0, 4.0, 0.5
+    )
+    assert live.scopes["b"].error == "refused"
+
+
+def test_window_statistics_grouped_by_scope() -> None:
+    def item(scope: str, as_of: str, stale: bool) -> dict[str, Any]:
+        return {
+            "scope": scope,
+            "indicator": "connected_users",
+            "window": "1m",
+            "as_of": as_of,
+            "count": 60,
+            "max": 2.0,
+            "avg": 1.0,
+            "stddev": 0.5,
+            "run_id": 1,
+            "computed_at": "2026-11-22T14:00:00+00:00",
+            "age_seconds": 5.0,
+            "stale": stale,
+        }
+
+    data = {
+        "items": [
+            item("cluster", "2026-11-22T13:59:00+00:00", False),
+            item("node:a", "2026-11-22T11:59:00+00:00", True),
+        ],
+        "stale_after_seconds": 900.0,
+    }
+    cluster, node = hp.window_statistics(data)
+    assert (cluster.scope, cluster.stale, cluster.stale_after) == ("cluster", False, 900.0)
+    assert cluster.as_of == hp.unix("2026-11-22T13:59:00+00:00")
+    assert cluster.rows == [StatRow("connected_users", "1m", 60, 2.0, 1.0, 0.5)]
+    assert (node.scope, node.stale) == ("node:a", True)
+
+
+def test_session_search_and_pages() -> None:
+    assert hp.search_params("") == {}
+    assert hp.search_params("/Stocks/IBM") == {"subject": "/Stocks/IBM"}
+    assert hp.search_params(" 10.0.0.7 ") == {"remote": "10.0.0.7"}
+    page = hp.session_page(
+        {
+            "total": 1,
+            "offset": 0,
+            "limit": 15,
+            "items": [
+                {
+                    "member": "a",
+                    "id": "s1",
+                    "remote": "127.0.0.1:5",
+                    "connected_since": "1970-01-01T00:01:00Z",
+                    "subjects": ["/a/b"],
+                    "messages_in": 1,
+                    "bytes_in": 2,
+                    "bytes_out": 3,
+                }
+            ],
+            "unreachable": [{"member": "b", "error": "refused"}],
+        }
+    )
+    assert page.items[0].connected_since == 60.0
+    assert page.errors == {"b": "refused"}
+    run = hp.job_of(
+        {
+            "id": 4,
+            "status": "failed",
+            "started_at": "2026-11-22T14:00:00+00:00",
+            "duration_seconds": 8.25,
+            "as_of": None,
+            "error": "boom",
+        }
+    )
+    assert (run.id, run.status, run.duration, run.error) == (4, "failed", 8.25, "boom")
+
+
+# --- the app --------------------------------------------------------------------------------
+
+
+def test_the_app_routes_every_page_under_its_prefix() -> None:
+    calls: list[str] = []
+
+    def factory(token: str) -> ConsoleProvider:
+        calls.append(token)
+        raise AssertionError("no provider is needed to build the app")
+
+    app = create_dash_app(factory, requests_pathname_prefix="/console/")
+    assert [page.path for page in PAGES] == [
+        "",
+        "statistics",
+        "trends",
+        "subjects",
+        "sessions",
+        "jobs",
+        "audit",
+    ]
+    for page in PAGES:
+        assert page_for(app, href(app, page.path)) is page
+    assert page_for(app, "/console/nope") is None
+    assert href(app, "jobs") == "/console/jobs"
+    assert calls == []
+
+
+def test_provider_errors_round_trip_as_json() -> None:
+    error = ProviderError(409, "Conflict", "a run is going on")
+    again = ProviderError.from_json(error.to_json())
+    assert (again.status, again.title, again.detail) == (409, "Conflict", "a run is going on")
+    with pytest.raises(ProviderError, match="409 Conflict"):
+        raise again
