@@ -10,8 +10,8 @@ process with its own SparkSession:
 3. ``idle``: again with nothing new (only the windows are recomputed).
 
 For each run it reports the end-to-end wall time (process start to exit, JVM start included),
-the stage times and row counts, and the peak memory of the run's process tree (Python + JVM;
-sum of resident set sizes sampled every 0.1 s from /proc, plus each process's own peak).
+the stage times and row counts, and the peak memory of the run (Python + JVM: the sum of
+their resident set sizes sampled every 0.1 s from /proc, plus each process's own peak VmHWM).
 
     .venv/bin/python benchmarks/spark_windows.py                    # 35 days x 3 nodes
     .venv/bin/python benchmarks/spark_windows.py --days 3 --keep    # a quick one
@@ -144,31 +144,46 @@ def _status_kb(pid: int, key: str) -> int:
 @dataclass
 class Measured:
     wall: float
-    peak_rss_mb: float  # max over samples of the summed RSS of the process tree
-    peak_hwm_mb: dict[str, float]  # each process's own peak (VmHWM), by command
+    peak_rss_mb: float  # max over samples of RSS(Python) + RSS(JVM)
+    peak_hwm_mb: dict[str, float]  # each process's own peak (VmHWM)
     child: dict[str, Any]
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
 def measure(cmd: list[str]) -> Measured:
+    """Run ``cmd``; sample the memory of its Python process and of the Spark JVM it starts.
+
+    Only these two processes count: the JVM forks helpers (``chmod`` through jspawnhelper)
+    whose resident size before ``exec`` is the JVM's own, which would be counted twice.
+    """
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     peak = 0
-    hwm: dict[int, tuple[str, int]] = {}
+    hwm = {"python": 0, "jvm": 0}
+    jvm: int | None = None
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, jvm
         while not done.is_set():
+            if jvm is None:
+                jvm = next(
+                    (p for p in _tree(proc.pid) if b"org.apache.spark.deploy" in _cmdline(p)),
+                    None,
+                )
             total = 0
-            for pid in _tree(proc.pid):
-                rss = _status_kb(pid, "VmRSS")
-                total += rss
-                try:
-                    with open(f"/proc/{pid}/comm") as handle:
-                        name = handle.read().strip()
-                except OSError:
+            for name, pid in (("python", proc.pid), ("jvm", jvm)):
+                if pid is None:
                     continue
-                hwm[pid] = (name, max(hwm.get(pid, ("", 0))[1], _status_kb(pid, "VmHWM")))
+                total += _status_kb(pid, "VmRSS")
+                hwm[name] = max(hwm[name], _status_kb(pid, "VmHWM"))
             peak = max(peak, total)
             done.wait(0.1)
 
@@ -181,10 +196,7 @@ def measure(cmd: list[str]) -> Measured:
     if proc.returncode != 0:
         raise SystemExit(f"run failed ({proc.returncode}): {' '.join(cmd)}")
     result = json.loads(out.strip().splitlines()[-1])
-    by_name: dict[str, float] = {}
-    for name, kb in hwm.values():
-        by_name[name] = max(by_name.get(name, 0.0), kb / 1024)
-    return Measured(wall, peak / 1024, by_name, result)
+    return Measured(wall, peak / 1024, {k: v / 1024 for k, v in hwm.items()}, result)
 
 
 def child_run(args: argparse.Namespace) -> None:
@@ -254,7 +266,7 @@ def main() -> None:
         if args.driver_memory:
             cmd += ["--driver-memory", args.driver_memory]
         if args.java_options:
-            cmd += ["--java-options", args.java_options]
+            cmd += [f"--java-options={args.java_options}"]
         cmd += ["run", "--archive", str(archive), "--warehouse", str(warehouse)]
         cmd += ["--as-of", str(as_of)]
         m = measure(cmd)

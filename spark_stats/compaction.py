@@ -28,13 +28,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.windows import DAY, HOUR
+from metrics.windows import HOUR
 
 from . import transforms as T
 from .results import StageResult
@@ -46,6 +45,7 @@ __all__ = [
     "ArchiveFile",
     "CompactionResult",
     "compact",
+    "header_ok",
     "read_archive",
     "samples_store",
     "scan_archive",
@@ -75,7 +75,9 @@ class ArchiveFile:
 
     @property
     def day_start(self) -> int:
-        return int(datetime.combine(date.fromisoformat(self.day), datetime.min.time(), UTC).timestamp())
+        return int(
+            datetime.combine(date.fromisoformat(self.day), datetime.min.time(), UTC).timestamp()
+        )
 
     @property
     def hour_start(self) -> int:
@@ -124,7 +126,8 @@ def scan_archive(archive_dir: Path) -> list[ArchiveFile]:
     return found
 
 
-def _header_ok(file: ArchiveFile) -> bool:
+def header_ok(file: ArchiveFile) -> bool:
+    """Whether the file starts with the expected header (the CSV is then read by position)."""
     try:
         with file.path.open("rb") as handle:
             first = handle.readline(4096)
@@ -135,30 +138,25 @@ def _header_ok(file: ArchiveFile) -> bool:
 
 
 def read_archive(spark: SparkSession, files: Iterable[ArchiveFile]) -> DataFrame:
-    """Samples of archive files (``SAMPLE_SCHEMA``), malformed lines and foreign dates dropped.
+    """Samples of archive files (``SAMPLE_SCHEMA``): malformed lines and foreign dates dropped.
 
-    One CSV scan per date directory; a row whose ``ts`` is not in its directory's date is
-    dropped (the writer never produces one).
+    One CSV scan for all files. A row whose ``ts`` is not in the date of its directory is
+    dropped (the writer never produces one; it would land in a partition not being rewritten).
     """
-    by_day: dict[str, list[str]] = {}
-    for f in files:
-        by_day.setdefault(f.day, []).append(str(f.path))
-    frames = []
-    for day, paths in sorted(by_day.items()):
-        start = int(datetime.combine(date.fromisoformat(day), datetime.min.time(), UTC).timestamp())
-        raw = (
-            spark.read.schema(T.CSV_SCHEMA)
-            .option("header", True)
-            .option("mode", "DROPMALFORMED")
-            .option("enforceSchema", True)
-            .csv(sorted(paths))
-        )
-        frames.append(
-            T.clean_samples(raw).where((F.col("ts") >= start) & (F.col("ts") < start + DAY))
-        )
-    if not frames:
+    paths = sorted(str(f.path) for f in files)
+    if not paths:
         return spark.createDataFrame([], T.SAMPLE_SCHEMA)
-    return reduce(DataFrame.unionByName, frames)
+    raw = (
+        spark.read.schema(T.CSV_SCHEMA)
+        .option("header", True)
+        .option("mode", "DROPMALFORMED")
+        .option("enforceSchema", True)
+        .csv(paths)
+        .select("*", F.col("_metadata.file_path").alias("_path"))
+    )
+    # ".../<YYYY-MM-DD>/<node>/samples-HH.csv[.open]": the third segment from the end
+    dir_day = F.substring_index(F.substring_index(F.col("_path"), "/", -3), "/", 1)
+    return T.clean_samples(raw.where(dir_day == T.day_string("ts")))
 
 
 @dataclass
@@ -184,10 +182,13 @@ def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> Comp
     inputs: dict[str, list[int]] = manifest.meta.get("inputs", {})
     closed = [f for f in scan_archive(archive_dir) if f.closed]
     changed = [f for f in closed if inputs.get(f.rel) != f.signature]
-    skipped = [f.rel for f in changed if f.size > 0 and not _header_ok(f)]
+    skipped = [f.rel for f in changed if f.size > 0 and not header_ok(f)]
     if skipped:
-        log.warning("skipping %d archive files with an unexpected header: %s", len(skipped), skipped[:5])
-    new = [f for f in changed if f.size > 0 and f.rel not in set(skipped)]
+        log.warning(
+            "skipping %d archive files with an unexpected header: %s", len(skipped), skipped[:5]
+        )
+    skipped_set = set(skipped)
+    new = [f for f in changed if f.size > 0 and f.rel not in skipped_set]
     empty = [f for f in changed if f.size == 0]
     result = CompactionResult(StageResult("compaction"), skipped=skipped, version=manifest.version)
     if not new and not empty:
@@ -196,7 +197,7 @@ def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> Comp
 
     txn = store.transaction(manifest)
     touched_hours: set[int] = set()
-    rows_before = rows_after = 0
+    rows_before = 0
     if new:
         observed = Observation("compaction_input")
         fresh = read_archive(spark, new).observe(
@@ -230,14 +231,16 @@ def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> Comp
     if min_ts is not None:
         meta["min_ts"] = int(min_ts) if old_min is None else min(int(old_min), int(min_ts))
     committed = txn.commit(meta)
-    rows_after = committed.rows(SAMPLES_TABLE, dates)
-    result.stage.output_rows = rows_after - rows_before
+    result.stage.output_rows = committed.rows(SAMPLES_TABLE, dates) - rows_before
     result.files = len(new)
     result.touched_hours = sorted(touched_hours)
     result.version = committed.version
     result.stage.seconds = time.monotonic() - started
     log.info(
         "compaction: %d files, %d rows read, %d rows added, %d dates rewritten",
-        len(new), result.stage.input_rows, result.stage.output_rows, len(dates),
+        len(new),
+        result.stage.input_rows,
+        result.stage.output_rows,
+        len(dates),
     )
     return result

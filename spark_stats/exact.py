@@ -29,6 +29,7 @@ from .transforms import INDICATORS
 
 __all__ = ["complete", "empty_stats", "exact_int", "finalize", "moments", "stats_frame"]
 
+
 def exact_int(value: Any) -> int:
     """An exact integer from a Python/numpy int or an integral Decimal (raises otherwise)."""
     if isinstance(value, int | np.integer):
@@ -102,8 +103,7 @@ def complete(
     """
     wanted = sorted(set(scopes) | {CLUSTER_SCOPE}, key=lambda s: (s != CLUSTER_SCOPE, s))
     have: Mapping[tuple[str, str, str], int] = {
-        (r.scope, r.indicator, r.window): i
-        for i, r in enumerate(stats.itertuples(index=False))  # type: ignore[attr-defined]
+        (r.scope, r.indicator, r.window): i for i, r in enumerate(stats.itertuples(index=False))
     }
     rows: list[tuple[Any, ...]] = []
     for scope in wanted:
