@@ -10,6 +10,12 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
 # Debian packages the tests use: promtool (prometheus), headless Chromium + ChromeDriver, a
 # PostgreSQL server. Installed when missing and we are root; otherwise the tests that need them
 # say so and skip.
