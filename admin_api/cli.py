@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from server.cli_support import fail, settings_or_exit
+
 from .security import Role
 
 if TYPE_CHECKING:
-    from server.config import Settings
+    pass
 
 admin_app = typer.Typer(
     name="admin",
@@ -63,20 +65,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(admin_app, name="admin")
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"pushgrid: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _settings(config: Path | None) -> Settings:
-    from server.config import ConfigError, load_settings
-
-    try:
-        return load_settings(config)
-    except ConfigError as exc:
-        raise _fail(f"configuration error\n{exc}", 2) from None
-
-
 def _migrate(url: str) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -86,7 +74,7 @@ def _migrate(url: str) -> None:
         upgrade(url)
     except (StoreError, SQLAlchemyError, OSError) as exc:
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise _fail(f"cannot migrate {display_url(url)}: {line}") from None
+        raise fail(f"cannot migrate {display_url(url)}: {line}") from None
 
 
 def _create_token(url: str, role: Role, name: str) -> tuple[str, str]:
@@ -122,11 +110,11 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
 
     from .main import DOCS_URL, create_app
 
-    settings = _settings(config)
+    settings = settings_or_exit(config)
     try:
         host, port = parse_address(listen or settings.admin_listen)
     except ValueError as exc:
-        raise _fail(f"--listen: {exc}", 2) from None
+        raise fail(f"--listen: {exc}", 2) from None
     logging.basicConfig(
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -164,7 +152,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
             server_header=False,
         )
     except OSError as exc:
-        raise _fail(f"admin API cannot start: {exc}") from None
+        raise fail(f"admin API cannot start: {exc}") from None
 
 
 @admin_app.callback()
@@ -204,10 +192,10 @@ def create_token_command(
     config: ConfigOption = None,
 ) -> None:
     """Create an API token and print it (once: only its hash is stored)."""
-    settings = _settings(config or ctx.obj)
+    settings = settings_or_exit(config or ctx.obj)
     token_name = (name or f"cli-{role.value}").strip()
     if not token_name or len(token_name) > 128:
-        raise _fail("--name must be 1 to 128 characters", 2)
+        raise fail("--name must be 1 to 128 characters", 2)
     _migrate(settings.database)
     token_id, token = _create_token(settings.database, role, token_name)
     typer.echo(

@@ -13,7 +13,8 @@ import typer
 import uvloop
 
 from . import __version__
-from .config import ConfigError, Settings, load_settings
+from .cli_support import settings_or_exit
+from .config import Settings
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from .app import PushServer
@@ -48,11 +49,7 @@ ConfigOption = Annotated[
 
 
 def _settings(config: Path | None) -> Settings:
-    try:
-        settings = load_settings(config)
-    except ConfigError as exc:
-        typer.echo(f"pushgrid: configuration error\n{exc}", err=True)
-        raise typer.Exit(2) from None
+    settings = settings_or_exit(config)
     logging.basicConfig(
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from server.cli_support import fail, settings_or_exit
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
-
-    from server.config import Settings
 
     from .store.jobs import JobOutcome
 
@@ -59,20 +59,6 @@ DbOption = Annotated[
         "e.g. postgresql+psycopg://user:password@host/db.",
     ),
 ]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"pushgrid: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _settings(config: Path | None) -> Settings:
-    from server.config import ConfigError, load_settings
-
-    try:
-        return load_settings(config)
-    except ConfigError as exc:
-        raise _fail(f"configuration error\n{exc}", 2) from None
 
 
 def parse_as_of(text: str) -> int:
@@ -138,11 +124,11 @@ def db_upgrade(config: ConfigOption = None, db: DbOption = None) -> None:
 
     from .store.db import StoreError, display_url, upgrade
 
-    url = db or _settings(config).database
+    url = db or settings_or_exit(config).database
     try:
         revision = upgrade(url)
     except (StoreError, SQLAlchemyError, OSError) as exc:
-        raise _fail(f"cannot migrate {display_url(url)}: {_first_line(exc)}") from None
+        raise fail(f"cannot migrate {display_url(url)}: {_first_line(exc)}") from None
     typer.echo(f"{display_url(url)}: schema at revision {revision} (newest)")
 
 
@@ -227,7 +213,7 @@ def stats_run(
 ) -> None:
     """Run the statistics jobs (compaction, rollups, windows) and store the results."""
     as_of_seconds = None if as_of is None else parse_as_of(as_of)
-    settings = _settings(config)
+    settings = settings_or_exit(config)
     url = db or settings.database
     archive_dir = archive if archive is not None else settings.metrics_archive
     spark_master = master or settings.spark_master
@@ -271,14 +257,14 @@ def stats_run(
                 progress=display,
             )
         except (StoreError, SQLAlchemyError, OSError) as exc:
-            raise _fail(f"database {display_url(url)}: {_first_line(exc)}") from None
+            raise fail(f"database {display_url(url)}: {_first_line(exc)}") from None
         except KeyboardInterrupt:
-            raise _fail("stats run interrupted (recorded as failed)", 130) from None
+            raise fail("stats run interrupted (recorded as failed)", 130) from None
         display.stop(outcome.ok)
     run = outcome.run
     if not outcome.ok:
         error = run.error or "unknown error"
-        raise _fail(
+        raise fail(
             f"stats run {run.id} failed after {_duration(time.monotonic() - started)}: "
             f"{_first_line(error)}\n(see `pushgrid stats status`)"
         )
@@ -363,7 +349,7 @@ def stats_status(
         normalize_url,
     )
 
-    url = db or _settings(config).database
+    url = db or settings_or_exit(config).database
     try:
         parsed = normalize_url(url)
         database = parsed.database or ""
@@ -373,14 +359,14 @@ def stats_status(
             and not database.startswith("file:")
             and not Path(database).exists()
         ):
-            raise _fail(
+            raise fail(
                 f"no database at {display_url(url)}: nothing has run yet "
                 "(`pushgrid stats run` creates it)"
             )
         engine = make_engine(parsed)
         try:
             if not has_schema(engine):
-                raise _fail(
+                raise fail(
                     f"{display_url(url)} has no statistics tables: run `pushgrid db upgrade`"
                 )
             with make_session_factory(engine)() as session:
@@ -388,7 +374,7 @@ def stats_status(
         finally:
             engine.dispose()
     except (StoreError, SQLAlchemyError, OSError) as exc:
-        raise _fail(f"database {display_url(url)}: {_first_line(exc)}") from None
+        raise fail(f"database {display_url(url)}: {_first_line(exc)}") from None
 
     console = _wide_console()
     if not runs:
