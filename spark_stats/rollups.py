@@ -162,29 +162,21 @@ def update_rollups(spark: SparkSession, warehouse_dir: Path) -> RollupResult:
         replace=replaced("minute", dates),
     )
 
-    # hours: from the (staged) minutes of the pending hours
-    staged_minutes = txn.read_staged(spark, "minute", T.BUCKET_SCHEMA)
-    if not full:
-        staged_minutes = staged_minutes.where(T.bucket_start("bucket_start", HOUR).isin(pending))
-    new_hours = T.coarser_buckets(staged_minutes, HOUR).observe(obs_h, F.count(F.lit(1)).alias("n"))
-    hours = kept("hour", months, ~F.col("bucket_start").isin(pending)).unionByName(new_hours)
-    txn.write(
-        "hour",
-        _sorted(T.with_partition(hours, "month", "bucket_start"), "month"),
-        replace=replaced("hour", months),
-    )
+    def roll_up(finer: str, coarser: str, width: int, due: list[int], obs: Observation) -> None:
+        """``coarser`` buckets of the ``due`` starts, merged from the staged ``finer`` ones."""
+        staged = txn.read_staged(spark, finer, T.BUCKET_SCHEMA)
+        if not full:
+            staged = staged.where(T.bucket_start("bucket_start", width).isin(due))
+        new = T.coarser_buckets(staged, width).observe(obs, F.count(F.lit(1)).alias("n"))
+        merged = kept(coarser, months, ~F.col("bucket_start").isin(due)).unionByName(new)
+        txn.write(
+            coarser,
+            _sorted(T.with_partition(merged, "month", "bucket_start"), "month"),
+            replace=replaced(coarser, months),
+        )
 
-    # days: from the (staged) hours of the pending days
-    staged_hours = txn.read_staged(spark, "hour", T.BUCKET_SCHEMA)
-    if not full:
-        staged_hours = staged_hours.where(T.bucket_start("bucket_start", DAY).isin(pending_days))
-    new_days = T.coarser_buckets(staged_hours, DAY).observe(obs_d, F.count(F.lit(1)).alias("n"))
-    days = kept("day", months, ~F.col("bucket_start").isin(pending_days)).unionByName(new_days)
-    txn.write(
-        "day",
-        _sorted(T.with_partition(days, "month", "bucket_start"), "month"),
-        replace=replaced("day", months),
-    )
+    roll_up("minute", "hour", HOUR, pending, obs_h)  # hours from the pending hours' minutes
+    roll_up("hour", "day", DAY, pending_days, obs_d)  # days from the pending days' hours
 
     txn.commit({"samples_version": s_manifest.version, "samples_id": samples_id})
     result.stage.input_rows = int(obs_m.get.get("samples") or 0)

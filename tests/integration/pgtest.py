@@ -225,6 +225,28 @@ class ServerProcess:
 # --- WebSocket client (protocol level) ---------------------------------------------------------
 
 
+async def open_ws(
+    target: ServerProcess | str, token: str | None, timeout: float
+) -> ClientConnection:
+    """A raw WebSocket to a server (no compression, no library pings, no size limits)."""
+    url = target.ws_url if isinstance(target, ServerProcess) else target
+    if token is not None:
+        url += f"?token={token}"
+    return await asyncio.wait_for(
+        connect(
+            url,
+            compression=None,
+            proxy=None,
+            ping_interval=None,
+            max_size=None,
+            max_queue=None,
+            open_timeout=timeout,
+            close_timeout=2,
+        ),
+        timeout,
+    )
+
+
 class WsClient:
     """A protocol-level client on the ``websockets`` library: JSON frames in, JSON frames out.
 
@@ -250,22 +272,7 @@ class WsClient:
     async def connect(
         cls, target: ServerProcess | str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> WsClient:
-        url = target.ws_url if isinstance(target, ServerProcess) else target
-        if token is not None:
-            url += f"?token={token}"
-        ws = await asyncio.wait_for(
-            connect(
-                url,
-                compression=None,
-                proxy=None,
-                ping_interval=None,
-                max_size=None,
-                max_queue=None,
-                open_timeout=timeout,
-                close_timeout=2,
-            ),
-            timeout,
-        )
+        ws = await open_ws(target, token, timeout)
         client = cls(ws)
         try:
             client.welcome = await client.expect("welcome", timeout=timeout)
@@ -894,22 +901,7 @@ class BatchWsClient(WsClient):
         cls, target: ServerProcess | str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> BatchWsClient:
         """Open the WebSocket without waiting for the welcome (it may be held by batching)."""
-        url = target.ws_url if isinstance(target, ServerProcess) else target
-        if token is not None:
-            url += f"?token={token}"
-        ws = await asyncio.wait_for(
-            connect(
-                url,
-                compression=None,
-                proxy=None,
-                ping_interval=None,
-                max_size=None,
-                max_queue=None,
-                open_timeout=timeout,
-                close_timeout=2,
-            ),
-            timeout,
-        )
+        ws = await open_ws(target, token, timeout)
         return cls(ws)
 
     async def _read(self) -> None:
