@@ -71,9 +71,11 @@ def _run(
             for task in tasks:
                 task.cancel()
 
+    from .cluster.errors import ClusterError
+
     try:
         uvloop.run(main())
-    except OSError as exc:
+    except (OSError, ClusterError) as exc:
         typer.echo(f"pushgrid: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None
 

@@ -17,6 +17,8 @@ from prometheus_client.registry import Collector
 
 from metrics.indicators import INDICATORS
 
+from .cluster_view import cluster_metrics
+
 if TYPE_CHECKING:
     from ..app import PushServer
 
@@ -70,6 +72,7 @@ class PushgridCollector(Collector):
         yield _gauge("pushgrid_cache_messages", "Messages in the cache", stats.cached_messages)
         yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", stats.cached_bytes)
         yield from self._indicators()
+        yield from cluster_metrics(self.app.cluster_status())
 
     def _indicators(self) -> Iterator[Metric]:
         sampler = self.app.sampler

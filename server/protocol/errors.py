@@ -24,6 +24,7 @@ class ErrorCode(StrEnum):
     DENIED = "denied"
     BINARY_NOT_SUPPORTED = "binary_not_supported"
     INTERNAL = "internal"
+    ENGINE_UNAVAILABLE = "engine_unavailable"  # cluster without quorum: retry with backoff
 
 
 class CloseCode(IntEnum):
