@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 import nats
+from msgspec.structs import replace
 from nats.aio.client import Client as Nats
 
 from ..engine.nats_wire import Announcement

@@ -198,7 +198,8 @@ class JetStreamEngine(Engine):
 
     def _adopt(self, info: StreamInfo) -> None:
         self._info = info
-        self._quorum = True
+        # Without a quorum a surviving replica may still answer, but with no leader.
+        self._quorum = info.cluster is None or bool(info.cluster.leader)
         self.empty_epoch = epoch_of_stream(info)
 
     async def close(self) -> None:
