@@ -289,7 +289,7 @@ async def test_without_a_quorum_publishes_fail_clearly_then_recover(cluster: Clu
         assert result["seq"] == 2  # the refused publish took no number
     finally:
         for index in (2, 3):
-            if cluster.member(index).proc is None or cluster.member(index).proc.poll() is not None:
+            if cluster.member(index) not in cluster.running():
                 await cluster.member(index).astart()
         await asyncio.to_thread(cluster.wait_healthy)
 
