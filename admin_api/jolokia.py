@@ -26,7 +26,7 @@ from .problems import ProblemError
 
 DEFAULT_TIMEOUT: Final = 3.0
 FailureKind = Literal["unreachable", "timeout", "auth", "error"]
-MemberSource = Literal["config", "registered"]
+MemberSource = Literal["config", "registered", "discovered"]
 
 SERVER_MBEAN: Final = "pushgrid:type=Server"
 INDICATORS_MBEAN: Final = "pushgrid:type=Indicator,*"

@@ -89,12 +89,36 @@ class MemberCreate(BaseModel):
     )
 
 
+class ClusterMemberOut(BaseModel):
+    name: str
+    index: int | None = Field(default=None, description="Position in ClusterMembers")
+    seed: bool = Field(description="A seed member (JetStream quorum)")
+    state: Literal["up", "down"]
+    leader: bool = Field(description="Holds the JetStream stream leadership")
+    quorum: bool | None = Field(
+        default=None, description="Whether this member can store messages (null: not readable)"
+    )
+
+
+class ClusterOut(BaseModel):
+    """The cluster merged from every readable member's view (MBean pushgrid:type=Cluster)."""
+
+    mode: str | None = Field(description="standalone, standard or guaranteed")
+    health: Literal["ok", "degraded", "unreachable"]
+    quorum: bool = Field(description="Some member can store messages")
+    quorum_size: int | None = None
+    seeds: int | None = None
+    stream_leader: str | None = None
+    members: list[ClusterMemberOut]
+
+
 class MemberOut(BaseModel):
     """A member and what its Jolokia agent says about it right now."""
 
     name: str
     source: MemberSource = Field(
-        description="config: from Admin.Members (read-only); registered: through the API"
+        description="config: from Admin.Members (read-only); registered: through the API; "
+        "discovered: reported by another member's cluster view"
     )
     monitor_url: str
     client_url: str | None = Field(

@@ -13,7 +13,7 @@ import typer
 import uvloop
 
 from . import __version__
-from .cli_support import settings_or_exit
+from .cli_support import fail, settings_or_exit
 from .config import Settings
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
@@ -89,9 +89,27 @@ def server(config: ConfigOption = None) -> None:
 
 
 @app.command()
-def up(config: ConfigOption = None) -> None:
+def up(
+    config: ConfigOption = None,
+    members: Annotated[
+        int,
+        typer.Option(
+            "--members",
+            min=1,
+            max=9,
+            help="Run a local cluster of this many members (3+ for Guaranteed; docs/cluster.md).",
+        ),
+    ] = 1,
+    mode: Annotated[
+        str, typer.Option("--mode", help="Cluster delivery mode: Guaranteed or Standard.")
+    ] = "Guaranteed",
+) -> None:
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)
+    admin_env: dict[str, str] = {}
+    children: list[Coroutine[Any, Any, None]] = []
+    if members > 1:
+        settings, admin_env, children = _local_cluster(config, settings, members, mode)
 
     def banner(server: PushServer) -> None:
         host, port = settings.listen_addresses[0] if settings.listen else ("127.0.0.1", 8800)
@@ -102,7 +120,13 @@ def up(config: ConfigOption = None) -> None:
             "\n".join(
                 [
                     "",
-                    f"pushgrid {__version__} is up (engine: {server.engine.name})",
+                    f"pushgrid {__version__} is up (engine: {server.engine.name}"
+                    + (f", {members} members, {mode}" if members > 1 else "")
+                    + ")",
+                    *(
+                        f"  member m{i}                ws://{host}:{port + i - 1}/ws"
+                        for i in range(2, members + 1)
+                    ),
                     f"  push server (WebSocket)  ws://{host}:{port}/ws",
                     f"  health                   http://{host}:{port}/health",
                     f"  admin API                http://{settings.admin_listen}/api/docs",
@@ -137,7 +161,7 @@ def up(config: ConfigOption = None) -> None:
     from .app import PushServer
     from .periodic import run_periodically
 
-    background = [run_alongside(config)]
+    background = [run_alongside(config, admin_env), *children]
     if settings.stats_interval > 0:
         stats = [sys.executable, "-m", "server", "stats", "run"]
         if config is not None:
@@ -145,6 +169,36 @@ def up(config: ConfigOption = None) -> None:
         log_path = Path("data/logs/stats.log")
         background.append(run_periodically(stats, settings.stats_interval, log_path))
     _run(PushServer(settings), banner, background)
+
+
+def _local_cluster(
+    config: Path | None, settings: Settings, count: int, mode: str
+) -> tuple[Settings, dict[str, str], list[Coroutine[Any, Any, None]]]:
+    """Member 1's settings, the admin API's environment and the other members' runners."""
+    import os
+
+    from .cluster.local import admin_members, as_environment, member_overrides, run_member
+    from .config import ConfigError, load_settings
+
+    environ = dict(os.environ)
+    try:
+        first = load_settings(
+            config,
+            environ={**environ, **as_environment(member_overrides(settings, count, 1, mode))},
+        )
+    except ConfigError as exc:
+        raise fail(f"configuration error\n{exc}", 2) from None
+    children = [
+        run_member(
+            config,
+            as_environment(member_overrides(settings, count, index, mode)),
+            Path(f"data/logs/member-{index}.log"),
+            environ,
+        )
+        for index in range(2, count + 1)
+    ]
+    admin_env = {"PUSHGRID_ADMIN_MEMBERS": admin_members(settings, count)}
+    return first, admin_env, children
 
 
 def _register_subcommands() -> None:

@@ -86,6 +86,7 @@ class Settings(BaseSettings):
     cluster_password: str | None = Field(default=None, alias="ClusterPassword")
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
+    listen_reuse_port: bool = Field(default=False, alias="ListenReusePort")
     nats_servers: AddressList = Field(default=[], alias="NatsServers")
     nats_server_binary: str = Field(default="nats-server", alias="NatsServerBinary")
     publish_snapshot_message: bool = Field(default=True, alias="PublishSnapshotMessage")

@@ -81,9 +81,23 @@ class ClusterLink:
         await self._membership.start()
 
     def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
-        """Tell the other members where this member's clients and monitoring connect."""
+        """Tell the other members where this member's clients and monitoring connect.
+
+        A listener on every interface (``0.0.0.0``) is advertised with the host of this
+        member's ``ClusterMembers`` entry, the address the others reach it at."""
+        host = self.topology.me.host if self.topology is not None else None
+
+        def reachable(urls: list[str]) -> list[str]:
+            if host is None:
+                return urls
+            return [
+                u.replace("//0.0.0.0:", f"//{host}:").replace("//[::]:", f"//{host}:") for u in urls
+            ]
+
         self._announcement = replace(
-            self._announcement, client_urls=client_urls, monitor_urls=monitor_urls
+            self._announcement,
+            client_urls=reachable(client_urls),
+            monitor_urls=reachable(monitor_urls),
         )
         if self._membership is not None:
             self._membership.announce(self._announcement)

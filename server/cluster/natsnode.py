@@ -41,7 +41,8 @@ def find_binary(name: str) -> str:
     return found
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this (child) process when its parent dies (fork -> exec)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -99,7 +100,7 @@ class NatsNode:
                 *self._command,
                 stdout=log_file,
                 stderr=asyncio.subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         finally:
             log_file.close()

@@ -47,7 +47,12 @@ def free_port_block(size: int = 3) -> int:
 
 class Cluster:
     def __init__(
-        self, tmp: Path, configured: int = 3, mode: str = "Guaranteed", **settings: Any
+        self,
+        tmp: Path,
+        configured: int = 3,
+        mode: str = "Guaranteed",
+        shared_port: int | None = None,
+        **settings: Any,
     ) -> None:
         self.endpoints = [f"127.0.0.1:{free_port_block()}" for _ in range(configured)]
         self.members = [
@@ -62,6 +67,7 @@ class Cluster:
                     "MetaSubjectInterval": 0,
                     **settings,
                 },
+                port=shared_port,
             )
             for index in range(1, configured + 1)
         ]

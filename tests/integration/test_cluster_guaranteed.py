@@ -24,7 +24,7 @@ from client.models import Status, StatusEvent
 
 from . import pgtest
 from .cluster import Cluster, cluster_status, free_port_block
-from .pgtest import ServerProcess, WsClient
+from .pgtest import AdminHarness, ServerProcess, WsClient, member_entry
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -136,6 +136,58 @@ async def test_snapshot_and_recovery_are_served_by_any_member(cluster: Cluster) 
         assert {f["kind"] for f in recovered} == {"recovered"}
     finally:
         await reader.close()
+
+
+# --- the admin API over a cluster --------------------------------------------------------------
+
+
+async def test_admin_api_discovers_every_member_from_one_and_follows_a_death(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    admin = AdminHarness(tmp_path / "admin", [member_entry("m1", cluster.member(1))])
+    try:
+        async with admin.client("viewer") as api:
+            listed = (await api.get("/api/v1/members")).json()["items"]
+            assert [(m["name"], m["source"], m["reachable"]) for m in listed] == [
+                ("m1", "config", True),
+                ("m2", "discovered", True),
+                ("m3", "discovered", True),
+            ]
+            assert {m["delivery_mode"] for m in listed} == {"guaranteed"}
+            overview = (await api.get("/api/v1/cluster")).json()
+            assert (overview["mode"], overview["health"], overview["quorum"]) == (
+                "guaranteed",
+                "ok",
+                True,
+            )
+            assert [(m["name"], m["state"], m["seed"]) for m in overview["members"][:3]] == [
+                ("m1", "up", True),
+                ("m2", "up", True),
+                ("m3", "up", True),
+            ]
+            assert sum(m["leader"] for m in overview["members"]) == 1
+            assert (await api.get("/api/v1/members/m2")).json()["reachable"] is True
+
+            await cluster.member(3).astop(signal.SIGKILL)
+            for _ in range(100):
+                overview = (await api.get("/api/v1/cluster")).json()
+                states = {m["name"]: m["state"] for m in overview["members"]}
+                if states["m3"] == "down":
+                    break
+                await asyncio.sleep(0.1)
+            assert (states["m1"], states["m2"], states["m3"]) == ("up", "up", "down")
+            assert len(states) == 4  # m4 is configured, never started: listed down
+            assert overview["quorum"] is True
+            listed = (await api.get("/api/v1/members")).json()["items"]
+            assert {m["name"]: m["reachable"] for m in listed} == {
+                "m1": True,
+                "m2": True,
+                "m3": False,
+            }
+    finally:
+        admin.close()
+        await cluster.member(3).astart()
+        await asyncio.to_thread(cluster.wait_healthy)
 
 
 # --- failover ---------------------------------------------------------------------------------

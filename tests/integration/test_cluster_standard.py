@@ -16,7 +16,7 @@ from client.backoff import BackoffPolicy
 from client.models import Status, StatusEvent
 
 from .cluster import Cluster, cluster_status
-from .pgtest import WsClient, http_publish
+from .pgtest import WsClient, free_port, http_publish, stats_json
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -88,3 +88,35 @@ async def test_failover_gives_the_snapshot_and_a_data_resync(cluster: Cluster) -
         await client.close()
         with contextlib.suppress(RuntimeError):
             await cluster.member(victim).astart()
+
+
+async def test_members_on_one_host_share_the_client_port(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    port = free_port()
+    pair = Cluster(
+        tmp_path_factory.mktemp("shared"),
+        configured=2,
+        mode="Standard",
+        shared_port=port,
+        ListenReusePort=True,
+    )
+    try:
+        pair.start(1, 2)
+        topic = subject()
+        clients = [await WsClient.connect(pair.member(1)) for _ in range(24)]
+        try:
+            for client in clients:
+                await client.subscribe(topic)
+            sessions = [(await stats_json(m))["gauges"]["sessions"] for m in pair.members]
+            assert sum(sessions) == 24
+            assert min(sessions) > 0  # the kernel spread the connections over both members
+            await http_publish(pair.member(1), topic, "to everyone")
+            for client in clients:
+                (frame,) = await client.messages(1, topic)
+                assert frame["content"] == "to everyone"
+        finally:
+            for client in clients:
+                await client.close()
+    finally:
+        pair.kill_all()
