@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up test lint typecheck install system-deps clean bench
+.PHONY: up cluster test lint typecheck install system-deps clean bench
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ system-deps:
 
 up: $(STAMP)
 	$(BIN)/pushgrid up
+
+# A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
+cluster: $(STAMP)
+	$(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -52,8 +52,12 @@ class Membership:
         self.mismatched: set[str] = set()
 
     def announce(self, me: Announcement) -> None:
-        """Heartbeats from now on carry ``me`` (addresses are known once listeners are bound)."""
+        """Heartbeats from now on carry ``me`` (addresses are known once listeners are bound);
+        the others hear the change at once, not a heartbeat later."""
         self._me = me
+        if self._task is not None:
+            self._task.cancel()
+            self._task = asyncio.get_running_loop().create_task(self._beat())
 
     async def start(self) -> None:
         await self._nc.subscribe(MEMBERS_SUBJECT, cb=self._on_heartbeat)
