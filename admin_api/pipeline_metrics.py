@@ -32,9 +32,8 @@ def _unix(moment: datetime | None) -> float:
 
 def pipeline_families(session: Session) -> list[GaugeMetricFamily]:
     """The pipeline gauges, read from ``job_runs`` (a timestamp is 0 when there is no such run)."""
-    counts = dict(
-        session.execute(select(JobRun.status, func.count()).group_by(JobRun.status)).tuples()
-    )
+    rows = session.execute(select(JobRun.status, func.count()).group_by(JobRun.status))
+    counts: dict[str, int] = {status: count for status, count in rows}
     last_ok = session.scalars(
         select(JobRun).where(JobRun.status == "succeeded").order_by(JobRun.id.desc()).limit(1)
     ).first()
