@@ -163,3 +163,17 @@ def test_bad_member_and_empty_directory_are_clear_errors(tmp_path):
     result = run_cli("rrd", "graph", "--dir", str(tmp_path))
     assert result.returncode == 2
     assert "no .rrd files" in result.stderr
+
+
+def test_create_makes_the_file_once(tmp_path):
+    member = "push-x=http://127.0.0.1:1"
+    first = run_cli("rrd", "create", "--member", member, "--dir", str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    assert "created" in first.stdout
+    info = rrdtool("info", str(tmp_path / "push-x.rrd"))
+    assert "step = 1\n" in info
+    assert 'ds[msgs_out].type = "DERIVE"' in info
+    assert 'ds[users].type = "GAUGE"' in info
+    assert "ds[msgs_out].min = 0.0000000000e+00" in info
+    again = run_cli("rrd", "create", "--member", member, "--dir", str(tmp_path))
+    assert "exists, kept" in again.stdout
