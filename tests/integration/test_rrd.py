@@ -2,7 +2,8 @@
 
 The values ``rrdtool`` gives back must be the server's: the last update holds the /stats counters,
 the 1-second rates of the DERIVE data sources add up to the counters' increase, and the
-connected-users GAUGE is the number of open sessions. A restart of the member (totals back to
+connected-users GAUGE is the number of open sessions. The members' monitoring port asks for
+Basic auth, as in production. A restart of the member (totals back to
 zero) must not show as a spike.
 """
 
@@ -49,8 +50,12 @@ def fetch(path: Path, start: int, end: int) -> dict[str, list[float]]:
     return columns
 
 
+AUTH = {"MonitorUsername": "ops", "MonitorPassword": "rrd-secret"}
+
+
 async def stats_counters(server) -> dict[str, float]:
-    async with monitor_http(server) as http:
+    auth = (AUTH["MonitorUsername"], AUTH["MonitorPassword"])
+    async with monitor_http(server, auth=auth) as http:
         response = await http.get("/stats")
     _, values = parse_stats_text(response.text)
     return {ds.stats_key: float(values[ds.stats_key]) for ds in data_sources()}
@@ -70,7 +75,11 @@ def start_feed(server, directory: Path, seconds: int) -> subprocess.Popen[str]:
             "--count",
             f"{seconds}",
         ],
-        env=clean_env(),
+        env={  # the member credentials come from the settings (here their variables)
+            **clean_env(),
+            "PUSHGRID_ADMIN_MEMBERUSERNAME": AUTH["MonitorUsername"],
+            "PUSHGRID_ADMIN_MEMBERPASSWORD": AUTH["MonitorPassword"],
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -92,7 +101,7 @@ async def wait_for_first_update(path: Path, feed: subprocess.Popen[str]) -> int:
 
 
 async def test_feed_matches_the_server_counters(server_factory, connect, subject, tmp_path):
-    server = server_factory(ServerName="rrd-a")
+    server = server_factory(ServerName="rrd-a", **AUTH)
     topic = subject("IBM")
     subscribers = [await connect(server) for _ in range(3)]
     for client in subscribers:
@@ -129,7 +138,7 @@ async def test_feed_matches_the_server_counters(server_factory, connect, subject
 
 
 async def test_a_restart_gives_no_spike_and_graphs_are_drawn(server_factory, connect, tmp_path):
-    server = server_factory(ServerName="rrd-b")
+    server = server_factory(ServerName="rrd-b", **AUTH)
     for _ in range(5):  # totals well above zero, so a restart resets them downwards
         client = await connect(server)
         await client.close()
