@@ -322,3 +322,18 @@ async def test_the_member_variable_lists_every_member(stack):
     async with httpx.AsyncClient(base_url=stack["prometheus"].url, trust_env=False) as http:
         body = (await http.get(f"/api/v1/label/{label}/values", params={"match[]": metric})).json()
     assert body["data"] == ["push-a", "push-b"]
+
+
+@needs_prometheus
+async def test_a_killed_member_raises_member_down(stack):
+    """Last in the module: it kills push-b. The alert waits 1 minute before firing; pending is
+    what the real Prometheus shows within seconds."""
+    prom = stack["prometheus"]
+    stack["members"][1].kill()
+    await eventually_query(prom, 'up{member="push-b"}', lambda r: by_member(r) == {"push-b": 0})
+    pending = await eventually_query(
+        prom, 'ALERTS{alertname="PushgridMemberDown"}', lambda r: len(r) == 1
+    )
+    assert pending[0]["metric"]["member"] == "push-b"
+    assert pending[0]["metric"]["alertstate"] == "pending"
+    assert pending[0]["metric"]["severity"] == "critical"
