@@ -16,10 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages the tests use: promtool (prometheus), headless Chromium + ChromeDriver, a
-# PostgreSQL server. Installed when missing and we are root; otherwise the tests that need them
+# Debian packages the tests use: promtool + prometheus, headless Chromium + ChromeDriver, a
+# PostgreSQL server, rrdtool, systemd-analyze (systemd). Installed when missing and we are root; otherwise the tests that need them
 # say so and skip.
-DEB_CHECKS := promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql
+DEB_CHECKS := promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql \
+  rrdtool:rrdtool systemd-analyze:systemd
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \

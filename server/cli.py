@@ -207,10 +207,13 @@ def _register_subcommands() -> None:
     from console.cli import register as register_console
     from spark_stats.cli import register as register_stats
 
+    from .rrd_cli import register as register_rrd
+
     register_client(app)
     register_stats(app)
     register_admin(app)
     register_console(app)
+    register_rrd(app)
 
 
 _register_subcommands()
