@@ -76,7 +76,8 @@ class ClusterLink:
             )
         except Exception as exc:
             raise ClusterError(f"NatsServers: cannot connect to {', '.join(urls)}: {exc}") from exc
-        self._membership = Membership(self._nc, self._announcement, self.topology)
+        source = self.node.meta_leader if self.node is not None else None
+        self._membership = Membership(self._nc, self._announcement, self.topology, source)
         self._membership.announce(self._announcement)
         await self._membership.start()
 
@@ -104,6 +105,9 @@ class ClusterLink:
 
     def members(self) -> tuple[MemberView, ...]:
         return self._membership.members() if self._membership is not None else ()
+
+    def meta_leader(self) -> str | None:
+        return self._membership.meta_leader() if self._membership is not None else None
 
     def mismatched(self) -> tuple[str, ...]:
         return tuple(sorted(self._membership.mismatched)) if self._membership else ()

@@ -12,9 +12,11 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
+from msgspec.structs import replace
 from nats.aio.client import Client as Nats
 from nats.aio.msg import Msg
 
@@ -43,10 +45,17 @@ class _Heard:
 
 
 class Membership:
-    def __init__(self, nc: Nats, me: Announcement, topology: Topology | None) -> None:
+    def __init__(
+        self,
+        nc: Nats,
+        me: Announcement,
+        topology: Topology | None,
+        meta_leader_source: Callable[[], Awaitable[str]] | None = None,
+    ) -> None:
         self._nc = nc
         self._me = me
         self._topology = topology
+        self._meta_leader_source = meta_leader_source
         self._heard: dict[str, _Heard] = {}
         self._task: asyncio.Task[None] | None = None
         self.mismatched: set[str] = set()
@@ -54,7 +63,7 @@ class Membership:
     def announce(self, me: Announcement) -> None:
         """Heartbeats from now on carry ``me`` (addresses are known once listeners are bound);
         the others hear the change at once, not a heartbeat later."""
-        self._me = me
+        self._me = replace(me, meta_leader=self._me.meta_leader)
         if self._task is not None:
             self._task.cancel()
             self._task = asyncio.get_running_loop().create_task(self._beat())
@@ -119,9 +128,23 @@ class Membership:
 
     async def _beat(self) -> None:
         while True:
+            if self._meta_leader_source is not None:
+                leader = await self._meta_leader_source()
+                self._me = replace(self._me, meta_leader=leader)
             with contextlib.suppress(Exception):  # a reconnecting link drops one beat, no more
                 await self._nc.publish(MEMBERS_SUBJECT, encode_announcement(self._me))
             await asyncio.sleep(HEARTBEAT)
+
+    def meta_leader(self) -> str | None:
+        """The JetStream meta leader: this seed's view, else the freshest a live seed sent."""
+        if self._me.meta_leader:
+            return self._me.meta_leader
+        now = time.monotonic()
+        heard = [h for h in self._heard.values() if h.announcement.meta_leader]
+        live = [h for h in heard if now - h.at <= DOWN_AFTER]
+        if not live:
+            return None
+        return max(live, key=lambda h: h.at).announcement.meta_leader
 
     def members(self) -> tuple[MemberView, ...]:
         """Every configured member (up or down) plus any member heard that is not listed."""

@@ -17,8 +17,10 @@ import signal
 import sys
 from pathlib import Path
 
+import httpx
+
 from .errors import ClusterError
-from .topology import CLIENT_OFFSET, Topology, nats_config
+from .topology import CLIENT_OFFSET, MONITOR_OFFSET, Topology, nats_config
 
 log = logging.getLogger("pushgrid.cluster.nats")
 
@@ -136,6 +138,19 @@ class NatsNode:
                 await self._spawn()
             except ClusterError as exc:
                 log.error("cannot restart nats-server: %s", exc)
+
+    async def meta_leader(self) -> str:
+        """The JetStream meta leader as this node sees it ("" unknown or not a seed)."""
+        if not self._jetstream or not self.topology.me.seed:
+            return ""
+        url = f"http://127.0.0.1:{self.topology.me.port + MONITOR_OFFSET}/jsz"
+        try:
+            async with httpx.AsyncClient(timeout=1.0, trust_env=False) as http:
+                data = (await http.get(url)).json()
+        except (httpx.HTTPError, ValueError):
+            return ""
+        leader = (data.get("meta_cluster") or {}).get("leader") if isinstance(data, dict) else None
+        return leader if isinstance(leader, str) else ""
 
     async def stop(self, grace: float = 5.0) -> None:
         self._stopping = True

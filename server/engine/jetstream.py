@@ -198,8 +198,7 @@ class JetStreamEngine(Engine):
 
     def _adopt(self, info: StreamInfo) -> None:
         self._info = info
-        # Without a quorum a surviving replica may still answer, but with no leader.
-        self._quorum = info.cluster is None or bool(info.cluster.leader)
+        self._quorum = _has_quorum(info)
         self.empty_epoch = epoch_of_stream(info)
 
     async def close(self) -> None:
@@ -294,9 +293,14 @@ class JetStreamEngine(Engine):
     def _give_up_if_late(self, now: float, deadline: float, exc: Exception) -> None:
         if now >= deadline:
             self._quorum = False
+            # JetStream saying "no responders" means nothing was stored; after a timeout the
+            # proposal may still be committed when the quorum returns (a lost acknowledgement).
+            refused = isinstance(
+                exc, nats.js.errors.NoStreamResponseError | nats.errors.NoRespondersError
+            )
+            outcome = "not stored" if refused else "outcome unknown: it may still be stored"
             raise EngineUnavailable(
-                f"the cluster did not store the message within {self._publish_timeout:g} s "
-                f"(no quorum of seed members?): {type(exc).__name__}"
+                f"no quorum of seed members within {self._publish_timeout:g} s ({outcome})"
             ) from exc
 
     # -- delivery ---------------------------------------------------------------------------
@@ -552,6 +556,7 @@ class JetStreamEngine(Engine):
             quorum_size=topology.quorum if topology is not None else self._replicas // 2 + 1,
             quorum=self._quorum and self.link.connected,
             nats_connected=self.link.connected,
+            meta_leader=self.link.meta_leader(),
             stream_leader=cluster.leader if cluster is not None else None,
             replicas=tuple(replicas),
             stream_messages=self._info.state.messages if self._info is not None else 0,
@@ -572,6 +577,19 @@ def _stored(headers: dict[str, str], data: bytes) -> StoredRecord:
         )
     except (KeyError, ValueError, msgspec.DecodeError) as exc:
         raise EngineUnavailable(f"unreadable record in the cluster stream: {exc}") from exc
+
+
+def _has_quorum(info: StreamInfo) -> bool:
+    """A leader plus enough current replicas to commit: without a quorum a surviving replica
+    (even the old leader, for a while) still answers stream info."""
+    cluster = info.cluster
+    if cluster is None:
+        return True  # a one-node JetStream
+    if not cluster.leader:
+        return False
+    peers = cluster.replicas or []
+    current = 1 + sum(1 for p in peers if p.current and not p.offline)
+    return current >= (1 + len(peers)) // 2 + 1
 
 
 def _contiguous(messages: list[Published], after: int) -> bool:

@@ -134,6 +134,7 @@ class Announcement(msgspec.Struct, frozen=True):
     monitor_urls: list[str]
     mode: str
     started: float
+    meta_leader: str = ""  # a seed's view of the JetStream meta leader ("" unknown)
 
 
 _announce_encoder = msgspec.json.Encoder()

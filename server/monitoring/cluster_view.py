@@ -50,6 +50,7 @@ def status_dict(status: ClusterStatus) -> dict[str, Any]:
         "membersUp": status.members_up,
         "members": [member_dict(m) for m in status.members],
         "natsConnected": status.nats_connected,
+        "metaLeader": status.meta_leader,
         "streamLeader": status.stream_leader,
         "replicas": [{"name": r.name, "current": r.current, "lag": r.lag} for r in status.replicas],
         "streamMessages": status.stream_messages,
@@ -76,6 +77,7 @@ def cluster_bean(source: ClusterSource, wrap: Callable[[Callable[[], Any]], Any]
             attribute("MembersUp", "int", "Members whose heartbeats arrive", "membersUp"),
             attribute("Members", "java.util.List", "Every member and its state", "members"),
             attribute("NatsConnected", "boolean", "Connected to NATS", "natsConnected"),
+            attribute("MetaLeader", "java.lang.String", "JetStream meta leader", "metaLeader"),
             attribute(
                 "StreamLeader", "java.lang.String", "JetStream stream leader", "streamLeader"
             ),
@@ -135,6 +137,7 @@ def meta_fields(status: ClusterStatus) -> dict[str, str]:
         "members_up": str(status.members_up),
         "members": str(len(status.members)),
         "stream_leader": status.stream_leader or "",
+        "meta_leader": status.meta_leader or "",
     }
     for view in status.members:
         fields[f"member.{view.name}"] = view.state
