@@ -87,7 +87,12 @@ def server(config: ConfigOption = None) -> None:
 
 
 @app.command()
-def up(config: ConfigOption = None) -> None:
+def up(
+    config: ConfigOption = None,
+    jmx: Annotated[
+        bool, typer.Option("--jmx", help="Also run the JMX bridge on JmxListen (needs java).")
+    ] = False,
+) -> None:
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)
 
@@ -136,6 +141,8 @@ def up(config: ConfigOption = None) -> None:
     from .periodic import run_periodically
 
     background = [run_alongside(config)]
+    if jmx:
+        background.append(_jmx_bridge(settings))
     if settings.stats_interval > 0:
         stats = [sys.executable, "-m", "server", "stats", "run"]
         if config is not None:
@@ -145,16 +152,32 @@ def up(config: ConfigOption = None) -> None:
     _run(PushServer(settings), banner, background)
 
 
+async def _jmx_bridge(settings: Settings) -> None:
+    """The JMX bridge as a child of `pushgrid up` (its private files live while it runs)."""
+    import tempfile
+
+    from .jmx.bridge import run_alongside as run_bridge
+    from .jmx.cli import prepare_or_exit
+
+    with tempfile.TemporaryDirectory(prefix="pushgrid-jmx-") as workdir:
+        launch = prepare_or_exit(settings, Path(workdir))
+        typer.echo(f"  JMX (jconsole, VisualVM) {launch.jmx_url}")
+        await run_bridge(launch)
+
+
 def _register_subcommands() -> None:
     from admin_api.cli import register as register_admin
     from client.cli import register as register_client
     from console.cli import register as register_console
     from spark_stats.cli import register as register_stats
 
+    from .jmx.cli import register as register_jmx
+
     register_client(app)
     register_stats(app)
     register_admin(app)
     register_console(app)
+    register_jmx(app)
 
 
 _register_subcommands()
