@@ -25,6 +25,8 @@ from .jolokia import FailureKind, Member, MemberClient, MemberFailure
 JMX_SCHEME: Final = "service:jmx:"
 JMX_TIMEOUT: Final = 20.0  # JVM start-up on a busy machine, not a slow member
 _WINDOW_STATS: Final = {"max": "Max", "avg": "Average", "stddev": "StdDev", "count": "Count"}
+# The bridge's own MBean: read in the same JVM run, it says whether the values are live.
+BRIDGE_MBEAN: Final = "pushgrid.jmx:type=Bridge"
 _KINDS: Final[dict[str, FailureKind]] = {
     "unreachable": "unreachable",
     "timeout": "timeout",
@@ -106,12 +108,19 @@ class JmxMember:
         member = self._member
         try:
             readings = await query(
-                self.url, [mbean], member.username, member.password,
+                self.url, [mbean, BRIDGE_MBEAN], member.username, member.password,
                 java=self.java, seconds=JMX_TIMEOUT,
             )  # fmt: skip
         except JmxError as exc:
             raise self._failure(exc) from None
         by_bean = nest(readings)
+        status = by_bean.pop(BRIDGE_MBEAN, None)
+        if status is not None and status.get("Connected") is not True:
+            raise MemberFailure(
+                member,
+                "unreachable",
+                f"JMX bridge up, member unreachable behind it: {status.get('LastError')}",
+            )
         if not by_bean:
             raise MemberFailure(
                 member, "error", f"JMX: no readable {mbean} (is the member behind the bridge up?)"

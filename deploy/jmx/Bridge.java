@@ -198,10 +198,11 @@ final class Mirror {
             connected = true;
             lastError = "";
         } catch (Exception e) {
-            if (connected) System.out.println("pushgrid JMX bridge: member unavailable: " + e.getMessage());
+            String reason = e.getMessage() != null ? e.getMessage() : e.toString();
+            if (connected) System.out.println("pushgrid JMX bridge: member unavailable: " + reason);
             connected = false;
             listing = null; // a restarted member may have other MBeans: list again when it is back
-            lastError = String.valueOf(e.getMessage());
+            lastError = reason;
         }
     }
 
