@@ -16,10 +16,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages the tests use: promtool (prometheus), headless Chromium + ChromeDriver, a
-# PostgreSQL server. Installed when missing and we are root; otherwise the tests that need them
-# say so and skip.
-DEB_CHECKS := promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql
+# Debian packages the tests use: a JDK (Spark, the JMX bridge), promtool (prometheus), headless
+# Chromium + ChromeDriver, a PostgreSQL server. Installed when missing and we are root; otherwise
+# the tests that need them say so and skip.
+DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \

@@ -34,6 +34,8 @@ class Range:
     @classmethod
     def parse(cls, text: str) -> Range:
         spec = text.strip()
+        if not spec:
+            raise ValueError("an empty Nagios range")
         inside = spec.startswith("@")
         body = spec[1:] if inside else spec
         low_text, colon, high_text = body.partition(":")
