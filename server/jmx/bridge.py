@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,13 +132,21 @@ def _tls_properties(settings: Settings, workdir: Path) -> list[str]:
             ssl.append(f"javax.net.ssl.trustStorePassword={settings.jmx_tls_trust_store_password}")
     ssl_file = _write_private(workdir / "ssl.properties", "\n".join(ssl) + "\n")
     need_auth = "true" if settings.jmx_tls_need_client_auth else "false"
-    # The registry is encrypted too, so that one port serves both (registry and RMI objects).
+    # The registry stays plain (it only hands out the connection stub; logins and values travel
+    # over the TLS RMI connection): clients such as jmxquery cannot look up a TLS registry. With
+    # a plain registry the JDK needs the RMI objects on another port: JmxListen's port + 1.
     return [
         "com.sun.management.jmxremote.ssl=true",
-        "com.sun.management.jmxremote.registry.ssl=true",
+        "com.sun.management.jmxremote.registry.ssl=false",
         f"com.sun.management.jmxremote.ssl.need.client.auth={need_auth}",
         f"com.sun.management.jmxremote.ssl.config.file={ssl_file}",
     ]
+
+
+def rmi_port(settings: Settings) -> int:
+    """The port of the RMI objects: JmxListen's, or the next one with TLS (see above)."""
+    port = parse_address(settings.jmx_listen)[1]
+    return port + 1 if settings.jmx_tls else port
 
 
 def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
@@ -150,7 +160,7 @@ def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
     password_file, access_file = _user_files(settings, workdir)
     properties = [
         f"com.sun.management.jmxremote.port={port}",
-        f"com.sun.management.jmxremote.rmi.port={port}",
+        f"com.sun.management.jmxremote.rmi.port={rmi_port(settings)}",
         f"com.sun.management.jmxremote.host={host}",
         "com.sun.management.jmxremote.local.only=false",
         "com.sun.management.jmxremote.authenticate=true",
@@ -166,6 +176,9 @@ def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
         # The stubs handed to clients must name an address they can reach.
         f"-Djava.rmi.server.hostname={public_host}",
         f"-Dcom.sun.management.config.file={config}",
+        # A small, light JVM: C1 only (faster start, the source is compiled at each start),
+        # the serial collector, a 64 MiB heap.
+        "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
         "-Xmx64m",
         str(BRIDGE_SOURCE),
@@ -181,18 +194,30 @@ def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
     return BridgeLaunch(command, env, jmx_url(public_host, port), jolokia)
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the parent dies, even by SIGKILL (Linux prctl)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def run(launch: BridgeLaunch) -> int:
-    """Run the bridge in the foreground until it exits (or Ctrl-C); its exit code."""
-    with subprocess.Popen(launch.command, env=launch.env) as proc:
+    """Run the bridge in the foreground until it exits; SIGTERM and Ctrl-C stop it too."""
+    with subprocess.Popen(launch.command, env=launch.env, preexec_fn=_die_with_parent) as proc:
+        previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
         try:
-            return proc.wait()
-        except KeyboardInterrupt:
-            proc.terminate()
-            return proc.wait()
+            while True:
+                try:
+                    return proc.wait()
+                except KeyboardInterrupt:
+                    proc.terminate()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
 
 async def run_alongside(launch: BridgeLaunch) -> None:
     """Run the bridge as a child of ``pushgrid up``; stopped when the task is cancelled."""
+    # No preexec_fn here: `pushgrid up` runs threads, and forking code after fork is unsafe.
     proc = await asyncio.create_subprocess_exec(*launch.command, env=launch.env)
     try:
         await proc.wait()

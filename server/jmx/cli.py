@@ -53,12 +53,29 @@ def _login(settings: Settings, username: str | None) -> tuple[str | None, str | 
     return (username or settings.jmx_username), settings.jmx_password
 
 
+JavaOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--java-option",
+        "-J",
+        help="Option for the query JVM, e.g. -J-Djavax.net.ssl.trustStore=ca.p12 for JmxTLS",
+    ),
+]
+
+
 def _query_or_exit(
-    url: str, patterns: list[str], settings: Settings, username: str | None, unknown: int
+    url: str,
+    patterns: list[str],
+    settings: Settings,
+    username: str | None,
+    unknown: int,
+    java_options: list[str] | None = None,
 ) -> list[Reading]:
     user, password = _login(settings, username)
+    options = java_options or []
     try:
-        return asyncio.run(query(url, patterns, user, password, java=settings.jmx_java))
+        found = query(url, patterns, user, password, java=settings.jmx_java, java_options=options)
+        return asyncio.run(found)
     except JmxError as exc:
         if unknown == Status.UNKNOWN:
             typer.echo(f"JMX UNKNOWN - {url}: {exc.message}")
@@ -91,10 +108,11 @@ def register(app: typer.Typer) -> None:
         patterns: PatternArgument,
         config: ConfigOption = None,
         username: UserOption = None,
+        java_option: JavaOption = None,
     ) -> None:
         """Print the values of the matching MBeans as JSON (one jmxquery JVM run)."""
         settings = settings_or_exit(config)
-        readings = _query_or_exit(url, patterns, settings, username, 1)
+        readings = _query_or_exit(url, patterns, settings, username, 1, java_option)
         typer.echo(json.dumps(nest(readings), indent=2, sort_keys=True))
 
     @jmx.command("check")
@@ -109,6 +127,7 @@ def register(app: typer.Typer) -> None:
         crit: Annotated[str | None, typer.Option("--crit", help="Nagios range")] = None,
         config: ConfigOption = None,
         username: UserOption = None,
+        java_option: JavaOption = None,
     ) -> None:
         """Nagios-style check: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
         try:
@@ -117,7 +136,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"JMX UNKNOWN - {exc}")
             raise typer.Exit(Status.UNKNOWN) from None
         settings = settings_or_exit(config)
-        readings = _query_or_exit(url, [f"{pattern}/{attribute}"], settings, username, 3)
+        wanted = [f"{pattern}/{attribute}"]
+        readings = _query_or_exit(url, wanted, settings, username, 3, java_option)
         chosen = [r for r in readings if r.attribute == attribute and r.key == key]
         outcome = evaluate(chosen, ranges[0], ranges[1])
         typer.echo(outcome.line)

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,15 +34,15 @@ API = "/api/v1"
 class Bridge:
     """``pushgrid jmx --config FILE`` as a child process (in its own process group)."""
 
-    def __init__(self, member: ServerProcess, port: int) -> None:
+    def __init__(self, config: Path, port: int) -> None:
         self.url = jmx_url("127.0.0.1", port)
-        self.log_path = member.workdir / "bridge.log"
+        self.log_path = config.with_suffix(".bridge.log")
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [*PUSHGRID, "jmx", "--config", str(member.config_path)],
+                [*PUSHGRID, "jmx", "--config", str(config)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=member.workdir,
+                cwd=config.parent,
                 env=clean_env(),
                 start_new_session=True,
             )
@@ -83,7 +84,7 @@ def member(module_server_factory) -> ServerProcess:
 @pytest.fixture(scope="module")
 def bridge(member: ServerProcess) -> Iterator[Bridge]:
     port = int(str(member.settings["JmxListen"]).rpartition(":")[2])
-    running = Bridge(member, port)
+    running = Bridge(member.config_path, port)
     try:
         running.wait_connected()
         yield running
@@ -209,19 +210,14 @@ def test_cli_query_prints_json_and_check_gives_nagios_codes(member, bridge, tmp_
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert '"ServerName": "jmx-node"' in done.stdout
-    codes = {}
-    for label, warn, crit in [("ok", "100", "200"), ("warn", "~:0", "200"), ("crit", "5", "~:0")]:
-        checked = subprocess.run(
-            [*run, "check", bridge.url, "pushgrid:type=Server", "-a", "Uptime",
-             "--warn", warn, "--crit", crit, "-c", str(conf)],
-            capture_output=True, text=True, timeout=60, env=env, cwd=REPO, check=False,
-        )  # fmt: skip
-        codes[label] = (checked.returncode, checked.stdout.split(" - ")[0])
-    assert codes == {
-        "ok": (0, "JMX OK"),
-        "warn": (1, "JMX WARNING"),
-        "crit": (2, "JMX CRITICAL"),
-    }
+    # Uptime is above 1 s: outside ~:1 (WARNING) but inside 0:1e9 (not CRITICAL).
+    checked = subprocess.run(
+        [*run, "check", bridge.url, "pushgrid:type=Server", "-a", "Uptime",
+         "--warn", "~:1", "--crit", "1e9", "-c", str(conf)],
+        capture_output=True, text=True, timeout=60, env=env, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert (checked.returncode, checked.stdout.split(" - ")[0]) == (1, "JMX WARNING")
+    assert "'pushgrid:type=Server.Uptime'=" in checked.stdout  # perfdata
     conf.write_text(f"JmxUsername = {OPS[0]}\nJmxPassword = wrong\n", encoding="utf-8")
     refused = subprocess.run(
         [*run, "check", bridge.url, "pushgrid:type=Server", "-a", "Uptime", "-c", str(conf)],
@@ -283,6 +279,38 @@ async def test_admin_api_with_a_jmx_member_returns_the_same_live_stats(
             assert sessions["viajmx"] == sessions["viajolokia"] != []
     finally:
         admin.close()
+
+
+def keytool(*args: str) -> None:
+    subprocess.run(["keytool", *args], check=True, capture_output=True, timeout=60)
+
+
+async def test_tls_bridge_needs_a_trusted_certificate(member, tmp_path):
+    # One self-signed key; the same PKCS12 file serves as the client's truststore (Java trusts
+    # the certificate of a key entry).
+    keystore = tmp_path / "bridge.p12"
+    keytool("-genkeypair", "-alias", "bridge", "-keyalg", "EC", "-groupname", "secp256r1",
+            "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1", "-validity", "2",
+            "-storetype", "PKCS12", "-keystore", str(keystore),
+            "-storepass", "changeit")  # fmt: skip
+    port = free_port()
+    config = tmp_path / "tls.conf"
+    settings = {**member.settings, "JmxListen": f"127.0.0.1:{port}", "JmxTLS": "true"}
+    settings |= {"JmxTLSKeyStore": str(keystore), "JmxTLSKeyStorePassword": "changeit"}
+    config.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()), encoding="utf-8")
+    tls = Bridge(config, port)
+    try:
+        tls.wait_connected()
+        trusting = [f"-Djavax.net.ssl.trustStore={keystore}"]
+        trusting.append("-Djavax.net.ssl.trustStorePassword=changeit")
+        found = await query(
+            tls.url, ["pushgrid:type=Server/ServerName"], *OPS, java_options=trusting
+        )
+        assert nest(found) == {"pushgrid:type=Server": {"ServerName": "jmx-node"}}
+        with pytest.raises(JmxError, match="TLS"):
+            await query(tls.url, ["pushgrid:type=Server/ServerName"], *OPS)
+    finally:
+        tls.stop()
 
 
 async def test_bridge_survives_a_member_restart_and_serves_fresh_values(member, bridge):
