@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Callable, Coroutine
@@ -138,31 +139,20 @@ def up(
     from admin_api.cli import run_alongside
 
     from .app import PushServer
+    from .jmx.cli import bridge_alongside
     from .periodic import run_periodically
 
-    background = [run_alongside(config)]
-    if jmx:
-        background.append(_jmx_bridge(settings))
-    if settings.stats_interval > 0:
-        stats = [sys.executable, "-m", "server", "stats", "run"]
-        if config is not None:
-            stats += ["--config", str(config)]
-        log_path = Path("data/logs/stats.log")
-        background.append(run_periodically(stats, settings.stats_interval, log_path))
-    _run(PushServer(settings), banner, background)
-
-
-async def _jmx_bridge(settings: Settings) -> None:
-    """The JMX bridge as a child of `pushgrid up` (its private files live while it runs)."""
-    import tempfile
-
-    from .jmx.bridge import run_alongside as run_bridge
-    from .jmx.cli import prepare_or_exit
-
-    with tempfile.TemporaryDirectory(prefix="pushgrid-jmx-") as workdir:
-        launch = prepare_or_exit(settings, Path(workdir))
-        typer.echo(f"  JMX (jconsole, VisualVM) {launch.jmx_url}")
-        await run_bridge(launch)
+    with contextlib.ExitStack() as stack:
+        # The bridge is prepared first: a problem (no java, no credentials) stops `up` at once.
+        background = [stack.enter_context(bridge_alongside(settings))] if jmx else []
+        background.append(run_alongside(config))
+        if settings.stats_interval > 0:
+            stats = [sys.executable, "-m", "server", "stats", "run"]
+            if config is not None:
+                stats += ["--config", str(config)]
+            log_path = Path("data/logs/stats.log")
+            background.append(run_periodically(stats, settings.stats_interval, log_path))
+        _run(PushServer(settings), banner, background)
 
 
 def _register_subcommands() -> None:

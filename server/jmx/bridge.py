@@ -16,6 +16,7 @@ import ctypes
 import os
 import shutil
 import signal
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,11 +170,12 @@ def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
         *_tls_properties(settings, workdir),
     ]
     config = _write_private(workdir / "management.properties", "\n".join(properties) + "\n")
-    public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    # The stubs handed to clients carry this name: on a wildcard JmxListen, the machine's name
+    # (clients must resolve it to this machine; set JmxListen to the address to use otherwise).
+    public_host = socket.getfqdn() if host in ("0.0.0.0", "::") else host
     jolokia = _jolokia_url(settings)
     command = [
         java,
-        # The stubs handed to clients must name an address they can reach.
         f"-Djava.rmi.server.hostname={public_host}",
         f"-Dcom.sun.management.config.file={config}",
         # A small, light JVM: C1 only (faster start, the source is compiled at each start),

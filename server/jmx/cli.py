@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ..cli_support import fail, settings_or_exit
 from ..config import Settings
-from .bridge import BridgeError, BridgeLaunch, prepare, run
+from .bridge import BridgeError, BridgeLaunch, prepare, run, run_alongside
 from .check import Range, Status, evaluate
 from .query import JmxError, Reading, nest, query
 
@@ -47,6 +49,16 @@ def prepare_or_exit(settings: Settings, workdir: Path) -> BridgeLaunch:
         return prepare(settings, workdir)
     except BridgeError as exc:
         raise fail(f"JMX bridge: {exc}", 2) from None
+
+
+@contextlib.contextmanager
+def bridge_alongside(settings: Settings) -> Iterator[Coroutine[Any, Any, None]]:
+    """For `pushgrid up --jmx`: prepare the bridge now (exit 2 naming the problem) and give the
+    coroutine that runs it; its private files live until the context ends."""
+    with tempfile.TemporaryDirectory(prefix="pushgrid-jmx-") as workdir:
+        launch = prepare_or_exit(settings, Path(workdir))
+        typer.echo(f"pushgrid: JMX bridge (jconsole, VisualVM) at {launch.jmx_url}")
+        yield run_alongside(launch)
 
 
 def _login(settings: Settings, username: str | None) -> tuple[str | None, str | None]:

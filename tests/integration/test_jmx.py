@@ -22,7 +22,16 @@ import pytest
 from server.jmx.bridge import jmx_url
 from server.jmx.query import JmxError, Reading, invoke, nest, query
 
-from .pgtest import PUSHGRID, REPO, AdminHarness, ServerProcess, WsClient, clean_env, free_port
+from .pgtest import (
+    PUSHGRID,
+    REPO,
+    AdminHarness,
+    ServerProcess,
+    WsClient,
+    clean_env,
+    free_port,
+    run_cli,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java 17+ on PATH")
 
@@ -272,6 +281,16 @@ async def test_admin_api_with_a_jmx_member_returns_the_same_live_stats(
                     break
             assert got["viajmx"]["sample_time"] == got["viajolokia"]["sample_time"]
             assert jmx_values == pytest.approx(jolokia_values, rel=1e-12)
+        async with admin.client("admin") as api:
+            registered = await api.post(
+                f"{API}/members",
+                json={"name": "regjmx", "monitor_url": bridge.url, "username": OPS[0],
+                      "password": OPS[1]},
+            )  # fmt: skip
+            assert registered.status_code == 201, registered.text
+            described = (await api.get(f"{API}/members/regjmx")).json()
+            assert described["reachable"], described
+            assert described["server_name"] == "jmx-node"
             sessions = {}
             for name in ("viajolokia", "viajmx"):
                 page = (await api.get(f"{API}/members/{name}/sessions")).json()
@@ -279,6 +298,21 @@ async def test_admin_api_with_a_jmx_member_returns_the_same_live_stats(
             assert sessions["viajmx"] == sessions["viajolokia"] != []
     finally:
         admin.close()
+
+
+@pytest.mark.parametrize("command", [["jmx"], ["up", "--jmx"]])
+def test_a_missing_java_is_named_with_what_to_install(command, tmp_path):
+    conf = tmp_path / "p.conf"
+    conf.write_text(
+        "JmxJava = /nonexistent/java\nJmxUsername = ops\nJmxPassword = x\n"
+        f"Listen = 127.0.0.1:{free_port()}\nAdmin.Listen = 127.0.0.1:{free_port()}\n",
+        encoding="utf-8",
+    )
+    done = run_cli(*command, "--config", str(conf), timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "java not found ('/nonexistent/java')" in done.stderr
+    assert "openjdk-17-jdk-headless" in done.stderr
+    assert "listening on" not in done.stdout + done.stderr  # `up` stopped before starting
 
 
 def keytool(*args: str) -> None:
