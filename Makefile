@@ -16,11 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages the tests use: promtool + prometheus, headless Chromium + ChromeDriver, a
-# PostgreSQL server, rrdtool, systemd-analyze (systemd). Installed when missing and we are root; otherwise the tests that need them
-# say so and skip.
-DEB_CHECKS := promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql \
-  rrdtool:rrdtool systemd-analyze:systemd
+# Debian packages the tests use: a JDK (Spark, the JMX bridge), promtool + prometheus, headless
+# Chromium + ChromeDriver, a PostgreSQL server, rrdtool, systemd-analyze (systemd). Installed when
+# missing and we are root; otherwise the tests that need them say so and skip.
+DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium \
+  /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
+  systemd-analyze:systemd
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \

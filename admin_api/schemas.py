@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from metrics.indicators import INDICATOR_NAMES
 from metrics.windows import WINDOW_NAMES
 
-from .jolokia import MemberSource, check_base_url
+from .jolokia import MemberSource, check_base_url, check_monitor_url
 from .security import Role
 
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -27,6 +27,11 @@ BaseUrl = Annotated[
     str,
     StringConstraints(min_length=8, max_length=2048),
     AfterValidator(check_base_url),
+]
+MonitorUrl = Annotated[
+    str,
+    StringConstraints(min_length=8, max_length=2048),
+    AfterValidator(check_monitor_url),
 ]
 Subject = Annotated[
     str,
@@ -72,9 +77,10 @@ class MemberCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: MemberName
-    monitor_url: BaseUrl = Field(
+    monitor_url: MonitorUrl = Field(
         description="Base URL of the member's monitoring port (its Jolokia agent is at "
-        "<monitor_url>/jolokia)",
+        "<monitor_url>/jolokia), or the JMX URL of its bridge "
+        "(service:jmx:rmi:///jndi/rmi://host:port/jmxrmi)",
         examples=["http://10.0.0.2:8900"],
     )
     client_url: BaseUrl | None = Field(

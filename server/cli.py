@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Callable, Coroutine
@@ -103,6 +104,9 @@ def up(
     mode: Annotated[
         str, typer.Option("--mode", help="Cluster delivery mode: Guaranteed or Standard.")
     ] = "Guaranteed",
+    jmx: Annotated[
+        bool, typer.Option("--jmx", help="Also run the JMX bridge on JmxListen (needs java).")
+    ] = False,
 ) -> None:
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)
@@ -159,16 +163,20 @@ def up(
     from admin_api.cli import run_alongside
 
     from .app import PushServer
+    from .jmx.cli import bridge_alongside
     from .periodic import run_periodically
 
-    background = [run_alongside(config, admin_env), *children]
-    if settings.stats_interval > 0:
-        stats = [sys.executable, "-m", "server", "stats", "run"]
-        if config is not None:
-            stats += ["--config", str(config)]
-        log_path = Path("data/logs/stats.log")
-        background.append(run_periodically(stats, settings.stats_interval, log_path))
-    _run(PushServer(settings), banner, background)
+    with contextlib.ExitStack() as stack:
+        # The bridge is prepared first: a problem (no java, no credentials) stops `up` at once.
+        background = [stack.enter_context(bridge_alongside(settings))] if jmx else []
+        background += [run_alongside(config, admin_env), *children]
+        if settings.stats_interval > 0:
+            stats = [sys.executable, "-m", "server", "stats", "run"]
+            if config is not None:
+                stats += ["--config", str(config)]
+            log_path = Path("data/logs/stats.log")
+            background.append(run_periodically(stats, settings.stats_interval, log_path))
+        _run(PushServer(settings), banner, background)
 
 
 def _local_cluster(
@@ -207,6 +215,7 @@ def _register_subcommands() -> None:
     from console.cli import register as register_console
     from spark_stats.cli import register as register_stats
 
+    from .jmx.cli import register as register_jmx
     from .rrd_cli import register as register_rrd
 
     register_client(app)
@@ -214,6 +223,7 @@ def _register_subcommands() -> None:
     register_admin(app)
     register_console(app)
     register_rrd(app)
+    register_jmx(app)
 
 
 _register_subcommands()

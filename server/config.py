@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "PUSHGRID_"
+MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
 
 
 class ConfigError(Exception):
@@ -120,6 +121,42 @@ class Settings(BaseSettings):
     monitor_tls_key: Path | None = Field(default=None, alias="MonitorTLSKey")
     monitor_username: str | None = Field(default=None, alias="MonitorUsername")
     monitor_password: str | None = Field(default=None, alias="MonitorPassword")
+    # --- JMX bridge (issue 14; docs/monitoring.md "JMX") ---------------------------------------
+    jmx_listen: str = Field(default="127.0.0.1:9010", alias="JmxListen")
+    jmx_username: str | None = Field(default=None, alias="JmxUsername")
+    jmx_password: str | None = Field(default=None, alias="JmxPassword")
+    jmx_password_file: Path | None = Field(default=None, alias="JmxPasswordFile")
+    jmx_access_file: Path | None = Field(default=None, alias="JmxAccessFile")
+    jmx_refresh_interval: float = Field(default=1.0, gt=0, le=1.0, alias="JmxRefreshInterval")
+    jmx_java: str = Field(default="java", alias="JmxJava")
+    jmx_tls: bool = Field(default=False, alias="JmxTLS")
+    jmx_tls_key_store: Path | None = Field(default=None, alias="JmxTLSKeyStore")
+    jmx_tls_key_store_password: str | None = Field(default=None, alias="JmxTLSKeyStorePassword")
+    jmx_tls_need_client_auth: bool = Field(default=False, alias="JmxTLSNeedClientAuth")
+    jmx_tls_trust_store: Path | None = Field(default=None, alias="JmxTLSTrustStore")
+    jmx_tls_trust_store_password: str | None = Field(
+        default=None, alias="JmxTLSTrustStorePassword"
+    )
+
+    @field_validator("jmx_listen")
+    @classmethod
+    def _jmx_address(cls, value: str) -> str:
+        _host, port = parse_address(value)
+        if port == 0:
+            raise ValueError("JmxListen needs a fixed port (JMX clients must know it)")
+        return value
+
+    @model_validator(mode="after")
+    def _jmx_consistent(self) -> Settings:
+        if (self.jmx_username is None) != (self.jmx_password is None):
+            raise ValueError("set both JmxUsername and JmxPassword, or neither")
+        if self.jmx_tls and (self.jmx_tls_key_store is None or not self.jmx_tls_key_store_password):
+            raise ValueError("JmxTLS needs JmxTLSKeyStore and JmxTLSKeyStorePassword")
+        if self.jmx_tls_need_client_auth and self.jmx_tls_trust_store is None:
+            raise ValueError("JmxTLSNeedClientAuth needs JmxTLSTrustStore")
+        return self
+
+    # --- end JMX bridge ------------------------------------------------------------------------
     meta_subject_interval: float = Field(default=5.0, ge=0, alias="MetaSubjectInterval")
     metrics_archive: Path | None = Field(default=Path("data/archive"), alias="MetricsArchive")
     metrics_archive_retention: int = Field(default=35, ge=0, alias="MetricsArchiveRetention")
@@ -166,8 +203,10 @@ class Settings(BaseSettings):
     def _members(cls, values: list[str]) -> list[str]:
         for value in values:
             name, sep, url = value.partition("=")
-            if not sep or not name.strip() or not url.strip().startswith(("http://", "https://")):
-                raise ValueError(f"{value!r} is not name=http(s)://host:port (a member)")
+            if not sep or not name.strip() or not url.strip().startswith(MEMBER_URL_SCHEMES):
+                raise ValueError(
+                    f"{value!r} is not name=http(s)://host:port or name=service:jmx:... (a member)"
+                )
         return values
 
     @field_validator("listen", "listen_encrypted", "monitor_http_listen", "monitor_https_listen")

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from ..access import is_jmx
 from ..jolokia import Member, MemberClient, MemberFailure
 from ..schemas import ClusterMemberOut, ClusterOut
 
@@ -26,6 +27,10 @@ async def cluster_views(
     """Each member's Cluster MBean (all attributes), None where it cannot be read."""
 
     async def read(member: Member) -> dict[str, Any] | None:
+        if is_jmx(member.monitor_url):
+            # jmxquery cannot print the Members table, and a JVM run per request is too slow
+            # for discovery: a member managed over JMX is listed, not asked for the others.
+            return None
         try:
             value = await MemberClient(http, member).request(
                 {"type": "read", "mbean": CLUSTER_MBEAN}

@@ -39,7 +39,13 @@ if TYPE_CHECKING:
     from ..app import PushServer
 
 DOMAIN = "pushgrid"
-_SECRET_KEYS = {"monitor_password", "entitlement_jwt_secret"}
+_SECRET_KEYS = {
+    "monitor_password",
+    "entitlement_jwt_secret",
+    "jmx_password",
+    "jmx_tls_key_store_password",
+    "jmx_tls_trust_store_password",
+}
 
 
 class LoopBridge:
