@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
+import psutil
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -69,6 +70,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 from integration.cluster import Cluster, cluster_status  # noqa: E402
 from integration.pgtest import ServerProcess  # noqa: E402
+
+from client import PushgridClient  # noqa: E402
+from client.backoff import BackoffPolicy  # noqa: E402
 
 console = Console(highlight=False)
 app = typer.Typer(add_completion=False)
@@ -205,7 +209,10 @@ class PublishLog:
 
 
 class Publisher:
-    """POST /publish over the members in turn; a message is retried until ``ok``."""
+    """Publishes over the members in turn; a message is retried until ``ok``.
+
+    ``transport``: ``http`` (POST /publish, one httpx client per member) or ``ws`` (one
+    ``PushgridClient`` per member, that member only, publishes pipelined on its WebSocket)."""
 
     def __init__(
         self,
@@ -213,12 +220,14 @@ class Publisher:
         subjects: list[str],
         workers: int,
         timeout: float,
+        transport: str = "http",
         give_up_after: float = 120.0,
     ) -> None:
         self.members = members
         self.subjects = subjects
         self.workers = workers
         self.timeout = timeout
+        self.transport = transport
         self.give_up_after = give_up_after
         self.log = PublishLog()
         self._turn = itertools.count()
@@ -232,10 +241,21 @@ class Publisher:
             )
             for m in members
         ]
+        self._ws: list[PushgridClient] = []
+
+    async def open(self) -> Publisher:
+        if self.transport == "ws":
+            fast = BackoffPolicy(base=0.2, quick_retries=50, jitter=0.2, cap=1.0)
+            self._ws = [PushgridClient([m.address], backoff=fast, proxy=None) for m in self.members]
+            for client in self._ws:
+                await client.connect(timeout=30)
+        return self
 
     async def close(self) -> None:
         for client in self._clients:
             await client.aclose()
+        for ws in self._ws:
+            await ws.close()
 
     async def run(self, count: int, rate: float, duration: float | None = None) -> float:
         """Publish messages 0..count-1 (rate 0 = unpaced; ``duration`` stops early).
@@ -285,7 +305,34 @@ class Publisher:
 
     async def _attempt(self, n: int, attempt: int, subject: int, member: int) -> Attempt:
         record = Attempt(n, attempt, subject, member + 1, "refused", time.monotonic(), 0.0)
-        body = {"subject": self.subjects[subject], "content": record.id}
+        if self.transport == "ws":
+            await self._attempt_ws(record, member)
+        else:
+            await self._attempt_http(record, member)
+        record.done = time.monotonic()
+        return record
+
+    async def _attempt_ws(self, record: Attempt, member: int) -> None:
+        client = self._ws[member]
+        if not client.connected:
+            record.detail = "connect: not connected"
+            return
+        result = await client.publish(
+            self.subjects[record.subject], record.id, timeout=self.timeout
+        )
+        if result.ok:
+            record.outcome, record.epoch, record.seq = "ok", result.epoch or "", result.seq or 0
+            return
+        record.detail = result.reason or result.result.value
+        if record.detail.startswith("not connected"):
+            record.detail = "connect: " + record.detail
+        elif not record.detail.startswith("engine_unavailable") or (
+            SERVER_TIMEOUT_MARK in record.detail
+        ):
+            record.outcome = "maybe"  # no answer, connection lost, or the server's own timeout
+
+    async def _attempt_http(self, record: Attempt, member: int) -> None:
+        body = {"subject": self.subjects[record.subject], "content": record.id}
         try:
             response = await self._clients[member].post("/publish", json=body)
         except httpx.ConnectError as exc:
@@ -300,8 +347,6 @@ class Publisher:
                 record.detail = f"{response.status_code} {response.text[:200]}"
                 if response.status_code == 503 and SERVER_TIMEOUT_MARK in response.text:
                     record.outcome = "maybe"
-        record.done = time.monotonic()
-        return record
 
 
 # --- subscribers (a separate process) -----------------------------------------------------------
@@ -334,8 +379,6 @@ def subscriber_main(plan: SubscriberPlan, ready: Any, stop: Any, progress: Any) 
 
 
 async def _subscribers(plan: SubscriberPlan, ready: Any, stop: Any, progress: Any) -> None:
-    from client import PushgridClient
-    from client.backoff import BackoffPolicy
     from client.models import StatusEvent
 
     fast = BackoffPolicy(base=0.2, quick_retries=50, jitter=0.2, cap=1.0)
@@ -499,12 +542,15 @@ class FailoverParams:
     timeout: float
     cluster_publish_timeout: float
     drain_timeout: float
+    transport: str
 
 
 async def _drive(
     cluster: Cluster, params: FailoverParams, subjects: list[str]
 ) -> tuple[PublishLog, list[Kill], float, float]:
-    publisher = Publisher(cluster.members[:3], subjects, params.workers, params.timeout)
+    publisher = await Publisher(
+        cluster.members[:3], subjects, params.workers, params.timeout, params.transport
+    ).open()
     done = asyncio.Event()
     kills: list[Kill] = []
     killer = asyncio.create_task(
@@ -679,42 +725,88 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def cluster_cpu_seconds(cluster: Cluster) -> float:
+    """CPU time (user + system) of the members and their nats-server children so far."""
+    total = 0.0
+    for member in cluster.members:
+        if member.proc is None or member.proc.poll() is not None:
+            continue
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(member.proc.pid)
+            for p in [proc, *proc.children(recursive=True)]:
+                times = p.cpu_times()
+                total += times.user + times.system
+    return total
+
+
 def run_throughput(
-    mode: str, tmp: Path, subjects: int, duration: float, workers: int, timeout: float
-) -> dict[str, Any]:
-    """Unpaced publishes on a fresh cluster: ok publishes/s over ``subjects`` subjects."""
-    run_id = secrets.token_hex(3)
-    names = [f"/tput/{run_id}/s{s}" for s in range(subjects)]
-    cluster = start_cluster(tmp / f"tput-{mode}-{subjects}", mode, timeout)
-
-    async def drive() -> tuple[PublishLog, float, float]:
-        publisher = Publisher(cluster.members[:3], names, workers, timeout)
-        try:
-            await publisher.run(2_000, 0, duration=1.0)  # warm-up: connections, heads
-            publisher.log = PublishLog()
-            start = await publisher.run(10_000_000, 0, duration=duration)
-            return publisher.log, start, time.monotonic()
-        finally:
-            await publisher.close()
-
+    mode: str,
+    tmp: Path,
+    runs: list[tuple[str, int]],
+    duration: float,
+    workers: int,
+    timeout: float,
+) -> list[dict[str, Any]]:
+    """Unpaced publishes on a fresh cluster of ``mode``: ok publishes/s for each (transport,
+    subject count) of ``runs``, one after the other on that cluster, fresh subjects each."""
+    cluster = start_cluster(tmp / f"tput-{mode}", mode, timeout)
     try:
-        log, start, end = asyncio.run(drive())
+        return [
+            asyncio.run(_throughput_once(cluster, mode, transport, n, duration, workers, timeout))
+            for transport, n in runs
+        ]
     finally:
         cluster.kill_all()
-    ok = len(log.ok())
-    return {
+
+
+async def _throughput_once(
+    cluster: Cluster,
+    mode: str,
+    transport: str,
+    subjects: int,
+    duration: float,
+    workers: int,
+    publish_timeout: float,
+) -> dict[str, Any]:
+    run_id = secrets.token_hex(3)
+    names = [f"/tput/{run_id}/s{s}" for s in range(subjects)]
+    publisher = await Publisher(
+        cluster.members[:3], names, workers, publish_timeout, transport
+    ).open()
+    try:
+        await publisher.run(2_000, 0, duration=1.0)  # warm-up: connections, subject heads
+        publisher.log = PublishLog()
+        cpu_cluster, cpu_self = cluster_cpu_seconds(cluster), time.process_time()
+        start = await publisher.run(10_000_000, 0, duration=duration)
+        end = time.monotonic()
+        cpu_cluster = cluster_cpu_seconds(cluster) - cpu_cluster
+        cpu_self = time.process_time() - cpu_self
+    finally:
+        await publisher.close()
+    ok = publisher.log.ok()
+    elapsed = end - start
+    result = {
         "bench": "failover-throughput",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join(sys.argv),
         "mode": mode,
+        "transport": transport,
         "subjects": subjects,
         "workers": workers,
-        "duration_s": round(end - start, 2),
-        "ok": ok,
-        "not_ok": len(log.attempts) - ok,
-        "ok_per_s": round(ok / (end - start), 1),
-        "publish_latency_p50_s": _round(percentile([a.done - a.started for a in log.ok()], 50)),
+        "duration_s": round(elapsed, 2),
+        "ok": len(ok),
+        "not_ok": len(publisher.log.attempts) - len(ok),
+        "ok_per_s": round(len(ok) / elapsed, 1),
+        "publish_latency_p50_s": _round(percentile([a.done - a.started for a in ok], 50)),
+        "cluster_cpu_per_s": round(cpu_cluster / elapsed, 2),
+        "publisher_cpu_per_s": round(cpu_self / elapsed, 2),
     }
+    console.print(
+        f"{mode} {transport} x {subjects} subjects: {result['ok_per_s']} ok/s "
+        f"(cluster CPU {result['cluster_cpu_per_s']}, publisher CPU "
+        f"{result['publisher_cpu_per_s']} cores)"
+    )
+    return result
 
 
 # --- output ------------------------------------------------------------------------------------
@@ -777,24 +869,30 @@ def print_failover(r: dict[str, Any]) -> None:
 
 
 def print_throughput(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    table = Table(title="Publish throughput (HTTP, unpaced)")
-    for column in ("subjects", "Guaranteed ok/s", "Standard ok/s", "Guaranteed / Standard"):
+    table = Table(title="Publish throughput (unpaced, ok publishes/s)")
+    for column in ("transport", "subjects", "Guaranteed", "Standard", "Guaranteed / Standard"):
         table.add_column(column, justify="right")
     ratios = []
-    for subjects in sorted({r["subjects"] for r in results}, reverse=True):
-        by_mode = {r["mode"]: r["ok_per_s"] for r in results if r["subjects"] == subjects}
+    keys = sorted({(r["transport"], r["subjects"]) for r in results}, key=lambda k: (k[0], -k[1]))
+    for transport, subjects in keys:
+        by_mode = {
+            r["mode"]: r["ok_per_s"]
+            for r in results
+            if (r["transport"], r["subjects"]) == (transport, subjects)
+        }
         g, s = by_mode.get("guaranteed"), by_mode.get("standard")
         ratio = round(g / s, 3) if g and s else None
         ratios.append(
             {
                 "bench": "failover-throughput-ratio",
+                "transport": transport,
                 "subjects": subjects,
                 "ratio": ratio,
                 "guaranteed_ok_per_s": g,
                 "standard_ok_per_s": s,
             }
         )
-        table.add_row(str(subjects), str(g), str(s), str(ratio))
+        table.add_row(transport, str(subjects), str(g), str(s), str(ratio))
     console.print(table)
     return ratios
 
@@ -816,17 +914,26 @@ def main(
     mode: Annotated[str, typer.Option(help="guaranteed or standard (failover run)")] = (
         "guaranteed"
     ),
-    timeout: Annotated[float, typer.Option(help="client-side HTTP timeout, s")] = 20.0,
+    transport: Annotated[str, typer.Option(help="failover publisher: http or ws")] = "http",
+    timeout: Annotated[float, typer.Option(help="client-side publish timeout, s")] = 20.0,
     cluster_publish_timeout: Annotated[float, typer.Option(help="ClusterPublishTimeout")] = 15.0,
     drain_timeout: Annotated[float, typer.Option(help="s to wait for the last messages")] = 90,
     failover: Annotated[bool, typer.Option(help="run the failover part")] = True,
     throughput: Annotated[bool, typer.Option(help="run the throughput part")] = True,
     throughput_duration: Annotated[float, typer.Option(min=1)] = 15.0,
+    throughput_transports: Annotated[str, typer.Option(help="comma-separated: ws, http")] = (
+        "ws,http"
+    ),
     json_out: Annotated[Path | None, typer.Option()] = DEFAULT_JSON,
     keep: Annotated[bool, typer.Option(help="keep the members' directories and logs")] = False,
 ) -> None:
     """Failover benchmark of a 3-member cluster; see the module docstring."""
     mode = mode.lower()
+    if transport not in ("http", "ws") or not set(throughput_transports.split(",")) <= {
+        "http",
+        "ws",
+    }:
+        raise typer.BadParameter("transports: http or ws")
     if mode not in ("guaranteed", "standard"):
         raise typer.BadParameter("--mode: guaranteed or standard")
     try:
@@ -851,23 +958,22 @@ def main(
                 timeout,
                 cluster_publish_timeout,
                 drain_timeout,
+                transport,
             )
             result = run_failover(params, tmp)
             print_failover(result)
             emit(result, json_out)
         if throughput:
+            runs = [
+                (t.strip(), n)
+                for t in throughput_transports.split(",")
+                for n in dict.fromkeys((subjects, 1))
+            ]
             results = []
-            for subject_count in (subjects, 1):
-                for tput_mode in ("guaranteed", "standard"):
-                    r = run_throughput(
-                        tput_mode,
-                        tmp,
-                        subject_count,
-                        throughput_duration,
-                        workers,
-                        cluster_publish_timeout,
-                    )
-                    console.print(f"{tput_mode} x {subject_count} subjects: {r['ok_per_s']} ok/s")
+            for tput_mode in ("guaranteed", "standard"):
+                for r in run_throughput(
+                    tput_mode, tmp, runs, throughput_duration, workers, cluster_publish_timeout
+                ):
                     emit(r, json_out)
                     results.append(r)
             for ratio in print_throughput(results):
