@@ -46,6 +46,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import math
 import multiprocessing as mp
 import platform
 import secrets
@@ -68,7 +69,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
-from integration.cluster import Cluster, cluster_status  # noqa: E402
+from integration.cluster import Cluster  # noqa: E402
 from integration.pgtest import ServerProcess  # noqa: E402
 
 from client import PushgridClient  # noqa: E402
@@ -85,11 +86,12 @@ SERVER_TIMEOUT_MARK = "did not store the message within"
 
 
 def percentile(values: list[float], q: float) -> float | None:
-    """The q-th percentile (0-100, nearest rank) of ``values``, None when empty."""
+    """The q-th percentile (0-100, nearest rank: the smallest value with at least q % of the
+    values at or below it), None when empty."""
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
     return ordered[rank - 1]
 
 
@@ -450,12 +452,26 @@ class Kill:
     healthy: float = 0.0
 
 
-def stream_leader(members: list[ServerProcess]) -> str | None:
-    for member in members:
-        with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
-            leader = cluster_status(member)["streamLeader"]
+def stream_leader_in(jsz: dict[str, Any], stream: str = "PUSHGRID") -> str | None:
+    """The leader of ``stream`` in a nats-server ``/jsz?streams=true`` answer, or None."""
+    for account in jsz.get("account_details") or []:
+        for detail in account.get("stream_detail") or []:
+            if detail.get("name") == stream:
+                leader = (detail.get("cluster") or {}).get("leader")
+                return str(leader) if leader else None
+    return None
+
+
+async def stream_leader(http: httpx.AsyncClient, endpoints: list[str]) -> str | None:
+    """The stream leader as the first answering member's nats-server reports it (its
+    monitoring port is the member's port + 2, see server/cluster/topology.py)."""
+    for endpoint in endpoints:
+        host, _, port = endpoint.rpartition(":")
+        url = f"http://{host}:{int(port) + 2}/jsz?streams=true"
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            leader = stream_leader_in((await http.get(url, timeout=1.0)).json())
             if leader:
-                return str(leader)
+                return leader
     return None
 
 
@@ -470,6 +486,23 @@ async def kill_loop(
     guaranteed: bool,
 ) -> None:
     """Every ``interval`` s: signal the next member, restart it, wait for a healthy cluster."""
+    async with httpx.AsyncClient(trust_env=False) as http:
+        await _kill_loop(
+            cluster, sig, interval, down_time, max_kills, done, kills, guaranteed, http
+        )
+
+
+async def _kill_loop(
+    cluster: Cluster,
+    sig: signal.Signals,
+    interval: float,
+    down_time: float,
+    max_kills: int | None,
+    done: asyncio.Event,
+    kills: list[Kill],
+    guaranteed: bool,
+    http: httpx.AsyncClient,
+) -> None:
     next_at = time.monotonic() + interval
     for turn in itertools.count():
         if max_kills is not None and turn >= max_kills:
@@ -480,12 +513,14 @@ async def kill_loop(
             return
         index = turn % 3 + 1
         victim = cluster.member(index)
-        others = [m for m in cluster.members[:3] if m is not victim]
-        leader = await asyncio.to_thread(stream_leader, others) if guaranteed else None
+        others = [e for i, e in enumerate(cluster.endpoints[:3], start=1) if i != index]
+        leader = await stream_leader(http, others) if guaranteed else None
         kill = Kill(index, sig.name, time.monotonic(), leader == f"pushgrid-m{index}")
         console.print(f"[bold]kill[/] m{index} with {sig.name} (stream leader: {leader})")
         election = (
-            asyncio.create_task(_wait_election(others, leader, kill)) if kill.was_leader else None
+            asyncio.create_task(_wait_election(http, others, leader, kill))
+            if kill.was_leader
+            else None
         )
         proc = victim.proc
         assert proc is not None
@@ -504,13 +539,15 @@ async def kill_loop(
         next_at = max(kill.at + interval, time.monotonic())
 
 
-async def _wait_election(others: list[ServerProcess], old: str | None, kill: Kill) -> None:
+async def _wait_election(
+    http: httpx.AsyncClient, others: list[str], old: str | None, kill: Kill
+) -> None:
     while True:
-        leader = await asyncio.to_thread(stream_leader, others)
+        leader = await stream_leader(http, others)
         if leader is not None and leader != old:
             kill.elected = time.monotonic()
             return
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.05)
 
 
 # --- runs --------------------------------------------------------------------------------------
@@ -903,7 +940,7 @@ def print_throughput(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @app.command()
 def main(
     messages: Annotated[int, typer.Option(min=1, help="messages to publish")] = 100_000,
-    rate: Annotated[float, typer.Option(min=1, help="publishes/s in total")] = 400,
+    rate: Annotated[float, typer.Option(min=1, help="publishes/s in total")] = 300,
     subjects: Annotated[int, typer.Option(min=1)] = 100,
     subscribers: Annotated[int, typer.Option(min=1, help="subscriber clients")] = 6,
     workers: Annotated[int, typer.Option(min=1, help="publishes in flight at most")] = 64,
@@ -914,7 +951,7 @@ def main(
     mode: Annotated[str, typer.Option(help="guaranteed or standard (failover run)")] = (
         "guaranteed"
     ),
-    transport: Annotated[str, typer.Option(help="failover publisher: http or ws")] = "http",
+    transport: Annotated[str, typer.Option(help="failover publisher: ws or http")] = "ws",
     timeout: Annotated[float, typer.Option(help="client-side publish timeout, s")] = 20.0,
     cluster_publish_timeout: Annotated[float, typer.Option(help="ClusterPublishTimeout")] = 15.0,
     drain_timeout: Annotated[float, typer.Option(help="s to wait for the last messages")] = 90,
