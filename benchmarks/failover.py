@@ -10,14 +10,19 @@ processes, each with its own nats-server child, all on 127.0.0.1, started by the
 suite's ``Cluster`` helper). One subscriber process runs ``--subscribers`` Python clients
 (``PushgridClient`` with a fast back-off); client k prefers member k % 3 (weight 100 vs 1) and
 subscribes to the subjects s with s % 3 == k % 3, so every subject has several subscribers on
-different members. The publisher POSTs ``/publish`` at ``--rate`` messages/s over ``--subjects``
-subjects, members in turn, ``--workers`` requests at most in flight. Each attempt carries its
-own id (``<message>.<attempt>``) as content: an attempt is
+different members. The publisher publishes at ``--rate`` messages/s over ``--subjects``
+subjects, members in turn, ``--workers`` publishes at most in flight: ``--transport ws``
+(default) through one ``PushgridClient`` per member (that member only; publishes pipelined on
+its WebSocket), ``--transport http`` with ``POST /publish`` (httpx; on this 2-core machine it
+tops out near 200 publishes/s, the WebSocket publisher does several times that). Each attempt
+carries its own id (``<message>.<attempt>``) as content: an attempt is
 
-- ``ok``: HTTP 200, with the (epoch, seq) the cluster gave it; only these count as sent;
-- ``maybe``: sent but no answer (client timeout, connection lost after sending) or a 503 after
-  the server's own publish timeout: it may have been stored;
-- ``refused``: the connection was refused (nothing sent) or another non-200 answer.
+- ``ok``: the server's ok answer, with the (epoch, seq) the cluster gave it; only these count
+  as sent;
+- ``maybe``: sent but no answer (client timeout, connection lost after sending) or the
+  server's own publish timeout (503 / engine_unavailable "did not store ... within"): it may
+  have been stored;
+- ``refused``: nothing sent (connection refused, member not connected) or another refusal.
 
 A message that did not get ``ok`` is retried as a new attempt on the next member. Every
 ``--kill-interval`` seconds the next member (1, 2, 3, 1, ...; seeds included) gets ``--signal``
@@ -705,6 +710,10 @@ def summarize(
     statuses = Counter(
         (e[1], e[3]) for events in data["events"] for e in events if e[1].startswith("data_")
     )
+    all_statuses = Counter(e[1] for events in data["events"] for e in events)
+    errors = Counter(
+        (e[3] or "")[:60] for events in data["events"] for e in events if e[1] == "error"
+    )
     unavailable: list[float] = [k["unavailable_s"] for k in per_kill]
     outcomes = Counter(a.outcome for a in log.attempts)
     published = len({a.message for a in log.attempts if a.outcome == "ok"})
@@ -738,6 +747,9 @@ def summarize(
         "unknown_received": totals.unknown_received,
         "snapshots": totals.snapshots,
         "data_events": {f"{s}:{d}": n for (s, d), n in sorted(statuses.items())},
+        "client_events": dict(sorted(all_statuses.items())),
+        "client_errors": dict(errors.most_common(5)),
+        "recovery_over_5s": sum(1 for t in samples if t > 5),
         "kills": per_kill,
         "unavailable_p50_s": percentile(unavailable, 50),
         "unavailable_max_s": max(unavailable) if unavailable else None,
@@ -885,6 +897,7 @@ def print_failover(r: dict[str, Any]) -> None:
             f"{r['recovery_p50_s']} / {r['recovery_p99_s']} (n={r['recovery_samples']})",
         ),
         ("client data events", ", ".join(f"{k}={v}" for k, v in r["data_events"].items())),
+        ("client events", ", ".join(f"{k}={v}" for k, v in r["client_events"].items())),
         ("achieved rate (msg/s)", r["achieved_rate"]),
     ]
     for name, value in rows:
