@@ -3,7 +3,8 @@ publisher and failing-over subscribers run; what was lost, duplicated, reordered
 publishing and the clients' recovery stalled. Then Guaranteed vs Standard publish throughput.
 
     nice -n 5 .venv/bin/python benchmarks/failover.py                      # the issue's run
-    nice -n 5 .venv/bin/python benchmarks/failover.py --messages 5000 --kills 1 --no-throughput
+    nice -n 5 .venv/bin/python benchmarks/failover.py --messages 5000 --kills 1 --kill-interval 5 \
+        --no-throughput
 
 Failover run (``--mode guaranteed`` by default): three seed members (``pushgrid server``
 processes, each with its own nats-server child, all on 127.0.0.1, started by the integration
@@ -37,9 +38,11 @@ stream (kill until a survivor's /health names another leader). Per client and su
 reconnect-to-recovered = from the client's ``SERVER_DOWN`` event to its ``DATA_SYNC`` event of
 that subject.
 
-Throughput (``--throughput``): for Guaranteed and Standard, a fresh cluster, the same HTTP
-publisher unpaced for ``--throughput-duration`` seconds over ``--subjects`` subjects and over one
-hot subject; ok publishes/s and the ratio Guaranteed / Standard.
+Throughput (``--throughput``): for Guaranteed and Standard, a fresh cluster, the same
+publisher unpaced (``--workers`` in flight) for ``--throughput-duration`` seconds over
+``--subjects`` subjects and over one hot subject, once per transport of
+``--throughput-transports``, through the first ``--throughput-members`` members; ok
+publishes/s, CPU of the cluster and of the publisher, and the ratio Guaranteed / Standard.
 
 Prints tables and JSON lines (``"bench": "failover" | "failover-throughput"``), appended to
 ``--json-out`` (default benchmarks/results/failover.jsonl). See docs/benchmarks.md.
@@ -795,13 +798,25 @@ def run_throughput(
     duration: float,
     workers: int,
     timeout: float,
+    through: int = 3,
 ) -> list[dict[str, Any]]:
     """Unpaced publishes on a fresh cluster of ``mode``: ok publishes/s for each (transport,
     subject count) of ``runs``, one after the other on that cluster, fresh subjects each."""
     cluster = start_cluster(tmp / f"tput-{mode}", mode, timeout)
     try:
         return [
-            asyncio.run(_throughput_once(cluster, mode, transport, n, duration, workers, timeout))
+            asyncio.run(
+                _throughput_once(
+                    cluster.members[:through],
+                    cluster,
+                    mode,
+                    transport,
+                    n,
+                    duration,
+                    workers,
+                    timeout,
+                )
+            )
             for transport, n in runs
         ]
     finally:
@@ -809,6 +824,7 @@ def run_throughput(
 
 
 async def _throughput_once(
+    targets: list[ServerProcess],
     cluster: Cluster,
     mode: str,
     transport: str,
@@ -842,6 +858,7 @@ async def _throughput_once(
         "transport": transport,
         "subjects": subjects,
         "workers": workers,
+        "through_members": len(targets),
         "duration_s": round(elapsed, 2),
         "ok": len(ok),
         "not_ok": len(publisher.log.attempts) - len(ok),
@@ -971,6 +988,9 @@ def main(
     failover: Annotated[bool, typer.Option(help="run the failover part")] = True,
     throughput: Annotated[bool, typer.Option(help="run the throughput part")] = True,
     throughput_duration: Annotated[float, typer.Option(min=1)] = 15.0,
+    throughput_members: Annotated[
+        int, typer.Option(min=1, max=3, help="throughput: publish through the first N members")
+    ] = 3,
     throughput_transports: Annotated[str, typer.Option(help="comma-separated: ws, http")] = (
         "ws,http"
     ),
@@ -1022,7 +1042,13 @@ def main(
             results = []
             for tput_mode in ("guaranteed", "standard"):
                 for r in run_throughput(
-                    tput_mode, tmp, runs, throughput_duration, workers, cluster_publish_timeout
+                    tput_mode,
+                    tmp,
+                    runs,
+                    throughput_duration,
+                    workers,
+                    cluster_publish_timeout,
+                    throughput_members,
                 ):
                     emit(r, json_out)
                     results.append(r)
