@@ -40,6 +40,13 @@ class Hub:
         self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
         self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
+        # Hot subjects (metrics/hotsubjects.py): per-subject [messages in, messages out, bytes
+        # out] since the sampler last took them. A few integer ops per message; the sketch work
+        # happens once a second in the sampler. ``tally_limit`` subjects at most: past it the
+        # hub hands the deltas over early through ``on_tally_full``.
+        self.tally: dict[str, list[int]] = {}
+        self.tally_limit = 1000
+        self.on_tally_full: Callable[[], None] | None = None
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -115,11 +122,32 @@ class Hub:
     def subjects(self) -> Iterator[str]:
         return iter(self._live.keys() | self._pending.keys() | self._conflated.keys())
 
+    def subscriber_counts(self) -> Iterator[tuple[str, int]]:
+        """(subject, local subscribers) of every subscribed subject."""
+        for subject in self.subjects():
+            yield subject, self.subscriber_count(subject)
+
+    def take_tally(self) -> dict[str, list[int]]:
+        """The per-subject deltas counted since the last call (the hub starts a new dict)."""
+        tally, self.tally = self.tally, {}
+        return tally
+
+    def _new_tally(self, subject: str) -> list[int]:
+        if len(self.tally) >= self.tally_limit:
+            if self.on_tally_full is not None:
+                self.on_tally_full()
+            else:  # nobody folds the deltas (hot subjects off): keep the memory bounded
+                self.tally = {}
+        counts = self.tally[subject] = [0, 0, 0]
+        return counts
+
     # -- delivery ---------------------------------------------------------------------------
 
     def deliver(self, message: Published) -> None:
         """Engine callback: fan ``message`` out to the subject's subscribers."""
         subject = message.subject
+        counts = self.tally.get(subject) or self._new_tally(subject)
+        counts[0] += 1
         pending = self._pending.get(subject)
         if pending:
             for buffered in pending.values():
@@ -134,7 +162,10 @@ class Hub:
         frame = message.update_frame()
         for send in live.values():
             send(frame)
-        self.counters.messages_out_total += len(live)
+        sent = len(live)
+        self.counters.messages_out_total += sent
+        counts[1] += sent
+        counts[2] += sent * len(frame)
 
     def _count_conflated(self, sent: int) -> None:
         self.counters.messages_out_total += sent

@@ -14,6 +14,8 @@ pushgrid:type=Cache                     cache size and limits, recovery outcomes
 pushgrid:type=Sessions                  Count; ops ``list()``, ``disconnect(String id)``
 pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
                                         ``subscriberCount(String subject)``
+pushgrid:type=HotSubjects               top subjects by messages in/out, bytes out and
+                                        subscribers (metrics/hotsubjects.py)
 =====================================  =====================================================
 """
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from ..app import PushServer
 
 DOMAIN = "pushgrid"
-_SECRET_KEYS = {"monitor_password", "entitlement_jwt_secret"}
+_SECRET_KEYS = {"monitor_password", "entitlement_jwt_secret", "alerts_entitlement_token"}
 
 
 class LoopBridge:
@@ -97,6 +99,7 @@ def _server_beans(app: PushServer, bridge: LoopBridge) -> list[MBean]:
         _cache_bean(app, bridge),
         _sessions_bean(app, bridge),
         _subjects_bean(app, bridge),
+        _hot_subjects_bean(app, bridge),
     ]
 
 
@@ -412,3 +415,53 @@ def _configuration(app: PushServer) -> dict[str, Any]:
             value if isinstance(value, (int, float, bool, str, type(None))) else str(value)
         )
     return out
+
+
+def _hot_subjects_bean(app: PushServer, bridge: LoopBridge) -> MBean:
+    hot = app.hot_subjects
+    ranking_text = "subject, value, error bound, history (last 60 s), largest first"
+    attributes = [
+        _attr(bridge, "TopN", "int", "Subjects per ranking (HotSubjects.TopN)", lambda: hot.top_n),
+        _attr(bridge, "Capacity", "int", "Counters per sketch", lambda: hot.capacity),
+        _attr(bridge, "Window", "double", "Rate averaging time constant (s)", lambda: hot.window),
+        _attr(bridge, "SampleTime", "long", "UTC second of the last fold", lambda: hot.ts),
+        _attr(
+            bridge,
+            "IncomingMessages",
+            "java.util.List",
+            f"By incoming messages/s: {ranking_text}",
+            lambda: hot.ranking("messages_in"),
+        ),
+        _attr(
+            bridge,
+            "OutgoingMessages",
+            "java.util.List",
+            f"By outgoing messages/s: {ranking_text}",
+            lambda: hot.ranking("messages_out"),
+        ),
+        _attr(
+            bridge,
+            "OutgoingBytes",
+            "java.util.List",
+            f"By outgoing bytes/s: {ranking_text}",
+            lambda: hot.ranking("bytes_out"),
+        ),
+        _attr(
+            bridge,
+            "Subscribers",
+            "java.util.List",
+            "By local subscribers (exact): subject, value",
+            lambda: hot.ranking("subscribers"),
+        ),
+        _attr(
+            bridge,
+            "ErrorBounds",
+            "java.util.Map",
+            "Largest over-estimate of any rate, per ranking",
+            lambda: {
+                name: hot.error_bound(name) for name in ("messages_in", "messages_out", "bytes_out")
+            },
+        ),
+        _attr(bridge, "Document", "java.util.Map", "Everything above", hot.document),
+    ]
+    return MBean(ObjectName.of(DOMAIN, type="HotSubjects"), "Hot subjects", attributes)
