@@ -11,10 +11,36 @@ from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from ..deps import GuardedRoute
-from . import audit, jobs, live, me, members, sessions, statistics, subjects, tokens
+from . import (
+    alerts,
+    audit,
+    hot,
+    jobs,
+    live,
+    me,
+    members,
+    sessions,
+    statistics,
+    subjects,
+    tokens,
+    trace,
+)
 
 API_PREFIX = "/api/v1"
-ROUTERS = (me, members, live, statistics, subjects, sessions, jobs, audit, tokens)
+ROUTERS = (
+    me,
+    members,
+    live,
+    statistics,
+    subjects,
+    sessions,
+    jobs,
+    audit,
+    tokens,
+    hot,
+    alerts,
+    trace,
+)
 
 
 def _summary(description: str) -> str:

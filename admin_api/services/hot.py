@@ -18,10 +18,15 @@ import httpx
 from pydantic import ValidationError
 
 from ..jolokia import Member, MemberClient, MemberFailure
-from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot
+from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot, RankingName
 
 HOT_MBEAN: Final = "pushgrid:type=HotSubjects"
-RANKINGS: Final = ("messages_in", "messages_out", "bytes_out", "subscribers")
+RANKINGS: Final[tuple[RankingName, ...]] = (
+    "messages_in",
+    "messages_out",
+    "bytes_out",
+    "subscribers",
+)
 
 
 def parse_hot(member: Member, value: Any) -> MemberHot:
@@ -67,7 +72,7 @@ def _add_history(into: list[float], more: Sequence[float]) -> list[float]:
 def merge(members: Sequence[MemberHot]) -> ClusterHot:
     """Sum the reachable members' rankings per subject; keep the largest top N."""
     top_n = max((m.top_n for m in members if m.reachable), default=0)
-    rankings: dict[str, list[HotEntry]] = {}
+    rankings: dict[RankingName, list[HotEntry]] = {}
     for name in RANKINGS:
         merged: dict[str, HotEntry] = {}
         for member in members:

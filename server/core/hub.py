@@ -10,6 +10,8 @@ replayed after the recovered ones, without duplicates, so nothing falls between 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,6 +49,9 @@ class Hub:
         self.tally: dict[str, list[int]] = {}
         self.tally_limit = 1000
         self.on_tally_full: Callable[[], None] | None = None
+        # Sessions an operator watches (live trace): their last frames, newest last. Recording
+        # wraps only these sessions' send, so the others pay nothing.
+        self.watched: dict[Session, deque[tuple[float, bytes]]] = {}
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -60,8 +65,31 @@ class Hub:
             return
         for subject in list(session.subjects):
             self.unsubscribe(session, subject)
+        self.watched.pop(session, None)
         self.counters.sessions -= 1
         self.counters.disconnections_total += 1
+
+    def watch(self, session: Session, keep: int = 20) -> deque[tuple[float, bytes]]:
+        """Start (or keep) recording the last ``keep`` frames fanned out to ``session``."""
+        recorded = self.watched.get(session)
+        if recorded is None:
+            recorded = self.watched[session] = deque(maxlen=keep)
+            for subscribers in self._live.values():
+                if session in subscribers:
+                    subscribers[session] = self._sender(session)
+        return recorded
+
+    def _sender(self, session: Session) -> Callable[[bytes], None]:
+        recorded = self.watched.get(session)
+        send = session.peer.send
+        if recorded is None:
+            return send
+
+        def record_and_send(frame: bytes) -> None:
+            recorded.append((time.time(), frame))
+            send(frame)
+
+        return record_and_send
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -91,7 +119,7 @@ class Hub:
             subscription = ConflatedSubscription(session.peer.send, conflation_ms, anchor)
             self._conflated.setdefault(subject, {})[session] = subscription
         else:
-            self._live.setdefault(subject, {})[session] = session.peer.send
+            self._live.setdefault(subject, {})[session] = self._sender(session)
         return buffered
 
     def unsubscribe(self, session: Session, subject: str) -> bool:

@@ -298,6 +298,28 @@ def session_info(app: PushServer) -> list[dict[str, Any]]:
     return out
 
 
+def _outbound_bytes(peer: object) -> int:
+    transport = getattr(peer, "transport", None)
+    size = getattr(transport, "get_write_buffer_size", None)
+    queued = sum(len(frame) for frame in getattr(peer, "_outbox", ()))
+    return queued + (int(size()) if callable(size) else 0)
+
+
+def session_detail(app: PushServer, session_id: str, keep: int = 20) -> dict[str, Any] | None:
+    """One session for the live trace; from now on its last ``keep`` frames are recorded."""
+    session = app.hub.sessions.get(session_id)
+    if session is None:
+        return None
+    recorded = app.hub.watch(session, keep)
+    (info,) = [i for i in session_info(app) if i["id"] == session_id]
+    info["outbound_buffer_bytes"] = _outbound_bytes(session.peer)
+    info["last_frames"] = [
+        {"at": int(at * 1000), "size": len(frame), "text": frame[:2048].decode("utf-8", "replace")}
+        for at, frame in recorded
+    ]
+    return info
+
+
 def disconnect_session(app: PushServer, session_id: str) -> bool:
     session = app.hub.sessions.get(session_id)
     if session is None:
@@ -333,6 +355,14 @@ def _sessions_bean(app: PushServer, bridge: LoopBridge) -> MBean:
             "Every session: id, remote, connected_since (ms), subjects, messages_in, "
             "bytes_in, bytes_out",
             bridge.wrap(lambda: session_info(app)),
+        ),
+        Operation(
+            "detail",
+            [("id", "java.lang.String", "Session id")],
+            "java.util.Map",
+            "One session with its outbound buffer and last frames (recording starts at the "
+            "first call); null if unknown",
+            bridge.wrap(lambda session_id: session_detail(app, session_id)),
         ),
         Operation(
             "disconnect",
