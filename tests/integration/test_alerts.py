@@ -118,7 +118,8 @@ async def test_rule_fires_and_resolves_with_real_clients(
     admin = AdminHarness(
         tmp_path / "admin",
         [member_entry("alert-1", push)],
-        **{"alerts_webhook": webhook.url, "alerts_webhook_retries": 2},
+        alerts_webhook=webhook.url,
+        alerts_webhook_retries=2,
     )
     runner = admin.app.state.alert_runner
     try:
