@@ -7,7 +7,9 @@ extracted with ``git archive`` into a temporary directory and run with this virt
 (``PYTHONPATH`` puts it before the editable install). Both servers run at once, each pinned to
 CPU 0 like ``fanout.py`` does; the runs alternate (base, current, base, ...) so that the noise of
 a shared machine falls on both alike. Each run is ``fanout.py --target none`` (saturation, one
-subject); the result is the ratio of delivered messages/s, current / base, per round and median.
+subject); the results are the ratios, per round and their median, of delivered messages/s
+(current / base) and of the server's CPU time per delivered message (base / current; it is
+less sensitive to CPU taken by other processes). Below 1: the current tree costs more.
 Extra arguments after ``--`` go to ``fanout.py``.
 """
 
@@ -71,7 +73,8 @@ def _start(tree: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
     raise SystemExit(f"server on :{port} did not start: see {workdir}")
 
 
-def _run(port: int, pid: int, duration: str, extra: list[str], out: Path) -> float:
+def _run(port: int, pid: int, duration: str, extra: list[str], out: Path) -> tuple[float, float]:
+    """(delivered messages/s, server CPU microseconds per delivered message)."""
     out.unlink(missing_ok=True)
     subprocess.run(
         [
@@ -95,7 +98,9 @@ def _run(port: int, pid: int, duration: str, extra: list[str], out: Path) -> flo
         stdout=subprocess.DEVNULL,
     )
     lines = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    return float(next(line["delivered_per_s"] for line in lines if "delivered_per_s" in line))
+    result = next(line for line in lines if "delivered_per_s" in line)
+    delivered = float(result["delivered_per_s"]) * float(result["duration_s"])
+    return float(result["delivered_per_s"]), 1e6 * float(result["server_cpu_s"]) / delivered
 
 
 def main(argv: list[str]) -> None:
@@ -113,23 +118,37 @@ def main(argv: list[str]) -> None:
             "current": _start(ROOT, ports["current"], work),
         }
         results: dict[str, list[float]] = {"base": [], "current": []}
+        cpu: dict[str, list[float]] = {"base": [], "current": []}
         try:
             for round_ in range(repeat):
                 order = ("base", "current") if round_ % 2 == 0 else ("current", "base")
                 for kind in order:
-                    rate = _run(ports[kind], procs[kind].pid, duration, extra, work / "r.jsonl")
+                    rate, us = _run(ports[kind], procs[kind].pid, duration, extra, work / "r.jsonl")
                     results[kind].append(rate)
-                    print(f"round {round_ + 1} {kind}: {rate:,.0f} delivered msgs/s", flush=True)
+                    cpu[kind].append(us)
+                    print(
+                        f"round {round_ + 1} {kind}: {rate:,.0f} delivered msgs/s, "
+                        f"{us:.3f} server CPU us per delivery",
+                        flush=True,
+                    )
         finally:
             for proc in procs.values():
                 proc.kill()
     ratios = [c / b for c, b in zip(results["current"], results["base"], strict=True)]
+    # CPU per delivery, base / current: the same direction as the throughput ratio (below 1 =
+    # current costs more), and far less sensitive to CPU stolen by other processes.
+    cpu_ratios = [b / c for c, b in zip(cpu["current"], cpu["base"], strict=True)]
     summary = {
         "base": base,
         "base_delivered_per_s": results["base"],
         "current_delivered_per_s": results["current"],
         "ratios": [round(r, 4) for r in ratios],
         "median_ratio": round(statistics.median(ratios), 4),
+        "base_cpu_us_per_delivery": [round(v, 4) for v in cpu["base"]],
+        "current_cpu_us_per_delivery": [round(v, 4) for v in cpu["current"]],
+        "cpu_ratios": [round(r, 4) for r in cpu_ratios],
+        "median_cpu_ratio": round(statistics.median(cpu_ratios), 4),
+        "extra_fanout_args": extra,
     }
     print(json.dumps(summary))
 
