@@ -163,9 +163,8 @@ class Hub:
     def _new_tally(self, subject: str) -> list[int]:
         if len(self.tally) >= self.tally_limit:
             if self.on_tally_full is not None:
-                self.on_tally_full()
-            else:  # nobody folds the deltas (hot subjects off): keep the memory bounded
-                self.tally = {}
+                self.on_tally_full()  # takes the deltas so far
+            self.tally = {}  # (hot subjects off: nobody takes them; the memory stays bounded)
         counts = self.tally[subject] = [0, 0, 0]
         return counts
 
