@@ -24,6 +24,7 @@ ALL_BEANS = sorted(
     [
         *INDICATOR_BEANS,
         "pushgrid:type=Cache",
+        "pushgrid:type=HotSubjects",
         "pushgrid:type=Server",
         "pushgrid:type=Sessions",
         "pushgrid:type=Subjects",
