@@ -53,7 +53,9 @@ class Sub:
     """A subscriber key (the hub maps sessions to their send)."""
 
 
-def build(module: ModuleType, fanout: int, subjects: int) -> tuple[Any, list[Published], list]:
+def build(
+    module: ModuleType, fanout: int, subjects: int
+) -> tuple[Any, list[Published], list[bytes]]:
     hub = module.Hub(MemoryEngine(), Counters())
     sink: list[bytes] = []
     messages = []
@@ -66,7 +68,9 @@ def build(module: ModuleType, fanout: int, subjects: int) -> tuple[Any, list[Pub
     return hub, messages, sink
 
 
-def measure(hub: Any, messages: list[Published], sink: list, rounds: int, per_take: int) -> float:
+def measure(
+    hub: Any, messages: list[Published], sink: list[bytes], rounds: int, per_take: int
+) -> float:
     """Deliver ``rounds`` x every message; the tally is taken every ``per_take`` rounds (the
     sampler takes it once a second: ``per_take`` = messages per subject per second)."""
     deliver = hub.deliver

@@ -120,10 +120,13 @@ def rule_body(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _select(id_: str, options: Sequence[str], value: str) -> dcc.Dropdown:
-    return dcc.Dropdown(
-        id=id_, options=list(options), value=value, clearable=False, className="rule-field"
-    )
+def _field(label: str, control: Component) -> Component:
+    return html.Label([label, control], className="field")
+
+
+def _select(id_: str, label: str, options: Sequence[str], value: str) -> Component:
+    dropdown = dcc.Dropdown(id=id_, options=list(options), value=value, clearable=False)
+    return _field(label, dropdown)
 
 
 def _form() -> Component:
@@ -132,29 +135,33 @@ def _form() -> Component:
             html.H2("New rule"),
             html.Div(
                 [
-                    dcc.Input(
-                        id=OpsIds.RULE_NAME, placeholder="Name (e.g. HighFanout)", className="input"
+                    _field(
+                        "name",
+                        dcc.Input(id=OpsIds.RULE_NAME, placeholder="HighFanout", className="input"),
                     ),
-                    _select(OpsIds.RULE_INDICATOR, INDICATOR_NAMES, "connected_users"),
-                    _select(OpsIds.RULE_WINDOW, WINDOWS, "current"),
-                    _select(OpsIds.RULE_STAT, ("max", "avg", "stddev"), "max"),
-                    _select(OpsIds.RULE_COMPARISON, (">", ">=", "<", "<=", "==", "!="), ">"),
-                    dcc.Input(
-                        id=OpsIds.RULE_THRESHOLD,
-                        type="number",
-                        placeholder="threshold",
-                        className="input",
+                    _select(OpsIds.RULE_INDICATOR, "indicator", INDICATOR_NAMES, "connected_users"),
+                    _select(OpsIds.RULE_WINDOW, "window", WINDOWS, "current"),
+                    _select(OpsIds.RULE_STAT, "statistic", ("max", "avg", "stddev"), "max"),
+                    _select(
+                        OpsIds.RULE_COMPARISON,
+                        "comparison",
+                        (">", ">=", "<", "<=", "==", "!="),
+                        ">",
                     ),
-                    dcc.Input(
-                        id=OpsIds.RULE_FOR,
-                        type="number",
-                        min=0,
-                        value=0,
-                        placeholder="for (s)",
-                        className="input",
+                    _field(
+                        "threshold",
+                        dcc.Input(id=OpsIds.RULE_THRESHOLD, type="number", className="input"),
                     ),
-                    _select(OpsIds.RULE_SEVERITY, ("info", "warning", "critical"), "warning"),
-                    _select(OpsIds.RULE_SCOPE, ("member", "cluster"), "member"),
+                    _field(
+                        "for (seconds)",
+                        dcc.Input(
+                            id=OpsIds.RULE_FOR, type="number", min=0, value=0, className="input"
+                        ),
+                    ),
+                    _select(
+                        OpsIds.RULE_SEVERITY, "severity", ("info", "warning", "critical"), "warning"
+                    ),
+                    _select(OpsIds.RULE_SCOPE, "scope", ("member", "cluster"), "member"),
                     html.Button(
                         "Create rule", id=OpsIds.RULE_CREATE, className="button", n_clicks=0
                     ),

@@ -25,6 +25,7 @@ RANKINGS: Final = {
     "subscribers": "Subscribers",
 }
 BARS: Final = "▁▂▃▄▅▆▇█"
+SPARK_POINTS: Final = 30  # the last 30 seconds (the member keeps 60)
 
 
 def sparkline(values: Sequence[float]) -> str:
@@ -64,7 +65,9 @@ def render_hot(rankings: Mapping[str, Any]) -> list[Component]:
                     html.Code(entry["subject"]),
                     _number(entry["value"]),
                     f"± {_number(error)}" if error else "exact",
-                    html.Span(sparkline(entry.get("history", [])), className="sparkline"),
+                    html.Span(
+                        sparkline(entry.get("history", [])[-SPARK_POINTS:]), className="sparkline"
+                    ),
                 ]
             )
             props.append({"data-subject": entry["subject"], "data-ranking": name})
@@ -73,7 +76,7 @@ def render_hot(rankings: Mapping[str, Any]) -> list[Component]:
                 [
                     html.H2(title),
                     table(
-                        ["#", "subject", "value", "error", "last 60 s"],
+                        ["#", "subject", "value", "error", f"last {SPARK_POINTS} s"],
                         rows,
                         row_props=props,
                         empty="no traffic yet",
@@ -135,4 +138,4 @@ def register(app: Dash, providers: Providers) -> None:
         return render_hot(rankings_of(document, scope or CLUSTER)), options, alert(down, "warn")
 
 
-PAGE = Page(PATH, TITLE, "🔥", layout)
+PAGE = Page(PATH, TITLE, "▲", layout)

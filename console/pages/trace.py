@@ -5,6 +5,7 @@ which subscribes on the member as a client (docs/alerts.md, "Live trace")."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
@@ -50,10 +51,18 @@ def render_messages(messages: Sequence[Mapping[str, Any]]) -> Component:
     )
 
 
+def _clock(millis: int | None) -> str:
+    """Unix milliseconds as ``14:05:03.120 UTC``."""
+    if not millis:
+        return fmt.DASH
+    moment = datetime.fromtimestamp(millis / 1000, UTC)
+    return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+
+
 def render_session(detail: Mapping[str, Any]) -> Component:
     frames: list[list[Child]] = [
         [
-            fmt.iso_time(None) if not f.get("at") else str(f["at"]),
+            _clock(f.get("at")),
             f"{f['size']} B",
             html.Code(f["text"][:300]),
         ]
@@ -71,7 +80,7 @@ def render_session(detail: Mapping[str, Any]) -> Component:
             ),
             html.P(["subscriptions: ", *[html.Code(s + " ") for s in detail["subjects"]]]),
             table(
-                ["at (ms)", "size", "frame"],
+                ["sent", "size", "frame"],
                 frames,
                 empty="no frame yet (recording started now: show it again later)",
             ),
@@ -116,9 +125,19 @@ def layout() -> Component:
             card(
                 [
                     html.H2("Session"),
-                    dcc.Input(id=OpsIds.TRACE_SESSION, placeholder="session id", className="input"),
-                    html.Button(
-                        "Show", id=OpsIds.TRACE_SESSION_SHOW, className="button small", n_clicks=0
+                    html.Div(
+                        [
+                            dcc.Input(
+                                id=OpsIds.TRACE_SESSION, placeholder="session id", className="input"
+                            ),
+                            html.Button(
+                                "Show",
+                                id=OpsIds.TRACE_SESSION_SHOW,
+                                className="button small",
+                                n_clicks=0,
+                            ),
+                        ],
+                        className="session-form",
                     ),
                     html.Div(id=OpsIds.TRACE_SESSION_VIEW),
                 ]

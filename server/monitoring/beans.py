@@ -33,6 +33,7 @@ from metrics.windows import WINDOW_NAMES
 from .. import __version__
 from ..protocol.errors import CloseCode
 from ..protocol.subjects import subject_error
+from ..protocol.wsframe import frame_payload
 from .jolokia import JolokiaAgent
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
 
@@ -305,6 +306,16 @@ def _outbound_bytes(peer: object) -> int:
     return queued + (int(size()) if callable(size) else 0)
 
 
+def _frame_info(at: float, frame: bytes) -> dict[str, Any]:
+    """One recorded WebSocket frame: time (ms), payload size, payload text (cut at 2 KiB)."""
+    payload = frame_payload(frame)
+    return {
+        "at": int(at * 1000),
+        "size": len(payload),
+        "text": payload[:2048].decode("utf-8", "replace"),
+    }
+
+
 def session_detail(app: PushServer, session_id: str, keep: int = 20) -> dict[str, Any] | None:
     """One session for the live trace; from now on its last ``keep`` frames are recorded."""
     session = app.hub.sessions.get(session_id)
@@ -313,10 +324,7 @@ def session_detail(app: PushServer, session_id: str, keep: int = 20) -> dict[str
     recorded = app.hub.watch(session, keep)
     (info,) = [i for i in session_info(app) if i["id"] == session_id]
     info["outbound_buffer_bytes"] = _outbound_bytes(session.peer)
-    info["last_frames"] = [
-        {"at": int(at * 1000), "size": len(frame), "text": frame[:2048].decode("utf-8", "replace")}
-        for at, frame in recorded
-    ]
+    info["last_frames"] = [_frame_info(at, frame) for at, frame in recorded]
     return info
 
 

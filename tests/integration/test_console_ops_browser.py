@@ -25,16 +25,14 @@ from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
 def test_an_alert_fires_on_every_page_while_clients_connect(
     console: Console, stack: Stack, ws_clients: Callable[..., WsClient]
 ) -> None:
-    rule = {
-        "name": "BrowserBusy",
-        "indicator": "connected_users",
-        "comparison": ">=",
-        "threshold": 3,
-        "severity": "critical",
-    }
-    assert stack.api("POST", "/alerts/rules", json=rule).status_code == 201
+    console.goto("alerts", "#rule-create")
+    console.br.find_element("#rule-name").send_keys("BrowserBusy")
+    console.select("rule-comparison", ">=")
+    console.br.find_element("#rule-threshold").send_keys("3")
+    console.select("rule-severity", "critical")
+    console.br.find_element("#rule-create").click()  # the token is an admin's: may create
+    console.wait_text("#rule-result", "rule BrowserBusy created")
     try:
-        console.goto("alerts", "#alerts-rules")
         console.wait_text("#alerts-rules", "BrowserBusy")
         clients = [ws_clients(stack.servers[0]) for _ in range(3)]
         console.wait_text("#alert-banner", "BrowserBusy on console-1")
@@ -45,6 +43,7 @@ def test_an_alert_fires_on_every_page_while_clients_connect(
         console.screenshot("alerts")
         console.goto("audit", "#audit-table")
         console.wait_text("#alert-banner", "BrowserBusy on console-1")  # on every page
+        console.wait_text("#audit-table", "alerts.create_rule")  # the form's change is audited
         for client in clients:
             client.close()
         console.goto("alerts", "#alerts-history")
@@ -82,6 +81,9 @@ def test_a_traced_subject_shows_a_message_published_from_python(
     console.br.find_element("#trace-session").send_keys(watched.session)
     console.br.find_element("#trace-session-show").click()
     console.wait_text("#trace-session-view", subject)
+    publish(stack.servers[0], subject, "hello again")  # recorded: the session is watched now
+    console.br.find_element("#trace-session-show").click()
+    console.wait_text("#trace-session-view", "hello again")
     console.screenshot("trace")
     console.br.find_element("#trace-stop").click()
     console.assert_no_errors()
