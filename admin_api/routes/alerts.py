@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
 
 from ..deps import GuardedRoute, Operator, SessionDep, Viewer, audit_target
@@ -14,6 +14,8 @@ from ..schemas_ops import AlertHistory, AlertList, RuleIn, RuleList, RuleOut
 from ..services.alerts import AlertRunner, RuleService, alert_out
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], route_class=GuardedRoute)
+
+RuleId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The rule's id")]
 
 
 def _runner(request: Request) -> AlertRunner:
@@ -33,7 +35,7 @@ def alert_history(
     principal: Viewer,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    rule_id: Annotated[int | None, Query(ge=1, le=2**31)] = None,
+    rule_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
 ) -> AlertHistory:
     """State changes (pending, firing, resolved), newest first."""
     return AlertHistory(items=RuleService(session).history(limit, rule_id))
@@ -54,7 +56,7 @@ def list_rules(principal: Viewer, session: SessionDep) -> RuleList:
 def export_rules(principal: Viewer, session: SessionDep) -> PlainTextResponse:
     """The enabled rules as a Prometheus rules file (YAML; `promtool check rules` accepts it)."""
     text = prometheus_rules(RuleService(session).all())
-    return PlainTextResponse(text, media_type="application/yaml")
+    return PlainTextResponse(text)  # YAML, served as text/plain (readable in a browser)
 
 
 @router.post(
@@ -79,7 +81,7 @@ def create_rule(
     responses=problem_responses(404, 409),
 )
 def update_rule(
-    principal: Operator, rule_id: int, data: RuleIn, session: SessionDep, request: Request
+    principal: Operator, rule_id: RuleId, data: RuleIn, session: SessionDep, request: Request
 ) -> RuleOut:
     """Replace an alert rule; its alerts keep their state."""
     audit_target(request, data.name)
@@ -94,7 +96,7 @@ def update_rule(
     responses=problem_responses(404),
 )
 def delete_rule(
-    principal: Operator, rule_id: int, session: SessionDep, request: Request
+    principal: Operator, rule_id: RuleId, session: SessionDep, request: Request
 ) -> Response:
     """Delete an alert rule; its active alerts resolve at the next evaluation."""
     audit_target(request, str(rule_id))
