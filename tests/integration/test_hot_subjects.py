@@ -6,11 +6,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from .pgtest import DEFAULT_TIMEOUT, ServerProcess, WsClient, monitor_http, parse_prometheus
+from .pgtest import (
+    DEFAULT_TIMEOUT,
+    AdminHarness,
+    ServerProcess,
+    WsClient,
+    member_entry,
+    monitor_http,
+    parse_prometheus,
+)
 
 TOP_N = 3
 
@@ -88,3 +98,54 @@ def test_rankings_can_be_turned_off(server_factory: Callable[..., ServerProcess]
         document = http.get(f"{server.monitor_url}/stats?format=json").json()
     assert document["hot_subjects"]["top_n"] == 0
     assert document["hot_subjects"]["rankings"]["messages_in"] == []
+
+
+async def test_admin_api_ranks_per_member_and_sums_the_cluster(
+    tmp_path: Path,
+    server_factory: Callable[..., ServerProcess],
+    connect: Callable[..., Awaitable[WsClient]],
+) -> None:
+    servers = [
+        server_factory(ServerName=f"hot-{n}", MetaSubjectInterval=0, **{"HotSubjects.Window": 2})
+        for n in (1, 2)
+    ]
+    admin = AdminHarness(
+        tmp_path / "admin",
+        [member_entry(f"hot-{n}", s) for n, s in zip((1, 2), servers, strict=True)],
+    )
+    shared, only_one = "/hot/shared/x", "/hot/only/y"
+    try:
+        publishers = [await connect(s) for s in servers]
+        for _ in range(15):
+            for publisher in publishers:
+                await publisher.publish_ok(shared, "s")
+            await publishers[0].publish_ok(only_one, "o")
+        async with admin.client("viewer") as api:
+            deadline = time.monotonic() + DEFAULT_TIMEOUT
+            while True:
+                answer = (await api.get("/api/v1/hot-subjects")).json()
+                members = {m["member"]: m for m in answer["members"]}
+                ranked = {
+                    name: {e["subject"]: e["value"] for e in m["rankings"]["messages_in"]}
+                    for name, m in members.items()
+                }
+                if all(shared in r for r in ranked.values()) and only_one in ranked["hot-1"]:
+                    break
+                assert time.monotonic() < deadline, answer
+                await asyncio.sleep(0.3)
+            cluster = {
+                e["subject"]: e["value"] for e in answer["cluster"]["rankings"]["messages_in"]
+            }
+            assert cluster[shared] == pytest.approx(
+                ranked["hot-1"][shared] + ranked["hot-2"][shared], abs=0.01
+            )
+            assert cluster[only_one] == pytest.approx(ranked["hot-1"][only_one], abs=0.01)
+            assert only_one not in ranked["hot-2"]
+            one = (await api.get("/api/v1/members/hot-2/hot-subjects")).json()
+            assert one["member"] == "hot-2"
+            assert one["reachable"] is True
+            assert one["top_n"] == 20
+            missing = await api.get("/api/v1/members/nobody/hot-subjects")
+            assert missing.status_code == 404
+    finally:
+        admin.close()
