@@ -91,6 +91,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         alerts.start()
+        traces.start()
         try:
             yield
         finally:

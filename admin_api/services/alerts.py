@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from server.config import Settings
 
-from ..alerting import Alert, Change, Evaluator, Readings, Rule
+from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
 from ..jolokia import Member, MemberClient, MemberFailure, new_http_client
 from ..models import AlertEvent, AlertRule
 from ..problems import conflict, not_found
@@ -147,6 +147,12 @@ class RuleService:
             )
         self.session.commit()
 
+    def open_events(self) -> list[AlertEvent]:
+        """The latest event of every alert whose latest state is pending or firing."""
+        latest = select(func.max(AlertEvent.id)).group_by(AlertEvent.rule_id, AlertEvent.target)
+        rows = self.session.scalars(select(AlertEvent).where(AlertEvent.id.in_(latest)))
+        return [row for row in rows if row.state != "resolved"]
+
     def history(self, limit: int, rule_id: int | None = None) -> list[AlertEventOut]:
         query = select(AlertEvent).order_by(AlertEvent.id.desc()).limit(limit)
         if rule_id is not None:
@@ -238,7 +244,43 @@ class AlertRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def restore(self) -> list[Change]:
+        """Take back the alerts that were pending or firing when the admin API stopped (their
+        latest event in SQL), so that a restart neither forgets nor re-announces them. Alerts of
+        rules deleted or disabled meanwhile are resolved (and recorded) at once."""
+        with self.session_factory() as session:
+            service = RuleService(session)
+            rules = {rule.id: rule for rule in service.enabled()}
+            gone: list[Change] = []
+            for event in service.open_events():
+                since = event.at.timestamp()
+                rule = rules.get(event.rule_id)
+                if rule is None:
+                    orphan = Rule(
+                        event.rule_id,
+                        event.rule,
+                        "",
+                        "current",
+                        "max",
+                        ">",
+                        0.0,
+                        0.0,
+                        "warning",
+                        "member",
+                    )
+                    alert = Alert(orphan, event.target, "resolved", time.time(), since, event.value)
+                    gone.append(Change(alert, "resolved", time.time()))
+                    continue
+                state: State = "firing" if event.state == "firing" else "pending"
+                self.evaluator.alerts[(rule.id, event.target)] = Alert(
+                    rule, event.target, state, since, since, event.value
+                )
+            if gone:
+                service.record(gone)
+        return gone
+
     async def _run(self) -> None:
+        await asyncio.to_thread(self.restore)
         async with new_http_client() as http:
             while True:
                 started = time.monotonic()

@@ -15,6 +15,7 @@ Bounds: ``Trace.BufferSize`` messages per trace (the oldest are dropped and coun
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import secrets
@@ -146,6 +147,17 @@ class TraceHub:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.traces: dict[str, Trace] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Close idle traces in the background (a browser tab closed without Stop)."""
+        self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        period = min(30.0, self.settings.trace_idle_timeout / 2)
+        while True:
+            await asyncio.sleep(period)
+            await self._reap()
 
     async def open(
         self, member: Member, client_url: str, subject: str, created_by: str, token: str | None
@@ -178,8 +190,13 @@ class TraceHub:
     async def _reap(self) -> None:
         idle = time.monotonic() - self.settings.trace_idle_timeout
         for trace_id in [t.id for t in self.traces.values() if t.last_read < idle]:
-            await self.close_one(trace_id)
+            if trace_id in self.traces:
+                await self.close_one(trace_id)
 
     async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
         for trace_id in list(self.traces):
             await self.close_one(trace_id)

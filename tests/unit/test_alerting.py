@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from admin_api.alerting import Evaluator, Rule, cluster_readings
 from admin_api.rules_export import prometheus_rules, promql
-from admin_api.schemas_ops import RuleOut
+from admin_api.schemas_ops import RuleIn, RuleOut
+from admin_api.services.alerts import AlertRunner, RuleService
+from server.config import load_settings
+from spark_stats.store import db
 
 KEY = ("connected_users", "current", "current")
 
@@ -102,3 +106,47 @@ def test_promql_and_rules_file() -> None:
     assert "for: 30s" in text
     assert "Off" not in text
     assert prometheus_rules([]).endswith("rules: []\n")
+
+
+def test_a_restarted_runner_takes_back_open_alerts(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'alerts.db'}"
+    db.upgrade(url)
+    settings = load_settings(None, environ={}, database=url)
+    factory = db.make_session_factory(url)
+    with factory() as session:
+        service = RuleService(session)
+        busy = service.create(
+            RuleIn.model_validate(
+                {"name": "Busy", "indicator": "connected_users", "threshold": 10, "for": 0}
+            ),
+            "t",
+        )
+        gone = service.create(
+            RuleIn.model_validate(
+                {"name": "Gone", "indicator": "connected_users", "threshold": 10, "for": 0}
+            ),
+            "t",
+        )
+    first = AlertRunner(settings, factory)
+    readings = {"m1": {KEY: 50.0}}
+    with factory() as session:
+        rules = RuleService(session).enabled()
+        RuleService(session).record(first.evaluator.evaluate(rules, readings, 100.0))
+        RuleService(session).delete(gone.id)
+
+    second = AlertRunner(settings, factory)  # the admin API restarted
+    resolved = second.restore()
+    assert [(c.alert.rule.name, c.state) for c in resolved] == [("Gone", "resolved")]
+    assert [(a.rule.name, a.state, a.target) for a in second.evaluator.active()] == [
+        ("Busy", "firing", "m1")
+    ]
+    with factory() as session:
+        rules = RuleService(session).enabled()
+    again = second.evaluator.evaluate(rules, readings, 101.0)
+    assert again == []  # still firing: not announced a second time
+    changes = second.evaluator.evaluate(rules, {"m1": {KEY: 1.0}}, 102.0)
+    assert [(c.alert.rule.id, c.state) for c in changes] == [(busy.id, "resolved")]
+    with factory() as session:
+        states = [e.state for e in reversed(RuleService(session).history(10)) if e.rule == "Gone"]
+    assert states == ["firing", "resolved"]
+    factory.kw["bind"].dispose()
