@@ -144,7 +144,8 @@ class OpsIds(StrEnum):
     TRACE_START = "trace-start"
     TRACE_STOP = "trace-stop"
     TRACE_PAUSE = "trace-pause"
-    TRACE_STATE = "trace-state"  # dcc.Store: {id, after, messages (bounded), paused}
+    TRACE_STATE = "trace-state"  # dcc.Store: {id, after, status, error, messages (bounded)}
+    TRACE_PAUSED = "trace-paused"  # dcc.Store: bool
     TRACE_INTERVAL = "trace-interval"
     TRACE_STATUS = "trace-status"
     TRACE_MESSAGES = "trace-messages"

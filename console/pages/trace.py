@@ -26,8 +26,10 @@ _STATUS = {"live": "good", "connecting": "warn", "denied": "bad", "failed": "bad
 
 
 def merge(kept: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The last :data:`KEEP` messages of ``kept`` followed by ``new``."""
-    return [*kept, *new][-KEEP:]
+    """The last :data:`KEEP` messages of ``kept`` followed by those of ``new`` it lacks (two
+    polls may overlap: messages are told apart by their index in the trace)."""
+    last = kept[-1]["index"] if kept else -1
+    return [*kept, *(m for m in new if m["index"] > last)][-KEEP:]
 
 
 def render_messages(messages: Sequence[Mapping[str, Any]]) -> Component:
@@ -143,6 +145,7 @@ def layout() -> Component:
                 ]
             ),
             dcc.Store(id=OpsIds.TRACE_STATE, data=None),
+            dcc.Store(id=OpsIds.TRACE_PAUSED, data=False),
             dcc.Interval(id=OpsIds.TRACE_INTERVAL, interval=POLL_MS),
         ],
         className="page page-trace",
@@ -162,8 +165,8 @@ def register(app: Dash, providers: Providers) -> None:
         Output(OpsIds.TRACE_ALERT, "children"),
         Input(OpsIds.TRACE_START, "n_clicks"),
         Input(OpsIds.TRACE_STOP, "n_clicks"),
-        Input(OpsIds.TRACE_PAUSE, "n_clicks"),
         Input(OpsIds.TRACE_INTERVAL, "n_intervals"),
+        State(OpsIds.TRACE_PAUSED, "data"),
         State(OpsIds.TRACE_MEMBER, "value"),
         State(OpsIds.TRACE_SUBJECT, "value"),
         State(OpsIds.TRACE_TOKEN, "value"),
@@ -174,8 +177,8 @@ def register(app: Dash, providers: Providers) -> None:
     def drive(
         _start: int,
         _stop: int,
-        _pause: int,
         _n: int | None,
+        paused: bool | None,
         member: str | None,
         subject: str | None,
         jwt: str | None,
@@ -193,7 +196,6 @@ def register(app: Dash, providers: Providers) -> None:
                     "id": opened["id"],
                     "after": -1,
                     "messages": [],
-                    "paused": False,
                     "status": opened["status"],
                     "error": opened.get("error"),
                 }, []
@@ -202,9 +204,7 @@ def register(app: Dash, providers: Providers) -> None:
             if trigger == OpsIds.TRACE_STOP:
                 ops.close_trace(state["id"])
                 return None, []
-            if trigger == OpsIds.TRACE_PAUSE:
-                return {**state, "paused": not state["paused"]}, []
-            if state["paused"]:
+            if paused:
                 return no_update, no_update
             view = ops.read_trace(state["id"], state["after"])
         except ProviderError as exc:
@@ -218,20 +218,34 @@ def register(app: Dash, providers: Providers) -> None:
             "messages": merge(state["messages"], view["messages"]),
         }, []
 
+    # Pausing has a store and a callback of its own: a poll in flight when the operator clicks
+    # cannot undo the click.
+    @app.callback(
+        Output(OpsIds.TRACE_PAUSED, "data"),
+        Input(OpsIds.TRACE_PAUSE, "n_clicks"),
+        Input(OpsIds.TRACE_START, "n_clicks"),
+        State(OpsIds.TRACE_PAUSED, "data"),
+        prevent_initial_call=True,
+    )
+    def pause(_pause: int, _start: int, paused: bool | None) -> bool:
+        return False if ctx.triggered_id == OpsIds.TRACE_START else not paused
+
     @app.callback(
         Output(OpsIds.TRACE_MESSAGES, "children"),
         Output(OpsIds.TRACE_STATUS, "children"),
         Output(OpsIds.TRACE_PAUSE, "children"),
         Input(OpsIds.TRACE_STATE, "data"),
+        Input(OpsIds.TRACE_PAUSED, "data"),
     )
-    def show(state: dict[str, Any] | None) -> tuple[Any, ...]:
+    def show(state: dict[str, Any] | None, paused: bool | None) -> tuple[Any, ...]:
+        label = "Resume" if paused else "Pause"
         if not state:
-            return render_messages([]), "", "Pause"
-        status = "paused" if state["paused"] else state["status"]
+            return render_messages([]), "", label
+        status = "paused" if paused else state["status"]
         shown = [pill(status, _STATUS.get(status, "muted"))]
         if state.get("error"):
             shown.append(html.Span(f" {state['error']}", className="error-text"))
-        return (render_messages(state["messages"]), shown, "Resume" if state["paused"] else "Pause")
+        return render_messages(state["messages"]), shown, label
 
     @app.callback(
         Output(OpsIds.TRACE_SESSION_VIEW, "children"),

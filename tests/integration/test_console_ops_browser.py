@@ -75,6 +75,9 @@ def test_a_traced_subject_shows_a_message_published_from_python(
     assert "venue=NYSE" in console.text("#trace-messages")
     console.br.find_element("#trace-pause").click()
     console.wait(lambda: "resume" in console.text("#trace-pause").lower(), "paused")
+    publish(stack.servers[0], subject, "sent while paused")  # kept by the admin API's buffer
+    console.br.find_element("#trace-pause").click()  # resume
+    console.wait_text("#trace-messages", "sent while paused")
 
     watched = ws_clients(stack.servers[0])
     watched.subscribe(subject)

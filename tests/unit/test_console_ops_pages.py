@@ -65,8 +65,9 @@ def test_rule_body_fills_defaults() -> None:
 
 
 def test_trace_buffer_is_bounded() -> None:
-    kept = [{"seq": n} for n in range(KEEP)]
-    merged = merge(kept, [{"seq": KEEP}, {"seq": KEEP + 1}])
+    kept = [{"index": n} for n in range(KEEP)]
+    merged = merge(kept, [{"index": KEEP - 1}, {"index": KEEP}, {"index": KEEP + 1}])
     assert len(merged) == KEEP
-    assert merged[-1] == {"seq": KEEP + 1}
-    assert merged[0] == {"seq": 2}
+    assert merged[-1] == {"index": KEEP + 1}
+    assert merged[0] == {"index": 2}
+    assert [m["index"] for m in merge([], [{"index": 0}])] == [0]
