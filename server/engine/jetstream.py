@@ -80,6 +80,8 @@ _ATTEMPT_TIMEOUTS = (0.5, 1.0, 1.5, 2.0)
 _CATCH_UP_PERIOD = 1.0
 _READ_TIMEOUT = 5.0
 _BATCH = 256
+_REPLY_TIMEOUT = 1.0  # between two replies of one batched read
+_READ_ATTEMPTS = 3
 _START_WAIT = 30.0
 
 
@@ -511,11 +513,25 @@ class JetStreamEngine(Engine):
     async def _direct_batch(
         self, start: int, batch: int, nats_subject: str | None = None
     ) -> list[StoredRecord]:
-        """Up to ``batch`` stored records from stream sequence ``start`` on, in one request.
+        """Up to ``batch`` stored records from stream sequence ``start`` on.
 
-        nats-py has no call for batched direct gets: the request goes to the JetStream API
-        subject, the replies arrive one message each, ended by a ``204`` status (REFERENCE.md).
-        """
+        Any replica may answer a direct get; one that is going away (a member stopping) may not
+        answer at all, so a read that gets no reply within a second is asked again, and
+        another replica is likely to answer it."""
+        for _ in range(_READ_ATTEMPTS - 1):
+            with contextlib.suppress(_NoReply):
+                return await self._direct_batch_once(start, batch, nats_subject)
+        try:
+            return await self._direct_batch_once(start, batch, nats_subject)
+        except _NoReply as exc:
+            raise EngineUnavailable("no replica answered a read of the cluster stream") from exc
+
+    async def _direct_batch_once(
+        self, start: int, batch: int, nats_subject: str | None
+    ) -> list[StoredRecord]:
+        """One batched direct get. nats-py has no call for it: the request goes to the JetStream
+        API subject, the replies arrive one message each, ended by a ``204`` status
+        (REFERENCE.md)."""
         nc = self.link.nc
         request: dict[str, object] = {"seq": start, "batch": batch}
         if nats_subject is not None:
@@ -528,7 +544,10 @@ class JetStreamEngine(Engine):
                 f"$JS.API.DIRECT.GET.{self.stream}", json.dumps(request).encode(), reply=inbox
             )
             while True:
-                msg = await replies.next_msg(timeout=_READ_TIMEOUT)
+                try:
+                    msg = await replies.next_msg(timeout=_REPLY_TIMEOUT)
+                except TimeoutError as exc:
+                    raise _NoReply from exc
                 headers = msg.headers or {}
                 status = headers.get("Status")
                 if status == "204" or status == "404":
@@ -538,7 +557,7 @@ class JetStreamEngine(Engine):
                 out.append(_stored(headers, msg.data))
                 if len(out) >= batch:
                     return out
-        except (nats.errors.Error, TimeoutError) as exc:
+        except nats.errors.Error as exc:
             raise EngineUnavailable(f"cannot read from the cluster stream: {exc}") from exc
         finally:
             with contextlib.suppress(Exception):
@@ -588,6 +607,10 @@ class JetStreamEngine(Engine):
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+
+class _NoReply(Exception):
+    """A batched read got no reply in time (asked again by :meth:`_direct_batch`)."""
 
 
 def _stored(headers: dict[str, str], data: bytes) -> StoredRecord:
