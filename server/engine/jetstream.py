@@ -64,8 +64,8 @@ from .nats_wire import (
     Record,
     decode_record,
     encode_record,
+    item_bytes,
     next_record,
-    record_bytes,
     subject_token,
     token_subject,
 )
@@ -133,7 +133,8 @@ class JetStreamEngine(Engine):
         self._recent: dict[str, deque[tuple[int, int, int]]] = {}
         self._cached_messages = 0
         self._cached_bytes = 0
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # lock, publishes using it
+        self._queues: dict[str, list[_Queued]] = {}  # subject -> publishes waiting to be stored
+        self._drains: set[asyncio.Task[None]] = set()
         self._delivered = 0  # stream sequence delivered through
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._deliver_lock = asyncio.Lock()
@@ -212,7 +213,7 @@ class JetStreamEngine(Engine):
             return
         self._closed = True
         self._deliver = None
-        for task in self._tasks:
+        for task in [*self._tasks, *self._drains]:
             task.cancel()
         for _, waiter in self._waiters:
             if not waiter.done():
@@ -222,23 +223,42 @@ class JetStreamEngine(Engine):
     # -- publish ----------------------------------------------------------------------------
 
     async def publish(self, request: PublishRequest) -> Published:
+        """Queue the message behind the subject's record in flight; one record then carries
+        everything queued meanwhile (so a hot subject costs one round trip per batch, not per
+        message, and the subject's order is the queue's order)."""
         if self._info is None:
             raise EngineUnavailable("the cluster stream is not available yet")
-        subject = request.subject
-        lock, users = self._locks.get(subject) or (asyncio.Lock(), 0)
-        self._locks[subject] = (lock, users + 1)
-        try:
-            async with lock:
-                return await self._publish_serialised(request)
-        finally:
-            lock, users = self._locks[subject]
-            if users == 1:
-                del self._locks[subject]
-            else:
-                self._locks[subject] = (lock, users - 1)
+        queue = self._queues.get(request.subject)
+        if queue is None:
+            queue = self._queues[request.subject] = []
+            drain = asyncio.get_running_loop().create_task(self._drain(request.subject, queue))
+            self._drains.add(drain)
+            drain.add_done_callback(self._drains.discard)
+        done: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
+        queue.append((request, done))
+        return await done
 
-    async def _publish_serialised(self, request: PublishRequest) -> Published:
-        subject = request.subject
+    async def _drain(self, subject: str, queue: list[_Queued]) -> None:
+        """Store the subject's queued publishes, a batch per record, until none is left."""
+        try:
+            while queue:
+                batch = _take_batch(queue)
+                try:
+                    stored = await self._store(subject, [request for request, _ in batch])
+                except Exception as exc:  # every publisher hears of it; the queue goes on
+                    if not isinstance(exc, EngineUnavailable):
+                        log.exception("storing %d messages of %s failed", len(batch), subject)
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                    continue
+                for (_, done), message in zip(batch, stored, strict=True):
+                    if not done.done():
+                        done.set_result(message)
+        finally:
+            del self._queues[subject]
+
+    async def _store(self, subject: str, requests: list[PublishRequest]) -> list[Published]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._publish_timeout
         self._msg_ids += 1
@@ -247,13 +267,13 @@ class JetStreamEngine(Engine):
         fresh = head is not None  # else: read it first (directly from any replica)
         from_leader = False
         attempt = 0
-        record, expected = self._next(head, request)
+        record, expected = self._next(head, requests)
         while True:
             attempt += 1
             try:
                 if not fresh:
                     head = await self._read_head(subject, direct=not from_leader)
-                    record, expected = self._next(head, request)
+                    record, expected = self._next(head, requests)
                     fresh = True
                 ack = await self.link.nc.jetstream().publish(
                     GUARANTEED_PREFIX + subject_token(subject),
@@ -283,19 +303,13 @@ class JetStreamEngine(Engine):
                 continue
             self._quorum = True
             self._remember(subject, Head(ack.seq, record))
-            return record.published(subject)
+            return record.messages(subject)
 
-    def _next(self, head: Head | None, request: PublishRequest) -> tuple[Record, int]:
+    def _next(self, head: Head | None, requests: list[PublishRequest]) -> tuple[Record, int]:
         # A subject's numbering starts once, in the stream's epoch: its last record is never
         # removed (no max_age, no stream-wide limits; REFERENCE.md: max_age restarts numbering).
         record = next_record(
-            head.record if head is not None else None,
-            request.content,
-            request.fields,
-            request.retained,
-            request.qos,
-            self.empty_epoch,
-            self._now_ms(),
+            head.record if head is not None else None, requests, self.empty_epoch, self._now_ms()
         )
         return record, head.stream_seq if head is not None else 0
 
@@ -348,7 +362,8 @@ class JetStreamEngine(Engine):
     def _handle(self, stored: StoredRecord) -> None:
         self._remember(stored.subject, Head(stored.stream_seq, stored.record))
         if self._deliver is not None:
-            self._deliver(stored.record.published(stored.subject))
+            for message in stored.record.messages(stored.subject):
+                self._deliver(message)
         self._advance(stored.stream_seq)
 
     def _advance(self, stream_seq: int) -> None:
@@ -397,7 +412,7 @@ class JetStreamEngine(Engine):
         known = self._heads.get(subject)
         if known is None or known.stream_seq < head.stream_seq:
             self._heads[subject] = head
-            if head.record.q == "guaranteed" and self._max_cached > 0:
+            if self._max_cached > 0:
                 self._note_recent(subject, head)
 
     def _note_recent(self, subject: str, head: Head) -> None:
@@ -406,13 +421,16 @@ class JetStreamEngine(Engine):
         recent = self._recent.get(subject)
         if recent is None:
             recent = self._recent[subject] = deque(maxlen=self._max_cached)
-        if len(recent) == recent.maxlen:
-            self._cached_bytes -= recent[0][2]
-        else:
-            self._cached_messages += 1
-        size = record_bytes(head.record)
-        recent.append((head.record.s, head.stream_seq, size))
-        self._cached_bytes += size
+        for item in head.record.i:
+            if item.q != "guaranteed":
+                continue
+            if len(recent) == recent.maxlen:
+                self._cached_bytes -= recent[0][2]
+            else:
+                self._cached_messages += 1
+            size = item_bytes(item)
+            recent.append((item.s, head.stream_seq, size))
+            self._cached_bytes += size
 
     def _start_of(self, subject: str, seq: int) -> int:
         """A stream sequence at or before the record numbered ``seq`` (1: scan from the start).
@@ -492,11 +510,11 @@ class JetStreamEngine(Engine):
         out: list[Published] = []
         start = self._start_of(subject, after + 1)
         for stored in await self._subject_records(subject, start, head.stream_seq):
-            record = stored.record
-            if record.q != "guaranteed" or record.e != head.record.e or record.t < oldest:
+            if stored.record.e != head.record.e:
                 continue
-            if record.s > after:
-                out.append(record.published(subject))
+            for item in stored.record.i:
+                if item.q == "guaranteed" and item.t >= oldest and item.s > after:
+                    out.append(item.published(subject, stored.record.e))
         return out[-self._max_cached :] if self._max_cached > 0 else []
 
     async def _subject_records(self, subject: str, start: int, through: int) -> list[StoredRecord]:
@@ -623,6 +641,25 @@ def _stored(headers: dict[str, str], data: bytes) -> StoredRecord:
         )
     except (KeyError, ValueError, msgspec.DecodeError) as exc:
         raise EngineUnavailable(f"unreadable record in the cluster stream: {exc}") from exc
+
+
+_Queued = tuple[PublishRequest, "asyncio.Future[Published]"]
+_BATCH_MESSAGES = 256
+_BATCH_BYTES = 256 * 1024
+
+
+def _take_batch(queue: list[_Queued]) -> list[_Queued]:
+    """The oldest queued publishes that fit one record (at least one, whatever its size)."""
+    size = 0
+    count = 0
+    for request, _ in queue:
+        size += len(request.content) + sum(len(k) + len(v) for k, v in request.fields.items())
+        if count and (count >= _BATCH_MESSAGES or size > _BATCH_BYTES):
+            break
+        count += 1
+    batch = queue[:count]
+    del queue[:count]
+    return batch
 
 
 def _has_quorum(info: StreamInfo) -> bool:

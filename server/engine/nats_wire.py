@@ -13,11 +13,12 @@ subject is all a member needs to serve its snapshot and position.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 
 import msgspec
 
 from ..protocol.frames import QoS
-from .base import Published, Snapshot
+from .base import Published, PublishRequest, Snapshot
 
 GUARANTEED_PREFIX = "pg.g."
 REPUBLISH_PREFIX = "pg.r."
@@ -35,31 +36,46 @@ def token_subject(token: str) -> str:
     return base64.urlsafe_b64decode(padded).decode("utf-8", "surrogatepass")
 
 
-class Record(msgspec.Struct, frozen=True, omit_defaults=True):
-    """One stored message plus the subject's state after it (short names: stored per message)."""
+class Item(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One message of a record (short names: stored per message)."""
 
     c: str  # content
-    e: str  # epoch
     s: int  # seq
     t: int  # ts, ms since the Unix epoch
     f: dict[str, str] = {}  # fields
     r: bool = True  # retained
     q: QoS = "guaranteed"
-    sc: str | None = None  # snapshot content (None: no retained message yet)
-    sf: dict[str, str] = {}  # snapshot fields
-    st: int = 0  # snapshot ts
 
-    def published(self, subject: str) -> Published:
+    def published(self, subject: str, epoch: str) -> Published:
         return Published(
             subject=subject,
             content=self.c,
             fields=self.f,
             retained=self.r,
             qos=self.q,
-            epoch=self.e,
+            epoch=epoch,
             seq=self.s,
             ts=self.t,
         )
+
+
+class Record(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One stored record: messages of one subject that a member published together (a hot
+    subject's queue, in order), their epoch, and the subject's snapshot after the last one."""
+
+    e: str  # epoch
+    i: list[Item]  # the messages, seq order
+    sc: str | None = None  # snapshot content (None: no retained message yet)
+    sf: dict[str, str] = {}  # snapshot fields
+    st: int = 0  # snapshot ts
+
+    @property
+    def s(self) -> int:
+        """The subject's seq after this record."""
+        return self.i[-1].s
+
+    def messages(self, subject: str) -> list[Published]:
+        return [item.published(subject, self.e) for item in self.i]
 
     def snapshot(self, subject: str) -> Snapshot | None:
         if self.sc is None:
@@ -71,9 +87,9 @@ def _utf8(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def record_bytes(record: Record) -> int:
+def item_bytes(item: Item) -> int:
     """The message's size as MaxMessageSize counts it: UTF-8 of content, field names, values."""
-    return _utf8(record.c) + sum(_utf8(k) + _utf8(v) for k, v in record.f.items())
+    return _utf8(item.c) + sum(_utf8(k) + _utf8(v) for k, v in item.f.items())
 
 
 _encoder = msgspec.json.Encoder()
@@ -89,39 +105,25 @@ def decode_record(data: bytes) -> Record:
 
 
 def next_record(
-    previous: Record | None,
-    content: str,
-    fields: dict[str, str],
-    retained: bool,
-    qos: QoS,
-    epoch: str,
-    ts: int,
+    previous: Record | None, requests: Sequence[PublishRequest], epoch: str, ts: int
 ) -> Record:
-    """The record following ``previous``; ``epoch`` is used when there is none (a subject's
-    first record starts its numbering)."""
+    """The record following ``previous`` holding ``requests`` in order; ``epoch`` is used when
+    there is no previous record (a subject's first record starts its numbering)."""
     seq = previous.s if previous is not None else 0
     epoch = previous.e if previous is not None else epoch
-    if qos == "guaranteed":
-        seq += 1
     snap_content = previous.sc if previous is not None else None
     snap_fields = dict(previous.sf) if previous is not None else {}
     snap_ts = previous.st if previous is not None else 0
-    if retained:
-        snap_content = content
-        snap_fields.update(fields)
-        snap_ts = ts
-    return Record(
-        c=content,
-        e=epoch,
-        s=seq,
-        t=ts,
-        f=fields,
-        r=retained,
-        q=qos,
-        sc=snap_content,
-        sf=snap_fields,
-        st=snap_ts,
-    )
+    items: list[Item] = []
+    for request in requests:
+        if request.qos == "guaranteed":
+            seq += 1
+        items.append(Item(request.content, seq, ts, request.fields, request.retained, request.qos))
+        if request.retained:
+            snap_content = request.content
+            snap_fields.update(request.fields)
+            snap_ts = ts
+    return Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts)
 
 
 class Announcement(msgspec.Struct, frozen=True):

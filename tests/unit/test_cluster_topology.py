@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from server.cluster.topology import Topology, default_seed_count, nats_config, resolve_self
-from server.engine.nats_wire import Record, next_record, subject_token, token_subject
+from server.engine.base import PublishRequest
+from server.engine.nats_wire import (
+    Record,
+    decode_record,
+    encode_record,
+    item_bytes,
+    next_record,
+    subject_token,
+    token_subject,
+)
 
 MEMBERS = [f"127.0.0.1:{7000 + 10 * i}" for i in range(1, 7)]
 
@@ -75,12 +84,16 @@ def test_subject_tokens_round_trip_and_are_single_nats_tokens(subject: str) -> N
     assert not set(token) & {".", "*", ">", " ", "\t"}
 
 
+def _request(content: str, fields: dict[str, str], retained: bool, qos: str) -> PublishRequest:
+    return PublishRequest("/s/x", content, fields, retained, qos)  # type: ignore[arg-type]
+
+
 def test_records_chain_numbering_and_snapshot() -> None:
-    first = next_record(None, "193", {"volume": "6M"}, True, "guaranteed", "e1", 10)
+    first = next_record(None, [_request("193", {"volume": "6M"}, True, "guaranteed")], "e1", 10)
     assert (first.e, first.s, first.sc, first.sf) == ("e1", 1, "193", {"volume": "6M"})
-    standard = next_record(first, "x", {"bid": "1"}, False, "standard", "ignored", 20)
+    standard = next_record(first, [_request("x", {"bid": "1"}, False, "standard")], "other", 20)
     assert (standard.s, standard.sc, standard.sf) == (1, "193", {"volume": "6M"})
-    second = next_record(standard, "194", {"bid": "2"}, True, "guaranteed", "ignored", 30)
+    second = next_record(standard, [_request("194", {"bid": "2"}, True, "guaranteed")], "o", 30)
     assert (second.e, second.s) == ("e1", 2)
     assert second.sf == {"volume": "6M", "bid": "2"}
     assert second.st == 30
@@ -89,3 +102,19 @@ def test_records_chain_numbering_and_snapshot() -> None:
     assert (snapshot.content, snapshot.seq) == ("194", 2)
     assert first.sf == {"volume": "6M"}  # earlier records are not changed
     assert isinstance(second, Record)
+
+
+def test_one_record_numbers_a_batch_in_order() -> None:
+    batch = [
+        _request("a", {"k": "1"}, True, "guaranteed"),
+        _request("b", {}, False, "standard"),
+        _request("c", {"j": "2"}, True, "guaranteed"),
+    ]
+    record = decode_record(encode_record(next_record(None, batch, "e", 5)))
+    assert [(m.content, m.seq, m.qos) for m in record.messages("/s/x")] == [
+        ("a", 1, "guaranteed"),
+        ("b", 1, "standard"),
+        ("c", 2, "guaranteed"),
+    ]
+    assert (record.s, record.sc, record.sf) == (2, "c", {"k": "1", "j": "2"})
+    assert [item_bytes(item) for item in record.i] == [3, 1, 3]
