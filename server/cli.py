@@ -13,7 +13,7 @@ import typer
 import uvloop
 
 from . import __version__
-from .cli_support import settings_or_exit
+from .cli_support import fail, settings_or_exit
 from .config import Settings
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
@@ -78,12 +78,22 @@ def _run(
         raise typer.Exit(1) from None
 
 
+def _push_server(settings: Settings) -> PushServer:
+    """The server, or exit 2 when its entitlement plug-in cannot be loaded."""
+    from .app import PushServer
+    from .core.custom_entitlement import PluginError
+
+    try:
+        return PushServer(settings)
+    except PluginError as exc:
+        raise fail(f"configuration error\n{exc}", 2) from None
+
+
 @app.command()
 def server(config: ConfigOption = None) -> None:
     """Run a push server (WebSocket + HTTP on the client port)."""
-    from .app import PushServer
 
-    _run(PushServer(_settings(config)))
+    _run(_push_server(_settings(config)))
 
 
 @app.command()
@@ -132,7 +142,6 @@ def up(config: ConfigOption = None) -> None:
 
     from admin_api.cli import run_alongside
 
-    from .app import PushServer
     from .periodic import run_periodically
 
     background = [run_alongside(config)]
@@ -142,7 +151,7 @@ def up(config: ConfigOption = None) -> None:
             stats += ["--config", str(config)]
         log_path = Path("data/logs/stats.log")
         background.append(run_periodically(stats, settings.stats_interval, log_path))
-    _run(PushServer(settings), banner, background)
+    _run(_push_server(settings), banner, background)
 
 
 def _register_subcommands() -> None:

@@ -83,6 +83,32 @@ class Settings(BaseSettings):
         default=10_000, ge=1, alias="MaxSubscriptionsPerConnection"
     )
     max_connections: int = Field(default=100_000, ge=1, alias="MaxConnections")
+    # -- Hardening (issue 13): connection, HTTP, publish and auth limits; entitlement options.
+    # Every key and its default is documented in docs/configuration.md and docs/security.md.
+    max_pending_connections: int = Field(default=4096, ge=1, alias="MaxPendingConnections")
+    max_pending_connections_per_address: int = Field(
+        default=256, ge=1, alias="MaxPendingConnectionsPerAddress"
+    )
+    http_header_timeout: float = Field(default=10.0, gt=0, alias="HttpHeaderTimeout")
+    max_http_header_size: int = Field(default=16 * 1024, ge=1024, alias="MaxHttpHeaderSize")
+    max_http_headers: int = Field(default=64, ge=8, alias="MaxHttpHeaders")
+    max_subjects_per_stream: int = Field(default=100, ge=1, alias="MaxSubjectsPerStream")
+    max_fields_per_subject: int = Field(default=1000, ge=1, alias="MaxFieldsPerSubject")
+    max_snapshot_size: int = Field(default=1024 * 1024, ge=1024, alias="MaxSnapshotSize")
+    publish_rate_per_connection: float = Field(
+        default=10_000.0, ge=0, alias="PublishRatePerConnection"
+    )
+    publish_rate_per_address: float = Field(default=20_000.0, ge=0, alias="PublishRatePerAddress")
+    publish_burst: int = Field(default=10_000, ge=1, alias="PublishBurst")
+    entitlement_jwt_require_exp: bool = Field(default=True, alias="EntitlementJwtRequireExp")
+    entitlement_custom_timeout: float = Field(default=2.0, gt=0, alias="EntitlementCustomTimeout")
+    entitlement_custom_cache_time: float = Field(
+        default=30.0, ge=0, alias="EntitlementCustomCacheTime"
+    )
+    auth_failures_before_backoff: int = Field(
+        default=10, ge=1, alias="AuthFailuresBeforeBackoff"
+    )
+    auth_backoff_max: float = Field(default=30.0, gt=0, alias="AuthBackoffMax")
     max_outbound_buffer_size: int = Field(
         default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
     )
@@ -92,7 +118,9 @@ class Settings(BaseSettings):
     slow_consumer_close_timeout: float = Field(default=5.0, ge=0, alias="SlowConsumerCloseTimeout")
     batching_time: int = Field(default=0, ge=0, le=60_000, alias="BatchingTime")
     batching_max_size: int = Field(default=0, ge=0, alias="BatchingMaxSize")
-    entitlement: Literal["none", "jwt"] = Field(default="none", alias="Entitlement")
+    entitlement: str = Field(
+        default="none", pattern=r"^(none|jwt|custom:[A-Za-z0-9_.-]+)$", alias="Entitlement"
+    )
     entitlement_jwt_secret: str | None = Field(default=None, alias="EntitlementJwtSecret")
     entitlement_jwt_public_key_file: Path | None = Field(
         default=None, alias="EntitlementJwtPublicKeyFile"
