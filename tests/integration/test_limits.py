@@ -11,6 +11,7 @@ import json
 import socket
 import struct
 import time
+from typing import Any
 
 import pytest
 
@@ -171,7 +172,7 @@ async def test_snapshot_fields_and_size_are_bounded(limited, connect, subject):
     assert snapshot["fields"] == {"a": "2", "b": "1", "c": "1"}
 
 
-async def _burst(client, s: str, count: int) -> list[dict]:
+async def _burst(client, s: str, count: int) -> list[dict[str, Any]]:
     ids = []
     for i in range(count):
         ids.append(client.next_id())
