@@ -8,7 +8,8 @@ from enum import StrEnum
 class Ids(StrEnum):
     # shell
     URL = "url"
-    TOKEN = "token"  # dcc.Store (session storage): the operator's admin-API token
+    # dcc.Store (session storage): the operator's admin-API token
+    TOKEN = "token"  # nosec B105
     OPERATOR = "operator"  # dcc.Store: who the token belongs to
     NAV = "nav"
     PAGE = "page"
@@ -17,7 +18,7 @@ class Ids(StrEnum):
     GLOBAL_ALERT = "global-alert"  # unexpected errors of any callback
 
     # login
-    LOGIN_TOKEN = "login-token"
+    LOGIN_TOKEN = "login-token"  # nosec B105
     LOGIN_BUTTON = "login-button"
     LOGIN_ALERT = "login-alert"
 
