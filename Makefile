@@ -59,7 +59,7 @@ audit: $(STAMP)
 FUZZ_INPUTS ?= 1000000
 fuzz: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/fuzz.py --inputs $(FUZZ_INPUTS) --connections 8 \
-	  --output benchmarks/results/fuzz.jsonl
+	  --output benchmarks/results/fuzz-$$(date +%Y-%m-%d).jsonl
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/fanout.py --target both

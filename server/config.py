@@ -109,6 +109,10 @@ class Settings(BaseSettings):
         default=10, ge=1, alias="AuthFailuresBeforeBackoff"
     )
     auth_backoff_max: float = Field(default=30.0, gt=0, alias="AuthBackoffMax")
+    entitlement_jwt_secret_file: Path | None = Field(
+        default=None, alias="EntitlementJwtSecretFile"
+    )
+    monitor_password_file: Path | None = Field(default=None, alias="MonitorPasswordFile")
     max_outbound_buffer_size: int = Field(
         default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
     )
@@ -161,6 +165,31 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Values come only from load_settings(), which tracks where each one came from.
         return (init_settings,)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets_from_files(cls, data: Any) -> Any:
+        """``EntitlementJwtSecretFile`` / ``MonitorPasswordFile``: the secret is the file's
+        content (one trailing newline dropped), so it need not sit in the shared config."""
+        if not isinstance(data, dict):
+            return data
+        for file_key, key in (
+            ("entitlement_jwt_secret_file", "entitlement_jwt_secret"),
+            ("monitor_password_file", "monitor_password"),
+        ):
+            path = data.get(file_key)
+            if path in (None, ""):
+                continue
+            if data.get(key) not in (None, ""):
+                raise ValueError(f"set {key} or {file_key}, not both")
+            try:
+                secret = Path(path).read_text(encoding="utf-8").removesuffix("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read the secret file {path}: {exc}") from None
+            if not secret:
+                raise ValueError(f"the secret file {path} is empty")
+            data = {**data, key: secret}
+        return data
 
     @field_validator("metrics_archive", mode="before")
     @classmethod
