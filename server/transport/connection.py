@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 
 _INBOX_PAUSE = 1000  # queued inbound messages at which we stop reading from the socket
 _INBOX_RESUME = 100
+_FAIR_SHARE = 8  # requests of one connection handled before the others get their turn
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
 
 
@@ -550,9 +551,15 @@ class ClientConnection(asyncio.Protocol):
     async def _read_inbox(self) -> None:
         session = self.session
         assert session is not None
+        handled = 0
         try:
             while self._inbox and not self.closing:
                 await session.handle_text(self._inbox.popleft())
+                handled += 1
+                if handled % _FAIR_SHARE == 0:
+                    # An in-memory publish never suspends: without this, one client's backlog
+                    # would run to its end before any other connection is served.
+                    await asyncio.sleep(0)
                 if self._paused and len(self._inbox) <= _INBOX_RESUME and self.transport:
                     self._paused = False
                     self.transport.resume_reading()
