@@ -141,7 +141,8 @@ async def run(limit: str, seconds: float) -> dict[str, Any]:
     url = f"ws://127.0.0.1:{port}/ws"
     try:
         alone = await probe(url, seconds)
-        stop, tally = asyncio.Event(), {}
+        stop = asyncio.Event()
+        tally: dict[str, int] = {}
         flooder = asyncio.get_running_loop().create_task(flood(url, stop, tally))
         await asyncio.sleep(1.0)
         before = dict(tally)
