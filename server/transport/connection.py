@@ -90,6 +90,7 @@ class ClientConnection(asyncio.Protocol):
         self.close_deadline: float | None = None
         self._outbox: list[bytes] = []
         self._outbox_size = 0
+        self._queued = 0  # bytes in _outbox (all of them; _outbox_size counts for batching)
         self._batch_due: float | None = None
         self.sse: SseEncoder | None = None
         self._marked = False
@@ -196,6 +197,7 @@ class ClientConnection(asyncio.Protocol):
         log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
         self._outbox.clear()
         self._outbox_size = 0
+        self._queued = 0
         self.close(CloseCode.SLOW_CONSUMER, "slow consumer: outbound buffer full")
         if self.transport is not None:
             self.transport.close()  # sends what is buffered (close frame last), then FIN
@@ -219,6 +221,12 @@ class ClientConnection(asyncio.Protocol):
         if self.sse is not None:
             frame = self.sse.event(frame)
         self._outbox.append(frame)
+        self._queued += len(frame)
+        if self._queued > self.app.settings.max_outbound_buffer_size:
+            # One request (a subscribe with history, many snapshots) may queue at most what
+            # the write buffer may hold, before any flush: beyond, a slow consumer.
+            self._slow_consumer()
+            return
         batching = self.app.batching
         if batching is not None and self.sse is None:
             self._outbox_size += len(frame)
@@ -246,6 +254,7 @@ class ClientConnection(asyncio.Protocol):
         outbox = self._outbox
         if not outbox or self.transport is None or self.transport.is_closing():
             outbox.clear()
+            self._queued = 0
             return
         if len(outbox) == 1:
             data = outbox[0]
@@ -255,6 +264,7 @@ class ClientConnection(asyncio.Protocol):
             data = b"".join(outbox)
         outbox.clear()
         self._outbox_size = 0
+        self._queued = 0
         if (self.ws is not None or self.sse is not None) and self._overflows(len(data)):
             self._slow_consumer()  # before the write: the close frame follows whole frames
             return

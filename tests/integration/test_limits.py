@@ -322,3 +322,22 @@ async def test_monitoring_login_back_off(server_factory):
     samples = parse_prometheus(metrics.text)
     assert samples[("pushgrid_auth_failures_total", ())] >= 3
     assert samples[("pushgrid_auth_throttled_total", ())] >= 1
+
+
+async def test_one_request_queues_at_most_the_outbound_buffer(server_factory, connect, subject):
+    """A subscribe whose opening messages exceed MaxOutboundBufferSize is a slow consumer
+    (4001; the server stops queueing at the limit, connection.send); a smaller one is served
+    whole and other clients go on."""
+    srv = server_factory(MaxOutboundBufferSize=65536)
+    s = subject("history")
+    publisher = await connect(srv)
+    for i in range(150):
+        await publisher.publish_ok(s, f"{i:04d}" + "h" * 1000)
+    small = await connect(srv)
+    status, frames = await small.subscribe_all(s, history=40)
+    assert status["status"] == "allow"
+    assert len([f for f in frames if f.get("kind") == "historical"]) == 40
+    greedy = await connect(srv)
+    await greedy.send({"op": "subscribe", "id": 1, "subjects": [{"subject": s, "history": 150}]})
+    assert await greedy.wait_closed() == 4001
+    assert (await publisher.publish(s, "still serving"))["result"] == "ok"
