@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up test lint typecheck install system-deps clean bench audit fuzz
+.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz
 
 install: $(STAMP)
 
@@ -16,10 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages the tests use: promtool (prometheus), headless Chromium + ChromeDriver, a
-# PostgreSQL server. Installed when missing and we are root; otherwise the tests that need them
-# say so and skip.
-DEB_CHECKS := promtool:prometheus /usr/bin/chromium:chromium /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql
+# Debian packages the tests use: a JDK (Spark, the JMX bridge), promtool + prometheus, headless
+# Chromium + ChromeDriver, a PostgreSQL server, rrdtool, systemd-analyze (systemd). Installed when
+# missing and we are root; otherwise the tests that need them say so and skip.
+DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium \
+  /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
+  systemd-analyze:systemd
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \
@@ -36,6 +38,10 @@ system-deps:
 
 up: $(STAMP)
 	$(BIN)/pushgrid up
+
+# A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
+cluster: $(STAMP)
+	$(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -215,14 +216,16 @@ def admin_argv(config: Path | None = None, bootstrap: bool = True) -> list[str]:
     return argv
 
 
-async def run_alongside(config: Path | None = None) -> None:
+async def run_alongside(config: Path | None = None, env: dict[str, str] | None = None) -> None:
     """Run the admin API as a child process until cancelled (for ``pushgrid up``).
 
     Its output goes to this terminal (so the first admin token is seen); cancelling terminates
     the child.
     """
     process = await asyncio.create_subprocess_exec(
-        *admin_argv(config), stdin=asyncio.subprocess.DEVNULL
+        *admin_argv(config),
+        stdin=asyncio.subprocess.DEVNULL,
+        env={**os.environ, **env} if env else None,
     )
     try:
         await process.wait()

@@ -27,6 +27,7 @@ from server.core.throttle import AuthThrottle
 from .jolokia import Member, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role
+from .services.cluster import with_discovered
 from .services.jobs import JobRunner
 from .services.members import MemberService
 from .services.tokens import TokenService
@@ -185,13 +186,25 @@ Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
 MemberNamePath = Annotated[str, Path(max_length=255, description="The member's name")]
 
 
-def get_member(name: MemberNamePath, session: SessionDep, settings: SettingsDep) -> Member:
+async def get_members(session: SessionDep, settings: SettingsDep, http: HttpDep) -> list[Member]:
+    """Configured, registered, then discovered members (from the members' cluster views)."""
+    return await with_discovered(http, MemberService(session, settings).all())
+
+
+async def get_member(
+    name: MemberNamePath, session: SessionDep, settings: SettingsDep, http: HttpDep
+) -> Member:
     """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
-    return MemberService(session, settings).get(name)
-
-
-def get_members(session: SessionDep, settings: SettingsDep) -> list[Member]:
-    return MemberService(session, settings).all()
+    service = MemberService(session, settings)
+    try:
+        return service.get(name)
+    except ProblemError as exc:
+        if exc.status != 404:
+            raise
+        for member in await with_discovered(http, service.all()):
+            if member.name == name:
+                return member
+        raise
 
 
 MemberDep = Annotated[Member, Depends(get_member)]

@@ -14,6 +14,7 @@ subjects and session ids need no escaping.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,7 +27,7 @@ from .problems import ProblemError
 
 DEFAULT_TIMEOUT: Final = 3.0
 FailureKind = Literal["unreachable", "timeout", "auth", "error"]
-MemberSource = Literal["config", "registered"]
+MemberSource = Literal["config", "registered", "discovered"]
 
 SERVER_MBEAN: Final = "pushgrid:type=Server"
 INDICATORS_MBEAN: Final = "pushgrid:type=Indicator,*"
@@ -217,6 +218,33 @@ def check_base_url(url: str) -> str:
     return text.rstrip("/")
 
 
+_JMX_URL: Final = re.compile(r"service:jmx:rmi://[^/]*/jndi/rmi://(\[[^\]]+\]|[^:/]+):(\d+)/\S+")
+
+
+def check_jmx_url(url: str) -> str:
+    """A JMX URL ``service:jmx:rmi:///jndi/rmi://host:port/jmxrmi``, or ``ValueError``."""
+    text = url.strip()
+    match = _JMX_URL.fullmatch(text)
+    if match is None:
+        raise ValueError(f"{url!r} is not service:jmx:rmi:///jndi/rmi://host:port/jmxrmi")
+    if not 0 < int(match.group(2)) < 65536:
+        raise ValueError(f"{url!r}: port out of range")
+    return text
+
+
+def check_monitor_url(url: str) -> str:
+    """A member's monitoring URL: Jolokia base URL (http/https) or a JMX service URL."""
+    return check_jmx_url(url) if url.strip().startswith("service:jmx:") else check_base_url(url)
+
+
+def monitor_hostname(url: str) -> str | None:
+    """The host of a member's monitoring URL (Jolokia or JMX)."""
+    match = _JMX_URL.fullmatch(url.strip())
+    if match is not None:
+        return match.group(1).strip("[]")
+    return urlsplit(url).hostname
+
+
 def parse_listen(value: Any) -> list[str]:
     """The ``Listen`` entry of a member's Configuration map as a list of ``host:port``.
 
@@ -250,7 +278,7 @@ def derive_client_url(monitor_url: str, listen: Sequence[str]) -> str | None:
     host, sep, port = listen[0].rpartition(":")
     if not sep or not port.isdigit():
         return None
-    monitor_host = urlsplit(monitor_url).hostname or "127.0.0.1"
+    monitor_host = monitor_hostname(monitor_url) or "127.0.0.1"
     if host.strip() in _ANY_HOST:
         host = monitor_host
     host = host.strip("[]")

@@ -27,6 +27,7 @@ from spark_stats.store.db import make_session_factory
 
 from .audit import AuditMiddleware
 from .jolokia import DEFAULT_TIMEOUT
+from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router
 from .services.jobs import JobRunner
@@ -113,6 +114,7 @@ def create_app(
     )
     install(app)
     app.include_router(api_router)
+    app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness
     app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
 
     def openapi() -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from metrics.indicators import INDICATOR_NAMES
 from metrics.windows import WINDOW_NAMES
 
-from .jolokia import MemberSource, check_base_url
+from .jolokia import MemberSource, check_base_url, check_monitor_url
 from .security import Role
 
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -27,6 +27,11 @@ BaseUrl = Annotated[
     str,
     StringConstraints(min_length=8, max_length=2048),
     AfterValidator(check_base_url),
+]
+MonitorUrl = Annotated[
+    str,
+    StringConstraints(min_length=8, max_length=2048),
+    AfterValidator(check_monitor_url),
 ]
 Subject = Annotated[
     str,
@@ -72,9 +77,10 @@ class MemberCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: MemberName
-    monitor_url: BaseUrl = Field(
+    monitor_url: MonitorUrl = Field(
         description="Base URL of the member's monitoring port (its Jolokia agent is at "
-        "<monitor_url>/jolokia)",
+        "<monitor_url>/jolokia), or the JMX URL of its bridge "
+        "(service:jmx:rmi:///jndi/rmi://host:port/jmxrmi)",
         examples=["http://10.0.0.2:8900"],
     )
     client_url: BaseUrl | None = Field(
@@ -89,12 +95,36 @@ class MemberCreate(BaseModel):
     )
 
 
+class ClusterMemberOut(BaseModel):
+    name: str
+    index: int | None = Field(default=None, description="Position in ClusterMembers")
+    seed: bool = Field(description="A seed member (JetStream quorum)")
+    state: Literal["up", "down"]
+    leader: bool = Field(description="Holds the JetStream stream leadership")
+    quorum: bool | None = Field(
+        default=None, description="Whether this member can store messages (null: not readable)"
+    )
+
+
+class ClusterOut(BaseModel):
+    """The cluster merged from every readable member's view (MBean pushgrid:type=Cluster)."""
+
+    mode: str | None = Field(description="standalone, standard or guaranteed")
+    health: Literal["ok", "degraded", "unreachable"]
+    quorum: bool = Field(description="Some member can store messages")
+    quorum_size: int | None = None
+    seeds: int | None = None
+    stream_leader: str | None = None
+    members: list[ClusterMemberOut]
+
+
 class MemberOut(BaseModel):
     """A member and what its Jolokia agent says about it right now."""
 
     name: str
     source: MemberSource = Field(
-        description="config: from Admin.Members (read-only); registered: through the API"
+        description="config: from Admin.Members (read-only); registered: through the API; "
+        "discovered: reported by another member's cluster view"
     )
     monitor_url: str
     client_url: str | None = Field(

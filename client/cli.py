@@ -199,7 +199,13 @@ def _note(text: str) -> None:
 # --- Typer wiring -------------------------------------------------------------------------------
 
 ServerOption = Annotated[
-    str, typer.Option("--server", "-s", metavar="HOST:PORT", help="Server to connect to.")
+    str,
+    typer.Option(
+        "--server",
+        "-s",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="Server to connect to; a comma-separated list to fail over between members.",
+    ),
 ]
 TokenOption = Annotated[
     str | None, typer.Option("--token", help="Entitlement token (JWT), sent as ?token=.")

@@ -183,6 +183,7 @@ class PushgridClient:
         self._stop_event: StatusEvent | None = None
         self._last_tx = 0.0
         self._last_failure: str | None = None
+        self._retries: set[asyncio.Task[None]] = set()
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -246,6 +247,8 @@ class PushgridClient:
         already stopped) after the events already queued. May be called from a callback; then
         events still queued behind that callback are discarded.
         """
+        for retry in list(self._retries):
+            retry.cancel()
         if self._closing:
             return
         self._closing = True
@@ -496,6 +499,24 @@ class PushgridClient:
             await self._send_subscribe(items)
         self._ready.set()
 
+    def _retry_subscribe(self, subjects: set[str]) -> None:
+        """Subscribe again after 0.5-1.5 s, from the position held (spec: the subscription is
+        kept while the cluster cannot serve it, docs/protocol.md 8.1)."""
+
+        async def later() -> None:
+            await asyncio.sleep(self._rng.uniform(0.5, 1.5))
+            items = [
+                self._resubscribe_item(name, self._subscriptions[name])
+                for name in sorted(subjects)
+                if name in self._subscriptions
+            ]
+            if items:
+                await self._send_subscribe(items)
+
+        task = asyncio.get_running_loop().create_task(later())
+        self._retries.add(task)
+        task.add_done_callback(self._retries.discard)
+
     def _resubscribe_item(self, subject: str, options: _SubOptions) -> SubscribeItem:
         position = self._tracker.position(subject)
         if position is not None:
@@ -627,6 +648,13 @@ class PushgridClient:
         if frame.id is not None and frame.id in self._sub_requests:
             subjects = self._sub_requests.pop(frame.id)
             server = str(self._server) if self._server is not None else None
+            if frame.code == "engine_unavailable":  # a cluster without quorum: try again
+                self._retry_subscribe(subjects)
+                for subject in sorted(subjects):
+                    await self._notify_status(
+                        StatusEvent(Status.ERROR, server=server, subject=subject, detail=text)
+                    )
+                return
             for subject in sorted(subjects):
                 if self._tracker.recovering(subject) and frame.code != "denied":
                     # a refused gap recovery: keep the subscription, the next gap retries

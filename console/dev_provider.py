@@ -17,6 +17,8 @@ from metrics.windows import WINDOW_NAMES
 from .provider import (
     CLUSTER,
     AuditEntry,
+    ClusterMemberState,
+    ClusterView,
     JobRun,
     LiveIndicator,
     LiveOverview,
@@ -100,7 +102,17 @@ class DemoProvider:
                 indicators[indicator] = LiveIndicator(indicator, value, windows)
             scopes[name] = LiveScope(name, now, indicators)
         cluster = LiveScope(CLUSTER, now, {n: LiveIndicator(n, v) for n, v in totals.items()})
-        return LiveOverview(members, cluster, scopes)
+        topology = ClusterView(
+            "guaranteed",
+            "ok",
+            True,
+            "pushgrid-m1",
+            [
+                ClusterMemberState(name, "up", seed=i < 3, leader=i == 0)
+                for i, name in enumerate(self.members)
+            ],
+        )
+        return LiveOverview(members, cluster, scopes, topology)
 
     def scopes(self) -> list[str]:
         return [CLUSTER, *(f"node:{m}" for m in self.members)]

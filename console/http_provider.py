@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ import httpx
 from .provider import (
     CLUSTER,
     AuditEntry,
+    ClusterView,
     JobRun,
     LiveIndicator,
     LiveOverview,
@@ -143,7 +145,12 @@ class HttpProvider:
 
     def live(self) -> LiveOverview:
         members = self.members()
-        return live_overview(members, self._get("/stats/live"))
+        overview = live_overview(members, self._get("/stats/live"))
+        try:
+            topology = ClusterView.from_json(self._get("/cluster"))
+        except ProviderError:  # an older admin API: the page shows what the members say
+            return overview
+        return replace(overview, topology=topology)
 
     def window_stats(self, scope: str) -> WindowStatistics:
         data = self._get("/stats/windows", scope=scope)

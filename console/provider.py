@@ -145,26 +145,71 @@ class LiveScope:
 
 
 @dataclass(frozen=True)
+class ClusterMemberState(_Json):
+    """One member as the cluster sees it (heartbeats), not as the admin API probed it."""
+
+    name: str
+    state: str  # up | down
+    seed: bool = False
+    leader: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """The cluster's own view: delivery mode, quorum and the JetStream stream leader."""
+
+    mode: str | None
+    health: str  # ok | degraded | unreachable
+    quorum: bool
+    stream_leader: str | None = None
+    members: list[ClusterMemberState] = field(default_factory=list)
+
+    @property
+    def leader(self) -> str | None:
+        return next((m.name for m in self.members if m.leader), None)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["members"] = [m.to_json() for m in self.members]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterView:
+        members = [ClusterMemberState.from_json(m) for m in data.get("members") or []]
+        return cls(
+            data.get("mode"),
+            str(data.get("health")),
+            bool(data.get("quorum")),
+            data.get("stream_leader"),
+            members,
+        )
+
+
+@dataclass(frozen=True)
 class LiveOverview:
     """Everything the Overview shows at one tick: member health and live indicators."""
 
     members: list[Member]
     cluster: LiveScope
     scopes: dict[str, LiveScope] = field(default_factory=dict)  # by member name
+    topology: ClusterView | None = None  # None: the admin API could not say
 
     def to_json(self) -> dict[str, Any]:
         return {
             "members": [m.to_json() for m in self.members],
             "cluster": self.cluster.to_json(),
             "scopes": {n: s.to_json() for n, s in self.scopes.items()},
+            "topology": self.topology.to_json() if self.topology is not None else None,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LiveOverview:
+        topology = data.get("topology")
         return cls(
             [Member.from_json(m) for m in data["members"]],
             LiveScope.from_json(data["cluster"]),
             {n: LiveScope.from_json(s) for n, s in (data.get("scopes") or {}).items()},
+            ClusterView.from_json(topology) if topology else None,
         )
 
 

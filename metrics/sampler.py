@@ -42,6 +42,9 @@ class Sampler:
         self.clock = clock
         self.latest = Sample(0, dict.fromkeys(INDICATOR_NAMES, 0.0))
         self.samples_taken = 0
+        # For the "archive not written" alert: when the last line reached the archive.
+        self.archive_last_write = 0.0
+        self.archive_write_errors = 0
         self._previous: dict[str, int] | None = None
         self._previous_time = 0.0
         self._stats_cache: tuple[int, WindowStats] | None = None
@@ -63,7 +66,10 @@ class Sampler:
             try:
                 self.archive.write(ts, values)
             except OSError as exc:
+                self.archive_write_errors += 1
                 log.warning("metrics archive write failed: %s", exc)
+            else:
+                self.archive_last_write = now
         return self.latest
 
     def window_stats(self) -> WindowStats:

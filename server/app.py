@@ -19,6 +19,7 @@ from metrics.indicators import INDICATOR_NAMES
 from metrics.sampler import Sampler
 
 from . import __version__
+from .cluster.status import ClusterStatus, standalone_status
 from .config import Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
@@ -27,7 +28,7 @@ from .core.publishing import PublishGuard, PublishLimits
 from .core.session import SessionPolicy
 from .core.throttle import AuthThrottle
 from .engine.base import Engine
-from .engine.memory import MemoryEngine
+from .engine.registry import build_engine
 from .monitoring.beans import LoopBridge, build_agent
 from .monitoring.meta import publish_meta_subjects
 from .monitoring.prometheus_exporter import build_registry
@@ -65,13 +66,6 @@ class Batching:
         if settings.batching_time == 0 and settings.batching_max_size == 0:
             return None
         return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
-
-
-def build_engine(settings: Settings) -> Engine:
-    return MemoryEngine(
-        max_cached=settings.max_cached_messages_per_subject,
-        expire_seconds=settings.cache_expire_time,
-    )
 
 
 def build_entitlement(settings: Settings) -> Entitlement:
@@ -162,14 +156,25 @@ class PushServer:
         self.loop_bridge.loop = loop
         self.tick = loop.time()
         await self.engine.start(self.hub.deliver)
+        # Several members on one host may share the client port: the kernel spreads the
+        # connections over them (docs/cluster.md, "One host, every core").
+        reuse = self.settings.listen_reuse_port or None
         for host, port in self.settings.listen_addresses:
-            self._servers.append(await loop.create_server(self._protocol, host, port))
+            self._servers.append(
+                await loop.create_server(self._protocol, host, port, reuse_port=reuse)
+            )
         if self.settings.listen_encrypted:
             context = self._tls_context(self.settings.tls_certificate, self.settings.tls_key)
             for host, port in self.settings.listen_encrypted_addresses:
-                server = await loop.create_server(self._protocol, host, port, ssl=context)
+                server = await loop.create_server(
+                    self._protocol, host, port, ssl=context, reuse_port=reuse
+                )
                 self._servers.append(server)
         await self._start_monitoring(loop)
+        self.engine.advertise(
+            [f"ws://{a}/ws" for a in self.bound_addresses()],
+            [f"http://{a}" for a in self.monitor_addresses()],
+        )
         self.track(loop.create_task(self._ticker()))
         log.info(
             "pushgrid %s listening on %s (engine %s); monitoring on %s",
@@ -214,7 +219,11 @@ class PushServer:
         )
 
     def delivery_mode(self) -> str:
-        return "standalone" if self.engine.name == "memory" else self.engine.name
+        return self.engine.delivery_mode
+
+    def cluster_status(self) -> ClusterStatus:
+        status = self.engine.cluster_status()
+        return status if status is not None else standalone_status(self.settings.server_name)
 
     def uptime(self) -> float:
         return round(time.time() - self.started_at, 3)
@@ -298,9 +307,7 @@ class PushServer:
             self.tick = now = loop.time()
             for connection in list(self.connections):
                 self._check(connection, now, interval, keepalive_frame)
-            sweep = getattr(self.engine, "sweep", None)
-            if sweep is not None:
-                sweep()
+            self.engine.sweep()
 
     def _check(
         self, connection: ClientConnection, now: float, interval: float, keepalive: bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from collections.abc import Callable, Coroutine
@@ -71,9 +72,11 @@ def _run(
             for task in tasks:
                 task.cancel()
 
+    from .cluster.errors import ClusterError
+
     try:
         uvloop.run(main())
-    except OSError as exc:
+    except (OSError, ClusterError) as exc:
         typer.echo(f"pushgrid: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None
 
@@ -97,9 +100,30 @@ def server(config: ConfigOption = None) -> None:
 
 
 @app.command()
-def up(config: ConfigOption = None) -> None:
+def up(
+    config: ConfigOption = None,
+    members: Annotated[
+        int,
+        typer.Option(
+            "--members",
+            min=1,
+            max=9,
+            help="Run a local cluster of this many members (3+ for Guaranteed; docs/cluster.md).",
+        ),
+    ] = 1,
+    mode: Annotated[
+        str, typer.Option("--mode", help="Cluster delivery mode: Guaranteed or Standard.")
+    ] = "Guaranteed",
+    jmx: Annotated[
+        bool, typer.Option("--jmx", help="Also run the JMX bridge on JmxListen (needs java).")
+    ] = False,
+) -> None:
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)
+    admin_env: dict[str, str] = {}
+    children: list[Coroutine[Any, Any, None]] = []
+    if members > 1:
+        settings, admin_env, children = _local_cluster(config, settings, members, mode)
 
     def banner(server: PushServer) -> None:
         host, port = settings.listen_addresses[0] if settings.listen else ("127.0.0.1", 8800)
@@ -110,7 +134,13 @@ def up(config: ConfigOption = None) -> None:
             "\n".join(
                 [
                     "",
-                    f"pushgrid {__version__} is up (engine: {server.engine.name})",
+                    f"pushgrid {__version__} is up (engine: {server.engine.name}"
+                    + (f", {members} members, {mode}" if members > 1 else "")
+                    + ")",
+                    *(
+                        f"  member m{i}                ws://{host}:{port + i - 1}/ws"
+                        for i in range(2, members + 1)
+                    ),
                     f"  push server (WebSocket)  ws://{host}:{port}/ws",
                     f"  health                   http://{host}:{port}/health",
                     f"  admin API                http://{settings.admin_listen}/api/docs",
@@ -142,16 +172,50 @@ def up(config: ConfigOption = None) -> None:
 
     from admin_api.cli import run_alongside
 
+    from .jmx.cli import bridge_alongside
     from .periodic import run_periodically
 
-    background = [run_alongside(config)]
-    if settings.stats_interval > 0:
-        stats = [sys.executable, "-m", "server", "stats", "run"]
-        if config is not None:
-            stats += ["--config", str(config)]
-        log_path = Path("data/logs/stats.log")
-        background.append(run_periodically(stats, settings.stats_interval, log_path))
-    _run(_push_server(settings), banner, background)
+    with contextlib.ExitStack() as stack:
+        # The bridge is prepared first: a problem (no java, no credentials) stops `up` at once.
+        background = [stack.enter_context(bridge_alongside(settings))] if jmx else []
+        background += [run_alongside(config, admin_env), *children]
+        if settings.stats_interval > 0:
+            stats = [sys.executable, "-m", "server", "stats", "run"]
+            if config is not None:
+                stats += ["--config", str(config)]
+            log_path = Path("data/logs/stats.log")
+            background.append(run_periodically(stats, settings.stats_interval, log_path))
+        _run(_push_server(settings), banner, background)
+
+
+def _local_cluster(
+    config: Path | None, settings: Settings, count: int, mode: str
+) -> tuple[Settings, dict[str, str], list[Coroutine[Any, Any, None]]]:
+    """Member 1's settings, the admin API's environment and the other members' runners."""
+    import os
+
+    from .cluster.local import admin_members, as_environment, member_overrides, run_member
+    from .config import ConfigError, load_settings
+
+    environ = dict(os.environ)
+    try:
+        first = load_settings(
+            config,
+            environ={**environ, **as_environment(member_overrides(settings, count, 1, mode))},
+        )
+    except ConfigError as exc:
+        raise fail(f"configuration error\n{exc}", 2) from None
+    children = [
+        run_member(
+            config,
+            as_environment(member_overrides(settings, count, index, mode)),
+            Path(f"data/logs/member-{index}.log"),
+            environ,
+        )
+        for index in range(2, count + 1)
+    ]
+    admin_env = {"PUSHGRID_ADMIN_MEMBERS": admin_members(settings, count)}
+    return first, admin_env, children
 
 
 def _register_subcommands() -> None:
@@ -160,10 +224,15 @@ def _register_subcommands() -> None:
     from console.cli import register as register_console
     from spark_stats.cli import register as register_stats
 
+    from .jmx.cli import register as register_jmx
+    from .rrd_cli import register as register_rrd
+
     register_client(app)
     register_stats(app)
     register_admin(app)
     register_console(app)
+    register_rrd(app)
+    register_jmx(app)
 
 
 _register_subcommands()

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "PUSHGRID_"
+MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
 
 
 class ConfigError(Exception):
@@ -72,7 +73,23 @@ class Settings(BaseSettings):
     tls_certificate: Path | None = Field(default=None, alias="TLSCertificate")
     tls_key: Path | None = Field(default=None, alias="TLSKey")
     server_name: str = Field(default_factory=socket.gethostname, alias="ServerName")
-    engine: Literal["memory"] = Field(default="memory", alias="Engine")
+    engine: Literal["memory", "nats"] | None = Field(default=None, alias="Engine")
+    # -- cluster (docs/cluster.md) ---------------------------------------------------------
+    cluster_members: AddressList = Field(default=[], alias="ClusterMembers")
+    cluster_member: str | None = Field(default=None, alias="ClusterMember")
+    cluster_seed_member_count: int | None = Field(default=None, alias="ClusterSeedMemberCount")
+    cluster_delivery_mode: Literal["standard", "guaranteed"] = Field(
+        default="guaranteed", alias="ClusterDeliveryMode"
+    )
+    cluster_stream_replicas: int | None = Field(
+        default=None, ge=1, le=5, alias="ClusterStreamReplicas"
+    )
+    cluster_password: str | None = Field(default=None, alias="ClusterPassword")
+    cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
+    cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
+    listen_reuse_port: bool = Field(default=False, alias="ListenReusePort")
+    nats_servers: AddressList = Field(default=[], alias="NatsServers")
+    nats_server_binary: str = Field(default="nats-server", alias="NatsServerBinary")
     publish_snapshot_message: bool = Field(default=True, alias="PublishSnapshotMessage")
     max_cached_messages_per_subject: int = Field(
         default=1000, ge=0, alias="MaxCachedMessagesPerSubject"
@@ -136,6 +153,42 @@ class Settings(BaseSettings):
     monitor_tls_key: Path | None = Field(default=None, alias="MonitorTLSKey")
     monitor_username: str | None = Field(default=None, alias="MonitorUsername")
     monitor_password: str | None = Field(default=None, alias="MonitorPassword")
+    # --- JMX bridge (issue 14; docs/monitoring.md "JMX") ---------------------------------------
+    jmx_listen: str = Field(default="127.0.0.1:9010", alias="JmxListen")
+    jmx_username: str | None = Field(default=None, alias="JmxUsername")
+    jmx_password: str | None = Field(default=None, alias="JmxPassword")
+    jmx_password_file: Path | None = Field(default=None, alias="JmxPasswordFile")
+    jmx_access_file: Path | None = Field(default=None, alias="JmxAccessFile")
+    jmx_refresh_interval: float = Field(default=1.0, gt=0, le=1.0, alias="JmxRefreshInterval")
+    jmx_java: str = Field(default="java", alias="JmxJava")
+    jmx_tls: bool = Field(default=False, alias="JmxTLS")
+    jmx_tls_key_store: Path | None = Field(default=None, alias="JmxTLSKeyStore")
+    jmx_tls_key_store_password: str | None = Field(default=None, alias="JmxTLSKeyStorePassword")
+    jmx_tls_need_client_auth: bool = Field(default=False, alias="JmxTLSNeedClientAuth")
+    jmx_tls_trust_store: Path | None = Field(default=None, alias="JmxTLSTrustStore")
+    jmx_tls_trust_store_password: str | None = Field(
+        default=None, alias="JmxTLSTrustStorePassword"
+    )
+
+    @field_validator("jmx_listen")
+    @classmethod
+    def _jmx_address(cls, value: str) -> str:
+        _host, port = parse_address(value)
+        if port == 0:
+            raise ValueError("JmxListen needs a fixed port (JMX clients must know it)")
+        return value
+
+    @model_validator(mode="after")
+    def _jmx_consistent(self) -> Settings:
+        if (self.jmx_username is None) != (self.jmx_password is None):
+            raise ValueError("set both JmxUsername and JmxPassword, or neither")
+        if self.jmx_tls and (self.jmx_tls_key_store is None or not self.jmx_tls_key_store_password):
+            raise ValueError("JmxTLS needs JmxTLSKeyStore and JmxTLSKeyStorePassword")
+        if self.jmx_tls_need_client_auth and self.jmx_tls_trust_store is None:
+            raise ValueError("JmxTLSNeedClientAuth needs JmxTLSTrustStore")
+        return self
+
+    # --- end JMX bridge ------------------------------------------------------------------------
     meta_subject_interval: float = Field(default=5.0, ge=0, alias="MetaSubjectInterval")
     metrics_archive: Path | None = Field(default=Path("data/archive"), alias="MetricsArchive")
     metrics_archive_retention: int = Field(default=35, ge=0, alias="MetricsArchiveRetention")
@@ -207,14 +260,37 @@ class Settings(BaseSettings):
     def _members(cls, values: list[str]) -> list[str]:
         for value in values:
             name, sep, url = value.partition("=")
-            if not sep or not name.strip() or not url.strip().startswith(("http://", "https://")):
-                raise ValueError(f"{value!r} is not name=http(s)://host:port (a member)")
+            if not sep or not name.strip() or not url.strip().startswith(MEMBER_URL_SCHEMES):
+                raise ValueError(
+                    f"{value!r} is not name=http(s)://host:port or name=service:jmx:... (a member)"
+                )
         return values
 
     @field_validator("listen", "listen_encrypted", "monitor_http_listen", "monitor_https_listen")
     @classmethod
     def _addresses(cls, value: list[str]) -> list[str]:
         return _check_addresses(value)
+
+    @field_validator("cluster_delivery_mode", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("cluster_members")
+    @classmethod
+    def _cluster_addresses(cls, value: list[str]) -> list[str]:
+        _check_addresses(value)
+        if len({parse_address(v) for v in value}) != len(value):
+            raise ValueError("a member is listed twice")
+        return value
+
+    @field_validator("nats_servers")
+    @classmethod
+    def _nats_urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            if not url.startswith(("nats://", "tls://")):
+                raise ValueError(f"{url!r} is not a nats:// or tls:// URL")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -242,7 +318,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 "Entitlement = jwt needs EntitlementJwtSecret or EntitlementJwtPublicKeyFile"
             )
+        _check_cluster(self)
         return self
+
+    @property
+    def engine_name(self) -> str:
+        """The engine in use: ``Engine`` if set, else ``nats`` for a cluster, else ``memory``."""
+        if self.engine is not None:
+            return self.engine
+        return "nats" if self.cluster_members or self.nats_servers else "memory"
 
     @property
     def listen_addresses(self) -> list[tuple[str, int]]:
@@ -259,6 +343,38 @@ class Settings(BaseSettings):
     @property
     def monitor_tls_addresses(self) -> list[tuple[str, int]]:
         return [parse_address(a) for a in self.monitor_https_listen]
+
+
+def _check_cluster(settings: Settings) -> None:
+    """Cluster keys that contradict each other stop start-up, naming the key."""
+    members = settings.cluster_members
+    if settings.engine == "memory" and (members or settings.nats_servers):
+        raise ValueError("Engine = memory cannot run a cluster: remove ClusterMembers/NatsServers")
+    if settings.engine_name != "nats":
+        return
+    if not members and not settings.nats_servers:
+        raise ValueError("Engine = nats needs ClusterMembers (or NatsServers)")
+    seeds = settings.cluster_seed_member_count
+    if seeds is not None and seeds not in (3, 5):
+        raise ValueError(f"ClusterSeedMemberCount must be 3 or 5, not {seeds}")
+    if members:
+        if settings.cluster_member is None:
+            raise ValueError(
+                "ClusterMember: say which entry of ClusterMembers this member is "
+                "(its position, 1-based, or its host:port)"
+            )
+        from .cluster.topology import default_seed_count, resolve_self
+
+        try:
+            resolve_self(members, settings.cluster_member)
+        except ValueError as exc:
+            raise ValueError(f"ClusterMember: {exc}") from None
+        needed = seeds if seeds is not None else default_seed_count(len(members))
+        if settings.cluster_delivery_mode == "guaranteed" and len(members) < needed:
+            raise ValueError(
+                f"ClusterDeliveryMode = Guaranteed needs at least {needed} ClusterMembers "
+                f"(the seed members; ClusterSeedMemberCount), got {len(members)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -335,6 +451,17 @@ def load_settings(
         raise ConfigError(_describe(exc, raw)) from None
 
 
+def _origin_of(
+    message: str, raw: Mapping[str, tuple[Any, _Origin]], aliases: Mapping[str, str]
+) -> str:
+    """Where the key a cross-key message starts with was set ("configuration" if nowhere)."""
+    first = message.split(maxsplit=1)[0].rstrip(":") if message else ""
+    for name, alias in aliases.items():
+        if alias == first and name in raw:
+            return raw[name][1].where
+    return "configuration"
+
+
 def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> str:
     aliases = {name: info.alias or name for name, info in Settings.model_fields.items()}
     lines = []
@@ -347,5 +474,5 @@ def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> s
         elif isinstance(loc, str) and loc in aliases:
             lines.append(f"{aliases[loc]}: {message}")
         else:
-            lines.append(f"configuration: {message}")
+            lines.append(f"{_origin_of(message, raw, aliases)}: {message}")
     return "\n".join(lines)

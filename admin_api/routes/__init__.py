@@ -11,10 +11,10 @@ from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from ..deps import GuardedRoute
-from . import audit, jobs, live, me, members, sessions, statistics, subjects, tokens
+from . import audit, cluster, jobs, live, me, members, sessions, statistics, subjects, tokens
 
 API_PREFIX = "/api/v1"
-ROUTERS = (me, members, live, statistics, subjects, sessions, jobs, audit, tokens)
+ROUTERS = (me, members, cluster, live, statistics, subjects, sessions, jobs, audit, tokens)
 
 
 def _summary(description: str) -> str:

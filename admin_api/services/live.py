@@ -1,4 +1,4 @@
-"""Live statistics: the seven indicators of every member, read through Jolokia, and their sum.
+"""Live statistics: the seven indicators of every member (Jolokia or JMX), and their sum.
 
 Per member: the current value (last per-second sample) and the live windows (what the member
 sampled since it started). For the cluster only the current values are summed: a sum of
@@ -19,7 +19,8 @@ import httpx
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
 from metrics.windows import WINDOW_NAMES
 
-from ..jolokia import INDICATORS_MBEAN, Member, MemberClient, MemberFailure
+from ..access import member_access
+from ..jolokia import INDICATORS_MBEAN, Member, MemberFailure
 from ..schemas import (
     ClusterIndicator,
     ClusterLive,
@@ -98,14 +99,8 @@ def parse_indicators(value: Any) -> tuple[datetime | None, list[LiveIndicator]]:
 
 async def member_live(http: httpx.AsyncClient, member: Member) -> MemberLive:
     """One member's indicators (raises :class:`MemberFailure`)."""
-    client = MemberClient(http, member)
-    value = await client.request(
-        {
-            "type": "read",
-            "mbean": INDICATORS_MBEAN,
-            "attribute": ["Current", "SampleTime", "Windows"],
-        }
-    )
+    access = member_access(http, member)
+    value = await access.read(INDICATORS_MBEAN, ["Current", "SampleTime", "Windows"])
     sample_time, indicators = parse_indicators(value)
     if not indicators:
         raise MemberFailure(member, "error", "no pushgrid Indicator MBeans")

@@ -19,12 +19,12 @@ from sqlalchemy.orm import Session
 from server.config import Settings
 from spark_stats.store.models import utc_now
 
+from ..access import is_jmx, member_access
 from ..jolokia import (
     SERVER_MBEAN,
     Member,
-    MemberClient,
     MemberFailure,
-    check_base_url,
+    check_monitor_url,
     derive_client_url,
     parse_listen,
 )
@@ -50,16 +50,18 @@ def configured_members(settings: Settings) -> list[Member]:
     for entry in settings.admin_members:
         name, _, url = entry.partition("=")
         try:
-            monitor_url = check_base_url(url)
+            monitor_url = check_monitor_url(url)
         except ValueError:
             monitor_url = url.strip().rstrip("/")
+        # A JMX member (its bridge) takes the JMX login, a Jolokia one the monitoring login.
+        jmx = is_jmx(monitor_url)
         members.append(
             Member(
                 name=name.strip(),
                 monitor_url=monitor_url,
                 source="config",
-                username=settings.admin_member_username,
-                password=settings.admin_member_password,
+                username=settings.jmx_username if jmx else settings.admin_member_username,
+                password=settings.jmx_password if jmx else settings.admin_member_password,
             )
         )
     return members
@@ -168,28 +170,20 @@ def _base(member: Member, client_url: str | None = None) -> dict[str, Any]:
     }
 
 
+def _listen(server: dict[str, Any]) -> list[str]:
+    configuration = server.get("Configuration")
+    return parse_listen(configuration.get("Listen") if isinstance(configuration, dict) else None)
+
+
 async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
     """The member and its state; a member that cannot be read is ``reachable: false``."""
-    client = MemberClient(http, member)
     try:
-        server_answer, listen_answer = await client.bulk(
-            [
-                {"type": "read", "mbean": SERVER_MBEAN, "attribute": list(SERVER_ATTRIBUTES)},
-                {
-                    "type": "read",
-                    "mbean": SERVER_MBEAN,
-                    "attribute": "Configuration",
-                    "path": "Listen",
-                },
-            ]
+        server = await member_access(http, member).read(
+            SERVER_MBEAN, [*SERVER_ATTRIBUTES, "Configuration"]
         )
-        server = client.value(server_answer)
-        if not isinstance(server, dict):
-            raise MemberFailure(member, "error", "unexpected answer reading pushgrid:type=Server")
     except MemberFailure as exc:
         return MemberOut(**_base(member), reachable=False, error=exc.detail)
-    listen = listen_answer.get("value") if listen_answer.get("status") == 200 else None
-    derived = derive_client_url(member.monitor_url, parse_listen(listen))
+    derived = derive_client_url(member.monitor_url, _listen(server))
     start = _integer(server.get("StartTime"))
     return MemberOut(
         **_base(member, derived),
@@ -215,11 +209,8 @@ async def client_url(http: httpx.AsyncClient, member: Member) -> str:
     """Where the member's client port is: registered, or derived from its ``Listen`` setting."""
     if member.client_url:
         return member.client_url
-    client = MemberClient(http, member)
-    listen = await client.request(
-        {"type": "read", "mbean": SERVER_MBEAN, "attribute": "Configuration", "path": "Listen"}
-    )
-    url = derive_client_url(member.monitor_url, parse_listen(listen))
+    server = await member_access(http, member).read(SERVER_MBEAN, ["Configuration"])
+    url = derive_client_url(member.monitor_url, _listen(server))
     if url is None:
         raise MemberFailure(
             member,

@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from ..jolokia import SESSIONS_MBEAN, Member, MemberClient, MemberFailure
+from ..access import member_access
+from ..jolokia import SESSIONS_MBEAN, Member, MemberFailure
 from ..problems import not_found
 from ..schemas import MemberError, SessionOut, SessionPage, SessionSort
 
@@ -87,7 +88,7 @@ def select_sessions(
 
 
 async def member_sessions(http: httpx.AsyncClient, member: Member) -> list[SessionOut]:
-    value = await MemberClient(http, member).execute(SESSIONS_MBEAN, "list")
+    value = await member_access(http, member).execute(SESSIONS_MBEAN, "list")
     return parse_sessions(member, value)
 
 
@@ -128,6 +129,7 @@ async def cluster_page(
 
 async def disconnect(http: httpx.AsyncClient, member: Member, session_id: str) -> None:
     """Close a session with code 4003 (404 problem when the member has no such session)."""
-    closed = await MemberClient(http, member).execute(SESSIONS_MBEAN, "disconnect", session_id)
+    access = member_access(http, member)
+    closed = await access.execute(SESSIONS_MBEAN, "disconnect", session_id)
     if closed is not True:
         raise not_found(f"member {member.name!r} has no session {session_id!r}")

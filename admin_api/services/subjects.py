@@ -4,12 +4,14 @@ and a test publish through the member's client port (``POST /publish``; Jolokia 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
 
 from server.protocol.subjects import subject_error
 
+from ..access import member_access
 from ..jolokia import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
 from ..problems import ProblemError
 from ..schemas import PublishIn, PublishOut, SnapshotOut, SubjectInfo
@@ -33,25 +35,12 @@ def _snapshot(member: Member, value: Any) -> SnapshotOut | None:
 
 async def subject_info(http: httpx.AsyncClient, member: Member, subject: str) -> SubjectInfo:
     check_subject(subject)
-    client = MemberClient(http, member)
-    snapshot_answer, count_answer = await client.bulk(
-        [
-            {
-                "type": "exec",
-                "mbean": SUBJECTS_MBEAN,
-                "operation": "snapshot",
-                "arguments": [subject],
-            },
-            {
-                "type": "exec",
-                "mbean": SUBJECTS_MBEAN,
-                "operation": "subscriberCount",
-                "arguments": [subject],
-            },
-        ]
+    access = member_access(http, member)
+    snapshot_value, count = await asyncio.gather(
+        access.execute(SUBJECTS_MBEAN, "snapshot", subject),
+        access.execute(SUBJECTS_MBEAN, "subscriberCount", subject),
     )
-    snapshot = _snapshot(member, client.value(snapshot_answer))
-    count = client.value(count_answer)
+    snapshot = _snapshot(member, snapshot_value)
     if not isinstance(count, int) or isinstance(count, bool):
         raise MemberFailure(member, "error", "unexpected subscriberCount answer")
     return SubjectInfo(member=member.name, subject=subject, subscribers=count, snapshot=snapshot)

@@ -934,12 +934,27 @@
       this._resyncing.clear();
       const items = [];
       for (const [subject, options] of this._subscriptions) {
-        const position = this._tracker.position(subject);
-        items.push(position
-          ? { subject, recover: position, history: 0, conflation: options.conflation }
-          : { subject, history: options.history, conflation: options.conflation });
+        items.push(this._resubscribeItem(subject, options));
       }
       if (items.length) this._sendSubscribe(conn, items);
+    }
+
+    _resubscribeItem(subject, options) {
+      const position = this._tracker.position(subject);
+      return position
+        ? { subject, recover: position, history: 0, conflation: options.conflation }
+        : { subject, history: options.history, conflation: options.conflation };
+    }
+
+    _retrySubscribe(conn, subjects) {
+      setTimeout(() => {
+        const items = [];
+        for (const subject of Array.from(subjects).sort()) {
+          const options = this._subscriptions.get(subject);
+          if (options) items.push(this._resubscribeItem(subject, options));
+        }
+        if (items.length && conn.up) this._sendSubscribe(conn, items);
+      }, 500 + 1000 * this._random());
     }
 
     _sendSubscribe(conn, items) {
@@ -1048,6 +1063,14 @@
       const waiting = frame.id != null ? this._subRequests.get(frame.id) : null;
       if (waiting) {
         this._subRequests.delete(frame.id);
+        if (frame.code === "engine_unavailable") {
+          // a cluster without quorum: keep the subscriptions, subscribe again in 0.5-1.5 s
+          this._retrySubscribe(conn, waiting);
+          for (const subject of Array.from(waiting).sort()) {
+            this._emit(statusEvent(Status.ERROR, { server: String(conn.server), subject, detail: text }));
+          }
+          return;
+        }
         for (const subject of Array.from(waiting).sort()) {
           const event = { server: String(conn.server), subject, detail: text };
           if (this._tracker.recovering(subject) && frame.code !== "denied") {

@@ -17,7 +17,14 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill
 from ..figures import LIVE_POINTS, live_figure
 from ..ids import Ids, indicator_id
-from ..provider import LIVE_WINDOWS, LiveIndicator, LiveOverview, Member, ProviderError
+from ..provider import (
+    LIVE_WINDOWS,
+    ClusterView,
+    LiveIndicator,
+    LiveOverview,
+    Member,
+    ProviderError,
+)
 from . import Page, Providers
 
 PATH = ""
@@ -86,7 +93,7 @@ def _indicator_card(indicator: str) -> html.Div:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_health(members: Sequence[Member]) -> Component:
+def render_health(members: Sequence[Member], topology: ClusterView | None = None) -> Component:
     health, text = fmt.cluster_health(members)
     up = sum(1 for m in members if m.up)
     return card(
@@ -95,10 +102,34 @@ def render_health(members: Sequence[Member]) -> Component:
             html.Div(pill(health.upper(), _HEALTH_KIND[health]), className="health-pill"),
             html.Div(text, className="muted"),
             html.Div(f"{up}/{len(members)} up", className="big"),
+            *render_topology(topology),
         ],
         class_name=f"health-card health-{health}",
-        **attrs({"data-health": health}),
+        **attrs({"data-health": health, **_topology_attrs(topology)}),
     )
+
+
+def _topology_attrs(topology: ClusterView | None) -> dict[str, str]:
+    if topology is None:
+        return {}
+    return {
+        "data-mode": topology.mode or "",
+        "data-quorum": "true" if topology.quorum else "false",
+        "data-leader": topology.leader or "",
+    }
+
+
+def render_topology(topology: ClusterView | None) -> list[Component]:
+    """Delivery mode, quorum and the stream leader, as the members themselves report them."""
+    if topology is None or topology.mode in (None, "standalone"):
+        return []
+    quorum = pill("QUORUM", "good") if topology.quorum else pill("NO QUORUM", "bad")
+    leader = topology.leader or fmt.DASH
+    seeds = sum(1 for m in topology.members if m.seed)
+    return [
+        html.Div([html.Span(f"{topology.mode.capitalize()} delivery "), quorum], className="small"),
+        html.Div(f"stream leader: {leader} · seeds: {seeds}", className="muted small"),
+    ]
 
 
 def render_members(members: Sequence[Member]) -> list[Component]:
@@ -250,7 +281,7 @@ def register(app: Dash, providers: Providers) -> None:
         update = plan_update(overview, state)
         result: list[Any] = [
             alert(update.problems),
-            render_health(overview.members),
+            render_health(overview.members, overview.topology),
             render_members(overview.members),
             update.state,
             f"updated {time.strftime('%H:%M:%S')}",

@@ -317,6 +317,12 @@ class Session:
         self.hub.begin_subscribe(self, subject)
         try:
             status, frames, epoch, last_seq = await self._initial(item, request_id)
+        except EngineUnavailable as exc:  # a cluster without quorum: the client retries later
+            self.hub.unsubscribe(self, subject)
+            self._reject(
+                RemoteProtocolError(ErrorCode.ENGINE_UNAVAILABLE, str(exc), request_id, subject)
+            )
+            return
         except Exception:
             log.exception("subscribe %s failed", subject)
             self.hub.unsubscribe(self, subject)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..cluster.status import ClusterStatus
 from ..protocol.codec import encode
 from ..protocol.frames import Message, MessageKind, Position, QoS
 from ..protocol.wsframe import encode_text_frame
@@ -152,6 +153,8 @@ class Engine(abc.ABC):
     """
 
     name: str = "engine"
+    #: ``standalone`` (one node), or the cluster's ``standard`` / ``guaranteed`` delivery mode.
+    delivery_mode: str = "standalone"
 
     @abc.abstractmethod
     async def start(self, deliver: Deliver) -> None:
@@ -184,6 +187,16 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def stats(self) -> EngineStats:
         """Cheap counts for monitoring."""
+
+    def sweep(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
+        """Forget expired cache entries; the server calls it about once a second."""
+
+    def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:  # noqa: B027
+        """Tell the cluster where this node serves clients and monitoring (once bound)."""
+
+    def cluster_status(self) -> ClusterStatus | None:
+        """What this node sees of its cluster; None for a standalone engine."""
+        return None
 
 
 class EngineUnavailable(Exception):

@@ -31,6 +31,7 @@ from metrics.windows import WINDOW_NAMES
 from .. import __version__
 from ..protocol.errors import CloseCode
 from ..protocol.subjects import subject_error
+from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
 
@@ -38,7 +39,13 @@ if TYPE_CHECKING:
     from ..app import PushServer
 
 DOMAIN = "pushgrid"
-_SECRET_KEYS = {"monitor_password", "entitlement_jwt_secret"}
+_SECRET_KEYS = {
+    "monitor_password",
+    "entitlement_jwt_secret",
+    "jmx_password",
+    "jmx_tls_key_store_password",
+    "jmx_tls_trust_store_password",
+}
 
 
 class LoopBridge:
@@ -97,6 +104,7 @@ def _server_beans(app: PushServer, bridge: LoopBridge) -> list[MBean]:
         _cache_bean(app, bridge),
         _sessions_bean(app, bridge),
         _subjects_bean(app, bridge),
+        cluster_bean(app, bridge.wrap),
     ]
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from metrics.indicators import INDICATORS
 
 from ..engine.base import EngineUnavailable, PublishRequest
+from .cluster_view import health_status, meta_fields
 from .stats_page import _format
 
 if TYPE_CHECKING:
@@ -66,6 +67,16 @@ def meta_messages(app: PushServer) -> list[PublishRequest]:
                 fields[f"{window}.stddev"] = _format(moments.stddev)
         subject = f"{META_ROOT}/{node}/{indicator.name}"
         messages.append(PublishRequest(subject, current, fields, True, "standard"))
+    cluster = app.cluster_status()
+    messages.append(
+        PublishRequest(
+            f"{META_ROOT}/{node}/cluster",
+            health_status(cluster),
+            meta_fields(cluster),
+            True,
+            "standard",
+        )
+    )
     return messages
 
 

@@ -17,6 +17,8 @@ from prometheus_client.registry import Collector
 
 from metrics.indicators import INDICATORS
 
+from .cluster_view import cluster_metrics
+
 if TYPE_CHECKING:
     from ..app import PushServer
 
@@ -102,6 +104,8 @@ class PushgridCollector(Collector):
         yield _gauge("pushgrid_cache_messages", "Messages in the cache", stats.cached_messages)
         yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", stats.cached_bytes)
         yield from self._indicators()
+        yield from _archive_metrics(self.app)
+        yield from cluster_metrics(self.app.cluster_status())
 
     def _indicators(self) -> Iterator[Metric]:
         sampler = self.app.sampler
@@ -129,6 +133,32 @@ class PushgridCollector(Collector):
                     window.add_metric([indicator.name, window_name, stat], _finite(value))
         yield current
         yield window
+
+
+def _archive_metrics(app: PushServer) -> Iterator[Metric]:
+    """Whether the per-second archive is being written (the "archive not written" alert)."""
+    sampler = app.sampler
+    yield _gauge(
+        "pushgrid_archive_enabled",
+        "1 when MetricsArchive is set (the sampler writes one line a second)",
+        1 if sampler.archive is not None else 0,
+    )
+    yield _gauge(
+        "pushgrid_archive_last_write_timestamp_seconds",
+        "Unix time of the last sample written to the metrics archive (0: none yet)",
+        sampler.archive_last_write,
+    )
+    errors = CounterMetricFamily(
+        "pushgrid_archive_write_errors", "Samples the metrics archive failed to write"
+    )
+    errors.add_metric([], sampler.archive_write_errors)
+    yield errors
+
+
+# --- cluster gauges of a standalone member -----------------------------------------------------
+# Every member exports these four gauges (deploy/prometheus alerts and the Grafana dashboard read
+# them). The cluster engine replaces this function with its live values; a standalone server
+# needs no quorum, so it always has it.
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

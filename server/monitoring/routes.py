@@ -20,6 +20,7 @@ import h11
 
 from ..core.throttle import host_of
 from ..transport.http import Response, json_response, problem
+from .cluster_view import health_status, status_dict
 from .jolokia import content_type
 from .prometheus_exporter import CONTENT_TYPE, exposition
 from .stats_page import stats_document, stats_text
@@ -67,10 +68,12 @@ class MonitorRoutes:
             return Response(200, data, [("content-type", CONTENT_TYPE)])
         if path == "/health":
             healthy = not self.app.stopping
+            cluster = self.app.cluster_status()
             return json_response(
                 200 if healthy else 503,
                 {
-                    "status": "ok" if healthy else "stopping",
+                    "status": health_status(cluster) if healthy else "stopping",
+                    "cluster": status_dict(cluster),
                     "server": self.app.settings.server_name,
                     "sessions": self.app.counters.sessions,
                     "uptime": self.app.uptime(),

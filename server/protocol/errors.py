@@ -28,6 +28,7 @@ class ErrorCode(StrEnum):
     SNAPSHOT_TOO_LARGE = "snapshot_too_large"  # the snapshot would exceed MaxSnapshotSize
     RESERVED_SUBJECT = "reserved_subject"  # /pushgrid/... meta-subjects are server-owned
     INTERNAL = "internal"
+    ENGINE_UNAVAILABLE = "engine_unavailable"  # cluster without quorum: retry with backoff
 
 
 class CloseCode(IntEnum):

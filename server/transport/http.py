@@ -20,6 +20,7 @@ from .. import __version__
 from ..core.publishing import Refusal
 from ..core.throttle import host_of
 from ..engine.base import EngineUnavailable, PublishRequest
+from ..monitoring.cluster_view import health_status
 from ..protocol.codec import publish_size
 from ..protocol.errors import ErrorCode
 from ..protocol.frames import Position, Publish, SubscribeItem
@@ -124,8 +125,11 @@ async def handle(
 async def _health(
     app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
+    cluster = app.cluster_status()
     payload = {
-        "status": "stopping" if app.stopping else "ok",
+        "status": "stopping" if app.stopping else health_status(cluster),
+        "mode": cluster.mode,
+        "quorum": cluster.quorum,
         "server": app.settings.server_name,
         "version": __version__,
         "engine": app.engine.name,

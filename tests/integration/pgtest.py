@@ -136,13 +136,17 @@ class ServerProcess:
         return f"ws://{self.address}/ws"
 
     def http(self, **kwargs: Any) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=self.url, trust_env=False, timeout=DEFAULT_TIMEOUT, **kwargs
-        )
+        kwargs.setdefault("timeout", DEFAULT_TIMEOUT)
+        return httpx.AsyncClient(base_url=self.url, trust_env=False, **kwargs)
 
     # lifecycle
     def start(self) -> ServerProcess:
         """Start the process and wait until it logged "listening on" and /health answers 200."""
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> ServerProcess:
+        """Start the process without waiting (cluster members must start together)."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
         write_conf(self.config_path, self.settings)
         self.starts += 1
@@ -156,7 +160,13 @@ class ServerProcess:
                 cwd=self.workdir,
                 env={**clean_env(), **self.env},
             )
-        deadline = time.monotonic() + START_TIMEOUT
+        return self
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> ServerProcess:
+        """Wait until the launched process logged "listening on" and /health answers 200."""
+        assert self.proc is not None
+        log_path = self._log_paths[-1]
+        deadline = time.monotonic() + timeout
         with httpx.Client(trust_env=False, timeout=2.0) as http:
             while True:
                 code = self.proc.poll()
@@ -170,9 +180,7 @@ class ServerProcess:
                             return self
                 if time.monotonic() > deadline:
                     self.kill()
-                    raise RuntimeError(
-                        f"pushgrid server not ready in {START_TIMEOUT}s:\n{self.log()}"
-                    )
+                    raise RuntimeError(f"pushgrid server not ready in {timeout}s:\n{self.log()}")
                 time.sleep(0.05)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
@@ -982,7 +990,7 @@ async def http_publish(
     if fields is not None:
         body["fields"] = fields
     headers = {"authorization": f"Bearer {token}"} if token is not None else {}
-    async with server.http() as http:
+    async with server.http(timeout=30) as http:  # a cluster may wait ClusterPublishTimeout
         return await http.post("/publish", json=body, headers=headers)
 
 

@@ -32,6 +32,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("POST", "/api/v1/members"): Role.ADMIN,
     ("GET", "/api/v1/members/{name}"): Role.VIEWER,
     ("DELETE", "/api/v1/members/{name}"): Role.ADMIN,
+    ("GET", "/api/v1/cluster"): Role.VIEWER,
     ("GET", "/api/v1/stats/live"): Role.VIEWER,
     ("GET", "/api/v1/stats/live/{name}"): Role.VIEWER,
     ("GET", "/api/v1/stats/windows"): Role.VIEWER,
@@ -49,7 +50,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("POST", "/api/v1/tokens"): Role.ADMIN,
     ("DELETE", "/api/v1/tokens/{token_id}"): Role.ADMIN,
 }
-PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/docs/oauth2-redirect"}
+PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/docs/oauth2-redirect", "/metrics"}
 
 
 def api_routes(app: FastAPI) -> Iterator[tuple[str, str, APIRoute]]:

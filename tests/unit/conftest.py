@@ -34,3 +34,12 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real nats-server with JetStream for the session (the NATS engines' contract tests)."""
+    from natsserver import nats_server
+
+    with nats_server(tmp_path_factory.mktemp("nats")) as url:
+        yield url

@@ -42,7 +42,10 @@ def test_defaults() -> None:
     assert s.tls_certificate is None
     assert s.tls_key is None
     assert s.server_name == socket.gethostname()
-    assert s.engine == "memory"
+    assert s.engine is None
+    assert s.engine_name == "memory"
+    assert s.cluster_members == []
+    assert s.cluster_delivery_mode == "guaranteed"
     assert s.publish_snapshot_message is True
     assert s.max_cached_messages_per_subject == 1000
     assert s.cache_expire_time == 180.0
@@ -239,7 +242,11 @@ def test_unknown_key_in_file(tmp_path: Path) -> None:
         ("ShutdownTimeout = -1", "ShutdownTimeout"),
         ("KeepaliveInterval = 0", "KeepaliveInterval"),
         ("PublishSnapshotMessage = maybe", "PublishSnapshotMessage"),
-        ("Engine = nats", "Engine"),
+        ("Engine = redis", "Engine"),
+        ("Engine = nats", "ClusterMembers"),
+        ("ClusterDeliveryMode = Eventual", "ClusterDeliveryMode"),
+        ("ClusterMembers = a:1, a:1", "ClusterMembers"),
+        ("NatsServers = http://x:4222", "NatsServers"),
         ("Entitlement = ldap", "Entitlement"),
         ("LogLevel = verbose", "LogLevel"),
         ("Listen = localhost", "Listen"),
@@ -452,6 +459,56 @@ def test_dotted_key_errors_name_origin_and_key(tmp_path: Path) -> None:
     assert "MonitorHTTP.Listen" in message
     message = _error(None, environ={"PUSHGRID_MONITORHTTP.LISTEN": "127.0.0.1:1"})
     assert "PUSHGRID_MONITORHTTP.LISTEN" in message
+
+
+# --- cluster keys ------------------------------------------------------------------------------
+
+
+def _cluster(tmp_path: Path, extra: str) -> str:
+    members = "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200, 127.0.0.1:7300\n"
+    return _error(_write(tmp_path, members + extra))
+
+
+def test_cluster_member_must_be_named(tmp_path: Path) -> None:
+    assert "ClusterMember: say which entry" in _cluster(tmp_path, "")
+
+
+def test_cluster_member_must_be_in_the_list(tmp_path: Path) -> None:
+    message = _cluster(tmp_path, "ClusterMember = 127.0.0.1:7400\n")
+    assert ":2: ClusterMember" in message
+    assert "not one of ClusterMembers" in message
+    assert "position 4 is outside" in _cluster(tmp_path, "ClusterMember = 4\n")
+
+
+def test_guaranteed_needs_the_seed_members(tmp_path: Path) -> None:
+    path = _write(tmp_path, "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200\nClusterMember = 1\n")
+    message = _error(path)
+    assert "Guaranteed needs at least 3 ClusterMembers" in message
+    standard = load_settings(path, environ={}, cluster_delivery_mode="Standard")
+    assert standard.engine_name == "nats"
+    assert standard.cluster_delivery_mode == "standard"
+
+
+def test_seed_count_is_three_or_five(tmp_path: Path) -> None:
+    message = _cluster(tmp_path, "ClusterMember = 1\nClusterSeedMemberCount = 4\n")
+    assert "ClusterSeedMemberCount must be 3 or 5" in message
+
+
+def test_memory_engine_refuses_a_cluster(tmp_path: Path) -> None:
+    assert "Engine = memory cannot run a cluster" in _cluster(
+        tmp_path, "ClusterMember = 1\nEngine = memory\n"
+    )
+
+
+def test_a_valid_cluster_member(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200, 127.0.0.1:7300\n"
+        "ClusterMember = 127.0.0.1:7200\nClusterDeliveryMode = guaranteed\n",
+    )
+    settings = load_settings(path, environ={})
+    assert settings.engine_name == "nats"
+    assert settings.cluster_member == "127.0.0.1:7200"
 
 
 def test_secrets_from_files(tmp_path: Path) -> None:

@@ -373,3 +373,30 @@ def test_provider_errors_round_trip_as_json() -> None:
     assert (again.status, again.title, again.detail) == (409, "Conflict", "a run is going on")
     with pytest.raises(ProviderError, match="409 Conflict"):
         raise again
+
+
+def test_health_card_shows_the_clusters_own_view() -> None:
+    from console.pages.overview import render_health
+    from console.provider import ClusterMemberState, ClusterView
+
+    members = [Member(m, "", True) for m in ("m1", "m2", "m3")]
+    topology = ClusterView(
+        "guaranteed",
+        "ok",
+        False,
+        "pushgrid-m2",
+        [ClusterMemberState(m, "up", seed=True, leader=m == "m2") for m in ("m1", "m2", "m3")],
+    )
+    card = _props(render_health(members, topology))
+    assert (card["data-mode"], card["data-quorum"], card["data-leader"]) == (
+        "guaranteed",
+        "false",
+        "m2",
+    )
+    text = repr(card["children"])
+    assert "Guaranteed delivery" in text
+    assert "NO QUORUM" in text
+    assert "stream leader: m2" in text
+    standalone = _props(render_health(members, ClusterView("standalone", "ok", True)))
+    assert "stream leader" not in repr(standalone["children"])
+    assert ClusterView.from_json(topology.to_json()) == topology

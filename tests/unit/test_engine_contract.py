@@ -14,9 +14,13 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from natsserver import delete_streams
 
+from server.cluster.link import ClusterLink
 from server.engine.base import Engine, Published, PublishRequest, Recovery
+from server.engine.jetstream import JetStreamEngine
 from server.engine.memory import MemoryEngine
+from server.engine.standard import StandardClusterEngine
 from server.protocol.frames import Position
 
 CACHE_LIMIT = 5
@@ -78,9 +82,40 @@ async def _memory_engine(clock: FakeClock) -> Engine:
     return MemoryEngine(max_cached=CACHE_LIMIT, expire_seconds=EXPIRE_SECONDS, clock=clock)
 
 
-# name -> async factory(clock) -> unstarted Engine. Add "nats" here.
-ENGINE_FACTORIES: dict[str, Callable[[FakeClock], Awaitable[Engine]]] = {
-    "memory": _memory_engine,
+async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
+    """Guaranteed mode on a real one-node JetStream (``nats_url``), in a fresh stream."""
+    url: str = request.getfixturevalue("nats_url")
+    await delete_streams(url)
+    link = ClusterLink("contract", "guaranteed", None, None, [url])
+    return JetStreamEngine(
+        link,
+        stream="CONTRACT",
+        replicas=1,
+        max_cached=CACHE_LIMIT,
+        expire_seconds=EXPIRE_SECONDS,
+        publish_timeout=5,
+        clock=clock,
+    )
+
+
+async def _standard_engine(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
+    """Standard mode: core NATS fan-out into a local cache."""
+    url: str = request.getfixturevalue("nats_url")
+    link = ClusterLink("contract", "standard", None, None, [url])
+    return StandardClusterEngine(
+        link, max_cached=CACHE_LIMIT, expire_seconds=EXPIRE_SECONDS, clock=clock
+    )
+
+
+async def _memory(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
+    return await _memory_engine(clock)
+
+
+# name -> async factory(clock, request) -> unstarted Engine.
+ENGINE_FACTORIES: dict[str, Callable[[FakeClock, pytest.FixtureRequest], Awaitable[Engine]]] = {
+    "memory": _memory,
+    "nats-guaranteed": _jetstream_engine,
+    "nats-standard": _standard_engine,
 }
 
 
@@ -98,7 +133,7 @@ def delivered() -> Delivered:
 async def engine(
     request: pytest.FixtureRequest, clock: FakeClock, delivered: Delivered
 ) -> AsyncIterator[Engine]:
-    instance = await ENGINE_FACTORIES[request.param](clock)
+    instance = await ENGINE_FACTORIES[request.param](clock, request)
     await instance.start(delivered)
     try:
         yield instance

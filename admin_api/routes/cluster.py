@@ -1,0 +1,23 @@
+"""``/cluster``: the cluster the members form, merged from their own views."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ..deps import GuardedRoute, HttpDep, MembersDep, Viewer
+from ..problems import problem_responses
+from ..schemas import ClusterOut
+from ..services.cluster import cluster_overview
+
+router = APIRouter(prefix="/cluster", tags=["cluster"], route_class=GuardedRoute)
+
+
+@router.get("", name="cluster.get", response_model=ClusterOut, responses=problem_responses())
+async def get_cluster(principal: Viewer, members: MembersDep, http: HttpDep) -> ClusterOut:
+    """Mode, health, quorum, the stream leader and every member's state.
+
+    Each member reports what it sees (MBean `pushgrid:type=Cluster`); members that cannot be
+    read are left out of the merge, so the answer stays useful while members die. `health` is
+    `unreachable` when no member could be read.
+    """
+    return await cluster_overview(http, members)

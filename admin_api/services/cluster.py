@@ -1,0 +1,122 @@
+"""The cluster as the admin API sees it: members found through the members' own cluster view
+(MBean ``pushgrid:type=Cluster``), and one merged picture of health, quorum and leadership.
+
+Registering (or configuring) one member is enough: the others are *discovered* from its view
+and managed with the same credentials. A discovered member that dies stays listed (its last
+heartbeat told where it was), reachable: false, until the cluster forgets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from ..access import is_jmx
+from ..jolokia import Member, MemberClient, MemberFailure
+from ..schemas import ClusterMemberOut, ClusterOut
+
+CLUSTER_MBEAN = "pushgrid:type=Cluster"
+
+
+async def cluster_views(
+    http: httpx.AsyncClient, members: Sequence[Member]
+) -> list[dict[str, Any] | None]:
+    """Each member's Cluster MBean (all attributes), None where it cannot be read."""
+
+    async def read(member: Member) -> dict[str, Any] | None:
+        if is_jmx(member.monitor_url):
+            # jmxquery cannot print the Members table, and a JVM run per request is too slow
+            # for discovery: a member managed over JMX is listed, not asked for the others.
+            return None
+        try:
+            value = await MemberClient(http, member).request(
+                {"type": "read", "mbean": CLUSTER_MBEAN}
+            )
+        except MemberFailure:
+            return None
+        return value if isinstance(value, dict) else None
+
+    return list(await asyncio.gather(*(read(member) for member in members)))
+
+
+def discovered_members(
+    known: Sequence[Member], views: Sequence[dict[str, Any] | None]
+) -> list[Member]:
+    """Members the known ones report that the admin API does not know yet (pure)."""
+    names = {member.name for member in known}
+    urls = {member.monitor_url for member in known}
+    found: list[Member] = []
+    for via, view in zip(known, views, strict=True):
+        for entry in (view or {}).get("Members") or []:
+            monitor_urls = entry.get("monitorUrls") or []
+            name = entry.get("name")
+            if not monitor_urls or not isinstance(name, str):
+                continue
+            if name in names or monitor_urls[0] in urls:
+                continue
+            found.append(
+                Member(
+                    name=name,
+                    monitor_url=str(monitor_urls[0]).rstrip("/"),
+                    source="discovered",
+                    client_url=(entry.get("clientUrls") or [None])[0],
+                    username=via.username,
+                    password=via.password,
+                )
+            )
+            names.add(name)
+            urls.add(monitor_urls[0])
+    return found
+
+
+async def with_discovered(http: httpx.AsyncClient, known: Sequence[Member]) -> list[Member]:
+    if not known:
+        return []
+    return [*known, *discovered_members(known, await cluster_views(http, known))]
+
+
+def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None]) -> ClusterOut:
+    """One picture from every member's view (pure): the first readable view gives the mode and
+    leadership; each member's state is what the members that can be read agree on."""
+    readable = [(m, v) for m, v in zip(members, views, strict=True) if v is not None]
+    if not readable:
+        return ClusterOut(mode=None, health="unreachable", quorum=False, members=[])
+    first = readable[0][1]
+    states: dict[str, dict[str, Any]] = {}
+    for _, view in readable:
+        for entry in view.get("Members") or []:
+            name = entry.get("name")
+            if isinstance(name, str) and (name not in states or entry.get("self")):
+                states[name] = entry
+    quorum_by_member = {m.name: bool(v.get("Quorum")) for m, v in readable}
+    return ClusterOut(
+        mode=first.get("Mode"),
+        health="ok" if all(v.get("Health") == "ok" for _, v in readable) else "degraded",
+        quorum=any(quorum_by_member.values()),
+        quorum_size=first.get("QuorumSize"),
+        seeds=first.get("Seeds"),
+        stream_leader=first.get("StreamLeader"),
+        members=[
+            ClusterMemberOut(
+                name=name,
+                index=entry.get("index"),
+                seed=bool(entry.get("seed")),
+                state="up" if entry.get("state") == "up" else "down",
+                leader=_leads(entry, first.get("StreamLeader")),
+                quorum=quorum_by_member.get(name),
+            )
+            for name, entry in sorted(states.items(), key=lambda item: item[1].get("index") or 0)
+        ],
+    )
+
+
+def _leads(entry: dict[str, Any], stream_leader: Any) -> bool:
+    index = entry.get("index")
+    return bool(index) and stream_leader == f"pushgrid-m{index}"
+
+
+async def cluster_overview(http: httpx.AsyncClient, members: Sequence[Member]) -> ClusterOut:
+    return merge_views(members, await cluster_views(http, members))

@@ -1,0 +1,52 @@
+"""Settings -> the cluster engine of this member (its NATS node, link and delivery mode)."""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..engine.base import Engine
+from ..engine.jetstream import JetStreamEngine
+from ..engine.standard import StandardClusterEngine
+from .link import ClusterLink
+from .natsnode import NatsNode
+from .topology import Topology
+
+
+def build_cluster_engine(settings: Settings) -> Engine:
+    topology = None
+    if settings.cluster_members and settings.cluster_member is not None:
+        topology = Topology.build(
+            settings.cluster_members, settings.cluster_member, settings.cluster_seed_member_count
+        )
+    guaranteed = settings.cluster_delivery_mode == "guaranteed"
+    node = None
+    if topology is not None and not settings.nats_servers:
+        node = NatsNode(
+            topology,
+            settings.cluster_data_dir,
+            settings.nats_server_binary,
+            settings.cluster_password,
+            jetstream=guaranteed,
+        )
+    link = ClusterLink(
+        settings.server_name,
+        settings.cluster_delivery_mode,
+        topology,
+        node,
+        list(settings.nats_servers),
+    )
+    if not guaranteed:
+        return StandardClusterEngine(
+            link,
+            max_cached=settings.max_cached_messages_per_subject,
+            expire_seconds=settings.cache_expire_time,
+        )
+    replicas = settings.cluster_stream_replicas or (
+        len(topology.seeds) if topology is not None else 3
+    )
+    return JetStreamEngine(
+        link,
+        replicas=replicas,
+        max_cached=settings.max_cached_messages_per_subject,
+        expire_seconds=settings.cache_expire_time,
+        publish_timeout=settings.cluster_publish_timeout,
+    )

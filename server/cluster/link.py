@@ -1,0 +1,133 @@
+"""This member's link to the cluster's NATS: its own node (embedded mode), the connection, and
+the membership heartbeats. Engines built on NATS share one link."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import nats
+from msgspec.structs import replace
+from nats.aio.client import Client as Nats
+
+from ..engine.nats_wire import Announcement
+from .errors import ClusterError
+from .membership import Membership
+from .natsnode import NatsNode
+from .status import MemberView
+from .topology import Topology
+
+log = logging.getLogger("pushgrid.cluster")
+
+
+class ClusterLink:
+    def __init__(
+        self,
+        name: str,
+        mode: str,
+        topology: Topology | None,
+        node: NatsNode | None,
+        urls: list[str],
+    ) -> None:
+        self.name = name
+        self.mode = mode
+        self.topology = topology
+        self.node = node
+        self._urls = urls
+        self._announcement = Announcement(
+            name=name,
+            index=topology.own_index if topology is not None else 0,
+            fingerprint=topology.fingerprint() if topology is not None else "",
+            client_urls=[],
+            monitor_urls=[],
+            mode=mode,
+            started=time.time(),
+        )
+        self._nc: Nats | None = None
+        self._membership: Membership | None = None
+
+    @property
+    def nc(self) -> Nats:
+        if self._nc is None:
+            raise ClusterError("the cluster link is not started")
+        return self._nc
+
+    @property
+    def connected(self) -> bool:
+        return self._nc is not None and self._nc.is_connected
+
+    async def start(self) -> None:
+        urls = self._urls
+        if self.node is not None:
+            await self.node.start()
+            urls = [self.node.client_url]
+        try:
+            self._nc = await nats.connect(
+                servers=urls,
+                name=f"pushgrid {self.name}",
+                connect_timeout=2,
+                reconnect_time_wait=0.25,
+                max_reconnect_attempts=-1,
+                ping_interval=2,
+                max_outstanding_pings=2,
+                error_cb=self._on_error,
+                disconnected_cb=self._on_disconnected,
+                reconnected_cb=self._on_reconnected,
+            )
+        except Exception as exc:
+            raise ClusterError(f"NatsServers: cannot connect to {', '.join(urls)}: {exc}") from exc
+        source = self.node.meta_leader if self.node is not None else None
+        self._membership = Membership(self._nc, self._announcement, self.topology, source)
+        self._membership.announce(self._announcement)
+        await self._membership.start()
+
+    def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
+        """Tell the other members where this member's clients and monitoring connect.
+
+        A listener on every interface (``0.0.0.0``) is advertised with the host of this
+        member's ``ClusterMembers`` entry, the address the others reach it at."""
+        host = self.topology.me.host if self.topology is not None else None
+
+        def reachable(urls: list[str]) -> list[str]:
+            if host is None:
+                return urls
+            return [
+                u.replace("//0.0.0.0:", f"//{host}:").replace("//[::]:", f"//{host}:") for u in urls
+            ]
+
+        self._announcement = replace(
+            self._announcement,
+            client_urls=reachable(client_urls),
+            monitor_urls=reachable(monitor_urls),
+        )
+        if self._membership is not None:
+            self._membership.announce(self._announcement)
+
+    def members(self) -> tuple[MemberView, ...]:
+        return self._membership.members() if self._membership is not None else ()
+
+    def meta_leader(self) -> str | None:
+        return self._membership.meta_leader() if self._membership is not None else None
+
+    def mismatched(self) -> tuple[str, ...]:
+        return tuple(sorted(self._membership.mismatched)) if self._membership else ()
+
+    async def close(self) -> None:
+        if self._membership is not None:
+            await self._membership.close()
+        if self._nc is not None and not self._nc.is_closed:
+            try:
+                await self._nc.close()
+            except Exception:
+                log.debug("closing the NATS connection failed", exc_info=True)
+        if self.node is not None:
+            await self.node.stop()
+
+    async def _on_error(self, exc: Exception) -> None:
+        log.debug("NATS: %s", exc)
+
+    async def _on_disconnected(self) -> None:
+        log.warning("lost the connection to NATS; reconnecting")
+
+    async def _on_reconnected(self) -> None:
+        log.info("reconnected to NATS")

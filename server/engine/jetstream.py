@@ -1,0 +1,614 @@
+"""Guaranteed delivery on NATS JetStream: one replicated stream orders, numbers and caches.
+
+How the Engine guarantees hold here (docs/cluster.md, ADR 011):
+
+1. **Per-subject order, one numbering on every member.** A publish reads the subject's last
+   record (cached head, else a direct get) and stores the next record with
+   ``Nats-Expected-Last-Subject-Sequence`` = that record's stream sequence. JetStream refuses it
+   if another record got in first ("wrong last sequence"); the member re-reads the head from the
+   stream leader and tries again. So the records of a subject form one chain in the stream, and
+   (epoch, seq) is written into each record, identical for every reader. Publishes of one subject
+   are serialised inside a member (a lock per subject) so contention is only between members.
+2. **Delivery from the stream.** Members never fan out the raw publish subjects (they also carry
+   refused attempts). The stream republishes every stored record on ``pg.r.>``; each member
+   delivers them in stream order, and fills any gap (a dropped connection, a missed republish)
+   from the stream with batched direct gets before going on, and polls the stream's last sequence
+   once a second for a gap at the end.
+3. **Publish returns after acceptance**: after the PubAck, i.e. once the record is stored on a
+   quorum of the seed members. Retries reuse the ``Nats-Msg-Id``, so a retry after a lost ack is
+   answered as a duplicate instead of being stored twice.
+4. **Recovery** reads the subject's records back from the stream (any member, any replica).
+5. **Snapshot**: every record carries the subject's merged snapshot after it.
+
+Reads (position, snapshot, recovery, history) wait until this member has delivered the record
+they read, so a subscription never opens at a position its live messages have not reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import random
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import DiscardPolicy, RePublish, StorageType, StreamConfig, StreamInfo
+
+from ..cluster.link import ClusterLink
+from ..cluster.status import ClusterStatus, ReplicaView
+from ..protocol.frames import Position
+from .base import (
+    Deliver,
+    Engine,
+    EngineStats,
+    EngineUnavailable,
+    Published,
+    PublishRequest,
+    Recovery,
+    Snapshot,
+)
+from .nats_wire import (
+    GUARANTEED_PREFIX,
+    REPUBLISH_PREFIX,
+    Record,
+    decode_record,
+    encode_record,
+    next_record,
+    record_bytes,
+    subject_token,
+    token_subject,
+)
+
+log = logging.getLogger("pushgrid.engine.jetstream")
+
+WRONG_LAST_SEQUENCE = (10071, 10164)
+_ATTEMPT_TIMEOUT = 2.0  # one publish attempt; a leader election takes 5-8 s, so we retry
+_CATCH_UP_PERIOD = 1.0
+_READ_TIMEOUT = 5.0
+_BATCH = 256
+_START_WAIT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A subject's last record and its stream sequence."""
+
+    stream_seq: int
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    stream_seq: int
+    subject: str
+    record: Record
+
+
+def epoch_of_stream(info: StreamInfo) -> str:
+    """The epoch of subjects that have no record yet: fixed for the life of the stream."""
+    created = info.created.isoformat() if info.created is not None else info.config.name or ""
+    return hashlib.sha256(created.encode()).hexdigest()[:12]
+
+
+class JetStreamEngine(Engine):
+    name = "nats"
+    delivery_mode = "guaranteed"
+
+    def __init__(
+        self,
+        link: ClusterLink,
+        *,
+        stream: str = "PUSHGRID",
+        replicas: int = 3,
+        max_cached: int = 1000,
+        expire_seconds: float = 180.0,
+        publish_timeout: float = 15.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.link = link
+        self.stream = stream
+        self._replicas = replicas
+        self._max_cached = max_cached
+        self._expire_ms = int(expire_seconds * 1000)
+        self._publish_timeout = publish_timeout
+        self._clock = clock
+        self._deliver: Deliver | None = None
+        self._heads: dict[str, Head] = {}
+        self._cached_sizes: dict[str, deque[int]] = {}
+        self._cached_messages = 0
+        self._cached_bytes = 0
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # lock, publishes using it
+        self._delivered = 0  # stream sequence delivered through
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._deliver_lock = asyncio.Lock()
+        self._info: StreamInfo | None = None
+        self._quorum = False
+        self.empty_epoch = ""
+        self._msg_ids = 0
+        self._member_tag = secrets.token_hex(4)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self, deliver: Deliver) -> None:
+        await self.link.start()
+        self._deliver = deliver
+        await self.link.nc.subscribe(
+            REPUBLISH_PREFIX + ">",
+            cb=self._on_republished,
+            pending_msgs_limit=1_000_000,
+            pending_bytes_limit=1 << 30,
+        )
+        try:
+            await self._ensure_stream(_START_WAIT)
+        except EngineUnavailable as exc:
+            log.warning("%s; serving without it until it is (publishes fail meanwhile)", exc)
+        self._tasks.append(asyncio.get_running_loop().create_task(self._watch_stream()))
+
+    async def _ensure_stream(self, wait: float) -> None:
+        """Find the stream, or create it; waits up to ``wait`` s for JetStream (the seeds elect
+        a meta leader about 8 s after they start)."""
+        config = StreamConfig(
+            name=self.stream,
+            subjects=[GUARANTEED_PREFIX + ">"],
+            storage=StorageType.FILE,
+            num_replicas=self._replicas,
+            max_msgs_per_subject=max(1, self._max_cached),
+            discard=DiscardPolicy.OLD,
+            allow_direct=True,
+            duplicate_window=120.0,
+            republish=RePublish(src=GUARANTEED_PREFIX + ">", dest=REPUBLISH_PREFIX + ">"),
+        )
+        js = self.link.nc.jsm()
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                try:
+                    info = await js.stream_info(self.stream)
+                except nats.js.errors.NotFoundError:
+                    info = await js.add_stream(config)
+                break
+            except (nats.errors.Error, TimeoutError) as exc:
+                if time.monotonic() > deadline:
+                    raise EngineUnavailable(
+                        f"JetStream stream {self.stream} unavailable: {exc}"
+                    ) from exc
+                await asyncio.sleep(0.5)
+        # Records stored before this member started are history (recovery), not live messages.
+        self._delivered = max(self._delivered, info.state.last_seq)
+        self._adopt(info)
+        if info.config.max_msgs_per_subject != max(1, self._max_cached):
+            log.warning(
+                "stream %s keeps %s messages per subject, MaxCachedMessagesPerSubject says %s",
+                self.stream,
+                info.config.max_msgs_per_subject,
+                self._max_cached,
+            )
+
+    def _adopt(self, info: StreamInfo) -> None:
+        self._info = info
+        self._quorum = _has_quorum(info)
+        self.empty_epoch = epoch_of_stream(info)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._deliver = None
+        for task in self._tasks:
+            task.cancel()
+        for _, waiter in self._waiters:
+            if not waiter.done():
+                waiter.cancel()
+        await self.link.close()
+
+    # -- publish ----------------------------------------------------------------------------
+
+    async def publish(self, request: PublishRequest) -> Published:
+        if self._info is None:
+            raise EngineUnavailable("the cluster stream is not available yet")
+        subject = request.subject
+        lock, users = self._locks.get(subject) or (asyncio.Lock(), 0)
+        self._locks[subject] = (lock, users + 1)
+        try:
+            async with lock:
+                return await self._publish_serialised(request)
+        finally:
+            lock, users = self._locks[subject]
+            if users == 1:
+                del self._locks[subject]
+            else:
+                self._locks[subject] = (lock, users - 1)
+
+    async def _publish_serialised(self, request: PublishRequest) -> Published:
+        subject = request.subject
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._publish_timeout
+        self._msg_ids += 1
+        msg_id = f"{self._member_tag}-{self._msg_ids}"
+        head: Head | None = self._heads.get(subject)
+        fresh = head is not None  # else: read it first (directly from any replica)
+        from_leader = False
+        attempt = 0
+        record, expected = self._next(head, request)
+        while True:
+            attempt += 1
+            try:
+                if not fresh:
+                    head = await self._read_head(subject, direct=not from_leader)
+                    record, expected = self._next(head, request)
+                    fresh = True
+                ack = await self.link.nc.jetstream().publish(
+                    GUARANTEED_PREFIX + subject_token(subject),
+                    encode_record(record),
+                    timeout=min(_ATTEMPT_TIMEOUT, max(0.1, deadline - loop.time())),
+                    headers={
+                        "Nats-Msg-Id": msg_id,
+                        "Nats-Expected-Last-Subject-Sequence": str(expected),
+                    },
+                )
+            except nats.js.errors.APIError as exc:
+                if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last" in str(exc).lower():
+                    # Another member's record got in first: nothing of ours was stored
+                    # (JetStream checks Msg-Id duplicates before the expected sequence).
+                    fresh, from_leader = False, True
+                    await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+                    continue
+                self._give_up_if_late(loop.time(), deadline, exc)
+                await asyncio.sleep(_backoff(attempt))
+                continue
+            except (nats.errors.Error, TimeoutError, OSError, EngineUnavailable) as exc:
+                self._give_up_if_late(loop.time(), deadline, exc)
+                await asyncio.sleep(_backoff(attempt))
+                continue
+            self._quorum = True
+            self._remember(subject, Head(ack.seq, record))
+            return record.published(subject)
+
+    def _next(self, head: Head | None, request: PublishRequest) -> tuple[Record, int]:
+        # A subject's numbering starts once, in the stream's epoch: its last record is never
+        # removed (no max_age, no stream-wide limits; REFERENCE.md: max_age restarts numbering).
+        record = next_record(
+            head.record if head is not None else None,
+            request.content,
+            request.fields,
+            request.retained,
+            request.qos,
+            self.empty_epoch,
+            self._now_ms(),
+        )
+        return record, head.stream_seq if head is not None else 0
+
+    def _give_up_if_late(self, now: float, deadline: float, exc: Exception) -> None:
+        if now >= deadline:
+            self._quorum = False
+            # JetStream saying "no responders" means nothing was stored; after a timeout the
+            # proposal may still be committed when the quorum returns (a lost acknowledgement).
+            refused = isinstance(
+                exc, nats.js.errors.NoStreamResponseError | nats.errors.NoRespondersError
+            )
+            outcome = "not stored" if refused else "outcome unknown: it may still be stored"
+            raise EngineUnavailable(
+                f"no quorum of seed members within {self._publish_timeout:g} s ({outcome})"
+            ) from exc
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    async def _on_republished(self, msg: Msg) -> None:
+        headers = msg.headers or {}
+        try:
+            stream_seq = int(headers["Nats-Sequence"])
+        except (KeyError, ValueError):
+            log.warning("ignored a republished message without Nats-Sequence")
+            return
+        subject = token_subject(msg.subject[len(REPUBLISH_PREFIX) :])
+        if self._info is None:  # not started on the stream yet: this is history
+            return
+        async with self._deliver_lock:
+            if stream_seq <= self._delivered:
+                return
+            if stream_seq > self._delivered + 1:
+                await self._fill(stream_seq - 1)
+            self._handle(StoredRecord(stream_seq, subject, decode_record(msg.data)))
+
+    async def _fill(self, through: int) -> None:
+        """Deliver the stored records after ``_delivered`` up to ``through``, from the stream."""
+        while self._delivered < through:
+            batch = await self._direct_batch(
+                self._delivered + 1, min(_BATCH, through - self._delivered)
+            )
+            if not batch:
+                self._advance(through)  # the rest was removed by the per-subject limit
+                return
+            for stored in batch:
+                if stored.stream_seq > through:
+                    return
+                self._handle(stored)
+
+    def _handle(self, stored: StoredRecord) -> None:
+        self._remember(stored.subject, Head(stored.stream_seq, stored.record))
+        if self._deliver is not None:
+            self._deliver(stored.record.published(stored.subject))
+        self._advance(stored.stream_seq)
+
+    def _advance(self, stream_seq: int) -> None:
+        self._delivered = max(self._delivered, stream_seq)
+        if self._waiters:
+            ready = [w for s, w in self._waiters if s <= self._delivered]
+            self._waiters = [(s, w) for s, w in self._waiters if s > self._delivered]
+            for waiter in ready:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def _watch_stream(self) -> None:
+        """Once a second: the stream's state for monitoring, and a gap at the end filled."""
+        while True:
+            await asyncio.sleep(_CATCH_UP_PERIOD)
+            if self._info is None:
+                with contextlib.suppress(EngineUnavailable):
+                    await self._ensure_stream(0)
+                continue
+            try:
+                info = await self.link.nc.jsm().stream_info(self.stream)
+            except Exception as exc:
+                self._quorum = False
+                log.debug("stream info failed: %s", exc)
+                continue
+            self._adopt(info)
+            if info.state.last_seq > self._delivered:
+                with contextlib.suppress(Exception):
+                    async with self._deliver_lock:
+                        await self._fill(info.state.last_seq)
+
+    async def _caught_up(self, stream_seq: int) -> None:
+        """Wait until this member has delivered ``stream_seq`` (reads never run ahead)."""
+        if stream_seq <= self._delivered:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((stream_seq, waiter))
+        try:
+            await asyncio.wait_for(waiter, _READ_TIMEOUT)
+        except TimeoutError:
+            raise EngineUnavailable("this member is not receiving the cluster's messages") from None
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _remember(self, subject: str, head: Head) -> None:
+        known = self._heads.get(subject)
+        if known is None or known.stream_seq < head.stream_seq:
+            self._heads[subject] = head
+            if head.record.q == "guaranteed" and self._max_cached > 0:
+                self._account(subject, head.record)
+
+    def _account(self, subject: str, record: Record) -> None:
+        """Cache size for monitoring: the newest guaranteed records this member has seen."""
+        sizes = self._cached_sizes.get(subject)
+        if sizes is None:
+            sizes = self._cached_sizes[subject] = deque(maxlen=self._max_cached)
+        if len(sizes) == sizes.maxlen:
+            self._cached_bytes -= sizes[0]
+        else:
+            self._cached_messages += 1
+        size = record_bytes(record)
+        sizes.append(size)
+        self._cached_bytes += size
+
+    async def _read_head(self, subject: str, *, direct: bool) -> Head | None:
+        """The subject's last record: ``direct`` from any replica, else from the stream leader."""
+        js = self.link.nc.jsm()
+        try:
+            raw = await js.get_msg(
+                self.stream, subject=GUARANTEED_PREFIX + subject_token(subject), direct=direct
+            )
+        except nats.js.errors.NotFoundError:
+            return None
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"cannot read the subject from the cluster: {exc}") from exc
+        if raw.data is None or raw.seq is None:
+            return None
+        head = Head(raw.seq, decode_record(raw.data))
+        self._remember(subject, head)
+        return self._heads[subject]
+
+    async def _current(self, subject: str) -> Head | None:
+        head = self._heads.get(subject) or await self._read_head(subject, direct=True)
+        if head is not None:
+            await self._caught_up(head.stream_seq)
+        return head
+
+    async def snapshot(self, subject: str) -> Snapshot | None:
+        head = await self._current(subject)
+        return head.record.snapshot(subject) if head is not None else None
+
+    async def position(self, subject: str) -> tuple[str, int]:
+        head = await self._current(subject)
+        if head is None:
+            return self.empty_epoch, 0
+        return head.record.e, head.record.s
+
+    async def recover(self, subject: str, since: Position) -> Recovery:
+        head = await self._current(subject)
+        if head is None:
+            return _recover_empty(self.empty_epoch, since)
+        epoch, seq = head.record.e, head.record.s
+        if since.epoch != epoch:
+            return Recovery("new_epoch", epoch, seq)
+        if since.seq == seq:
+            return Recovery("up_to_date", epoch, seq)
+        if since.seq > seq or since.seq < 0 or self._max_cached <= 0:
+            return Recovery("failed", epoch, seq)
+        found = await self._guaranteed(subject, head, after=since.seq)
+        if not _contiguous(found, since.seq):
+            return Recovery("failed", epoch, seq)
+        return Recovery("recovered", epoch, seq, tuple(found))
+
+    async def history(self, subject: str, limit: int) -> list[Published]:
+        if limit <= 0 or self._max_cached <= 0:
+            return []
+        head = await self._current(subject)
+        if head is None:
+            return []
+        return (await self._guaranteed(subject, head, after=0))[-limit:]
+
+    async def _guaranteed(self, subject: str, head: Head, after: int) -> list[Published]:
+        """The subject's cached guaranteed messages of the head's epoch with seq > ``after``."""
+        oldest = self._now_ms() - self._expire_ms
+        out: list[Published] = []
+        for stored in await self._subject_records(subject, head.stream_seq):
+            record = stored.record
+            if record.q != "guaranteed" or record.e != head.record.e or record.t < oldest:
+                continue
+            if record.s > after:
+                out.append(record.published(subject))
+        return out[-self._max_cached :] if self._max_cached > 0 else []
+
+    async def _subject_records(self, subject: str, through: int) -> list[StoredRecord]:
+        nats_subject = GUARANTEED_PREFIX + subject_token(subject)
+        records: list[StoredRecord] = []
+        start = 1
+        while start <= through:
+            batch = await self._direct_batch(start, _BATCH, nats_subject)
+            records.extend(r for r in batch if r.stream_seq <= through)
+            if len(batch) < _BATCH or batch[-1].stream_seq >= through:
+                break
+            start = batch[-1].stream_seq + 1
+        return records
+
+    async def _direct_batch(
+        self, start: int, batch: int, nats_subject: str | None = None
+    ) -> list[StoredRecord]:
+        """Up to ``batch`` stored records from stream sequence ``start`` on, in one request.
+
+        nats-py has no call for batched direct gets: the request goes to the JetStream API
+        subject, the replies arrive one message each, ended by a ``204`` status (REFERENCE.md).
+        """
+        nc = self.link.nc
+        request: dict[str, object] = {"seq": start, "batch": batch}
+        if nats_subject is not None:
+            request["next_by_subj"] = nats_subject
+        inbox = nc.new_inbox()
+        replies = await nc.subscribe(inbox)
+        out: list[StoredRecord] = []
+        try:
+            await nc.publish(
+                f"$JS.API.DIRECT.GET.{self.stream}", json.dumps(request).encode(), reply=inbox
+            )
+            while True:
+                msg = await replies.next_msg(timeout=_READ_TIMEOUT)
+                headers = msg.headers or {}
+                status = headers.get("Status")
+                if status == "204" or status == "404":
+                    return out
+                if status:
+                    raise EngineUnavailable(f"the cluster refused a read: {status}")
+                out.append(_stored(headers, msg.data))
+                if len(out) >= batch:
+                    return out
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"cannot read from the cluster stream: {exc}") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                await replies.unsubscribe()
+
+    # -- monitoring -------------------------------------------------------------------------
+
+    def stats(self) -> EngineStats:
+        """Subjects and cached messages this member has seen since it started (the stream's
+        own totals, standard-qos records included, are in :meth:`cluster_status`)."""
+        return EngineStats(
+            subjects=len(self._heads),
+            cached_messages=self._cached_messages,
+            cached_bytes=self._cached_bytes,
+        )
+
+    def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
+        self.link.advertise(client_urls, monitor_urls)
+
+    def cluster_status(self) -> ClusterStatus:
+        cluster = self._info.cluster if self._info is not None else None
+        replicas: list[ReplicaView] = []
+        if cluster is not None:
+            if cluster.leader:
+                replicas.append(ReplicaView(cluster.leader, True, 0))
+            for peer in cluster.replicas or []:
+                replicas.append(
+                    ReplicaView(
+                        peer.name or "?", bool(peer.current) and not peer.offline, peer.lag or 0
+                    )
+                )
+        topology = self.link.topology
+        return ClusterStatus(
+            engine=self.name,
+            mode=self.delivery_mode,
+            members=self.link.members(),
+            seeds=len(topology.seeds) if topology is not None else self._replicas,
+            quorum_size=topology.quorum if topology is not None else self._replicas // 2 + 1,
+            quorum=self._quorum and self.link.connected,
+            nats_connected=self.link.connected,
+            meta_leader=self.link.meta_leader(),
+            stream_leader=cluster.leader if cluster is not None else None,
+            replicas=tuple(replicas),
+            stream_messages=self._info.state.messages if self._info is not None else 0,
+            config_mismatch=self.link.mismatched(),
+        )
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+
+def _stored(headers: dict[str, str], data: bytes) -> StoredRecord:
+    subject = headers.get("Nats-Subject", "")
+    try:
+        return StoredRecord(
+            int(headers["Nats-Sequence"]),
+            token_subject(subject[len(GUARANTEED_PREFIX) :]),
+            decode_record(data),
+        )
+    except (KeyError, ValueError, msgspec.DecodeError) as exc:
+        raise EngineUnavailable(f"unreadable record in the cluster stream: {exc}") from exc
+
+
+def _has_quorum(info: StreamInfo) -> bool:
+    """A leader plus enough current replicas to commit: without a quorum a surviving replica
+    (even the old leader, for a while) still answers stream info."""
+    cluster = info.cluster
+    if cluster is None:
+        return True  # a one-node JetStream
+    if not cluster.leader:
+        return False
+    peers = cluster.replicas or []
+    current = 1 + sum(1 for p in peers if p.current and not p.offline)
+    return current >= (1 + len(peers)) // 2 + 1
+
+
+def _contiguous(messages: list[Published], after: int) -> bool:
+    """Exactly the messages after ``after``: none missing at the start or in between."""
+    expected = after + 1
+    for message in messages:
+        if message.seq != expected:
+            return False
+        expected += 1
+    return bool(messages)
+
+
+def _recover_empty(empty_epoch: str, since: Position) -> Recovery:
+    if since.epoch != empty_epoch:
+        return Recovery("new_epoch", empty_epoch, 0)
+    if since.seq == 0:
+        return Recovery("up_to_date", empty_epoch, 0)
+    return Recovery("failed", empty_epoch, 0)
+
+
+def _backoff(attempt: int) -> float:
+    return min(1.0, 0.05 * (1 << min(attempt, 5))) * random.uniform(0.5, 1.0)

@@ -1,0 +1,32 @@
+"""Engine name (the ``Engine`` setting) -> a factory building it from the settings.
+
+The NATS engines are imported only when chosen, so a standalone server never loads nats-py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..config import Settings
+from .base import Engine
+from .memory import MemoryEngine
+
+
+def _memory(settings: Settings) -> Engine:
+    return MemoryEngine(
+        max_cached=settings.max_cached_messages_per_subject,
+        expire_seconds=settings.cache_expire_time,
+    )
+
+
+def _nats(settings: Settings) -> Engine:
+    from ..cluster.factory import build_cluster_engine
+
+    return build_cluster_engine(settings)
+
+
+ENGINES: dict[str, Callable[[Settings], Engine]] = {"memory": _memory, "nats": _nats}
+
+
+def build_engine(settings: Settings) -> Engine:
+    return ENGINES[settings.engine_name](settings)

@@ -1,0 +1,154 @@
+"""Standard delivery: messages fan out to every member over core NATS; each member keeps its own
+cache (a :class:`MemoryEngine` with its own epoch).
+
+A publish goes out on ``pg.s.<subject>`` and is applied when it comes back from NATS, on every
+member alike (the publishing member included), so every member delivers a publisher's messages in
+the order that publisher sent them. A client that reconnects to the same member recovers from its
+cache; one that fails over to another member meets another epoch and gets the snapshot and a data
+resync (spec: Standard Message Delivery). No storage, no quorum: any number of members may be up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+import time
+from collections.abc import Callable
+
+import msgspec
+import nats.errors
+from nats.aio.msg import Msg
+
+from ..cluster.link import ClusterLink
+from ..cluster.status import ClusterStatus
+from ..protocol.frames import Position, QoS
+from .base import (
+    Deliver,
+    Engine,
+    EngineStats,
+    EngineUnavailable,
+    Published,
+    PublishRequest,
+    Recovery,
+    Snapshot,
+)
+from .memory import MemoryEngine
+from .nats_wire import STANDARD_PREFIX, subject_token, token_subject
+
+log = logging.getLogger("pushgrid.engine.standard")
+
+_ECHO_TIMEOUT = 5.0
+
+
+class _Wire(msgspec.Struct, frozen=True, array_like=True):
+    origin: str  # the publishing member's tag + publish number: its own echo resolves it
+    content: str
+    fields: dict[str, str]
+    retained: bool
+    qos: QoS
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Wire)
+
+
+class StandardClusterEngine(Engine):
+    name = "nats"
+    delivery_mode = "standard"
+
+    def __init__(
+        self,
+        link: ClusterLink,
+        *,
+        max_cached: int = 1000,
+        expire_seconds: float = 180.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.link = link
+        self.local = MemoryEngine(max_cached=max_cached, expire_seconds=expire_seconds, clock=clock)
+        self._tag = secrets.token_hex(4)
+        self._numbers = itertools.count(1)
+        self._echoes: dict[str, asyncio.Future[Published]] = {}
+
+    async def start(self, deliver: Deliver) -> None:
+        await self.link.start()
+        await self.local.start(deliver)
+        await self.link.nc.subscribe(
+            STANDARD_PREFIX + ">",
+            cb=self._on_message,
+            pending_msgs_limit=1_000_000,
+            pending_bytes_limit=1 << 30,
+        )
+
+    async def close(self) -> None:
+        for echo in self._echoes.values():
+            echo.cancel()
+        await self.local.close()
+        await self.link.close()
+
+    async def publish(self, request: PublishRequest) -> Published:
+        if not self.link.connected:
+            raise EngineUnavailable("this member is not connected to the cluster")
+        origin = f"{self._tag}-{next(self._numbers)}"
+        echo: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
+        self._echoes[origin] = echo
+        wire = _Wire(origin, request.content, request.fields, request.retained, request.qos)
+        try:
+            await self.link.nc.publish(
+                STANDARD_PREFIX + subject_token(request.subject), _encoder.encode(wire)
+            )
+            return await asyncio.wait_for(echo, _ECHO_TIMEOUT)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"the cluster did not take the message: {exc}") from exc
+        finally:
+            self._echoes.pop(origin, None)
+
+    async def _on_message(self, msg: Msg) -> None:
+        try:
+            wire = _decoder.decode(msg.data)
+            subject = token_subject(msg.subject[len(STANDARD_PREFIX) :])
+        except (msgspec.DecodeError, ValueError):
+            log.warning("ignored a malformed message on %s", msg.subject)
+            return
+        published = self.local.publish_now(
+            PublishRequest(subject, wire.content, wire.fields, wire.retained, wire.qos)
+        )
+        echo = self._echoes.get(wire.origin)
+        if echo is not None and not echo.done():
+            echo.set_result(published)
+
+    async def snapshot(self, subject: str) -> Snapshot | None:
+        return await self.local.snapshot(subject)
+
+    async def position(self, subject: str) -> tuple[str, int]:
+        return await self.local.position(subject)
+
+    async def recover(self, subject: str, since: Position) -> Recovery:
+        return await self.local.recover(subject, since)
+
+    async def history(self, subject: str, limit: int) -> list[Published]:
+        return await self.local.history(subject, limit)
+
+    def sweep(self) -> None:
+        self.local.sweep()
+
+    def stats(self) -> EngineStats:
+        return self.local.stats()
+
+    def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
+        self.link.advertise(client_urls, monitor_urls)
+
+    def cluster_status(self) -> ClusterStatus:
+        topology = self.link.topology
+        return ClusterStatus(
+            engine=self.name,
+            mode=self.delivery_mode,
+            members=self.link.members(),
+            seeds=0,
+            quorum_size=0,
+            quorum=self.link.connected,
+            nats_connected=self.link.connected,
+            config_mismatch=self.link.mismatched() if topology is not None else (),
+        )

@@ -1,0 +1,91 @@
+"""Cluster topology: members, seeds, self, ports and the NATS node configuration (pure code)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from server.cluster.topology import Topology, default_seed_count, nats_config, resolve_self
+from server.engine.nats_wire import Record, next_record, subject_token, token_subject
+
+MEMBERS = [f"127.0.0.1:{7000 + 10 * i}" for i in range(1, 7)]
+
+
+def test_seed_count_follows_the_spec() -> None:
+    assert [default_seed_count(n) for n in (3, 4, 5, 12)] == [3, 3, 5, 5]
+
+
+def test_first_members_are_the_seeds() -> None:
+    topology = Topology.build(MEMBERS, "6", None)
+    assert [m.index for m in topology.seeds] == [1, 2, 3, 4, 5]
+    assert topology.quorum == 3
+    assert Topology.build(MEMBERS, "6", 3).quorum == 2
+    assert topology.me.address == "127.0.0.1:7060"
+    assert not topology.me.seed
+
+
+def test_self_by_position_or_address() -> None:
+    assert resolve_self(MEMBERS, "2") == 2
+    assert resolve_self(MEMBERS, "127.0.0.1:7030") == 3
+    with pytest.raises(ValueError, match="not one of ClusterMembers"):
+        resolve_self(MEMBERS, "127.0.0.1:9999")
+    with pytest.raises(ValueError, match="outside ClusterMembers"):
+        resolve_self(MEMBERS, "0")
+
+
+def test_fingerprint_changes_with_the_list_or_the_seeds() -> None:
+    base = Topology.build(MEMBERS, "1", None).fingerprint()
+    assert Topology.build(MEMBERS, "4", None).fingerprint() == base  # same cluster, other member
+    assert Topology.build(MEMBERS[:5], "1", None).fingerprint() != base
+    assert Topology.build(MEMBERS, "1", 3).fingerprint() != base
+    assert Topology.build(list(reversed(MEMBERS)), "1", None).fingerprint() != base
+
+
+def test_seed_node_runs_jetstream_and_routes_to_everyone(tmp_path: Path) -> None:
+    topology = Topology.build(MEMBERS[:3], "1", None)
+    config = json.loads(nats_config(topology, tmp_path, "secret", jetstream=True))
+    assert config["server_name"] == "pushgrid-m1"
+    assert config["port"] == 7011
+    assert config["http"] == "127.0.0.1:7012"
+    assert config["cluster"]["listen"] == "127.0.0.1:7010"
+    assert config["cluster"]["routes"] == [
+        "nats-route://pushgrid:secret@127.0.0.1:7020",
+        "nats-route://pushgrid:secret@127.0.0.1:7030",
+    ]
+    assert config["cluster"]["authorization"]["password"] == "secret"
+    assert config["jetstream"]["store_dir"] == str(tmp_path)
+
+
+def test_non_seed_and_standard_nodes_run_no_jetstream(tmp_path: Path) -> None:
+    fourth = json.loads(nats_config(Topology.build(MEMBERS[:4], "4", None), tmp_path, None, True))
+    assert "jetstream" not in fourth
+    assert "authorization" not in fourth["cluster"]
+    standard = json.loads(
+        nats_config(Topology.build(MEMBERS[:2], "1", None), tmp_path, None, False)
+    )
+    assert "jetstream" not in standard
+
+
+@pytest.mark.parametrize("subject", ["/Stocks/NYSE/IBM", "/a b/*/>", "/日本/é.x", "/" + "x" * 1023])
+def test_subject_tokens_round_trip_and_are_single_nats_tokens(subject: str) -> None:
+    token = subject_token(subject)
+    assert token_subject(token) == subject
+    assert not set(token) & {".", "*", ">", " ", "\t"}
+
+
+def test_records_chain_numbering_and_snapshot() -> None:
+    first = next_record(None, "193", {"volume": "6M"}, True, "guaranteed", "e1", 10)
+    assert (first.e, first.s, first.sc, first.sf) == ("e1", 1, "193", {"volume": "6M"})
+    standard = next_record(first, "x", {"bid": "1"}, False, "standard", "ignored", 20)
+    assert (standard.s, standard.sc, standard.sf) == (1, "193", {"volume": "6M"})
+    second = next_record(standard, "194", {"bid": "2"}, True, "guaranteed", "ignored", 30)
+    assert (second.e, second.s) == ("e1", 2)
+    assert second.sf == {"volume": "6M", "bid": "2"}
+    assert second.st == 30
+    snapshot = second.snapshot("/s/x")
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.seq) == ("194", 2)
+    assert first.sf == {"volume": "6M"}  # earlier records are not changed
+    assert isinstance(second, Record)
