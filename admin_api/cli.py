@@ -5,6 +5,7 @@
     pushgrid admin [--config FILE] [--listen HOST:PORT] [--bootstrap]     (= serve)
     pushgrid admin serve [--config FILE] [--listen HOST:PORT] [--bootstrap]
     pushgrid admin create-token --role viewer|operator|admin [--name NAME] [--config FILE]
+    pushgrid admin export-rules [--output FILE] [--config FILE]
 
 Both apply the database migrations first (``Database`` setting). ``--bootstrap`` creates and
 prints an admin token when the database has no active one (what ``make up`` / ``pushgrid up``
@@ -236,3 +237,34 @@ async def run_alongside(config: Path | None = None, env: dict[str, str] | None =
                 await asyncio.wait_for(process.wait(), 5)
             if process.returncode is None:
                 process.kill()
+
+
+@admin_app.command("export-rules")
+def export_rules_command(
+    ctx: typer.Context,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the rules file here (default: stdout)."),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write the enabled alert rules as a Prometheus rules file (promtool check rules)."""
+    from spark_stats.store.db import session_scope
+
+    from .rules_export import prometheus_rules
+    from .services.alerts import RuleService
+
+    settings = settings_or_exit(config or ctx.obj)
+    _migrate(settings.database)
+    with session_scope(settings.database) as session:
+        rules = RuleService(session).all()
+    text = prometheus_rules(rules)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"{output}: cannot write the rules file: {exc.strerror}") from None
+    enabled = sum(1 for rule in rules if rule.enabled)
+    typer.echo(f"wrote {enabled} alert rules to {output}", err=True)

@@ -30,7 +30,9 @@ from .jolokia import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router
+from .services.alerts import AlertRunner
 from .services.jobs import JobRunner
+from .services.trace import TraceHub
 
 OPENAPI_URL = f"{API_PREFIX}/openapi.json"
 DOCS_URL = "/api/docs"
@@ -85,12 +87,18 @@ def create_app(
     """
     factory = session_factory or make_session_factory(settings.database)
     runner = job_runner or JobRunner(settings)
+    alerts = AlertRunner(settings, lambda: app.state.session_factory())
+    traces = TraceHub(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        alerts.start()
+        traces.start()
         try:
             yield
         finally:
+            await alerts.stop()
+            await traces.close()
             runner.close()
 
     app = FastAPI(
@@ -108,6 +116,8 @@ def create_app(
     app.state.session_factory = factory
     app.state.job_runner = runner
     app.state.member_timeout = member_timeout
+    app.state.alert_runner = alerts
+    app.state.traces = traces
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
         settings.auth_failures_before_backoff, settings.auth_backoff_max

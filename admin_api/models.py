@@ -7,6 +7,8 @@ table              content
                    their monitoring credentials are kept here and never returned by the API
 ``admin_tokens``   API tokens: the SHA-256 of the token (never the token), role, name, times
 ``admin_audit``    one row per mutating request: who, what, when, outcome
+``alert_rules``    alert rules (issue 17, migration ``0003_alerts.py``)
+``alert_events``   alert state changes: pending, firing, resolved
 =================  ==============================================================================
 
 The schema is created by the Alembic migration ``alembic/versions/0002_admin_api.py``; keep the
@@ -19,7 +21,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import CheckConstraint, Index, Integer, String, Text
+from sqlalchemy import Boolean, CheckConstraint, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from spark_stats.store.models import Base, UTCDateTime, utc_now
@@ -28,6 +30,8 @@ __all__ = [
     "NAME_LENGTH",
     "ROLE_NAMES",
     "URL_LENGTH",
+    "AlertEvent",
+    "AlertRule",
     "ApiToken",
     "AuditEntry",
     "Base",
@@ -103,3 +107,47 @@ class AuditEntry(Base):
 
     def __repr__(self) -> str:
         return f"AuditEntry(id={self.id!r}, action={self.action!r}, status={self.status!r})"
+
+
+# --- alert rules (issue 17; migration 0003) ----------------------------------------------------
+
+
+class AlertRule(Base):
+    """An alert rule over the live indicators (docs/alerts.md). ``name`` is the Prometheus
+    alert name of ``pushgrid admin export-rules``."""
+
+    __tablename__ = "alert_rules"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    indicator: Mapped[str] = mapped_column(String(64))
+    window: Mapped[str] = mapped_column(String(8))
+    stat: Mapped[str] = mapped_column(String(8))
+    comparison: Mapped[str] = mapped_column(String(2))
+    threshold: Mapped[float] = mapped_column(Float)
+    for_seconds: Mapped[float] = mapped_column(Float)
+    severity: Mapped[str] = mapped_column(String(16))
+    scope: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str] = mapped_column(String(1024), default="")
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+
+    def __repr__(self) -> str:
+        return f"AlertRule(id={self.id!r}, name={self.name!r})"
+
+
+class AlertEvent(Base):
+    """One state change of an alert (a rule on a target): pending, firing or resolved."""
+
+    __tablename__ = "alert_events"
+    __table_args__ = (Index(None, "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    rule_id: Mapped[int] = mapped_column(Integer)  # no foreign key: history outlives its rule
+    rule: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    state: Mapped[str] = mapped_column(String(16))
+    value: Mapped[float | None] = mapped_column(Float)
+    summary: Mapped[str] = mapped_column(String(1024))

@@ -16,18 +16,21 @@ from dash.development.base_component import Component
 from flask import Flask
 
 from .components import alert
-from .ids import Ids
+from .ids import Ids, OpsIds
 from .pages import (
     Page,
     ProviderFactory,
     Providers,
+    alerts,
     audit,
+    hot,
     jobs,
     login,
     overview,
     sessions,
     statistics,
     subjects,
+    trace,
     trends,
 )
 
@@ -40,8 +43,23 @@ PAGES: tuple[Page, ...] = (
     sessions.PAGE,
     jobs.PAGE,
     audit.PAGE,
+    hot.PAGE,
+    alerts.PAGE,
+    trace.PAGE,
 )
-_MODULES = (overview, statistics, trends, subjects, sessions, jobs, audit, login)
+_MODULES = (
+    overview,
+    statistics,
+    trends,
+    subjects,
+    sessions,
+    jobs,
+    audit,
+    login,
+    hot,
+    alerts,
+    trace,
+)
 TITLE = "pushgrid console"
 log = logging.getLogger(__name__)
 
@@ -112,6 +130,9 @@ def shell(app: Dash) -> Component:
                 className="topbar",
             ),
             html.Div(id=Ids.GLOBAL_ALERT, className="alerts global-alerts"),
+            # firing alerts, on every page (console/pages/alerts.py: show_banner)
+            html.Div(id=OpsIds.ALERT_BANNER, className="alerts alert-banner"),
+            dcc.Interval(id=OpsIds.ALERT_BANNER_INTERVAL, interval=alerts.BANNER_MS),
             html.Main(id=Ids.PAGE, className="main"),
         ],
         className="console",

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import httpx
 
+from .ops_provider import OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditEntry,
@@ -71,7 +72,7 @@ def problem(response: httpx.Response) -> ProviderError:
     return ProviderError(response.status_code, response.reason_phrase or "Error", text)
 
 
-class HttpProvider:
+class HttpProvider(OpsHttpMixin):
     """:class:`~console.provider.ConsoleProvider` over the admin API at ``base_url``."""
 
     def __init__(

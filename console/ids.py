@@ -108,3 +108,48 @@ def indicator_id(kind: Ids, indicator: str) -> str:
 def disconnect_id(member: str, session: str) -> dict[str, str]:
     """The pattern-matching id of the Disconnect button of one session row."""
     return {"type": Ids.SESSIONS_DISCONNECT.value, "index": f"{member}|{session}"}
+
+
+class OpsIds(StrEnum):
+    """Ids of the operators' pages (issue 17) and of the alert banner on every page."""
+
+    ALERT_BANNER = "alert-banner"
+    ALERT_BANNER_INTERVAL = "alert-banner-interval"
+
+    HOT_ALERT = "hot-alert"
+    HOT_SCOPE = "hot-scope"
+    HOT_INTERVAL = "hot-interval"
+    HOT_TABLES = "hot-tables"
+
+    ALERTS_ALERT = "alerts-alert"
+    ALERTS_INTERVAL = "alerts-interval"
+    ALERTS_ACTIVE = "alerts-active"
+    ALERTS_RULES = "alerts-rules"
+    ALERTS_HISTORY = "alerts-history"
+    RULE_NAME = "rule-name"
+    RULE_INDICATOR = "rule-indicator"
+    RULE_WINDOW = "rule-window"
+    RULE_STAT = "rule-stat"
+    RULE_COMPARISON = "rule-comparison"
+    RULE_THRESHOLD = "rule-threshold"
+    RULE_FOR = "rule-for"
+    RULE_SEVERITY = "rule-severity"
+    RULE_SCOPE = "rule-scope"
+    RULE_CREATE = "rule-create"
+    RULE_RESULT = "rule-result"
+
+    TRACE_ALERT = "trace-alert"
+    TRACE_MEMBER = "trace-member"
+    TRACE_SUBJECT = "trace-subject"
+    TRACE_TOKEN = "trace-token"
+    TRACE_START = "trace-start"
+    TRACE_STOP = "trace-stop"
+    TRACE_PAUSE = "trace-pause"
+    TRACE_STATE = "trace-state"  # dcc.Store: {id, after, status, error, messages (bounded)}
+    TRACE_PAUSED = "trace-paused"  # dcc.Store: bool
+    TRACE_INTERVAL = "trace-interval"
+    TRACE_STATUS = "trace-status"
+    TRACE_MESSAGES = "trace-messages"
+    TRACE_SESSION = "trace-session"
+    TRACE_SESSION_SHOW = "trace-session-show"
+    TRACE_SESSION_VIEW = "trace-session-view"

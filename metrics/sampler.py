@@ -48,6 +48,8 @@ class Sampler:
         self._previous: dict[str, int] | None = None
         self._previous_time = 0.0
         self._stats_cache: tuple[int, WindowStats] | None = None
+        # called with the sample's second after each sample (hot subjects fold their deltas)
+        self.listeners: list[Callable[[int], None]] = []
 
     def sample(self) -> Sample:
         """Take one sample now; normally called by :meth:`run` just after each whole second."""
@@ -70,6 +72,8 @@ class Sampler:
                 log.warning("metrics archive write failed: %s", exc)
             else:
                 self.archive_last_write = now
+        for listener in self.listeners:
+            listener(ts)
         return self.latest
 
     def window_stats(self) -> WindowStats:

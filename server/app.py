@@ -15,6 +15,7 @@ from typing import Any
 
 from metrics.archive import ArchiveWriter
 from metrics.counters import Counters
+from metrics.hotsubjects import HotSubjects
 from metrics.indicators import INDICATOR_NAMES
 from metrics.sampler import Sampler
 
@@ -136,6 +137,7 @@ class PushServer:
         self.connections: set[ClientConnection] = set()
         self.started_at = time.time()
         self.sampler = Sampler(self.counters, self._archive_writer())
+        self.hot_subjects = self._hot_subjects()
         self.loop_bridge = LoopBridge()
         self.prometheus = build_registry(self)
         self.jolokia = build_agent(self)
@@ -206,6 +208,20 @@ class PushServer:
         self.track(loop.create_task(self.sampler.run()))
         if settings.meta_subject_interval > 0:
             self.track(publish_meta_subjects(self, settings.meta_subject_interval))
+
+    def _hot_subjects(self) -> HotSubjects:
+        settings = self.settings
+        hot = HotSubjects(
+            self.hub,
+            top_n=settings.hot_subjects_top_n,
+            capacity=settings.hot_subjects_capacity,
+            window=settings.hot_subjects_window,
+        )
+        if settings.hot_subjects_top_n > 0:
+            self.hub.tally_limit = settings.hot_subjects_capacity
+            self.hub.on_tally_full = hot.absorb
+            self.sampler.listeners.append(hot.fold)
+        return hot
 
     def _archive_writer(self) -> ArchiveWriter | None:
         root = self.settings.metrics_archive

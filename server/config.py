@@ -190,6 +190,21 @@ class Settings(BaseSettings):
 
     # --- end JMX bridge ------------------------------------------------------------------------
     meta_subject_interval: float = Field(default=5.0, ge=0, alias="MetaSubjectInterval")
+    # --- operators' features (issue 17): hot subjects, alert rules, live trace -------------
+    hot_subjects_top_n: int = Field(default=20, ge=0, le=1000, alias="HotSubjects.TopN")
+    hot_subjects_capacity: int = Field(
+        default=1000, ge=10, le=1_000_000, alias="HotSubjects.Capacity"
+    )
+    hot_subjects_window: float = Field(default=10.0, ge=1, le=3600, alias="HotSubjects.Window")
+    alerts_interval: float = Field(default=1.0, gt=0, le=3600, alias="Alerts.Interval")
+    alerts_webhook: str | None = Field(default=None, alias="Alerts.Webhook")
+    alerts_webhook_retries: int = Field(default=3, ge=0, le=20, alias="Alerts.WebhookRetries")
+    alerts_publish: bool = Field(default=True, alias="Alerts.Publish")
+    alerts_entitlement_token: str | None = Field(default=None, alias="Alerts.EntitlementToken")
+    trace_buffer_size: int = Field(default=500, ge=1, le=100_000, alias="Trace.BufferSize")
+    trace_max_active: int = Field(default=20, ge=1, le=1000, alias="Trace.MaxActive")
+    trace_idle_timeout: float = Field(default=300.0, gt=0, alias="Trace.IdleTimeout")
+    # --- end of issue 17 settings -----------------------------------------------------------
     metrics_archive: Path | None = Field(default=Path("data/archive"), alias="MetricsArchive")
     metrics_archive_retention: int = Field(default=35, ge=0, alias="MetricsArchiveRetention")
     database: str = Field(default="sqlite:///data/pushgrid.db", alias="Database")
@@ -248,6 +263,13 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_path(cls, value: Any) -> Any:
         return None if isinstance(value, str) and value.strip() in ("", "none", "off") else value
+
+    @field_validator("alerts_webhook")
+    @classmethod
+    def _webhook(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s):// URL")
+        return value.strip() if value is not None and value.strip() else None
 
     @field_validator("admin_listen")
     @classmethod

@@ -11,10 +11,38 @@ from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from ..deps import GuardedRoute
-from . import audit, cluster, jobs, live, me, members, sessions, statistics, subjects, tokens
+from . import (
+    alerts,
+    audit,
+    cluster,
+    hot,
+    jobs,
+    live,
+    me,
+    members,
+    sessions,
+    statistics,
+    subjects,
+    tokens,
+    trace,
+)
 
 API_PREFIX = "/api/v1"
-ROUTERS = (me, members, cluster, live, statistics, subjects, sessions, jobs, audit, tokens)
+ROUTERS = (
+    me,
+    members,
+    cluster,
+    live,
+    statistics,
+    subjects,
+    sessions,
+    jobs,
+    audit,
+    tokens,
+    hot,
+    alerts,
+    trace,
+)
 
 
 def _summary(description: str) -> str:

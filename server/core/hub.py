@@ -10,6 +10,8 @@ replayed after the recovered ones, without duplicates, so nothing falls between 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,6 +42,16 @@ class Hub:
         self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
         self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
+        # Hot subjects (metrics/hotsubjects.py): per-subject [messages in, messages out, bytes
+        # out] since the sampler last took them. A few integer ops per message; the sketch work
+        # happens once a second in the sampler. ``tally_limit`` subjects at most: past it the
+        # hub hands the deltas over early through ``on_tally_full``.
+        self.tally: dict[str, list[int]] = {}
+        self.tally_limit = 1000
+        self.on_tally_full: Callable[[], None] | None = None
+        # Sessions an operator watches (live trace): their last frames, newest last. Recording
+        # wraps only these sessions' send, so the others pay nothing.
+        self.watched: dict[Session, deque[tuple[float, bytes]]] = {}
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -53,8 +65,31 @@ class Hub:
             return
         for subject in list(session.subjects):
             self.unsubscribe(session, subject)
+        self.watched.pop(session, None)
         self.counters.sessions -= 1
         self.counters.disconnections_total += 1
+
+    def watch(self, session: Session, keep: int = 20) -> deque[tuple[float, bytes]]:
+        """Start (or keep) recording the last ``keep`` frames fanned out to ``session``."""
+        recorded = self.watched.get(session)
+        if recorded is None:
+            recorded = self.watched[session] = deque(maxlen=keep)
+            for subscribers in self._live.values():
+                if session in subscribers:
+                    subscribers[session] = self._sender(session)
+        return recorded
+
+    def _sender(self, session: Session) -> Callable[[bytes], None]:
+        recorded = self.watched.get(session)
+        send = session.peer.send
+        if recorded is None:
+            return send
+
+        def record_and_send(frame: bytes) -> None:
+            recorded.append((time.time(), frame))
+            send(frame)
+
+        return record_and_send
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -84,7 +119,7 @@ class Hub:
             subscription = ConflatedSubscription(session.peer.send, conflation_ms, anchor)
             self._conflated.setdefault(subject, {})[session] = subscription
         else:
-            self._live.setdefault(subject, {})[session] = session.peer.send
+            self._live.setdefault(subject, {})[session] = self._sender(session)
         return buffered
 
     def unsubscribe(self, session: Session, subject: str) -> bool:
@@ -115,11 +150,31 @@ class Hub:
     def subjects(self) -> Iterator[str]:
         return iter(self._live.keys() | self._pending.keys() | self._conflated.keys())
 
+    def subscriber_counts(self) -> Iterator[tuple[str, int]]:
+        """(subject, local subscribers) of every subscribed subject."""
+        for subject in self.subjects():
+            yield subject, self.subscriber_count(subject)
+
+    def take_tally(self) -> dict[str, list[int]]:
+        """The per-subject deltas counted since the last call (the hub starts a new dict)."""
+        tally, self.tally = self.tally, {}
+        return tally
+
+    def _new_tally(self, subject: str) -> list[int]:
+        if len(self.tally) >= self.tally_limit:
+            if self.on_tally_full is not None:
+                self.on_tally_full()  # takes the deltas so far
+            self.tally = {}  # (hot subjects off: nobody takes them; the memory stays bounded)
+        counts = self.tally[subject] = [0, 0, 0]
+        return counts
+
     # -- delivery ---------------------------------------------------------------------------
 
     def deliver(self, message: Published) -> None:
         """Engine callback: fan ``message`` out to the subject's subscribers."""
         subject = message.subject
+        counts = self.tally.get(subject) or self._new_tally(subject)
+        counts[0] += 1
         pending = self._pending.get(subject)
         if pending:
             for buffered in pending.values():
@@ -134,7 +189,10 @@ class Hub:
         frame = message.update_frame()
         for send in live.values():
             send(frame)
-        self.counters.messages_out_total += len(live)
+        sent = len(live)
+        self.counters.messages_out_total += sent
+        counts[1] += sent
+        counts[2] += sent * len(frame)
 
     def _count_conflated(self, sent: int) -> None:
         self.counters.messages_out_total += sent

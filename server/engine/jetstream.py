@@ -27,6 +27,7 @@ they read, so a subscription never opens at a position its live messages have no
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import hashlib
 import json
@@ -72,10 +73,15 @@ from .nats_wire import (
 log = logging.getLogger("pushgrid.engine.jetstream")
 
 WRONG_LAST_SEQUENCE = (10071, 10164)
-_ATTEMPT_TIMEOUT = 2.0  # one publish attempt; a leader election takes 5-8 s, so we retry
+# One publish attempt waits 0.5 s, then 1, 1.5, 2 s: an attempt sent to a leader that is just
+# stepping down gets no answer, and the retry (same Msg-Id) finds the new one (SIGTERM hand-over
+# 0.1-0.4 s); a SIGKILL election takes 5-8 s and is covered by ClusterPublishTimeout.
+_ATTEMPT_TIMEOUTS = (0.5, 1.0, 1.5, 2.0)
 _CATCH_UP_PERIOD = 1.0
 _READ_TIMEOUT = 5.0
 _BATCH = 256
+_REPLY_TIMEOUT = 1.0  # between two replies of one batched read
+_READ_ATTEMPTS = 3
 _START_WAIT = 30.0
 
 
@@ -124,7 +130,7 @@ class JetStreamEngine(Engine):
         self._clock = clock
         self._deliver: Deliver | None = None
         self._heads: dict[str, Head] = {}
-        self._cached_sizes: dict[str, deque[int]] = {}
+        self._recent: dict[str, deque[tuple[int, int, int]]] = {}
         self._cached_messages = 0
         self._cached_bytes = 0
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # lock, publishes using it
@@ -252,7 +258,10 @@ class JetStreamEngine(Engine):
                 ack = await self.link.nc.jetstream().publish(
                     GUARANTEED_PREFIX + subject_token(subject),
                     encode_record(record),
-                    timeout=min(_ATTEMPT_TIMEOUT, max(0.1, deadline - loop.time())),
+                    timeout=min(
+                        _ATTEMPT_TIMEOUTS[min(attempt, len(_ATTEMPT_TIMEOUTS)) - 1],
+                        max(0.1, deadline - loop.time()),
+                    ),
                     headers={
                         "Nats-Msg-Id": msg_id,
                         "Nats-Expected-Last-Subject-Sequence": str(expected),
@@ -389,20 +398,36 @@ class JetStreamEngine(Engine):
         if known is None or known.stream_seq < head.stream_seq:
             self._heads[subject] = head
             if head.record.q == "guaranteed" and self._max_cached > 0:
-                self._account(subject, head.record)
+                self._note_recent(subject, head)
 
-    def _account(self, subject: str, record: Record) -> None:
-        """Cache size for monitoring: the newest guaranteed records this member has seen."""
-        sizes = self._cached_sizes.get(subject)
-        if sizes is None:
-            sizes = self._cached_sizes[subject] = deque(maxlen=self._max_cached)
-        if len(sizes) == sizes.maxlen:
-            self._cached_bytes -= sizes[0]
+    def _note_recent(self, subject: str, head: Head) -> None:
+        """The newest guaranteed records this member has seen, as (seq, stream seq, bytes):
+        where a recovery starts reading in the stream, and the cache size for monitoring."""
+        recent = self._recent.get(subject)
+        if recent is None:
+            recent = self._recent[subject] = deque(maxlen=self._max_cached)
+        if len(recent) == recent.maxlen:
+            self._cached_bytes -= recent[0][2]
         else:
             self._cached_messages += 1
-        size = record_bytes(record)
-        sizes.append(size)
+        size = record_bytes(head.record)
+        recent.append((head.record.s, head.stream_seq, size))
         self._cached_bytes += size
+
+    def _start_of(self, subject: str, seq: int) -> int:
+        """A stream sequence at or before the record numbered ``seq`` (1: scan from the start).
+
+        Recovery then reads only what follows it, instead of every record of the subject."""
+        recent = self._recent.get(subject)
+        if not recent:
+            return 1
+        index = bisect.bisect_left(recent, seq, key=lambda entry: entry[0])
+        if index < len(recent) and recent[index][0] == seq:
+            return recent[index][1]
+        if len(recent) == recent.maxlen and recent[0][0] > seq:
+            # max_cached newer records exist, so the stream no longer holds older ones
+            return recent[0][1]
+        return 1
 
     async def _read_head(self, subject: str, *, direct: bool) -> Head | None:
         """The subject's last record: ``direct`` from any replica, else from the stream leader."""
@@ -465,7 +490,8 @@ class JetStreamEngine(Engine):
         """The subject's cached guaranteed messages of the head's epoch with seq > ``after``."""
         oldest = self._now_ms() - self._expire_ms
         out: list[Published] = []
-        for stored in await self._subject_records(subject, head.stream_seq):
+        start = self._start_of(subject, after + 1)
+        for stored in await self._subject_records(subject, start, head.stream_seq):
             record = stored.record
             if record.q != "guaranteed" or record.e != head.record.e or record.t < oldest:
                 continue
@@ -473,10 +499,9 @@ class JetStreamEngine(Engine):
                 out.append(record.published(subject))
         return out[-self._max_cached :] if self._max_cached > 0 else []
 
-    async def _subject_records(self, subject: str, through: int) -> list[StoredRecord]:
+    async def _subject_records(self, subject: str, start: int, through: int) -> list[StoredRecord]:
         nats_subject = GUARANTEED_PREFIX + subject_token(subject)
         records: list[StoredRecord] = []
-        start = 1
         while start <= through:
             batch = await self._direct_batch(start, _BATCH, nats_subject)
             records.extend(r for r in batch if r.stream_seq <= through)
@@ -488,11 +513,25 @@ class JetStreamEngine(Engine):
     async def _direct_batch(
         self, start: int, batch: int, nats_subject: str | None = None
     ) -> list[StoredRecord]:
-        """Up to ``batch`` stored records from stream sequence ``start`` on, in one request.
+        """Up to ``batch`` stored records from stream sequence ``start`` on.
 
-        nats-py has no call for batched direct gets: the request goes to the JetStream API
-        subject, the replies arrive one message each, ended by a ``204`` status (REFERENCE.md).
-        """
+        Any replica may answer a direct get; one that is going away (a member stopping) may not
+        answer at all, so a read that gets no reply within a second is asked again, and
+        another replica is likely to answer it."""
+        for _ in range(_READ_ATTEMPTS - 1):
+            with contextlib.suppress(_NoReply):
+                return await self._direct_batch_once(start, batch, nats_subject)
+        try:
+            return await self._direct_batch_once(start, batch, nats_subject)
+        except _NoReply as exc:
+            raise EngineUnavailable("no replica answered a read of the cluster stream") from exc
+
+    async def _direct_batch_once(
+        self, start: int, batch: int, nats_subject: str | None
+    ) -> list[StoredRecord]:
+        """One batched direct get. nats-py has no call for it: the request goes to the JetStream
+        API subject, the replies arrive one message each, ended by a ``204`` status
+        (REFERENCE.md)."""
         nc = self.link.nc
         request: dict[str, object] = {"seq": start, "batch": batch}
         if nats_subject is not None:
@@ -505,7 +544,10 @@ class JetStreamEngine(Engine):
                 f"$JS.API.DIRECT.GET.{self.stream}", json.dumps(request).encode(), reply=inbox
             )
             while True:
-                msg = await replies.next_msg(timeout=_READ_TIMEOUT)
+                try:
+                    msg = await replies.next_msg(timeout=_REPLY_TIMEOUT)
+                except TimeoutError as exc:
+                    raise _NoReply from exc
                 headers = msg.headers or {}
                 status = headers.get("Status")
                 if status == "204" or status == "404":
@@ -515,7 +557,7 @@ class JetStreamEngine(Engine):
                 out.append(_stored(headers, msg.data))
                 if len(out) >= batch:
                     return out
-        except (nats.errors.Error, TimeoutError) as exc:
+        except nats.errors.Error as exc:
             raise EngineUnavailable(f"cannot read from the cluster stream: {exc}") from exc
         finally:
             with contextlib.suppress(Exception):
@@ -565,6 +607,10 @@ class JetStreamEngine(Engine):
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+
+class _NoReply(Exception):
+    """A batched read got no reply in time (asked again by :meth:`_direct_batch`)."""
 
 
 def _stored(headers: dict[str, str], data: bytes) -> StoredRecord:

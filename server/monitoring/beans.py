@@ -14,6 +14,8 @@ pushgrid:type=Cache                     cache size and limits, recovery outcomes
 pushgrid:type=Sessions                  Count; ops ``list()``, ``disconnect(String id)``
 pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
                                         ``subscriberCount(String subject)``
+pushgrid:type=HotSubjects               top subjects by messages in/out, bytes out and
+                                        subscribers (metrics/hotsubjects.py)
 =====================================  =====================================================
 """
 
@@ -31,6 +33,7 @@ from metrics.windows import WINDOW_NAMES
 from .. import __version__
 from ..protocol.errors import CloseCode
 from ..protocol.subjects import subject_error
+from ..protocol.wsframe import frame_payload
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
@@ -45,6 +48,7 @@ _SECRET_KEYS = {
     "jmx_password",
     "jmx_tls_key_store_password",
     "jmx_tls_trust_store_password",
+    "alerts_entitlement_token",
 }
 
 
@@ -105,6 +109,7 @@ def _server_beans(app: PushServer, bridge: LoopBridge) -> list[MBean]:
         _sessions_bean(app, bridge),
         _subjects_bean(app, bridge),
         cluster_bean(app, bridge.wrap),
+        _hot_subjects_bean(app, bridge),
     ]
 
 
@@ -303,6 +308,35 @@ def session_info(app: PushServer) -> list[dict[str, Any]]:
     return out
 
 
+def _outbound_bytes(peer: object) -> int:
+    transport = getattr(peer, "transport", None)
+    size = getattr(transport, "get_write_buffer_size", None)
+    queued = sum(len(frame) for frame in getattr(peer, "_outbox", ()))
+    return queued + (int(size()) if callable(size) else 0)
+
+
+def _frame_info(at: float, frame: bytes) -> dict[str, Any]:
+    """One recorded WebSocket frame: time (ms), payload size, payload text (cut at 2 KiB)."""
+    payload = frame_payload(frame)
+    return {
+        "at": int(at * 1000),
+        "size": len(payload),
+        "text": payload[:2048].decode("utf-8", "replace"),
+    }
+
+
+def session_detail(app: PushServer, session_id: str, keep: int = 20) -> dict[str, Any] | None:
+    """One session for the live trace; from now on its last ``keep`` frames are recorded."""
+    session = app.hub.sessions.get(session_id)
+    if session is None:
+        return None
+    recorded = app.hub.watch(session, keep)
+    (info,) = [i for i in session_info(app) if i["id"] == session_id]
+    info["outbound_buffer_bytes"] = _outbound_bytes(session.peer)
+    info["last_frames"] = [_frame_info(at, frame) for at, frame in recorded]
+    return info
+
+
 def disconnect_session(app: PushServer, session_id: str) -> bool:
     session = app.hub.sessions.get(session_id)
     if session is None:
@@ -338,6 +372,14 @@ def _sessions_bean(app: PushServer, bridge: LoopBridge) -> MBean:
             "Every session: id, remote, connected_since (ms), subjects, messages_in, "
             "bytes_in, bytes_out",
             bridge.wrap(lambda: session_info(app)),
+        ),
+        Operation(
+            "detail",
+            [("id", "java.lang.String", "Session id")],
+            "java.util.Map",
+            "One session with its outbound buffer and last frames (recording starts at the "
+            "first call); null if unknown",
+            bridge.wrap(lambda session_id: session_detail(app, session_id)),
         ),
         Operation(
             "disconnect",
@@ -420,3 +462,53 @@ def _configuration(app: PushServer) -> dict[str, Any]:
             value if isinstance(value, (int, float, bool, str, type(None))) else str(value)
         )
     return out
+
+
+def _hot_subjects_bean(app: PushServer, bridge: LoopBridge) -> MBean:
+    hot = app.hot_subjects
+    ranking_text = "subject, value, error bound, history (last 60 s), largest first"
+    attributes = [
+        _attr(bridge, "TopN", "int", "Subjects per ranking (HotSubjects.TopN)", lambda: hot.top_n),
+        _attr(bridge, "Capacity", "int", "Counters per sketch", lambda: hot.capacity),
+        _attr(bridge, "Window", "double", "Rate averaging time constant (s)", lambda: hot.window),
+        _attr(bridge, "SampleTime", "long", "UTC second of the last fold", lambda: hot.ts),
+        _attr(
+            bridge,
+            "IncomingMessages",
+            "java.util.List",
+            f"By incoming messages/s: {ranking_text}",
+            lambda: hot.ranking("messages_in"),
+        ),
+        _attr(
+            bridge,
+            "OutgoingMessages",
+            "java.util.List",
+            f"By outgoing messages/s: {ranking_text}",
+            lambda: hot.ranking("messages_out"),
+        ),
+        _attr(
+            bridge,
+            "OutgoingBytes",
+            "java.util.List",
+            f"By outgoing bytes/s: {ranking_text}",
+            lambda: hot.ranking("bytes_out"),
+        ),
+        _attr(
+            bridge,
+            "Subscribers",
+            "java.util.List",
+            "By local subscribers (exact): subject, value",
+            lambda: hot.ranking("subscribers"),
+        ),
+        _attr(
+            bridge,
+            "ErrorBounds",
+            "java.util.Map",
+            "Largest over-estimate of any rate, per ranking",
+            lambda: {
+                name: hot.error_bound(name) for name in ("messages_in", "messages_out", "bytes_out")
+            },
+        ),
+        _attr(bridge, "Document", "java.util.Map", "Everything above", hot.document),
+    ]
+    return MBean(ObjectName.of(DOMAIN, type="HotSubjects"), "Hot subjects", attributes)

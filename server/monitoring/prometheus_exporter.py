@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from metrics.hotsubjects import RANKINGS
 from metrics.indicators import INDICATORS
 
 from .cluster_view import cluster_metrics
@@ -106,6 +107,28 @@ class PushgridCollector(Collector):
         yield from self._indicators()
         yield from _archive_metrics(self.app)
         yield from cluster_metrics(self.app.cluster_status())
+        yield from self._hot_subjects()
+
+    def _hot_subjects(self) -> Iterator[Metric]:
+        """Top N subjects only (HotSubjects.TopN): the label set stays bounded."""
+        hot = self.app.hot_subjects
+        rates = GaugeMetricFamily(
+            "pushgrid_hot_subject_rate",
+            "Estimated per-second rate of the top subjects (space-saving sketch, EWMA)",
+            labels=["ranking", "subject"],
+        )
+        for name in RANKINGS:
+            for entry in hot.ranking(name):
+                rates.add_metric([name, entry["subject"]], entry["value"])
+        subscribers = GaugeMetricFamily(
+            "pushgrid_hot_subject_subscribers",
+            "Local subscribers of the most subscribed subjects",
+            labels=["subject"],
+        )
+        for entry in hot.ranking("subscribers"):
+            subscribers.add_metric([entry["subject"]], entry["value"])
+        yield rates
+        yield subscribers
 
     def _indicators(self) -> Iterator[Metric]:
         sampler = self.app.sampler

@@ -50,6 +50,7 @@ def stats_document(app: PushServer) -> dict[str, Any]:
             "cache_bytes": engine_stats.cached_bytes,
         },
         "indicators": indicators,
+        "hot_subjects": app.hot_subjects.document(),
     }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from natsserver import nats_url as nats_url  # the session fixture, shared
 
 from .pgtest import ServerProcess, TcpProxy, WsClient
 

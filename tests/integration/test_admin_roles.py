@@ -49,6 +49,19 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/tokens"): Role.ADMIN,
     ("POST", "/api/v1/tokens"): Role.ADMIN,
     ("DELETE", "/api/v1/tokens/{token_id}"): Role.ADMIN,
+    ("GET", "/api/v1/hot-subjects"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/hot-subjects"): Role.VIEWER,
+    ("GET", "/api/v1/alerts"): Role.VIEWER,
+    ("GET", "/api/v1/alerts/history"): Role.VIEWER,
+    ("GET", "/api/v1/alerts/rules"): Role.VIEWER,
+    ("GET", "/api/v1/alerts/rules/export"): Role.VIEWER,
+    ("POST", "/api/v1/alerts/rules"): Role.OPERATOR,
+    ("PUT", "/api/v1/alerts/rules/{rule_id}"): Role.OPERATOR,
+    ("DELETE", "/api/v1/alerts/rules/{rule_id}"): Role.OPERATOR,
+    ("POST", "/api/v1/members/{name}/traces"): Role.OPERATOR,
+    ("GET", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
+    ("DELETE", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
+    ("GET", "/api/v1/members/{name}/sessions/{session_id}"): Role.OPERATOR,
 }
 PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/docs/oauth2-redirect", "/metrics"}
 

@@ -4,10 +4,11 @@ cluster member: MBean pushgrid:type=Cluster, /health, Prometheus gauges, the met
 from __future__ import annotations
 
 import pytest
+from natsserver import delete_streams
 from prometheus_client.parser import text_string_to_metric_families
 
 from .cluster import Cluster
-from .pgtest import ServerProcess, WsClient, monitor_http
+from .pgtest import ServerProcess, WsClient, http_publish, monitor_http
 
 
 async def read_cluster_bean(server: ServerProcess) -> dict[str, object]:
@@ -78,3 +79,31 @@ async def test_a_member_reports_its_cluster_everywhere(
         assert gauges["pushgrid_cluster_info{engine=nats,mode=standard}"] == 1
     finally:
         pair.kill_all()
+
+
+async def test_a_member_uses_an_existing_nats_cluster(server_factory, nats_url: str) -> None:
+    """``NatsServers``: no NATS node of its own; Guaranteed delivery on the operators' NATS."""
+    await delete_streams(nats_url)
+    server = server_factory(
+        ServerName="external",
+        NatsServers=nats_url,
+        ClusterStreamReplicas=1,
+        ClusterDeliveryMode="Guaranteed",
+        MetaSubjectInterval=0,
+    )
+    bean = await read_cluster_bean(server)
+    assert (bean["Engine"], bean["Mode"], bean["Quorum"]) == ("nats", "guaranteed", True)
+    first = (await http_publish(server, "/external/a", "one")).json()
+    second = (await http_publish(server, "/external/a", "two")).json()
+    assert (first["seq"], second["seq"]) == (1, 2)
+    assert first["epoch"] == second["epoch"]
+    assert not list(server.workdir.glob("data/cluster/*/nats.conf"))  # no node of its own
+    server.restart()  # the member forgets nothing: the stream holds it
+    client = await WsClient.connect(server)
+    try:
+        status = await client.subscribe("/external/a", recover={"epoch": first["epoch"], "seq": 1})
+        assert status["recovery"] == "recovered"
+        (frame,) = await client.messages(1, "/external/a")
+        assert (frame["seq"], frame["content"]) == (2, "two")
+    finally:
+        await client.close()

@@ -23,7 +23,9 @@ INDICATOR_BEANS = sorted(f"pushgrid:name={i.mbean},type=Indicator" for i in INDI
 ALL_BEANS = sorted(
     [
         *INDICATOR_BEANS,
+        "pushgrid:type=Cluster",
         "pushgrid:type=Cache",
+        "pushgrid:type=HotSubjects",
         "pushgrid:type=Server",
         "pushgrid:type=Sessions",
         "pushgrid:type=Subjects",

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from natsserver import nats_url as nats_url  # the session fixture, shared
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,11 +36,3 @@ def spark() -> Iterator[SparkSession]:
     yield session
     session.stop()
 
-
-@pytest.fixture(scope="session")
-def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One real nats-server with JetStream for the session (the NATS engines' contract tests)."""
-    from natsserver import nats_server
-
-    with nats_server(tmp_path_factory.mktemp("nats")) as url:
-        yield url

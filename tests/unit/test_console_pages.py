@@ -359,6 +359,9 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         "sessions",
         "jobs",
         "audit",
+        "hot",
+        "alerts",
+        "trace",
     ]
     for page in PAGES:
         assert page_for(app, href(app, page.path)) is page

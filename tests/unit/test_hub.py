@@ -581,3 +581,59 @@ async def test_removing_every_session_leaves_an_empty_hub(world: World) -> None:
     counters = world.counters
     assert (counters.sessions, counters.subscriptions) == (0, 0)
     assert (counters.connections_total, counters.disconnections_total) == (3, 3)
+
+
+# --- hot-subject tally and watched sessions (issue 17) ----------------------------------------
+
+
+async def test_tally_counts_messages_in_out_and_bytes_per_subject(world: World) -> None:
+    a, _ = world.session()
+    b, _ = world.session()
+    for session in (a, b):
+        await session.handle_text(subscribe({"subject": SUBJECT}))
+    world.hub.take_tally()
+    first = await world.publish("1")
+    await world.publish("22")
+    await world.publish("x", subject=OTHER)  # nobody subscribed: in, not out
+    tally = world.hub.take_tally()
+    size = len(first.update_frame())
+    assert tally[SUBJECT][0] == 2
+    assert tally[SUBJECT][1] == 4
+    assert tally[SUBJECT][2] >= 4 * size
+    assert tally[OTHER] == [1, 0, 0]
+    assert world.hub.take_tally() == {}
+    assert dict(world.hub.subscriber_counts()) == {SUBJECT: 2}
+
+
+async def test_tally_is_handed_over_early_when_full(world: World) -> None:
+    handed: list[dict[str, list[int]]] = []
+    world.hub.tally_limit = 3
+    world.hub.on_tally_full = lambda: handed.append(world.hub.take_tally())
+    for n in range(7):
+        await world.publish("v", subject=f"/many/s{n}")
+    assert [sorted(part) for part in handed] == [
+        ["/many/s0", "/many/s1", "/many/s2"],
+        ["/many/s3", "/many/s4", "/many/s5"],
+    ]
+    assert list(world.hub.tally) == ["/many/s6"]
+    world.hub.on_tally_full = None  # nobody folds: the tally is dropped, not grown
+    for n in range(7):
+        await world.publish("v", subject=f"/more/s{n}")
+    assert len(world.hub.tally) <= 3
+
+
+async def test_watched_session_records_its_last_frames_only(world: World) -> None:
+    watched, watched_peer = world.session()
+    other, other_peer = world.session()
+    for session in (watched, other):
+        await session.handle_text(subscribe({"subject": SUBJECT}))
+    recorded = world.hub.watch(watched, keep=2)
+    for n in range(3):
+        await world.publish(str(n))
+    assert [decode_ws(frame)["content"] for _, frame in recorded] == ["1", "2"]
+    assert len(watched_peer.frames) == len(other_peer.frames)  # still delivered
+    await watched.handle_text(subscribe({"subject": OTHER}, request_id=2))
+    await world.publish("o", subject=OTHER)
+    assert decode_ws(recorded[-1][1])["subject"] == OTHER  # new subscriptions are recorded too
+    world.hub.remove_session(watched)
+    assert watched not in world.hub.watched

@@ -22,7 +22,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert db.upgrade(url) == db.head_revision() == "0002"
+    assert db.upgrade(url) == db.head_revision() == "0003"
     engine = db.make_engine(url)
     try:
         with engine.connect() as connection:
@@ -34,6 +34,8 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "admin_members",
             "admin_tokens",
             "admin_audit",
+            "alert_rules",
+            "alert_events",
             "job_runs",
             "window_stats",
             "trend_points",

@@ -1,4 +1,5 @@
-"""A throwaway one-node nats-server with JetStream for the engine contract suite."""
+"""A throwaway one-node nats-server with JetStream (the NATS engines' contract suite, a member
+on an existing NATS). ``tests/`` is on the path (pytest ``pythonpath``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import nats
+import pytest
 
 from server.cluster.natsnode import find_binary
 
@@ -67,3 +69,10 @@ async def delete_streams(url: str) -> None:
                 await jsm.delete_stream(info.config.name)
     finally:
         await nc.close()
+
+
+@pytest.fixture(scope="session")
+def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real nats-server with JetStream per suite (imported by the suites' conftest.py)."""
+    with nats_server(tmp_path_factory.mktemp("nats")) as url:
+        yield url

@@ -1,0 +1,97 @@
+"""``/members/{name}/traces`` and ``/traces/{id}``: live trace of a subject (operator, audited),
+and ``/members/{name}/sessions/{id}``: one session with its buffer and last frames."""
+
+from __future__ import annotations
+
+from typing import Annotated, cast
+
+from fastapi import APIRouter, Query, Request, Response, status
+
+from ..deps import GuardedRoute, HttpDep, MemberDep, Operator, audit_target
+from ..jolokia import SESSIONS_MBEAN, MemberClient
+from ..problems import MEMBER_ERRORS, not_found, problem_responses
+from ..schemas_ops import SessionDetail, TraceIn, TraceOut
+from ..services.members import client_url
+from ..services.subjects import check_subject
+from ..services.trace import TraceHub
+
+router = APIRouter(tags=["live trace"], route_class=GuardedRoute)
+
+
+def _hub(request: Request) -> TraceHub:
+    return cast(TraceHub, request.app.state.traces)
+
+
+@router.post(
+    "/members/{name}/traces",
+    name="trace.open",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TraceOut,
+    responses=problem_responses(*MEMBER_ERRORS, 409),
+)
+async def open_trace(
+    principal: Operator, member: MemberDep, data: TraceIn, request: Request, http: HttpDep
+) -> TraceOut:
+    """Start tracing a subject on a member: the admin API subscribes to it on the member's
+    client port, as a client, with `entitlement_token` when the member has entitlement on.
+
+    Read the messages with `GET /traces/{id}?after=N`; 409 beyond `Trace.MaxActive` traces.
+    """
+    audit_target(request, member.name, f"subject={data.subject}")
+    check_subject(data.subject)
+    url = await client_url(http, member)
+    trace = await _hub(request).open(
+        member, url, data.subject, principal.name, data.entitlement_token
+    )
+    return trace.view()
+
+
+@router.get(
+    "/traces/{trace_id}",
+    name="trace.read",
+    response_model=TraceOut,
+    responses=problem_responses(404),
+)
+async def read_trace(
+    principal: Operator,
+    trace_id: str,
+    request: Request,
+    after: Annotated[int, Query(ge=-1, le=2**62, description="Messages after this index")] = -1,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+) -> TraceOut:
+    """The trace's status and its buffered messages after `after` (oldest first)."""
+    return _hub(request).get(trace_id).view(after, limit)
+
+
+@router.delete(
+    "/traces/{trace_id}",
+    name="trace.close",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
+    responses=problem_responses(404),
+)
+async def close_trace(principal: Operator, trace_id: str, request: Request) -> Response:
+    """Stop a trace (its subscription on the member is closed)."""
+    audit_target(request, trace_id)
+    await _hub(request).close_one(trace_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get(
+    "/members/{name}/sessions/{session_id}",
+    name="trace.session",
+    response_model=SessionDetail,
+    responses=problem_responses(*MEMBER_ERRORS),
+)
+async def session_detail(
+    principal: Operator, member: MemberDep, session_id: str, http: HttpDep
+) -> SessionDetail:
+    """One session: its subscriptions, outbound buffer and last frames sent to it.
+
+    The member records a session's frames from the first time it is looked at (the last 20),
+    so the first answer may have none; later ones show what was sent since.
+    """
+    value = await MemberClient(http, member).execute(SESSIONS_MBEAN, "detail", session_id)
+    if value is None:
+        raise not_found(f"member {member.name!r} has no session {session_id!r}")
+    return SessionDetail.model_validate({"member": member.name, **value})

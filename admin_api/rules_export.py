@@ -1,0 +1,54 @@
+"""Alert rules as a Prometheus rules file (``pushgrid admin export-rules``).
+
+Each rule becomes one alerting rule over the members' ``/metrics`` (docs/monitoring.md):
+``current`` reads ``pushgrid_indicator{indicator=...}``, a window reads
+``pushgrid_indicator_window{indicator=..., window=..., stat=...}``; scope ``cluster`` wraps it in
+``sum(...)``, as the admin API sums the members. The YAML is written by hand with JSON-quoted
+strings (JSON strings are valid YAML double-quoted scalars), so no YAML library is needed;
+``tests/integration/test_alerts.py`` checks the output with ``promtool check rules``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from .schemas_ops import RuleOut
+
+
+def promql(rule: RuleOut) -> str:
+    if rule.window == "current":
+        selector = f'pushgrid_indicator{{indicator="{rule.indicator}"}}'
+    else:
+        selector = (
+            f'pushgrid_indicator_window{{indicator="{rule.indicator}",'
+            f'window="{rule.window}",stat="{rule.stat}"}}'
+        )
+    if rule.scope == "cluster":
+        selector = f"sum({selector})"
+    return f"{selector} {rule.comparison} {rule.threshold!r}"
+
+
+def _duration(seconds: float) -> str:
+    return f"{int(seconds * 1000)}ms" if seconds % 1 else f"{int(seconds)}s"
+
+
+def prometheus_rules(rules: Sequence[RuleOut], group: str = "pushgrid") -> str:
+    lines = ["groups:", f"  - name: {json.dumps(group)}", "    rules:"]
+    enabled = [rule for rule in rules if rule.enabled]
+    if not enabled:
+        lines[-1] = "    rules: []"
+    for rule in enabled:
+        summary = f"{rule.name}: {promql(rule)} ({rule.scope})"
+        lines += [
+            f"      - alert: {json.dumps(rule.name)}",
+            f"        expr: {json.dumps(promql(rule))}",
+            f"        for: {_duration(rule.for_)}",
+            "        labels:",
+            f"          severity: {json.dumps(rule.severity)}",
+            f"          scope: {json.dumps(rule.scope)}",
+            "        annotations:",
+            f"          summary: {json.dumps(summary)}",
+            f"          description: {json.dumps(rule.description or summary)}",
+        ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,183 @@
+"""Bodies of the operators' features (issue 17): hot subjects, alert rules, live trace."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from .schemas import IndicatorName, Subject
+
+# --- hot subjects ------------------------------------------------------------------------------
+
+RankingName = Literal["messages_in", "messages_out", "bytes_out", "subscribers"]
+
+
+class HotEntry(BaseModel):
+    subject: str
+    value: float = Field(description="Estimated rate per second (subscribers: the count)")
+    error: float = Field(ge=0, description="The value over-estimates the truth by at most this")
+    history: list[float] = Field(default_factory=list, description="Last per-second estimates")
+
+
+class MemberHot(BaseModel):
+    member: str
+    reachable: bool
+    error: str | None = None
+    sample_time: datetime | None = None
+    top_n: int = 0
+    error_bounds: dict[str, float] = Field(default_factory=dict)
+    rankings: dict[RankingName, list[HotEntry]] = Field(default_factory=dict)
+
+
+class ClusterHot(BaseModel):
+    top_n: int
+    rankings: dict[RankingName, list[HotEntry]]
+
+
+class HotSubjects(BaseModel):
+    at: datetime
+    cluster: ClusterHot = Field(description="The members' rankings summed per subject")
+    members: list[MemberHot]
+
+
+# --- alert rules -------------------------------------------------------------------------------
+
+RuleWindow = Literal[
+    "current", "1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"
+]
+RuleStat = Literal["max", "avg", "stddev"]
+Comparison = Literal[">", ">=", "<", "<=", "==", "!="]
+Severity = Literal["info", "warning", "critical"]
+Scope = Literal["member", "cluster"]
+AlertState = Literal["pending", "firing", "resolved"]
+RuleName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$"), Field(examples=["HighFanout"])
+]
+
+
+class RuleIn(BaseModel):
+    """An alert rule: ``stat(indicator over window) comparison threshold`` held for ``for_``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: RuleName = Field(description="Letters, digits, '_'; a Prometheus alert name")
+    indicator: IndicatorName
+    window: RuleWindow = Field(
+        default="current", description="'current' (last per-second sample) or a live window"
+    )
+    stat: RuleStat = Field(default="max", description="Ignored for window 'current'")
+    comparison: Comparison = ">"
+    threshold: float = Field(allow_inf_nan=False)
+    for_: float = Field(
+        default=0, ge=0, le=86_400, alias="for", description="Seconds the condition must hold"
+    )
+    severity: Severity = "warning"
+    scope: Scope = Field(
+        default="member",
+        description="member: one alert per member; cluster: the members' values summed",
+    )
+    description: Annotated[str, StringConstraints(max_length=1024)] = ""
+    enabled: bool = True
+
+
+class RuleOut(RuleIn):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+    id: int
+    created_at: datetime
+    created_by: str | None
+
+
+class RuleList(BaseModel):
+    items: list[RuleOut]
+
+
+class AlertOut(BaseModel):
+    """One alert: a rule on one target (a member's name, or ``cluster``)."""
+
+    rule_id: int
+    rule: str
+    target: str
+    state: AlertState
+    severity: Severity
+    value: float | None
+    threshold: float
+    since: datetime = Field(description="When it entered this state")
+    summary: str
+
+
+class AlertList(BaseModel):
+    items: list[AlertOut]
+
+
+class AlertEventOut(BaseModel):
+    id: int
+    at: datetime
+    rule_id: int
+    rule: str
+    target: str
+    state: AlertState
+    value: float | None
+    summary: str
+
+
+class AlertHistory(BaseModel):
+    items: list[AlertEventOut]
+
+
+# --- live trace --------------------------------------------------------------------------------
+
+
+class TraceIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    subject: Subject
+    entitlement_token: Annotated[str, StringConstraints(max_length=8192)] | None = Field(
+        default=None,
+        description="For members with Entitlement = jwt: a JWT allowed to subscribe to the "
+        "subject. The trace subscribes with it, so the member enforces it; not stored",
+    )
+
+
+class TraceMessage(BaseModel):
+    index: int = Field(description="Position in the trace (0, 1, ...); poll with after=")
+    received_at: datetime
+    subject: str
+    kind: str = Field(description="snapshot, update, recovered or historical")
+    seq: int
+    epoch: str
+    size: int = Field(description="Bytes of content and fields (UTF-8)")
+    content: str
+    fields: dict[str, str]
+    retained: bool
+
+
+class TraceOut(BaseModel):
+    id: str
+    member: str
+    subject: str
+    created_at: datetime
+    created_by: str
+    status: str = Field(description="connecting, live, denied, closed or failed (with error)")
+    error: str | None = None
+    buffer_size: int
+    dropped: int = Field(description="Messages dropped from the buffer (oldest first)")
+    next_index: int
+    messages: list[TraceMessage] = Field(default_factory=list)
+
+
+class SessionDetail(BaseModel):
+    member: str
+    id: str
+    remote: str
+    connected_since: datetime
+    subjects: list[str]
+    outbound_buffer_bytes: int = Field(description="Bytes waiting to be written to the client")
+    messages_in: int
+    bytes_in: int
+    bytes_out: int
+    last_frames: list[dict[str, Any]] = Field(
+        description="The last frames sent to the session (time, size, text), newest last"
+    )

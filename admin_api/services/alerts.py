@@ -1,0 +1,390 @@
+"""Alert rules in SQL (``alert_rules``), their history (``alert_events``), and the runner that
+evaluates them every ``Alerts.Interval`` seconds and announces changes (docs/alerts.md).
+
+Announcements of ``firing`` and ``resolved`` (not ``pending``): a retained message on the
+meta-subject ``/pushgrid/alerts`` of every member (``POST /publish`` on its client port, with
+``Alerts.EntitlementToken`` when entitlement is on), and a JSON POST to ``Alerts.Webhook``
+retried ``Alerts.WebhookRetries`` times with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import httpx
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from server.config import Settings
+
+from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
+from ..jolokia import Member, MemberClient, MemberFailure, new_http_client
+from ..models import AlertEvent, AlertRule
+from ..problems import conflict, not_found
+from ..schemas import MemberLive
+from ..schemas_ops import AlertEventOut, AlertOut, RuleIn, RuleOut
+from .cluster import cluster_views
+from .live import live_stats
+from .members import MemberService, client_url
+
+log = logging.getLogger(__name__)
+
+ALERTS_SUBJECT: Final = "/pushgrid/alerts"
+
+
+# --- rules and history in SQL ------------------------------------------------------------------
+
+
+def rule_out(row: AlertRule) -> RuleOut:
+    return RuleOut.model_validate(
+        {
+            "id": row.id,
+            "name": row.name,
+            "indicator": row.indicator,
+            "window": row.window,
+            "stat": row.stat,
+            "comparison": row.comparison,
+            "threshold": row.threshold,
+            "for": row.for_seconds,
+            "severity": row.severity,
+            "scope": row.scope,
+            "description": row.description,
+            "enabled": row.enabled,
+            "created_at": row.created_at,
+            "created_by": row.created_by,
+        }
+    )
+
+
+def as_rule(row: AlertRule | RuleOut) -> Rule:
+    for_seconds = row.for_seconds if isinstance(row, AlertRule) else row.for_
+    return Rule(
+        id=row.id,
+        name=row.name,
+        indicator=row.indicator,
+        window=row.window,
+        stat=row.stat,
+        comparison=row.comparison,
+        threshold=row.threshold,
+        for_seconds=for_seconds,
+        severity=row.severity,
+        scope=row.scope,
+        description=row.description,
+    )
+
+
+class RuleService:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def all(self) -> list[RuleOut]:
+        rows = self.session.scalars(select(AlertRule).order_by(AlertRule.name))
+        return [rule_out(row) for row in rows]
+
+    def enabled(self) -> list[Rule]:
+        rows = self.session.scalars(select(AlertRule).where(AlertRule.enabled.is_(True)))
+        return [as_rule(row) for row in rows]
+
+    def _row(self, rule_id: int) -> AlertRule:
+        row = self.session.get(AlertRule, rule_id)
+        if row is None:
+            raise not_found(f"no alert rule {rule_id}")
+        return row
+
+    def get(self, rule_id: int) -> RuleOut:
+        return rule_out(self._row(rule_id))
+
+    def _apply(self, row: AlertRule, data: RuleIn) -> None:
+        row.name, row.indicator, row.window = data.name, data.indicator, data.window
+        row.stat, row.comparison, row.threshold = data.stat, data.comparison, data.threshold
+        row.for_seconds, row.severity, row.scope = data.for_, data.severity, data.scope
+        row.description, row.enabled = data.description, data.enabled
+
+    def _commit(self, name: str) -> None:
+        try:
+            self.session.commit()
+        except IntegrityError:
+            self.session.rollback()
+            raise conflict(f"an alert rule named {name!r} exists already") from None
+
+    def create(self, data: RuleIn, created_by: str | None) -> RuleOut:
+        row = AlertRule(created_by=created_by)
+        self._apply(row, data)
+        self.session.add(row)
+        self._commit(data.name)
+        return rule_out(row)
+
+    def update(self, rule_id: int, data: RuleIn) -> RuleOut:
+        row = self._row(rule_id)
+        self._apply(row, data)
+        self._commit(data.name)
+        return rule_out(row)
+
+    def delete(self, rule_id: int) -> None:
+        self._row(rule_id)
+        self.session.execute(delete(AlertRule).where(AlertRule.id == rule_id))
+        self.session.commit()
+
+    def record(self, changes: Sequence[Change]) -> None:
+        for change in changes:
+            alert = change.alert
+            self.session.add(
+                AlertEvent(
+                    at=datetime.fromtimestamp(change.at, UTC),
+                    rule_id=alert.rule.id,
+                    rule=alert.rule.name,
+                    target=alert.target,
+                    state=change.state,
+                    value=alert.value,
+                    summary=alert.summary()[:1024],
+                )
+            )
+        self.session.commit()
+
+    def open_events(self) -> list[AlertEvent]:
+        """The latest event of every alert whose latest state is pending or firing."""
+        latest = select(func.max(AlertEvent.id)).group_by(AlertEvent.rule_id, AlertEvent.target)
+        rows = self.session.scalars(select(AlertEvent).where(AlertEvent.id.in_(latest)))
+        return [row for row in rows if row.state != "resolved"]
+
+    def history(self, limit: int, rule_id: int | None = None) -> list[AlertEventOut]:
+        query = select(AlertEvent).order_by(AlertEvent.id.desc()).limit(limit)
+        if rule_id is not None:
+            query = query.where(AlertEvent.rule_id == rule_id)
+        return [
+            AlertEventOut(
+                id=e.id,
+                at=e.at,
+                rule_id=e.rule_id,
+                rule=e.rule,
+                target=e.target,
+                state=e.state,  # type: ignore[arg-type]
+                value=e.value,
+                summary=e.summary,
+            )
+            for e in self.session.scalars(query)
+        ]
+
+
+# --- evaluation --------------------------------------------------------------------------------
+
+
+def readings_of(members: Sequence[MemberLive]) -> Readings:
+    """Live statistics -> the numbers rules read, per reachable member."""
+    out: dict[str, dict[tuple[str, str, str], float | None]] = {}
+    for member in members:
+        if not member.reachable:
+            continue
+        values: dict[tuple[str, str, str], float | None] = {}
+        for indicator in member.indicators:
+            values[(indicator.name, "current", "current")] = indicator.current
+            for window, stats in indicator.windows.items():
+                values[(indicator.name, window, "max")] = stats.max
+                values[(indicator.name, window, "avg")] = stats.avg
+                values[(indicator.name, window, "stddev")] = stats.stddev
+        out[member.member] = values
+    return out
+
+
+def alert_out(alert: Alert) -> AlertOut:
+    return AlertOut(
+        rule_id=alert.rule.id,
+        rule=alert.rule.name,
+        target=alert.target,
+        state=alert.state,
+        severity=alert.rule.severity,  # type: ignore[arg-type]
+        value=alert.value,
+        threshold=alert.rule.threshold,
+        since=datetime.fromtimestamp(alert.since, UTC),
+        summary=alert.summary(),
+    )
+
+
+def announcement(change: Change) -> dict[str, Any]:
+    """The webhook body and the fields of the ``/pushgrid/alerts`` message."""
+    alert = change.alert
+    return {
+        "rule": alert.rule.name,
+        "target": alert.target,
+        "state": change.state,
+        "severity": alert.rule.severity,
+        "value": alert.value,
+        "threshold": alert.rule.threshold,
+        "expression": alert.rule.describe(),
+        "at": datetime.fromtimestamp(change.at, UTC).isoformat(),
+        "summary": alert.summary(),
+    }
+
+
+class AlertRunner:
+    """Evaluates the enabled rules every ``Alerts.Interval`` seconds (while there are any)."""
+
+    def __init__(self, settings: Settings, session_factory: Callable[[], Session]) -> None:
+        self.settings = settings
+        self.session_factory = session_factory
+        self.evaluator = Evaluator()
+        self.evaluations = 0
+        self._task: asyncio.Task[None] | None = None
+        self._sends: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._task, *self._sends) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def restore(self) -> list[Change]:
+        """Take back the alerts that were pending or firing when the admin API stopped (their
+        latest event in SQL), so that a restart neither forgets nor re-announces them. Alerts of
+        rules deleted or disabled meanwhile are resolved (and recorded) at once."""
+        with self.session_factory() as session:
+            service = RuleService(session)
+            rules = {rule.id: rule for rule in service.enabled()}
+            gone: list[Change] = []
+            for event in service.open_events():
+                since = event.at.timestamp()
+                rule = rules.get(event.rule_id)
+                if rule is None:
+                    orphan = Rule(
+                        event.rule_id,
+                        event.rule,
+                        "",
+                        "current",
+                        "max",
+                        ">",
+                        0.0,
+                        0.0,
+                        "warning",
+                        "member",
+                    )
+                    alert = Alert(orphan, event.target, "resolved", time.time(), since, event.value)
+                    gone.append(Change(alert, "resolved", time.time()))
+                    continue
+                state: State = "firing" if event.state == "firing" else "pending"
+                self.evaluator.alerts[(rule.id, event.target)] = Alert(
+                    rule, event.target, state, since, since, event.value
+                )
+            if gone:
+                service.record(gone)
+        return gone
+
+    async def _run(self) -> None:
+        await asyncio.to_thread(self.restore)
+        async with new_http_client() as http:
+            while True:
+                started = time.monotonic()
+                try:
+                    await self.evaluate_once(http)
+                except Exception:
+                    log.exception("alert evaluation failed")
+                elapsed = time.monotonic() - started
+                await asyncio.sleep(max(0.05, self.settings.alerts_interval - elapsed))
+
+    def _load(self) -> tuple[list[Rule], list[Member]]:
+        with self.session_factory() as session:
+            rules = RuleService(session).enabled()
+            members = MemberService(session, self.settings).all() if rules else []
+            return rules, members
+
+    async def evaluate_once(self, http: httpx.AsyncClient) -> list[Change]:
+        rules, members = await asyncio.to_thread(self._load)
+        readings: Readings = {}
+        if rules:
+            readings = readings_of((await live_stats(http, members)).members)
+        changes = self.evaluator.evaluate(rules, readings, time.time())
+        self.evaluations += 1
+        if changes:
+            await asyncio.to_thread(self._record, changes)
+            announced = [c for c in changes if c.state != "pending"]
+            if announced:
+                self._send(self._announce(members, announced))
+        return changes
+
+    def _record(self, changes: Sequence[Change]) -> None:
+        with self.session_factory() as session:
+            RuleService(session).record(changes)
+
+    def _send(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+
+    async def _announce(self, members: Sequence[Member], changes: Sequence[Change]) -> None:
+        async with new_http_client() as http:
+            alone, clustered = await _by_cluster(http, members)
+            for change in changes:
+                body = announcement(change)
+                if self.settings.alerts_publish:
+                    await asyncio.gather(*(self._publish(http, m, body) for m in alone))
+                    # a cluster delivers a message to every member's clients: publish it once
+                    for member in clustered:
+                        if await self._publish(http, member, body):
+                            break
+                if self.settings.alerts_webhook:
+                    await self._webhook(http, self.settings.alerts_webhook, body)
+
+    async def _publish(self, http: httpx.AsyncClient, member: Member, body: dict[str, Any]) -> bool:
+        fields = {k: "" if v is None else str(v) for k, v in body.items() if k != "summary"}
+        message = {
+            "subject": ALERTS_SUBJECT,
+            "content": body["summary"],
+            "fields": fields,
+            "retained": True,
+            "qos": "standard",
+        }
+        token = self.settings.alerts_entitlement_token
+        try:
+            url = await client_url(http, member)
+            response = await MemberClient(http, member).publish(url, message, token)
+        except MemberFailure as exc:
+            log.warning("alert not published on %s: %s", member.name, exc.detail)
+            return False
+        if response.status_code != 200:
+            log.warning(
+                "alert not published on %s: HTTP %s %s",
+                member.name,
+                response.status_code,
+                response.text[:200],
+            )
+            return False
+        return True
+
+    async def _webhook(self, http: httpx.AsyncClient, url: str, body: dict[str, Any]) -> None:
+        retries = self.settings.alerts_webhook_retries
+        for attempt in range(retries + 1):
+            try:
+                response = await http.post(url, json=body)
+                if response.status_code < 300:
+                    return
+                reason = f"HTTP {response.status_code}"
+            except httpx.HTTPError as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+            log.warning("alert webhook %s failed (attempt %d): %s", url, attempt + 1, reason)
+            if attempt < retries:
+                await asyncio.sleep(0.5 * 2**attempt)
+
+
+async def _by_cluster(
+    http: httpx.AsyncClient, members: Sequence[Member]
+) -> tuple[list[Member], list[Member]]:
+    """Standalone (or unreadable) members, and members of a cluster (their own view says)."""
+    views = await cluster_views(http, members)
+    alone = [m for m, v in zip(members, views, strict=True) if not _clustered(v)]
+    clustered = [m for m, v in zip(members, views, strict=True) if _clustered(v)]
+    return alone, clustered
+
+
+def _clustered(view: dict[str, Any] | None) -> bool:
+    return view is not None and view.get("Mode") not in (None, "standalone")

@@ -1,0 +1,74 @@
+"""What the operators' pages (hot subjects, alerts, live trace) need from the admin API.
+
+The answers stay the admin API's JSON (dicts): these pages only display them. Implemented by
+:class:`~console.http_provider.HttpProvider` through :class:`OpsHttpMixin`; a provider without
+these methods (the demo data provider) makes the pages say so instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class OpsProvider(Protocol):
+    def hot_subjects(self) -> dict[str, Any]: ...
+
+    def alerts(self) -> list[dict[str, Any]]: ...
+
+    def alert_rules(self) -> list[dict[str, Any]]: ...
+
+    def alert_history(self, limit: int = 50) -> list[dict[str, Any]]: ...
+
+    def create_rule(self, rule: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def open_trace(self, member: str, subject: str, token: str | None) -> dict[str, Any]: ...
+
+    def read_trace(self, trace_id: str, after: int) -> dict[str, Any]: ...
+
+    def close_trace(self, trace_id: str) -> None: ...
+
+    def session_detail(self, member: str, session_id: str) -> dict[str, Any]: ...
+
+
+class _Requests(Protocol):
+    def _request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any: ...
+
+
+class OpsHttpMixin:
+    """The :class:`OpsProvider` methods over ``/api/v1`` (needs ``_request``)."""
+
+    def hot_subjects(self: _Requests) -> dict[str, Any]:
+        return dict(self._request("GET", "/hot-subjects"))
+
+    def alerts(self: _Requests) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/alerts")["items"])
+
+    def alert_rules(self: _Requests) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/alerts/rules")["items"])
+
+    def alert_history(self: _Requests, limit: int = 50) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/alerts/history", {"limit": limit})["items"])
+
+    def create_rule(self: _Requests, rule: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._request("POST", "/alerts/rules", body=dict(rule)))
+
+    def open_trace(self: _Requests, member: str, subject: str, token: str | None) -> dict[str, Any]:
+        body = {"subject": subject, "entitlement_token": token or None}
+        return dict(self._request("POST", f"/members/{member}/traces", body=body))
+
+    def read_trace(self: _Requests, trace_id: str, after: int) -> dict[str, Any]:
+        return dict(self._request("GET", f"/traces/{trace_id}", {"after": after}))
+
+    def close_trace(self: _Requests, trace_id: str) -> None:
+        self._request("DELETE", f"/traces/{trace_id}")
+
+    def session_detail(self: _Requests, member: str, session_id: str) -> dict[str, Any]:
+        return dict(self._request("GET", f"/members/{member}/sessions/{session_id}"))

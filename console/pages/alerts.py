@@ -1,0 +1,270 @@
+"""Alerts: firing and pending alerts, the rules (an operator creates them here), the history.
+
+The banner of firing alerts on every page is :func:`banner` (the shell's callback calls it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash.development.base_component import Component
+
+from metrics.indicators import INDICATOR_NAMES
+
+from .. import format as fmt
+from ..components import alert, attrs, card, notice, page_header, pill, table
+from ..ids import Ids, OpsIds
+from ..ops_provider import OpsProvider
+from ..provider import ProviderError
+from . import Page, Providers
+
+PATH = "alerts"
+TITLE = "Alerts"
+REFRESH_MS = 2000
+BANNER_MS = 3000
+_KIND = {"firing": "bad", "pending": "warn", "resolved": "good"}
+WINDOWS = ("current", "1m", "5m", "15m", "1h")
+
+
+def banner(alerts: Sequence[Mapping[str, Any]]) -> list[Component]:
+    """The firing alerts, one line each, shown above every page (nothing when none fire)."""
+    firing = [a for a in alerts if a.get("state") == "firing"]
+    return [
+        html.Div(
+            [pill(str(a["severity"]), "bad"), html.Span(f" {a['summary']}")],
+            className="alert alert-error firing-alert",
+            role="alert",
+            **attrs({"data-rule": a["rule"], "data-target": a["target"]}),
+        )
+        for a in firing
+    ]
+
+
+def render_active(alerts: Sequence[Mapping[str, Any]]) -> Component:
+    rows = [
+        [
+            pill(a["state"], _KIND.get(a["state"], "muted")),
+            a["rule"],
+            a["target"],
+            a["severity"],
+            fmt.DASH if a.get("value") is None else f"{a['value']:g}",
+            a["summary"],
+        ]
+        for a in alerts
+    ]
+    props = [{"data-rule": a["rule"], "data-state": a["state"]} for a in alerts]
+    return table(
+        ["state", "rule", "target", "severity", "value", "summary"],
+        rows,
+        row_props=props,
+        empty="no alert is pending or firing",
+    )
+
+
+def render_rules(rules: Sequence[Mapping[str, Any]]) -> Component:
+    rows = []
+    for r in rules:
+        what = (
+            r["indicator"]
+            if r["window"] == "current"
+            else (f"{r['stat']}({r['indicator']} over {r['window']})")
+        )
+        rows.append(
+            [
+                r["name"],
+                html.Code(f"{what} {r['comparison']} {r['threshold']:g}"),
+                f"{r['for']:g} s",
+                r["severity"],
+                r["scope"],
+                "yes" if r["enabled"] else "no",
+            ]
+        )
+    return table(
+        ["name", "condition", "for", "severity", "scope", "enabled"],
+        rows,
+        row_props=[{"data-rule": r["name"]} for r in rules],
+        empty="no rules yet",
+    )
+
+
+def render_history(events: Sequence[Mapping[str, Any]]) -> Component:
+    rows = [
+        [
+            fmt.iso_time(e["at"]),
+            pill(e["state"], _KIND.get(e["state"], "muted")),
+            e["rule"],
+            e["target"],
+            e["summary"],
+        ]
+        for e in events
+    ]
+    return table(
+        ["when", "state", "rule", "target", "summary"], rows, empty="no alert has changed state yet"
+    )
+
+
+def rule_body(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's values -> the body of ``POST /alerts/rules`` (the API validates it)."""
+    return {
+        "name": (values.get("name") or "").strip(),
+        "indicator": values.get("indicator"),
+        "window": values.get("window") or "current",
+        "stat": values.get("stat") or "max",
+        "comparison": values.get("comparison") or ">",
+        "threshold": values.get("threshold"),
+        "for": values.get("for") or 0,
+        "severity": values.get("severity") or "warning",
+        "scope": values.get("scope") or "member",
+    }
+
+
+def _field(label: str, control: Component) -> Component:
+    return html.Label([label, control], className="field")
+
+
+def _select(id_: str, label: str, options: Sequence[str], value: str) -> Component:
+    dropdown = dcc.Dropdown(id=id_, options=list(options), value=value, clearable=False)
+    return _field(label, dropdown)
+
+
+def _form() -> Component:
+    return card(
+        [
+            html.H2("New rule"),
+            html.Div(
+                [
+                    _field(
+                        "name",
+                        dcc.Input(id=OpsIds.RULE_NAME, placeholder="HighFanout", className="input"),
+                    ),
+                    _select(OpsIds.RULE_INDICATOR, "indicator", INDICATOR_NAMES, "connected_users"),
+                    _select(OpsIds.RULE_WINDOW, "window", WINDOWS, "current"),
+                    _select(OpsIds.RULE_STAT, "statistic", ("max", "avg", "stddev"), "max"),
+                    _select(
+                        OpsIds.RULE_COMPARISON,
+                        "comparison",
+                        (">", ">=", "<", "<=", "==", "!="),
+                        ">",
+                    ),
+                    _field(
+                        "threshold",
+                        dcc.Input(id=OpsIds.RULE_THRESHOLD, type="number", className="input"),
+                    ),
+                    _field(
+                        "for (seconds)",
+                        dcc.Input(
+                            id=OpsIds.RULE_FOR, type="number", min=0, value=0, className="input"
+                        ),
+                    ),
+                    _select(
+                        OpsIds.RULE_SEVERITY, "severity", ("info", "warning", "critical"), "warning"
+                    ),
+                    _select(OpsIds.RULE_SCOPE, "scope", ("member", "cluster"), "member"),
+                    html.Button(
+                        "Create rule", id=OpsIds.RULE_CREATE, className="button", n_clicks=0
+                    ),
+                ],
+                className="rule-form",
+            ),
+            html.Div(id=OpsIds.RULE_RESULT),
+        ]
+    )
+
+
+def layout() -> Component:
+    return html.Div(
+        [
+            page_header(TITLE, "Rules over the live indicators, evaluated every second"),
+            html.Div(id=OpsIds.ALERTS_ALERT, className="alerts"),
+            card([html.H2("Pending and firing"), html.Div(id=OpsIds.ALERTS_ACTIVE)]),
+            _form(),
+            card([html.H2("Rules"), html.Div(id=OpsIds.ALERTS_RULES)]),
+            card([html.H2("History"), html.Div(id=OpsIds.ALERTS_HISTORY)]),
+            dcc.Interval(id=OpsIds.ALERTS_INTERVAL, interval=REFRESH_MS),
+        ],
+        className="page page-alerts",
+    )
+
+
+def _ops(providers: Providers, token: str | None) -> OpsProvider | None:
+    provider = providers(token)
+    return provider if isinstance(provider, OpsProvider) else None
+
+
+def register(app: Dash, providers: Providers) -> None:
+    @app.callback(
+        Output(OpsIds.ALERTS_ACTIVE, "children"),
+        Output(OpsIds.ALERTS_RULES, "children"),
+        Output(OpsIds.ALERTS_HISTORY, "children"),
+        Output(OpsIds.ALERTS_ALERT, "children"),
+        Input(OpsIds.ALERTS_INTERVAL, "n_intervals"),
+        Input(OpsIds.RULE_RESULT, "children"),
+        State(Ids.TOKEN, "data"),
+    )
+    def refresh(_n: int | None, _result: Any, token: str | None) -> tuple[Any, ...]:
+        ops = _ops(providers, token)
+        if ops is None:
+            return no_update, no_update, no_update, alert(["no admin API behind this console"])
+        try:
+            active, rules, history = ops.alerts(), ops.alert_rules(), ops.alert_history(50)
+        except ProviderError as exc:
+            return no_update, no_update, no_update, alert([exc])
+        return render_active(active), render_rules(rules), render_history(history), []
+
+    @app.callback(
+        Output(OpsIds.RULE_RESULT, "children"),
+        Input(OpsIds.RULE_CREATE, "n_clicks"),
+        State(OpsIds.RULE_NAME, "value"),
+        State(OpsIds.RULE_INDICATOR, "value"),
+        State(OpsIds.RULE_WINDOW, "value"),
+        State(OpsIds.RULE_STAT, "value"),
+        State(OpsIds.RULE_COMPARISON, "value"),
+        State(OpsIds.RULE_THRESHOLD, "value"),
+        State(OpsIds.RULE_FOR, "value"),
+        State(OpsIds.RULE_SEVERITY, "value"),
+        State(OpsIds.RULE_SCOPE, "value"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def create(_clicks: int, *values_and_token: Any) -> Any:
+        *values, token = values_and_token
+        keys = (
+            "name",
+            "indicator",
+            "window",
+            "stat",
+            "comparison",
+            "threshold",
+            "for",
+            "severity",
+            "scope",
+        )
+        ops = _ops(providers, token)
+        if ops is None:
+            return alert(["no admin API behind this console"])
+        try:
+            created = ops.create_rule(rule_body(dict(zip(keys, values, strict=True))))
+        except ProviderError as exc:
+            return alert([exc])
+        return notice(f"rule {created['name']} created", "success")
+
+    @app.callback(
+        Output(OpsIds.ALERT_BANNER, "children"),
+        Input(OpsIds.ALERT_BANNER_INTERVAL, "n_intervals"),
+        State(Ids.TOKEN, "data"),
+    )
+    def show_banner(_n: int | None, token: str | None) -> Any:
+        if not token:
+            return []
+        ops = _ops(providers, token)
+        if ops is None:
+            return []
+        try:
+            return banner(ops.alerts())
+        except ProviderError:
+            return no_update  # the page itself says what is wrong
+
+
+PAGE = Page(PATH, TITLE, "⚠", layout)

@@ -1,0 +1,102 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_console_browser, used as arguments)
+"""The operators' console pages in real headless Chromium, on the stack of
+test_console_browser.py (its fixtures are reused: two real servers, the admin API under uvicorn
+with its alert runner, the console): an alert fires on the page while clients connect, a traced
+subject shows a message published from Python, hot subjects rank a published subject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
+    Console,
+    Stack,
+    WsClient,
+    console,
+    publish,
+    pytestmark,
+    stack,
+    unique,
+    ws_clients,
+)
+
+
+def test_an_alert_fires_on_every_page_while_clients_connect(
+    console: Console, stack: Stack, ws_clients: Callable[..., WsClient]
+) -> None:
+    console.goto("alerts", "#rule-create")
+    console.br.find_element("#rule-name").send_keys("BrowserBusy")
+    console.select("rule-comparison", ">=")
+    console.br.find_element("#rule-threshold").send_keys("3")
+    console.select("rule-severity", "critical")
+    console.br.find_element("#rule-create").click()  # the token is an admin's: may create
+    console.wait_text("#rule-result", "rule BrowserBusy created")
+    try:
+        console.wait_text("#alerts-rules", "BrowserBusy")
+        clients = [ws_clients(stack.servers[0]) for _ in range(3)]
+        console.wait_text("#alert-banner", "BrowserBusy on console-1")
+        console.wait_js(
+            "return !!document.querySelector('#alerts-active tr[data-state=firing]')",
+            "a firing row on the Alerts page",
+        )
+        console.screenshot("alerts")
+        console.goto("audit", "#audit-table")
+        console.wait_text("#alert-banner", "BrowserBusy on console-1")  # on every page
+        console.wait_text("#audit-table", "alerts.create_rule")  # the form's change is audited
+        for client in clients:
+            client.close()
+        console.goto("alerts", "#alerts-history")
+        console.wait(
+            lambda: "resolved" in console.text("#alerts-history").lower(), "a resolved event"
+        )
+        console.wait(lambda: "BrowserBusy" not in console.text("#alert-banner"), "no banner")
+        console.assert_no_errors()
+    finally:
+        (found,) = [
+            r
+            for r in stack.api("GET", "/alerts/rules").json()["items"]
+            if r["name"] == "BrowserBusy"
+        ]
+        stack.api("DELETE", f"/alerts/rules/{found['id']}")
+
+
+def test_a_traced_subject_shows_a_message_published_from_python(
+    console: Console, stack: Stack, ws_clients: Callable[..., WsClient]
+) -> None:
+    subject = unique("traced")
+    console.goto("trace", "#trace-start")
+    console.br.find_element("#trace-member").send_keys("console-1")
+    console.br.find_element("#trace-subject").send_keys(subject)
+    console.br.find_element("#trace-start").click()
+    console.wait(lambda: "live" in console.text("#trace-status").lower(), "the trace live")
+    publish(stack.servers[0], subject, "hello from python", venue="NYSE")
+    console.wait_text("#trace-messages", "hello from python")
+    assert "venue=NYSE" in console.text("#trace-messages")
+    console.br.find_element("#trace-pause").click()
+    console.wait(lambda: "resume" in console.text("#trace-pause").lower(), "paused")
+    publish(stack.servers[0], subject, "sent while paused")  # kept by the admin API's buffer
+    console.br.find_element("#trace-pause").click()  # resume
+    console.wait_text("#trace-messages", "sent while paused")
+
+    watched = ws_clients(stack.servers[0])
+    watched.subscribe(subject)
+    console.br.find_element("#trace-session").send_keys(watched.session)
+    console.br.find_element("#trace-session-show").click()
+    console.wait_text("#trace-session-view", subject)
+    publish(stack.servers[0], subject, "hello again")  # recorded: the session is watched now
+    console.br.find_element("#trace-session-show").click()
+    console.wait_text("#trace-session-view", "hello again")
+    console.screenshot("trace")
+    console.br.find_element("#trace-stop").click()
+    console.assert_no_errors()
+
+
+def test_hot_subjects_rank_a_published_subject(console: Console, stack: Stack) -> None:
+    subject = unique("hot")
+    console.goto("hot", "#hot-messages_in")
+    for n in range(30):
+        publish(stack.servers[0], subject, f"tick {n}")
+    console.wait_text("#hot-messages_in", subject)
+    console.screenshot("hot")
+    console.assert_no_errors()
