@@ -8,8 +8,7 @@ from enum import StrEnum
 class Ids(StrEnum):
     # shell
     URL = "url"
-    # dcc.Store (session storage): the operator's admin-API token
-    TOKEN = "token"  # nosec B105
+    TOKEN = "token"  # dcc.Store (session storage): the operator's admin-API token
     OPERATOR = "operator"  # dcc.Store: who the token belongs to
     NAV = "nav"
     PAGE = "page"
@@ -18,7 +17,7 @@ class Ids(StrEnum):
     GLOBAL_ALERT = "global-alert"  # unexpected errors of any callback
 
     # login
-    LOGIN_TOKEN = "login-token"  # nosec B105
+    LOGIN_TOKEN = "login-token"
     LOGIN_BUTTON = "login-button"
     LOGIN_ALERT = "login-alert"
 
