@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up cluster test lint typecheck install system-deps clean bench
+.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz
 
 install: $(STAMP)
 
@@ -50,10 +50,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps audit
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q tests
+
+# Security checks (docs/security.md): bandit on our code, pip-audit on the dependencies (it says
+# how many packages it could audit: the vulnerability service is not reachable everywhere).
+audit: $(STAMP)
+	$(BIN)/bandit -q -c pyproject.toml -r server client metrics admin_api spark_stats console tools
+	$(BIN)/python tools/pip_audit.py
+
+# Fuzz campaign against a live server (docs/security.md has the last results).
+FUZZ_INPUTS ?= 1000000
+fuzz: $(STAMP)
+	nice -n 10 $(BIN)/python benchmarks/fuzz.py --inputs $(FUZZ_INPUTS) --connections 8 \
+	  --output benchmarks/results/fuzz-$$(date +%Y-%m-%d).jsonl
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/fanout.py --target both

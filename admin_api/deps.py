@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from server.config import Settings
+from server.core.throttle import AuthThrottle
 
 from .jolokia import Member, new_http_client
 from .problems import ProblemError, unauthorized
@@ -49,6 +50,10 @@ async def get_http(request: Request) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client for member calls, for this request (bound to the running event loop)."""
     async with new_http_client(float(request.app.state.member_timeout)) as http:
         yield http
+
+
+def get_auth_throttle(request: Request) -> AuthThrottle:
+    return cast(AuthThrottle, request.app.state.auth_throttle)
 
 
 def get_job_runner(request: Request) -> JobRunner:
@@ -104,11 +109,25 @@ class RoleGuard:
         return principal
 
     def _authenticate(self, request: Request, session: Session, token: str | None) -> Principal:
+        # After AuthFailuresBeforeBackoff wrong tokens from one address, its next attempts get
+        # 429 during a doubling back-off, before any lookup (brute-force protection).
+        throttle = get_auth_throttle(request)
+        host = request.client.host if request.client is not None else "?"
+        wait = throttle.retry_after(host)
+        if wait > 0:
+            raise ProblemError(
+                429,
+                f"too many failed API token attempts from this address: retry in {wait:.1f}s",
+                "too_many_attempts",
+                headers={"Retry-After": str(max(1, round(wait)))},
+            )
         if token is None:
             raise unauthorized("an API token is required: Authorization: Bearer <token>")
         principal = TokenService(session).authenticate(token)
         if principal is None:
+            throttle.failed(host)
             raise unauthorized("unknown or revoked API token", "invalid_token")
+        throttle.succeeded(host)
         request.state.principal = principal
         return self._check_role(principal)
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from server import __version__
 from server.config import Settings
+from server.core.throttle import AuthThrottle
 from spark_stats.store.db import make_session_factory
 
 from .audit import AuditMiddleware
@@ -117,6 +118,10 @@ def create_app(
     app.state.member_timeout = member_timeout
     app.state.alert_runner = alerts
     app.state.traces = traces
+    # Brute-force protection of API tokens (docs/security.md), shared by every route.
+    app.state.auth_throttle = AuthThrottle(
+        settings.auth_failures_before_backoff, settings.auth_backoff_max
+    )
     install(app)
     app.include_router(api_router)
     app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness

@@ -41,6 +41,7 @@ _CODES: Final[dict[int, str]] = {
     413: "too_large",
     415: "unsupported_media_type",
     422: "validation_failed",
+    429: "too_many_attempts",
     500: "internal",
     502: "member_error",
     503: "unavailable",
@@ -248,6 +249,7 @@ _DESCRIPTIONS: Final[dict[int, str]] = {
     409: "Conflict with the current state",
     413: "The member refused the message as too large",
     422: "Invalid request (parameters or body); `errors` lists the reasons",
+    429: "Too many failed token attempts from this address: wait `Retry-After` seconds",
     500: "Internal error of the admin API",
     502: "The member is unreachable, refused the admin API's credentials or answered an error "
     "(`member` names it)",
@@ -262,12 +264,13 @@ _CHALLENGE_HEADER: Final = {
     }
 }
 
-COMMON_ERRORS: Final[tuple[int, ...]] = (400, 401, 403, 422, 500)
+COMMON_ERRORS: Final[tuple[int, ...]] = (400, 401, 403, 422, 429, 500)
 MEMBER_ERRORS: Final[tuple[int, ...]] = (404, 502, 504)
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for these statuses, plus 400, 401, 403, 422 and 500, as problems."""
+    """OpenAPI ``responses`` for these statuses, plus 400, 401, 403, 422, 429 and 500, as
+    problems."""
     out: dict[int | str, dict[str, Any]] = {}
     for status in sorted({*COMMON_ERRORS, *statuses}):
         response: dict[str, Any] = {

@@ -237,6 +237,11 @@ class ServerProcess:
                 "MonitorHTTP.Listen =\n"
                 "MetricsArchive =\n"
                 "MetaSubjectInterval = 0\n"
+                # one load generator address opens every connection and publishes flat out
+                "PublishRatePerConnection = 0\n"
+                "PublishRatePerAddress = 0\n"
+                "MaxPendingConnectionsPerAddress = 100000\n"
+                "MaxPendingConnections = 100000\n"
                 + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]

@@ -8,6 +8,7 @@ code     meaning                         client reaction
 1000     normal (server side)            reconnect with backoff
 1001     server shutting down            reconnect at once, to another server
 1002     WebSocket protocol error        stop: do not retry
+1007     invalid UTF-8 payload           stop: do not retry
 1009     frame too large                 reconnect with backoff
 1011     server internal error           another server, with backoff
 4001     slow consumer                   reconnect with backoff, recover
@@ -15,6 +16,7 @@ code     meaning                         client reaction
 4003     disconnected by operator        another server, with backoff
 4004     connection limit reached        another server, with backoff
 4005     too many invalid frames         stop: do not retry
+4006     token expired                   reconnect with backoff (with a fresh token)
 none     network failure / no close      another server, with backoff
 other    unknown code                    reconnect with backoff
 =======  ==============================  =========================================
@@ -49,6 +51,7 @@ _RULES: dict[int, ReconnectRule] = {
     CloseCode.NORMAL: BACKOFF,
     CloseCode.GOING_AWAY: IMMEDIATE_OTHER,
     CloseCode.PROTOCOL_ERROR: STOP,
+    CloseCode.INVALID_PAYLOAD: STOP,
     CloseCode.FRAME_TOO_LARGE: BACKOFF,
     CloseCode.INTERNAL_ERROR: OTHER_SERVER,
     CloseCode.SLOW_CONSUMER: BACKOFF,
@@ -56,6 +59,7 @@ _RULES: dict[int, ReconnectRule] = {
     CloseCode.DISCONNECTED_BY_OPERATOR: OTHER_SERVER,
     CloseCode.CONNECTION_LIMIT: OTHER_SERVER,
     CloseCode.TOO_MANY_ERRORS: STOP,
+    CloseCode.TOKEN_EXPIRED: BACKOFF,
     1006: OTHER_SERVER,  # abnormal closure: never on the wire, reported by the library
 }
 

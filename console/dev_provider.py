@@ -55,7 +55,7 @@ def _iso(unix: float) -> str:
 class DemoProvider:
     """Two members, wavy indicators, a few sessions, runs and audit entries."""
 
-    def __init__(self, token: str = "demo") -> None:
+    def __init__(self, token: str = "demo") -> None:  # nosec B107
         self.token = token
         self.members = ["push-1", "push-2"]
         self.snapshots: dict[str, Snapshot] = {}
@@ -67,7 +67,7 @@ class DemoProvider:
         return round(value) if indicator != "connected_users" else float(int(value))
 
     def whoami(self) -> Operator:
-        if self.token == "bad":
+        if self.token == "bad":  # nosec B105
             raise ProviderError(401, "Unauthorized", "unknown or revoked token")
         return Operator("demo", "admin", "demo")
 

@@ -22,9 +22,12 @@ from metrics.sampler import Sampler
 from . import __version__
 from .cluster.status import ClusterStatus, standalone_status
 from .config import Settings
+from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub
+from .core.publishing import PublishGuard, PublishLimits
 from .core.session import SessionPolicy
+from .core.throttle import AuthThrottle
 from .engine.base import Engine
 from .engine.registry import build_engine
 from .monitoring.beans import LoopBridge, build_agent
@@ -37,6 +40,7 @@ from .protocol.frames import Keepalive
 from .protocol.wsframe import encode_text_frame
 from .transport.connection import ClientConnection
 from .transport.flusher import Flusher
+from .transport.limits import PendingConnections, SecurityCounters
 
 log = logging.getLogger("pushgrid.server")
 
@@ -67,12 +71,34 @@ class Batching:
 
 def build_entitlement(settings: Settings) -> Entitlement:
     if settings.entitlement == "jwt":
+        require_exp = settings.entitlement_jwt_require_exp
         if settings.entitlement_jwt_public_key_file is not None:
             key = settings.entitlement_jwt_public_key_file.read_text(encoding="utf-8")
-            return JwtEntitlement(key, ["RS256", "RS384", "RS512", "ES256", "ES384"])
+            asymmetric = ["RS256", "RS384", "RS512", "ES256", "ES384"]
+            return JwtEntitlement(key, asymmetric, require_exp)
         assert settings.entitlement_jwt_secret is not None
-        return JwtEntitlement(settings.entitlement_jwt_secret, ["HS256", "HS384", "HS512"])
+        hmac = ["HS256", "HS384", "HS512"]
+        return JwtEntitlement(settings.entitlement_jwt_secret, hmac, require_exp)
+    if settings.entitlement.startswith("custom:"):
+        name = settings.entitlement.removeprefix("custom:")
+        return CustomEntitlement(
+            load_plugin(name),
+            settings.entitlement_custom_timeout,
+            settings.entitlement_custom_cache_time,
+            name,
+        )
     return AllowAll()
+
+
+def build_publish_guard(settings: Settings, engine: Engine) -> PublishGuard:
+    limits = PublishLimits(
+        max_fields_per_subject=settings.max_fields_per_subject,
+        max_snapshot_size=settings.max_snapshot_size,
+        rate_per_connection=settings.publish_rate_per_connection,
+        rate_per_address=settings.publish_rate_per_address,
+        burst=settings.publish_burst,
+    )
+    return PublishGuard(limits, engine)
 
 
 class PushServer:
@@ -84,6 +110,14 @@ class PushServer:
         self.engine = engine or build_engine(settings)
         self.hub = Hub(self.engine, self.counters)
         self.entitlement = build_entitlement(settings)
+        self.publish_guard = build_publish_guard(settings, self.engine)
+        self.auth_throttle = AuthThrottle(
+            settings.auth_failures_before_backoff, settings.auth_backoff_max
+        )
+        self.security = SecurityCounters()
+        self.pending = PendingConnections(
+            settings.max_pending_connections, settings.max_pending_connections_per_address
+        )
         self.policy = SessionPolicy(
             server_name=settings.server_name,
             version=__version__,

@@ -81,12 +81,22 @@ def _run(
         raise typer.Exit(1) from None
 
 
+def _push_server(settings: Settings) -> PushServer:
+    """The server, or exit 2 when its entitlement plug-in cannot be loaded."""
+    from .app import PushServer
+    from .core.custom_entitlement import PluginError
+
+    try:
+        return PushServer(settings)
+    except PluginError as exc:
+        raise fail(f"configuration error\n{exc}", 2) from None
+
+
 @app.command()
 def server(config: ConfigOption = None) -> None:
     """Run a push server (WebSocket + HTTP on the client port)."""
-    from .app import PushServer
 
-    _run(PushServer(_settings(config)))
+    _run(_push_server(_settings(config)))
 
 
 @app.command()
@@ -162,7 +172,6 @@ def up(
 
     from admin_api.cli import run_alongside
 
-    from .app import PushServer
     from .jmx.cli import bridge_alongside
     from .periodic import run_periodically
 
@@ -176,7 +185,7 @@ def up(
                 stats += ["--config", str(config)]
             log_path = Path("data/logs/stats.log")
             background.append(run_periodically(stats, settings.stats_interval, log_path))
-        _run(PushServer(settings), banner, background)
+        _run(_push_server(settings), banner, background)
 
 
 def _local_cluster(

@@ -100,6 +100,36 @@ class Settings(BaseSettings):
         default=10_000, ge=1, alias="MaxSubscriptionsPerConnection"
     )
     max_connections: int = Field(default=100_000, ge=1, alias="MaxConnections")
+    # -- Hardening (issue 13): connection, HTTP, publish and auth limits; entitlement options.
+    # Every key and its default is documented in docs/configuration.md and docs/security.md.
+    max_pending_connections: int = Field(default=4096, ge=1, alias="MaxPendingConnections")
+    max_pending_connections_per_address: int = Field(
+        default=256, ge=1, alias="MaxPendingConnectionsPerAddress"
+    )
+    http_header_timeout: float = Field(default=10.0, gt=0, alias="HttpHeaderTimeout")
+    max_http_header_size: int = Field(default=16 * 1024, ge=1024, alias="MaxHttpHeaderSize")
+    max_http_headers: int = Field(default=64, ge=8, alias="MaxHttpHeaders")
+    max_subjects_per_stream: int = Field(default=100, ge=1, alias="MaxSubjectsPerStream")
+    max_fields_per_subject: int = Field(default=1000, ge=1, alias="MaxFieldsPerSubject")
+    max_snapshot_size: int = Field(default=1024 * 1024, ge=1024, alias="MaxSnapshotSize")
+    publish_rate_per_connection: float = Field(
+        default=10_000.0, ge=0, alias="PublishRatePerConnection"
+    )
+    publish_rate_per_address: float = Field(default=20_000.0, ge=0, alias="PublishRatePerAddress")
+    publish_burst: int = Field(default=10_000, ge=1, alias="PublishBurst")
+    entitlement_jwt_require_exp: bool = Field(default=True, alias="EntitlementJwtRequireExp")
+    entitlement_custom_timeout: float = Field(default=2.0, gt=0, alias="EntitlementCustomTimeout")
+    entitlement_custom_cache_time: float = Field(
+        default=30.0, ge=0, alias="EntitlementCustomCacheTime"
+    )
+    auth_failures_before_backoff: int = Field(
+        default=10, ge=1, alias="AuthFailuresBeforeBackoff"
+    )
+    auth_backoff_max: float = Field(default=30.0, gt=0, alias="AuthBackoffMax")
+    entitlement_jwt_secret_file: Path | None = Field(
+        default=None, alias="EntitlementJwtSecretFile"
+    )
+    monitor_password_file: Path | None = Field(default=None, alias="MonitorPasswordFile")
     max_outbound_buffer_size: int = Field(
         default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
     )
@@ -109,7 +139,9 @@ class Settings(BaseSettings):
     slow_consumer_close_timeout: float = Field(default=5.0, ge=0, alias="SlowConsumerCloseTimeout")
     batching_time: int = Field(default=0, ge=0, le=60_000, alias="BatchingTime")
     batching_max_size: int = Field(default=0, ge=0, alias="BatchingMaxSize")
-    entitlement: Literal["none", "jwt"] = Field(default="none", alias="Entitlement")
+    entitlement: str = Field(
+        default="none", pattern=r"^(none|jwt|custom:[A-Za-z0-9_.-]+)$", alias="Entitlement"
+    )
     entitlement_jwt_secret: str | None = Field(default=None, alias="EntitlementJwtSecret")
     entitlement_jwt_public_key_file: Path | None = Field(
         default=None, alias="EntitlementJwtPublicKeyFile"
@@ -201,6 +233,31 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Values come only from load_settings(), which tracks where each one came from.
         return (init_settings,)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets_from_files(cls, data: Any) -> Any:
+        """``EntitlementJwtSecretFile`` / ``MonitorPasswordFile``: the secret is the file's
+        content (one trailing newline dropped), so it need not sit in the shared config."""
+        if not isinstance(data, dict):
+            return data
+        for file_key, key in (
+            ("entitlement_jwt_secret_file", "entitlement_jwt_secret"),
+            ("monitor_password_file", "monitor_password"),
+        ):
+            path = data.get(file_key)
+            if path in (None, ""):
+                continue
+            if data.get(key) not in (None, ""):
+                raise ValueError(f"set {key} or {file_key}, not both")
+            try:
+                secret = Path(path).read_text(encoding="utf-8").removesuffix("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read the secret file {path}: {exc}") from None
+            if not secret:
+                raise ValueError(f"the secret file {path} is empty")
+            data = {**data, key: secret}
+        return data
 
     @field_validator("metrics_archive", mode="before")
     @classmethod

@@ -3,12 +3,20 @@
 ``none`` allows everything. ``jwt`` reads the token's ``permissions`` claim: lists ``sub``,
 ``pub`` and ``all`` of subject patterns, where a segment ``*`` matches any one segment and a last
 segment ``*`` also matches any deeper path (``/Stocks/*`` covers ``/Stocks/NYSE/IBM``).
-Tokens are HMAC (EntitlementJwtSecret) or RSA/EC (EntitlementJwtPublicKeyFile) signed.
+Tokens are HMAC (EntitlementJwtSecret) or RSA/EC (EntitlementJwtPublicKeyFile) signed; a
+token's ``exp`` is kept in the grant so an open connection is closed (4006) when it passes
+without a ``token`` refresh. ``custom:NAME`` (server/core/custom_entitlement.py) asks a
+plug-in per subject.
+
+Sessions ask an :class:`Entitlement` through its async ``subscribe_denials`` /
+``publish_denial``: the built-in modes answer from the grant's patterns at once, a plug-in may
+take its time (bounded by a timeout).
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import jwt
@@ -22,6 +30,8 @@ class Grant:
     publish: tuple[str, ...]
     valid: bool = True
     reason: str = ""
+    expires: float | None = None  # the token's exp (Unix seconds); None: does not expire
+    token: str | None = None  # kept only for plug-ins (custom:NAME), which decide per subject
 
 
 ALLOW_ALL = Grant(subscribe=("*",), publish=("*",))
@@ -48,10 +58,36 @@ def allowed(patterns: tuple[str, ...], subject: str) -> bool:
     return any(matches(pattern, subject) for pattern in patterns)
 
 
+def subscribe_denial(grant: Grant, subject: str) -> str | None:
+    if not grant.valid:
+        return grant.reason
+    if not allowed(grant.subscribe, subject):
+        return "not entitled to subscribe to this subject"
+    return None
+
+
+def publish_denial(grant: Grant, subject: str) -> str | None:
+    if not grant.valid:
+        return grant.reason
+    if not allowed(grant.publish, subject):
+        return "not entitled to publish on this subject"
+    return None
+
+
 class Entitlement(abc.ABC):
     @abc.abstractmethod
     def grant(self, token: str | None) -> Grant:
         """Decode a token into what it allows (called once per connection or token update)."""
+
+    async def subscribe_denials(
+        self, grant: Grant, remote: str, subjects: Sequence[str]
+    ) -> list[str | None]:
+        """Why each subject may not be subscribed to (None: allowed), in order."""
+        return [subscribe_denial(grant, subject) for subject in subjects]
+
+    async def publish_denial(self, grant: Grant, remote: str, subject: str) -> str | None:
+        """Why ``subject`` may not be published on (None: allowed)."""
+        return publish_denial(grant, subject)
 
 
 class AllowAll(Entitlement):
@@ -60,17 +96,23 @@ class AllowAll(Entitlement):
 
 
 class JwtEntitlement(Entitlement):
-    def __init__(self, key: str, algorithms: list[str]) -> None:
+    def __init__(self, key: str, algorithms: list[str], require_exp: bool = False) -> None:
         self._key = key
         self._algorithms = algorithms
+        # EntitlementJwtRequireExp: a token without exp would be good forever.
+        self._options: jwt.types.Options = {"require": ["exp"] if require_exp else []}
 
     def grant(self, token: str | None) -> Grant:
         if not token:
             return Grant((), (), valid=False, reason="no token")
         try:
-            claims = jwt.decode(token, self._key, algorithms=self._algorithms)
+            claims = jwt.decode(
+                token, self._key, algorithms=self._algorithms, options=self._options
+            )
         except jwt.ExpiredSignatureError:
             return Grant((), (), valid=False, reason="token expired")
+        except jwt.MissingRequiredClaimError:
+            return _invalid("the token has no 'exp' claim (EntitlementJwtRequireExp)")
         except jwt.InvalidTokenError as exc:
             return Grant((), (), valid=False, reason=f"invalid token: {exc}")
         permissions = claims.get("permissions", {})
@@ -82,7 +124,12 @@ class JwtEntitlement(Entitlement):
             if patterns is None:
                 return _invalid(f"permissions.{key} must be a list of subject patterns")
             lists[key] = patterns
-        return Grant(subscribe=lists["all"] + lists["sub"], publish=lists["all"] + lists["pub"])
+        expires = claims.get("exp")
+        return Grant(
+            subscribe=lists["all"] + lists["sub"],
+            publish=lists["all"] + lists["pub"],
+            expires=float(expires) if isinstance(expires, int | float) else None,
+        )
 
 
 def _invalid(reason: str) -> Grant:

@@ -6,6 +6,7 @@ a time, in order) and gives the session a :class:`~server.core.hub.Peer` to send
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -24,18 +25,29 @@ from ..protocol.frames import (
     Subscribe,
     Subscribed,
     SubscribeItem,
+    Token,
+    TokenResult,
     Unsubscribe,
     Unsubscribed,
     Welcome,
 )
 from ..protocol.subjects import subject_error
 from ..protocol.wsframe import encode_text_frame
-from .entitlement import Grant, allowed
+from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
+from .publishing import PublishGuard, PublishLimits, Refusal
+from .throttle import host_of
 
 log = logging.getLogger(__name__)
 
 MAX_CONSECUTIVE_ERRORS = 100
+_RESULTS: dict[ErrorCode, PublishResultCode] = {
+    ErrorCode.DENIED: "denied",
+    ErrorCode.RESERVED_SUBJECT: "denied",
+    ErrorCode.RATE_LIMITED: "rate_limited",
+    ErrorCode.TOO_MANY_FIELDS: "too_large",
+    ErrorCode.SNAPSHOT_TOO_LARGE: "too_large",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +72,8 @@ class Session:
         grant: Grant,
         remote: str,
         may_publish: bool = True,
+        entitlement: Entitlement | None = None,
+        guard: PublishGuard | None = None,
     ) -> None:
         self.id = session_id
         self.hub = hub
@@ -67,11 +81,16 @@ class Session:
         self.policy = policy
         self.grant = grant
         self.remote = remote
+        self.host = host_of(remote)
         self.may_publish = may_publish
+        self.entitlement = entitlement or AllowAll()
+        self.guard = guard or PublishGuard(PublishLimits(), hub.engine)
+        self._bucket = self.guard.connection_bucket()
         self.connected_at = time.time()
         self.subjects: dict[str, None] = {}
         self.messages_in = 0
         self._errors_in_a_row = 0
+        self._expiry: asyncio.TimerHandle | None = None
 
     def __hash__(self) -> int:
         return id(self)
@@ -100,6 +119,46 @@ class Session:
                 max_subscriptions=self.policy.max_subscriptions,
             )
         )
+        self._arm_expiry()
+
+    def close(self) -> None:
+        """The connection ended: drop the expiry timer."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    # -- token expiry and refresh -------------------------------------------------------------
+
+    def _arm_expiry(self) -> None:
+        """Close the connection with 4006 when the token's ``exp`` passes unrefreshed."""
+        self.close()
+        expires = self.grant.expires if self.grant.valid else None
+        if expires is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (pure unit use): nothing to schedule
+            return
+        self._expiry = loop.call_later(max(0.0, expires - time.time()), self._expired)
+
+    def _expired(self) -> None:
+        self._expiry = None
+        self.peer.close(CloseCode.TOKEN_EXPIRED, "token expired: refresh it with a token op")
+
+    async def _refresh_token(self, op: Token) -> None:
+        grant = self.entitlement.grant(op.token)
+        if not grant.valid:
+            self.send(TokenResult(result="denied", id=op.id, reason=grant.reason))
+            return  # the current token stays in force until its own exp
+        self.grant = grant
+        self._arm_expiry()
+        subjects = list(self.subjects)
+        denials = await self.entitlement.subscribe_denials(grant, self.remote, subjects)
+        revoked = [s for s, denial in zip(subjects, denials, strict=True) if denial is not None]
+        for subject in revoked:
+            self.hub.unsubscribe(self, subject)
+        expires = int(grant.expires) if grant.expires is not None else None
+        self.send(TokenResult(result="ok", id=op.id, expires=expires, revoked=revoked or None))
 
     # -- input ------------------------------------------------------------------------------
 
@@ -119,6 +178,8 @@ class Session:
             self._unsubscribe(op)
         elif isinstance(op, Ping):
             self.send(Pong(id=op.id))
+        elif isinstance(op, Token):
+            await self._refresh_token(op)
 
     def handle_binary(self) -> None:
         self._reject(
@@ -161,16 +222,16 @@ class Session:
     # -- publish ----------------------------------------------------------------------------
 
     async def _publish(self, op: Publish) -> None:
-        denial = self._publish_denial(op.subject)
-        if denial is not None:
+        refusal = await self._publish_refusal(op)
+        if refusal is not None:
             self.hub.counters.publish_rejected_total += 1
             self.send(
                 PublishResult(
-                    result="denied",
+                    result=_RESULTS.get(refusal.code, "failed"),
                     subject=op.subject,
                     id=op.id,
-                    code=ErrorCode.DENIED.value,
-                    reason=denial,
+                    code=refusal.code.value,
+                    reason=refusal.reason,
                 )
             )
             return
@@ -193,14 +254,21 @@ class Session:
             )
         )
 
-    def _publish_denial(self, subject: str) -> str | None:
+    async def _publish_refusal(self, op: Publish) -> Refusal | None:
+        """The first rule the publish breaks: address, meta-subject, entitlement, rate,
+        snapshot bounds (cheap checks first)."""
         if not self.may_publish:
-            return "this address may not publish (PublishAllow)"
-        if not self.grant.valid:
-            return self.grant.reason
-        if not allowed(self.grant.publish, subject):
-            return "not entitled to publish on this subject"
-        return None
+            return Refusal(ErrorCode.DENIED, "this address may not publish (PublishAllow)")
+        refusal = self.guard.reserved(op.subject)
+        if refusal is not None:
+            return refusal
+        denial = await self.entitlement.publish_denial(self.grant, self.remote, op.subject)
+        if denial is not None:
+            return Refusal(ErrorCode.DENIED, denial)
+        refusal = self.guard.rate(self.host, self._bucket)
+        if refusal is not None:
+            return refusal
+        return await self.guard.snapshot_bounds(op.subject, op.content, op.fields, op.retained)
 
     # -- subscribe --------------------------------------------------------------------------
 
@@ -222,7 +290,7 @@ class Session:
                 )
             )
             return
-        denial = self._subscribe_denial(subject)
+        (denial,) = await self.entitlement.subscribe_denials(self.grant, self.remote, [subject])
         if denial is not None:
             self.send(
                 Subscribed(
@@ -270,13 +338,6 @@ class Session:
         self.send_messages(
             [m.update_frame() for m in buffered if not _already_sent(m, epoch, last_seq)]
         )
-
-    def _subscribe_denial(self, subject: str) -> str | None:
-        if not self.grant.valid:
-            return self.grant.reason
-        if not allowed(self.grant.subscribe, subject):
-            return "not entitled to subscribe to this subject"
-        return None
 
     async def _initial(
         self, item: SubscribeItem, request_id: int | None

@@ -48,6 +48,37 @@ _COUNTERS = {
 }
 
 
+def _security(app: PushServer) -> Iterator[Metric]:
+    """What the hardening limits refused (docs/security.md)."""
+    security, throttle = app.security, app.auth_throttle
+    for name, documentation, value in (
+        ("pushgrid_auth_failures", "Failed monitoring logins", throttle.failures_total),
+        (
+            "pushgrid_auth_throttled",
+            "Monitoring logins refused 429 during a back-off",
+            throttle.throttled_total,
+        ),
+        (
+            "pushgrid_pending_refused",
+            "Connections refused 503: too many not upgraded (MaxPendingConnections*)",
+            security.pending_refused_total,
+        ),
+        (
+            "pushgrid_protocol_errors",
+            "WebSocket connections closed 1002/1007 for broken framing",
+            security.protocol_errors_total,
+        ),
+        (
+            "pushgrid_http_refused",
+            "HTTP requests refused 431/505/405 (header limits, version, upgrade method)",
+            security.http_refused_total,
+        ),
+    ):
+        family = CounterMetricFamily(name, documentation)
+        family.add_metric([], value)
+        yield family
+
+
 class PushgridCollector(Collector):
     def __init__(self, app: PushServer) -> None:
         self.app = app
@@ -66,6 +97,7 @@ class PushgridCollector(Collector):
         recoveries.add_metric(["success"], counters.recovery_successes_total)
         recoveries.add_metric(["failure"], counters.recovery_failures_total)
         yield recoveries
+        yield from _security(self.app)
         yield _gauge("pushgrid_connected_users", "Connected users (sessions)", counters.sessions)
         yield _gauge("pushgrid_subscriptions", "Active subscriptions", counters.subscriptions)
         stats = self.app.engine.stats()

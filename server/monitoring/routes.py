@@ -1,7 +1,9 @@
 """The monitoring port (MonitorHTTP.Listen): /jolokia, /stats, /metrics, /health.
 
 Optional HTTP Basic authentication (MonitorUsername / MonitorPassword): a request without the
-right credentials gets 401 and nothing else.
+right credentials gets 401 and nothing else. After AuthFailuresBeforeBackoff failures from one
+address, its next attempts get 429 (Retry-After) without being checked, for a back-off that
+doubles per failure up to AuthBackoffMax seconds (brute-force protection, docs/security.md).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import h11
 
+from ..core.throttle import host_of
 from ..transport.http import Response, json_response, problem
 from .cluster_view import health_status, status_dict
 from .jolokia import content_type
@@ -26,6 +29,10 @@ if TYPE_CHECKING:
     from ..app import PushServer
 
 JOLOKIA_BASE = "/jolokia"
+
+
+def _has_credentials(request: h11.Request) -> bool:
+    return any(name == b"authorization" for name, _ in request.headers)
 
 
 class MonitorRoutes:
@@ -39,12 +46,9 @@ class MonitorRoutes:
             self._credentials = pair
 
     async def __call__(self, request: h11.Request, body: bytes, remote: str) -> Response:
-        if not self._authorized(request):
-            return Response(
-                401,
-                b"",
-                [("www-authenticate", 'Basic realm="pushgrid monitoring", charset="UTF-8"')],
-            )
+        refusal = self._authenticate(request, host_of(remote))
+        if refusal is not None:
+            return refusal
         raw_target = request.target.decode("utf-8", "replace")
         url = urlsplit(raw_target)
         method = request.method.decode("ascii", "replace")
@@ -76,6 +80,29 @@ class MonitorRoutes:
                 },
             )
         return problem(404, "not_found", f"no resource at {path}")
+
+    def _authenticate(self, request: h11.Request, host: str) -> Response | None:
+        """None when the request may proceed; else the 429 (throttled) or 401 answer."""
+        if self._credentials is None:
+            return None
+        throttle = self.app.auth_throttle
+        wait = throttle.retry_after(host)
+        if wait > 0:
+            response = problem(
+                429, "too_many_attempts", f"too many failed logins: retry in {wait:.1f}s"
+            )
+            response.headers.append(("retry-after", str(max(1, round(wait)))))
+            return response
+        if not self._authorized(request):
+            if _has_credentials(request):  # a guess; a bare request is only asking how
+                throttle.failed(host)
+            return Response(
+                401,
+                b"",
+                [("www-authenticate", 'Basic realm="pushgrid monitoring", charset="UTF-8"')],
+            )
+        throttle.succeeded(host)
+        return None
 
     def _authorized(self, request: h11.Request) -> bool:
         if self._credentials is None:

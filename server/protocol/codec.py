@@ -8,7 +8,15 @@ from typing import Any
 import msgspec
 
 from .errors import ErrorCode, RemoteProtocolError
-from .frames import CLIENT_OPS, ClientOp, Publish, ServerFrame, Subscribe, Unsubscribe
+from .frames import (
+    CLIENT_OPS,
+    MAX_SAFE_INTEGER,
+    ClientOp,
+    Publish,
+    ServerFrame,
+    Subscribe,
+    Unsubscribe,
+)
 from .subjects import validate_subject
 
 _encoder = msgspec.json.Encoder()
@@ -37,7 +45,8 @@ def decode_client_frame(data: bytes | str, limits: Limits) -> ClientOp:
     """
     raw = _decode_json_object(data)
     raw_id = raw.get("id")
-    request_id = raw_id if type(raw_id) is int else None  # bool is an int subclass: excluded
+    # bool is an int subclass: excluded; ids past 2^53 would be echoed wrong to JavaScript.
+    request_id = raw_id if type(raw_id) is int and abs(raw_id) <= MAX_SAFE_INTEGER else None
     op = raw.get("op")
     if op not in CLIENT_OPS:
         known = ", ".join(CLIENT_OPS)
@@ -54,6 +63,10 @@ def decode_client_frame(data: bytes | str, limits: Limits) -> ClientOp:
     except RemoteProtocolError as error:
         error.op = op
         raise
+    except RecursionError:
+        raise RemoteProtocolError(
+            ErrorCode.INVALID_JSON, "JSON nested too deeply", request_id
+        ) from None
     return frame
 
 
@@ -62,6 +75,8 @@ def _decode_json_object(data: bytes | str) -> dict[str, Any]:
         raw = _raw_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise RemoteProtocolError(ErrorCode.INVALID_JSON, f"not valid JSON: {exc}") from None
+    except RecursionError:  # deeply nested arrays/objects: refuse, never a traceback
+        raise RemoteProtocolError(ErrorCode.INVALID_JSON, "JSON nested too deeply") from None
     except UnicodeError as exc:
         raise RemoteProtocolError(ErrorCode.INVALID_JSON, f"not valid UTF-8: {exc}") from None
     if not isinstance(raw, dict):

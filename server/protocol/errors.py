@@ -23,6 +23,10 @@ class ErrorCode(StrEnum):
     NOT_SUBSCRIBED = "not_subscribed"
     DENIED = "denied"
     BINARY_NOT_SUPPORTED = "binary_not_supported"
+    RATE_LIMITED = "rate_limited"  # publish above PublishRate*: slow down, retry later
+    TOO_MANY_FIELDS = "too_many_fields"  # the snapshot would hold above MaxFieldsPerSubject
+    SNAPSHOT_TOO_LARGE = "snapshot_too_large"  # the snapshot would exceed MaxSnapshotSize
+    RESERVED_SUBJECT = "reserved_subject"  # /pushgrid/... meta-subjects are server-owned
     INTERNAL = "internal"
     ENGINE_UNAVAILABLE = "engine_unavailable"  # cluster without quorum: retry with backoff
 
@@ -33,6 +37,7 @@ class CloseCode(IntEnum):
     NORMAL = 1000
     GOING_AWAY = 1001  # server shutting down: reconnect to another server at once
     PROTOCOL_ERROR = 1002  # broken WebSocket framing: fix the client
+    INVALID_PAYLOAD = 1007  # a text message that is not valid UTF-8: fix the client
     FRAME_TOO_LARGE = 1009  # a frame above the hard frame limit: fix the client
     INTERNAL_ERROR = 1011  # server bug: reconnect with backoff
     SLOW_CONSUMER = 4001  # outbound buffer overflow: reconnect with backoff and recover
@@ -40,6 +45,7 @@ class CloseCode(IntEnum):
     DISCONNECTED_BY_OPERATOR = 4003  # an operator closed the session: reconnect with backoff
     CONNECTION_LIMIT = 4004  # server at MaxConnections: reconnect to another server, backoff
     TOO_MANY_ERRORS = 4005  # the client kept sending invalid frames: fix the client
+    TOKEN_EXPIRED = 4006  # the token's exp passed without a refresh: get a new token, reconnect
 
 
 class PushgridError(Exception):

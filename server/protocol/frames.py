@@ -6,14 +6,18 @@ Unknown keys are ignored (forward compatibility); missing or mistyped keys are e
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 QoS = Literal["standard", "guaranteed"]
 MessageKind = Literal["snapshot", "update", "recovered", "historical"]
 RecoveryStatus = Literal["none", "recovered", "up_to_date", "new_epoch", "failed"]
-PublishResultCode = Literal["ok", "denied", "failed", "too_large"]
+PublishResultCode = Literal["ok", "denied", "failed", "too_large", "rate_limited"]
+
+# Request ids are echoed back; JavaScript numbers hold integers exactly only up to 2^53 - 1.
+MAX_SAFE_INTEGER = 2**53 - 1
+RequestId = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
 
 # --- client -> server -------------------------------------------------------------------------
@@ -45,12 +49,12 @@ def conflation_period(milliseconds: int) -> int:
 
 class Subscribe(msgspec.Struct, tag_field="op", tag="subscribe", frozen=True):
     subjects: list[SubscribeItem]
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class Unsubscribe(msgspec.Struct, tag_field="op", tag="unsubscribe", frozen=True):
     subjects: list[str]
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True):
@@ -59,15 +63,22 @@ class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True):
     fields: dict[str, str] = msgspec.field(default_factory=dict)
     retained: bool = True
     qos: QoS = "guaranteed"
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class Ping(msgspec.Struct, tag_field="op", tag="ping", frozen=True):
-    id: int | None = None
+    id: RequestId | None = None
 
 
-ClientOp = Subscribe | Unsubscribe | Publish | Ping
-CLIENT_OPS: tuple[str, ...] = ("subscribe", "unsubscribe", "publish", "ping")
+class Token(msgspec.Struct, tag_field="op", tag="token", frozen=True):
+    """Replace the connection's token (before it expires); answered by ``token_result``."""
+
+    token: str
+    id: RequestId | None = None
+
+
+ClientOp = Subscribe | Unsubscribe | Publish | Ping | Token
+CLIENT_OPS: tuple[str, ...] = ("subscribe", "unsubscribe", "publish", "ping", "token")
 
 
 # --- server -> client -------------------------------------------------------------------------
@@ -122,6 +133,16 @@ class PublishResult(msgspec.Struct, tag_field="type", tag="publish_result"):
     reason: str | None = None
 
 
+class TokenResult(msgspec.Struct, tag_field="type", tag="token_result"):
+    """The answer to a ``token`` op. ``expires``: the new token's ``exp`` (Unix seconds)."""
+
+    result: Literal["ok", "denied"]
+    id: int | None = None
+    expires: int | None = None
+    reason: str | None = None
+    revoked: list[str] | None = None
+
+
 class Pong(msgspec.Struct, tag_field="type", tag="pong"):
     id: int | None = None
 
@@ -150,6 +171,7 @@ ServerFrame = (
     | Subscribed
     | Unsubscribed
     | PublishResult
+    | TokenResult
     | Pong
     | Keepalive
     | Closing

@@ -1,7 +1,11 @@
 """Subject syntax (spec 4.1.1, Table 4.2).
 
 A subject is ``/`` followed by two or more non-empty segments separated by single ``/``:
-``/Stocks/NYSE/IBM``. Segments may hold any Unicode text except ``/``.
+``/Stocks/NYSE/IBM``. Segments may hold any Unicode text except ``/`` and the characters that
+do not show: control (Cc), format (Cf: zero-width space/joiners, bidi overrides, BOM...),
+surrogate (Cs), private-use (Co), unassigned (Cn), line and paragraph separators (Zl, Zp). Two
+subjects that look the same are then the same subject. One exception: a zero-width joiner
+(U+200D) between two symbols, as inside an emoji ZWJ sequence (👨‍👩‍👧), where it does show.
 """
 
 from __future__ import annotations
@@ -30,9 +34,32 @@ def subject_error(subject: object) -> str | None:
         return "a segment is empty ('//' is not allowed)"
     if len(segments) < 2:
         return "a subject needs two or more segments"
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in subject):
-        return "a subject may not contain control characters"
+    for index, ch in enumerate(subject):
+        category = unicodedata.category(ch)
+        if category in _INVISIBLE and not _emoji_joiner(subject, index):
+            return f"a subject may not contain {_INVISIBLE[category]} characters (U+{ord(ch):04X})"
     return None
+
+
+def _emoji_joiner(subject: str, index: int) -> bool:
+    """A ZWJ joining two emoji: after a symbol (or its modifier / variation selector) and
+    before a symbol."""
+    if subject[index] != "\u200d" or index == 0 or index + 1 >= len(subject):
+        return False
+    before = unicodedata.category(subject[index - 1])
+    return before in ("So", "Sk", "Mn") and unicodedata.category(subject[index + 1]) == "So"
+
+
+# Unicode categories refused in subjects, with the name the error message uses.
+_INVISIBLE = {
+    "Cc": "control",
+    "Cf": "format (invisible)",
+    "Cs": "surrogate",
+    "Co": "private-use",
+    "Cn": "unassigned",
+    "Zl": "line separator",
+    "Zp": "paragraph separator",
+}
 
 
 def validate_subject(subject: str, request_id: int | None = None) -> str:

@@ -17,7 +17,8 @@ import h11
 import msgspec
 
 from .. import __version__
-from ..core.entitlement import allowed
+from ..core.publishing import Refusal
+from ..core.throttle import host_of
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..monitoring.cluster_view import health_status
 from ..protocol.codec import publish_size
@@ -146,9 +147,9 @@ async def _snapshot(
     if reason is not None:
         return problem(400, ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}")
     grant = app.entitlement.grant(_token(request, query))
-    if not grant.valid or not allowed(grant.subscribe, subject):
-        detail = grant.reason if not grant.valid else "not entitled to this subject"
-        return problem(403, ErrorCode.DENIED, detail)
+    (denial,) = await app.entitlement.subscribe_denials(grant, remote, [subject])
+    if denial is not None:
+        return problem(403, ErrorCode.DENIED, denial)
     snapshot = await app.engine.snapshot(subject)
     if snapshot is None:
         return problem(404, "no_snapshot", f"no snapshot for {subject}")
@@ -198,13 +199,9 @@ async def _publish(
             ErrorCode.MESSAGE_TOO_LARGE,
             f"message of {size} bytes exceeds MaxMessageSize {app.settings.max_message_size}",
         )
-    grant = app.entitlement.grant(_token(request, query))
-    host = remote.rpartition(":")[0]
-    if not app.may_publish(host):
-        return problem(403, ErrorCode.DENIED, "this address may not publish (PublishAllow)")
-    if not grant.valid or not allowed(grant.publish, data.subject):
-        detail = grant.reason if not grant.valid else "not entitled to publish on this subject"
-        return problem(403, ErrorCode.DENIED, detail)
+    refusal = await _publish_refusal(app, request, query, data, remote)
+    if refusal is not None:
+        return refusal
     publish_request = PublishRequest(
         data.subject,
         data.content,
@@ -220,12 +217,58 @@ async def _publish(
     return json_response(200, {"result": "ok", "epoch": published.epoch, "seq": published.seq})
 
 
+_REFUSAL_STATUS = {
+    ErrorCode.RESERVED_SUBJECT: 403,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.TOO_MANY_FIELDS: 413,
+    ErrorCode.SNAPSHOT_TOO_LARGE: 413,
+}
+
+
+async def _publish_refusal(
+    app: PushServer,
+    request: h11.Request,
+    query: dict[str, list[str]],
+    data: _HttpPublish,
+    remote: str,
+) -> Response | None:
+    """The same rules, in the same order, as a WebSocket publish (core/session.py)."""
+    host = host_of(remote)
+    if not app.may_publish(host):
+        return problem(403, ErrorCode.DENIED, "this address may not publish (PublishAllow)")
+    guard = app.publish_guard
+    refusal: Refusal | None = guard.reserved(data.subject)
+    if refusal is None:
+        grant = app.entitlement.grant(_token(request, query))
+        denial = await app.entitlement.publish_denial(grant, remote, data.subject)
+        if denial is not None:
+            return problem(403, ErrorCode.DENIED, denial)
+        refusal = guard.rate(host, None) or await guard.snapshot_bounds(
+            data.subject, data.content, data.fields, data.retained
+        )
+    if refusal is None:
+        return None
+    response = problem(_REFUSAL_STATUS.get(refusal.code, 400), refusal.code, refusal.reason)
+    if refusal.code is ErrorCode.RATE_LIMITED:
+        response.headers.append(("retry-after", "1"))
+    return response
+
+
 async def _events(
     app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response | SseRequest:
-    subjects = query.get("subject", [])
+    subjects = list(dict.fromkeys(query.get("subject", [])))
     if not subjects:
         return problem(400, ErrorCode.INVALID_FRAME, "give at least one ?subject=")
+    limit = app.settings.max_subjects_per_stream
+    if len(subjects) > limit:
+        # Every event id holds the position of each subject of the stream: bound its size.
+        return problem(
+            400,
+            ErrorCode.INVALID_FRAME,
+            f"{len(subjects)} subjects: an event stream takes at most {limit} "
+            "(MaxSubjectsPerStream); open several streams",
+        )
     try:
         conflation = int(query.get("conflation", ["0"])[0])
         history = int(query.get("history", ["0"])[0])
@@ -237,9 +280,11 @@ async def _events(
         return problem(400, ErrorCode.INVALID_FRAME, str(exc))
     if conflation < 0 or not 0 <= history <= 1000:
         return problem(400, ErrorCode.INVALID_FRAME, "conflation >= 0 and history 0-1000")
+    if len(positions) > limit:
+        return problem(400, ErrorCode.INVALID_FRAME, f"at most {limit} positions")
     items = [
         SubscribeItem(subject, positions.get(subject), history, conflation)
-        for subject in dict.fromkeys(subjects)
+        for subject in subjects
     ]
     return SseRequest(items, _token(request, query), positions)
 

@@ -7,6 +7,7 @@ or selenium are not installed (the skip message says what to install).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -132,7 +133,10 @@ def test_publish_from_the_page_shows_the_result(server, browser, subject, transp
 def test_publish_results_denied_and_failed(server_factory, browser, transport):
     srv = server_factory(Entitlement="jwt", EntitlementJwtSecret=SECRET)
     token = jwt.encode(
-        {"permissions": {"sub": ["/Stocks/*"], "pub": ["/Stocks/NYSE/IBM"]}},
+        {
+            "exp": int(time.time()) + 3600,
+            "permissions": {"sub": ["/Stocks/*"], "pub": ["/Stocks/NYSE/IBM"]},
+        },
         SECRET,
         algorithm="HS256",
     )

@@ -12,7 +12,11 @@ PERMISSIONS = {"sub": ["/Stocks/*"], "pub": ["/Stocks/NYSE/IBM"]}
 
 
 def token(permissions=None, secret: str = SECRET, **claims) -> str:
-    payload = {"sub": "user-1", "permissions": PERMISSIONS if permissions is None else permissions}
+    payload = {
+        "sub": "user-1",
+        "exp": int(time.time()) + 3600,
+        "permissions": PERMISSIONS if permissions is None else permissions,
+    }
     payload.update(claims)
     return jwt.encode(payload, secret, algorithm="HS256")
 

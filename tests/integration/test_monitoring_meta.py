@@ -25,7 +25,8 @@ OVERVIEW_FIELDS |= {"uptime", "ts"}
 
 
 def token(permissions: dict[str, list[str]]) -> str:
-    return jwt.encode({"sub": "monitoring", "permissions": permissions}, SECRET, algorithm="HS256")
+    claims = {"sub": "monitoring", "exp": int(time.time()) + 3600, "permissions": permissions}
+    return jwt.encode(claims, SECRET, algorithm="HS256")
 
 
 async def snapshot_of(srv: ServerProcess, subject: str) -> dict[str, Any] | None:

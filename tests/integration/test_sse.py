@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 import uuid
 from typing import Any
 
@@ -345,7 +346,8 @@ def jwt_server(module_server_factory) -> ServerProcess:
 
 
 def token(permissions: dict[str, list[str]]) -> str:
-    return jwt.encode({"sub": "sse-user", "permissions": permissions}, SECRET, algorithm="HS256")
+    claims = {"sub": "sse-user", "exp": int(time.time()) + 3600, "permissions": permissions}
+    return jwt.encode(claims, SECRET, algorithm="HS256")
 
 
 async def test_entitlement_over_the_stream_and_http_publish(jwt_server, streams):

@@ -111,7 +111,7 @@ def test_document_shape_and_extensions() -> None:
 @pytest.mark.parametrize("extra", [(), (404, 409), (502, 504)])
 def test_openapi_responses_are_problems(extra: tuple[int, ...]) -> None:
     responses = problem_responses(*extra)
-    assert set(responses) == {400, 401, 403, 422, 500, *extra}
+    assert set(responses) == {400, 401, 403, 422, 429, 500, *extra}
     for response in responses.values():
         assert list(response["content"]) == [PROBLEM_MEDIA_TYPE]
     assert "WWW-Authenticate" in responses[401]["headers"]

@@ -509,3 +509,24 @@ def test_a_valid_cluster_member(tmp_path: Path) -> None:
     settings = load_settings(path, environ={})
     assert settings.engine_name == "nats"
     assert settings.cluster_member == "127.0.0.1:7200"
+
+
+def test_secrets_from_files(tmp_path: Path) -> None:
+    secret = tmp_path / "jwt.secret"
+    secret.write_text("s3cret-from-a-file\n", encoding="utf-8")
+    conf = tmp_path / "pushgrid.conf"
+    conf.write_text(
+        f"Entitlement = jwt\nEntitlementJwtSecretFile = {secret}\n"
+        f"MonitorUsername = ops\nMonitorPasswordFile = {secret}\n",
+        encoding="utf-8",
+    )
+    settings = load_settings(conf, environ={})
+    assert settings.entitlement_jwt_secret == "s3cret-from-a-file"
+    assert settings.monitor_password == "s3cret-from-a-file"
+    with pytest.raises(ConfigError, match="not both"):
+        load_settings(conf, environ={"PUSHGRID_MONITORPASSWORD": "x"})
+    with pytest.raises(ConfigError, match="cannot read the secret file"):
+        load_settings(None, environ={}, monitor_password_file=str(tmp_path / "missing"))
+    (tmp_path / "empty").write_text("", encoding="utf-8")
+    with pytest.raises(ConfigError, match="is empty"):
+        load_settings(None, environ={}, entitlement_jwt_secret_file=str(tmp_path / "empty"))

@@ -181,7 +181,7 @@ def test_tampered_payload(entitlement: JwtEntitlement) -> None:
 
 
 def test_unsigned_token_is_rejected(entitlement: JwtEntitlement) -> None:
-    token = jwt.encode({"permissions": {"all": ["*"]}}, None, algorithm="none")
+    token = jwt.encode({"permissions": {"all": ["*"]}}, "", algorithm="none")
     grant = entitlement.grant(token)
     assert not grant.valid
     assert grant.subscribe == ()

@@ -25,6 +25,7 @@ from server.protocol.frames import (
     Subscribe,
     Subscribed,
     SubscribeItem,
+    Token,
     Unsubscribe,
     Unsubscribed,
     Welcome,
@@ -34,7 +35,13 @@ FIXTURES = json.loads(
     (Path(__file__).parent / "fixtures" / "client_frames.json").read_text(encoding="utf-8")
 )
 LIMITS = Limits()
-OP_TYPES = {"subscribe": Subscribe, "unsubscribe": Unsubscribe, "publish": Publish, "ping": Ping}
+OP_TYPES = {
+    "subscribe": Subscribe,
+    "unsubscribe": Unsubscribe,
+    "publish": Publish,
+    "ping": Ping,
+    "token": Token,
+}
 
 
 def _as_dict(frame: Any) -> dict[str, Any]:

@@ -89,15 +89,45 @@ def test_valid_subjects_are_accepted(subject: str) -> None:
 @pytest.mark.parametrize(
     "subject",
     [
-        # Cf (format) and Zs characters are text, not control characters: ZWJ emoji sequences,
-        # a no-break space inside a company name.
+        # A ZWJ inside an emoji sequence shows (it joins two symbols); a no-break space (Zs)
+        # inside a company name is visible text.
         "/Emoji/👨\u200d👩\u200d👧",
+        "/Emoji/👨\U0001f3fd\u200d⚕\ufe0f",
         "/Stocks/Soci\u00e9t\u00e9\u00a0G\u00e9n\u00e9rale",
     ],
-    ids=["zwj-emoji", "no-break-space"],
+    ids=["zwj-emoji", "zwj-emoji-modifier", "no-break-space"],
 )
-def test_unicode_format_and_space_characters_are_not_control_characters(subject: str) -> None:
+def test_emoji_joiners_and_visible_spaces_are_accepted(subject: str) -> None:
     assert subject_error(subject) is None
+
+
+@pytest.mark.parametrize(
+    "char",
+    [
+        "\u200b",
+        "\u200c",
+        "\u200d",
+        "\u2060",
+        "\ufeff",
+        "\u202e",
+        "\u00ad",
+        "\U000e0041",
+        "\u2028",
+        "\u2029",
+        "\ue000",
+        "\U0010ffff",
+    ],
+    ids=lambda c: f"U+{ord(c):04X}",
+)
+def test_invisible_characters_are_rejected(char: str) -> None:
+    # Zero-width space/joiners, word joiner, BOM, bidi override, soft hyphen, tag, line and
+    # paragraph separators, private use, unassigned: two subjects must not look alike.
+    for subject in (f"/a/b{char}c", f"/{char}/b", f"/IBM/x{char}"):
+        error = subject_error(subject)
+        assert error is not None, subject
+        assert f"U+{ord(char):04X}" in error
+        with pytest.raises(InvalidSubject):
+            validate_subject(subject)
 
 
 @pytest.mark.parametrize(
