@@ -53,6 +53,8 @@ from server.protocol.frames import (
     Subscribe,
     Subscribed,
     SubscribeItem,
+    Token,
+    TokenResult,
     Unsubscribe,
     Unsubscribed,
     Welcome,
@@ -184,6 +186,7 @@ class PushgridClient:
         self._last_tx = 0.0
         self._last_failure: str | None = None
         self._retries: set[asyncio.Task[None]] = set()
+        self._token_answers: dict[int, asyncio.Future[TokenResult]] = {}
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -295,6 +298,47 @@ class PushgridClient:
         if self._ws is not None:
             items = [SubscribeItem(name, None, history, conflation_ms) for name in names]
             await self._send_subscribe(items)
+
+    async def update_token(self, token: str, wait: float = 10.0) -> TokenResult:
+        """Replace the entitlement token on the live connection, before the current one
+        expires (docs/protocol.md 5.5); reconnections use the new token from now on.
+
+        Subscriptions the new token no longer allows are dropped (SUBSCRIBE_DENY, detail
+        ``revoked``). A refused token (``denied``) changes nothing. Without a connection the
+        token simply waits for the next one.
+        """
+        self._check_open()
+        ws = self._ws
+        if ws is None:
+            self._token = token
+            return TokenResult("ok", reason="not connected: the next connection uses the token")
+        request_id = next(self._ids)
+        answer: asyncio.Future[TokenResult] = asyncio.get_running_loop().create_future()
+        self._token_answers[request_id] = answer
+        try:
+            await self._send_on(ws, Token(token, request_id))
+            result = await asyncio.wait_for(answer, wait)
+            if result.result == "ok":  # a refused token leaves the current one in force
+                self._token = token
+            return result
+        except (ConnectionClosed, TimeoutError):
+            return TokenResult("denied", request_id, reason="no answer: the connection was lost")
+        finally:
+            self._token_answers.pop(request_id, None)
+
+    async def _handle_token_result(self, frame: TokenResult) -> None:
+        answer = self._token_answers.get(frame.id) if frame.id is not None else None
+        server = str(self._server) if self._server is not None else None
+        for subject in frame.revoked or []:
+            if self._subscriptions.pop(subject, None) is not None:
+                self._tracker.forget(subject)
+                await self._notify_status(
+                    StatusEvent(
+                        Status.SUBSCRIBE_DENY, server=server, subject=subject, detail="revoked"
+                    )
+                )
+        if answer is not None and not answer.done():
+            answer.set_result(frame)
 
     async def unsubscribe(self, subjects: list[str] | str) -> None:
         """Stop receiving ``subjects``; messages of them still in flight are dropped."""
@@ -575,6 +619,8 @@ class PushgridClient:
             self._resolve(frame.id, _publish_result(frame))
         elif isinstance(frame, Error):
             await self._handle_error(frame)
+        elif isinstance(frame, TokenResult):
+            await self._handle_token_result(frame)
         elif isinstance(frame, Welcome):
             self._welcome = frame
         elif isinstance(frame, Keepalive | Pong | Unsubscribed):
@@ -695,7 +741,7 @@ class PushgridClient:
             await self._send_on(ws, frame)
 
     async def _send_on(
-        self, ws: ClientConnection, frame: Subscribe | Unsubscribe | Publish | Ping
+        self, ws: ClientConnection, frame: Subscribe | Unsubscribe | Publish | Ping | Token
     ) -> None:
         await ws.send(_encoder.encode(frame), text=True)
         self._last_tx = asyncio.get_running_loop().time()

@@ -5,6 +5,7 @@ an entry point (the example under deploy/entitlement-example)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -189,3 +190,33 @@ def test_unknown_plugin_stops_start_up_with_a_clear_message(tmp_path):
     assert "custom:nosuch" in result.stderr
     assert "pushgrid.entitlement" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_the_python_client_refreshes_its_token(jwt_server):
+    from client import PushgridClient
+    from client.models import Status, StatusEvent
+
+    events: list[StatusEvent] = []
+
+    async def on_status(event: StatusEvent) -> None:
+        events.append(event)
+
+    client = PushgridClient(
+        [jwt_server.address], hs_token(exp=int(time.time()) + 3), on_status=on_status, proxy=None
+    )
+    await client.connect()
+    try:
+        await client.subscribe(["/sdk/a", "/sdk-other/b"])
+        new_exp = int(time.time()) + 3600
+        result = await client.update_token(hs_token({"all": ["/sdk/*"]}, exp=new_exp))
+        assert (result.result, result.expires, result.revoked) == ("ok", new_exp, ["/sdk-other/b"])
+        assert client.subjects == ["/sdk/a"]
+        denied = [e for e in events if e.status is Status.SUBSCRIBE_DENY]
+        assert [(e.subject, e.detail) for e in denied] == [("/sdk-other/b", "revoked")]
+        bad = await client.update_token("not-a-jwt")
+        assert bad.result == "denied"
+        await asyncio.sleep(4)  # past the first token's exp: the connection outlives it
+        assert client.connected
+        assert (await client.publish("/sdk/a", "still here")).result == "ok"
+    finally:
+        await client.close()
