@@ -54,6 +54,7 @@ import wsload
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_SERVER = Path(__file__).resolve().parent / "reference_server.py"
+PICOWS_SERVER = Path(__file__).resolve().parent / "peers" / "picows_server.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -65,6 +66,7 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 class Target(StrEnum):
     pushgrid = "pushgrid"
     reference = "reference"
+    picows = "picows"
     both = "both"
     none = "none"
 
@@ -119,6 +121,18 @@ def cpu_times(pids: list[int]) -> tuple[float, float]:
         user += int(fields[11])  # field 14 of proc(5)
         system += int(fields[12])  # field 15
     return user / CLK_TCK, system / CLK_TCK
+
+
+def write_syscalls(pids: list[int]) -> int:
+    """Write-like system calls (write, send, writev...) made by the processes: ``syscw`` of
+    /proc/PID/io. Unlike CPU time it does not depend on how much of the core the server got."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("syscw:"):
+                    total += int(line.split()[1])
+    return total
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -240,6 +254,8 @@ class ServerProcess:
                 + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]
+        elif self.kind == "picows":
+            cmd = [sys.executable, str(PICOWS_SERVER), "--port", str(self.port)]
         else:
             cmd = [sys.executable, str(REFERENCE_SERVER), "--port", str(self.port)]
         if self.cpu is not None and shutil.which("taskset"):
@@ -334,6 +350,8 @@ class Params:
     connect_concurrency: int
     batching_time: int = 0  # ms, pushgrid's BatchingTime (0 = off)
     batching_max_size: int = 0  # bytes, pushgrid's BatchingMaxSize (0 = off)
+    flush_tick: float | None = None  # ms, pushgrid's FlushTick (None = the server's default)
+    profile_dir: Path | None = None  # py-spy profiles of the server during the window
 
 
 def batching_config(p: Params) -> dict[str, str]:
@@ -343,7 +361,36 @@ def batching_config(p: Params) -> dict[str, str]:
         out["BatchingTime"] = str(p.batching_time)
     if p.batching_max_size:
         out["BatchingMaxSize"] = str(p.batching_max_size)
+    if p.flush_tick is not None:
+        out["FlushTick"] = f"{p.flush_tick:g}"
     return out
+
+
+def start_profile(p: Params, pid: int, label: str) -> tuple[subprocess.Popen[bytes], Path] | None:
+    """py-spy (non-blocking sampling, so the server is not paused) over the measured window;
+    collapsed stacks, summarised by ``benchmarks/profile_summary.py``."""
+    spy = ROOT / ".venv" / "bin" / "py-spy"
+    if p.profile_dir is None or not spy.exists():
+        return None
+    p.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = p.profile_dir / f"{label}-{time.strftime('%H%M%S')}.txt"
+    cmd = [
+        str(spy),
+        "record",
+        "--nonblocking",
+        "--format",
+        "raw",
+        "--rate",
+        "200",
+        "--duration",
+        str(int(p.duration)),
+        "--pid",
+        str(pid),
+        "--output",
+        str(out),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, out
 
 
 def _recv(conn: Any, what: str, timeout: float, proc: Any) -> Any:
@@ -467,6 +514,7 @@ def run_once(
                 "published": shared[0],
                 "expected": shared[1],
                 "server_cpu": cpu_times(server_pids) if server_pids else (0.0, 0.0),
+                "server_writes": write_syscalls(server_pids) if server_pids else 0,
                 "gen_cpu": cpu_seconds(tree()),
                 "cores": core_ticks(cores),
             }
@@ -476,6 +524,7 @@ def run_once(
         while time.monotonic() < end_warmup:
             alive_check()
             time.sleep(min(0.2, max(0.0, end_warmup - time.monotonic())))
+        spy = start_profile(p, server_pids[0], label) if server_pids else None
         s0 = snapshot()
         phase.value = 1
         end = s0["t"] + p.duration
@@ -484,6 +533,9 @@ def run_once(
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         s1 = snapshot()
         phase.value = 2
+        if spy is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                spy[0].wait(10)
         mem_end = memory_mb(server_pids) if server_pids else (0.0, 0.0)
         pub_parent.send(("stop", None))
         pub_report = _recv(pub_parent, "report", p.drain_timeout + 10, pub)
@@ -563,6 +615,8 @@ def run_once(
         # pushgrid's batching settings; None: not applied (reference server, --target none)
         "batching_time_ms": p.batching_time if label == "pushgrid" else None,
         "batching_max_size": p.batching_max_size if label == "pushgrid" else None,
+        "flush_tick_ms": p.flush_tick if label == "pushgrid" else None,
+        "profile": str(spy[1]) if spy is not None else None,
         "duration_s": round(window, 3),
         "warmup_s": p.warmup,
         "procs": procs,
@@ -600,6 +654,11 @@ def run_once(
         "server_core": {k: round(v, 3) for k, v in server_core.items()} if server_core else None,
         "gen_cores": {k: round(v, 3) for k, v in gen_core.items()} if gen_core else None,
         "server_us_per_delivery": round(server_cpu / delivered * 1e6, 3) if delivered else None,
+        "server_writes_per_delivery": round(
+            (s1["server_writes"] - s0["server_writes"]) / delivered, 4
+        )
+        if delivered and server_pids
+        else None,
         "server_rss_mb": {
             "idle": round(mem_idle[0], 1),
             "connected": round(mem_connected[0], 1),
@@ -829,6 +888,19 @@ def main(
             help="pushgrid's BatchingMaxSize in bytes (0 = off); ignored for the reference server",
         ),
     ] = 0,
+    flush_tick: Annotated[
+        float | None,
+        typer.Option(
+            "--flush-tick",
+            min=0,
+            metavar="MS",
+            help="pushgrid's FlushTick in ms (default: the server's); ignored for other servers",
+        ),
+    ] = None,
+    profile_dir: Annotated[
+        Path | None,
+        typer.Option(help="record a py-spy profile of the server's window into this directory"),
+    ] = None,
     json_out: Annotated[
         Path | None, typer.Option(help="also append the JSON lines to this file")
     ] = None,
@@ -861,6 +933,8 @@ def main(
         connect_concurrency=connect_concurrency,
         batching_time=batching_time,
         batching_max_size=batching_max_size,
+        flush_tick=flush_tick,
+        profile_dir=profile_dir,
     )
     pin = prepare_process(params, client_cpus, server_cpu, target is not Target.none)
     info = machine_info()
