@@ -55,8 +55,10 @@ test: $(STAMP) system-deps
 	$(BIN)/mypy
 	$(BIN)/pytest -q tests
 
+# The fan-out sweep (docs/benchmarks.md, "Issue 12"): pushgrid vs every peer, one table, JSON
+# lines in benchmarks/results/. Niced: the machine is shared.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/fanout.py --target both
+	nice -n 10 $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -433,6 +433,7 @@ def run_once(
 
     try:
         mem_idle = memory_mb(server_pids) if server_pids else (0.0, 0.0)
+        cpu_setup = cpu_seconds(server_pids) if server_pids else 0.0
         t_setup = time.monotonic()
         for idx in range(procs):
             parent, child = ctx.Pipe()
@@ -446,6 +447,7 @@ def run_once(
                 connect_concurrency=p.connect_concurrency,
                 setup_timeout=p.setup_timeout,
                 deadline=budget,
+                source_host=f"127.0.0.{2 + idx % 250}" if host == "127.0.0.1" else None,
             )
             proc = ctx.Process(
                 target=wsload.subscriber_main,
@@ -468,6 +470,9 @@ def run_once(
                 f"{subscribed}/{want} subscribed, {denied} denied; {errors}"
             )
         setup_s = time.monotonic() - t_setup
+        # Server CPU of the connection storm: accept + handshake + welcome + subscribe, all
+        # subscribers connecting at once (--connect-concurrency per process).
+        cpu_setup = (cpu_seconds(server_pids) - cpu_setup) if server_pids else 0.0
 
         pub_parent, pub_child = ctx.Pipe()
         pcfg = wsload.PublisherConfig(
@@ -625,6 +630,11 @@ def run_once(
         "max_unacked": p.max_unacked,
         "sample_every": p.sample_every,
         "setup_s": round(setup_s, 2),
+        "connections_per_s": round(p.subscribers / setup_s, 1) if setup_s else None,
+        "server_cpu_setup_s": round(cpu_setup, 3) if server_pids else None,
+        "server_ms_per_connection": round(cpu_setup / p.subscribers * 1000, 4)
+        if server_pids
+        else None,
         "delivered_per_s": round(delivered / window, 1),
         "published_per_s": round((s1["published"] - s0["published"]) / window, 1),
         "offered_deliveries_per_s": round((s1["expected"] - s0["expected"]) / window, 1),

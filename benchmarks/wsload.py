@@ -30,6 +30,7 @@ import contextlib
 import ctypes
 import os
 import random
+import resource
 import signal
 import struct
 import sys
@@ -271,6 +272,9 @@ class SubscriberConfig:
     connect_concurrency: int
     setup_timeout: float
     deadline: float
+    # Local address to connect from: with tens of thousands of connections to one port, several
+    # source addresses (127.0.0.2, 127.0.0.3...) keep clear of ephemeral-port exhaustion.
+    source_host: str | None = None
 
 
 class SubscriberWorker:
@@ -512,6 +516,9 @@ def subscriber_main(
     idx: int, cfg: SubscriberConfig, counts: Any, phase: Any, conn: Any, parent_pid: int
 ) -> None:
     harden_child(parent_pid, cfg.deadline)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:  # one file descriptor per connection
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     uvloop.run(_subscriber_async(idx, cfg, counts, phase, conn))
     conn.close()
     os._exit(0)  # skip interpreter teardown: nothing left to flush
@@ -533,8 +540,9 @@ async def _subscriber_async(
         async with gate:
             for attempt in range(3):
                 try:
+                    local = (cfg.source_host, 0) if cfg.source_host else None
                     _, proto = await loop.create_connection(
-                        lambda: Subscriber(w, cfg, subjects), cfg.host, cfg.port
+                        lambda: Subscriber(w, cfg, subjects), cfg.host, cfg.port, local_addr=local
                     )
                     await proto.opened
                     protocols.append(proto)
