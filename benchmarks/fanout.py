@@ -55,6 +55,7 @@ import wsload
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_SERVER = Path(__file__).resolve().parent / "reference_server.py"
 PICOWS_SERVER = Path(__file__).resolve().parent / "peers" / "picows_server.py"
+NODE_SERVER = Path(__file__).resolve().parent / "peers" / "node" / "server.js"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -67,6 +68,7 @@ class Target(StrEnum):
     pushgrid = "pushgrid"
     reference = "reference"
     picows = "picows"
+    node = "node"
     both = "both"
     none = "none"
 
@@ -218,6 +220,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def ensure_node_peer() -> None:
+    """Install the Node.js peer's dependencies (``ws``) with npm on first use."""
+    folder = NODE_SERVER.parent
+    if (folder / "node_modules" / "ws").is_dir():
+        return
+    if not shutil.which("npm"):
+        raise BenchError("the node peer needs node and npm on PATH")
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=folder, check=True
+    )
+
+
 class ServerProcess:
     """A server under test as a subprocess pinned to one CPU; always killed on exit."""
 
@@ -254,6 +268,9 @@ class ServerProcess:
                 + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]
+        elif self.kind == "node":
+            ensure_node_peer()
+            cmd = ["node", str(NODE_SERVER), "--port", str(self.port)]
         elif self.kind == "picows":
             cmd = [sys.executable, str(PICOWS_SERVER), "--port", str(self.port)]
         else:

@@ -12,7 +12,8 @@ each on a fresh server process pinned to one CPU (``taskset``), with the generat
    publish/s (server CPU per connection, connections/s, KiB of RSS per idle connection).
 
 Targets: ``pushgrid`` (default settings), ``pushgrid-tick0`` (``FlushTick = 0``: the write path
-before ADR 012), ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py).
+before ADR 012), ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py),
+``node`` (Node.js ``ws``, benchmarks/peers/node/: installed with npm on first use).
 The table shows the median over rounds; ``benchmarks/results/run_all-<date>.jsonl`` gets every run.
 """
 
@@ -40,6 +41,7 @@ TARGETS = {  # label -> (server kind, extra pushgrid.conf lines)
     "pushgrid-tick0": ("pushgrid", {"FlushTick": "0"}),
     "reference": ("reference", {}),
     "picows": ("picows", {}),
+    "node": ("node", {}),
 }
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -180,6 +182,9 @@ def main(
     storm: Annotated[
         int, typer.Option(help="subscribers of the storm/memory run (0 = skip); fd limit 20,000")
     ] = 19_900,
+    profile_dir: Annotated[
+        Path | None, typer.Option(help="py-spy profile of every server in the paced runs")
+    ] = None,
     skip: Annotated[
         str, typer.Option(help="scenarios to skip: saturation,paced,sat50,sat80,storm")
     ] = "",
@@ -216,7 +221,9 @@ def main(
                         sat_rate[label] = res["published_per_s"]
                 if "paced" not in skipped:
                     for label in order:
-                        one(label, params(subscribers, rate, duration, inflight), "paced", workdir)
+                        p = params(subscribers, rate, duration, inflight)
+                        p.profile_dir = profile_dir
+                        one(label, p, "paced", workdir)
                 for share, scenario in ((0.5, "sat50"), (0.8, "sat80")):
                     if scenario in skipped or "pushgrid" not in sat_rate:
                         continue
