@@ -20,6 +20,7 @@ import sys
 import tracemalloc
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import uvloop
 
@@ -54,12 +55,13 @@ def type_counts() -> Counter[str]:
 
 
 async def measure(n: int, port: int, top: int) -> None:
-    settings = load_settings(
-        Listen=f"127.0.0.1:{port}",
-        **{"MonitorHTTP.Listen": ""},
-        MetricsArchive="",
-        MetaSubjectInterval=0,
-    )
+    overrides: dict[str, Any] = {
+        "Listen": f"127.0.0.1:{port}",
+        "MonitorHTTP.Listen": "",  # no monitoring port, no archive, no meta-subjects
+        "MetricsArchive": "",
+        "MetaSubjectInterval": 0,
+    }
+    settings = load_settings(**overrides)
     server = PushServer(settings)
     await server.start()
     loop = asyncio.get_running_loop()
