@@ -201,11 +201,23 @@ def main(
     fanout.prepare_process(probe, "1", 0, True)
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {label: {} for label in labels}
 
-    def one(label: str, p: Params, scenario: str, workdir: Path) -> dict[str, Any]:
+    def one(label: str, p: Params, scenario: str, workdir: Path) -> dict[str, Any] | None:
+        """One run; a failed run (e.g. a peer that cannot serve the storm in time) is reported
+        and recorded, and the sweep goes on."""
         p.server_core, p.gen_cores = probe.server_core, probe.gen_cores
-        res = run(label, p, scenario, out, workdir)
+        try:
+            res = run(label, p, scenario, out, workdir)
+        except BenchError as exc:
+            err.print(f"[red]{scenario}: {label} failed:[/] {str(exc)[:300]}")
+            with out.open("a") as f:
+                failed = {"bench": "fanout-failed", "target": label, "scenario": scenario}
+                f.write(json.dumps({**failed, "error": str(exc)[:2000]}) + "\n")
+            failures.append(f"{scenario}: {label}")
+            return None
         rows[label].setdefault(scenario, []).append(res)
         return res
+
+    failures: list[str] = []
 
     try:
         with tempfile.TemporaryDirectory(prefix="pushgrid-bench-") as tmp:
@@ -218,7 +230,8 @@ def main(
                         res = one(
                             label, params(subscribers, 0, duration, inflight), "saturation", workdir
                         )
-                        sat_rate[label] = res["published_per_s"]
+                        if res is not None:
+                            sat_rate[label] = res["published_per_s"]
                 if "paced" not in skipped:
                     for label in order:
                         p = params(subscribers, rate, duration, inflight)
@@ -247,6 +260,8 @@ def main(
     with contextlib.suppress(OSError):
         console.print(f"load average now: {Path('/proc/loadavg').read_text().split()[:3]}")
     console.print(f"JSON lines: {out}")
+    if failures:
+        err.print(f"[red]failed runs:[/] {', '.join(failures)}")
 
 
 if __name__ == "__main__":
