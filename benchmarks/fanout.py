@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_SERVER = Path(__file__).resolve().parent / "reference_server.py"
 PICOWS_SERVER = Path(__file__).resolve().parent / "peers" / "picows_server.py"
 NODE_SERVER = Path(__file__).resolve().parent / "peers" / "node" / "server.js"
+NATS_SERVER = ROOT / ".venv" / "bin" / "nats-server"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -69,6 +70,7 @@ class Target(StrEnum):
     reference = "reference"
     picows = "picows"
     node = "node"
+    nats = "nats"
     both = "both"
     none = "none"
 
@@ -248,6 +250,10 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"{kind}-{port}.log"
         self.command: list[str] = []
+        # NATS: publishers use the plain client port, subscribers the WebSocket one (``port``)
+        self.publish_port: int | None = None
+        self.client = "nats" if kind == "nats" else "pushgrid"
+        self.env: dict[str, str] | None = None
 
     def __enter__(self) -> ServerProcess:
         if self.kind == "pushgrid":
@@ -268,6 +274,15 @@ class ServerProcess:
                 + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]
+        elif self.kind == "nats":
+            self.publish_port = free_port()
+            conf = self.workdir / f"nats-{self.port}.conf"
+            conf.write_text(
+                f"listen: 127.0.0.1:{self.publish_port}\n"
+                f'websocket {{ listen: "127.0.0.1:{self.port}", no_tls: true }}\n'
+            )
+            cmd = [str(NATS_SERVER), "-c", str(conf)]
+            self.env = {**os.environ, "GOMAXPROCS": "1"}
         elif self.kind == "node":
             ensure_node_peer()
             cmd = ["node", str(NODE_SERVER), "--port", str(self.port)]
@@ -287,6 +302,7 @@ class ServerProcess:
             start_new_session=True,
             preexec_fn=_pdeathsig,
             cwd=ROOT,
+            env=self.env,
         )
         log.close()
         try:
@@ -424,7 +440,13 @@ def _recv(conn: Any, what: str, timeout: float, proc: Any) -> Any:
 
 
 def run_once(
-    p: Params, host: str, port: int, server_pids: list[int] | None, label: str
+    p: Params,
+    host: str,
+    port: int,
+    server_pids: list[int] | None,
+    label: str,
+    client: str = "pushgrid",
+    publish_port: int | None = None,
 ) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     run_id = secrets.token_hex(3)
@@ -465,6 +487,7 @@ def run_once(
                 setup_timeout=p.setup_timeout,
                 deadline=budget,
                 source_host=f"127.0.0.{2 + idx % 250}" if host == "127.0.0.1" else None,
+                client=client,
             )
             proc = ctx.Process(
                 target=wsload.subscriber_main,
@@ -494,7 +517,7 @@ def run_once(
         pub_parent, pub_child = ctx.Pipe()
         pcfg = wsload.PublisherConfig(
             host=host,
-            port=port,
+            port=publish_port or port,
             path=p.path,
             subjects=subjects,
             fanout=fanout,
@@ -506,6 +529,7 @@ def run_once(
             retained=p.retained,
             deadline=budget,
             ack_timeout=p.drain_timeout,
+            client=client,
         )
         pub = ctx.Process(
             target=wsload.publisher_main,
@@ -1010,7 +1034,10 @@ def main(
                         batching if kind == "pushgrid" else None,
                     )
                     with srv:
-                        res = run_once(params, "127.0.0.1", port, process_tree(srv.pid), kind)
+                        pids = process_tree(srv.pid)
+                        res = run_once(
+                            params, "127.0.0.1", port, pids, kind, srv.client, srv.publish_port
+                        )
                         res["server_command"] = " ".join(srv.command)
                     res["machine"] = info
                     res["repeat"] = rep + 1

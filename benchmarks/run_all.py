@@ -42,6 +42,7 @@ TARGETS = {  # label -> (server kind, extra pushgrid.conf lines)
     "reference": ("reference", {}),
     "picows": ("picows", {}),
     "node": ("node", {}),
+    "nats": ("nats", {}),
 }
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -80,7 +81,8 @@ def run(label: str, p: Params, scenario: str, out: Path, workdir: Path) -> dict[
     load = Path("/proc/loadavg").read_text().split()[:3]
     console.print(f"[dim]{scenario}: {label} on :{port} (load {' '.join(load)})[/]")
     with ServerProcess(kind, port, p.server_core, workdir, extra) as srv:
-        res = fanout.run_once(p, "127.0.0.1", port, fanout.process_tree(srv.pid), label)
+        pids = fanout.process_tree(srv.pid)
+        res = fanout.run_once(p, "127.0.0.1", port, pids, label, srv.client, srv.publish_port)
         res["server_command"] = " ".join(srv.command)
     res.update(scenario=scenario, loadavg=[float(x) for x in load], config=extra)
     res["machine"] = fanout.machine_info()
