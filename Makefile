@@ -67,8 +67,10 @@ fuzz: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/fuzz.py --inputs $(FUZZ_INPUTS) --connections 8 \
 	  --output benchmarks/results/fuzz-$$(date +%Y-%m-%d).jsonl
 
+# The fan-out sweep (docs/benchmarks.md, "Issue 12"): pushgrid vs every peer, one table, JSON
+# lines in benchmarks/results/. Niced: the machine is shared.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/fanout.py --target both
+	nice -n 10 $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -54,6 +54,9 @@ import wsload
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_SERVER = Path(__file__).resolve().parent / "reference_server.py"
+PICOWS_SERVER = Path(__file__).resolve().parent / "peers" / "picows_server.py"
+NODE_SERVER = Path(__file__).resolve().parent / "peers" / "node" / "server.js"
+NATS_SERVER = ROOT / ".venv" / "bin" / "nats-server"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -65,6 +68,9 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 class Target(StrEnum):
     pushgrid = "pushgrid"
     reference = "reference"
+    picows = "picows"
+    node = "node"
+    nats = "nats"
     both = "both"
     none = "none"
 
@@ -119,6 +125,18 @@ def cpu_times(pids: list[int]) -> tuple[float, float]:
         user += int(fields[11])  # field 14 of proc(5)
         system += int(fields[12])  # field 15
     return user / CLK_TCK, system / CLK_TCK
+
+
+def write_syscalls(pids: list[int]) -> int:
+    """Write-like system calls (write, send, writev...) made by the processes: ``syscw`` of
+    /proc/PID/io. Unlike CPU time it does not depend on how much of the core the server got."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("syscw:"):
+                    total += int(line.split()[1])
+    return total
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -204,6 +222,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def ensure_node_peer() -> None:
+    """Install the Node.js peer's dependencies (``ws``) with npm on first use."""
+    folder = NODE_SERVER.parent
+    if (folder / "node_modules" / "ws").is_dir():
+        return
+    if not shutil.which("npm"):
+        raise BenchError("the node peer needs node and npm on PATH")
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=folder, check=True
+    )
+
+
 class ServerProcess:
     """A server under test as a subprocess pinned to one CPU; always killed on exit."""
 
@@ -220,6 +250,10 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"{kind}-{port}.log"
         self.command: list[str] = []
+        # NATS: publishers use the plain client port, subscribers the WebSocket one (``port``)
+        self.publish_port: int | None = None
+        self.client = "nats" if kind == "nats" else "pushgrid"
+        self.env: dict[str, str] | None = None
 
     def __enter__(self) -> ServerProcess:
         if self.kind == "pushgrid":
@@ -245,6 +279,20 @@ class ServerProcess:
                 + "".join(f"{k} = {v}\n" for k, v in self.extra_config.items())
             )
             cmd = [exe_s, "server", "--config", str(conf)]
+        elif self.kind == "nats":
+            self.publish_port = free_port()
+            conf = self.workdir / f"nats-{self.port}.conf"
+            conf.write_text(
+                f"listen: 127.0.0.1:{self.publish_port}\n"
+                f'websocket {{ listen: "127.0.0.1:{self.port}", no_tls: true }}\n'
+            )
+            cmd = [str(NATS_SERVER), "-c", str(conf)]
+            self.env = {**os.environ, "GOMAXPROCS": "1"}
+        elif self.kind == "node":
+            ensure_node_peer()
+            cmd = ["node", str(NODE_SERVER), "--port", str(self.port)]
+        elif self.kind == "picows":
+            cmd = [sys.executable, str(PICOWS_SERVER), "--port", str(self.port)]
         else:
             cmd = [sys.executable, str(REFERENCE_SERVER), "--port", str(self.port)]
         if self.cpu is not None and shutil.which("taskset"):
@@ -259,6 +307,7 @@ class ServerProcess:
             start_new_session=True,
             preexec_fn=_pdeathsig,
             cwd=ROOT,
+            env=self.env,
         )
         log.close()
         try:
@@ -339,6 +388,8 @@ class Params:
     connect_concurrency: int
     batching_time: int = 0  # ms, pushgrid's BatchingTime (0 = off)
     batching_max_size: int = 0  # bytes, pushgrid's BatchingMaxSize (0 = off)
+    flush_tick: float | None = None  # ms, pushgrid's FlushTick (None = the server's default)
+    profile_dir: Path | None = None  # py-spy profiles of the server during the window
 
 
 def batching_config(p: Params) -> dict[str, str]:
@@ -348,7 +399,36 @@ def batching_config(p: Params) -> dict[str, str]:
         out["BatchingTime"] = str(p.batching_time)
     if p.batching_max_size:
         out["BatchingMaxSize"] = str(p.batching_max_size)
+    if p.flush_tick is not None:
+        out["FlushTick"] = f"{p.flush_tick:g}"
     return out
+
+
+def start_profile(p: Params, pid: int, label: str) -> tuple[subprocess.Popen[bytes], Path] | None:
+    """py-spy (non-blocking sampling, so the server is not paused) over the measured window;
+    collapsed stacks, summarised by ``benchmarks/profile_summary.py``."""
+    spy = ROOT / ".venv" / "bin" / "py-spy"
+    if p.profile_dir is None or not spy.exists():
+        return None
+    p.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = p.profile_dir / f"{label}-{time.strftime('%H%M%S')}.txt"
+    cmd = [
+        str(spy),
+        "record",
+        "--nonblocking",
+        "--format",
+        "raw",
+        "--rate",
+        "200",
+        "--duration",
+        str(int(p.duration)),
+        "--pid",
+        str(pid),
+        "--output",
+        str(out),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, out
 
 
 def _recv(conn: Any, what: str, timeout: float, proc: Any) -> Any:
@@ -365,7 +445,13 @@ def _recv(conn: Any, what: str, timeout: float, proc: Any) -> Any:
 
 
 def run_once(
-    p: Params, host: str, port: int, server_pids: list[int] | None, label: str
+    p: Params,
+    host: str,
+    port: int,
+    server_pids: list[int] | None,
+    label: str,
+    client: str = "pushgrid",
+    publish_port: int | None = None,
 ) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     run_id = secrets.token_hex(3)
@@ -391,6 +477,7 @@ def run_once(
 
     try:
         mem_idle = memory_mb(server_pids) if server_pids else (0.0, 0.0)
+        cpu_setup = cpu_seconds(server_pids) if server_pids else 0.0
         t_setup = time.monotonic()
         for idx in range(procs):
             parent, child = ctx.Pipe()
@@ -404,6 +491,8 @@ def run_once(
                 connect_concurrency=p.connect_concurrency,
                 setup_timeout=p.setup_timeout,
                 deadline=budget,
+                source_host=f"127.0.0.{2 + idx % 250}" if host == "127.0.0.1" else None,
+                client=client,
             )
             proc = ctx.Process(
                 target=wsload.subscriber_main,
@@ -426,11 +515,14 @@ def run_once(
                 f"{subscribed}/{want} subscribed, {denied} denied; {errors}"
             )
         setup_s = time.monotonic() - t_setup
+        # Server CPU of the connection storm: accept + handshake + welcome + subscribe, all
+        # subscribers connecting at once (--connect-concurrency per process).
+        cpu_setup = (cpu_seconds(server_pids) - cpu_setup) if server_pids else 0.0
 
         pub_parent, pub_child = ctx.Pipe()
         pcfg = wsload.PublisherConfig(
             host=host,
-            port=port,
+            port=publish_port or port,
             path=p.path,
             subjects=subjects,
             fanout=fanout,
@@ -442,6 +534,7 @@ def run_once(
             retained=p.retained,
             deadline=budget,
             ack_timeout=p.drain_timeout,
+            client=client,
         )
         pub = ctx.Process(
             target=wsload.publisher_main,
@@ -472,6 +565,7 @@ def run_once(
                 "published": shared[0],
                 "expected": shared[1],
                 "server_cpu": cpu_times(server_pids) if server_pids else (0.0, 0.0),
+                "server_writes": write_syscalls(server_pids) if server_pids else 0,
                 "gen_cpu": cpu_seconds(tree()),
                 "cores": core_ticks(cores),
             }
@@ -481,6 +575,7 @@ def run_once(
         while time.monotonic() < end_warmup:
             alive_check()
             time.sleep(min(0.2, max(0.0, end_warmup - time.monotonic())))
+        spy = start_profile(p, server_pids[0], label) if server_pids else None
         s0 = snapshot()
         phase.value = 1
         end = s0["t"] + p.duration
@@ -489,6 +584,9 @@ def run_once(
             time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         s1 = snapshot()
         phase.value = 2
+        if spy is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                spy[0].wait(10)
         mem_end = memory_mb(server_pids) if server_pids else (0.0, 0.0)
         pub_parent.send(("stop", None))
         pub_report = _recv(pub_parent, "report", p.drain_timeout + 10, pub)
@@ -568,6 +666,8 @@ def run_once(
         # pushgrid's batching settings; None: not applied (reference server, --target none)
         "batching_time_ms": p.batching_time if label == "pushgrid" else None,
         "batching_max_size": p.batching_max_size if label == "pushgrid" else None,
+        "flush_tick_ms": p.flush_tick if label == "pushgrid" else None,
+        "profile": str(spy[1]) if spy is not None else None,
         "duration_s": round(window, 3),
         "warmup_s": p.warmup,
         "procs": procs,
@@ -576,6 +676,11 @@ def run_once(
         "max_unacked": p.max_unacked,
         "sample_every": p.sample_every,
         "setup_s": round(setup_s, 2),
+        "connections_per_s": round(p.subscribers / setup_s, 1) if setup_s else None,
+        "server_cpu_setup_s": round(cpu_setup, 3) if server_pids else None,
+        "server_ms_per_connection": round(cpu_setup / p.subscribers * 1000, 4)
+        if server_pids
+        else None,
         "delivered_per_s": round(delivered / window, 1),
         "published_per_s": round((s1["published"] - s0["published"]) / window, 1),
         "offered_deliveries_per_s": round((s1["expected"] - s0["expected"]) / window, 1),
@@ -605,6 +710,11 @@ def run_once(
         "server_core": {k: round(v, 3) for k, v in server_core.items()} if server_core else None,
         "gen_cores": {k: round(v, 3) for k, v in gen_core.items()} if gen_core else None,
         "server_us_per_delivery": round(server_cpu / delivered * 1e6, 3) if delivered else None,
+        "server_writes_per_delivery": round(
+            (s1["server_writes"] - s0["server_writes"]) / delivered, 4
+        )
+        if delivered and server_pids
+        else None,
         "server_rss_mb": {
             "idle": round(mem_idle[0], 1),
             "connected": round(mem_connected[0], 1),
@@ -834,6 +944,19 @@ def main(
             help="pushgrid's BatchingMaxSize in bytes (0 = off); ignored for the reference server",
         ),
     ] = 0,
+    flush_tick: Annotated[
+        float | None,
+        typer.Option(
+            "--flush-tick",
+            min=0,
+            metavar="MS",
+            help="pushgrid's FlushTick in ms (default: the server's); ignored for other servers",
+        ),
+    ] = None,
+    profile_dir: Annotated[
+        Path | None,
+        typer.Option(help="record a py-spy profile of the server's window into this directory"),
+    ] = None,
     json_out: Annotated[
         Path | None, typer.Option(help="also append the JSON lines to this file")
     ] = None,
@@ -866,6 +989,8 @@ def main(
         connect_concurrency=connect_concurrency,
         batching_time=batching_time,
         batching_max_size=batching_max_size,
+        flush_tick=flush_tick,
+        profile_dir=profile_dir,
     )
     pin = prepare_process(params, client_cpus, server_cpu, target is not Target.none)
     info = machine_info()
@@ -914,7 +1039,10 @@ def main(
                         batching if kind == "pushgrid" else None,
                     )
                     with srv:
-                        res = run_once(params, "127.0.0.1", port, process_tree(srv.pid), kind)
+                        pids = process_tree(srv.pid)
+                        res = run_once(
+                            params, "127.0.0.1", port, pids, kind, srv.client, srv.publish_port
+                        )
                         res["server_command"] = " ".join(srv.command)
                     res["machine"] = info
                     res["repeat"] = rep + 1

@@ -30,6 +30,7 @@ import contextlib
 import ctypes
 import os
 import random
+import resource
 import signal
 import struct
 import sys
@@ -271,6 +272,10 @@ class SubscriberConfig:
     connect_concurrency: int
     setup_timeout: float
     deadline: float
+    # Local address to connect from: with tens of thousands of connections to one port, several
+    # source addresses (127.0.0.2, 127.0.0.3...) keep clear of ephemeral-port exhaustion.
+    source_host: str | None = None
+    client: str = "pushgrid"  # "nats": the NATS text protocol inside WebSocket frames
 
 
 class SubscriberWorker:
@@ -480,6 +485,73 @@ class Subscriber(WSClient):
             self.w.close_codes[self.close_code] = self.w.close_codes.get(self.close_code, 0) + 1
 
 
+class NatsSubscriber(Subscriber):
+    """A NATS client over WebSocket: CONNECT + SUB + PING in one frame, subscribed at the PONG.
+
+    nats-server's frames carry the protocol as a byte stream, split anywhere. Messages are
+    counted as occurrences of ``MSG `` (the payload, a timestamp and ``x`` padding, cannot hold
+    it); the last 5 bytes of the stream are kept so a split keyword is found once. A latency
+    sample reads the timestamp that starts the payload of the last message of a chunk.
+    """
+
+    def __init__(self, w: SubscriberWorker, cfg: SubscriberConfig, subjects: list[str]) -> None:
+        super().__init__(w, cfg, subjects)
+        self.tail = b""
+        self.ready = False
+
+    def on_open(self) -> None:
+        subs = b"".join(b"SUB %s %d\r\n" % (s.encode(), i + 1) for i, s in enumerate(self.subjects))
+        self.send(
+            1, b'CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\n' + subs + b"PING\r\n"
+        )
+
+    def data_received(self, data: bytes) -> None:
+        WSClient.data_received(self, data)
+
+    def on_frame(self, first: int, payload: bytes) -> None:
+        opcode = first & 0x0F
+        if opcode in (0, 1, 2):
+            self.stream(payload)
+        else:
+            WSClient.on_frame(self, first, payload)
+
+    def stream(self, payload: bytes) -> None:
+        w = self.w
+        data = self.tail + payload
+        self.tail = data[-5:]
+        if not self.ready:
+            if b"PONG\r\n" in data:
+                self.ready = True
+                for _ in self.subjects:
+                    w.on_subscribed(True)
+            elif b"-ERR" in data:
+                w.on_subscribed(False, data.decode(errors="replace")[:200])
+        if b"PING\r\n" in data:
+            self.send(1, b"PONG\r\n")
+        n = data.count(b"MSG ")
+        if not n:
+            return
+        w.count += n
+        if w.phase.value == 1:
+            w.window_msgs += n
+            w.window_frames += 1
+            w.until -= n
+            if w.until <= 0:
+                w.until += w.every
+                self.sample(data)
+        if not w.paced:
+            w.counts[w.idx] = w.count
+
+    def sample(self, data: bytes) -> None:
+        start = data.find(b"\r\n", data.rfind(b"MSG ")) + 2
+        stamp = data[start : start + TS_DIGITS]
+        if start < 2 or len(stamp) < TS_DIGITS or not stamp.isdigit():
+            self.w.bad_samples += 1
+            return
+        us = (time_ns() - int(stamp)) // 1000
+        self.w.hist.record_value(min(max(us, 1), HIST_MAX_US))
+
+
 def pace_reads(loop: asyncio.AbstractEventLoop, interval: float, w: SubscriberWorker) -> None:
     """Run the event loop at most once per ``interval``: sleep away the rest of each period.
 
@@ -512,6 +584,9 @@ def subscriber_main(
     idx: int, cfg: SubscriberConfig, counts: Any, phase: Any, conn: Any, parent_pid: int
 ) -> None:
     harden_child(parent_pid, cfg.deadline)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:  # one file descriptor per connection
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     uvloop.run(_subscriber_async(idx, cfg, counts, phase, conn))
     conn.close()
     os._exit(0)  # skip interpreter teardown: nothing left to flush
@@ -529,12 +604,15 @@ async def _subscriber_async(
     gate = asyncio.Semaphore(cfg.connect_concurrency)
     connect_errors: list[str] = []
 
+    client_cls = NatsSubscriber if cfg.client == "nats" else Subscriber
+
     async def connect(subjects: list[str]) -> None:
         async with gate:
             for attempt in range(3):
                 try:
+                    local = (cfg.source_host, 0) if cfg.source_host else None
                     _, proto = await loop.create_connection(
-                        lambda: Subscriber(w, cfg, subjects), cfg.host, cfg.port
+                        lambda: client_cls(w, cfg, subjects), cfg.host, cfg.port, local_addr=local
                     )
                     await proto.opened
                     protocols.append(proto)
@@ -611,6 +689,7 @@ class PublisherConfig:
     max_batch: int = 256
     ack_timeout: float = 15.0
     tick: float = 0.001
+    client: str = "pushgrid"  # "nats": plain NATS over TCP (host:port is the NATS client port)
 
 
 class Publisher(WSClient):
@@ -722,6 +801,58 @@ class Publisher(WSClient):
         self.timer = asyncio.get_running_loop().call_later(cfg.tick, self.pump)
 
 
+class NatsPublisher(Publisher):
+    """Publishes with ``PUB`` on a plain NATS TCP connection. NATS has no per-publish result:
+    every publish counts as acknowledged, and at stop a ``PING`` / ``PONG`` round trip makes
+    sure the server has processed all of them."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.write(b'CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\n')
+        self.is_open = True
+        self.prefixes = [
+            b"PUB %s %d\r\n" % (s.encode(), self.cfg.message_size) for s in self.cfg.subjects
+        ]
+        if not self.opened.done():
+            self.opened.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        if b"PING\r\n" in data and self.transport is not None:
+            self.transport.write(b"PONG\r\n")
+        if b"PONG\r\n" in data:
+            self.unacked = 0  # the stop PING: everything before it was processed
+        if b"-ERR" in data:
+            self._failed(data)
+        if self.running and not self.cfg.rate:
+            self.pump()
+
+    def stop(self) -> None:
+        super().stop()
+        self.unacked = 1
+        if self.transport is not None:
+            self.transport.write(b"PING\r\n")
+
+    def publish_batch(self, k: int) -> None:
+        if k <= 0:
+            return
+        cfg = self.cfg
+        parts = []
+        ts = b"%019d" % time_ns()
+        s = self.next_subject
+        for _ in range(k):
+            self.published += 1
+            parts.append(self.prefixes[s] + ts + self.pad + b"\r\n")
+            self.expected += cfg.fanout[s]
+            self.expected_acked += cfg.fanout[s]
+            self.acked_ok += 1
+            s = (s + 1) % len(self.prefixes)
+        self.next_subject = s
+        assert self.transport is not None
+        self.transport.write(b"".join(parts))
+        self.shared[0] = self.published
+        self.shared[1] = self.expected
+
+
 def publisher_main(
     cfg: PublisherConfig, counts: Any, shared: Any, conn: Any, parent_pid: int
 ) -> None:
@@ -736,8 +867,9 @@ async def _publisher_async(cfg: PublisherConfig, counts: Any, shared: Any, conn:
     commands = Commands(loop, conn)
     try:
         async with asyncio.timeout(30):
+            cls = NatsPublisher if cfg.client == "nats" else Publisher
             _, proto = await loop.create_connection(
-                lambda: Publisher(cfg, counts, shared), cfg.host, cfg.port
+                lambda: cls(cfg, counts, shared), cfg.host, cfg.port
             )
             await proto.opened
     except (OSError, TimeoutError) as exc:

@@ -38,6 +38,7 @@ from .protocol.codec import Limits, encode
 from .protocol.errors import CloseCode
 from .protocol.frames import Keepalive
 from .protocol.wsframe import encode_text_frame
+from .rlimits import raise_open_file_limit
 from .transport.connection import ClientConnection
 from .transport.flusher import Flusher
 from .transport.limits import PendingConnections, SecurityCounters
@@ -154,7 +155,9 @@ class PushServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.flusher = Flusher(loop)
+        self.flusher = Flusher(loop, self.settings.flush_tick / 1000.0)
+        old_files, files = raise_open_file_limit()
+        log.info("open-file limit %d (soft limit was %d)", files, old_files)
         self.loop_bridge.loop = loop
         self.tick = loop.time()
         await self.engine.start(self.hub.deliver)

@@ -1,10 +1,16 @@
-"""Write coalescing: frames queued for a connection during one event-loop iteration leave in a
-single ``transport.write``. Under load many messages share one system call per subscriber; at
-low rates a frame waits only for the end of the current iteration (no timer)."""
+"""Write coalescing: frames queued for a connection leave in a single ``transport.write``.
+
+Idle, a frame waits only for the end of the current event-loop iteration (no timer). Under
+load the loop rests ``tick`` seconds between the end of one flush and the start of the next
+(ADR 012): frames queued meanwhile (several publishes) share one system call per subscriber
+instead of one each. The added latency is bounded by ``tick``, and once a tick has passed
+without a flush the next one is immediate again.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Protocol
 
 
@@ -16,10 +22,14 @@ class Flushable(Protocol):
 
 
 class Flusher:
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, tick: float = 0.0) -> None:
         self._loop = loop
+        self._tick = tick
         self._dirty: list[Flushable] = []
         self._scheduled = False
+        # time.monotonic() before which the next flush waits: uvloop's loop.time() is the
+        # iteration's start, and a fan-out flush can take milliseconds.
+        self._rested_at = float("-inf")
         self._later: dict[float, list[Flushable]] = {}
 
     def mark_later(self, connection: Flushable, delay: float) -> float:
@@ -39,14 +49,21 @@ class Flusher:
             connection.flush_due(due)
 
     def mark(self, connection: Flushable) -> None:
-        """Flush ``connection`` at the end of this loop iteration (call once per dirty period)."""
+        """Flush ``connection`` at the end of this loop iteration, or at the next tick under load
+        (call once per dirty period)."""
         self._dirty.append(connection)
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon(self._flush)
+            wait = self._rested_at - time.monotonic()
+            if wait > 0:
+                self._loop.call_later(wait, self._flush)
+            else:
+                self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._scheduled = False
         dirty, self._dirty = self._dirty, []
         for connection in dirty:
             connection.flush()
+        if self._tick:
+            self._rested_at = time.monotonic() + self._tick
