@@ -18,9 +18,6 @@ configuration.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from server.cli_support import fail, settings_or_exit
+from server.periodic import run_child
 
 from .security import Role
 
@@ -223,20 +221,7 @@ async def run_alongside(config: Path | None = None, env: dict[str, str] | None =
     Its output goes to this terminal (so the first admin token is seen); cancelling terminates
     the child.
     """
-    process = await asyncio.create_subprocess_exec(
-        *admin_argv(config),
-        stdin=asyncio.subprocess.DEVNULL,
-        env={**os.environ, **env} if env else None,
-    )
-    try:
-        await process.wait()
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            with contextlib.suppress(TimeoutError, ProcessLookupError):
-                await asyncio.wait_for(process.wait(), 5)
-            if process.returncode is None:
-                process.kill()
+    await run_child(admin_argv(config), env=env)
 
 
 @admin_app.command("export-rules")

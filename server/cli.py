@@ -56,6 +56,8 @@ def _settings(config: Path | None) -> Settings:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # httpx logs every request at INFO (a member asks its NATS node once a second)
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     return settings
 
 

@@ -1,13 +1,17 @@
-"""Runs a command every N seconds in a child process (``pushgrid up`` runs the stats job so).
+"""The child processes of ``pushgrid up``: a command run until cancelled (the admin API, the
+other members of a local cluster), or every N seconds (the stats job).
 
-The child is a separate process so a Spark JVM never shares the push server's event loop or
-memory; its output goes to a log file; a run still going when the next is due is not doubled.
+A child is a separate process so a Spark JVM never shares the push server's event loop or
+memory; a periodic run still going when the next is due is not doubled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -38,3 +42,41 @@ async def _run_once(argv: list[str], log_path: Path) -> None:
         log.info("periodic %s finished", " ".join(argv[1:3]))
     else:
         log.warning("periodic %s exited with %s (see %s)", " ".join(argv[1:3]), code, log_path)
+
+
+async def run_child(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    log_path: Path | None = None,
+    preexec: Callable[[], None] | None = None,
+    grace: float = 5.0,
+) -> None:
+    """Run ``argv`` until it exits or this coroutine is cancelled; then SIGTERM it, and SIGKILL
+    it after ``grace`` seconds. ``env`` adds variables; output goes to ``log_path`` (else to
+    this process's terminal)."""
+    output = None
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        output = log_path.open("ab")
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=output,
+            stderr=asyncio.subprocess.STDOUT if output is not None else None,
+            env={**os.environ, **env} if env else None,
+            preexec_fn=preexec,
+        )
+    finally:
+        if output is not None:
+            output.close()
+    try:
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            with contextlib.suppress(TimeoutError, ProcessLookupError):
+                await asyncio.wait_for(process.wait(), grace)
+            if process.returncode is None:
+                process.kill()

@@ -9,12 +9,11 @@ and monitoring ports of the file plus ``i - 1``, and its cluster endpoint is
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sys
 from pathlib import Path
 
 from ..config import Settings, env_name, parse_address
+from ..periodic import run_child
 from .natsnode import die_with_parent
 
 CLUSTER_BASE_PORT = 7100
@@ -63,22 +62,10 @@ async def run_member(
     argv = [sys.executable, "-m", "server", "server"]
     if config is not None:
         argv += ["--config", str(config)]
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=asyncio.subprocess.STDOUT,
-            env={**base_env, **environment},
-            preexec_fn=die_with_parent,
-        )
-    try:
-        await process.wait()
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            with contextlib.suppress(TimeoutError, ProcessLookupError):
-                await asyncio.wait_for(process.wait(), 10)
-            if process.returncode is None:
-                process.kill()
+    await run_child(
+        argv,
+        env={**base_env, **environment},
+        log_path=log_path,
+        preexec=die_with_parent,
+        grace=10.0,
+    )
