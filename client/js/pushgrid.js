@@ -103,10 +103,37 @@
     const segments = subject.slice(1).split("/");
     if (segments.some((s) => s === "")) return "a segment is empty ('//' is not allowed)";
     if (segments.length < 2) return "a subject needs two or more segments";
-    if (/[\u0000-\u001f\u007f-\u009f]/.test(subject)) {
-      return "a subject may not contain control characters";
+    const chars = Array.from(subject); // code points, as the server counts them
+    for (let i = 0; i < chars.length; i++) {
+      const kind = invisibleKind(chars[i]);
+      if (kind !== null && !emojiJoiner(chars, i)) {
+        const code = chars[i].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+        return `a subject may not contain ${kind} characters (U+${code})`;
+      }
     }
     return null;
+  }
+
+  // Unicode categories refused in subjects (server/protocol/subjects.py), with their names.
+  const INVISIBLE = [
+    [/\p{Cc}/u, "control"],
+    [/\p{Cf}/u, "format (invisible)"],
+    [/\p{Cs}/u, "surrogate"],
+    [/\p{Co}/u, "private-use"],
+    [/\p{Cn}/u, "unassigned"],
+    [/\p{Zl}/u, "line separator"],
+    [/\p{Zp}/u, "paragraph separator"],
+  ];
+
+  function invisibleKind(ch) {
+    for (const [pattern, name] of INVISIBLE) if (pattern.test(ch)) return name;
+    return null;
+  }
+
+  /** A zero-width joiner between two symbols (an emoji ZWJ sequence), where it does show. */
+  function emojiJoiner(chars, i) {
+    if (chars[i] !== "\u200d" || i === 0 || i + 1 >= chars.length) return false;
+    return /[\p{So}\p{Sk}\p{Mn}]/u.test(chars[i - 1]) && /\p{So}/u.test(chars[i + 1]);
   }
 
   function checkSubject(subject) {
