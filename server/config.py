@@ -202,7 +202,6 @@ class Settings(BaseSettings):
     alerts_webhook: str | None = Field(default=None, alias="Alerts.Webhook")
     alerts_webhook_retries: int = Field(default=3, ge=0, le=20, alias="Alerts.WebhookRetries")
     alerts_publish: bool = Field(default=True, alias="Alerts.Publish")
-    alerts_entitlement_token: str | None = Field(default=None, alias="Alerts.EntitlementToken")
     trace_buffer_size: int = Field(default=500, ge=1, le=100_000, alias="Trace.BufferSize")
     trace_max_active: int = Field(default=20, ge=1, le=1000, alias="Trace.MaxActive")
     trace_idle_timeout: float = Field(default=300.0, gt=0, alias="Trace.IdleTimeout")

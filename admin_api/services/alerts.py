@@ -2,8 +2,9 @@
 evaluates them every ``Alerts.Interval`` seconds and announces changes (docs/alerts.md).
 
 Announcements of ``firing`` and ``resolved`` (not ``pending``): a retained message on the
-meta-subject ``/pushgrid/alerts`` of every member (``POST /publish`` on its client port, with
-``Alerts.EntitlementToken`` when entitlement is on), and a JSON POST to ``Alerts.Webhook``
+meta-subject ``/pushgrid/alerts`` (the member's ``Subjects.publishAlert`` operation over its
+authenticated monitoring port: clients may not publish under ``/pushgrid/``; once per cluster,
+once per standalone member), and a JSON POST to ``Alerts.Webhook``
 retried ``Alerts.WebhookRetries`` times with exponential backoff.
 """
 
@@ -24,15 +25,16 @@ from sqlalchemy.orm import Session
 
 from server.config import Settings
 
+from ..access import member_access
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
-from ..jolokia import Member, MemberClient, MemberFailure, new_http_client
+from ..jolokia import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
 from ..models import AlertEvent, AlertRule
 from ..problems import conflict, not_found
 from ..schemas import MemberLive
 from ..schemas_ops import AlertEventOut, AlertOut, RuleIn, RuleOut
 from .cluster import cluster_views
 from .live import live_stats
-from .members import MemberService, client_url
+from .members import MemberService
 
 log = logging.getLogger(__name__)
 
@@ -337,27 +339,12 @@ class AlertRunner:
 
     async def _publish(self, http: httpx.AsyncClient, member: Member, body: dict[str, Any]) -> bool:
         fields = {k: "" if v is None else str(v) for k, v in body.items() if k != "summary"}
-        message = {
-            "subject": ALERTS_SUBJECT,
-            "content": body["summary"],
-            "fields": fields,
-            "retained": True,
-            "qos": "standard",
-        }
-        token = self.settings.alerts_entitlement_token
         try:
-            url = await client_url(http, member)
-            response = await MemberClient(http, member).publish(url, message, token)
+            await member_access(http, member).execute(
+                SUBJECTS_MBEAN, "publishAlert", body["summary"], fields
+            )
         except MemberFailure as exc:
             log.warning("alert not published on %s: %s", member.name, exc.detail)
-            return False
-        if response.status_code != 200:
-            log.warning(
-                "alert not published on %s: HTTP %s %s",
-                member.name,
-                response.status_code,
-                response.text[:200],
-            )
             return False
         return True
 

@@ -31,6 +31,7 @@ from metrics.indicators import INDICATORS, Indicator
 from metrics.windows import WINDOW_NAMES
 
 from .. import __version__
+from ..engine.base import PublishRequest
 from ..protocol.errors import CloseCode
 from ..protocol.subjects import subject_error
 from ..protocol.wsframe import frame_payload
@@ -48,7 +49,6 @@ _SECRET_KEYS = {
     "jmx_password",
     "jmx_tls_key_store_password",
     "jmx_tls_trust_store_password",
-    "alerts_entitlement_token",
 }
 
 
@@ -448,8 +448,29 @@ def _subjects_bean(app: PushServer, bridge: LoopBridge) -> MBean:
             "Local subscribers of a subject",
             bridge.wrap(lambda subject: app.hub.subscriber_count(subject)),
         ),
+        Operation(
+            "publishAlert",
+            [
+                ("summary", "java.lang.String", "The alert's summary (the content)"),
+                ("fields", "java.util.Map", "rule, target, state, severity, value, ..."),
+            ],
+            "long",
+            "Publish an alert on /pushgrid/alerts (a server-owned subject: clients may not)",
+            bridge.wrap(lambda summary, fields: publish_alert(app, summary, fields)),
+        ),
     ]
     return MBean(ObjectName.of(DOMAIN, type="Subjects"), "Subjects", attributes, operations)
+
+
+ALERTS_SUBJECT = "/pushgrid/alerts"
+
+
+async def publish_alert(app: PushServer, summary: str, fields: Any) -> int:
+    """The admin API's alert announcement: retained, qos standard, on the server's own subject
+    (reached only through the authenticated monitoring port); returns its seq."""
+    values = {str(k): "" if v is None else str(v) for k, v in dict(fields or {}).items()}
+    request = PublishRequest(ALERTS_SUBJECT, str(summary), values, True, "standard")
+    return (await app.engine.publish(request)).seq
 
 
 def _configuration(app: PushServer) -> dict[str, Any]:
