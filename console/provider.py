@@ -153,6 +153,16 @@ class ClusterMemberState(_Json):
     seed: bool = False
     leader: bool = False
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterMemberState:
+        """From the admin API's cluster member (which says more than the page shows)."""
+        return cls(
+            str(data["name"]),
+            str(data.get("state")),
+            bool(data.get("seed")),
+            bool(data.get("leader")),
+        )
+
 
 @dataclass(frozen=True)
 class ClusterView:

@@ -403,3 +403,15 @@ def test_health_card_shows_the_clusters_own_view() -> None:
     standalone = _props(render_health(members, ClusterView("standalone", "ok", True)))
     assert "stream leader" not in repr(standalone["children"])
     assert ClusterView.from_json(topology.to_json()) == topology
+    api = {  # what GET /api/v1/cluster answers (more than the page keeps)
+        "mode": "guaranteed",
+        "health": "ok",
+        "quorum": True,
+        "quorum_size": 2,
+        "seeds": 3,
+        "stream_leader": "pushgrid-m1",
+        "members": [
+            {"name": "m1", "index": 1, "seed": True, "state": "up", "leader": True, "quorum": True}
+        ],
+    }
+    assert ClusterView.from_json(api).leader == "m1"
