@@ -7,7 +7,10 @@ memory; its output goes to a log file; a run still going when the next is due is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import signal
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -26,15 +29,29 @@ async def run_periodically(
 async def _run_once(argv: list[str], log_path: Path) -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as output:
+        # its own process group: a Spark JVM started by the child is ended with it
         process = await asyncio.create_subprocess_exec(
-            *argv, stdout=output, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL
+            *argv,
+            stdout=output,
+            stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             code = await process.wait()
         except asyncio.CancelledError:
-            process.terminate()
+            await _end_group(process)
             raise
     if code == 0:
         log.info("periodic %s finished", " ".join(argv[1:3]))
     else:
         log.warning("periodic %s exited with %s (see %s)", " ".join(argv[1:3]), code, log_path)
+
+
+async def _end_group(process: asyncio.subprocess.Process, grace: float = 10.0) -> None:
+    """SIGINT to the child's group (the run records itself as interrupted), then SIGKILL."""
+    for signum in (signal.SIGINT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(process.wait()), grace)

@@ -181,6 +181,7 @@ def _stored(db_url: str, table: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in rows]
 
 
+@pytest.mark.timeout(600)  # a cluster, two runs: minutes on a loaded 2-core machine
 def test_cluster_run_stores_exactly_what_a_local_run_stores(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -219,6 +220,7 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
 # -- job hygiene -------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(400)
 def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
     from admin_api.problems import ProblemError
     from admin_api.services.jobs import JobRunner

@@ -45,6 +45,7 @@ def _verify(
     )
 
 
+@pytest.mark.timeout(600)
 async def test_pipeline_windows_equal_the_members_live_windows(
     server_factory, tmp_path: Path
 ) -> None:
