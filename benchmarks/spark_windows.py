@@ -298,15 +298,28 @@ def measure(cmd: list[str]) -> Measured:
 
 def child_run(args: argparse.Namespace) -> None:
     """One pipeline run in this process (what ``pushgrid stats run`` does, minus the SQL)."""
+    import logging
+
     from spark_stats.pipeline import run_pipeline
     from spark_stats.session import build_session
 
+    # batch and chunk commits on stderr, with their times (progress of a long run)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     t0 = time.monotonic()
     spark = build_session(
         args.master, driver_memory=args.driver_memory, java_options=args.java_options or None
     )
     t1 = time.monotonic()
-    result = run_pipeline(spark, Path(args.archive), Path(args.warehouse), args.as_of)
+    result = run_pipeline(
+        spark,
+        Path(args.archive),
+        Path(args.warehouse),
+        args.as_of,
+        batch_bytes=args.batch_mib * 2**20,
+    )
     t2 = time.monotonic()
     spark.stop()
     print(
@@ -355,6 +368,9 @@ def main() -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default=None)
     parser.add_argument("--java-options", default="")
+    parser.add_argument(
+        "--batch-mib", type=int, default=1024, help="compaction batch size (MiB of CSV)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--json-out", default=None)
     sub = parser.add_subparsers(dest="command")
@@ -400,7 +416,14 @@ def _runner(
     args: argparse.Namespace, archive: Path, warehouse: Path
 ) -> Callable[[str, int], dict[str, Any]]:
     def run_once(label: str, as_of: int) -> dict[str, Any]:
-        cmd = [sys.executable, __file__, "--master", args.master]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--master",
+            args.master,
+            "--batch-mib",
+            str(args.batch_mib),
+        ]
         if args.driver_memory:
             cmd += ["--driver-memory", args.driver_memory]
         if args.java_options:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .compaction import compact
+from .compaction import BATCH_BYTES, compact
 from .results import PipelineResult, StageResult
 from .rollups import consumed_version, update_rollups
 from .storage import StoreBusyError, warehouse_lock
@@ -58,6 +58,7 @@ def run_pipeline(
     include_open: bool = True,
     lock: bool = True,
     on_stage: Callable[[StageResult], None] | None = None,
+    batch_bytes: int = BATCH_BYTES,
 ) -> PipelineResult:
     """Compact new closed archive files, update the rollups, compute windows as of ``as_of``.
 
@@ -82,7 +83,11 @@ def run_pipeline(
         report("compacting closed archive files", 0.0)
         # hours the rollups already consumed leave the samples' change map when it commits
         compaction = compact(
-            spark, archive_dir, warehouse_dir, prune_through=consumed_version(warehouse_dir)
+            spark,
+            archive_dir,
+            warehouse_dir,
+            prune_through=consumed_version(warehouse_dir),
+            batch_bytes=batch_bytes,
         )
         done(compaction.stage)
         report(

@@ -131,9 +131,9 @@ def _alive_workers(ui: str) -> int:
         return 0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A master and two workers (1 core, 1 GB each) on 127.0.0.1."""
+    """A master and two workers (1 core, 1 GB each) on 127.0.0.1, for one test only."""
     work = tmp_path_factory.mktemp("spark-cluster")
     port, ui_port = free_port(), free_port()
     url, ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"

@@ -57,7 +57,7 @@ async def test_pipeline_windows_equal_the_members_live_windows(
     server = server_factory(MetricsArchive=str(archive), ServerName=NODE)
     for k in range(12):  # messages of growing sizes, some seconds apart: indicators vary
         for _ in range(k % 4 + 1):
-            answer = await http_publish(server, f"verify.{k}", "x" * (10 * k + 1))
+            answer = await http_publish(server, f"/verify/{k}", "x" * (10 * k + 1))
             assert answer.status_code in (200, 202), answer.text
         await asyncio.sleep(0.7)
     document = await stats_json(server)
