@@ -19,7 +19,7 @@ import contextlib
 import logging
 import os
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -109,14 +109,17 @@ class RunRefused(Exception):
     """The run did not start (and is not recorded): another one holds the warehouse."""
 
 
-@contextlib.contextmanager
-def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> Iterator[None]:
-    """The warehouse lock, or :class:`RunRefused` naming the run that holds it."""
+def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.ExitStack:
+    """The warehouse lock, held by the returned stack (only its acquisition is guarded here).
+
+    :class:`RunRefused` names the run that holds it; a warehouse that cannot be locked at all
+    (not a directory, no permission) is a :class:`JobError`.
+    """
     from ..locking import StoreBusyError, warehouse_lock
 
+    stack = contextlib.ExitStack()
     try:
-        with warehouse_lock(warehouse):
-            yield
+        stack.enter_context(warehouse_lock(warehouse))
     except StoreBusyError:
         with factory() as session:
             other = running_run(session)
@@ -130,7 +133,8 @@ def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> Iterator[None
             "see `pushgrid stats status`"
         ) from None
     except OSError as exc:
-        raise RunRefused(f"cannot lock the warehouse {warehouse}: {exc.strerror or exc}") from None
+        raise JobError(f"cannot use the warehouse {warehouse}: {exc.strerror or exc}") from None
+    return stack
 
 
 def run_job(
@@ -160,7 +164,14 @@ def run_job(
     engine = make_engine(url)
     factory = make_session_factory(engine)
     try:
-        with _exclusive(warehouse, factory), factory() as session:
+        try:
+            lock = _exclusive(warehouse, factory)
+        except JobError as exc:  # nothing ran: recorded as failed all the same
+            with factory() as session:
+                run = start_run(session, master=master, as_of=as_of)
+                failed = finish_run(session, run.id, status="failed", error=describe_error(exc))
+                return JobOutcome(failed, error=exc)
+        with lock, factory() as session:
             for stale in fail_interrupted(session):
                 log.warning("statistics run %d was interrupted: marked failed", stale)
             run = start_run(session, master=master, as_of=as_of)
