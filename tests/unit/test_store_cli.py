@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from spark_stats.cli import parse_as_of, register
+from spark_stats.locking import warehouse_lock
 from spark_stats.results import PipelineResult, StageResult
 from spark_stats.store import db, jobs
 from spark_stats.store.models import JobRun, TrendPoint, WindowStat, from_unix
@@ -427,3 +428,35 @@ def test_status_on_a_database_without_the_schema(cli: Callable[..., Any], tmp_pa
     result = cli("stats", "status", "--db", _url(tmp_path))
     assert result.exit_code == 1
     assert "pushgrid db upgrade" in result.stderr
+
+
+def test_one_run_at_a_time_and_killed_runs_are_marked_failed(
+    cli: Callable[..., Any], fake: FakePipeline, tmp_path: Path, archive: Path
+) -> None:
+    url = _url(tmp_path)
+    warehouse = tmp_path / "wh"
+    args = ("stats", "run", "--db", url, "--archive", str(archive), "--warehouse", str(warehouse))
+    assert cli("db", "upgrade", "--db", url).exit_code == 0
+    with db.session_scope(url) as session:
+        killed = db.start_run(session, master="local[1]")  # a run that died: no lock held
+
+    # another run holds the warehouse: refused, naming it, and nothing recorded
+    with warehouse_lock(warehouse):
+        refused = cli(*args)
+    assert refused.exit_code == 1
+    assert f"refused: statistics run {killed.id} (started " in refused.stderr
+    assert "one run at a time" in refused.stderr
+    assert [r.id for r in _runs_of(url)] == [killed.id]
+    assert fake.calls == []
+
+    # the next run holds the lock: the `running` row is a dead run, marked failed first
+    assert cli(*args).exit_code == 0
+    runs = {r.id: r for r in _runs_of(url)}
+    assert (runs[killed.id].status, runs[killed.id].error) == ("failed", db.INTERRUPTED)
+    assert runs[killed.id].finished_at is not None
+    assert [r.status for r in runs.values() if r.id != killed.id] == ["succeeded"]
+
+
+def _runs_of(url: str) -> list[JobRun]:
+    with db.session_scope(url) as session:
+        return db.latest_runs(session, 100)
