@@ -209,14 +209,15 @@ class JobRunner:
         the group is left -- the JVM included -- after ``timeout`` seconds at most.
         """
         process = self._process
-        if process is None:
+        # a child that ended by itself is not signalled: its pid (= group id) may be reused;
+        # its JVM, if still there, is ended by its watchdog (spark_stats.watchdog)
+        if process is None or process.poll() is not None:
             return
         group = process.pid  # the child leads its own group (start_new_session)
-        if process.poll() is None:
-            _signal_group(group, signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout)
-        _signal_group(group, signal.SIGKILL)
+        _signal_group(group, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout)
+        _signal_group(group, signal.SIGKILL)  # held as a group id while any member lives
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout)
 
