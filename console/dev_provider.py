@@ -20,6 +20,7 @@ from .provider import (
     ClusterMemberState,
     ClusterView,
     JobRun,
+    JobStage,
     LiveIndicator,
     LiveOverview,
     LiveScope,
@@ -217,6 +218,11 @@ class DemoProvider:
                     172_800,
                     2016,
                     "Py4JJavaError: out of memory" if status == "failed" else None,
+                    stages=(
+                        JobStage("compaction", 0.3 * took, 10_800, 10_800),
+                        JobStage("rollups", 0.3 * took, 10_800, 1_736),
+                        JobStage("windows", 0.4 * took, 130_410, 56_784),
+                    ),
                 )
             )
         return runs[:limit]

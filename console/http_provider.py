@@ -21,6 +21,7 @@ from .provider import (
     AuditEntry,
     ClusterView,
     JobRun,
+    JobStage,
     LiveIndicator,
     LiveOverview,
     LiveScope,
@@ -406,6 +407,16 @@ def job_of(item: Mapping[str, Any]) -> JobRun:
         output_rows=item.get("output_rows"),
         error=item.get("error"),
         master=item.get("master"),
+        stages=tuple(
+            JobStage(
+                name=str(stage.get("name", "?")),
+                seconds=float(stage.get("seconds") or 0.0),
+                input_rows=stage.get("input_rows"),
+                output_rows=stage.get("output_rows"),
+            )
+            for stage in item.get("stages") or ()
+            if isinstance(stage, Mapping)
+        ),
     )
 
 

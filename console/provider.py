@@ -359,6 +359,16 @@ class SessionPage:
 
 
 @dataclass(frozen=True)
+class JobStage(_Json):
+    """One stage of a run (compaction, rollups, windows), as ``job_runs.stages`` holds it."""
+
+    name: str
+    seconds: float = 0.0
+    input_rows: int | None = None
+    output_rows: int | None = None
+
+
+@dataclass(frozen=True)
 class JobRun(_Json):
     id: int
     status: str  # running | succeeded | failed
@@ -370,6 +380,13 @@ class JobRun(_Json):
     output_rows: int | None = None
     error: str | None = None
     master: str | None = None
+    stages: tuple[JobStage, ...] = ()  # done so far, for a running run
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JobRun:
+        fields = dict(data)
+        stages = tuple(JobStage.from_json(stage) for stage in fields.pop("stages", None) or ())
+        return cls(**fields, stages=stages)
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,12 @@ class Settings(BaseSettings):
     stats_warehouse: Path = Field(default=Path("data/warehouse"), alias="StatsWarehouse")
     spark_master: str = Field(default="local[*]", alias="SparkMaster")
     stats_interval: float = Field(default=300.0, ge=0, alias="StatsInterval")
+    # --- statistics pipeline on a Spark cluster (issue 16) ---
+    # the address executors reach the driver at (a cluster on other hosts needs a routable one)
+    spark_driver_host: str = Field(default="127.0.0.1", min_length=1, alias="SparkDriverHost")
+    spark_driver_memory: str = Field(
+        default="2g", pattern=r"^[1-9][0-9]*[kmgKMG]$", alias="SparkDriverMemory"
+    )
     admin_listen: str = Field(default="127.0.0.1:8080", alias="Admin.Listen")
     admin_members: AddressList = Field(
         default=["local=http://127.0.0.1:8900"], alias="Admin.Members"

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,13 +31,18 @@ async def run_periodically(
 async def _run_once(argv: list[str], log_path: Path) -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as output:
+        # its own process group: a Spark JVM started by the child is ended with it
         process = await asyncio.create_subprocess_exec(
-            *argv, stdout=output, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL
+            *argv,
+            stdout=output,
+            stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             code = await process.wait()
         except asyncio.CancelledError:
-            process.terminate()
+            await _end_group(process)
             raise
     if code == 0:
         log.info("periodic %s finished", " ".join(argv[1:3]))
@@ -80,3 +86,10 @@ async def run_child(
                 await asyncio.wait_for(process.wait(), grace)
             if process.returncode is None:
                 process.kill()
+async def _end_group(process: asyncio.subprocess.Process, grace: float = 10.0) -> None:
+    """SIGINT to the child's group (the run records itself as interrupted), then SIGKILL."""
+    for signum in (signal.SIGINT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(process.wait()), grace)

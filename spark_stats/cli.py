@@ -8,17 +8,21 @@ object (``--config FILE``, ``PUSHGRID_*`` variables): ``Database``, ``MetricsArc
     pushgrid stats run [--config FILE] [--archive DIR] [--db URL] [--as-of TIMESTAMP]
                        [--master URL] [--warehouse DIR]
     pushgrid stats status [--config FILE] [--db URL] [--limit N]
+    pushgrid stats verify --member URL [--config FILE] [--archive DIR] [--warehouse DIR]
+                          [--master URL] [--node NAME]
 
-Exit codes: 0 done; 1 the job failed (recorded as failed) or the database is unusable;
-2 bad option or configuration.
+Exit codes: 0 done; 1 the job failed (recorded as failed), the run was refused (another run
+holds the warehouse: nothing recorded), the database is unusable, or ``verify`` found a
+difference; 2 bad option or configuration.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,8 +31,13 @@ from server.cli_support import fail, settings_or_exit
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
+    from rich.table import Table
 
+    from server.config import Settings
+
+    from .results import PipelineResult
     from .store.jobs import JobOutcome
+    from .verify import Check
 
 db_app = typer.Typer(
     name="db", help="The SQL store (SQLite or PostgreSQL): schema migrations.", no_args_is_help=True
@@ -88,13 +97,13 @@ def _iso(moment: datetime | None, zone: str = "Z") -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + zone
 
 
-def _wide_console() -> Console:
-    """stdout; when it is not a terminal (a pipe, a log) lines are not wrapped at 80 columns."""
+def _wide_console(stderr: bool = False) -> Console:
+    """stdout (or stderr); not a terminal (a pipe, a log): lines are not wrapped at 80 columns."""
     from rich.console import Console
 
-    console = Console()
+    console = Console(stderr=stderr)
     if not console.is_terminal:
-        console = Console(width=max(console.width, 160))
+        console = Console(stderr=stderr, width=max(console.width, 160))
     return console
 
 
@@ -231,7 +240,7 @@ def stats_run(
     from sqlalchemy.exc import SQLAlchemyError
 
     from .store.db import StoreError, display_url
-    from .store.jobs import run_job
+    from .store.jobs import RunRefused, run_job
 
     err = Console(stderr=True)
     _log_to(err, settings.log_level)
@@ -255,7 +264,11 @@ def stats_run(
                 master=spark_master,
                 as_of=as_of_seconds,
                 progress=display,
+                driver_memory=settings.spark_driver_memory,
+                driver_host=settings.spark_driver_host,
             )
+        except RunRefused as exc:
+            raise fail(f"stats run refused: {exc}") from None
         except (StoreError, SQLAlchemyError, OSError) as exc:
             raise fail(f"database {display_url(url)}: {_first_line(exc)}") from None
         except KeyboardInterrupt:
@@ -295,7 +308,6 @@ def _log_to(console: Console, level: str) -> None:
 
 
 def _print_success(outcome: JobOutcome, where: str) -> None:
-    from rich.table import Table
 
     run, written = outcome.run, outcome.written
     console = _wide_console()
@@ -310,15 +322,28 @@ def _print_success(outcome: JobOutcome, where: str) -> None:
     )
     stages = outcome.result.stages if outcome.result else []
     if stages:
-        table = Table("stage", "input rows", "output rows", "seconds", box=None)
-        for stage in stages:
-            table.add_row(
-                stage.name,
-                _rows(stage.input_rows),
-                _rows(stage.output_rows),
-                f"{stage.seconds:.1f}",
-            )
-        console.print(table)
+        console.print(_stage_table([asdict(stage) for stage in stages]))
+
+
+def _stage_table(stages: list[dict[str, Any]], title: str | None = None) -> Table:
+    """Stages of a run (``job_runs.stages`` dicts): rows, duration and share of the time."""
+    from rich.table import Table
+
+    total = sum(float(stage.get("seconds") or 0.0) for stage in stages)
+    table = Table(title=title, title_justify="left", box=None)
+    for column in ("stage", "input rows", "output rows", "duration", "share"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    for stage in stages:
+        seconds = float(stage.get("seconds") or 0.0)
+        share = f"{100 * seconds / total:.0f} %" if total > 0 else "-"
+        table.add_row(
+            str(stage.get("name", "?")),
+            _rows(stage.get("input_rows")),
+            _rows(stage.get("output_rows")),
+            _duration(seconds),
+            share,
+        )
+    return table
 
 
 # --- stats status -----------------------------------------------------------------------------
@@ -413,3 +438,148 @@ def stats_status(
             error,
         )
     console.print(table)
+    last = runs[0]
+    if last.stages:
+        state = "so far" if last.status == "running" else last.status
+        console.print(
+            _stage_table(
+                [stage for stage in last.stages if isinstance(stage, dict)],
+                f"stages of run {last.id} ({state})",
+            )
+        )
+    elif last.status != "succeeded":
+        console.print(f"run {last.id} recorded no stage", highlight=False)
+
+
+# --- stats verify -----------------------------------------------------------------------------
+
+_OUTCOME_STYLE = {"equal": "green", "different": "red", "restarted": "yellow"}
+
+
+@stats_app.command("verify")
+def stats_verify(
+    member: Annotated[
+        str,
+        typer.Option(
+            "--member",
+            metavar="URL",
+            help="Monitoring URL of a running member (MonitorHTTP.Listen), e.g. "
+            "http://127.0.0.1:8081: its /stats gives its live windows and their second.",
+        ),
+    ],
+    config: ConfigOption = None,
+    archive: Annotated[
+        Path | None,
+        typer.Option("--archive", metavar="DIR", help="Metrics archive (default: MetricsArchive)."),
+    ] = None,
+    warehouse: Annotated[
+        Path | None,
+        typer.Option(
+            "--warehouse", metavar="DIR", help="Pipeline's Parquet files (default: StatsWarehouse)."
+        ),
+    ] = None,
+    master: Annotated[
+        str | None,
+        typer.Option("--master", metavar="URL", help="Spark master (default: SparkMaster)."),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option("--node", help="The member's node name in the archive (default: its name)."),
+    ] = None,
+) -> None:
+    """Check the pipeline's 1m/5m/15m windows against a running member's live ones.
+
+    Reads the member's live window statistics and their second T, runs the pipeline as of T
+    over the archive (the hour being written included; nothing is written to SQL) and compares
+    the member's node scope. Exit 0: every window agrees; 1: a difference (or a failure).
+    """
+    settings = settings_or_exit(config)
+    archive_dir = archive if archive is not None else settings.metrics_archive
+    if archive_dir is None:
+        raise fail("no metrics archive: set MetricsArchive or pass --archive DIR", 2)
+    from .locking import StoreBusyError
+    from .verify import VerifyError, compare, fetch_live, pipeline_stats
+
+    try:
+        live = fetch_live(member)
+    except VerifyError as exc:
+        raise fail(str(exc)) from None
+    name = node or live.server
+    err = _wide_console(stderr=True)
+    err.print(
+        f"member {live.server} at {member}: live windows as of {_iso(_moment(live.ts))} "
+        f"(up {_duration(live.uptime)}); running the pipeline as of that second ...",
+        highlight=False,
+    )
+    _log_to(err, settings.log_level)
+    try:
+        result = _pipeline_as_of(
+            archive_dir,
+            warehouse if warehouse is not None else settings.stats_warehouse,
+            master or settings.spark_master,
+            live.ts,
+            settings,
+        )
+    except StoreBusyError as exc:
+        raise fail(f"{exc}: a statistics run is going on, try again when it ends") from None
+    checks = compare(live, pipeline_stats(result.window_stats, name))
+    if not checks:
+        raise fail(f"{member} reported no 1m/5m/15m windows")
+    _print_checks(checks, name, live.ts)
+    if any(check.outcome == "different" for check in checks):
+        raise typer.Exit(1)
+
+
+def _moment(ts: int) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def _pipeline_as_of(
+    archive: Path, warehouse: Path, master: str, as_of: int, settings: Settings
+) -> PipelineResult:
+    from .pipeline import run_pipeline
+    from .session import build_session
+
+    spark = build_session(
+        master,
+        driver_memory=settings.spark_driver_memory,
+        driver_host=settings.spark_driver_host,
+    )
+    try:
+        return run_pipeline(spark, archive, warehouse, as_of, include_open=True)
+    finally:
+        spark.stop()
+
+
+def _print_checks(checks: list[Check], node: str, ts: int) -> None:
+    from rich.table import Table
+
+    def show(value: float | None) -> str:
+        return "-" if value is None else f"{value:.12g}"
+
+    table = Table(
+        title=f"node:{node} as of {_iso(_moment(ts))}: live (member) | pipeline",
+        title_justify="left",
+        box=None,
+    )
+    for column in ("indicator", "window", "count", "max", "avg", "stddev", "result"):
+        table.add_column(column, justify="left" if column in ("indicator", "result") else "right")
+    for c in checks:
+        style = _OUTCOME_STYLE[c.outcome]
+        table.add_row(
+            c.indicator,
+            c.window,
+            f"{c.live[0]} | {c.pipeline[0]}",
+            f"{show(c.live[1])} | {show(c.pipeline[1])}",
+            f"{show(c.live[2])} | {show(c.pipeline[2])}",
+            f"{show(c.live[3])} | {show(c.pipeline[3])}",
+            f"[{style}]{c.outcome}[/{style}]" + (f" ({c.detail})" if c.detail else ""),
+        )
+    console = _wide_console()
+    console.print(table)
+    counts = {outcome: sum(c.outcome == outcome for c in checks) for outcome in _OUTCOME_STYLE}
+    console.print(
+        f"{counts['equal']} equal, {counts['different']} different, "
+        f"{counts['restarted']} not comparable (member restarted within the window)",
+        highlight=False,
+    )

@@ -37,13 +37,14 @@ from metrics.windows import HOUR
 
 from . import transforms as T
 from .results import StageResult
-from .storage import ManifestStore, TableSpec
+from .storage import Manifest, ManifestStore, TableSpec
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "ArchiveFile",
     "CompactionResult",
+    "batches",
     "compact",
     "header_ok",
     "read_archive",
@@ -168,12 +169,46 @@ class CompactionResult:
     version: int = 0  # samples manifest version after the run
 
 
-def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> CompactionResult:
+#: A first run over a large archive is compacted in batches of whole dates of about this many
+#: bytes of CSV, each committed on its own: memory stays bounded and an interrupted run resumes
+#: after the last committed batch (a year x 10 nodes is ~18 GiB of CSV: ~18 batches).
+BATCH_BYTES = 1 << 30
+
+
+def batches(files: list[ArchiveFile], budget: int = BATCH_BYTES) -> list[list[ArchiveFile]]:
+    """``files`` grouped by date, dates packed in order into batches of about ``budget`` bytes."""
+    by_day: dict[str, list[ArchiveFile]] = {}
+    for f in files:
+        by_day.setdefault(f.day, []).append(f)
+    out: list[list[ArchiveFile]] = []
+    size = 0
+    for day in sorted(by_day):
+        day_files = by_day[day]
+        day_size = sum(f.size for f in day_files)
+        if not out or size + day_size > budget:
+            out.append([])
+            size = 0
+        out[-1].extend(day_files)
+        size += day_size
+    return out
+
+
+def compact(
+    spark: SparkSession,
+    archive_dir: Path,
+    warehouse_dir: Path,
+    *,
+    prune_through: int = 0,
+    batch_bytes: int = BATCH_BYTES,
+) -> CompactionResult:
     """Compact the closed archive files that are new or changed since the last run.
 
     ``StageResult``: ``input_rows`` = well-formed rows read from the new files, ``output_rows``
     = rows added to the samples table (duplicates of compacted rows are not counted).
-    The caller holds the warehouse lock (:func:`spark_stats.storage.warehouse_lock`).
+    ``prune_through``: the samples version the rollups have consumed; hours changed at or before
+    it are dropped from ``meta.hours`` when this run commits (the map stays as small as the
+    changes not yet rolled up). The caller holds the warehouse lock
+    (:func:`spark_stats.storage.warehouse_lock`).
     """
     started = time.monotonic()
     store = samples_store(warehouse_dir)
@@ -195,11 +230,50 @@ def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> Comp
         result.stage.seconds = time.monotonic() - started
         return result
 
+    present = {f.rel for f in closed}
+    groups = batches(new, batch_bytes) or [[]]
+    touched: set[int] = set()
+    for n, group in enumerate(groups):
+        manifest, hours = _compact_batch(
+            spark, store, manifest, present, group, empty if n == 0 else [], prune_through, result
+        )
+        touched |= hours
+        if len(groups) > 1:
+            log.info(
+                "compaction: batch %d of %d committed (%d files)", n + 1, len(groups), len(group)
+            )
+    result.files = len(new)
+    result.touched_hours = sorted(touched)
+    result.version = manifest.version
+    result.stage.seconds = time.monotonic() - started
+    log.info(
+        "compaction: %d files in %d batches, %d rows read, %d rows added",
+        len(new),
+        len(groups),
+        result.stage.input_rows,
+        result.stage.output_rows,
+    )
+    return result
+
+
+def _compact_batch(
+    spark: SparkSession,
+    store: ManifestStore,
+    manifest: Manifest,
+    present: set[str],
+    new: list[ArchiveFile],
+    empty: list[ArchiveFile],
+    prune_through: int,
+    result: CompactionResult,
+) -> tuple[Manifest, set[int]]:
+    """Merge ``new`` into their dates and commit; adds the counts to ``result.stage``."""
     txn = store.transaction(manifest)
     touched_hours: set[int] = set()
     rows_before = 0
+    dates: list[str] = []
+    min_ts = None
     if new:
-        observed = Observation("compaction_input")
+        observed = Observation(f"compaction_input_{txn.version}")
         fresh = read_archive(spark, new).observe(
             observed,
             F.count(F.lit(1)).alias("rows"),
@@ -212,16 +286,16 @@ def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> Comp
         merged = T.merge_samples(existing, fresh)
         txn.write(SAMPLES_TABLE, merged, replace=dates)
         stats = observed.get
-        result.stage.input_rows = int(stats.get("rows") or 0)
+        result.stage.input_rows += int(stats.get("rows") or 0)
         touched_hours = {int(h) for h in stats.get("hours") or []}
         min_ts = stats.get("min_ts")
-    else:
-        dates, min_ts = [], None
 
-    present = {f.rel for f in closed}
+    inputs: dict[str, list[int]] = manifest.meta.get("inputs", {})
     new_inputs = {rel: sig for rel, sig in inputs.items() if rel in present}
     new_inputs.update({f.rel: f.signature for f in new + empty})
-    hours: dict[str, int] = dict(manifest.meta.get("hours", {}))
+    hours: dict[str, int] = {
+        h: v for h, v in manifest.meta.get("hours", {}).items() if int(v) > prune_through
+    }
     for h in touched_hours:
         hours[str(h)] = txn.version
     meta: dict[str, object] = {"inputs": new_inputs, "hours": hours}
@@ -231,16 +305,5 @@ def compact(spark: SparkSession, archive_dir: Path, warehouse_dir: Path) -> Comp
     if min_ts is not None:
         meta["min_ts"] = int(min_ts) if old_min is None else min(int(old_min), int(min_ts))
     committed = txn.commit(meta)
-    result.stage.output_rows = committed.rows(SAMPLES_TABLE, dates) - rows_before
-    result.files = len(new)
-    result.touched_hours = sorted(touched_hours)
-    result.version = committed.version
-    result.stage.seconds = time.monotonic() - started
-    log.info(
-        "compaction: %d files, %d rows read, %d rows added, %d dates rewritten",
-        len(new),
-        result.stage.input_rows,
-        result.stage.output_rows,
-        len(dates),
-    )
-    return result
+    result.stage.output_rows += committed.rows(SAMPLES_TABLE, dates) - rows_before
+    return committed, touched_hours

@@ -27,6 +27,7 @@ manifests before computing the windows.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -34,9 +35,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .compaction import compact
-from .results import PipelineResult
-from .rollups import update_rollups
+from .compaction import BATCH_BYTES, compact
+from .results import PipelineResult, StageResult
+from .rollups import consumed_version, update_rollups
 from .storage import StoreBusyError, warehouse_lock
 from .windows import compute_windows
 
@@ -55,6 +56,9 @@ def run_pipeline(
     progress: Progress | None = None,
     *,
     include_open: bool = True,
+    lock: bool = True,
+    on_stage: Callable[[StageResult], None] | None = None,
+    batch_bytes: int = BATCH_BYTES,
 ) -> PipelineResult:
     """Compact new closed archive files, update the rollups, compute windows as of ``as_of``.
 
@@ -71,15 +75,28 @@ def run_pipeline(
         if progress is not None:
             progress(message, fraction)
 
-    with warehouse_lock(warehouse_dir):
+    def done(stage: StageResult) -> None:
+        if on_stage is not None:
+            on_stage(stage)
+
+    with warehouse_lock(warehouse_dir) if lock else contextlib.nullcontext():
         report("compacting closed archive files", 0.0)
-        compaction = compact(spark, archive_dir, warehouse_dir)
+        # hours the rollups already consumed leave the samples' change map when it commits
+        compaction = compact(
+            spark,
+            archive_dir,
+            warehouse_dir,
+            prune_through=consumed_version(warehouse_dir),
+            batch_bytes=batch_bytes,
+        )
+        done(compaction.stage)
         report(
             f"compaction: {compaction.files} files, {compaction.stage.output_rows} rows added; "
             "updating rollups",
             0.35,
         )
         rollups = update_rollups(spark, warehouse_dir)
+        done(rollups.stage)
         report(
             f"rollups: {len(rollups.hours)} hours recomputed; computing window statistics",
             0.65,
@@ -87,6 +104,7 @@ def run_pipeline(
         windows = compute_windows(
             spark, archive_dir, warehouse_dir, moment, include_open=include_open
         )
+        done(windows.stage)
         report(
             f"windows: {len(windows.window_stats)} statistics, {len(windows.trend_points)} "
             "trend points",

@@ -33,7 +33,15 @@ from .storage import Manifest, ManifestStore, TableSpec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LEVEL_TABLES", "RollupResult", "read_buckets", "rollup_store", "update_rollups"]
+__all__ = [
+    "LEVEL_TABLES",
+    "RollupResult",
+    "chunks",
+    "consumed_version",
+    "read_buckets",
+    "rollup_store",
+    "update_rollups",
+]
 
 #: table name -> (resolution, partition key)
 LEVEL_TABLES: dict[str, tuple[int, str]] = {
@@ -99,11 +107,57 @@ def _not_in(column: str, resolution: int, values: Iterable[int]) -> Column:
     return ~T.bucket_start(column, resolution).isin([int(v) for v in values])
 
 
-def update_rollups(spark: SparkSession, warehouse_dir: Path) -> RollupResult:
+#: Changed hours are rolled up in chunks of at least this many hours, cut where the samples
+#: version changes, each committed on its own (bounded memory; an interrupted first run over a
+#: year resumes after the last chunk). Three weeks of hours.
+CHUNK_HOURS = 21 * 24
+
+
+def consumed_version(warehouse_dir: Path) -> int:
+    """The samples manifest version the rollups have consumed (0: none, or another samples id)."""
+    samples_id = samples_store(warehouse_dir).load().meta.get("id")
+    meta = rollup_store(warehouse_dir).load().meta
+    if samples_id is None or meta.get("samples_id") != samples_id:
+        return 0
+    return int(meta.get("samples_version", 0))
+
+
+def chunks(changed: dict[int, int], min_hours: int = CHUNK_HOURS) -> list[tuple[list[int], int]]:
+    """``changed`` (hour start -> samples version) as ``(hours, version)`` chunks, oldest first.
+
+    Every hour of a chunk changed at or before its version, and every hour changed at or before
+    it is in this chunk or an earlier one, so committing ``samples_version = version`` after a
+    chunk is exact. A chunk closes once it has ``min_hours`` hours, at a version boundary.
+    """
+    out: list[tuple[list[int], int]] = []
+    current: list[int] = []
+    for version in sorted(set(changed.values())):
+        current.extend(sorted(h for h, v in changed.items() if v == version))
+        if len(current) >= min_hours:
+            out.append((current, version))
+            current = []
+    if current:
+        out.append((current, max(changed.values())))
+    return out
+
+
+def _all_hours(dates: Iterable[str]) -> list[int]:
+    hours: list[int] = []
+    for value in dates:
+        start = int(datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC).timestamp())
+        hours.extend(range(start, start + DAY, HOUR))
+    return hours
+
+
+def update_rollups(
+    spark: SparkSession, warehouse_dir: Path, *, chunk_hours: int = CHUNK_HOURS
+) -> RollupResult:
     """Recompute the buckets of the hours whose samples changed since the last run.
 
     ``StageResult``: ``input_rows`` = sample rows read, ``output_rows`` = buckets recomputed
-    (minute + hour + day). The caller holds the warehouse lock.
+    (minute + hour + day). A first run (or one over a new samples table) rebuilds everything:
+    every hour of every sample date, since the change map only keeps what is not yet consumed.
+    The caller holds the warehouse lock.
     """
     started = time.monotonic()
     samples = samples_store(warehouse_dir)
@@ -116,15 +170,60 @@ def update_rollups(spark: SparkSession, warehouse_dir: Path) -> RollupResult:
     samples_id = s_manifest.meta.get("id")
     full = samples_id is None or manifest.meta.get("samples_id") != samples_id
     consumed = 0 if full else int(manifest.meta.get("samples_version", 0))
-    hours_map: dict[str, int] = s_manifest.meta.get("hours", {})
-    pending = sorted(int(h) for h, v in hours_map.items() if int(v) > consumed)
+    changed = {
+        int(h): int(v) for h, v in s_manifest.meta.get("hours", {}).items() if int(v) > consumed
+    }
+    if full:  # hours the change map no longer lists were consumed by a rollup now gone
+        oldest = min(changed.values(), default=0)
+        for h in _all_hours(s_manifest.partitions(SAMPLES_TABLE)):
+            changed.setdefault(h, oldest)
     stale_full = full and any(manifest.partitions(t) for t in LEVEL_TABLES)
-    if not pending and not stale_full:
+    if not changed and not stale_full:
         result.stage.seconds = time.monotonic() - started
         return result
 
     result.full = full
-    result.hours = pending
+    result.hours = sorted(changed)
+    for n, (pending, version) in enumerate(chunks(changed, chunk_hours) or [([], 0)]):
+        if n > 0:
+            manifest = store.load()
+        last = version >= max(changed.values(), default=0)
+        _rollup_chunk(
+            spark,
+            store,
+            manifest,
+            samples,
+            s_manifest,
+            pending,
+            full=full and n == 0,
+            samples_version=s_manifest.version if last else version,
+            stage=result.stage,
+        )
+    result.stage.seconds = time.monotonic() - started
+    log.info(
+        "rollups: %d hours recomputed (%s), %d samples read, %d buckets written",
+        len(result.hours),
+        "full" if full else "incremental",
+        result.stage.input_rows,
+        result.stage.output_rows,
+    )
+    return result
+
+
+def _rollup_chunk(
+    spark: SparkSession,
+    store: ManifestStore,
+    manifest: Manifest,
+    samples: ManifestStore,
+    s_manifest: Manifest,
+    pending: list[int],
+    *,
+    full: bool,
+    samples_version: int,
+    stage: StageResult,
+) -> None:
+    """Recompute the buckets of the ``pending`` hours (all, if ``full``) and commit them."""
+    samples_id = s_manifest.meta.get("id")
     pending_days = sorted({h - h % DAY for h in pending})
     dates = sorted({day_of(h) for h in pending})
     months = sorted({month_of(h) for h in pending})
@@ -140,12 +239,12 @@ def update_rollups(spark: SparkSession, warehouse_dir: Path) -> RollupResult:
         return store.read(spark, table, T.BUCKET_SCHEMA, values, manifest).where(column_filter)
 
     txn = store.transaction(manifest)
-    obs_m, obs_h, obs_d = (Observation(f"rollup_{n}") for n in ("m", "h", "d"))
+    # observation names are unique per session: one set per chunk
+    obs_m, obs_h, obs_d = (Observation(f"rollup_{n}_{txn.version}") for n in ("m", "h", "d"))
 
     # minutes: from the samples of the pending hours (every node, for the cluster sums)
     rows = samples.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, sample_dates, s_manifest)
-    if not full:
-        rows = rows.where(T.bucket_start("ts", HOUR).isin(pending))
+    rows = rows.where(T.bucket_start("ts", HOUR).isin(pending))  # a date may span two chunks
     # samples read = the counts of one indicator over the node scopes
     one_node_indicator = F.col("scope").startswith(T.NODE_PREFIX) & (
         F.col("indicator") == T.INDICATORS[0]
@@ -178,18 +277,9 @@ def update_rollups(spark: SparkSession, warehouse_dir: Path) -> RollupResult:
     roll_up("minute", "hour", HOUR, pending, obs_h)  # hours from the pending hours' minutes
     roll_up("hour", "day", DAY, pending_days, obs_d)  # days from the pending days' hours
 
-    txn.commit({"samples_version": s_manifest.version, "samples_id": samples_id})
-    result.stage.input_rows = int(obs_m.get.get("samples") or 0)
-    result.stage.output_rows = sum(int(o.get.get("n") or 0) for o in (obs_m, obs_h, obs_d))
-    result.stage.seconds = time.monotonic() - started
-    log.info(
-        "rollups: %d hours recomputed (%s), %d samples read, %d buckets written",
-        len(pending),
-        "full" if full else "incremental",
-        result.stage.input_rows,
-        result.stage.output_rows,
-    )
-    return result
+    txn.commit({"samples_version": samples_version, "samples_id": samples_id})
+    stage.input_rows += int(obs_m.get.get("samples") or 0)
+    stage.output_rows += sum(int(o.get.get("n") or 0) for o in (obs_m, obs_h, obs_d))
 
 
 def _sorted(df: DataFrame, key: str) -> DataFrame:

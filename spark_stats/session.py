@@ -7,7 +7,7 @@ import re
 
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_DRIVER_MEMORY", "build_session", "session_conf"]
+__all__ = ["DEFAULT_DRIVER_MEMORY", "build_session", "jvm_pid", "session_conf"]
 
 #: Driver heap of a local session (``build_session(driver_memory="4g")`` overrides it; settings
 #: come only from the Settings object, never from the environment).
@@ -26,6 +26,7 @@ def session_conf(
     master: str = "local[*]",
     driver_memory: str | None = None,
     shuffle_partitions: int | None = None,
+    driver_host: str = "127.0.0.1",
 ) -> dict[str, str]:
     """The settings :func:`build_session` applies (exposed for tests and spark-submit users)."""
     memory = driver_memory or DEFAULT_DRIVER_MEMORY
@@ -33,8 +34,8 @@ def session_conf(
     return {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": driver_host,
+        "spark.driver.bindAddress": driver_host,
         "spark.driver.memory": memory,
         # The jobs shuffle at most a few hundred MB: a few partitions per core are plenty.
         "spark.sql.shuffle.partitions": str(partitions),
@@ -62,22 +63,25 @@ def build_session(
     shuffle_partitions: int | None = None,
     java_options: str | None = None,
     log_level: str = "WARN",
+    driver_host: str = "127.0.0.1",
 ) -> SparkSession:
     """A SparkSession with the light settings of the statistics jobs.
 
     UI off, two shuffle partitions per core (or ``shuffle_partitions``), driver bound to
-    127.0.0.1, UTC session time zone, Arrow on for ``toPandas()``. Driver memory (default 2g)
+    ``driver_host`` (127.0.0.1; executors on other hosts need an address they can reach),
+    UTC session time zone, Arrow on for ``toPandas()``. Driver memory (default 2g)
     only applies when this call starts the JVM; if a
     session already exists it is reused and the runtime settings (time zone, shuffle
     partitions, Arrow...) are applied to it.
     """
     builder = SparkSession.builder.master(master).appName(app_name)
-    conf = session_conf(master, driver_memory, shuffle_partitions)
+    conf = session_conf(master, driver_memory, shuffle_partitions, driver_host)
     if java_options:
         conf["spark.driver.extraJavaOptions"] = java_options
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    _guard_jvm(spark)
     for key in (
         "spark.sql.session.timeZone",
         "spark.sql.shuffle.partitions",
@@ -89,3 +93,24 @@ def build_session(
         spark.conf.set(key, conf[key])
     spark.sparkContext.setLogLevel(log_level)
     return spark
+
+
+def jvm_pid(spark: SparkSession) -> int | None:
+    """The pid of the Spark JVM this process launched (None: not ours, e.g. spark-submit)."""
+    gateway = spark.sparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    pid = getattr(proc, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+_guarded: set[int] = set()
+
+
+def _guard_jvm(spark: SparkSession) -> None:
+    """One watchdog per JVM we launched: the JVM dies with this driver (spark_stats.watchdog)."""
+    from .watchdog import guard
+
+    pid = jvm_pid(spark)
+    if pid is not None and pid not in _guarded:
+        guard(pid)
+        _guarded.add(pid)

@@ -22,14 +22,12 @@ the state before or the state after a transaction, and nothing listed is ever de
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,8 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
+
+from .locking import StoreBusyError, warehouse_busy, warehouse_lock
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ __all__ = [
     "TableSpec",
     "Transaction",
     "atomic_write_json",
+    "warehouse_busy",
     "warehouse_lock",
 ]
 
@@ -91,28 +92,6 @@ def atomic_write_json(path: Path, payload: Mapping[str, Any]) -> None:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
-
-
-class StoreBusyError(RuntimeError):
-    """Another pipeline run holds the warehouse lock."""
-
-
-@contextlib.contextmanager
-def warehouse_lock(warehouse_dir: Path) -> Iterator[None]:
-    """Exclusive, non-blocking lock of a warehouse for the duration of one pipeline run."""
-    warehouse_dir.mkdir(parents=True, exist_ok=True)
-    handle = (warehouse_dir / ".lock").open("a+")
-    try:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreBusyError(f"another statistics run is using {warehouse_dir}") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-    finally:
-        handle.close()
 
 
 class Manifest:

@@ -4,19 +4,25 @@ A trigger starts ``python -m server stats run --db URL --archive DIR --warehouse
 [--as-of T]`` (what ``pushgrid stats run`` is) as a child process, with its output appended to a
 log file, and waits until the run has recorded itself in ``job_runs`` (it does so before starting
 Spark), so the answer can point at it. One run at a time: a trigger while the admin API's child
-is still running, or while the database holds a ``running`` run younger than
-:data:`RUNNING_GRACE` seconds (e.g. a periodic run of ``pushgrid up``), is a 409 problem.
+is still running, or while any run (e.g. a periodic run of ``pushgrid up``) holds the warehouse
+lock, is a 409 problem. A ``running`` row whose run no longer holds the lock was killed; the next
+run marks it failed.
+
+Hygiene: the child runs in its own session and process group (with its Spark JVM and the JVM's
+watchdog, ``spark_stats.watchdog``); :meth:`JobRunner.close` interrupts the group and then kills
+whatever of it is left, so no JVM outlives the admin API's shutdown. If the admin API itself is
+killed, the run goes on to its end and records its outcome; its JVM ends with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Final, Literal
 
@@ -24,13 +30,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from server.config import Settings
+from spark_stats.locking import warehouse_busy
+from spark_stats.store.db import running_run
 from spark_stats.store.models import RUN_STATUSES, JobRun, utc_now
 
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import JobRunOut, JobRunPage, StageOut
 
 RunStatus = Literal["running", "succeeded", "failed"]
-RUNNING_GRACE: Final = 3600.0
 START_TIMEOUT: Final = 30.0
 DEFAULT_LOG: Final = Path("data/logs/admin-stats.log")
 
@@ -88,13 +95,11 @@ class JobRunner:
         *,
         python: str = sys.executable,
         start_timeout: float = START_TIMEOUT,
-        running_grace: float = RUNNING_GRACE,
     ) -> None:
         self.settings = settings
         self.log_path = log_path
         self.python = python
         self.start_timeout = start_timeout
-        self.running_grace = running_grace
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -138,17 +143,13 @@ class JobRunner:
                     "MetricsArchive is off: the pipeline has no input", "no_metrics_archive"
                 )
             with session_factory() as session:
-                since = utc_now() - timedelta(seconds=self.running_grace)
-                running = session.scalar(
-                    select(JobRun)
-                    .where(JobRun.status == "running", JobRun.started_at >= since)
-                    .order_by(JobRun.id.desc())
-                    .limit(1)
-                )
-                if running is not None:
+                if warehouse_busy(self.settings.stats_warehouse):
+                    running = running_run(session)
                     raise conflict(
                         f"statistics run {running.id} is running since "
-                        f"{running.started_at.isoformat()}",
+                        f"{running.started_at.isoformat()}"
+                        if running is not None
+                        else f"a statistics run holds {self.settings.stats_warehouse}",
                         "job_running",
                     )
                 last_id = session.scalar(select(func.max(JobRun.id))) or 0
@@ -158,8 +159,13 @@ class JobRunner:
                 header = f"--- {utc_now().isoformat()} triggered by {actor}: {' '.join(argv)}\n"
                 log.write(header.encode("utf-8", "replace"))
                 log.flush()
+                # its own process group: the JVM and its watchdog can be ended with it
                 self._process = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
             process = self._process
         return self._wait_for_run(session_factory, process, last_id)
@@ -196,18 +202,26 @@ class JobRunner:
             time.sleep(0.1)
 
     def close(self, timeout: float = 10.0) -> None:
-        """Interrupt a child that is still running (the admin API is shutting down).
+        """End a child that is still running, with its whole process group (shutting down).
 
-        SIGINT first: the run records itself as failed ("interrupted") instead of staying
-        ``running``; SIGKILL if it does not stop within ``timeout`` seconds.
+        SIGINT to the group first: the run records itself as failed ("interrupted") instead of
+        staying ``running`` (the JVM and the watchdog ignore it); then SIGKILL to whatever of
+        the group is left -- the JVM included -- after ``timeout`` seconds at most.
         """
         process = self._process
+        # a child that ended by itself is not signalled: its pid (= group id) may be reused;
+        # its JVM, if still there, is ended by its watchdog (spark_stats.watchdog)
         if process is None or process.poll() is not None:
             return
-        process.send_signal(signal.SIGINT)
-        try:
+        group = process.pid  # the child leads its own group (start_new_session)
+        _signal_group(group, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout)
+        _signal_group(group, signal.SIGKILL)  # held as a group id while any member lives
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout)
+
+
+def _signal_group(group: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signum)

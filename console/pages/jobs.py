@@ -1,4 +1,5 @@
-"""Jobs: the statistics pipeline's runs with status and duration; start a run."""
+"""Jobs: the statistics pipeline's runs with status and duration, the last run's stages; start
+a run."""
 
 from __future__ import annotations
 
@@ -91,6 +92,36 @@ def render_runs(runs: Sequence[JobRun], now: float) -> Component:
     )
 
 
+def render_stages(runs: Sequence[JobRun]) -> Component:
+    """The stages of the newest run (so far, if it is running): rows, duration, share."""
+    if not runs:
+        return html.Div()
+    last = runs[0]
+    state = "so far" if last.status == "running" else last.status
+    title = html.Div(f"Stages of run #{last.id} ({state})", className="card-title")
+    if not last.stages:
+        return html.Div([title, html.P("no stage recorded yet", className="muted")])
+    total = sum(stage.seconds for stage in last.stages)
+    rows = [
+        [
+            stage.name,
+            fmt.count(stage.input_rows),
+            fmt.count(stage.output_rows),
+            fmt.duration(stage.seconds),
+            f"{100 * stage.seconds / total:.0f} %" if total > 0 else "-",
+        ]
+        for stage in last.stages
+    ]
+    props = [{"data-stage": stage.name} for stage in last.stages]
+    return html.Div(
+        [
+            title,
+            table(["stage", "rows in", "rows out", "duration", "share"], rows, row_props=props),
+        ],
+        className="job-stages",
+    )
+
+
 # --- callbacks ------------------------------------------------------------------------------
 
 
@@ -109,7 +140,8 @@ def register(app: Dash, providers: Providers) -> None:
             runs = provider.jobs(30)
         except ProviderError as exc:
             return no_update, no_update, alert([exc])
-        return render_runs(runs, time.time()), jobs_figure(runs), []
+        listing = html.Div([render_stages(runs), render_runs(runs, time.time())])
+        return listing, jobs_figure(runs), []
 
     @app.callback(
         Output(Ids.JOBS_CONFIRM, "displayed"),

@@ -275,6 +275,38 @@ def start_run(
     return run
 
 
+#: ``job_runs.error`` of a run that ended without recording its outcome (killed, machine down).
+INTERRUPTED = "interrupted: the run ended without recording its outcome (killed?)"
+
+
+def fail_interrupted(session: Session) -> list[int]:
+    """Mark every ``running`` run failed (ids returned): call only while holding the warehouse
+    lock, which every live run holds, so a ``running`` row is then one that was killed."""
+    with _transaction(session):
+        runs = list(session.scalars(select(JobRun).where(JobRun.status == "running")))
+        for run in runs:
+            run.status = "failed"
+            run.finished_at = utc_now()
+            run.error = INTERRUPTED
+    return [run.id for run in runs]
+
+
+def record_stages(session: Session, run_id: int, stages: Sequence[StageResult]) -> None:
+    """Store the stages done so far of a running run (``pushgrid stats status`` shows them)."""
+    with _transaction(session):
+        get_run(session, run_id).stages = _stage_dicts(stages)
+
+
+def running_run(session: Session) -> JobRun | None:
+    """The newest ``running`` run, if any."""
+    return session.scalar(
+        select(JobRun)
+        .where(JobRun.status == "running")
+        .order_by(JobRun.started_at.desc(), JobRun.id.desc())
+        .limit(1)
+    )
+
+
 def get_run(session: Session, run_id: int) -> JobRun:
     run = session.get(JobRun, run_id)
     if run is None:

@@ -15,6 +15,8 @@ writing the results (from :data:`WRITE_SHARE`) and a last message at 1.0.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import traceback
 from collections.abc import Callable
@@ -22,11 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from ..results import StageResult
 from .db import (
     WrittenRows,
+    fail_interrupted,
     finish_run,
     make_engine,
     make_session_factory,
+    record_stages,
+    running_run,
     start_run,
     upgrade,
     write_results,
@@ -35,10 +41,12 @@ from .models import JobRun
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from sqlalchemy.orm import Session, sessionmaker
 
     from ..results import PipelineResult
 
 Progress = Callable[[str, float], None]
+log = logging.getLogger(__name__)
 
 SPARK_SHARE: Final = 0.05
 WRITE_SHARE: Final = 0.95
@@ -97,6 +105,38 @@ def _spark_context_running() -> bool:
     return SparkContext._active_spark_context is not None
 
 
+class RunRefused(Exception):
+    """The run did not start (and is not recorded): another one holds the warehouse."""
+
+
+def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.ExitStack:
+    """The warehouse lock, held by the returned stack (only its acquisition is guarded here).
+
+    :class:`RunRefused` names the run that holds it; a warehouse that cannot be locked at all
+    (not a directory, no permission) is a :class:`JobError`.
+    """
+    from ..locking import StoreBusyError, warehouse_lock
+
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(warehouse_lock(warehouse))
+    except StoreBusyError:
+        with factory() as session:
+            other = running_run(session)
+        who = (
+            f"statistics run {other.id} (started {other.started_at:%Y-%m-%d %H:%M:%S}Z)"
+            if other is not None
+            else "another statistics run"
+        )
+        raise RunRefused(
+            f"{who} is still running on the warehouse {warehouse}: one run at a time; "
+            "see `pushgrid stats status`"
+        ) from None
+    except OSError as exc:
+        raise JobError(f"cannot use the warehouse {warehouse}: {exc.strerror or exc}") from None
+    return stack
+
+
 def run_job(
     url: str,
     *,
@@ -107,22 +147,51 @@ def run_job(
     progress: Progress | None = None,
     spark: SparkSession | None = None,
     migrate: bool = True,
+    driver_memory: str | None = None,
+    driver_host: str = "127.0.0.1",
 ) -> JobOutcome:
     """Run the three Spark jobs once and record the run (see the module docstring).
 
     ``spark``: a session to use (left running); otherwise one is built for ``master`` and
     stopped at the end unless a Spark context was already running in this process.
+    The run holds the warehouse lock from before it records itself to the end: a second run
+    raises :class:`RunRefused` (nothing recorded), and ``running`` rows found once the lock is
+    held belong to runs that were killed: they are marked failed first.
     """
     report: Progress = progress or (lambda _step, _fraction: None)
     if migrate:
         upgrade(url)
     engine = make_engine(url)
+    factory = make_session_factory(engine)
     try:
-        with make_session_factory(engine)() as session:
+        try:
+            lock = _exclusive(warehouse, factory)
+        except JobError as exc:  # nothing ran: recorded as failed all the same
+            with factory() as session:
+                run = start_run(session, master=master, as_of=as_of)
+                failed = finish_run(session, run.id, status="failed", error=describe_error(exc))
+                return JobOutcome(failed, error=exc)
+        with lock, factory() as session:
+            for stale in fail_interrupted(session):
+                log.warning("statistics run %d was interrupted: marked failed", stale)
             run = start_run(session, master=master, as_of=as_of)
             outcome = JobOutcome(run)
+            done: list[StageResult] = []
+
+            def on_stage(stage: StageResult) -> None:
+                done.append(stage)
+                record_stages(session, run.id, done)
+
             try:
-                outcome.result = _run_pipeline(archive, warehouse, master, as_of, report, spark)
+                outcome.result = _run_pipeline(
+                    archive,
+                    warehouse,
+                    master,
+                    as_of,
+                    report,
+                    spark or _SessionSpec(driver_memory, driver_host),
+                    on_stage,
+                )
                 report("writing the results to the database", WRITE_SHARE)
                 outcome.written = write_results(session, run.id, outcome.result)
                 report(
@@ -146,7 +215,7 @@ def run_job(
                     session,
                     run.id,
                     status="failed",
-                    stages=outcome.result.stages if outcome.result else None,
+                    stages=outcome.result.stages if outcome.result else done,
                     error=describe_error(exc),
                 )
                 if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
@@ -156,21 +225,35 @@ def run_job(
         engine.dispose()
 
 
+@dataclass(frozen=True)
+class _SessionSpec:
+    """How to build the session when the caller gave none."""
+
+    driver_memory: str | None
+    driver_host: str
+
+
 def _run_pipeline(
     archive: Path | None,
     warehouse: Path,
     master: str,
     as_of: int | None,
     report: Progress,
-    spark: SparkSession | None,
+    spark: SparkSession | _SessionSpec,
+    on_stage: Callable[[StageResult], None],
 ) -> PipelineResult:
     archive_dir = check_archive(archive)
     from ..pipeline import run_pipeline
     from ..session import build_session
 
-    own = spark is None and not _spark_context_running()
+    given = not isinstance(spark, _SessionSpec)
+    own = not given and not _spark_context_running()
     report(f"starting Spark ({master})", 0.0)
-    session = spark if spark is not None else build_session(master)
+    session = (
+        spark
+        if not isinstance(spark, _SessionSpec)
+        else build_session(master, driver_memory=spark.driver_memory, driver_host=spark.driver_host)
+    )
 
     def pipeline_progress(message: str, fraction: float) -> None:
         share = min(max(float(fraction), 0.0), 1.0)
@@ -178,7 +261,13 @@ def _run_pipeline(
 
     try:
         result: PipelineResult = run_pipeline(
-            session, archive_dir, warehouse, as_of, progress=pipeline_progress
+            session,
+            archive_dir,
+            warehouse,
+            as_of,
+            progress=pipeline_progress,
+            lock=False,  # run_job holds it
+            on_stage=on_stage,
         )
         return result
     finally:

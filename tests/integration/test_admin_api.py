@@ -21,6 +21,7 @@ from admin_api.models import ApiToken, AuditEntry, RegisteredMember
 from admin_api.security import hash_token
 from metrics.indicators import INDICATOR_NAMES
 from metrics.windows import WINDOW_NAMES
+from spark_stats.locking import warehouse_lock
 from spark_stats.store.db import start_run, write_results
 from spark_stats.store.models import JobRun
 from spark_stats.store.synthetic import synthetic_result
@@ -628,10 +629,11 @@ async def test_jobs_trigger_list_get_and_conflict(admin):
         failed = await api.get(f"{API}/jobs", params={"status": "succeeded"})
         assert failed.json()["total"] == 0
         assert_problem(await api.get(f"{API}/jobs/999"), 404)
-        # a run is going on (recorded in SQL, e.g. by pushgrid up): a trigger is refused
+        # a run is going on (it holds the warehouse lock, e.g. one of pushgrid up): refused
         with admin.session_factory() as session:
             running = start_run(session, master="local[*]")
-        conflict = await api.post(f"{API}/jobs")
+        with warehouse_lock(admin.settings.stats_warehouse):
+            conflict = await api.post(f"{API}/jobs")
         problem = assert_problem(conflict, 409, "job_running")
         assert f"run {running.id}" in problem["detail"]
     with admin.session_factory() as session:

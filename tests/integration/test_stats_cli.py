@@ -214,7 +214,7 @@ def test_failing_runs_are_recorded_as_failed(
     assert result.exit_code == 1
     assert "does not exist" in result.stderr
 
-    # A failure inside Spark: the warehouse path is a regular file.
+    # An unusable warehouse (the path is a regular file): recorded as failed too.
     blocked = tmp_path / "warehouse-is-a-file"
     blocked.write_text("not a directory\n", encoding="utf-8")
     root, _ = archive

@@ -23,6 +23,7 @@ from admin_api.services.jobs import JobRunner, JobService
 from admin_api.services.members import MemberService, configured_members
 from admin_api.services.tokens import TokenService
 from server.config import Settings, load_settings
+from spark_stats.locking import warehouse_lock
 from spark_stats.store import db
 from spark_stats.store.models import Base, utc_now
 
@@ -276,7 +277,12 @@ def test_job_runner_refusals(tmp_path: Path, url: str, factory: sessionmaker[Ses
         assert JobService(session).page(status="succeeded").total == 0
         assert [r.id for r in JobService(session).page().items] == [old.id, run.id]
     runner = JobRunner(settings, tmp_path / "log")
-    with pytest.raises(ProblemError) as running:
+    # a run holds the warehouse lock: refused, naming the newest running run
+    with warehouse_lock(settings.stats_warehouse), pytest.raises(ProblemError) as running:
         runner.trigger(factory, None, "t")
     assert running.value.code == "job_running"
-    assert f"run {run.id} " in running.value.detail  # the recent one, not the stale one
+    assert f"run {run.id} " in running.value.detail
+    # `running` rows without a lock holder were killed: they do not block a new run
+    with pytest.raises(ProblemError) as started:
+        broken.trigger(factory, None, "t")
+    assert started.value.code == "job_not_started"

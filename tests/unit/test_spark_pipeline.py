@@ -27,10 +27,10 @@ from pyspark.sql import SparkSession
 
 from metrics.windows import DAY, HOUR, MINUTE, WINDOWS, window_start
 from spark_stats import storage
-from spark_stats.compaction import compact, samples_store
+from spark_stats.compaction import batches, compact, samples_store, scan_archive
 from spark_stats.pipeline import run_pipeline
 from spark_stats.results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult
-from spark_stats.rollups import LEVEL_TABLES, rollup_store, update_rollups
+from spark_stats.rollups import LEVEL_TABLES, consumed_version, rollup_store, update_rollups
 from spark_stats.storage import ManifestStore
 from spark_stats.synthetic import archive_path, write_node_samples
 from spark_stats.transforms import INDICATORS
@@ -466,7 +466,19 @@ def test_crashes_then_incremental_run_equal_full_recomputation(
     assert stages["rollups"].input_rows == in_touched_hours
     assert in_touched_hours < first_run.result.stages[1].input_rows
 
+    # the recomputation from scratch in small batches (whole dates, at most the largest date's
+    # bytes each) and one rollup chunk per batch, each committed on its own
+    closed = [f for f in scan_archive(archive) if f.closed]
+    days = {f.day for f in closed}
+    budget = max(sum(f.size for f in closed if f.day == day) for day in days)
+    assert 1 < len(batches(closed, budget)) < len(days)
+    batched = compact(spark, archive, fresh, batch_bytes=budget)
+    assert batched.files == len(closed)
+    assert samples_store(fresh).load().version == len(batches(closed, budget))
+    update_rollups(spark, fresh, chunk_hours=1)
+    assert rollup_store(fresh).load().version == len(batches(closed, budget))
     full = run_pipeline(spark, archive, fresh, as_of)
+    assert [s.input_rows for s in full.stages[:2]] == [0, 0]  # everything was done already
     for table in LEVEL_TABLES:
         pd.testing.assert_frame_equal(
             parquet_rows(r_store, table), parquet_rows(rollup_store(fresh), table)
@@ -480,6 +492,26 @@ def test_crashes_then_incremental_run_equal_full_recomputation(
     for r in incremental.window_stats.itertuples(index=False):
         key = (r.scope, r.indicator, r.window)
         assert_stats_equal((r.count, r.max, r.avg, r.stddev), expected[key], key)
+
+
+def test_change_map_keeps_only_hours_not_rolled_up(
+    spark: SparkSession, first_run: Run, tmp_path: Path
+) -> None:
+    """After the rollups consumed a version, the next compaction drops its hours from the map."""
+    archive, warehouse = tmp_path / "archive", tmp_path / "warehouse"
+    shutil.copytree(first_run.archive, archive)
+    shutil.copytree(first_run.warehouse, warehouse)
+    s_store = samples_store(warehouse)
+    assert len(s_store.load().meta["hours"]) > 24  # every hour of the first run
+    late = (AS_OF - 30 * DAY) // HOUR * HOUR - 7 * HOUR  # a late file of an hour nobody had
+    ts = np.array([late + 5, late + 6], dtype=np.int64)
+    write_node_samples(archive, "push-1", ts, {i: np.array([1, 2]) for i in INDICATORS})
+    compact(spark, archive, warehouse, prune_through=consumed_version(warehouse))
+    manifest = s_store.load()
+    assert manifest.meta["hours"] == {str(late): manifest.version}
+    rolled = update_rollups(spark, warehouse)
+    assert rolled.hours == [late]
+    assert not rolled.full
 
 
 def test_empty_archive_gives_empty_cluster_windows(spark: SparkSession, tmp_path: Path) -> None:

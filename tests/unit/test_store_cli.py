@@ -21,7 +21,8 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from spark_stats.cli import parse_as_of, register
-from spark_stats.results import PipelineResult
+from spark_stats.locking import warehouse_lock
+from spark_stats.results import PipelineResult, StageResult
 from spark_stats.store import db, jobs
 from spark_stats.store.models import JobRun, TrendPoint, WindowStat, from_unix
 from spark_stats.store.synthetic import synthetic_result
@@ -40,8 +41,9 @@ class FakePipeline:
     calls: list[dict[str, Any]] = field(default_factory=list)
     steps: list[tuple[str, float]] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
+    session_options: list[dict[str, Any]] = field(default_factory=list)
 
-    def build_session(self, master: str = "local[*]") -> Any:
+    def build_session(self, master: str = "local[*]", **options: Any) -> Any:
         stopped = self.stopped
 
         class Session:
@@ -49,6 +51,7 @@ class FakePipeline:
                 stopped.append(master)
 
         self.calls.append({"master": master})
+        self.session_options.append(options)
         return Session()
 
     def run_pipeline(
@@ -58,8 +61,10 @@ class FakePipeline:
         warehouse_dir: Path,
         as_of: int | None,
         progress: Callable[[str, float], None] | None = None,
+        **options: Any,
     ) -> PipelineResult:
         self.calls[-1].update(archive=archive_dir, warehouse=warehouse_dir, as_of=as_of)
+        assert options["lock"] is False  # run_job holds the warehouse lock
         # like the real one: what starts now, and the share of the pipeline done
         for message, fraction in (("compaction", 0.0), ("rollups", 0.35), ("windows", 0.65)):
             if progress is not None:
@@ -336,6 +341,8 @@ def test_defaults_come_from_the_settings(
                 f"MetricsArchive = {archive}",
                 f"StatsWarehouse = {tmp_path / 'warehouse'}",
                 "SparkMaster = local[2]",
+                "SparkDriverMemory = 768m",
+                "SparkDriverHost = 127.0.0.2",
             ]
         )
         + "\n",
@@ -349,6 +356,7 @@ def test_defaults_come_from_the_settings(
         "warehouse": tmp_path / "warehouse",
         "as_of": None,
     }
+    assert fake.session_options == [{"driver_memory": "768m", "driver_host": "127.0.0.2"}]
     status = cli("stats", "status", "--config", str(conf))
     assert status.exit_code == 0, status.output
     assert "succeeded" in status.stdout
@@ -379,6 +387,27 @@ def test_status_shows_the_last_runs(
     assert "succeeded" not in limited.stdout
 
 
+def test_status_shows_the_stages_of_the_last_run(
+    cli: Callable[..., Any], fake: FakePipeline, tmp_path: Path, archive: Path
+) -> None:
+    url = _url(tmp_path)
+    assert cli("stats", "run", "--db", url, "--archive", str(archive)).exit_code == 0
+    out = cli("stats", "status", "--db", url).stdout
+    assert "stages of run 1 (succeeded)" in out
+    with db.session_scope(url) as session:
+        stages = db.get_run(session, 1).stages
+    assert stages
+    for stage in stages:
+        assert stage["name"] in out
+    # a run still going shows the stages it has done so far
+    with db.session_scope(url) as session:
+        run = db.start_run(session)
+        db.record_stages(session, run.id, [StageResult("compaction", 7, 7, 61.0)])
+    out = cli("stats", "status", "--db", url).stdout
+    assert f"stages of run {run.id} (so far)" in out
+    assert "1 min 01 s" in out
+
+
 def test_status_without_database_or_runs(cli: Callable[..., Any], tmp_path: Path) -> None:
     url = _url(tmp_path)
     missing = cli("stats", "status", "--db", url)
@@ -399,3 +428,35 @@ def test_status_on_a_database_without_the_schema(cli: Callable[..., Any], tmp_pa
     result = cli("stats", "status", "--db", _url(tmp_path))
     assert result.exit_code == 1
     assert "pushgrid db upgrade" in result.stderr
+
+
+def test_one_run_at_a_time_and_killed_runs_are_marked_failed(
+    cli: Callable[..., Any], fake: FakePipeline, tmp_path: Path, archive: Path
+) -> None:
+    url = _url(tmp_path)
+    warehouse = tmp_path / "wh"
+    args = ("stats", "run", "--db", url, "--archive", str(archive), "--warehouse", str(warehouse))
+    assert cli("db", "upgrade", "--db", url).exit_code == 0
+    with db.session_scope(url) as session:
+        killed = db.start_run(session, master="local[1]")  # a run that died: no lock held
+
+    # another run holds the warehouse: refused, naming it, and nothing recorded
+    with warehouse_lock(warehouse):
+        refused = cli(*args)
+    assert refused.exit_code == 1
+    assert f"refused: statistics run {killed.id} (started " in refused.stderr
+    assert "one run at a time" in refused.stderr
+    assert [r.id for r in _runs_of(url)] == [killed.id]
+    assert fake.calls == []
+
+    # the next run holds the lock: the `running` row is a dead run, marked failed first
+    assert cli(*args).exit_code == 0
+    runs = {r.id: r for r in _runs_of(url)}
+    assert (runs[killed.id].status, runs[killed.id].error) == ("failed", db.INTERRUPTED)
+    assert runs[killed.id].finished_at is not None
+    assert [r.status for r in runs.values() if r.id != killed.id] == ["succeeded"]
+
+
+def _runs_of(url: str) -> list[JobRun]:
+    with db.session_scope(url) as session:
+        return db.latest_runs(session, 100)
