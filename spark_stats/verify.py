@@ -18,15 +18,14 @@ prints the result.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
+
+import httpx
 
 from metrics.windows import window_start
 
@@ -89,20 +88,18 @@ def fetch_live(monitor_url: str, timeout: float = 10.0) -> LiveWindows:
     # credentials in the URL (http://user:password@host:port) become HTTP Basic authentication
     netloc = parts.netloc.rsplit("@", 1)[-1]
     url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path + "/stats", "format=json", ""))
-    request = urllib.request.Request(url)
+    auth = None
     if parts.username is not None:
         user = urllib.parse.unquote(parts.username)
-        password = urllib.parse.unquote(parts.password or "")
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+        auth = httpx.BasicAuth(user, urllib.parse.unquote(parts.password or ""))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            document = json.load(answer)
-    except urllib.error.HTTPError as exc:
-        raise VerifyError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise VerifyError(f"cannot read {url}: {reason}") from None
+        answer = httpx.get(url, auth=auth, timeout=timeout, trust_env=False)
+    except httpx.HTTPError as exc:
+        raise VerifyError(f"cannot read {url}: {exc}") from None
+    if answer.status_code != 200:
+        raise VerifyError(f"{url}: HTTP {answer.status_code} {answer.reason_phrase}")
+    try:
+        document = answer.json()
     except json.JSONDecodeError as exc:
         raise VerifyError(f"{url}: not JSON ({exc.msg})") from None
     if not isinstance(document, dict):
