@@ -220,6 +220,18 @@ class JobRunner:
         _signal_group(group, signal.SIGKILL)  # held as a group id while any member lives
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout)
+        _wait_group_gone(group, timeout)  # the JVM dies a moment after its leader
+
+
+def _wait_group_gone(group: int, timeout: float) -> None:
+    """Return once no process of ``group`` is left (or after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
 
 
 def _signal_group(group: int, signum: int) -> None:

@@ -89,7 +89,11 @@ async def test_trace_respects_entitlement(
 ) -> None:
     push = server_factory(ServerName="trace-jwt", Entitlement="jwt", EntitlementJwtSecret=SECRET)
     admin = AdminHarness(tmp_path / "admin", [member_entry("trace-jwt", push)])
-    allowed = jwt.encode({"sub": "ops", "permissions": {"sub": ["/ok/*"]}}, SECRET, "HS256")
+    allowed = jwt.encode(
+        {"sub": "ops", "permissions": {"sub": ["/ok/*"]}, "exp": int(time.time()) + 3600},
+        SECRET,
+        "HS256",
+    )
     try:
         async with admin.client("operator") as api:
             body = {"subject": "/secret/x", "entitlement_token": allowed}
