@@ -38,7 +38,8 @@ async def _until_ranked(server: ServerProcess, hot: str, deadline: float) -> dic
         document = await _stats(server)
         ranking = document["rankings"]["messages_in"]
         # rates fold every second, subscriber counts every 5 s: wait for both
-        if ranking and ranking[0]["subject"] == hot and document["rankings"]["subscribers"]:
+        full = len(ranking) >= TOP_N and document["rankings"]["subscribers"]
+        if full and ranking[0]["subject"] == hot:
             return document
         assert time.monotonic() < deadline, f"{hot} never ranked first: {document}"
         await asyncio.sleep(0.3)
