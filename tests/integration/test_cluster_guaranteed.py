@@ -322,7 +322,9 @@ async def test_killing_the_stream_leader_pauses_publishes_and_loses_nothing(
         # leader moved), and members refresh their view with each heartbeat.
         survivors = {f"pushgrid-m{i}" for i in (1, 2, 3) if i != leader}
         for _ in range(100):
-            meta = {cluster_status(cluster.member(i))["metaLeader"] for i in (1, 2, 3) if i != leader}
+            meta = {
+                cluster_status(cluster.member(i))["metaLeader"] for i in (1, 2, 3) if i != leader
+            }
             if len(meta) == 1 and meta <= survivors:
                 break
             await asyncio.sleep(0.2)
