@@ -36,9 +36,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from .compaction import BATCH_BYTES, compact
+from .locking import StoreBusyError, warehouse_lock
 from .results import PipelineResult, StageResult
 from .rollups import consumed_version, update_rollups
-from .storage import StoreBusyError, warehouse_lock
 from .windows import compute_windows
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from metrics.windows import DAY, HOUR
 
 from . import transforms as T
 from .compaction import SAMPLES_TABLE, samples_store
+from .manifest_store import Manifest, ManifestStore, TableSpec
 from .results import StageResult
-from .storage import Manifest, ManifestStore, TableSpec
 
 log = logging.getLogger(__name__)
 

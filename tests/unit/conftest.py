@@ -35,4 +35,3 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
-

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult, StageResult, node_scope
+from .results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult, StageResult, node_scope
 
 if TYPE_CHECKING:
     import pandas as pd
