@@ -124,7 +124,7 @@ def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.Ex
         stack.enter_context(warehouse_lock(warehouse))
     except StoreBusyError:
         with factory() as db:
-            other = running_run(db, str(warehouse))
+            other = running_run(db, str(warehouse.resolve()))
         who = (
             f"statistics run {other.id} (started {other.started_at:%Y-%m-%d %H:%M:%S}Z)"
             if other is not None
@@ -174,7 +174,7 @@ def run_job(
                 run = start_run(db, master=master, as_of=as_of)
                 failed = finish_run(db, run.id, status="failed", error=describe_error(exc))
                 return JobOutcome(failed, error=exc)
-        owner = RunOwner(str(warehouse))
+        owner = RunOwner(str(warehouse.resolve()))
         with lock, factory() as db:
             for stale in fail_stale(db, owner):
                 log.warning("statistics run %d was interrupted: marked failed", stale)

@@ -144,7 +144,7 @@ class JobRunner:
                 )
             with session_factory() as db:
                 if warehouse_busy(self.settings.stats_warehouse):
-                    running = running_run(db)
+                    running = running_run(db, str(self.settings.stats_warehouse.resolve()))
                     raise conflict(
                         f"statistics run {running.id} is running since "
                         f"{running.started_at.isoformat()}"
