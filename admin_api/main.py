@@ -4,7 +4,7 @@
     app = create_app(settings, session_factory=factory)      # tests: a temporary SQLite file
 
 The database schema must be migrated first (``pushgrid admin`` does it at start:
-``spark_stats.store.db.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
+``metrics.sqlstore.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
 interactive docs at ``/api/docs``; both are public (they hold no data), every ``/api/v1`` route
 needs a token.
 """

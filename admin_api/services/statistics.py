@@ -1,6 +1,6 @@
 """The pipeline's results from SQL: window statistics (with their age) and trend series.
 
-Read through :mod:`spark_stats.store.db` (``window_stats`` returns the latest as-of of every
+Read through :mod:`metrics.sqlstore` (``window_stats`` returns the latest as-of of every
 (scope, indicator, window); ``trend`` a series oldest first). A statistic is ``stale`` when the
 pipeline wrote it more than ``Admin.StaleAfter`` seconds ago (``computed_at``): the pipeline's
 ``as_of`` is the archive's last closed hour, so it is always somewhat old; a run that stopped
