@@ -43,6 +43,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
+from server.errors import StatsError
+
 from .models import (
     JobRun,
     RunStatus,
@@ -93,8 +95,10 @@ STAT_VALUES: Final = ("count", "max", "avg", "stddev", "run_id", "computed_at")
 _FRAME_COLUMNS: Final = ("scope", "indicator", "window", "as_of", "count", "max", "avg", "stddev")
 
 
-class StoreError(Exception):
+class StoreError(StatsError):
     """A store problem worth a one-line message (bad URL, missing migrations, unknown run)."""
+
+    code = "store"
 
 
 # --- engine and sessions ----------------------------------------------------------------------

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from server.errors import StatsError
+
 from ..results import StageResult
 from .db import (
     WrittenRows,
@@ -52,8 +54,10 @@ SPARK_SHARE: Final = 0.05
 WRITE_SHARE: Final = 0.95
 
 
-class JobError(Exception):
+class JobError(StatsError):
     """An expected failure of a job (bad archive ...): its message is the whole story."""
+
+    code = "job"
 
 
 @dataclass
@@ -105,8 +109,11 @@ def _spark_context_running() -> bool:
     return SparkContext._active_spark_context is not None
 
 
-class RunRefused(Exception):
+class RunRefused(StatsError):
     """The run did not start (and is not recorded): another one holds the warehouse."""
+
+    code = "run_refused"
+    retryable = True
 
 
 def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.ExitStack:
