@@ -1,10 +1,11 @@
 """The one exception tree of pushgrid: every error our code raises derives from PushgridError.
 
-Branches are defined here; each leaf stays in the module that raises it (its name in
-parentheses). This module imports nothing of ours, so every package may import it. A leaf that callers also catch as a built-in keeps
-that built-in as a second base (``ValueError``, ``RuntimeError``, ``ConnectionError``). Columns:
-the ``code`` attribute (machine-readable, stable) and ``retryable`` (see below). ``docs/errors.md``
-says who raises what; ``tests/unit/test_errors_tree.py`` checks this tree against the classes.
+Branches are defined here; each leaf stays in the module that raises it (in parentheses). This
+module imports nothing of ours, so every package may import it (metrics too). A leaf that callers
+also catch as a built-in keeps that built-in as a second base (``ValueError``, ``RuntimeError``,
+``ConnectionError``). Columns: the ``code`` attribute (machine-readable, stable) and
+``retryable`` (see below). ``docs/errors.md`` says who raises what and how callers react;
+``tests/unit/test_errors_tree.py`` checks this tree against the classes themselves.
 
 PushgridError (server.errors)                                  error                no
 ├── ConfigError (server.config)                                config               no

@@ -98,6 +98,8 @@ class RemoteProtocolError(ProtocolError):
 
 
 class InvalidSubject(RemoteProtocolError):
+    code = ErrorCode.INVALID_SUBJECT
+
     def __init__(self, subject: str, reason: str, request_id: int | None = None) -> None:
         super().__init__(
             ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}", request_id, subject
