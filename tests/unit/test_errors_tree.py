@@ -126,14 +126,14 @@ class Entry:
     retry: str
 
 
+TREE_LINE = re.compile(r"^(?P<indent>[│├└─ ]*)(?P<name>\w+) \((?P<module>[\w.]+)\)\s+(?P<rest>.+)$")
+
+
 def _documented_tree() -> list[Entry]:
     entries: list[Entry] = []
     stack: list[str] = []
-    line_re = re.compile(
-        r"^(?P<indent>[│├└─ ]*)(?P<name>\w+) \((?P<module>[\w.]+)\)\s+(?P<rest>.+)$"
-    )
     for line in (server.errors.__doc__ or "").splitlines():
-        match = line_re.match(line)
+        match = TREE_LINE.match(line)
         if match is None:
             continue
         depth = len(match["indent"]) // 4
@@ -174,8 +174,11 @@ def test_fixed_codes_and_retry_rules_are_the_documented_ones(
             assert cls.retryable is (entry.retry == "yes"), entry.name
 
 
-def test_docs_name_every_class() -> None:
+def test_docs_show_the_same_tree_and_name_every_class() -> None:
     text = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    docstring = (server.errors.__doc__ or "").splitlines()
+    tree = [line.rstrip() for line in docstring if TREE_LINE.match(line)]
+    assert [line.rstrip() for line in text.splitlines() if TREE_LINE.match(line)] == tree
     missing = [e.name for e in _documented_tree() if f"`{e.name}`" not in text]
     assert missing == []
 
