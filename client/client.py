@@ -41,6 +41,7 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
+from server.errors import ClientError
 from server.protocol.codec import publish_size
 from server.protocol.frames import (
     Error,
@@ -97,8 +98,10 @@ _decoder: msgspec.json.Decoder[ServerFrame | list[ServerFrame]] = msgspec.json.D
 )
 
 
-class ConnectFailed(ConnectionError):
+class ConnectFailed(ClientError, ConnectionError):
     """The client stopped for good before it could connect (a do-not-retry close code)."""
+
+    code = "connect_failed"
 
 
 class _Stop:

@@ -21,7 +21,7 @@ from metrics.sampler import Sampler
 
 from . import __version__
 from .cluster.status import ClusterStatus, standalone_status
-from .config import Settings
+from .config import ConfigError, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub
@@ -77,7 +77,10 @@ def build_entitlement(settings: Settings) -> Entitlement:
             key = settings.entitlement_jwt_public_key_file.read_text(encoding="utf-8")
             asymmetric = ["RS256", "RS384", "RS512", "ES256", "ES384"]
             return JwtEntitlement(key, asymmetric, require_exp)
-        assert settings.entitlement_jwt_secret is not None
+        if settings.entitlement_jwt_secret is None:  # validation bypassed (model_construct)
+            raise ConfigError(
+                "Entitlement = jwt needs EntitlementJwtSecret or EntitlementJwtPublicKeyFile"
+            )
         hmac = ["HS256", "HS384", "HS512"]
         return JwtEntitlement(settings.entitlement_jwt_secret, hmac, require_exp)
     if settings.entitlement.startswith("custom:"):

@@ -38,6 +38,7 @@ from metrics.sqlstore import (
     upgrade,
     write_results,
 )
+from server.errors import StatsError
 
 from .results import StageResult
 
@@ -54,8 +55,10 @@ SPARK_SHARE: Final = 0.05
 WRITE_SHARE: Final = 0.95
 
 
-class JobError(Exception):
+class JobError(StatsError):
     """An expected failure of a job (bad archive ...): its message is the whole story."""
+
+    code = "job"
 
 
 @dataclass
@@ -107,8 +110,11 @@ def _spark_context_running() -> bool:
     return SparkContext._active_spark_context is not None
 
 
-class RunRefused(Exception):
+class RunRefused(StatsError):
     """The run did not start (and is not recorded): another one holds the warehouse."""
+
+    code = "run_refused"
+    retryable = True
 
 
 def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.ExitStack:

@@ -22,6 +22,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
+from server.errors import StatsError
+
 __all__ = [
     "StoreError",
     "display_url",
@@ -33,8 +35,10 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(StatsError):
     """A store problem worth a one-line message (bad URL, missing migrations, unknown run)."""
+
+    code = "store"
 
 
 # --- engines and SQL sessions---------------------------------------------------------------------

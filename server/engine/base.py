@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..cluster.status import ClusterStatus
+from ..errors import EngineError
 from ..protocol.codec import encode
 from ..protocol.frames import Message, MessageKind, Position, QoS
 from ..protocol.wsframe import encode_text_frame
@@ -199,5 +200,8 @@ class Engine(abc.ABC):
         return None
 
 
-class EngineUnavailable(Exception):
-    """The engine cannot accept messages right now (for example no cluster quorum)."""
+class EngineUnavailable(EngineError):
+    """The engine cannot accept messages right now (for example no cluster quorum): retry later."""
+
+    code = "engine_unavailable"
+    retryable = True
