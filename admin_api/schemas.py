@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from metrics.indicators import INDICATOR_NAMES
 from metrics.windows import WINDOW_NAMES
 
-from .jolokia import MemberSource, check_base_url, check_monitor_url
+from .member_client import MemberSource, check_base_url, check_monitor_url
 from .security import Role
 
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

@@ -27,7 +27,7 @@ from server.config import Settings
 
 from ..access import member_access
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
-from ..jolokia import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
+from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
 from ..models import AlertEvent, AlertRule
 from ..problems import conflict, not_found
 from ..schemas import MemberLive

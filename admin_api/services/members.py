@@ -20,7 +20,7 @@ from server.config import Settings
 from spark_stats.store.models import utc_now
 
 from ..access import is_jmx, member_access
-from ..jolokia import (
+from ..member_client import (
     SERVER_MBEAN,
     Member,
     MemberFailure,

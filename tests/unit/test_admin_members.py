@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from admin_api.jolokia import Member, check_base_url, derive_client_url, parse_listen
+from admin_api.member_client import Member, check_base_url, derive_client_url, parse_listen
 from admin_api.schemas import LiveIndicator, MemberLive, SessionOut, WindowValue
 from admin_api.services.live import cluster_sums, parse_indicators
 from admin_api.services.sessions import SessionQuery, parse_sessions, select_sessions
