@@ -421,3 +421,26 @@ def test_every_indicator_has_a_bean() -> None:
     made = beans()
     for indicator in INDICATORS:
         assert f"pushgrid:name={indicator.mbean},type=Indicator" in made
+
+
+def test_monitoring_never_imports_the_server_app() -> None:
+    """The views take ports (server/monitoring/ports.py), not PushServer: no import of
+    server.app, not even under TYPE_CHECKING."""
+    import ast
+    from pathlib import Path
+
+    import server.monitoring
+
+    package = Path(server.monitoring.__file__).parent
+    offenders = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{'.' * node.level}{node.module or ''}"]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(name in ("..app", "server.app") for name in names):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
