@@ -39,7 +39,7 @@ from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent
 from .loop_bridge import LoopBridge
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
-from .operations import ALERTS_SUBJECT as ALERTS_SUBJECT
+from .operations import ALERTS_SUBJECT
 from .ports import LiveState, MonitoredNode, Operations
 
 DOMAIN = "pushgrid"
@@ -241,7 +241,7 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             "java.util.Map",
             "One session with its outbound buffer and last frames (recording starts at the "
             "first call); null if unknown",
-            wrap(lambda sid: ops.session_detail(sid)),
+            wrap(ops.session_detail),
         ),
         Operation(
             "disconnect",
