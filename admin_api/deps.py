@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from server.config import Settings
 from server.core.throttle import AuthThrottle
 
-from .jolokia import Member, new_http_client
+from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role
 from .services.cluster import with_discovered

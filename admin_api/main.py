@@ -26,7 +26,7 @@ from server.config import Settings
 from server.core.throttle import AuthThrottle
 
 from .audit import AuditMiddleware
-from .jolokia import DEFAULT_TIMEOUT
+from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router

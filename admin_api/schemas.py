@@ -7,7 +7,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from .jolokia import MemberSource, check_base_url, check_monitor_url
+from .member_client import MemberSource, check_base_url, check_monitor_url
 from .security import Role
 
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

@@ -32,8 +32,8 @@ PushgridError (server.errors)                                  error            
 │   ├── JobError (spark_stats.jobs)                            job                  no
 │   └── VerifyError (spark_stats.verify)                       verify               no
 ├── ProblemError (admin_api.problems)                          per status           per status
-│   └── MemberFailure (admin_api.jolokia)                      member_*             per kind
-│       └── JolokiaError (admin_api.jolokia)                   member_error         no
+│   └── MemberFailure (admin_api.member_client)                member_*             per kind
+│       └── JolokiaError (admin_api.member_client)             member_error         no
 └── ClientError (server.errors)                                client               no
     ├── ConnectFailed (client.client)                          connect_failed       no
     └── ProviderError (console.provider)                       provider             per status

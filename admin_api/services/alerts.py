@@ -29,7 +29,7 @@ from server.config import Settings
 
 from ..access import member_access
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
-from ..jolokia import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
+from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
 from ..problems import conflict, not_found
 from ..schemas import MemberLive
 from ..schemas_ops import AlertEventOut, AlertOut, RuleIn, RuleOut

@@ -22,7 +22,7 @@ from metrics.sqlstore.models import utc_now
 from server.config import Settings
 
 from ..access import is_jmx, member_access
-from ..jolokia import (
+from ..member_client import (
     SERVER_MBEAN,
     Member,
     MemberFailure,

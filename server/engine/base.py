@@ -78,7 +78,10 @@ class Published:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Spec 4.1.2: latest retained content and the union of fields with their latest values."""
+    """Spec 4.1.2: latest retained content and the union of fields with their latest values.
+
+    ``qos`` is the qos of the last retained message (a meta-subject's snapshot is ``standard``).
+    """
 
     subject: str
     content: str
@@ -86,6 +89,7 @@ class Snapshot:
     epoch: str
     seq: int
     ts: int
+    qos: QoS = "guaranteed"
 
     def frame(self) -> bytes:
         message = Message(
@@ -95,7 +99,7 @@ class Snapshot:
             fields=self.fields,
             epoch=self.epoch,
             seq=self.seq,
-            qos="guaranteed",
+            qos=self.qos,
             retained=True,
             ts=self.ts,
         )

@@ -88,6 +88,18 @@ async def test_overview_snapshot_at_once(srv, connect):
         assert fields[name].isdigit(), (name, fields[name])
 
 
+async def test_snapshot_frames_say_qos_standard(srv, connect):
+    """A meta-subject's snapshot is what its messages are: qos standard (never recoverable).
+    (The guaranteed case is in tests/unit/test_engine_contract.py; publishing one here would
+    put a message in this module's cache.)"""
+    client = await connect(srv)
+    for subject in ("/pushgrid/it-node/overview", "/pushgrid/it-node/cluster"):
+        await wait_published(srv, subject)
+        _, frames = await client.subscribe_all(subject)
+        assert frames[0]["kind"] == "snapshot"
+        assert frames[0]["qos"] == "standard", (subject, frames[0])
+
+
 async def test_indicator_subjects_carry_every_window(srv, connect):
     for name in INDICATOR_NAMES:
         subject = f"/pushgrid/it-node/{name}"

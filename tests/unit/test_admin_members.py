@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from admin_api.jolokia import Member, check_base_url, derive_client_url, parse_listen
+from admin_api.member_client import Member, check_base_url, derive_client_url, parse_listen
 from admin_api.schemas import (
     IndicatorName,
     LiveIndicator,

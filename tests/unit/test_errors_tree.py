@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import server.errors
-from admin_api.jolokia import JolokiaError as MemberJolokiaError
-from admin_api.jolokia import Member, MemberFailure
+from admin_api.member_client import JolokiaError as MemberJolokiaError
+from admin_api.member_client import Member, MemberFailure
 from admin_api.problems import ProblemError
 from client.client import ConnectFailed
 from client.closecodes import rule_for_close

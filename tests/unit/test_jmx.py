@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from admin_api.access import JmxMember, _pick, is_jmx, member_access
-from admin_api.jolokia import (
+from admin_api.member_client import (
     MemberClient,
     check_jmx_url,
     check_monitor_url,
