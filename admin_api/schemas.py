@@ -8,7 +8,7 @@ from typing import Annotated, Final, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .jolokia import MemberSource, check_base_url, check_monitor_url
 from .security import Role

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from .archive import ArchiveWriter
 from .counters import Counters
 from .indicators import INDICATOR_NAMES, sample_values
+from .rolling_windows import IndicatorSet
 from .stats import Moments
-from .windows import IndicatorSet
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ day buckets of their days re-merged in memory -- exactly what the rollup job wil
 the files close; nothing is written.
 
 One Spark job collects every bucket involved (a bounded amount: see
-:mod:`spark_stats.windowing`), and the windows are assembled exactly in Python:
+:mod:`spark_stats.window_assembly`), and the windows are assembled exactly in Python:
 
 * ``window_stats``: one row per scope x indicator x window as of T, count-0 rows (null
   statistics) included for every scope with a sample in the last 15 months, and always for the
@@ -32,19 +32,36 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.windows import DAY, HOUR
+from metrics.window_spec import DAY
 
 from . import transforms as T
-from .compaction import SAMPLES_TABLE, header_ok, read_archive, samples_store, scan_archive
+from .compaction import (
+    SAMPLES_TABLE,
+    ArchiveFile,
+    header_ok,
+    read_archive,
+    samples_store,
+    scan_archive,
+)
 from .exact import complete, empty_stats, finalize
 from .results import StageResult
 from .rollups import day_of, read_buckets, rollup_store
-from .transforms import longest_buckets
-from .windowing import TREND_HOURS, needed_ranges, overlay, trend_points, window_series
+from .storage import Manifest, ManifestStore
+from .window_assembly import (
+    TREND_HOURS,
+    Ranges,
+    needed_ranges,
+    overlay,
+    split_levels,
+    trend_points,
+    window_series,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = ["WindowsResult", "compute_windows"]
+
+_NO_BUCKETS = pd.DataFrame(columns=list(T.BUCKET_COLUMNS))
 
 
 @dataclass
@@ -76,84 +93,89 @@ def compute_windows(
     """
     started = time.monotonic()
     t = int(as_of)
-    samples = samples_store(warehouse_dir)
-    s_manifest = samples.load()
-    store = rollup_store(warehouse_dir)
-    r_manifest = store.load()
-
-    # the live tail: .open files of hours that started by T (their rows after T are dropped)
-    open_files = (
-        [
-            f
-            for f in scan_archive(archive_dir)
-            if not f.closed and f.size > 0 and f.hour_start <= t and header_ok(f)
-        ]
-        if include_open
-        else []
-    )
-    overlay_hours = sorted({f.hour_start for f in open_files})
+    samples, store = samples_store(warehouse_dir), rollup_store(warehouse_dir)
+    s_manifest, r_manifest = samples.load(), store.load()
+    tail = _live_tail(archive_dir, t) if include_open else []
+    overlay_hours = sorted({f.hour_start for f in tail})
     firsts = [int(v) for v in (s_manifest.meta.get("min_ts"), *overlay_hours[:1]) if v is not None]
     points = trend_points(t, min(firsts) if firsts else None, trend_hours)
     ranges = needed_ranges(t, points)
-    now_minutes = needed_ranges(t)["m"]
+    first = ranges["s"][0]
+    live = T.window_samples(
+        _stored_samples(spark, samples, s_manifest, first, t, overlay_hours),
+        first,
+        t,
+        overlay_hours,
+    )
+    if tail:  # the live tail: rows after T are dropped
+        live = T.merge_samples(live, read_archive(spark, tail).where(F.col("ts") <= t)).drop("date")
+    fresh = T.fresh_buckets(T.scope_seconds(live), first, t, overlay_hours)
+    stored = _stored_buckets(spark, store, r_manifest, ranges, t, overlay_hours)
+    collected: pd.DataFrame = reduce(DataFrame.unionByName, [fresh, *stored]).toPandas()
+    result = _assemble(collected, t, points, overlay_hours)
+    result.stage.seconds = time.monotonic() - started
+    return result
 
-    # samples of the last seconds and of the overlay hours (compacted + tail, one per second)
-    sec_lo = ranges["s"][0]
-    recent = F.col("ts").between(sec_lo, t)
-    in_overlay = T.bucket_start("ts", HOUR).isin(overlay_hours)
-    dates = _days(sec_lo, t) | {day_of(h) for h in overlay_hours}
-    live = samples.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, dates, s_manifest)
-    live = live.where(recent | in_overlay) if overlay_hours else live.where(recent)
-    if open_files:
-        tail = read_archive(spark, open_files).where(F.col("ts") <= t)
-        live = T.merge_samples(live, tail).drop("date")
-    seconds = T.scope_seconds(live)
 
-    def tagged(df: DataFrame, level: str) -> DataFrame:
-        return df.select(*T.BUCKET_COLUMNS, F.lit(level).alias("level"))
+def _live_tail(archive_dir: Path, t: int) -> list[ArchiveFile]:
+    """``.open`` archive files of hours that started by ``t`` (never compacted yet)."""
+    return [
+        f
+        for f in scan_archive(archive_dir)
+        if not f.closed and f.size > 0 and f.hour_start <= t and header_ok(f)
+    ]
 
-    parts = [tagged(T.second_buckets(seconds.where(recent)), "s")]
-    if overlay_hours:
-        parts.append(tagged(T.minute_buckets(seconds.where(in_overlay)), "o"))
+
+def _stored_samples(
+    spark: SparkSession,
+    samples: ManifestStore,
+    manifest: Manifest,
+    first: int,
+    t: int,
+    overlay_hours: list[int],
+) -> DataFrame:
+    """Compacted samples of the days holding ``[first, t]`` and the overlay hours."""
+    dates = _days(first, t) | {day_of(h) for h in overlay_hours}
+    return samples.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, dates, manifest)
+
+
+def _stored_buckets(
+    spark: SparkSession,
+    store: ManifestStore,
+    manifest: Manifest,
+    ranges: Ranges,
+    t: int,
+    overlay_hours: list[int],
+) -> list[DataFrame]:
+    """Rollup buckets of the ranges the windows need, tagged by level; whole overlay days of
+    hours too (their day buckets are re-merged)."""
+    parts = []
     for level, table in (("m", "minute"), ("h", "hour"), ("d", "day")):
         lo, end = ranges[level]
-        buckets = read_buckets(spark, store, table, lo, end - 1, r_manifest)
-        if level == "m":  # the as-of windows' minutes, and the last 15 of each trend hour
-            buckets = buckets.where(
-                (F.col("bucket_start") >= now_minutes[0])
-                | (F.pmod("bucket_start", F.lit(HOUR)) >= HOUR - longest_buckets()[1])
-            )
-        parts.append(tagged(buckets, level))
-    for day in sorted({h - h % DAY for h in overlay_hours}):  # whole overlay days: re-merged
-        parts.append(
-            tagged(read_buckets(spark, store, "hour", day, day + DAY - 1, r_manifest), "h")
-        )
-    collected: pd.DataFrame = reduce(DataFrame.unionByName, parts).toPandas()
+        buckets = read_buckets(spark, store, table, lo, end - 1, manifest)
+        if level == "m":
+            buckets = T.trend_minutes(buckets, needed_ranges(t)["m"][0])
+        parts.append(T.tagged(buckets, level))
+    for day in sorted({h - h % DAY for h in overlay_hours}):
+        hours = read_buckets(spark, store, "hour", day, day + DAY - 1, manifest)
+        parts.append(T.tagged(hours, "h"))
+    return parts
 
-    levels = {
-        level: rows.drop(columns="level").drop_duplicates(["scope", "indicator", "bucket_start"])
-        for level, rows in collected.groupby("level")
-    }
-    empty = pd.DataFrame(columns=list(T.BUCKET_COLUMNS))
-    levels = overlay(levels, levels.get("o", empty), overlay_hours)
+
+def _assemble(
+    collected: pd.DataFrame, t: int, points: list[int], overlay_hours: list[int]
+) -> WindowsResult:
+    """Exact window statistics and trend rows from the collected, level-tagged buckets."""
+    levels = split_levels(collected)
+    levels = overlay(levels, levels.get("o", _NO_BUCKETS), overlay_hours)
     exact_now, exact_trend = window_series(levels, t, points)
-
     stats = finalize(exact_now) if len(exact_now) else empty_stats()
-    scopes = set(stats.loc[stats["count"] > 0, "scope"])
-    window_stats = complete(stats, scopes, t)
+    window_stats = complete(stats, set(stats.loc[stats["count"] > 0, "scope"]), t)
     trend = finalize(exact_trend) if len(exact_trend) else empty_stats()
-    stage = StageResult(
-        "windows",
-        input_rows=len(collected),
-        output_rows=len(window_stats) + len(trend),
-        seconds=time.monotonic() - started,
-    )
+    output_rows = len(window_stats) + len(trend)
+    stage = StageResult("windows", input_rows=len(collected), output_rows=output_rows, seconds=0.0)
     log.info(
         "windows as of %d: %d window rows, %d trend rows (%d points), overlay hours %s",
-        t,
-        len(window_stats),
-        len(trend),
-        len(points),
-        overlay_hours,
+        *(t, len(window_stats), len(trend), len(points), overlay_hours),
     )
     return WindowsResult(stage, window_stats, trend, points, overlay_hours)

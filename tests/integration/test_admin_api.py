@@ -20,7 +20,7 @@ from sqlalchemy import select
 from admin_api.models import ApiToken, AuditEntry, RegisteredMember
 from admin_api.security import hash_token
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.locking import warehouse_lock
 from spark_stats.store.db import start_run, write_results
 from spark_stats.store.models import JobRun

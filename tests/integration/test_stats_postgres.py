@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 import admin_api.models  # noqa: F401  (the admin API tables share the metadata)
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.store import db
 from spark_stats.store.models import Base, TrendPoint, WindowStat, from_unix
 from spark_stats.store.synthetic import synthetic_result

@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.results import PipelineResult
 from spark_stats.store import db
 from spark_stats.store.models import JobRun, TrendPoint, WindowStat, from_unix
