@@ -445,7 +445,9 @@ class PushgridClient:
         except (_Dead, _BadWelcome) as exc:
             return Ended(str(exc), up_for())
         except Exception as exc:  # a bug in the client: log it, keep the client alive
-            logger.exception("pushgrid: unexpected error in the connection")
+            logger.exception(
+                "pushgrid: unexpected error in the connection to %s", self._protocol.server
+            )
             return Ended(f"client error: {_describe(exc)}", up_for(), rule=BACKOFF)
 
     async def _await_welcome(self, ws: ClientConnection) -> Welcome:
