@@ -38,7 +38,9 @@ keeps as many buckets as the longest window of its resolution needs (``W / r``: 
 450). As of ``now`` a window is the sum of disjoint pieces (:func:`pieces`): the whole buckets of
 its own level before the current one, then the current (partial) bucket taken from the finer
 levels -- the whole hours of the current day, the whole minutes of the current hour and the
-seconds of the current minute up to ``now``.
+seconds of the current minute up to ``now``. When a window ends on an hour boundary (the
+pipeline's hourly trend points) its current bucket is made of whole minutes and hours, and
+:func:`whole_pieces` reads them from the coarsest level that holds them whole.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ __all__ = [
     "Window",
     "level_of",
     "pieces",
+    "whole_pieces",
     "window_start",
     "windows_of",
 ]
@@ -164,6 +167,32 @@ def pieces(window: Window | str, now: int) -> tuple[Piece, ...]:
         out.append(Piece(level, start, end))
         start = end
     return tuple(out)
+
+
+def whole_pieces(window: Window | str, end: int, coarsest: int = HOUR) -> tuple[Piece, ...]:
+    """The pieces of ``window`` as of ``end - 1`` (``end`` a bucket boundary: an hour end for
+    the trend points), each read from the coarsest level it fills whole, merged where adjacent.
+
+    Levels coarser than ``coarsest`` seconds are used only for the window's own buckets (month
+    windows keep their day buckets; the current day comes from hours).
+    """
+    out: list[Piece] = []
+    for piece in pieces(window, end - 1):
+        piece = _lift(piece, max(coarsest, piece.level.resolution))
+        while out and out[-1].level == piece.level:
+            merged = Piece(piece.level, out.pop().start, piece.end)
+            piece = _lift(merged, max(coarsest, piece.level.resolution))
+        out.append(piece)
+    return tuple(out)
+
+
+def _lift(piece: Piece, coarsest: int) -> Piece:
+    """``piece`` on the coarsest level (up to ``coarsest`` s) whose buckets it fills whole."""
+    for level in reversed(LEVELS):
+        r = level.resolution
+        if r <= coarsest and piece.start % r == 0 and piece.end % r == 0:
+            return Piece(level, piece.start, piece.end)
+    return piece  # pragma: no cover - seconds divide every bound
 
 
 def _window(window: Window | str) -> Window:

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from metrics.window_spec import DAY, HOUR, LEVELS, MINUTE, WINDOWS, Window, pieces
+from metrics.window_spec import DAY, HOUR, LEVELS, WINDOWS, Window, pieces, whole_pieces
 
 from .exact import exact_int
 from .transforms import BUCKET_COLUMNS, EXACT_COLUMNS
@@ -86,24 +87,15 @@ class Ranges:
 
 
 def needed_ranges(as_of: int, points: Sequence[int] = ()) -> Ranges:
-    """The buckets :func:`window_series` needs for ``as_of`` and the trend ``points``.
-
-    As of ``as_of``: per level, the span of every window's pieces (:func:`pieces`) of it.
-    """
+    """The buckets :func:`window_series` needs for ``as_of`` and the trend ``points``: per level,
+    the span of every window's pieces (:func:`pieces` as of ``as_of``, :func:`whole_pieces` at
+    each hour end)."""
+    now = (piece for w in WINDOWS for piece in pieces(w, as_of))
+    trend = (piece for p in points for w in WINDOWS for piece in whole_pieces(w, p + 1))
     spans: dict[str, tuple[int, int]] = {}
-    for piece in (p for w in WINDOWS for p in pieces(w, as_of)):
+    for piece in chain(now, trend):
         lo, hi = spans.get(piece.level.name, (piece.start, piece.end))
         spans[piece.level.name] = (min(lo, piece.start), max(hi, piece.end))
-    if points:
-        first_end, last_end = min(points) + 1, max(points) + 1
-        longest_hour_window = max(w.length for w in WINDOWS if w.resolution in (MINUTE, HOUR))
-        trend = {
-            "m": (first_end - _SIZE["s"], last_end),
-            "h": (first_end - longest_hour_window, last_end),
-            "d": (min(points) // DAY * DAY - (_SIZE["d"] - 1) * DAY, max(points) // DAY * DAY),
-        }
-        for level, (lo, hi) in trend.items():
-            spans[level] = (min(spans[level][0], lo), max(spans[level][1], hi))
     return Ranges(spans)
 
 
@@ -169,13 +161,7 @@ def _window_agg(grids: Mapping[str, _Grid], w: Window, t: int) -> Agg:
 
 def _hour_end_agg(grids: Mapping[str, _Grid], w: Window, p: int) -> Agg:
     """Aggregate of window ``w`` as of the hour end ``p`` (whole buckets only)."""
-    end = p + 1
-    if w.resolution == 1:
-        return grids["m"].span(end - w.length, end)
-    if w.resolution in (MINUTE, HOUR):
-        return grids["h"].span(end - w.length, end)
-    d0 = p - p % DAY
-    return _merge(grids["d"].span(d0 - (w.buckets - 1) * DAY, d0), grids["h"].span(d0, end))
+    return _merge(*(grids[x.level.name].span(x.start, x.end) for x in whole_pieces(w, p + 1)))
 
 
 def window_series(

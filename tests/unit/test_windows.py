@@ -25,6 +25,7 @@ from metrics.window_spec import (
     WINDOWS,
     level_of,
     pieces,
+    whole_pieces,
     window_start,
     windows_of,
 )
@@ -180,6 +181,29 @@ def test_pieces_tile_the_window_exactly(now: int, name: str) -> None:
         assert part.start % r == 0
         assert part.end % r == 0 or r == 1
         assert part.start <= part.end <= now + 1  # no bucket extending past now is used whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hour=st.integers(min_value=40 * 30 * 24, max_value=2**33 // HOUR),
+    name=st.sampled_from(list(SPEC)),
+)
+def test_whole_pieces_at_hour_ends_use_whole_buckets(hour: int, name: str) -> None:
+    """At an hour end the window is read from whole minute / hour buckets (days: its own)."""
+    end = hour * HOUR
+    length, res = SPEC[name]
+    parts = whole_pieces(name, end)
+    assert parts[0].start == (end - 1) // res * res - (length // res - 1) * res
+    assert parts[-1].end == end
+    for before, after in itertools.pairwise(parts):
+        assert before.end == after.start
+        assert before.level != after.level
+    for part in parts:
+        r = part.level.resolution
+        assert r > 1  # no seconds: the hour is complete
+        assert part.start % r == 0
+        assert part.end % r == 0
+        assert r <= HOUR or r == res  # day buckets only for the month windows' own
 
 
 def test_sparse_series_over_16_months_matches_numpy() -> None:
