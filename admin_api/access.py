@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from server.jmx.query import JmxError, invoke, nest, query
 
 from .member_client import FailureKind, Member, MemberClient, MemberFailure

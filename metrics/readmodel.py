@@ -97,7 +97,7 @@ def build_read_model(
     archive: ArchiveReading,
     hot: Mapping[str, Any] | None = None,
 ) -> ReadModel:
-    """Freeze one second: ``windows`` is :meth:`metrics.windows.IndicatorSet.snapshot` output."""
+    """Freeze one second: ``windows`` is ``metrics.rolling_windows.IndicatorSet.snapshot()``."""
     indicators = {
         name: IndicatorReading(
             float(values[name]),

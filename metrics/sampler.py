@@ -19,7 +19,7 @@ from .archive import ArchiveWriter
 from .counters import Counters
 from .indicators import INDICATOR_NAMES, sample_values
 from .readmodel import ArchiveReading, ReadModel, build_read_model
-from .windows import IndicatorSet
+from .rolling_windows import IndicatorSet
 
 log = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ PushgridError (server.errors)                                  error            
 │       └── JolokiaError (admin_api.member_client)             member_error         no
 └── ClientError (server.errors)                                client               no
     ├── ConnectFailed (client.client)                          connect_failed       no
+    ├── StateError (client.protocol)                           client_state         no
     └── ProviderError (console.provider)                       provider             per status
 
 ``retryable``: the same request, repeated unchanged after a backoff, may succeed (no quorum

@@ -539,9 +539,9 @@ def _pipeline_as_of(
     archive: Path, warehouse: Path, master: str, as_of: int, settings: Settings
 ) -> PipelineResult:
     from .pipeline import run_pipeline
-    from .session import build_session
+    from .spark_session import build_spark_session
 
-    spark = build_session(
+    spark = build_spark_session(
         master,
         driver_memory=settings.spark_driver_memory,
         driver_host=settings.spark_driver_host,

@@ -253,7 +253,7 @@ def _run_pipeline(
 ) -> PipelineResult:
     archive_dir = check_archive(archive)
     from .pipeline import run_pipeline
-    from .session import build_session
+    from .spark_session import build_spark_session
 
     given = not isinstance(spark, _SessionSpec)
     own = not given and not _spark_context_running()
@@ -261,7 +261,9 @@ def _run_pipeline(
     spark_session = (
         spark
         if not isinstance(spark, _SessionSpec)
-        else build_session(master, driver_memory=spark.driver_memory, driver_host=spark.driver_host)
+        else build_spark_session(
+            master, driver_memory=spark.driver_memory, driver_host=spark.driver_host
+        )
     )
 
     def pipeline_progress(message: str, fraction: float) -> None:

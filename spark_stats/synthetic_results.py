@@ -33,7 +33,7 @@ def stat_frame(
     import pandas as pd
 
     from metrics.indicators import INDICATOR_NAMES
-    from metrics.windows import WINDOW_NAMES
+    from metrics.window_spec import WINDOW_NAMES
 
     rows: list[dict[str, Any]] = []
     for as_of in as_ofs:

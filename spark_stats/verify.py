@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 
-from metrics.windows import window_start
+from metrics.window_spec import window_start
 from server.errors import StatsError
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import Any, Final, cast
 import httpx
 
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from ..access import member_access
 from ..member_client import INDICATORS_MBEAN, Member, MemberFailure

@@ -31,7 +31,7 @@ from typing import Any
 
 from metrics.indicators import INDICATORS, Indicator
 from metrics.readmodel import ReadModel
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .. import __version__
 from ..config import Settings

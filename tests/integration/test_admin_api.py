@@ -22,7 +22,7 @@ from metrics.indicators import INDICATOR_NAMES
 from metrics.sqlstore import start_run, write_results
 from metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
 from metrics.sqlstore.models import JobRun
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.locking import warehouse_lock
 from spark_stats.synthetic_results import synthetic_result
 

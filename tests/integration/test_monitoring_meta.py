@@ -15,7 +15,7 @@ import jwt
 import pytest
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import ServerProcess, eventually, jolokia_bulk, monitor_http, read_archive
 

@@ -28,7 +28,7 @@ from metrics import sqlstore
 from metrics.archive import hour_path
 from metrics.indicators import INDICATOR_NAMES
 from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, to_unix
-from metrics.windows import WINDOW_NAMES, window_start
+from metrics.window_spec import WINDOW_NAMES, window_start
 from spark_stats.cli import register
 
 from .pgtest import PUSHGRID, REPO, clean_env
@@ -85,9 +85,9 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """One Spark session for the module (the CLI reuses it: starting Spark dominates)."""
-    from spark_stats.session import build_session
+    from spark_stats.spark_session import build_spark_session
 
-    session = build_session("local[2]")
+    session = build_spark_session("local[2]")
     yield session
     session.stop()
 

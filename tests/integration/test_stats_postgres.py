@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from metrics import sqlstore
 from metrics.indicators import INDICATOR_NAMES
 from metrics.sqlstore.models import Base, TrendPoint, WindowStat, from_unix
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.synthetic_results import synthetic_result
 
 from .postgres import PostgresServer, running_postgres

@@ -19,7 +19,7 @@ from admin_api.schemas import (
 from admin_api.services.live import cluster_sums, parse_indicators
 from admin_api.services.sessions import SessionQuery, parse_sessions, select_sessions
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 # --- URLs -------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from console.provider import (
     WindowStatistics,
 )
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from admin_api.member_client import (
     check_monitor_url,
     derive_client_url,
 )
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from server.config import ConfigError, load_settings
 from server.jmx.bridge import BridgeError, jmx_url, prepare
 from server.jmx.check import Range, Status, evaluate

@@ -23,7 +23,7 @@ from metrics.counters import Counters
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
 from metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
 from metrics.sampler import Sampler
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from server.cluster.status import ClusterStatus, standalone_status
 from server.config import Settings
 from server.engine.base import EngineStats

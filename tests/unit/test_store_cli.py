@@ -1,7 +1,7 @@
 """``pushgrid db`` / ``pushgrid stats`` commands on real SQLite files, with a fake pipeline.
 
-The Spark entry points (``spark_stats.session``, ``spark_stats.pipeline``) are replaced by fake
-modules returning synthetic results, so these tests cover the CLI, the run bookkeeping and the
+The Spark entry points (``spark_stats.spark_session``, ``spark_stats.pipeline``) are replaced by
+fake modules returning synthetic results, so these tests cover the CLI, the run bookkeeping and the
 store without starting Spark (tests/integration/test_stats_cli.py runs the real thing).
 """
 
@@ -35,7 +35,7 @@ NODES = ("push-1", "push-2")
 
 @dataclass
 class FakePipeline:
-    """Stands in for spark_stats.session / spark_stats.pipeline; records its calls."""
+    """Stands in for spark_stats.spark_session / spark_stats.pipeline; records its calls."""
 
     fail: BaseException | None = None
     offset: float = 0.0
@@ -44,7 +44,7 @@ class FakePipeline:
     stopped: list[str] = field(default_factory=list)
     session_options: list[dict[str, Any]] = field(default_factory=list)
 
-    def build_session(self, master: str = "local[*]", **options: Any) -> Any:
+    def build_spark_session(self, master: str = "local[*]", **options: Any) -> Any:
         stopped = self.stopped
 
         class Session:
@@ -80,11 +80,11 @@ class FakePipeline:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakePipeline:
     pipeline = FakePipeline()
-    session_module = types.ModuleType("spark_stats.session")
-    session_module.build_session = pipeline.build_session  # type: ignore[attr-defined]
+    session_module = types.ModuleType("spark_stats.spark_session")
+    session_module.build_spark_session = pipeline.build_spark_session  # type: ignore[attr-defined]
     pipeline_module = types.ModuleType("spark_stats.pipeline")
     pipeline_module.run_pipeline = pipeline.run_pipeline  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "spark_stats.session", session_module)
+    monkeypatch.setitem(sys.modules, "spark_stats.spark_session", session_module)
     monkeypatch.setitem(sys.modules, "spark_stats.pipeline", pipeline_module)
     monkeypatch.setattr(jobs, "_spark_context_running", lambda: False)
     real_run_job = jobs.run_job

@@ -19,7 +19,7 @@ from metrics import sqlstore
 from metrics.indicators import INDICATOR_NAMES
 from metrics.sqlstore import results as sqlstore_results
 from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.results import PipelineResult
 from spark_stats.synthetic_results import stat_frame, synthetic_result
 
