@@ -1,4 +1,4 @@
-"""Suite-wide rules shared by tests/unit and tests/integration."""
+"""Pytest plugin (pyproject addopts `-p spark_timeouts`): a Spark test is cut only by a hang."""
 
 from __future__ import annotations
 
