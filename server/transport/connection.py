@@ -237,12 +237,29 @@ class Connection(asyncio.Protocol):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def _open_session(self, token: str | None) -> bool:
+    def _session_refusal(self) -> tuple[int, str] | None:
+        """Why no session may open now (the close code and reason), or None."""
         ctx = self.ctx
-        if ctx.stopping or ctx.counters.sessions >= ctx.limits.max_connections:
-            code = CloseCode.GOING_AWAY if ctx.stopping else CloseCode.CONNECTION_LIMIT
-            self.close(code, "server shutting down" if ctx.stopping else "connection limit")
+        if ctx.stopping:
+            return CloseCode.GOING_AWAY, "server shutting down"
+        if ctx.counters.sessions >= ctx.limits.max_connections:
+            return CloseCode.CONNECTION_LIMIT, "connection limit"
+        return None
+
+    def _open_session(self, head: bytes, token: str | None) -> bool:
+        """Send ``head`` (the 101 answer or the event stream's response head) and open the
+        session. The head and the welcome leave in one write: a system call less per client."""
+        refusal = self._session_refusal()
+        if refusal is not None:
+            self._write(head)
+            self.close(*refusal)
             return False
-        self.session = ctx.open_session(self, token, self.remote)
-        self.session.welcome()
+        session = self.session = self.ctx.open_session(self, token, self.remote)
+        session.welcome()  # queued in the outbox
+        outbox = self._outbox
+        if len(outbox) == 1:
+            head += outbox[0]
+            outbox.clear()
+            self._queued = self._outbox_size = 0
+        self._write(head)  # anything else queued follows at the flush
         return True

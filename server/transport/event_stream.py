@@ -34,8 +34,7 @@ class SseConnection(Connection):
 
     async def start(self, head: bytes, token: str | None, items: list[SubscribeItem]) -> None:
         """Send the response head, open the session and subscribe it to the stream's subjects."""
-        self._write(head)
-        if self._open_session(token) and self.session is not None:
+        if self._open_session(head, token) and self.session is not None:
             await self.session.subscribe(items)
 
     def data_received(self, data: bytes) -> None:

@@ -45,7 +45,16 @@ _SSE_HEADERS = [
 class HttpConnection(Connection):
     """A connection on a client port while it speaks HTTP (the first protocol of every one)."""
 
-    __slots__ = ("_awaiting", "_body", "_body_size", "_h11", "_pending", "_request", "handler")
+    __slots__ = (
+        "_awaiting",
+        "_body",
+        "_body_size",
+        "_h11",
+        "_pending",
+        "_request",
+        "_upgrade_asked",
+        "handler",
+    )
 
     def __init__(self, ctx: ConnectionContext, handler: HttpHandler) -> None:
         super().__init__(ctx)
@@ -58,6 +67,7 @@ class HttpConnection(Connection):
         self._body_size = 0
         self._pending = False  # counted in ctx.pending (not yet WebSocket / event stream)
         self._awaiting = True  # the request timeout starts at the next byte
+        self._upgrade_asked = False  # the current request asks for a WebSocket upgrade
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -132,11 +142,12 @@ class HttpConnection(Connection):
             if event is h11.NEED_DATA:
                 return
             if event is h11.PAUSED:
-                if self._request is not None and self._wants_upgrade(self._request):
+                if self._request is not None and self._wants_upgrade():
                     self._upgrade(self._request)
                 return
             if isinstance(event, h11.Request):
                 self._request, self._body, self._body_size = event, [], 0
+                self._upgrade_asked = http.is_websocket_upgrade(event)
                 refusal = self._head_refusal(event)
                 if refusal is not None:
                     self.ctx.security.http_refused_total += 1
@@ -162,7 +173,7 @@ class HttpConnection(Connection):
         if request is None:  # h11 ends a message only after its request
             raise h11.LocalProtocolError("end of message without a request")
         self.deadline = None  # the whole request arrived in time
-        if self._wants_upgrade(request):
+        if self._wants_upgrade():
             self._http_events()  # h11 pauses next; the upgrade happens then
             return
         self._to(ConnEvent.REQUEST)
@@ -180,8 +191,8 @@ class HttpConnection(Connection):
         self._respond(response, close_after=False)
         self.deadline = self.ctx.tick + 5.0
 
-    def _wants_upgrade(self, request: h11.Request) -> bool:
-        return self.client_port and http.is_websocket_upgrade(request)
+    def _wants_upgrade(self) -> bool:
+        return self.client_port and self._upgrade_asked
 
     def _head_refusal(self, request: h11.Request) -> http.Response | None:
         """A request head we do not serve: too big (431), not HTTP/1.x (505), or a WebSocket
@@ -199,7 +210,7 @@ class HttpConnection(Connection):
         if request.http_version not in (b"1.0", b"1.1"):
             version = request.http_version.decode("ascii", "replace")
             return http.problem(505, "http_version", f"HTTP/{version} is not supported: use 1.1")
-        if http.is_websocket_upgrade(request) and request.method != b"GET":
+        if self._upgrade_asked and request.method != b"GET":
             return http.problem(405, "method_not_allowed", "a WebSocket upgrade must be a GET")
         return None
 

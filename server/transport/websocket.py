@@ -50,8 +50,7 @@ class WebSocketConnection(Connection):
 
     def start(self, accepted: bytes, token: str | None, trailing: bytes) -> None:
         """Send the 101 answer, open the session, then read what followed the request."""
-        self._write(accepted)
-        self._open_session(token)
+        self._open_session(accepted, token)
         if trailing:
             self.ws.receive_data(trailing)
             self._ws_events()

@@ -387,6 +387,17 @@ def sub(subject: str) -> str:
     return json.dumps({"op": "subscribe", "id": 1, "subjects": [{"subject": subject}]})
 
 
+async def test_the_101_and_the_welcome_leave_in_one_write(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE)
+    (written,) = transport.written
+    head, _, frame = written.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101 ")
+    assert b'"type":"welcome"' in frame
+    await settle()
+    assert len(transport.written) == 1  # nothing left for the flusher
+
+
 async def test_idle_websocket_holds_no_handshake_state(ctx: FakeContext) -> None:
     ws, client = await upgraded(ctx)
     client.send(TextMessage(data=sub("/unit/a")))
