@@ -8,7 +8,8 @@ handled by a bare ``wsproto.connection.Connection``. No subprotocol or extension
 
 from __future__ import annotations
 
-import h11
+from collections.abc import Iterable
+
 from wsproto.utilities import generate_accept_token
 
 _VERSION = b"13"
@@ -22,13 +23,13 @@ def _has_token(value: bytes, token: bytes) -> bool:
     return any(part.strip().lower() == token for part in value.split(b","))
 
 
-def accept(request: h11.Request) -> bytes:
-    """The ``101 Switching Protocols`` answer to ``request``; HandshakeError when invalid."""
-    if request.method != b"GET":
+def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """The ``101 Switching Protocols`` answer to a request; HandshakeError when invalid."""
+    if method != b"GET":
         raise HandshakeError("Request method must be GET")
     connection = key = version = host = None
     upgrade = b""
-    for name, value in request.headers:  # h11 lower-cases header names
+    for name, value in headers:  # h11 lower-cases header names
         if name == b"connection":
             connection = value
         elif name == b"host":

@@ -7,7 +7,7 @@ WebSocket protocol uses (docs/protocol.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,11 +91,8 @@ class Response:
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def is_websocket_upgrade(request: h11.Request) -> bool:
-    for name, value in request.headers:
-        if name == b"upgrade" and value.lower() == b"websocket":
-            return True
-    return False
+def is_websocket_upgrade(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    return any(name == b"upgrade" and value.lower() == b"websocket" for name, value in headers)
 
 
 def json_response(status: int, payload: Any) -> Response:

@@ -52,7 +52,7 @@ class HttpConnection(Connection):
         "_h11",
         "_pending",
         "_request",
-        "_upgrade_asked",
+        "_upgrade_headers",
         "handler",
     )
 
@@ -67,7 +67,9 @@ class HttpConnection(Connection):
         self._body_size = 0
         self._pending = False  # counted in ctx.pending (not yet WebSocket / event stream)
         self._awaiting = True  # the request timeout starts at the next byte
-        self._upgrade_asked = False  # the current request asks for a WebSocket upgrade
+        # the current request's headers when it asks for a WebSocket upgrade (h11's Headers
+        # iterate slowly: they are listed once and read by the checks and the handshake)
+        self._upgrade_headers: list[tuple[bytes, bytes]] | None = None
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -147,8 +149,10 @@ class HttpConnection(Connection):
                 return
             if isinstance(event, h11.Request):
                 self._request, self._body, self._body_size = event, [], 0
-                self._upgrade_asked = http.is_websocket_upgrade(event)
-                refusal = self._head_refusal(event)
+                headers = list(event.headers)
+                upgrade = http.is_websocket_upgrade(headers)
+                self._upgrade_headers = headers if upgrade else None
+                refusal = self._head_refusal(event, headers, upgrade)
                 if refusal is not None:
                     self.ctx.security.http_refused_total += 1
                     self._to(ConnEvent.REFUSE)
@@ -192,14 +196,17 @@ class HttpConnection(Connection):
         self.deadline = self.ctx.tick + 5.0
 
     def _wants_upgrade(self) -> bool:
-        return self.client_port and self._upgrade_asked
+        return self.client_port and self._upgrade_headers is not None
 
-    def _head_refusal(self, request: h11.Request) -> http.Response | None:
+    def _head_refusal(
+        self, request: h11.Request, headers: list[tuple[bytes, bytes]], upgrade: bool
+    ) -> http.Response | None:
         """A request head we do not serve: too big (431), not HTTP/1.x (505), or a WebSocket
         upgrade by another method than GET (405)."""
         limits = self.ctx.limits
-        headers = request.headers
-        size = len(request.target) + sum(len(name) + len(value) + 4 for name, value in headers)
+        size = len(request.target)
+        for name, value in headers:
+            size += len(name) + len(value) + 4
         if len(headers) > limits.max_http_headers or size > limits.max_http_header_size:
             return http.problem(
                 431,
@@ -210,7 +217,7 @@ class HttpConnection(Connection):
         if request.http_version not in (b"1.0", b"1.1"):
             version = request.http_version.decode("ascii", "replace")
             return http.problem(505, "http_version", f"HTTP/{version} is not supported: use 1.1")
-        if self._upgrade_asked and request.method != b"GET":
+        if upgrade and request.method != b"GET":
             return http.problem(405, "method_not_allowed", "a WebSocket upgrade must be a GET")
         return None
 
@@ -275,7 +282,7 @@ class HttpConnection(Connection):
 
     def _upgrade(self, request: h11.Request) -> None:
         try:
-            accepted = handshake.accept(request)
+            accepted = handshake.accept(request.method, self._upgrade_headers or [])
         except handshake.HandshakeError as exc:
             self._respond(http.problem(400, "bad_handshake", f"invalid WebSocket handshake: {exc}"))
             self._shut()
