@@ -1,8 +1,8 @@
 """How the services reach a member: one small interface, two transports.
 
 :class:`MemberAccess` is everything the member services need (read attributes, call an
-operation). :class:`~admin_api.jolokia.MemberClient` satisfies it over Jolokia; :class:`JmxMember`
-over real JMX, for a member whose URL is ``service:jmx:rmi:///jndi/rmi://host:port/jmxrmi``
+operation). :class:`~admin_api.member_client.MemberClient` satisfies it over Jolokia;
+:class:`JmxMember` over real JMX, for a member whose URL is ``service:jmx:rmi:///jndi/rmi://host:port/jmxrmi``
 (usually the member's JMX bridge, ``pushgrid jmx``).
 
 JMX cost: every :meth:`JmxMember.read` is ONE run of jmxquery's JVM (0.3-1 s wall, ~0.5 s CPU)
@@ -17,10 +17,10 @@ from typing import Any, Final, Protocol
 
 import httpx
 
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from server.jmx.query import JmxError, invoke, nest, query
 
-from .jolokia import FailureKind, Member, MemberClient, MemberFailure
+from .member_client import FailureKind, Member, MemberClient, MemberFailure
 
 JMX_SCHEME: Final = "service:jmx:"
 JMX_TIMEOUT: Final = 20.0  # JVM start-up on a busy machine, not a slow member

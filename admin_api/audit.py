@@ -72,8 +72,8 @@ class AuditMiddleware:
             log.exception("cannot write the audit entry %s", record)
 
     def _write(self, record: AuditRecord) -> None:
-        with self.session_factory()() as session:
-            AuditService(session).record(record)
+        with self.session_factory()() as db:
+            AuditService(db).record(record)
 
 
 def build_record(scope: Scope, status: int) -> AuditRecord:

@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
 def _migrate(url: str) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from spark_stats.store.db import StoreError, display_url, upgrade
+    from metrics.sqlstore import StoreError, display_url, upgrade
 
     try:
         upgrade(url)
@@ -79,23 +79,23 @@ def _migrate(url: str) -> None:
 
 def _create_token(url: str, role: Role, name: str) -> tuple[str, str]:
     """(token id, token) of a new token in the database at ``url``."""
-    from spark_stats.store.db import session_scope
+    from metrics.sqlstore import session_scope
 
     from .services.tokens import TokenService
 
-    with session_scope(url) as session:
-        created = TokenService(session).create(name, role, created_by="cli")
+    with session_scope(url) as db:
+        created = TokenService(db).create(name, role, created_by="cli")
     return created.id, created.token
 
 
 def _bootstrap_token(url: str) -> str | None:
     """A new admin token when the database has no active one, else None."""
-    from spark_stats.store.db import session_scope
+    from metrics.sqlstore import session_scope
 
     from .services.tokens import TokenService
 
-    with session_scope(url) as session:
-        if TokenService(session).has_active(Role.ADMIN):
+    with session_scope(url) as db:
+        if TokenService(db).has_active(Role.ADMIN):
             return None
     return _create_token(url, Role.ADMIN, "bootstrap-admin")[1]
 
@@ -234,15 +234,15 @@ def export_rules_command(
     config: ConfigOption = None,
 ) -> None:
     """Write the enabled alert rules as a Prometheus rules file (promtool check rules)."""
-    from spark_stats.store.db import session_scope
+    from metrics.sqlstore import session_scope
 
     from .rules_export import prometheus_rules
     from .services.alerts import RuleService
 
     settings = settings_or_exit(config or ctx.obj)
     _migrate(settings.database)
-    with session_scope(settings.database) as session:
-        rules = RuleService(session).all()
+    with session_scope(settings.database) as db:
+        rules = RuleService(db).all()
     text = prometheus_rules(rules)
     if output is None:
         typer.echo(text, nl=False)

@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from server.config import Settings
 from server.core.throttle import AuthThrottle
 
-from .jolokia import Member, new_http_client
+from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role
 from .services.cluster import with_discovered
@@ -41,9 +41,9 @@ def get_session_factory(request: Request) -> sessionmaker[Session]:
     return cast("sessionmaker[Session]", request.app.state.session_factory)
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    with get_session_factory(request)() as session:
-        yield session
+def get_db(request: Request) -> Iterator[Session]:
+    with get_session_factory(request)() as db:
+        yield db
 
 
 async def get_http(request: Request) -> AsyncIterator[httpx.AsyncClient]:
@@ -61,8 +61,8 @@ def get_job_runner(request: Request) -> JobRunner:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-SessionDep = Annotated[Session, Depends(get_session)]
-SessionFactoryDep = Annotated["sessionmaker[Session]", Depends(get_session_factory)]
+SqlSession = Annotated[Session, Depends(get_db)]
+SqlSessionFactory = Annotated["sessionmaker[Session]", Depends(get_session_factory)]
 HttpDep = Annotated[httpx.AsyncClient, Depends(get_http)]
 JobRunnerDep = Annotated[JobRunner, Depends(get_job_runner)]
 
@@ -108,7 +108,7 @@ class RoleGuard:
             )
         return principal
 
-    def _authenticate(self, request: Request, session: Session, token: str | None) -> Principal:
+    def _authenticate(self, request: Request, db: Session, token: str | None) -> Principal:
         # After AuthFailuresBeforeBackoff wrong tokens from one address, its next attempts get
         # 429 during a doubling back-off, before any lookup (brute-force protection).
         throttle = get_auth_throttle(request)
@@ -123,7 +123,7 @@ class RoleGuard:
             )
         if token is None:
             raise unauthorized("an API token is required: Authorization: Bearer <token>")
-        principal = TokenService(session).authenticate(token)
+        principal = TokenService(db).authenticate(token)
         if principal is None:
             throttle.failed(host)
             raise unauthorized("unknown or revoked API token", "invalid_token")
@@ -133,20 +133,20 @@ class RoleGuard:
 
     def authorize(self, request: Request) -> Principal:
         """The check :class:`GuardedRoute` runs first (in a worker thread: it reads SQL)."""
-        with get_session_factory(request)() as session:
-            return self._authenticate(request, session, _bearer_token(request))
+        with get_session_factory(request)() as db:
+            return self._authenticate(request, db, _bearer_token(request))
 
     def __call__(
         self,
         request: Request,
-        session: SessionDep,
+        db: SqlSession,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Principal:
         principal = getattr(request.state, "principal", None)
         if isinstance(principal, Principal):  # authorized by GuardedRoute already
             return self._check_role(principal)
         token = credentials.credentials if credentials is not None else None
-        return self._authenticate(request, session, token)
+        return self._authenticate(request, db, token)
 
 
 def require(role: Role) -> RoleGuard:
@@ -186,16 +186,16 @@ Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
 MemberNamePath = Annotated[str, Path(max_length=255, description="The member's name")]
 
 
-async def get_members(session: SessionDep, settings: SettingsDep, http: HttpDep) -> list[Member]:
+async def get_members(db: SqlSession, settings: SettingsDep, http: HttpDep) -> list[Member]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
-    return await with_discovered(http, MemberService(session, settings).all())
+    return await with_discovered(http, MemberService(db, settings).all())
 
 
 async def get_member(
-    name: MemberNamePath, session: SessionDep, settings: SettingsDep, http: HttpDep
+    name: MemberNamePath, db: SqlSession, settings: SettingsDep, http: HttpDep
 ) -> Member:
     """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
-    service = MemberService(session, settings)
+    service = MemberService(db, settings)
     try:
         return service.get(name)
     except ProblemError as exc:

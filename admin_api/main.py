@@ -4,7 +4,7 @@
     app = create_app(settings, session_factory=factory)      # tests: a temporary SQLite file
 
 The database schema must be migrated first (``pushgrid admin`` does it at start:
-``spark_stats.store.db.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
+``metrics.sqlstore.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
 interactive docs at ``/api/docs``; both are public (they hold no data), every ``/api/v1`` route
 needs a token.
 """
@@ -20,13 +20,13 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session, sessionmaker
 
+from metrics.sqlstore import make_session_factory
 from server import __version__
 from server.config import Settings
 from server.core.throttle import AuthThrottle
-from spark_stats.store.db import make_session_factory
 
 from .audit import AuditMiddleware
-from .jolokia import DEFAULT_TIMEOUT
+from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from spark_stats.store.models import JobRun
+from metrics.sqlstore.models import JobRun
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 STATUSES = ("running", "succeeded", "failed")
@@ -30,14 +30,14 @@ def _unix(moment: datetime | None) -> float:
     return moment.timestamp() if moment is not None else 0.0
 
 
-def pipeline_families(session: Session) -> list[GaugeMetricFamily]:
+def pipeline_families(db: Session) -> list[GaugeMetricFamily]:
     """The pipeline gauges, read from ``job_runs`` (a timestamp is 0 when there is no such run)."""
-    rows = session.execute(select(JobRun.status, func.count()).group_by(JobRun.status))
+    rows = db.execute(select(JobRun.status, func.count()).group_by(JobRun.status))
     counts: dict[str, int] = {status: count for status, count in rows}
-    last_ok = session.scalars(
+    last_ok = db.scalars(
         select(JobRun).where(JobRun.status == "succeeded").order_by(JobRun.id.desc()).limit(1)
     ).first()
-    last_run = session.scalars(select(JobRun).order_by(JobRun.id.desc()).limit(1)).first()
+    last_run = db.scalars(select(JobRun).order_by(JobRun.id.desc()).limit(1)).first()
     runs = GaugeMetricFamily(
         "pushgrid_stats_job_runs", "Statistics runs recorded, by status", labels=["status"]
     )
@@ -74,8 +74,8 @@ class _Snapshot:
 
 
 def exposition(factory: sessionmaker[Session]) -> bytes:
-    with factory() as session:
-        families = pipeline_families(session)
+    with factory() as db:
+        families = pipeline_families(db)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot(families))
     return generate_latest(registry)

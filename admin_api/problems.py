@@ -23,6 +23,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from server.errors import RETRYABLE_HTTP_STATUSES, PushgridError
+
 log = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE: Final = "application/problem+json"
@@ -88,7 +90,7 @@ class Problem(BaseModel):
     )
 
 
-class ProblemError(Exception):
+class ProblemError(PushgridError):
     """An error answered as a problem document (raise it from anywhere in the API)."""
 
     def __init__(
@@ -105,6 +107,7 @@ class ProblemError(Exception):
         self.status = status
         self.detail = detail
         self.code = code or _CODES.get(status, "error")
+        self.retryable = status in RETRYABLE_HTTP_STATUSES
         self.member = member
         self.headers = dict(headers or {})
         self.extensions = dict(extensions or {})

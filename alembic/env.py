@@ -1,9 +1,11 @@
 """Alembic environment of pushgrid's SQL store.
 
-Target metadata: ``spark_stats.store.models.Base.metadata`` (modules adding tables to that Base
-must be imported below). Database, in order: a connection handed over by
-``spark_stats.store.db.upgrade`` (``config.attributes["connection"]``), ``-x url=...``, then
+Target metadata: ``metrics.sqlstore.Base.metadata`` (importing the package registers every
+table: the statistics and the admin API's). Database, in order: a connection handed over by
+``metrics.sqlstore.upgrade`` (``config.attributes["connection"]``), ``-x url=...``, then
 ``sqlalchemy.url`` of alembic.ini. SQLite is migrated in batch mode (ALTER by table copy).
+
+Installed, this directory is the package ``metrics.sqlstore.migrations`` (ADR 015).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import Any, Literal
 from alembic import context
 from sqlalchemy.engine import Connection
 
-import admin_api.models  # noqa: F401  (adds the admin API's tables to Base.metadata)
-from spark_stats.store.db import make_engine, normalize_url
-from spark_stats.store.models import Base, UTCDateTime
+from metrics.sqlstore import Base
+from metrics.sqlstore.engine import make_engine, normalize_url
+from metrics.sqlstore.models import UTCDateTime
 
 config = context.config
 

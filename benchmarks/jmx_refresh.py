@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from admin_api.access import JmxMember
-from admin_api.jolokia import Member, MemberClient
+from admin_api.member_client import Member, MemberClient
 from server.jmx.bridge import jmx_url
 
 PUSHGRID = [str(Path(sys.executable).with_name("pushgrid"))]

@@ -41,8 +41,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from metrics.indicators import INDICATOR_NAMES  # noqa: E402
-from metrics.windows import DAY, HOUR  # noqa: E402
-from spark_stats.synthetic import archive_path, write_node_samples  # noqa: E402
+from metrics.window_spec import DAY, HOUR  # noqa: E402
+from spark_stats.synthetic_archive import archive_path, write_node_samples  # noqa: E402
 
 #: The first run's "now": 2026-11-22 00:10:00 UTC (the 00:00 hour is open).
 END = 1_795_305_600
@@ -301,7 +301,7 @@ def child_run(args: argparse.Namespace) -> None:
     import logging
 
     from spark_stats.pipeline import run_pipeline
-    from spark_stats.session import build_session
+    from spark_stats.spark_session import build_spark_session
 
     # batch and chunk commits on stderr, with their times (progress of a long run)
     logging.basicConfig(
@@ -309,7 +309,7 @@ def child_run(args: argparse.Namespace) -> None:
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
     t0 = time.monotonic()
-    spark = build_session(
+    spark = build_spark_session(
         args.master, driver_memory=args.driver_memory, java_options=args.java_options or None
     )
     t1 = time.monotonic()

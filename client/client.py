@@ -20,6 +20,9 @@ Guarantees:
   logged and ignored. Callbacks may await client methods (``publish`` included). Messages and
   events queue up to ``queue_size`` items ahead of a slow callback, then the socket is read no
   faster than the callbacks run.
+- The client is two layers: :class:`client.protocol.ClientProtocol` (sans-I/O: every decision,
+  states as an enum with a transition table) and this module, the *connection*, which only moves
+  bytes, runs timers and executes the protocol's actions (docs/adr/017-client-state-machine.md).
 - ``publish`` never raises for network reasons: it returns a :class:`PublishResult`. A publish whose
   connection is lost before the server's answer returns ``failed`` (it may or may not have been
   applied); it is not sent again.
@@ -30,51 +33,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import itertools
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Literal, TypeVar
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from server.protocol.codec import publish_size
-from server.protocol.frames import (
-    Error,
-    Keepalive,
-    Ping,
-    Pong,
-    Position,
-    Publish,
-    ServerFrame,
-    Subscribe,
-    Subscribed,
-    SubscribeItem,
-    Token,
-    TokenResult,
-    Unsubscribe,
-    Unsubscribed,
-    Welcome,
-)
-from server.protocol.frames import Message as MessageFrame
-from server.protocol.frames import PublishResult as PublishResultFrame
-from server.protocol.subjects import subject_error
+from server.errors import ClientError
+from server.protocol.frames import Position, TokenResult, Welcome
 
 from .backoff import Backoff, BackoffPolicy
-from .closecodes import BACKOFF, OTHER_SERVER, ReconnectRule, rule_for_close
-from .models import (
-    Message,
-    MessageType,
-    PublishResult,
-    PublishStatus,
-    QoS,
-    Status,
-    StatusEvent,
+from .closecodes import BACKOFF
+from .models import Message, PublishResult, PublishStatus, QoS, StatusEvent
+from .protocol import (
+    Abort,
+    Answer,
+    ClientAction,
+    ClientFrame,
+    ClientProtocol,
+    Deliver,
+    Ended,
+    Notify,
+    Reconnect,
+    RetrySubscribe,
+    Send,
+    State,
+    Stop,
+    check_subject,
+    decode_welcome,
+    subject_list,
 )
-from .recovery import Action, RecoveryTracker
 from .servers import ServerAddress, ServerPool, parse_servers
 
 __all__ = ["ConnectFailed", "MessageCallback", "PushgridClient", "StatusCallback"]
@@ -86,19 +78,15 @@ _T = TypeVar("_T")
 MessageCallback = Callable[[Message], Awaitable[None] | None]
 StatusCallback = Callable[[StatusEvent], Awaitable[None] | None]
 
-DEAD_FACTOR = 1.4
-SUBJECTS_PER_FRAME = 500
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
 _encoder = msgspec.json.Encoder()
-# A frame is one server frame or, from a batching server, a JSON array of them.
-_decoder: msgspec.json.Decoder[ServerFrame | list[ServerFrame]] = msgspec.json.Decoder(
-    ServerFrame | list[ServerFrame]
-)
 
 
-class ConnectFailed(ConnectionError):
+class ConnectFailed(ClientError, ConnectionError):
     """The client stopped for good before it could connect (a do-not-retry close code)."""
+
+    code = "connect_failed"
 
 
 class _Stop:
@@ -108,25 +96,12 @@ class _Stop:
 _STOP = _Stop()
 
 
-@dataclass(frozen=True, slots=True)
-class _SubOptions:
-    history: int
-    conflation: int
-
-
-@dataclass(frozen=True, slots=True)
-class _SessionEnd:
-    """How a connection ended. ``code`` / ``close_reason`` come from the close frame, if any."""
-
-    rule: ReconnectRule
-    detail: str
-    up_for: float = 0.0
-    code: int | None = None
-    close_reason: str | None = None
-
-
 class _Dead(Exception):
     """No frame from the server within the keepalive deadline."""
+
+
+class _BadWelcome(Exception):
+    """The server did not start the session with a valid welcome frame."""
 
 
 class PushgridClient:
@@ -153,66 +128,66 @@ class PushgridClient:
         max_recoveries: int = 2,
         proxy: str | Literal[True] | None = True,
     ) -> None:
-        self._rng = rng if rng is not None else random.Random()
-        self._pool = ServerPool(parse_servers(servers), self._rng)
-        self._token = token
+        rng = rng if rng is not None else random.Random()
+        self._protocol = ClientProtocol(
+            ServerPool(parse_servers(servers), rng),
+            Backoff(backoff if backoff is not None else BackoffPolicy(), rng),
+            rng,
+            token,
+            max_recoveries,
+        )
         self._on_message = on_message
         self._on_status = on_status
-        self._backoff = Backoff(backoff if backoff is not None else BackoffPolicy(), self._rng)
         self._open_timeout = open_timeout
         self._close_timeout = close_timeout
         self._max_frame_size = max_frame_size
         self._proxy = proxy
-        self._tracker = RecoveryTracker(max_recoveries)
-        self._subscriptions: dict[str, _SubOptions] = {}
-        self._resyncing: set[str] = set()
-        self._sub_requests: dict[int, set[str]] = {}
         self._pending: dict[int, asyncio.Future[PublishResult]] = {}
-        self._ids: Iterator[int] = itertools.count(1)
+        self._token_answers: dict[int, asyncio.Future[TokenResult]] = {}
         self._queue: asyncio.Queue[Message | _Stop] = asyncio.Queue(maxsize=queue_size)
-        self._ws: ClientConnection | None = None
-        self._server: ServerAddress | None = None
-        self._welcome: Welcome | None = None
-        self._ready = asyncio.Event()  # set while connected, and for good once stopped
-        self._run_task: asyncio.Task[None] | None = None
         self._dispatch: asyncio.Queue[Message | StatusEvent | _Stop] = asyncio.Queue(
             maxsize=queue_size
         )
+        self._ws: ClientConnection | None = None
+        self._ready = asyncio.Event()  # set while connected, and for good once stopped
+        self._run_task: asyncio.Task[None] | None = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._dispatch_closed = False
         self._closing = False
         self._stopped = False
         self._stop_event: StatusEvent | None = None
-        self._last_tx = 0.0
-        self._last_failure: str | None = None
         self._retries: set[asyncio.Task[None]] = set()
-        self._token_answers: dict[int, asyncio.Future[TokenResult]] = {}
 
     # --- public API ---------------------------------------------------------------------------
 
     @property
     def connected(self) -> bool:
         """True while a welcomed connection is open."""
-        return self._ws is not None and not self._stopped
+        return self._ws is not None and self._protocol.state is State.OPEN
 
     @property
     def server(self) -> ServerAddress | None:
         """The server of the current connection, or None."""
-        return self._server if self.connected else None
+        return self._protocol.server if self.connected else None
 
     @property
     def welcome(self) -> Welcome | None:
         """The welcome frame of the current (or last) connection."""
-        return self._welcome
+        return self._protocol.welcome
 
     @property
     def subjects(self) -> list[str]:
         """Subjects currently subscribed (renewed on each reconnect)."""
-        return list(self._subscriptions)
+        return self._protocol.subjects
+
+    @property
+    def state(self) -> State:
+        """The connection state (:class:`client.protocol.State`)."""
+        return self._protocol.state
 
     def position(self, subject: str) -> Position | None:
         """The last ``(epoch, seq)`` received for ``subject``, or None."""
-        return self._tracker.position(subject)
+        return self._protocol.position(subject)
 
     async def connect(
         self,
@@ -225,13 +200,13 @@ class PushgridClient:
         TimeoutError after ``timeout`` seconds (the client keeps trying in the background until
         :meth:`close`), RuntimeError if the client was closed. Calling it again is harmless.
         """
-        if self._closing or self._stopped:
-            raise RuntimeError("the client is closed")
+        self._check_open()
         if self._run_task is None:
             if self._on_message is not None or self._on_status is not None:
                 self._dispatcher = asyncio.create_task(
                     self._dispatch_loop(), name="pushgrid-callbacks"
                 )
+            self._protocol.start()
             self._run_task = asyncio.create_task(self._run(), name="pushgrid-client")
         if not wait:
             return
@@ -255,12 +230,12 @@ class PushgridClient:
         if self._closing:
             return
         self._closing = True
+        actions = self._protocol.close()  # CLOSED at once: the reader stops deciding
         task = self._run_task
         if task is not None and not task.done():
             task.cancel()
             await asyncio.wait([task])
-        if not self._stopped:
-            await self._stop(StatusEvent(Status.CLOSED, detail="closed by the application"))
+        await self._apply(actions)
         dispatcher = self._dispatcher
         if dispatcher is not None and dispatcher is not asyncio.current_task():
             done, _ = await asyncio.wait([dispatcher], timeout=self._close_timeout)
@@ -285,19 +260,19 @@ class PushgridClient:
         snapshot; ``conflation_ms`` asks the server to conflate updates. Raises ValueError for an
         invalid subject or option, RuntimeError if the client is closed.
         """
-        names = _subject_list(subjects)
+        names = subject_list(subjects)
         if history < 0:
             raise ValueError(f"history must be >= 0, got {history}")
         if conflation_ms < 0:
             raise ValueError(f"conflation_ms must be >= 0, got {conflation_ms}")
         self._check_open()
-        options = _SubOptions(history, conflation_ms)
-        for name in names:
-            self._subscriptions[name] = options
-            self._resyncing.discard(name)
-        if self._ws is not None:
-            items = [SubscribeItem(name, None, history, conflation_ms) for name in names]
-            await self._send_subscribe(items)
+        await self._apply(self._protocol.subscribe(names, history, conflation_ms))
+
+    async def unsubscribe(self, subjects: list[str] | str) -> None:
+        """Stop receiving ``subjects``; messages of them still in flight are dropped."""
+        names = subject_list(subjects)
+        self._check_open()
+        await self._apply(self._protocol.unsubscribe(names))
 
     async def update_token(self, token: str, wait: float = 10.0) -> TokenResult:
         """Replace the entitlement token on the live connection, before the current one
@@ -308,49 +283,20 @@ class PushgridClient:
         token simply waits for the next one.
         """
         self._check_open()
-        ws = self._ws
-        if ws is None:
-            self._token = token
+        request = self._protocol.token_request(token)
+        if request is None:
             return TokenResult("ok", reason="not connected: the next connection uses the token")
-        request_id = next(self._ids)
+        request_id, frame = request
         answer: asyncio.Future[TokenResult] = asyncio.get_running_loop().create_future()
         self._token_answers[request_id] = answer
         try:
-            await self._send_on(ws, Token(token, request_id))
-            result = await asyncio.wait_for(answer, wait)
-            if result.result == "ok":  # a refused token leaves the current one in force
-                self._token = token
-            return result
-        except (ConnectionClosed, TimeoutError):
+            await self._send(frame)  # a lost connection answers through the protocol
+            return await asyncio.wait_for(answer, wait)
+        except TimeoutError:
             return TokenResult("denied", request_id, reason="no answer: the connection was lost")
         finally:
             self._token_answers.pop(request_id, None)
-
-    async def _handle_token_result(self, frame: TokenResult) -> None:
-        answer = self._token_answers.get(frame.id) if frame.id is not None else None
-        server = str(self._server) if self._server is not None else None
-        for subject in frame.revoked or []:
-            if self._subscriptions.pop(subject, None) is not None:
-                self._tracker.forget(subject)
-                await self._notify_status(
-                    StatusEvent(
-                        Status.SUBSCRIBE_DENY, server=server, subject=subject, detail="revoked"
-                    )
-                )
-        if answer is not None and not answer.done():
-            answer.set_result(frame)
-
-    async def unsubscribe(self, subjects: list[str] | str) -> None:
-        """Stop receiving ``subjects``; messages of them still in flight are dropped."""
-        names = _subject_list(subjects)
-        self._check_open()
-        for name in names:
-            self._subscriptions.pop(name, None)
-            self._tracker.forget(name)
-            self._resyncing.discard(name)
-        if self._ws is not None:
-            for chunk in _chunks(names, SUBJECTS_PER_FRAME):
-                await self._send(Unsubscribe(subjects=chunk, id=next(self._ids)))
+            self._protocol.forget_request(request_id)
 
     async def publish(
         self,
@@ -368,57 +314,26 @@ class PushgridClient:
         timeout, on a lost connection, or once the client is closed. Raises ValueError for an
         invalid subject, qos or fields.
         """
-        _check_subject(subject)
-        if qos not in ("standard", "guaranteed"):
-            raise ValueError(f"qos must be 'standard' or 'guaranteed', got {qos!r}")
-        frame_fields = dict(fields or {})
-        for name, value in frame_fields.items():
-            if not isinstance(name, str) or not isinstance(value, str):
-                raise ValueError(f"field {name!r}: names and values must be strings")
-        request_id: int | None = None
+        frame_fields = _publish_fields(subject, qos, fields)
+        sent: list[int] = []  # the request ids of the tries that reached the socket
         try:
             async with asyncio.timeout(timeout):
-                while True:
-                    await self._ready.wait()
-                    if self._stopped or self._closing:
-                        return _failed(subject, "the client is closed")
-                    welcome, ws = self._welcome, self._ws
-                    if ws is None:  # between a loss and the next connection
-                        self._ready.clear()
-                        continue
-                    request_id = next(self._ids)
-                    frame = Publish(subject, content, frame_fields, retained, qos, request_id)
-                    if welcome is not None:
-                        size = publish_size(frame)
-                        if size > welcome.max_message_size:
-                            return PublishResult(
-                                PublishStatus.TOO_LARGE,
-                                subject,
-                                reason=f"message of {size} bytes exceeds the server's "
-                                f"max_message_size {welcome.max_message_size}",
-                            )
-                    future: asyncio.Future[PublishResult] = (
-                        asyncio.get_running_loop().create_future()
+                result = None
+                while result is None:
+                    result = await self._publish_once(
+                        sent, subject, content, frame_fields, retained, qos
                     )
-                    self._pending[request_id] = future
-                    try:
-                        await self._send_on(ws, frame)
-                    except ConnectionClosed:
-                        # not sent: wait for the next connection (the reader sees the loss too)
-                        self._pending.pop(request_id, None)
-                        if self._ws is ws and not self._stopped:
-                            self._ready.clear()
-                        continue
-                    result = await future
-                    return result if result.subject else replace(result, subject=subject)
+                return result if result.subject else replace(result, subject=subject)
         except TimeoutError:
-            if request_id is None:
-                last = f" (last failure: {self._last_failure})" if self._last_failure else ""
+            if not sent:
+                failure = self._protocol.last_failure
+                last = f" (last failure: {failure})" if failure else ""
                 return _failed(subject, f"not connected within {timeout:g} s{last}")
             return _failed(subject, f"no answer within {timeout:g} s")
         finally:
-            if request_id is not None:
+            for request_id in sent:
                 self._pending.pop(request_id, None)
+                self._protocol.forget_request(request_id)
 
     async def messages(self) -> AsyncIterator[Message]:
         """Iterate over delivered messages until the client stops.
@@ -436,43 +351,60 @@ class PushgridClient:
                 return
             yield item
 
+    # --- publishing -----------------------------------------------------------------------------
+
+    async def _publish_once(
+        self,
+        sent: list[int],
+        subject: str,
+        content: str,
+        fields: dict[str, str],
+        retained: bool,
+        qos: QoS,
+    ) -> PublishResult | None:
+        """One try: wait for a connection, send, wait for the answer. None: not sent, retry."""
+        await self._ready.wait()
+        if self._stopped or self._closing:
+            return _failed(subject, "the client is closed")
+        ws = self._ws
+        if ws is None or self._protocol.state is not State.OPEN:  # between a loss and a welcome
+            self._ready.clear()
+            return None
+        request = self._protocol.publish_request(subject, content, fields, retained, qos)
+        if isinstance(request, PublishResult):
+            return request
+        request_id, frame = request
+        future: asyncio.Future[PublishResult] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            await self._send_on(ws, frame)
+        except ConnectionClosed:  # not sent: wait for the next connection
+            self._pending.pop(request_id, None)
+            self._protocol.forget_request(request_id)
+            if self._ws is ws and not self._stopped:
+                self._ready.clear()
+            return None
+        sent.append(request_id)
+        return await future
+
     # --- connection loop ------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        policy = self._backoff.policy
-        while not self._closing:
-            server = self._pool.choose()
-            end = await self._session(server)
-            if self._closing:
+        """Open connections one after another until the protocol says stop."""
+        while True:
+            actions = self._protocol.connection_lost(await self._session())
+            await self._apply(actions)
+            delays = [action.delay for action in actions if isinstance(action, Reconnect)]
+            if not delays:
                 return
-            self._last_failure = f"{server}: {end.detail}"
-            if end.rule.avoid_server:
-                self._pool.mark_failed(server)
-            if not end.rule.retry:
-                await self._notify_status(_down_event(server, end, None))
-                await self._stop(
-                    StatusEvent(
-                        Status.CLOSED,
-                        server=str(server),
-                        detail="the server asked the client not to retry",
-                        close_code=end.code,
-                        close_reason=end.close_reason,
-                    )
-                )
-                return
-            if end.up_for >= policy.stable_after:
-                self._backoff.reset()
-            delay = 0.0 if end.rule.immediate else self._backoff.next_delay()
-            await self._notify_status(_down_event(server, end, delay))
-            logger.info("pushgrid: %s down (%s); retry in %.2f s", server, end.detail, delay)
-            await asyncio.sleep(delay)  # close() cancels the task, sleep included
+            await asyncio.sleep(delays[0])  # close() cancels the task, sleep included
+            self._protocol.backoff_elapsed()
 
-    async def _session(self, server: ServerAddress) -> _SessionEnd:
-        """One connection: open, welcome, resubscribe, read until it ends."""
-        loop = asyncio.get_running_loop()
+    async def _session(self) -> Ended:
+        """One connection: open, welcome, read until it ends; how it ended."""
         try:
             ws = await connect(
-                server.url(self._token),
+                self._protocol.url(),
                 compression=None,
                 max_size=self._max_frame_size,
                 open_timeout=self._open_timeout,
@@ -481,7 +413,21 @@ class PushgridClient:
                 proxy=self._proxy,
             )
         except (OSError, TimeoutError, WebSocketException) as exc:
-            return _SessionEnd(OTHER_SERVER, f"cannot connect: {_describe(exc)}")
+            return Ended(f"cannot connect: {_describe(exc)}")
+        try:
+            return await self._serve(ws)
+        finally:
+            self._ws = None
+            if not self._stopped:
+                self._ready.clear()
+            if self._closing:
+                with contextlib.suppress(Exception):
+                    await ws.close(1000, "client closed")
+            else:
+                await _abort(ws)
+
+    async def _serve(self, ws: ClientConnection) -> Ended:
+        loop = asyncio.get_running_loop()
         up_at: float | None = None
 
         def up_for() -> float:
@@ -490,27 +436,22 @@ class PushgridClient:
         try:
             welcome = await self._await_welcome(ws)
             up_at = loop.time()
-            await self._on_up(server, ws, welcome)
-            await self._read_loop(ws, welcome)
-            return _SessionEnd(OTHER_SERVER, "connection ended", up_for())
+            self._ws = ws
+            await self._apply(self._protocol.welcome_received(welcome, up_at))
+            self._ready.set()
+            await self._read_loop(ws)
+            return Ended("connection ended", up_for())
         except ConnectionClosed as exc:
             if exc.rcvd is None:
-                return _SessionEnd(OTHER_SERVER, "connection lost", up_for())
-            code, reason = exc.rcvd.code, exc.rcvd.reason
-            detail = f"closed by the server: {code} {reason}".rstrip()
-            return _SessionEnd(rule_for_close(code), detail, up_for(), code, reason)
+                return Ended("connection lost", up_for())
+            return Ended.closed(exc.rcvd.code, exc.rcvd.reason, up_for())
         except (_Dead, _BadWelcome) as exc:
-            return _SessionEnd(OTHER_SERVER, str(exc), up_for())
+            return Ended(str(exc), up_for())
         except Exception as exc:  # a bug in the client: log it, keep the client alive
-            logger.exception("pushgrid: unexpected error in the connection to %s", server)
-            return _SessionEnd(BACKOFF, f"client error: {_describe(exc)}", up_for())
-        finally:
-            self._on_down()
-            if self._closing:
-                with contextlib.suppress(Exception):
-                    await ws.close(1000, "client closed")
-            else:
-                await _abort(ws)
+            logger.exception(
+                "pushgrid: unexpected error in the connection to %s", self._protocol.server
+            )
+            return Ended(f"client error: {_describe(exc)}", up_for(), rule=BACKOFF)
 
     async def _await_welcome(self, ws: ClientConnection) -> Welcome:
         try:
@@ -519,232 +460,73 @@ class PushgridClient:
         except TimeoutError:
             raise _BadWelcome(f"no welcome within {self._open_timeout:g} s") from None
         try:
-            frame = _decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise _BadWelcome(f"invalid first frame: {exc}") from None
-        if not isinstance(frame, Welcome):
-            raise _BadWelcome(f"expected a welcome frame, got {type(frame).__name__}")
-        return frame
+            return decode_welcome(data)
+        except ValueError as exc:
+            raise _BadWelcome(str(exc)) from None
 
-    async def _on_up(self, server: ServerAddress, ws: ClientConnection, welcome: Welcome) -> None:
-        self._ws, self._server, self._welcome = ws, server, welcome
-        self._last_tx = asyncio.get_running_loop().time()
-        self._pool.reset()
-        self._tracker.cancel_recoveries()
-        self._resyncing.clear()
-        items = [self._resubscribe_item(name, opts) for name, opts in self._subscriptions.items()]
-        logger.info(
-            "pushgrid: connected to %s (%s, session %s)", server, welcome.server, welcome.session
-        )
-        await self._notify_status(
-            StatusEvent(Status.SERVER_UP, server=str(server), detail=welcome.server)
-        )
-        if items:
-            await self._send_subscribe(items)
-        self._ready.set()
+    async def _read_loop(self, ws: ClientConnection) -> None:
+        """Feed frames to the protocol; fire its timer when its deadline passes."""
+        loop = asyncio.get_running_loop()
+        while True:
+            deadline = self._protocol.deadline()
+            if deadline is not None and loop.time() >= deadline:
+                await self._apply(self._protocol.timer_fired(loop.time()))
+                continue
+            try:
+                async with asyncio.timeout_at(deadline):
+                    data = await ws.recv()
+            except TimeoutError:
+                continue
+            await self._apply(self._protocol.data_received(data, loop.time()))
 
-    def _retry_subscribe(self, subjects: set[str]) -> None:
-        """Subscribe again after 0.5-1.5 s, from the position held (spec: the subscription is
-        kept while the cluster cannot serve it, docs/protocol.md 8.1)."""
+    # --- actions --------------------------------------------------------------------------------
 
+    async def _apply(self, actions: Sequence[ClientAction]) -> None:
+        """Execute the protocol's actions in order (Reconnect is the run loop's own)."""
+        for action in actions:
+            if isinstance(action, Send):
+                await self._send(action.frame)
+            elif isinstance(action, Deliver):
+                await self._deliver(action.message)
+            elif isinstance(action, Notify):
+                await self._notify_status(action.event)
+            elif isinstance(action, Answer):
+                self._answer(action)
+            elif isinstance(action, RetrySubscribe):
+                self._retry_later(action)
+            elif isinstance(action, Abort):
+                raise _Dead(action.detail)
+            elif isinstance(action, Stop):
+                await self._stop(action.event)
+
+    async def _send(self, frame: ClientFrame) -> None:
+        ws = self._ws
+        if ws is None:
+            return  # renewed or answered when the connection comes back
+        with contextlib.suppress(ConnectionClosed):
+            await self._send_on(ws, frame)
+
+    async def _send_on(self, ws: ClientConnection, frame: ClientFrame) -> None:
+        await ws.send(_encoder.encode(frame), text=True)
+        self._protocol.frame_sent(asyncio.get_running_loop().time())
+
+    def _answer(self, action: Answer) -> None:
+        future: asyncio.Future[PublishResult] | asyncio.Future[TokenResult] | None
+        if isinstance(action.result, PublishResult):
+            future = self._pending.pop(action.request_id, None)
+        else:
+            future = self._token_answers.pop(action.request_id, None)
+        if future is not None and not future.done():
+            future.set_result(action.result)  # type: ignore[arg-type]
+
+    def _retry_later(self, action: RetrySubscribe) -> None:
         async def later() -> None:
-            await asyncio.sleep(self._rng.uniform(0.5, 1.5))
-            items = [
-                self._resubscribe_item(name, self._subscriptions[name])
-                for name in sorted(subjects)
-                if name in self._subscriptions
-            ]
-            if items:
-                await self._send_subscribe(items)
+            await asyncio.sleep(action.delay)
+            await self._apply(self._protocol.retry_subscribe(action.subjects))
 
         task = asyncio.get_running_loop().create_task(later())
         self._retries.add(task)
         task.add_done_callback(self._retries.discard)
-
-    def _resubscribe_item(self, subject: str, options: _SubOptions) -> SubscribeItem:
-        position = self._tracker.position(subject)
-        if position is not None:
-            return SubscribeItem(subject, position, 0, options.conflation)
-        return SubscribeItem(subject, None, options.history, options.conflation)
-
-    def _on_down(self) -> None:
-        self._ws = None
-        if not self._stopped:
-            self._ready.clear()
-        self._sub_requests.clear()
-        self._fail_pending("connection lost before the server answered")
-
-    async def _read_loop(self, ws: ClientConnection, welcome: Welcome) -> None:
-        loop = asyncio.get_running_loop()
-        keepalive = welcome.keepalive if welcome.keepalive > 0 else None
-        last_rx = loop.time()
-        while True:
-            now = loop.time()
-            timeout: float | None = None
-            if keepalive is not None:
-                dead_at = last_rx + DEAD_FACTOR * keepalive
-                ping_at = self._last_tx + keepalive
-                if now >= dead_at:
-                    raise _Dead(f"no frame from the server for {DEAD_FACTOR * keepalive:g} s")
-                if now >= ping_at:
-                    await self._send_on(ws, Ping())
-                    continue
-                timeout = min(dead_at, ping_at) - now
-            try:
-                async with asyncio.timeout(timeout):
-                    data = await ws.recv()
-            except TimeoutError:
-                continue
-            last_rx = loop.time()
-            await self._handle(data)
-
-    # --- frames from the server -----------------------------------------------------------------
-
-    async def _handle(self, data: str | bytes) -> None:
-        """One WebSocket text frame: a server frame, or a batch (a JSON array of them)."""
-        try:
-            decoded = _decoder.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            logger.warning("pushgrid: ignoring an unreadable frame: %s", exc)
-            return
-        for frame in decoded if isinstance(decoded, list) else (decoded,):
-            await self._handle_frame(frame)
-
-    async def _handle_frame(self, frame: ServerFrame) -> None:
-        if isinstance(frame, MessageFrame):
-            await self._handle_message(frame)
-        elif isinstance(frame, Subscribed):
-            await self._handle_subscribed(frame)
-        elif isinstance(frame, PublishResultFrame):
-            self._resolve(frame.id, _publish_result(frame))
-        elif isinstance(frame, Error):
-            await self._handle_error(frame)
-        elif isinstance(frame, TokenResult):
-            await self._handle_token_result(frame)
-        elif isinstance(frame, Welcome):
-            self._welcome = frame
-        elif isinstance(frame, Keepalive | Pong | Unsubscribed):
-            pass
-
-    async def _handle_message(self, frame: MessageFrame) -> None:
-        if frame.subject not in self._subscriptions:
-            return
-        decision = self._tracker.on_message(frame)
-        if decision.action is Action.DELIVER:
-            message = Message(
-                subject=frame.subject,
-                content=frame.content,
-                fields=frame.fields,
-                type=MessageType(frame.kind),
-                epoch=frame.epoch,
-                seq=frame.seq,
-                qos=frame.qos,
-                retained=frame.retained,
-                ts=frame.ts,
-                conflated=bool(getattr(frame, "conflated", False)),
-            )
-            await self._deliver(message)
-            return
-        if decision.action is Action.DROP:
-            logger.debug(
-                "pushgrid: %s seq %d dropped (%s)", frame.subject, frame.seq, decision.reason
-            )
-            return
-        options = self._subscriptions[frame.subject]
-        logger.info("pushgrid: %s: %s -> %s", frame.subject, decision.reason, decision.action)
-        if decision.action is Action.RECOVER:
-            item = SubscribeItem(frame.subject, decision.recover, 0, options.conflation)
-        else:
-            self._resyncing.add(frame.subject)
-            item = SubscribeItem(frame.subject, None, 0, options.conflation)
-        await self._send_subscribe([item])
-
-    async def _handle_subscribed(self, frame: Subscribed) -> None:
-        if frame.id is not None and frame.id in self._sub_requests:
-            waiting = self._sub_requests[frame.id]
-            waiting.discard(frame.subject)
-            if not waiting:
-                del self._sub_requests[frame.id]
-        if frame.subject not in self._subscriptions:
-            return
-        self._tracker.on_subscribed(frame)
-        server = str(self._server) if self._server is not None else None
-        if frame.status != "allow":
-            self._subscriptions.pop(frame.subject, None)
-            self._resyncing.discard(frame.subject)
-            status, detail = Status.SUBSCRIBE_DENY, frame.reason or "denied"
-        elif frame.recovery in ("recovered", "up_to_date"):
-            status, detail = Status.DATA_SYNC, frame.recovery
-        elif frame.recovery in ("new_epoch", "failed"):
-            status, detail = Status.DATA_RESYNC, frame.recovery
-        elif frame.subject in self._resyncing:
-            status, detail = Status.DATA_RESYNC, "gap_resync"
-        else:
-            status, detail = Status.SUBSCRIBE_ALLOW, None
-        self._resyncing.discard(frame.subject)
-        await self._notify_status(
-            StatusEvent(status, server=server, subject=frame.subject, detail=detail)
-        )
-
-    async def _handle_error(self, frame: Error) -> None:
-        text = f"{frame.code}: {frame.message}"
-        if frame.id is not None and frame.id in self._pending:
-            self._resolve(frame.id, _error_result(frame))
-            return
-        if frame.id is not None and frame.id in self._sub_requests:
-            subjects = self._sub_requests.pop(frame.id)
-            server = str(self._server) if self._server is not None else None
-            if frame.code == "engine_unavailable":  # a cluster without quorum: try again
-                self._retry_subscribe(subjects)
-                for subject in sorted(subjects):
-                    await self._notify_status(
-                        StatusEvent(Status.ERROR, server=server, subject=subject, detail=text)
-                    )
-                return
-            for subject in sorted(subjects):
-                if self._tracker.recovering(subject) and frame.code != "denied":
-                    # a refused gap recovery: keep the subscription, the next gap retries
-                    self._tracker.cancel_recoveries([subject])
-                    await self._notify_status(
-                        StatusEvent(Status.ERROR, server=server, subject=subject, detail=text)
-                    )
-                    continue
-                self._subscriptions.pop(subject, None)
-                self._tracker.forget(subject)
-                self._resyncing.discard(subject)
-                await self._notify_status(
-                    StatusEvent(Status.SUBSCRIBE_DENY, server=server, subject=subject, detail=text)
-                )
-            return
-        logger.warning("pushgrid: server error %s", text)
-        await self._notify_status(StatusEvent(Status.ERROR, detail=text))
-
-    # --- helpers --------------------------------------------------------------------------------
-
-    async def _send_subscribe(self, items: list[SubscribeItem]) -> None:
-        ws = self._ws
-        if ws is None:
-            return
-        for chunk in _chunks(items, SUBJECTS_PER_FRAME):
-            request_id = next(self._ids)
-            self._sub_requests[request_id] = {item.subject for item in chunk}
-            try:
-                await self._send_on(ws, Subscribe(subjects=chunk, id=request_id))
-            except ConnectionClosed:
-                return  # renewed on reconnect
-
-    async def _send(self, frame: Subscribe | Unsubscribe | Publish | Ping) -> None:
-        ws = self._ws
-        if ws is None:
-            return
-        with contextlib.suppress(ConnectionClosed):
-            await self._send_on(ws, frame)
-
-    async def _send_on(
-        self, ws: ClientConnection, frame: Subscribe | Unsubscribe | Publish | Ping | Token
-    ) -> None:
-        await ws.send(_encoder.encode(frame), text=True)
-        self._last_tx = asyncio.get_running_loop().time()
 
     async def _deliver(self, message: Message) -> None:
         if self._on_message is None:
@@ -769,24 +551,10 @@ class PushgridClient:
             elif self._on_message is not None:
                 await _call(self._on_message, item, "on_message")
 
-    def _resolve(self, request_id: int | None, result: PublishResult) -> None:
-        if request_id is None:
-            return
-        future = self._pending.pop(request_id, None)
-        if future is not None and not future.done():
-            future.set_result(result)
-
-    def _fail_pending(self, reason: str) -> None:
-        pending, self._pending = self._pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_result(_failed("", reason))
-
     async def _stop(self, event: StatusEvent) -> None:
-        """Stop for good: wake waiters, fail publishes, end messages(), report ``event``."""
+        """Stop for good: wake waiters, end messages(), report ``event``."""
         self._stopped = True
         self._ready.set()
-        self._fail_pending("the client is closed")
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(_STOP)
         self._stop_event = event
@@ -805,10 +573,6 @@ class PushgridClient:
     def _check_open(self) -> None:
         if self._closing or self._stopped:
             raise RuntimeError("the client is closed")
-
-
-class _BadWelcome(Exception):
-    """The server did not start the session with a valid welcome frame."""
 
 
 async def _call(callback: Callable[[_T], Awaitable[None] | None], arg: _T, name: str) -> None:
@@ -830,53 +594,20 @@ async def _abort(ws: ClientConnection) -> None:
     ws.transport.abort()
 
 
-def _subject_list(subjects: list[str] | str) -> list[str]:
-    names = [subjects] if isinstance(subjects, str) else list(subjects)
-    if not names:
-        raise ValueError("at least one subject is required")
-    for name in names:
-        _check_subject(name)
-    return list(dict.fromkeys(names))
-
-
-def _check_subject(subject: str) -> None:
-    reason = subject_error(subject)
-    if reason is not None:
-        raise ValueError(f"invalid subject {subject!r}: {reason}")
-
-
-def _chunks(items: list[_T], size: int) -> Iterable[list[_T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _down_event(server: ServerAddress, end: _SessionEnd, retry_in: float | None) -> StatusEvent:
-    return StatusEvent(
-        Status.SERVER_DOWN,
-        server=str(server),
-        detail=end.detail,
-        close_code=end.code,
-        close_reason=end.close_reason,
-        retry_in=retry_in,
-    )
+def _publish_fields(subject: str, qos: str, fields: dict[str, str] | None) -> dict[str, str]:
+    """Validate a publish's arguments (ValueError); the fields to send."""
+    check_subject(subject)
+    if qos not in ("standard", "guaranteed"):
+        raise ValueError(f"qos must be 'standard' or 'guaranteed', got {qos!r}")
+    frame_fields = dict(fields or {})
+    for name, value in frame_fields.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ValueError(f"field {name!r}: names and values must be strings")
+    return frame_fields
 
 
 def _failed(subject: str, reason: str) -> PublishResult:
     return PublishResult(PublishStatus.FAILED, subject, reason=reason)
-
-
-def _publish_result(frame: PublishResultFrame) -> PublishResult:
-    return PublishResult(
-        PublishStatus(frame.result), frame.subject, frame.epoch, frame.seq, frame.reason
-    )
-
-
-def _error_result(frame: Error) -> PublishResult:
-    status = {
-        "message_too_large": PublishStatus.TOO_LARGE,
-        "denied": PublishStatus.DENIED,
-    }.get(frame.code, PublishStatus.FAILED)
-    return PublishResult(status, "", reason=f"{frame.code}: {frame.message}")
 
 
 def _describe(exc: BaseException) -> str:

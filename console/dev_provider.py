@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .provider import (
     CLUSTER,

@@ -23,6 +23,10 @@ SERIES = ("#38bdf8", "#a78bfa", "#f472b6", "#34d399", "#fbbf24", "#fb923c", "#22
 STATUS_COLORS = {"succeeded": GOOD, "failed": BAD, "running": ACCENT, "queued": MUTED}
 
 LIVE_POINTS = 300  # five minutes of one-second samples per live chart
+# Every live indicator is a whole number a second (sessions, messages, bytes): a live axis
+# always reaches at least this high, so plotly never picks a tick step below 1 (an empty or
+# flat axis used to read 0, 500m, 1 -- "500mB" on a byte chart).
+LIVE_AXIS_FLOOR = 10
 
 
 def _layout(height: int, **extra: object) -> go.Layout:
@@ -81,12 +85,21 @@ def live_figure(
                 hovertemplate=f"%{{y:.4~s}} {unit(indicator)}<extra>{scope_label(name)}</extra>",
             )
         )
-    if is_bytes(indicator):
-        figure.update_yaxes(ticksuffix="B", tickformat="~s")
-    else:
-        figure.update_yaxes(tickformat=",~g")
+    figure.update_yaxes(**live_value_axis(indicator))
     figure.update_xaxes(tickformat="%H:%M:%S")
     return figure
+
+
+def live_value_axis(indicator: str) -> dict[str, object]:
+    """The y axis of a live chart: from 0 to at least :data:`LIVE_AXIS_FLOOR`, so no tick is a
+    fraction of a unit; SI prefixes (``1.5k``, ``2M``), bytes with a ``B`` (``50kB``)."""
+    axis: dict[str, object] = {
+        "autorangeoptions": {"minallowed": 0, "include": [0, LIVE_AXIS_FLOOR]},
+        "tickformat": "~s",
+    }
+    if is_bytes(indicator):
+        axis["ticksuffix"] = "B"
+    return axis
 
 
 def trend_figure(

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from metrics.indicators import INDICATORS, Indicator
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .provider import CLUSTER, LiveOverview, Member, StatRow, WindowStatistics
 

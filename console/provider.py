@@ -15,21 +15,26 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
+from server.errors import RETRYABLE_HTTP_STATUSES, ClientError
+
 CLUSTER = "cluster"
 LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")
 
 _T = TypeVar("_T")
 
 
-class ProviderError(Exception):
+class ProviderError(ClientError):
     """A request the provider could not fulfil (an HTTP error, a member down, a bad token...).
 
     ``status`` is the HTTP status (0 when the admin API could not be reached at all).
     """
 
+    code = "provider"
+
     def __init__(self, status: int, title: str, detail: str = "") -> None:
         super().__init__(f"{status} {title}: {detail}" if detail else f"{status} {title}")
         self.status = status
+        self.retryable = status in RETRYABLE_HTTP_STATUSES
         self.title = title
         self.detail = detail
 

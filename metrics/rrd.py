@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.errors import MonitoringError
+
 from .indicators import INDICATORS, Indicator
 
 STEP = 1  # seconds between updates
@@ -45,8 +47,10 @@ ARCHIVES: tuple[tuple[str, str], ...] = (
 PERIODS: dict[str, str] = {"day": "-1d", "week": "-1w", "month": "-1mon", "year": "-1y"}
 
 
-class RrdError(Exception):
+class RrdError(MonitoringError):
     """rrdtool is missing or refused a command (the message is rrdtool's)."""
+
+    code = "rrd"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """The 1 s sampler: turns hot-path counters into per-second indicator samples.
 
-Every reader (Jolokia MBeans, /stats, /metrics, meta-subjects) reads the sampler's latest sample
-and its rolling windows, so they always agree with each other and with the archive.
+After each sample it publishes one frozen :class:`~metrics.readmodel.ReadModel` (the sample, every
+indicator's windows already computed, the archive state and the hot-subject rankings) by swapping
+one reference: every reader (Jolokia MBeans, /stats, /metrics, meta-subjects) formats that value,
+so they always agree with each other and with the archive, from any thread (ADR 014).
 """
 
 from __future__ import annotations
@@ -9,18 +11,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .archive import ArchiveWriter
 from .counters import Counters
 from .indicators import INDICATOR_NAMES, sample_values
-from .stats import Moments
-from .windows import IndicatorSet
+from .readmodel import ArchiveReading, ReadModel, build_read_model
+from .rolling_windows import IndicatorSet
 
 log = logging.getLogger(__name__)
 
-WindowStats = dict[str, dict[str, Moments]]  # indicator -> window name -> moments
+
+class HotDocument(Protocol):
+    """What the read model takes from :class:`~metrics.hotsubjects.HotSubjects`."""
+
+    def document(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +54,11 @@ class Sampler:
         self.archive_write_errors = 0
         self._previous: dict[str, int] | None = None
         self._previous_time = 0.0
-        self._stats_cache: tuple[int, WindowStats] | None = None
         # called with the sample's second after each sample (hot subjects fold their deltas)
         self.listeners: list[Callable[[int], None]] = []
+        # the hot-subject rankings copied into each read model (set by the server)
+        self.hot: HotDocument | None = None
+        self.read_model: ReadModel = self._read_model()
 
     def sample(self) -> Sample:
         """Take one sample now; normally called by :meth:`run` just after each whole second."""
@@ -74,14 +83,21 @@ class Sampler:
                 self.archive_last_write = now
         for listener in self.listeners:
             listener(ts)
+        self.read_model = self._read_model()  # one reference swap: readers see old or new
         return self.latest
 
-    def window_stats(self) -> WindowStats:
-        """Max / average / stddev of every indicator over every window, as of the last sample."""
+    def attach_hot(self, hot: HotDocument) -> None:
+        """Copy ``hot``'s rankings into every read model from now on (and into the current one)."""
+        self.hot = hot
+        self.read_model = self._read_model()
+
+    def _read_model(self) -> ReadModel:
         ts = self.latest.ts
-        if self._stats_cache is None or self._stats_cache[0] != ts:
-            self._stats_cache = (ts, self.windows.snapshot(ts))
-        return self._stats_cache[1]
+        archive = ArchiveReading(
+            self.archive is not None, self.archive_last_write, self.archive_write_errors
+        )
+        hot = self.hot.document() if self.hot is not None else None
+        return build_read_model(ts, self.latest.values, self.windows.snapshot(ts), archive, hot)
 
     async def run(self) -> None:
         """Sample just after every whole second until cancelled."""

@@ -18,11 +18,12 @@ from metrics.archive import ArchiveWriter
 from metrics.counters import Counters
 from metrics.hotsubjects import HotSubjects
 from metrics.indicators import INDICATOR_NAMES
+from metrics.readmodel import ReadModel
 from metrics.sampler import Sampler
 
 from . import __version__
 from .cluster.status import ClusterStatus, standalone_status
-from .config import Settings
+from .config import ConfigError, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
@@ -31,8 +32,11 @@ from .core.session import Session, SessionPolicy
 from .core.throttle import AuthThrottle
 from .engine.base import Engine
 from .engine.registry import build_engine
-from .monitoring.beans import LoopBridge, build_agent
+from .monitoring.beans import build_agent
+from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects
+from .monitoring.operations import ServerOperations
+from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import MonitorRoutes
 from .protocol.codec import Limits, encode
@@ -60,6 +64,13 @@ def _addresses(servers: list[asyncio.Server]) -> list[str]:
     return out
 
 
+def _credentials(settings: Settings) -> tuple[str, str] | None:
+    """MonitorUsername / MonitorPassword, when both are set (the monitoring port's Basic auth)."""
+    if settings.monitor_username is None or settings.monitor_password is None:
+        return None
+    return settings.monitor_username, settings.monitor_password
+
+
 def build_entitlement(settings: Settings) -> Entitlement:
     if settings.entitlement == "jwt":
         require_exp = settings.entitlement_jwt_require_exp
@@ -67,7 +78,10 @@ def build_entitlement(settings: Settings) -> Entitlement:
             key = settings.entitlement_jwt_public_key_file.read_text(encoding="utf-8")
             asymmetric = ["RS256", "RS384", "RS512", "ES256", "ES384"]
             return JwtEntitlement(key, asymmetric, require_exp)
-        assert settings.entitlement_jwt_secret is not None
+        if settings.entitlement_jwt_secret is None:  # validation bypassed (model_construct)
+            raise ConfigError(
+                "Entitlement = jwt needs EntitlementJwtSecret or EntitlementJwtPublicKeyFile"
+            )
         hmac = ["HS256", "HS384", "HS512"]
         return JwtEntitlement(settings.entitlement_jwt_secret, hmac, require_exp)
     if settings.entitlement.startswith("custom:"):
@@ -129,9 +143,12 @@ class PushServer:
         self.hot_subjects = self._hot_subjects()
         self.loop_bridge = LoopBridge()
         self.prometheus = build_registry(self)
-        self.jolokia = build_agent(self)
-        self.monitor = MonitorRoutes(self)
-        self.tick = 0.0
+        operations = ServerOperations(self.hub, self.engine)
+        self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
+        self.monitor = MonitorRoutes(
+            self, self.jolokia, self.prometheus, self.auth_throttle, _credentials(settings)
+        )
+        self.tick: float = 0.0
         self.stopping = False
         self.flusher: Flusher
         self._servers: list[asyncio.Server] = []
@@ -146,7 +163,7 @@ class PushServer:
         self.flusher = Flusher(loop, self.settings.flush_tick / 1000.0)
         old_files, files = raise_open_file_limit()
         log.info("open-file limit %d (soft limit was %d)", files, old_files)
-        self.loop_bridge.loop = loop
+        self.loop_bridge.bind(loop)
         self.tick = loop.time()
         await self.engine.start(self.hub.deliver)
         # Several members on one host may share the client port: the kernel spreads the
@@ -219,7 +236,7 @@ class PushServer:
                 self._monitor_servers.append(server)
         self.track(loop.create_task(self.sampler.run()))
         if settings.meta_subject_interval > 0:
-            self.track(publish_meta_subjects(self, settings.meta_subject_interval))
+            self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
 
     def _hot_subjects(self) -> HotSubjects:
         settings = self.settings
@@ -233,6 +250,7 @@ class PushServer:
             self.hub.tally_limit = settings.hot_subjects_capacity
             self.hub.on_tally_full = hot.absorb
             self.sampler.listeners.append(hot.fold)
+        self.sampler.attach_hot(hot)
         return hot
 
     def _archive_writer(self) -> ArchiveWriter | None:
@@ -246,8 +264,29 @@ class PushServer:
             retention_days=self.settings.metrics_archive_retention,
         )
 
-    def delivery_mode(self) -> str:
-        return self.engine.delivery_mode
+    # -- what the monitoring views read (server/monitoring/ports.py MonitoredNode) ------------
+
+    def read_model(self) -> ReadModel:
+        return self.sampler.read_model
+
+    def live_state(self) -> LiveState:
+        throttle, security = self.auth_throttle, self.security
+        return LiveState(
+            server_name=self.settings.server_name,
+            uptime=self.uptime(),
+            started_at=self.started_at,
+            engine_name=self.engine.name,
+            delivery_mode=self.engine.delivery_mode,
+            counters=self.counters.as_dict(),
+            engine=self.engine.stats(),
+            refusals={
+                "auth_failures": throttle.failures_total,
+                "auth_throttled": throttle.throttled_total,
+                "pending_refused": security.pending_refused_total,
+                "protocol_errors": security.protocol_errors_total,
+                "http_refused": security.http_refused_total,
+            },
+        )
 
     def cluster_status(self) -> ClusterStatus:
         status = self.engine.cluster_status()

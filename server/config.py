@@ -26,12 +26,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from .errors import PushgridError
+
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
 
 
-class ConfigError(Exception):
+class ConfigError(PushgridError):
     """A configuration problem, with the place it came from (file:line or variable)."""
+
+    code = "config"
 
 
 def _split_list(value: Any) -> Any:

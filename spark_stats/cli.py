@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
     from server.config import Settings
 
+    from .jobs import JobOutcome
     from .results import PipelineResult
-    from .store.jobs import JobOutcome
     from .verify import Check
 
 db_app = typer.Typer(
@@ -131,7 +131,7 @@ def db_upgrade(config: ConfigOption = None, db: DbOption = None) -> None:
     """Create or migrate the database schema (Alembic migrations) to the newest revision."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from .store.db import StoreError, display_url, upgrade
+    from metrics.sqlstore import StoreError, display_url, upgrade
 
     url = db or settings_or_exit(config).database
     try:
@@ -239,8 +239,9 @@ def stats_run(
     )
     from sqlalchemy.exc import SQLAlchemyError
 
-    from .store.db import StoreError, display_url
-    from .store.jobs import RunRefused, run_job
+    from metrics.sqlstore import StoreError, display_url
+
+    from .jobs import RunRefused, run_job
 
     err = Console(stderr=True)
     _log_to(err, settings.log_level)
@@ -364,7 +365,7 @@ def stats_status(
     from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
-    from .store.db import (
+    from metrics.sqlstore import (
         StoreError,
         display_url,
         has_schema,
@@ -538,9 +539,9 @@ def _pipeline_as_of(
     archive: Path, warehouse: Path, master: str, as_of: int, settings: Settings
 ) -> PipelineResult:
     from .pipeline import run_pipeline
-    from .session import build_session
+    from .spark_session import build_spark_session
 
-    spark = build_session(
+    spark = build_spark_session(
         master,
         driver_memory=settings.spark_driver_memory,
         driver_host=settings.spark_driver_host,

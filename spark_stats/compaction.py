@@ -2,7 +2,7 @@
 
 ``<warehouse>/samples/date=YYYY-MM-DD/part-*.parquet`` holds one row per node and second
 (``transforms.SAMPLE_SCHEMA``), sorted by node and time, one file per date. Its manifest
-(:mod:`spark_stats.storage`) records:
+(:mod:`spark_stats.manifest_store`) records:
 
 * ``meta.inputs``: every compacted archive file (``<date>/<node>/samples-HH.csv``) with its size
   and modification time. A run compacts only closed files that are new or changed since; files
@@ -33,11 +33,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.windows import HOUR
+from metrics.window_spec import HOUR
 
 from . import transforms as T
+from .manifest_store import Manifest, ManifestStore, TableSpec
 from .results import StageResult
-from .storage import Manifest, ManifestStore, TableSpec
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ def compact(
     ``prune_through``: the samples version the rollups have consumed; hours changed at or before
     it are dropped from ``meta.hours`` when this run commits (the map stays as small as the
     changes not yet rolled up). The caller holds the warehouse lock
-    (:func:`spark_stats.storage.warehouse_lock`).
+    (:func:`spark_stats.locking.warehouse_lock`).
     """
     started = time.monotonic()
     store = samples_store(warehouse_dir)

@@ -11,11 +11,16 @@ import fcntl
 from collections.abc import Iterator
 from pathlib import Path
 
+from server.errors import StatsError
+
 __all__ = ["StoreBusyError", "warehouse_busy", "warehouse_lock"]
 
 
-class StoreBusyError(RuntimeError):
-    """Another pipeline run holds the warehouse lock."""
+class StoreBusyError(StatsError, RuntimeError):
+    """Another pipeline run holds the warehouse lock (retry when it ends)."""
+
+    code = "store_busy"
+    retryable = True
 
 
 @contextlib.contextmanager

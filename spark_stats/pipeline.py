@@ -2,10 +2,10 @@
 
 ::
 
-    from spark_stats.session import build_session
+    from spark_stats.spark_session import build_spark_session
     from spark_stats.pipeline import run_pipeline
 
-    spark = build_session()
+    spark = build_spark_session()
     result = run_pipeline(spark, Path("data/archive"), Path("data/warehouse"), as_of=None)
     result.window_stats   # pandas, results.STAT_COLUMNS
     result.trend_points   # pandas, results.STAT_COLUMNS
@@ -36,10 +36,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from .compaction import BATCH_BYTES, compact
+from .locking import StoreBusyError, warehouse_lock
 from .results import PipelineResult, StageResult
 from .rollups import consumed_version, update_rollups
-from .storage import StoreBusyError, warehouse_lock
-from .windows import compute_windows
+from .window_stage import compute_windows
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What the Spark jobs hand to the store: small pandas frames with fixed columns.
 
 ``scope`` is ``"cluster"`` or ``"node:<ServerName>"``; ``indicator`` an archive column name
-(metrics.indicators.INDICATOR_NAMES); ``window`` a window name (metrics.windows.WINDOW_NAMES);
+(metrics.indicators.INDICATOR_NAMES); ``window`` a window name (metrics.window_spec.WINDOW_NAMES);
 ``as_of`` a UTC Unix second. Statistics follow docs/monitoring.md: population standard deviation,
 ``avg``/``max``/``stddev`` null when ``count`` is 0.
 """

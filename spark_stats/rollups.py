@@ -24,12 +24,12 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.windows import DAY, HOUR
+from metrics.window_spec import DAY, HOUR
 
 from . import transforms as T
 from .compaction import SAMPLES_TABLE, samples_store
+from .manifest_store import Manifest, ManifestStore, TableSpec
 from .results import StageResult
-from .storage import Manifest, ManifestStore, TableSpec
 
 log = logging.getLogger(__name__)
 

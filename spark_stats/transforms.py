@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import DAY, HOUR, MINUTE, WINDOWS
+from metrics.window_spec import DAY, HOUR, LEVELS, MINUTE
 
 from .results import CLUSTER_SCOPE
 
@@ -54,13 +54,15 @@ __all__ = [
     "clean_samples",
     "coarser_buckets",
     "day_string",
-    "longest_buckets",
+    "fresh_buckets",
     "merge_samples",
     "minute_buckets",
     "month_string",
     "scope_seconds",
     "second_buckets",
-    "window_aggregates",
+    "tagged",
+    "trend_minutes",
+    "window_samples",
     "with_partition",
 ]
 
@@ -298,97 +300,40 @@ def coarser_buckets(buckets: DataFrame, resolution: int) -> DataFrame:
     )
 
 
-# -- windows -----------------------------------------------------------------------------------
+# -- window stage inputs -------------------------------------------------------------------------
 
 
-def longest_buckets() -> dict[int, int]:
-    """Resolution -> largest ``W / r`` of the windows of that resolution (900, 900, 360, 450)."""
-    out: dict[int, int] = {}
-    for w in WINDOWS:
-        out[w.resolution] = max(out.get(w.resolution, 0), w.buckets)
-    return out
-
-
-def window_aggregates(
-    seconds: DataFrame,
-    minutes: DataFrame,
-    hours: DataFrame,
-    days: DataFrame,
-    as_of: int,
+def window_samples(
+    samples: DataFrame, first: int, as_of: int, overlay_hours: Sequence[int]
 ) -> DataFrame:
-    """Exact aggregates (``EXACT_COLUMNS``) of every window as of second ``as_of``.
+    """The samples the window stage reads: ``first <= ts <= as_of`` (the seconds of the as-of
+    windows) and every sample of the ``overlay_hours`` (hours whose buckets are recomputed)."""
+    wanted = F.col("ts").between(first, as_of)
+    if overlay_hours:
+        wanted = wanted | bucket_start("ts", HOUR).isin(list(overlay_hours))
+    return samples.where(wanted)
 
-    ``seconds``, ``minutes``, ``hours``, ``days`` are buckets of 1, 60, 3600 and 86400 seconds
-    (any superset of the needed ranges). A window of length W and resolution r covers
-    ``(as_of // r - (W/r - 1)) * r <= ts <= as_of`` (metrics.windows); it is assembled from
-    disjoint pieces: whole buckets of its resolution before the current one, and the current
-    (partial) bucket built from finer levels -- whole hours of the current day, whole minutes of
-    the current hour and the seconds of the current minute up to ``as_of``. Buckets that extend
-    past ``as_of`` are never used whole. Only scopes and indicators with at least one sample in
-    some window appear (missing seconds are absent, not zero).
 
-    This is the distributed twin of :func:`spark_stats.windowing.window_series` (same pieces,
-    same exact sums). The pipeline uses the local one: the buckets involved are bounded and
-    small, and assembling them after one collect avoids planning a large Spark query for a few
-    hundred output rows. This transform suits callers that want the statistics inside a Spark
-    plan; the tests check that both agree.
-    """
-    t = int(as_of)
-    m0 = t - t % MINUTE
-    h0 = t - t % HOUR
-    d0 = t - t % DAY
+def tagged(buckets: DataFrame, level: str) -> DataFrame:
+    """``BUCKET_COLUMNS`` plus a ``level`` column naming where the rows go after the collect."""
+    return buckets.select(*BUCKET_COLUMNS, F.lit(level).alias("level"))
+
+
+def fresh_buckets(
+    seconds: DataFrame, first: int, as_of: int, overlay_hours: Sequence[int]
+) -> DataFrame:
+    """Buckets computed from scope seconds rather than read from the rollups: one-second
+    buckets of ``[first, as_of]`` (level ``s``) and minute buckets of the overlay hours (``o``)."""
+    recent = tagged(second_buckets(seconds.where(F.col("ts").between(first, as_of))), "s")
+    if not overlay_hours:
+        return recent
+    in_overlay = bucket_start("ts", HOUR).isin(list(overlay_hours))
+    return recent.unionByName(tagged(minute_buckets(seconds.where(in_overlay)), "o"))
+
+
+def trend_minutes(minutes: DataFrame, now_start: int) -> DataFrame:
+    """The stored minute buckets the windows read: those from ``now_start`` on (the as-of
+    windows) and the last 15 of every hour (the second-resolution windows at hour ends)."""
     start = F.col("bucket_start")
-
-    def level(df: DataFrame, name: str, lo: int, hi: int) -> DataFrame:
-        return df.where((start >= lo) & (start <= hi)).select(
-            *BUCKET_COLUMNS, F.lit(name).alias("level")
-        )
-
-    n = longest_buckets()
-    pieces = reduce(
-        DataFrame.unionByName,
-        [
-            level(seconds, "s", min(t - n[1] + 1, m0), t),
-            level(minutes, "m", m0 - (n[MINUTE] - 1) * MINUTE, m0 - 1),
-            level(hours, "h", h0 - (n[HOUR] - 1) * HOUR, h0 - 1),
-            level(days, "d", d0 - (n[DAY] - 1) * DAY, d0 - 1),
-        ],
-    )
-    lvl = F.col("level")
-    current_minute = (lvl == "s") & (start >= m0)
-    current_hour = current_minute | ((lvl == "m") & (start >= h0))
-    current_day = current_hour | ((lvl == "h") & (start >= d0))
-    members = []
-    for w in WINDOWS:
-        lo = (t // w.resolution - (w.buckets - 1)) * w.resolution
-        if w.resolution == 1:
-            cond = (lvl == "s") & (start >= lo)
-        elif w.resolution == MINUTE:
-            cond = ((lvl == "m") & (start >= lo)) | current_minute
-        elif w.resolution == HOUR:
-            cond = ((lvl == "h") & (start >= lo)) | current_hour
-        elif w.resolution == DAY:
-            cond = ((lvl == "d") & (start >= lo)) | current_day
-        else:  # pragma: no cover - WINDOWS only has these resolutions
-            raise ValueError(w)
-        members.append(F.when(cond, F.lit(w.name)))
-    return (
-        pieces.withColumn("window", F.explode(F.array_compact(F.array(*members))))
-        .groupBy("scope", "indicator", "window")
-        .agg(
-            F.sum("count").cast("long").alias("count"),
-            F.sum("sum").cast(EXACT).alias("sum"),
-            F.sum("sumsq").cast(EXACT).alias("sumsq"),
-            F.max("max").alias("max"),
-        )
-        .select(
-            "scope",
-            "indicator",
-            "window",
-            F.lit(t).cast("long").alias("as_of"),
-            "count",
-            "sum",
-            "sumsq",
-            "max",
-        )
-    )
+    last_of_hour = F.pmod(start, F.lit(HOUR)) >= HOUR - LEVELS[0].size
+    return minutes.where((start >= now_start) | last_of_hour)

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 
-from metrics.windows import window_start
+from metrics.window_spec import window_start
+from server.errors import StatsError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,8 +44,10 @@ Stat = tuple[int, float | None, float | None, float | None]  # count, max, avg, 
 Outcome = Literal["equal", "different", "restarted"]
 
 
-class VerifyError(Exception):
+class VerifyError(StatsError):
     """The member cannot be read, or its answer is not a /stats document."""
+
+    code = "verify"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
 
-from ..deps import GuardedRoute, Operator, SessionDep, Viewer, audit_target
+from ..deps import GuardedRoute, Operator, SqlSession, Viewer, audit_target
 from ..problems import problem_responses
 from ..rules_export import prometheus_rules
 from ..schemas_ops import AlertHistory, AlertList, RuleIn, RuleList, RuleOut
@@ -33,18 +33,18 @@ async def active_alerts(principal: Viewer, request: Request) -> AlertList:
 )
 def alert_history(
     principal: Viewer,
-    session: SessionDep,
+    db: SqlSession,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     rule_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
 ) -> AlertHistory:
     """State changes (pending, firing, resolved), newest first."""
-    return AlertHistory(items=RuleService(session).history(limit, rule_id))
+    return AlertHistory(items=RuleService(db).history(limit, rule_id))
 
 
 @router.get("/rules", name="alerts.rules", response_model=RuleList, responses=problem_responses())
-def list_rules(principal: Viewer, session: SessionDep) -> RuleList:
+def list_rules(principal: Viewer, db: SqlSession) -> RuleList:
     """Every alert rule, by name."""
-    return RuleList(items=RuleService(session).all())
+    return RuleList(items=RuleService(db).all())
 
 
 @router.get(
@@ -53,9 +53,9 @@ def list_rules(principal: Viewer, session: SessionDep) -> RuleList:
     response_class=PlainTextResponse,
     responses=problem_responses(),
 )
-def export_rules(principal: Viewer, session: SessionDep) -> PlainTextResponse:
+def export_rules(principal: Viewer, db: SqlSession) -> PlainTextResponse:
     """The enabled rules as a Prometheus rules file (YAML; `promtool check rules` accepts it)."""
-    text = prometheus_rules(RuleService(session).all())
+    text = prometheus_rules(RuleService(db).all())
     return PlainTextResponse(text)  # YAML, served as text/plain (readable in a browser)
 
 
@@ -66,12 +66,10 @@ def export_rules(principal: Viewer, session: SessionDep) -> PlainTextResponse:
     response_model=RuleOut,
     responses=problem_responses(409),
 )
-def create_rule(
-    principal: Operator, data: RuleIn, session: SessionDep, request: Request
-) -> RuleOut:
+def create_rule(principal: Operator, data: RuleIn, db: SqlSession, request: Request) -> RuleOut:
     """Create an alert rule (409 when the name is taken)."""
     audit_target(request, data.name, f"{data.indicator} {data.comparison} {data.threshold:g}")
-    return RuleService(session).create(data, principal.name)
+    return RuleService(db).create(data, principal.name)
 
 
 @router.put(
@@ -81,11 +79,11 @@ def create_rule(
     responses=problem_responses(404, 409),
 )
 def update_rule(
-    principal: Operator, rule_id: RuleId, data: RuleIn, session: SessionDep, request: Request
+    principal: Operator, rule_id: RuleId, data: RuleIn, db: SqlSession, request: Request
 ) -> RuleOut:
     """Replace an alert rule; its alerts keep their state."""
     audit_target(request, data.name)
-    return RuleService(session).update(rule_id, data)
+    return RuleService(db).update(rule_id, data)
 
 
 @router.delete(
@@ -95,10 +93,8 @@ def update_rule(
     response_class=Response,
     responses=problem_responses(404),
 )
-def delete_rule(
-    principal: Operator, rule_id: RuleId, session: SessionDep, request: Request
-) -> Response:
+def delete_rule(principal: Operator, rule_id: RuleId, db: SqlSession, request: Request) -> Response:
     """Delete an alert rule; its active alerts resolve at the next evaluation."""
     audit_target(request, str(rule_id))
-    RuleService(session).delete(rule_id)
+    RuleService(db).delete(rule_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from ..deps import Admin, GuardedRoute, SessionDep
+from ..deps import Admin, GuardedRoute, SqlSession
 from ..problems import ProblemError, problem_responses
 from ..schemas import AuditPage
 from ..services.audit import AuditService, Outcome
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/audit", tags=["audit"], route_class=GuardedRoute)
 @router.get("", name="audit.list", response_model=AuditPage, responses=problem_responses())
 def list_audit(
     principal: Admin,
-    session: SessionDep,
+    db: SqlSession,
     actor: Annotated[str | None, Query(max_length=128, description="Token name")] = None,
     action: Annotated[
         str | None, Query(max_length=64, description="Route name, e.g. members.register")
@@ -31,6 +31,6 @@ def list_audit(
     """Every mutating call (who, what, when, outcome), newest first."""
     if since is not None and (since.tzinfo is None or since.utcoffset() is None):
         raise ProblemError(422, "since needs a time zone (e.g. 2026-11-22T15:00:00Z)")
-    return AuditService(session).page(
+    return AuditService(db).page(
         offset=offset, limit=limit, actor=actor, action=action, outcome=outcome, since=since
     )

@@ -11,8 +11,8 @@ from ..deps import (
     GuardedRoute,
     JobRunnerDep,
     Operator,
-    SessionDep,
-    SessionFactoryDep,
+    SqlSession,
+    SqlSessionFactory,
     Viewer,
     audit_target,
 )
@@ -28,21 +28,21 @@ RunId = Annotated[int, Path(ge=1, le=2**62, description="The run's id")]
 @router.get("", name="jobs.list", response_model=JobRunPage, responses=problem_responses())
 def list_jobs(
     principal: Viewer,
-    session: SessionDep,
+    db: SqlSession,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 20,
 ) -> JobRunPage:
     """Pipeline runs, newest first (what `pushgrid stats status` shows)."""
-    return JobService(session).page(offset=offset, limit=limit, status=status)
+    return JobService(db).page(offset=offset, limit=limit, status=status)
 
 
 @router.get(
     "/{run_id}", name="jobs.get", response_model=JobRunOut, responses=problem_responses(404)
 )
-def get_job(principal: Viewer, run_id: RunId, session: SessionDep) -> JobRunOut:
+def get_job(principal: Viewer, run_id: RunId, db: SqlSession) -> JobRunOut:
     """One pipeline run."""
-    return JobService(session).get(run_id)
+    return JobService(db).get(run_id)
 
 
 @router.post(
@@ -60,7 +60,7 @@ async def trigger_job(
     request: Request,
     response: Response,
     runner: JobRunnerDep,
-    session_factory: SessionFactoryDep,
+    session_factory: SqlSessionFactory,
     trigger: Annotated[JobTrigger | None, Body()] = None,
 ) -> JobRunOut:
     """Start a statistics run (`pushgrid stats run` in a child process).

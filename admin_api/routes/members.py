@@ -11,8 +11,8 @@ from ..deps import (
     MemberDep,
     MemberNamePath,
     MembersDep,
-    SessionDep,
     SettingsDep,
+    SqlSession,
     Viewer,
     audit_target,
 )
@@ -48,7 +48,7 @@ async def register_member(
     data: MemberCreate,
     request: Request,
     response: Response,
-    session: SessionDep,
+    db: SqlSession,
     settings: SettingsDep,
     http: HttpDep,
 ) -> MemberOut:
@@ -57,7 +57,7 @@ async def register_member(
     The member need not be up: the answer says whether it is reachable.
     """
     audit_target(request, data.name, f"monitor_url={data.monitor_url}")
-    member = MemberService(session, settings).register(data, principal.name)
+    member = MemberService(db, settings).register(data, principal.name)
     response.headers["Location"] = f"{request.url.path.rstrip('/')}/{member.name}"
     return await describe(http, member)
 
@@ -81,10 +81,10 @@ def remove_member(
     principal: Admin,
     name: MemberNamePath,
     request: Request,
-    session: SessionDep,
+    db: SqlSession,
     settings: SettingsDep,
 ) -> Response:
     """Forget a registered member (configured members are read-only: 409)."""
     audit_target(request, name)
-    MemberService(session, settings).remove(name)
+    MemberService(db, settings).remove(name)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

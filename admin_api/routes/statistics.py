@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from ..deps import GuardedRoute, SessionDep, SettingsDep, Viewer
+from ..deps import GuardedRoute, SettingsDep, SqlSession, Viewer
 from ..problems import ProblemError, problem_responses
 from ..schemas import IndicatorName, TrendSeries, UnixSeconds, WindowName, WindowStatList
 from ..services.statistics import StatisticsService
@@ -32,7 +32,7 @@ Scope = Annotated[
 )
 def get_window_stats(
     principal: Viewer,
-    session: SessionDep,
+    db: SqlSession,
     settings: SettingsDep,
     scope: Scope | None = None,
     indicator: IndicatorName | None = None,
@@ -44,14 +44,14 @@ def get_window_stats(
     (older than Admin.StaleAfter). Sorted cluster first, then nodes; indicators and windows in
     their documented order.
     """
-    service = StatisticsService(session, settings.admin_stale_after)
+    service = StatisticsService(db, settings.admin_stale_after)
     return service.window_stats(scope=scope, indicator=indicator, window=window)
 
 
 @router.get("/trend", name="stats.trend", response_model=TrendSeries, responses=problem_responses())
 def get_trend(
     principal: Viewer,
-    session: SessionDep,
+    db: SqlSession,
     settings: SettingsDep,
     indicator: IndicatorName,
     window: WindowName,
@@ -62,5 +62,5 @@ def get_trend(
     """The trend series of one (scope, indicator, window), oldest first, for charts."""
     if since is not None and until is not None and since > until:
         raise ProblemError(422, f"since ({since}) is after until ({until})")
-    service = StatisticsService(session, settings.admin_stale_after)
+    service = StatisticsService(db, settings.admin_stale_after)
     return service.trend(scope, indicator, window, since=since, until=until)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from ..deps import Admin, GuardedRoute, SessionDep, audit_target
+from ..deps import Admin, GuardedRoute, SqlSession, audit_target
 from ..problems import problem_responses
 from ..schemas import TokenCreate, TokenCreated, TokenList
 from ..services.tokens import TokenService
@@ -17,9 +17,9 @@ TokenId = Annotated[str, Path(max_length=32, description="The token's id (not th
 
 
 @router.get("", name="tokens.list", response_model=TokenList, responses=problem_responses())
-def list_tokens(principal: Admin, session: SessionDep) -> TokenList:
+def list_tokens(principal: Admin, db: SqlSession) -> TokenList:
     """Every token (never the token itself, nor its hash)."""
-    return TokenList(items=TokenService(session).list())
+    return TokenList(items=TokenService(db).list())
 
 
 @router.post(
@@ -33,10 +33,10 @@ def list_tokens(principal: Admin, session: SessionDep) -> TokenList:
     },
 )
 def create_token(
-    principal: Admin, data: TokenCreate, request: Request, response: Response, session: SessionDep
+    principal: Admin, data: TokenCreate, request: Request, response: Response, db: SqlSession
 ) -> TokenCreated:
     """Create a token; the answer holds it, once: only its SHA-256 is stored."""
-    created = TokenService(session).create(data.name, data.role, created_by=principal.name)
+    created = TokenService(db).create(data.name, data.role, created_by=principal.name)
     audit_target(request, created.id, f"name={created.name} role={created.role.value}")
     response.headers["Location"] = f"{request.url.path.rstrip('/')}/{created.id}"
     return created
@@ -49,11 +49,9 @@ def create_token(
     response_class=Response,
     responses=problem_responses(404),
 )
-def revoke_token(
-    principal: Admin, token_id: TokenId, request: Request, session: SessionDep
-) -> Response:
+def revoke_token(principal: Admin, token_id: TokenId, request: Request, db: SqlSession) -> Response:
     """Revoke a token: it gets 401 from now on (revoking twice is not an error)."""
     audit_target(request, token_id)
-    revoked = TokenService(session).revoke(token_id)
+    revoked = TokenService(db).revoke(token_id)
     request.state.audit_detail = f"name={revoked.name}"
     return Response(status_code=status.HTTP_204_NO_CONTENT)

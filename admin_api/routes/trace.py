@@ -8,7 +8,7 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Query, Request, Response, status
 
 from ..deps import GuardedRoute, HttpDep, MemberDep, Operator, audit_target
-from ..jolokia import SESSIONS_MBEAN, MemberClient
+from ..member_client import SESSIONS_MBEAN, MemberClient
 from ..problems import MEMBER_ERRORS, not_found, problem_responses
 from ..schemas_ops import SessionDetail, TraceIn, TraceOut
 from ..services.members import client_url

@@ -23,12 +23,13 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from metrics.sqlstore import transaction
+from metrics.sqlstore.admin_models import AlertEvent, AlertRule
 from server.config import Settings
 
 from ..access import member_access
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
-from ..jolokia import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
-from ..models import AlertEvent, AlertRule
+from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
 from ..problems import conflict, not_found
 from ..schemas import MemberLive
 from ..schemas_ops import AlertEventOut, AlertOut, RuleIn, RuleOut
@@ -83,19 +84,19 @@ def as_rule(row: AlertRule | RuleOut) -> Rule:
 
 
 class RuleService:
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, db: Session) -> None:
+        self.db = db
 
     def all(self) -> list[RuleOut]:
-        rows = self.session.scalars(select(AlertRule).order_by(AlertRule.name))
+        rows = self.db.scalars(select(AlertRule).order_by(AlertRule.name))
         return [rule_out(row) for row in rows]
 
     def enabled(self) -> list[Rule]:
-        rows = self.session.scalars(select(AlertRule).where(AlertRule.enabled.is_(True)))
+        rows = self.db.scalars(select(AlertRule).where(AlertRule.enabled.is_(True)))
         return [as_rule(row) for row in rows]
 
     def _row(self, rule_id: int) -> AlertRule:
-        row = self.session.get(AlertRule, rule_id)
+        row = self.db.get(AlertRule, rule_id)
         if row is None:
             raise not_found(f"no alert rule {rule_id}")
         return row
@@ -109,51 +110,49 @@ class RuleService:
         row.for_seconds, row.severity, row.scope = data.for_, data.severity, data.scope
         row.description, row.enabled = data.description, data.enabled
 
-    def _commit(self, name: str) -> None:
+    def _save(self, row: AlertRule, data: RuleIn) -> None:
         try:
-            self.session.commit()
+            with transaction(self.db):
+                self._apply(row, data)
+                self.db.add(row)
         except IntegrityError:
-            self.session.rollback()
-            raise conflict(f"an alert rule named {name!r} exists already") from None
+            raise conflict(f"an alert rule named {data.name!r} exists already") from None
 
     def create(self, data: RuleIn, created_by: str | None) -> RuleOut:
         row = AlertRule(created_by=created_by)
-        self._apply(row, data)
-        self.session.add(row)
-        self._commit(data.name)
+        self._save(row, data)
         return rule_out(row)
 
     def update(self, rule_id: int, data: RuleIn) -> RuleOut:
         row = self._row(rule_id)
-        self._apply(row, data)
-        self._commit(data.name)
+        self._save(row, data)
         return rule_out(row)
 
     def delete(self, rule_id: int) -> None:
         self._row(rule_id)
-        self.session.execute(delete(AlertRule).where(AlertRule.id == rule_id))
-        self.session.commit()
+        with transaction(self.db):
+            self.db.execute(delete(AlertRule).where(AlertRule.id == rule_id))
 
     def record(self, changes: Sequence[Change]) -> None:
-        for change in changes:
-            alert = change.alert
-            self.session.add(
-                AlertEvent(
-                    at=datetime.fromtimestamp(change.at, UTC),
-                    rule_id=alert.rule.id,
-                    rule=alert.rule.name,
-                    target=alert.target,
-                    state=change.state,
-                    value=alert.value,
-                    summary=alert.summary()[:1024],
+        with transaction(self.db):
+            for change in changes:
+                alert = change.alert
+                self.db.add(
+                    AlertEvent(
+                        at=datetime.fromtimestamp(change.at, UTC),
+                        rule_id=alert.rule.id,
+                        rule=alert.rule.name,
+                        target=alert.target,
+                        state=change.state,
+                        value=alert.value,
+                        summary=alert.summary()[:1024],
+                    )
                 )
-            )
-        self.session.commit()
 
     def open_events(self) -> list[AlertEvent]:
         """The latest event of every alert whose latest state is pending or firing."""
         latest = select(func.max(AlertEvent.id)).group_by(AlertEvent.rule_id, AlertEvent.target)
-        rows = self.session.scalars(select(AlertEvent).where(AlertEvent.id.in_(latest)))
+        rows = self.db.scalars(select(AlertEvent).where(AlertEvent.id.in_(latest)))
         return [row for row in rows if row.state != "resolved"]
 
     def history(self, limit: int, rule_id: int | None = None) -> list[AlertEventOut]:
@@ -171,7 +170,7 @@ class RuleService:
                 value=e.value,
                 summary=e.summary,
             )
-            for e in self.session.scalars(query)
+            for e in self.db.scalars(query)
         ]
 
 
@@ -251,8 +250,8 @@ class AlertRunner:
         """Take back the alerts that were pending or firing when the admin API stopped (their
         latest event in SQL), so that a restart neither forgets nor re-announces them. Alerts of
         rules deleted or disabled meanwhile are resolved (and recorded) at once."""
-        with self.session_factory() as session:
-            service = RuleService(session)
+        with self.session_factory() as db:
+            service = RuleService(db)
             rules = {rule.id: rule for rule in service.enabled()}
             gone: list[Change] = []
             for event in service.open_events():
@@ -295,9 +294,9 @@ class AlertRunner:
                 await asyncio.sleep(max(0.05, self.settings.alerts_interval - elapsed))
 
     def _load(self) -> tuple[list[Rule], list[Member]]:
-        with self.session_factory() as session:
-            rules = RuleService(session).enabled()
-            members = MemberService(session, self.settings).all() if rules else []
+        with self.session_factory() as db:
+            rules = RuleService(db).enabled()
+            members = MemberService(db, self.settings).all() if rules else []
             return rules, members
 
     async def evaluate_once(self, http: httpx.AsyncClient) -> list[Change]:
@@ -315,8 +314,8 @@ class AlertRunner:
         return changes
 
     def _record(self, changes: Sequence[Change]) -> None:
-        with self.session_factory() as session:
-            RuleService(session).record(changes)
+        with self.session_factory() as db:
+            RuleService(db).record(changes)
 
     def _send(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -9,9 +9,10 @@ from typing import Final, Literal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from spark_stats.store.models import utc_now
+from metrics.sqlstore import transaction
+from metrics.sqlstore.admin_models import AuditEntry
+from metrics.sqlstore.models import utc_now
 
-from ..models import AuditEntry
 from ..schemas import AuditOut, AuditPage
 from ..security import Role
 
@@ -68,8 +69,8 @@ def audit_out(row: AuditEntry) -> AuditOut:
 
 
 class AuditService:
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, db: Session) -> None:
+        self.db = db
 
     def record(self, record: AuditRecord) -> AuditEntry:
         row = AuditEntry(
@@ -84,12 +85,8 @@ class AuditService:
             status=record.status,
             detail=_clip(record.detail, MAX_DETAIL),
         )
-        try:
-            self.session.add(row)
-            self.session.commit()
-        except BaseException:
-            self.session.rollback()
-            raise
+        with transaction(self.db):
+            self.db.add(row)
         return row
 
     def page(
@@ -117,8 +114,8 @@ class AuditService:
         elif outcome == "failed":
             filters.append(AuditEntry.status >= 400)
             filters.append(AuditEntry.status.not_in((401, 403)))
-        total = self.session.scalar(select(func.count()).select_from(AuditEntry).where(*filters))
-        rows = self.session.scalars(
+        total = self.db.scalar(select(func.count()).select_from(AuditEntry).where(*filters))
+        rows = self.db.scalars(
             select(AuditEntry)
             .where(*filters)
             .order_by(AuditEntry.id.desc())

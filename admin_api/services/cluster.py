@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from ..access import is_jmx
-from ..jolokia import Member, MemberClient, MemberFailure
+from ..member_client import Member, MemberClient, MemberFailure
 from ..schemas import ClusterMemberOut, ClusterOut
 
 CLUSTER_MBEAN = "pushgrid:type=Cluster"

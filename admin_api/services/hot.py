@@ -17,7 +17,7 @@ from typing import Any, Final
 import httpx
 from pydantic import ValidationError
 
-from ..jolokia import Member, MemberClient, MemberFailure
+from ..member_client import Member, MemberClient, MemberFailure
 from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot, RankingName
 
 HOT_MBEAN: Final = "pushgrid:type=HotSubjects"

@@ -29,10 +29,10 @@ from typing import Final, Literal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from metrics.sqlstore import running_run
+from metrics.sqlstore.models import RUN_STATUSES, JobRun, utc_now
 from server.config import Settings
 from spark_stats.locking import warehouse_busy
-from spark_stats.store.db import running_run
-from spark_stats.store.models import RUN_STATUSES, JobRun, utc_now
 
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import JobRunOut, JobRunPage, StageOut
@@ -63,15 +63,15 @@ def run_out(run: JobRun) -> JobRunOut:
 
 
 class JobService:
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, db: Session) -> None:
+        self.db = db
 
     def page(
         self, *, offset: int = 0, limit: int = 20, status: RunStatus | None = None
     ) -> JobRunPage:
         filters = [] if status is None else [JobRun.status == status]
-        total = self.session.scalar(select(func.count()).select_from(JobRun).where(*filters))
-        rows = self.session.scalars(
+        total = self.db.scalar(select(func.count()).select_from(JobRun).where(*filters))
+        rows = self.db.scalars(
             select(JobRun).where(*filters).order_by(JobRun.id.desc()).offset(offset).limit(limit)
         )
         return JobRunPage(
@@ -79,7 +79,7 @@ class JobService:
         )
 
     def get(self, run_id: int) -> JobRunOut:
-        run = self.session.get(JobRun, run_id)
+        run = self.db.get(JobRun, run_id)
         if run is None:
             raise not_found(f"no job run {run_id}")
         return run_out(run)
@@ -142,9 +142,9 @@ class JobRunner:
                 raise conflict(
                     "MetricsArchive is off: the pipeline has no input", "no_metrics_archive"
                 )
-            with session_factory() as session:
+            with session_factory() as db:
                 if warehouse_busy(self.settings.stats_warehouse):
-                    running = running_run(session)
+                    running = running_run(db, str(self.settings.stats_warehouse.resolve()))
                     raise conflict(
                         f"statistics run {running.id} is running since "
                         f"{running.started_at.isoformat()}"
@@ -152,7 +152,7 @@ class JobRunner:
                         else f"a statistics run holds {self.settings.stats_warehouse}",
                         "job_running",
                     )
-                last_id = session.scalar(select(func.max(JobRun.id))) or 0
+                last_id = db.scalar(select(func.max(JobRun.id))) or 0
             argv = self.argv(as_of)
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("ab") as log:
@@ -179,8 +179,8 @@ class JobRunner:
         deadline = time.monotonic() + self.start_timeout
         while True:
             exited = process.poll() is not None
-            with session_factory() as session:
-                run = session.scalar(
+            with session_factory() as db:
+                run = db.scalar(
                     select(JobRun).where(JobRun.id > last_id).order_by(JobRun.id).limit(1)
                 )
                 if run is not None:

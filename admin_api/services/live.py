@@ -17,10 +17,10 @@ from typing import Any, Final, cast
 import httpx
 
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from ..access import member_access
-from ..jolokia import INDICATORS_MBEAN, Member, MemberFailure
+from ..member_client import INDICATORS_MBEAN, Member, MemberFailure
 from ..schemas import (
     ClusterIndicator,
     ClusterLive,

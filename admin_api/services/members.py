@@ -16,11 +16,13 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from metrics.sqlstore import transaction
+from metrics.sqlstore.admin_models import RegisteredMember
+from metrics.sqlstore.models import utc_now
 from server.config import Settings
-from spark_stats.store.models import utc_now
 
 from ..access import is_jmx, member_access
-from ..jolokia import (
+from ..member_client import (
     SERVER_MBEAN,
     Member,
     MemberFailure,
@@ -28,7 +30,6 @@ from ..jolokia import (
     derive_client_url,
     parse_listen,
 )
-from ..models import RegisteredMember
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import MemberCreate, MemberList, MemberOut
 
@@ -82,22 +83,22 @@ def _registered(row: RegisteredMember) -> Member:
 class MemberService:
     """The member directory (database part owned here)."""
 
-    def __init__(self, session: Session, settings: Settings) -> None:
-        self.session = session
+    def __init__(self, db: Session, settings: Settings) -> None:
+        self.db = db
         self.settings = settings
 
     def all(self) -> list[Member]:
         """Configured members first (in configuration order), then registered ones by name."""
         configured = configured_members(self.settings)
         names = {member.name for member in configured}
-        rows = self.session.scalars(select(RegisteredMember).order_by(RegisteredMember.name))
+        rows = self.db.scalars(select(RegisteredMember).order_by(RegisteredMember.name))
         return configured + [_registered(row) for row in rows if row.name not in names]
 
     def get(self, name: str) -> Member:
         for member in configured_members(self.settings):
             if member.name == name:
                 return member
-        row = self.session.get(RegisteredMember, name)
+        row = self.db.get(RegisteredMember, name)
         if row is None:
             raise not_found(f"no member {name!r}")
         return _registered(row)
@@ -105,7 +106,7 @@ class MemberService:
     def register(self, data: MemberCreate, created_by: str | None) -> Member:
         if any(member.name == data.name for member in configured_members(self.settings)):
             raise conflict(f"member {data.name!r} is configured in Admin.Members", "member_exists")
-        if self.session.get(RegisteredMember, data.name) is not None:
+        if self.db.get(RegisteredMember, data.name) is not None:
             raise conflict(f"member {data.name!r} is already registered", "member_exists")
         if (data.username is None) != (data.password is None):
             raise ProblemError(422, "give both username and password, or neither")
@@ -118,12 +119,8 @@ class MemberService:
             created_at=utc_now(),
             created_by=created_by,
         )
-        try:
-            self.session.add(row)
-            self.session.commit()
-        except BaseException:
-            self.session.rollback()
-            raise
+        with transaction(self.db):
+            self.db.add(row)
         return _registered(row)
 
     def remove(self, name: str) -> None:
@@ -133,15 +130,11 @@ class MemberService:
                 "configuration",
                 "member_read_only",
             )
-        row = self.session.get(RegisteredMember, name)
+        row = self.db.get(RegisteredMember, name)
         if row is None:
             raise not_found(f"no member {name!r}")
-        try:
-            self.session.delete(row)
-            self.session.commit()
-        except BaseException:
-            self.session.rollback()
-            raise
+        with transaction(self.db):
+            self.db.delete(row)
 
 
 # --- what the members say -----------------------------------------------------------------------

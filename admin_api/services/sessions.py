@@ -14,7 +14,7 @@ import httpx
 from pydantic import ValidationError
 
 from ..access import member_access
-from ..jolokia import SESSIONS_MBEAN, Member, MemberFailure
+from ..member_client import SESSIONS_MBEAN, Member, MemberFailure
 from ..problems import not_found
 from ..schemas import MemberError, SessionOut, SessionPage, SessionSort
 

@@ -1,6 +1,6 @@
 """The pipeline's results from SQL: window statistics (with their age) and trend series.
 
-Read through :mod:`spark_stats.store.db` (``window_stats`` returns the latest as-of of every
+Read through :mod:`metrics.sqlstore` (``window_stats`` returns the latest as-of of every
 (scope, indicator, window); ``trend`` a series oldest first). A statistic is ``stale`` when the
 pipeline wrote it more than ``Admin.StaleAfter`` seconds ago (``computed_at``): the pipeline's
 ``as_of`` is the archive's last closed hour, so it is always somewhat old; a run that stopped
@@ -14,8 +14,8 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from spark_stats.store import db
-from spark_stats.store.models import TrendPoint, WindowStat, utc_now
+from metrics import sqlstore
+from metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
 
 from ..schemas import TrendPointOut, TrendSeries, WindowStatList, WindowStatOut
 
@@ -54,8 +54,8 @@ def trend_point_out(row: TrendPoint) -> TrendPointOut:
 
 
 class StatisticsService:
-    def __init__(self, session: Session, stale_after: float) -> None:
-        self.session = session
+    def __init__(self, db: Session, stale_after: float) -> None:
+        self.db = db
         self.stale_after = stale_after
 
     def window_stats(
@@ -64,7 +64,7 @@ class StatisticsService:
         indicator: str | None = None,
         window: str | None = None,
     ) -> WindowStatList:
-        rows = db.window_stats(self.session, scope=scope, indicator=indicator, window=window)
+        rows = sqlstore.window_stats(self.db, scope=scope, indicator=indicator, window=window)
         now = utc_now()
         return WindowStatList(
             items=[window_stat_out(row, now, self.stale_after) for row in rows],
@@ -79,7 +79,7 @@ class StatisticsService:
         since: int | None = None,
         until: int | None = None,
     ) -> TrendSeries:
-        rows = db.trend(self.session, scope, indicator, window, since=since, until=until)
+        rows = sqlstore.trend(self.db, scope, indicator, window, since=since, until=until)
         return TrendSeries(
             scope=scope,
             indicator=indicator,

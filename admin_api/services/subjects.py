@@ -12,7 +12,7 @@ import httpx
 from server.protocol.subjects import subject_error
 
 from ..access import member_access
-from ..jolokia import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
+from ..member_client import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
 from ..problems import ProblemError
 from ..schemas import PublishIn, PublishOut, SnapshotOut, SubjectInfo
 from .members import client_url

@@ -8,9 +8,10 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from spark_stats.store.models import utc_now
+from metrics.sqlstore import transaction
+from metrics.sqlstore.admin_models import ApiToken
+from metrics.sqlstore.models import utc_now
 
-from ..models import ApiToken
 from ..problems import not_found
 from ..schemas import TokenCreated, TokenOut
 from ..security import (
@@ -42,8 +43,8 @@ def token_out(token: ApiToken) -> TokenOut:
 
 
 class TokenService:
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, db: Session) -> None:
+        self.db = db
 
     def create(self, name: str, role: Role, created_by: str | None = None) -> TokenCreated:
         """Store a new token's hash; return its description with the token itself."""
@@ -57,51 +58,39 @@ class TokenService:
             created_at=utc_now(),
             created_by=created_by,
         )
-        try:
-            self.session.add(row)
-            self.session.commit()
-        except BaseException:
-            self.session.rollback()
-            raise
+        with transaction(self.db):
+            self.db.add(row)
         return TokenCreated(**token_out(row).model_dump(), token=token)
 
     def list(self) -> list[TokenOut]:
-        rows = self.session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id))
+        rows = self.db.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id))
         return [token_out(row) for row in rows]
 
     def revoke(self, token_id: str) -> TokenOut:
         """Revoke a token (revoking a revoked token changes nothing)."""
-        row = self.session.get(ApiToken, token_id)
+        row = self.db.get(ApiToken, token_id)
         if row is None:
             raise not_found(f"no token {token_id!r}")
         if row.revoked_at is None:
-            try:
+            with transaction(self.db):
                 row.revoked_at = utc_now()
-                self.session.commit()
-            except BaseException:
-                self.session.rollback()
-                raise
         return token_out(row)
 
     def authenticate(self, token: str) -> Principal | None:
         """The principal of a valid, unrevoked token, or None."""
         if not looks_like_token(token):
             return None
-        row = self.session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+        row = self.db.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
         if row is None or row.revoked_at is not None:
             return None
         now = utc_now()
         if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
-            try:
+            with transaction(self.db):
                 row.last_used_at = now
-                self.session.commit()
-            except BaseException:
-                self.session.rollback()
-                raise
         return Principal(token_id=row.id, name=row.name, role=Role(row.role))
 
     def has_active(self, role: Role) -> bool:
-        row = self.session.scalar(
+        row = self.db.scalar(
             select(ApiToken.id)
             .where(ApiToken.role == role.value, ApiToken.revoked_at.is_(None))
             .limit(1)

@@ -29,7 +29,7 @@ from client import Message, PushgridClient, Status, StatusEvent
 from client.backoff import BackoffPolicy
 from server.config import Settings
 
-from ..jolokia import Member
+from ..member_client import Member
 from ..problems import ProblemError, conflict, not_found
 from ..schemas_ops import TraceMessage, TraceOut
 

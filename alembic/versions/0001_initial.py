@@ -4,7 +4,7 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-11-22 16:00:00
 
-Written by hand to match spark_stats/store/models.py (tests/unit/test_store_migrations.py
+Written by hand to match metrics/sqlstore/models.py (tests/unit/test_store_migrations.py
 compares the migrated schema with the models on SQLite; the PostgreSQL test runs it too).
 """
 

@@ -4,8 +4,8 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-22 18:00:00
 
-Written by hand to match admin_api/models.py (tests/unit/test_admin_models.py compares the
-migrated schema with the models on SQLite).
+Written by hand to match metrics/sqlstore/admin_models.py (tests/unit/test_admin_models.py
+compares the migrated schema with the models on SQLite).
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import PushgridError
 
-class ClusterError(Exception):
+
+class ClusterError(PushgridError):
     """The cluster cannot be set up as configured (a start-up error naming what to fix)."""
+
+    code = "cluster"

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..errors import PushgridError
 from .entitlement import Entitlement, Grant
 from .throttle import host_of
 
@@ -46,8 +47,10 @@ class EntitlementPlugin(Protocol):
     ) -> Sequence[bool]: ...
 
 
-class PluginError(Exception):
+class PluginError(PushgridError):
     """The plug-in named in ``Entitlement = custom:NAME`` cannot be loaded."""
+
+    code = "plugin"
 
 
 def load_plugin(name: str) -> EntitlementPlugin:

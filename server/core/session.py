@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..engine.base import EngineUnavailable, Published, PublishRequest
 from ..protocol.codec import Limits, decode_client_frame, encode
-from ..protocol.errors import CloseCode, ErrorCode, RemoteProtocolError
+from ..protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
 from ..protocol.frames import (
     Error,
     Ping,
@@ -91,6 +91,7 @@ class Session:
         self.messages_in = 0
         self._errors_in_a_row = 0
         self._expiry: asyncio.TimerHandle | None = None
+        self._welcomed = False  # the protocol's first frame is always the welcome
 
     def __hash__(self) -> int:
         return id(self)
@@ -101,14 +102,20 @@ class Session:
     # -- output -----------------------------------------------------------------------------
 
     def send(self, frame: ServerFrame) -> None:
+        if not self._welcomed and not isinstance(frame, Welcome):
+            raise LocalProtocolError(f"{type(frame).__name__} frame before the welcome")
         self.peer.send(encode_text_frame(encode(frame)))
 
     def send_messages(self, frames: list[bytes]) -> None:
+        if frames and not self._welcomed:
+            raise LocalProtocolError("message frames before the welcome")
         for frame in frames:
             self.peer.send(frame)
         self.hub.counters.messages_out_total += len(frames)
 
     def welcome(self) -> None:
+        if self._welcomed:
+            raise LocalProtocolError(f"a second welcome for session {self.id}")
         self.send(
             Welcome(
                 server=self.policy.server_name,
@@ -119,6 +126,7 @@ class Session:
                 max_subscriptions=self.policy.max_subscriptions,
             )
         )
+        self._welcomed = True
         self._arm_expiry()
 
     def close(self) -> None:

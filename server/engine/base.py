@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..cluster.status import ClusterStatus
+from ..errors import EngineError
 from ..protocol.codec import encode
 from ..protocol.frames import Message, MessageKind, Position, QoS
 from ..protocol.wsframe import encode_text_frame
@@ -77,7 +78,10 @@ class Published:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Spec 4.1.2: latest retained content and the union of fields with their latest values."""
+    """Spec 4.1.2: latest retained content and the union of fields with their latest values.
+
+    ``qos`` is the qos of the last retained message (a meta-subject's snapshot is ``standard``).
+    """
 
     subject: str
     content: str
@@ -85,6 +89,7 @@ class Snapshot:
     epoch: str
     seq: int
     ts: int
+    qos: QoS = "guaranteed"
 
     def frame(self) -> bytes:
         message = Message(
@@ -94,7 +99,7 @@ class Snapshot:
             fields=self.fields,
             epoch=self.epoch,
             seq=self.seq,
-            qos="guaranteed",
+            qos=self.qos,
             retained=True,
             ts=self.ts,
         )
@@ -199,5 +204,8 @@ class Engine(abc.ABC):
         return None
 
 
-class EngineUnavailable(Exception):
-    """The engine cannot accept messages right now (for example no cluster quorum)."""
+class EngineUnavailable(EngineError):
+    """The engine cannot accept messages right now (for example no cluster quorum): retry later."""
+
+    code = "engine_unavailable"
+    retryable = True

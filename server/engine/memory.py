@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..protocol.frames import Position
+from ..protocol.frames import Position, QoS
 from .base import (
     Deliver,
     Engine,
@@ -31,6 +31,7 @@ class _Subject:
     content: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     snapshot_ts: int = 0
+    snapshot_qos: QoS = "guaranteed"
     cache: deque[Published] = field(default_factory=deque)
     cached_bytes: int = 0
 
@@ -93,6 +94,7 @@ class MemoryEngine(Engine):
             state.content = request.content
             state.fields.update(request.fields)
             state.snapshot_ts = now
+            state.snapshot_qos = request.qos
         if request.qos == "guaranteed":
             self._cache(state, message, now)
         if self._deliver is not None:
@@ -140,6 +142,7 @@ class MemoryEngine(Engine):
             epoch=self.epoch,
             seq=state.seq,
             ts=state.snapshot_ts,
+            qos=state.snapshot_qos,
         )
 
     async def position(self, subject: str) -> tuple[str, int]:

@@ -68,6 +68,7 @@ class Record(msgspec.Struct, frozen=True, omit_defaults=True):
     sc: str | None = None  # snapshot content (None: no retained message yet)
     sf: dict[str, str] = {}  # snapshot fields
     st: int = 0  # snapshot ts
+    sq: QoS = "guaranteed"  # snapshot qos (of the last retained message)
 
     @property
     def s(self) -> int:
@@ -80,7 +81,7 @@ class Record(msgspec.Struct, frozen=True, omit_defaults=True):
     def snapshot(self, subject: str) -> Snapshot | None:
         if self.sc is None:
             return None
-        return Snapshot(subject, self.sc, dict(self.sf), self.e, self.s, self.st)
+        return Snapshot(subject, self.sc, dict(self.sf), self.e, self.s, self.st, self.sq)
 
 
 def _utf8(text: str) -> int:
@@ -114,6 +115,7 @@ def next_record(
     snap_content = previous.sc if previous is not None else None
     snap_fields = dict(previous.sf) if previous is not None else {}
     snap_ts = previous.st if previous is not None else 0
+    snap_qos: QoS = previous.sq if previous is not None else "guaranteed"
     items: list[Item] = []
     for request in requests:
         if request.qos == "guaranteed":
@@ -123,7 +125,8 @@ def next_record(
             snap_content = request.content
             snap_fields.update(request.fields)
             snap_ts = ts
-    return Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts)
+            snap_qos = request.qos
+    return Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts, sq=snap_qos)
 
 
 class Announcement(msgspec.Struct, frozen=True):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from ..config import Settings, parse_address
+from ..errors import MonitoringError
 
 BRIDGE_SOURCE: Final = Path(__file__).resolve().parents[2] / "deploy" / "jmx" / "Bridge.java"
 JAVA_HINT: Final = (
@@ -31,8 +32,10 @@ JAVA_HINT: Final = (
 )
 
 
-class BridgeError(Exception):
+class BridgeError(MonitoringError):
     """The bridge cannot be started (the message says what to change)."""
+
+    code = "jmx_bridge"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import jmxquery
 
+from ..errors import MonitoringError
 from .bridge import BRIDGE_SOURCE, JAVA_HINT
 
 DEFAULT_TIMEOUT: Final = 15.0
@@ -33,12 +34,15 @@ DEFAULT_TIMEOUT: Final = 15.0
 FAST_START: Final = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
-class JmxError(Exception):
+class JmxError(MonitoringError):
     """A JMX call failed; ``kind`` is ``unreachable``, ``auth``, ``timeout`` or ``error``."""
+
+    code = "jmx"
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+        self.retryable = kind in ("unreachable", "timeout")
         self.message = message
 
 

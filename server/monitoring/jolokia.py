@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, unquote
 
 import msgspec
 
+from ..errors import MonitoringError
 from .mbeans import MalformedObjectName, MBean, MBeanRegistry, ObjectName, Operation
 
 __all__ = [
@@ -60,8 +61,10 @@ RUNTIME = "java.lang.RuntimeException"
 _encoder = msgspec.json.Encoder()
 
 
-class JolokiaError(Exception):
+class JolokiaError(MonitoringError):
     """A failed Jolokia request: ``status`` (400/403/404/500) and a Java-style ``error_type``."""
+
+    code = "jolokia"
 
     def __init__(self, status: int, error_type: str, message: str) -> None:
         super().__init__(message)

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..errors import MonitoringError
+
 __all__ = [
     "Arg",
     "Attribute",
@@ -32,12 +34,16 @@ __all__ = [
 ]
 
 
-class MalformedObjectName(ValueError):
+class MalformedObjectName(MonitoringError, ValueError):
     """The text is not a valid JMX ObjectName or ObjectName pattern."""
 
+    code = "malformed_name"
 
-class InstanceAlreadyExists(ValueError):
+
+class InstanceAlreadyExists(MonitoringError, ValueError):
     """An MBean with that ObjectName is already registered."""
+
+    code = "instance_exists"
 
 
 _KEY_FORBIDDEN = frozenset(':=,*?"\n')

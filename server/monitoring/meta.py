@@ -18,16 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from metrics.indicators import INDICATORS
+from metrics.readmodel import ReadModel
 
-from ..engine.base import EngineUnavailable, PublishRequest
+from ..cluster.status import ClusterStatus
+from ..engine.base import EngineUnavailable, Published, PublishRequest
 from .cluster_view import health_status, meta_fields
-from .stats_page import _format
-
-if TYPE_CHECKING:
-    from ..app import PushServer
+from .numbers import number_text
+from .ports import LiveState, MonitoredNode
 
 log = logging.getLogger(__name__)
 
@@ -35,58 +35,62 @@ META_ROOT = "/pushgrid"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+class Publisher(Protocol):
+    async def publish(self, request: PublishRequest) -> Published: ...
+
+
 def node_segment(server_name: str) -> str:
     return _UNSAFE.sub("_", server_name) or "node"
 
 
-def meta_messages(app: PushServer) -> list[PublishRequest]:
-    """The messages of one meta-subject round, built from the sampler's latest numbers."""
-    sampler = app.sampler
-    node = node_segment(app.settings.server_name)
-    ts = str(sampler.latest.ts)
-    windows = sampler.window_stats()
-    engine_stats = app.engine.stats()
-    overview = {i.name: _format(sampler.latest.values[i.name]) for i in INDICATORS}
+def _message(subject: str, content: str, fields: dict[str, str]) -> PublishRequest:
+    """Retained, qos standard: the latest round is the snapshot, nothing fills the cache."""
+    return PublishRequest(subject, content, fields, True, "standard")
+
+
+def indicator_fields(model: ReadModel, name: str) -> dict[str, str]:
+    """``current``, ``ts`` and ``<window>.count`` (+ max/avg/stddev when not empty)."""
+    reading = model.indicators[name]
+    fields = {"current": number_text(reading.current), "ts": str(model.ts)}
+    for window, r in reading.windows.items():
+        fields[f"{window}.count"] = str(r.count)
+        for stat, value in (("max", r.max), ("avg", r.avg), ("stddev", r.stddev)):
+            if value is not None:
+                fields[f"{window}.{stat}"] = number_text(value)
+    return fields
+
+
+def meta_messages(
+    model: ReadModel, live: LiveState, cluster: ClusterStatus
+) -> list[PublishRequest]:
+    """The messages of one meta-subject round (pure: formats the read model and live state)."""
+    node = f"{META_ROOT}/{node_segment(live.server_name)}"
+    ts = str(model.ts)
+    overview = {i.name: number_text(model.current(i.name)) for i in INDICATORS}
     overview.update(
-        sessions=str(app.counters.sessions),
-        subscriptions=str(app.counters.subscriptions),
-        subjects=str(engine_stats.subjects),
-        cache_messages=str(engine_stats.cached_messages),
-        uptime=_format(round(app.uptime(), 3)),
+        sessions=str(live.counters["sessions"]),
+        subscriptions=str(live.counters["subscriptions"]),
+        subjects=str(live.engine.subjects),
+        cache_messages=str(live.engine.cached_messages),
+        uptime=number_text(round(live.uptime, 3)),
         ts=ts,
     )
-    messages = [PublishRequest(f"{META_ROOT}/{node}/overview", ts, overview, True, "standard")]
+    messages = [_message(f"{node}/overview", ts, overview)]
     for indicator in INDICATORS:
-        current = _format(sampler.latest.values[indicator.name])
-        fields = {"current": current, "ts": ts}
-        for window, moments in windows.get(indicator.name, {}).items():
-            fields[f"{window}.count"] = str(moments.count)
-            if moments.count:
-                fields[f"{window}.max"] = _format(moments.max)
-                fields[f"{window}.avg"] = _format(moments.mean)
-                fields[f"{window}.stddev"] = _format(moments.stddev)
-        subject = f"{META_ROOT}/{node}/{indicator.name}"
-        messages.append(PublishRequest(subject, current, fields, True, "standard"))
-    cluster = app.cluster_status()
-    messages.append(
-        PublishRequest(
-            f"{META_ROOT}/{node}/cluster",
-            health_status(cluster),
-            meta_fields(cluster),
-            True,
-            "standard",
-        )
-    )
+        fields = indicator_fields(model, indicator.name)
+        messages.append(_message(f"{node}/{indicator.name}", fields["current"], fields))
+    messages.append(_message(f"{node}/cluster", health_status(cluster), meta_fields(cluster)))
     return messages
 
 
-async def publish_meta_subjects(app: PushServer, interval: float) -> None:
+async def publish_meta_subjects(node: MonitoredNode, engine: Publisher, interval: float) -> None:
     """Publish a round every ``interval`` seconds until cancelled."""
     while True:
         await asyncio.sleep(interval)
-        for message in meta_messages(app):
+        round_ = meta_messages(node.read_model(), node.live_state(), node.cluster_status())
+        for message in round_:
             try:
-                await app.engine.publish(message)
+                await engine.publish(message)
             except EngineUnavailable as exc:
                 log.warning("meta-subjects not published: %s", exc)
                 break

@@ -1,14 +1,13 @@
 """Prometheus exposition of the sampler's numbers (prefix ``pushgrid_``, base units).
 
-A custom collector reads the counters and the sampler's window statistics at scrape time, so
-/metrics agrees with Jolokia, /stats and the meta-subjects.
+A custom collector formats, at scrape time, the node's live state and the sampler's read model
+(the same values Jolokia, /stats and the meta-subjects format), so /metrics agrees with them.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -17,11 +16,10 @@ from prometheus_client.registry import Collector
 
 from metrics.hotsubjects import RANKINGS
 from metrics.indicators import INDICATORS
+from metrics.readmodel import ArchiveReading, ReadModel
 
 from .cluster_view import cluster_metrics
-
-if TYPE_CHECKING:
-    from ..app import PushServer
+from .ports import LiveState, MonitoredNode
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -48,134 +46,134 @@ _COUNTERS = {
 }
 
 
-def _security(app: PushServer) -> Iterator[Metric]:
-    """What the hardening limits refused (docs/security.md)."""
-    security, throttle = app.security, app.auth_throttle
-    for name, documentation, value in (
-        ("pushgrid_auth_failures", "Failed monitoring logins", throttle.failures_total),
-        (
-            "pushgrid_auth_throttled",
-            "Monitoring logins refused 429 during a back-off",
-            throttle.throttled_total,
-        ),
-        (
-            "pushgrid_pending_refused",
-            "Connections refused 503: too many not upgraded (MaxPendingConnections*)",
-            security.pending_refused_total,
-        ),
-        (
-            "pushgrid_protocol_errors",
-            "WebSocket connections closed 1002/1007 for broken framing",
-            security.protocol_errors_total,
-        ),
-        (
-            "pushgrid_http_refused",
-            "HTTP requests refused 431/505/405 (header limits, version, upgrade method)",
-            security.http_refused_total,
-        ),
-    ):
-        family = CounterMetricFamily(name, documentation)
-        family.add_metric([], value)
-        yield family
+# LiveState.refusals key -> (metric name without _total, help): what the hardening limits
+# refused (docs/security.md)
+_REFUSALS = {
+    "auth_failures": ("pushgrid_auth_failures", "Failed monitoring logins"),
+    "auth_throttled": (
+        "pushgrid_auth_throttled",
+        "Monitoring logins refused 429 during a back-off",
+    ),
+    "pending_refused": (
+        "pushgrid_pending_refused",
+        "Connections refused 503: too many not upgraded (MaxPendingConnections*)",
+    ),
+    "protocol_errors": (
+        "pushgrid_protocol_errors",
+        "WebSocket connections closed 1002/1007 for broken framing",
+    ),
+    "http_refused": (
+        "pushgrid_http_refused",
+        "HTTP requests refused 431/505/405 (header limits, version, upgrade method)",
+    ),
+}
 
 
-class PushgridCollector(Collector):
-    def __init__(self, app: PushServer) -> None:
-        self.app = app
-
-    def collect(self) -> Iterator[Metric]:
-        counters = self.app.counters
-        for attribute, (name, documentation) in _COUNTERS.items():
-            family = CounterMetricFamily(name, documentation)
-            family.add_metric([], getattr(counters, attribute))
-            yield family
-        recoveries = CounterMetricFamily(
-            "pushgrid_recoveries",
-            "Subscriptions asking for recovery, by outcome",
-            labels=["outcome"],
-        )
-        recoveries.add_metric(["success"], counters.recovery_successes_total)
-        recoveries.add_metric(["failure"], counters.recovery_failures_total)
-        yield recoveries
-        yield from _security(self.app)
-        yield _gauge("pushgrid_connected_users", "Connected users (sessions)", counters.sessions)
-        yield _gauge("pushgrid_subscriptions", "Active subscriptions", counters.subscriptions)
-        stats = self.app.engine.stats()
-        yield _gauge("pushgrid_subjects", "Subjects known to the engine", stats.subjects)
-        yield _gauge("pushgrid_cache_messages", "Messages in the cache", stats.cached_messages)
-        yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", stats.cached_bytes)
-        yield from self._indicators()
-        yield from _archive_metrics(self.app)
-        yield from cluster_metrics(self.app.cluster_status())
-        yield from self._hot_subjects()
-
-    def _hot_subjects(self) -> Iterator[Metric]:
-        """Top N subjects only (HotSubjects.TopN): the label set stays bounded."""
-        hot = self.app.hot_subjects
-        rates = GaugeMetricFamily(
-            "pushgrid_hot_subject_rate",
-            "Estimated per-second rate of the top subjects (space-saving sketch, EWMA)",
-            labels=["ranking", "subject"],
-        )
-        for name in RANKINGS:
-            for entry in hot.ranking(name):
-                rates.add_metric([name, entry["subject"]], entry["value"])
-        subscribers = GaugeMetricFamily(
-            "pushgrid_hot_subject_subscribers",
-            "Local subscribers of the most subscribed subjects",
-            labels=["subject"],
-        )
-        for entry in hot.ranking("subscribers"):
-            subscribers.add_metric([entry["subject"]], entry["value"])
-        yield rates
-        yield subscribers
-
-    def _indicators(self) -> Iterator[Metric]:
-        sampler = self.app.sampler
-        current = GaugeMetricFamily(
-            "pushgrid_indicator",
-            "Last per-second sample of each spec indicator",
-            labels=["indicator"],
-        )
-        window = GaugeMetricFamily(
-            "pushgrid_indicator_window",
-            "Max, average and standard deviation of each indicator over rolling windows",
-            labels=["indicator", "window", "stat"],
-        )
-        stats = sampler.window_stats()
-        for indicator in INDICATORS:
-            current.add_metric([indicator.name], sampler.latest.values[indicator.name])
-            for window_name, moments in stats.get(indicator.name, {}).items():
-                if moments.count == 0:
-                    continue
-                for stat, value in (
-                    ("max", moments.max),
-                    ("avg", moments.mean),
-                    ("stddev", moments.stddev),
-                ):
-                    window.add_metric([indicator.name, window_name, stat], _finite(value))
-        yield current
-        yield window
+def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, documentation)
+    family.add_metric([], value)
+    return family
 
 
-def _archive_metrics(app: PushServer) -> Iterator[Metric]:
+def live_metrics(live: LiveState) -> Iterator[Metric]:
+    """Counters and gauges of the live state."""
+    counters = live.counters
+    for key, (name, documentation) in _COUNTERS.items():
+        yield _counter(name, documentation, counters[key])
+    recoveries = CounterMetricFamily(
+        "pushgrid_recoveries",
+        "Subscriptions asking for recovery, by outcome",
+        labels=["outcome"],
+    )
+    recoveries.add_metric(["success"], counters["recovery_successes_total"])
+    recoveries.add_metric(["failure"], counters["recovery_failures_total"])
+    yield recoveries
+    for key, (name, documentation) in _REFUSALS.items():
+        yield _counter(name, documentation, live.refusals[key])
+    yield _gauge("pushgrid_connected_users", "Connected users (sessions)", counters["sessions"])
+    yield _gauge("pushgrid_subscriptions", "Active subscriptions", counters["subscriptions"])
+    engine = live.engine
+    yield _gauge("pushgrid_subjects", "Subjects known to the engine", engine.subjects)
+    yield _gauge("pushgrid_cache_messages", "Messages in the cache", engine.cached_messages)
+    yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", engine.cached_bytes)
+
+
+def indicator_metrics(model: ReadModel) -> Iterator[Metric]:
+    """Each indicator's last sample and its non-empty windows."""
+    current = GaugeMetricFamily(
+        "pushgrid_indicator",
+        "Last per-second sample of each spec indicator",
+        labels=["indicator"],
+    )
+    window = GaugeMetricFamily(
+        "pushgrid_indicator_window",
+        "Max, average and standard deviation of each indicator over rolling windows",
+        labels=["indicator", "window", "stat"],
+    )
+    for indicator in INDICATORS:
+        reading = model.indicators[indicator.name]
+        current.add_metric([indicator.name], reading.current)
+        for window_name, r in reading.windows.items():
+            if r.count == 0:
+                continue
+            for stat, value in (("max", r.max), ("avg", r.avg), ("stddev", r.stddev)):
+                window.add_metric([indicator.name, window_name, stat], _or_zero(value))
+    yield current
+    yield window
+
+
+def archive_metrics(archive: ArchiveReading) -> Iterator[Metric]:
     """Whether the per-second archive is being written (the "archive not written" alert)."""
-    sampler = app.sampler
     yield _gauge(
         "pushgrid_archive_enabled",
         "1 when MetricsArchive is set (the sampler writes one line a second)",
-        1 if sampler.archive is not None else 0,
+        1 if archive.enabled else 0,
     )
     yield _gauge(
         "pushgrid_archive_last_write_timestamp_seconds",
         "Unix time of the last sample written to the metrics archive (0: none yet)",
-        sampler.archive_last_write,
+        archive.last_write,
     )
-    errors = CounterMetricFamily(
-        "pushgrid_archive_write_errors", "Samples the metrics archive failed to write"
+    yield _counter(
+        "pushgrid_archive_write_errors",
+        "Samples the metrics archive failed to write",
+        archive.write_errors,
     )
-    errors.add_metric([], sampler.archive_write_errors)
-    yield errors
+
+
+def hot_subject_metrics(hot: Mapping[str, Any]) -> Iterator[Metric]:
+    """Top N subjects only (HotSubjects.TopN): the label set stays bounded."""
+    rankings = hot.get("rankings", {})
+    rates = GaugeMetricFamily(
+        "pushgrid_hot_subject_rate",
+        "Estimated per-second rate of the top subjects (space-saving sketch, EWMA)",
+        labels=["ranking", "subject"],
+    )
+    for name in RANKINGS:
+        for entry in rankings.get(name, ()):
+            rates.add_metric([name, entry["subject"]], entry["value"])
+    subscribers = GaugeMetricFamily(
+        "pushgrid_hot_subject_subscribers",
+        "Local subscribers of the most subscribed subjects",
+        labels=["subject"],
+    )
+    for entry in rankings.get("subscribers", ()):
+        subscribers.add_metric([entry["subject"]], entry["value"])
+    yield rates
+    yield subscribers
+
+
+class PushgridCollector(Collector):
+    def __init__(self, node: MonitoredNode) -> None:
+        self.node = node
+
+    def collect(self) -> Iterator[Metric]:
+        model = self.node.read_model()
+        yield from live_metrics(self.node.live_state())
+        yield from indicator_metrics(model)
+        yield from archive_metrics(model.archive)
+        yield from cluster_metrics(self.node.cluster_status())
+        yield from hot_subject_metrics(model.hot)
 
 
 # --- cluster gauges of a standalone member -----------------------------------------------------
@@ -188,13 +186,13 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
 
-def _finite(value: float) -> float:
-    return value if math.isfinite(value) else 0.0
+def _or_zero(value: float | None) -> float:
+    return 0.0 if value is None else value
 
 
-def build_registry(app: PushServer) -> CollectorRegistry:
+def build_registry(node: MonitoredNode) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(PushgridCollector(app))
+    registry.register(PushgridCollector(node))
     ProcessCollector(registry=registry)
     return registry
 

@@ -13,20 +13,18 @@ import base64
 import binascii
 import hmac
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import h11
+from prometheus_client import CollectorRegistry
 
-from ..core.throttle import host_of
+from ..core.throttle import AuthThrottle, host_of
 from ..transport.http import Response, json_response, problem
 from .cluster_view import health_status, status_dict
-from .jolokia import content_type
+from .jolokia import JolokiaAgent, content_type
+from .ports import MonitoredNode
 from .prometheus_exporter import CONTENT_TYPE, exposition
 from .stats_page import stats_document, stats_text
-
-if TYPE_CHECKING:
-    from ..app import PushServer
 
 JOLOKIA_BASE = "/jolokia"
 
@@ -36,14 +34,24 @@ def _has_credentials(request: h11.Request) -> bool:
 
 
 class MonitorRoutes:
-    def __init__(self, app: PushServer) -> None:
-        self.app = app
-        settings = app.settings
+    """``credentials`` is ``(MonitorUsername, MonitorPassword)``, or None for no authentication."""
+
+    def __init__(
+        self,
+        node: MonitoredNode,
+        jolokia: JolokiaAgent,
+        prometheus: CollectorRegistry,
+        throttle: AuthThrottle,
+        credentials: tuple[str, str] | None,
+    ) -> None:
+        self.node = node
+        self.jolokia = jolokia
+        self.prometheus = prometheus
+        self.throttle = throttle
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jolokia")
         self._credentials: bytes | None = None
-        if settings.monitor_username is not None and settings.monitor_password is not None:
-            pair = f"{settings.monitor_username}:{settings.monitor_password}".encode()
-            self._credentials = pair
+        if credentials is not None:
+            self._credentials = f"{credentials[0]}:{credentials[1]}".encode()
 
     async def __call__(self, request: h11.Request, body: bytes, remote: str) -> Response:
         refusal = self._authenticate(request, host_of(remote))
@@ -58,34 +66,38 @@ class MonitorRoutes:
         if method not in ("GET", "HEAD"):
             return problem(405, "method_not_allowed", f"{path} accepts GET")
         if path == "/stats":
-            document = stats_document(self.app)
+            document = stats_document(self.node.read_model(), self.node.live_state())
             if parse_qs(url.query).get("format", [""])[0] == "json":
                 return json_response(200, document)
             text = stats_text(document).encode()
             return Response(200, text, [("content-type", "text/plain; charset=utf-8")])
         if path == "/metrics":
-            data = exposition(self.app.prometheus)
+            data = exposition(self.prometheus)
             return Response(200, data, [("content-type", CONTENT_TYPE)])
         if path == "/health":
-            healthy = not self.app.stopping
-            cluster = self.app.cluster_status()
-            return json_response(
-                200 if healthy else 503,
-                {
-                    "status": health_status(cluster) if healthy else "stopping",
-                    "cluster": status_dict(cluster),
-                    "server": self.app.settings.server_name,
-                    "sessions": self.app.counters.sessions,
-                    "uptime": self.app.uptime(),
-                },
-            )
+            return self._health()
         return problem(404, "not_found", f"no resource at {path}")
+
+    def _health(self) -> Response:
+        healthy = not self.node.stopping
+        cluster = self.node.cluster_status()
+        live = self.node.live_state()
+        return json_response(
+            200 if healthy else 503,
+            {
+                "status": health_status(cluster) if healthy else "stopping",
+                "cluster": status_dict(cluster),
+                "server": live.server_name,
+                "sessions": live.counters["sessions"],
+                "uptime": live.uptime,
+            },
+        )
 
     def _authenticate(self, request: h11.Request, host: str) -> Response | None:
         """None when the request may proceed; else the 429 (throttled) or 401 answer."""
         if self._credentials is None:
             return None
-        throttle = self.app.auth_throttle
+        throttle = self.throttle
         wait = throttle.retry_after(host)
         if wait > 0:
             response = problem(
@@ -121,11 +133,11 @@ class MonitorRoutes:
         rest = url.path[len(JOLOKIA_BASE) :] or "/version"  # raw: the agent decodes it
         if method not in ("GET", "HEAD", "POST"):
             return problem(405, "method_not_allowed", "Jolokia accepts GET and POST")
-        # The agent is synchronous and its getters hop back onto the loop (LoopBridge), so it
-        # runs on a worker thread.
+        # The agent is synchronous and its live getters hop back onto the loop (LoopBridge), so
+        # it runs on a worker thread; read-model getters read the immutable value directly.
         loop = asyncio.get_running_loop()
         status, payload = await loop.run_in_executor(
-            self._executor, self.app.jolokia.handle_http, method, rest, url.query, body
+            self._executor, self.jolokia.handle_http, method, rest, url.query, body
         )
         content = content_type(dict(parse_qsl(url.query)))
         return Response(status, b"" if method == "HEAD" else payload, [("content-type", content)])

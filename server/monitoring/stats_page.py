@@ -3,54 +3,47 @@
 Text (default): one ``name value`` line per number; cumulative totals end in ``_total`` and suit
 RRD DERIVE data sources; window statistics are ``<indicator>.<window>.<max|avg|stddev|count>``.
 JSON (``?format=json``): the same numbers as a document.
+
+Pure formatting of the sampler's :class:`~metrics.readmodel.ReadModel` and the node's
+:class:`~server.monitoring.ports.LiveState`.
 """
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from metrics.indicators import INDICATORS
+from metrics.readmodel import ReadModel
 
-if TYPE_CHECKING:
-    from ..app import PushServer
+from .numbers import number_text
+from .ports import LiveState
+
+GAUGES = ("sessions", "subscriptions")
 
 
-def stats_document(app: PushServer) -> dict[str, Any]:
-    sampler = app.sampler
-    engine_stats = app.engine.stats()
-    windows = sampler.window_stats()
+def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
     indicators: dict[str, Any] = {}
     for indicator in INDICATORS:
-        moments_by_window = windows.get(indicator.name, {})
+        reading = model.indicators[indicator.name]
         indicators[indicator.name] = {
-            "current": sampler.latest.values[indicator.name],
+            "current": reading.current,
             "unit": indicator.unit,
-            "windows": {
-                window: {
-                    "max": _finite(m.max) if m.count else None,
-                    "avg": _finite(m.mean) if m.count else None,
-                    "stddev": _finite(m.stddev) if m.count else None,
-                    "count": m.count,
-                }
-                for window, m in moments_by_window.items()
-            },
+            "windows": {window: r.as_dict() for window, r in reading.windows.items()},
         }
-    counters = app.counters.as_dict()
+    counters = live.counters
     return {
-        "server": app.settings.server_name,
-        "ts": sampler.latest.ts,
-        "uptime": app.uptime(),
+        "server": live.server_name,
+        "ts": model.ts,
+        "uptime": live.uptime,
         "totals": {k: v for k, v in counters.items() if k.endswith("_total")},
         "gauges": {
-            "sessions": counters["sessions"],
-            "subscriptions": counters["subscriptions"],
-            "subjects": engine_stats.subjects,
-            "cache_messages": engine_stats.cached_messages,
-            "cache_bytes": engine_stats.cached_bytes,
+            **{name: counters[name] for name in GAUGES},
+            "subjects": live.engine.subjects,
+            "cache_messages": live.engine.cached_messages,
+            "cache_bytes": live.engine.cached_bytes,
         },
         "indicators": indicators,
-        "hot_subjects": app.hot_subjects.document(),
+        "hot_subjects": dict(model.hot),
     }
 
 
@@ -61,19 +54,10 @@ def stats_text(document: dict[str, Any]) -> str:
         for name, value in document[section].items():
             lines.append(f"{name} {value}")
     for name, indicator in document["indicators"].items():
-        lines.append(f"{name} {_format(indicator['current'])}")
+        lines.append(f"{name} {number_text(indicator['current'])}")
         for window, stats in indicator["windows"].items():
             for stat in ("max", "avg", "stddev", "count"):
                 value = stats[stat]
-                lines.append(f"{name}.{window}.{stat} {'U' if value is None else _format(value)}")
+                text = "U" if value is None else number_text(value)
+                lines.append(f"{name}.{window}.{stat} {text}")
     return "\n".join(lines) + "\n"
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def _format(value: float | int) -> str:
-    if isinstance(value, int) or float(value).is_integer():
-        return str(int(value))
-    return repr(float(value))

@@ -1,4 +1,4 @@
-"""The one exception hierarchy of the wire protocol.
+"""The protocol branch of the exception tree (``server/errors.py``), with its codes.
 
 Every error a client can cause maps to a machine-readable ``code`` (sent in an ``error`` frame or
 a ``publish_result``) or to a WebSocket close code (``CloseCode``). ``docs/protocol.md`` documents
@@ -9,6 +9,8 @@ answered on the wire; ``LocalProtocolError`` is our own misuse and is a bug.
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
+
+from ..errors import ProtocolError, PushgridError
 
 
 class ErrorCode(StrEnum):
@@ -48,16 +50,36 @@ class CloseCode(IntEnum):
     TOKEN_EXPIRED = 4006  # the token's exp passed without a refresh: get a new token, reconnect
 
 
-class PushgridError(Exception):
-    """Base of every pushgrid protocol error."""
+__all__ = [
+    "CloseCode",
+    "ErrorCode",
+    "InvalidSubject",
+    "LocalProtocolError",
+    "ProtocolError",
+    "PushgridError",
+    "RemoteProtocolError",
+]
+
+# Error frames a client may answer by sending the same request again after a backoff.
+RETRYABLE_CODES = frozenset(
+    {ErrorCode.RATE_LIMITED, ErrorCode.ENGINE_UNAVAILABLE, ErrorCode.INTERNAL}
+)
 
 
-class LocalProtocolError(PushgridError):
-    """We tried to do something the protocol forbids (a bug in pushgrid itself)."""
+class LocalProtocolError(ProtocolError):
+    """We tried to do something the protocol forbids (a bug in pushgrid itself).
+
+    Inside a client's request it ends the connection with 1011, which the client retries."""
+
+    code = ErrorCode.INTERNAL.value
+    retryable = True
+    close_code = CloseCode.INTERNAL_ERROR
 
 
-class RemoteProtocolError(PushgridError):
+class RemoteProtocolError(ProtocolError):
     """The peer sent something invalid. ``code`` goes on the wire, ``message`` explains it."""
+
+    code: ErrorCode
 
     def __init__(
         self,
@@ -68,6 +90,7 @@ class RemoteProtocolError(PushgridError):
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
+        self.retryable = code in RETRYABLE_CODES
         self.message = message
         self.request_id = request_id
         self.subject = subject
@@ -75,6 +98,8 @@ class RemoteProtocolError(PushgridError):
 
 
 class InvalidSubject(RemoteProtocolError):
+    code = ErrorCode.INVALID_SUBJECT
+
     def __init__(self, subject: str, reason: str, request_id: int | None = None) -> None:
         super().__init__(
             ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}", request_id, subject

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import struct
 
+from .errors import LocalProtocolError
+
 _OP_TEXT = 0x1
 _FIN = 0x80
+_MASK = 0x80
 
 
 def encode_text_frame(payload: bytes) -> bytes:
@@ -27,7 +30,12 @@ def encode_text_frame(payload: bytes) -> bytes:
 
 
 def frame_payload(frame: bytes) -> bytes:
-    """The payload of one unmasked frame built by :func:`encode_text_frame`."""
+    """The payload of one unmasked frame built by :func:`encode_text_frame`.
+
+    Anything else (a close or ping frame, a fragment, a masked frame) would corrupt a batch or an
+    SSE event: :class:`LocalProtocolError`, a bug on our side."""
+    if len(frame) < 2 or frame[0] != _FIN | _OP_TEXT or frame[1] & _MASK:
+        raise LocalProtocolError(f"not one final unmasked text frame: {bytes(frame[:2]).hex()}")
     length = frame[1] & 0x7F
     if length < 126:
         return frame[2:]

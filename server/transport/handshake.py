@@ -12,11 +12,15 @@ from collections.abc import Iterable
 
 from wsproto.utilities import generate_accept_token
 
+from ..errors import ProtocolError
+
 _VERSION = b"13"
 
 
-class HandshakeError(ValueError):
+class HandshakeError(ProtocolError, ValueError):
     """The request is not a valid WebSocket opening handshake (answered 400)."""
+
+    code = "bad_handshake"
 
 
 def _has_token(value: bytes, token: bytes) -> bool:

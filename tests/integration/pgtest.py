@@ -1252,8 +1252,8 @@ class AdminHarness:
         from admin_api.security import Role
         from admin_api.services.jobs import JobRunner
         from admin_api.services.tokens import TokenService
+        from metrics.sqlstore import make_engine, make_session_factory, upgrade
         from server.config import load_settings
-        from spark_stats.store.db import make_engine, make_session_factory, upgrade
 
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from admin_api.models import ApiToken, AuditEntry, RegisteredMember
 from admin_api.security import hash_token
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.sqlstore import start_run, write_results
+from metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
+from metrics.sqlstore.models import JobRun
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.locking import warehouse_lock
-from spark_stats.store.db import start_run, write_results
-from spark_stats.store.models import JobRun
-from spark_stats.store.synthetic import synthetic_result
+from spark_stats.synthetic_results import synthetic_result
 
 from .pgtest import (
     AdminHarness,

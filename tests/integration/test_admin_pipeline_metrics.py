@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spark_stats.store.models import JobRun
+from metrics.sqlstore.models import JobRun
 
 from .pgtest import AdminHarness, parse_prometheus
 

@@ -14,9 +14,9 @@ from sqlalchemy import inspect, text
 from admin_api.main import create_app
 from admin_api.security import Role, hash_token
 from admin_api.services.tokens import TokenService
+from metrics import sqlstore
+from metrics.sqlstore.models import Base
 from server.config import load_settings
-from spark_stats.store import db
-from spark_stats.store.models import Base
 
 from .postgres import PostgresServer, running_postgres
 
@@ -32,12 +32,12 @@ def pg() -> Iterator[PostgresServer]:
 @pytest.fixture
 def url(pg: PostgresServer) -> str:
     address = pg.create_database("pushgrid_admin")
-    db.upgrade(address)
+    sqlstore.upgrade(address)
     return address
 
 
 def test_migration_0002_on_postgresql(url: str) -> None:
-    engine = db.make_engine(url)
+    engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
             assert connection.dialect.name == "postgresql"
@@ -56,15 +56,15 @@ def test_migration_0002_on_postgresql(url: str) -> None:
         ]
     finally:
         engine.dispose()
-    assert db.current_revision(url) == db.head_revision()
-    command.downgrade(db.alembic_config(url), "0001")  # through 0003 (alerts) and 0002
-    assert db.current_revision(url) == "0001"
-    assert db.upgrade(url) == db.head_revision()
+    assert sqlstore.current_revision(url) == sqlstore.head_revision()
+    command.downgrade(sqlstore.alembic_config(url), "0001")  # through 0003 (alerts) and 0002
+    assert sqlstore.current_revision(url) == "0001"
+    assert sqlstore.upgrade(url) == sqlstore.head_revision()
 
 
 async def test_tokens_and_audit_on_postgresql(url: str) -> None:
-    engine = db.make_engine(url)
-    factory = db.make_session_factory(engine)
+    engine = sqlstore.make_engine(url)
+    factory = sqlstore.make_session_factory(engine)
     try:
         with factory() as session:
             created = TokenService(session).create("pg-admin", Role.ADMIN)

@@ -91,9 +91,9 @@ def _seed(db_url: str) -> tuple[int, int, dict[str, int]]:
     - run ``failed``: a run that failed, with its error;
     - run ``main``: the cluster and both nodes as of now, with 24 hourly trend points.
     """
-    from spark_stats.store.db import finish_run, make_session_factory, start_run, write_results
-    from spark_stats.store.models import TrendPoint, WindowStat, utc_now
-    from spark_stats.store.synthetic import synthetic_result
+    from metrics.sqlstore import finish_run, make_session_factory, start_run, write_results
+    from metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
+    from spark_stats.synthetic_results import synthetic_result
 
     now = int(time.time())
     as_of = now // 60 * 60
@@ -172,7 +172,7 @@ def _daily_wave(frame: Any) -> None:
 def _admin_token(db_url: str) -> str:
     from admin_api.security import Role
     from admin_api.services.tokens import TokenService
-    from spark_stats.store.db import session_scope
+    from metrics.sqlstore import session_scope
 
     with session_scope(db_url) as session:
         return TokenService(session).create("console-test", Role.ADMIN, "test").token
@@ -187,8 +187,8 @@ def stack(
     from admin_api.main import create_app
     from admin_api.services.jobs import JobRunner
     from console.mount import mount_console
+    from metrics.sqlstore import make_session_factory, upgrade
     from server.config import load_settings
-    from spark_stats.store.db import make_session_factory, upgrade
 
     servers = [module_server_factory(ServerName=name) for name in NODES]
     work = tmp_path_factory.mktemp("console")
@@ -591,7 +591,7 @@ def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
     console: Console, stack: Stack
 ) -> None:
     from console.format import exact
-    from spark_stats.store.db import session_scope, window_stats
+    from metrics.sqlstore import session_scope, window_stats
 
     with session_scope(stack.db_url) as session:
         written = [row.to_dict() for row in window_stats(session)]
@@ -648,7 +648,7 @@ def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
 
 
 def test_trends_chart_draws_the_pipeline_series(console: Console, stack: Stack) -> None:
-    from spark_stats.store.db import session_scope, trend
+    from metrics.sqlstore import session_scope, trend
 
     console.goto("trends", "#trends-graph .js-plotly-plot")
     console.select("trends-indicator", "incoming_messages_per_second")

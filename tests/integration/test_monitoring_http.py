@@ -22,7 +22,7 @@ from jolokia import JolokiaClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import (
     DEFAULT_TIMEOUT,

@@ -15,7 +15,7 @@ import pytest
 from jolokia import JolokiaClient
 
 from metrics.indicators import INDICATORS
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import ServerProcess, jolokia_bulk, monitor_http
 

@@ -15,7 +15,7 @@ import jwt
 import pytest
 
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import ServerProcess, eventually, jolokia_bulk, monitor_http, read_archive
 
@@ -86,6 +86,18 @@ async def test_overview_snapshot_at_once(srv, connect):
     assert abs(int(fields["ts"]) - time.time()) < 30, "ts is the sample time in Unix seconds"
     for name in ("sessions", "subscriptions", "subjects", "cache_messages", "connected_users"):
         assert fields[name].isdigit(), (name, fields[name])
+
+
+async def test_snapshot_frames_say_qos_standard(srv, connect):
+    """A meta-subject's snapshot is what its messages are: qos standard (never recoverable).
+    (The guaranteed case is in tests/unit/test_engine_contract.py; publishing one here would
+    put a message in this module's cache.)"""
+    client = await connect(srv)
+    for subject in ("/pushgrid/it-node/overview", "/pushgrid/it-node/cluster"):
+        await wait_published(srv, subject)
+        _, frames = await client.subscribe_all(subject)
+        assert frames[0]["kind"] == "snapshot"
+        assert frames[0]["qos"] == "standard", (subject, frames[0])
 
 
 async def test_indicator_subjects_carry_every_window(srv, connect):

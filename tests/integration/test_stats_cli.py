@@ -24,12 +24,12 @@ import typer
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from metrics import sqlstore
 from metrics.archive import hour_path
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES, window_start
+from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, to_unix
+from metrics.window_spec import WINDOW_NAMES, window_start
 from spark_stats.cli import register
-from spark_stats.store import db
-from spark_stats.store.models import JobRun, TrendPoint, WindowStat, to_unix
 
 from .pgtest import PUSHGRID, REPO, clean_env
 from .postgres import PostgresServer, running_postgres
@@ -85,9 +85,9 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """One Spark session for the module (the CLI reuses it: starting Spark dominates)."""
-    from spark_stats.session import build_session
+    from spark_stats.spark_session import build_spark_session
 
-    session = build_session("local[2]")
+    session = build_spark_session("local[2]")
     yield session
     session.stop()
 
@@ -108,12 +108,12 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
 
 
 def _runs(url: str) -> list[JobRun]:
-    with db.session_scope(url) as session:
-        return list(reversed(db.latest_runs(session, 100)))
+    with sqlstore.session_scope(url) as session:
+        return list(reversed(sqlstore.latest_runs(session, 100)))
 
 
 def _counts(url: str) -> tuple[int, int]:
-    with db.session_scope(url) as session:
+    with sqlstore.session_scope(url) as session:
         stats = session.scalar(select(func.count()).select_from(WindowStat)) or 0
         trend = session.scalar(select(func.count()).select_from(TrendPoint)) or 0
     return stats, trend
@@ -140,19 +140,21 @@ def check_results(
     assert run.output_rows == sum(_counts(url))
     assert run.stages
     as_of = to_unix(run.as_of)
-    with db.session_scope(url) as session:
-        rows = db.window_stats(session)
+    with sqlstore.session_scope(url) as session:
+        rows = sqlstore.window_stats(session)
         keys = {(r.scope, r.indicator, r.window) for r in rows}
         assert keys == {(s, i, w) for s in SCOPES for i in INDICATOR_NAMES for w in WINDOW_NAMES}
         assert {r.as_of for r in rows} == {run.as_of}
         assert {r.run_id for r in rows} == {run.id}
-        trend = db.trend(session, "cluster", "connected_users", "1h")
+        trend = sqlstore.trend(session, "cluster", "connected_users", "1h")
         assert trend, "no trend points for cluster/connected_users/1h"
         assert trend[-1].as_of <= run.as_of
 
         # Node statistics against the raw samples (docs/monitoring.md window definition).
         for window in ("1m", "1h", "15h"):
-            (stat,) = db.window_stats(session, "node:push-2", "outgoing_bytes_per_second", window)
+            (stat,) = sqlstore.window_stats(
+                session, "node:push-2", "outgoing_bytes_per_second", window
+            )
             low = window_start(window, as_of)
             values = [v[6] for ts, v in samples["push-2"] if low <= ts <= as_of]
             assert stat.count == len(values), window

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from spark_stats.store import db
+from metrics import sqlstore
 
 from .pgtest import REPO, clean_env, free_port
 from .test_stats_cli import START, write_archive
@@ -176,7 +176,7 @@ def _stats_run(db_url: str, archive: Path, warehouse: Path, master: str) -> None
 
 
 def _stored(db_url: str, table: str) -> list[tuple[Any, ...]]:
-    with db.session_scope(db_url) as session:
+    with sqlstore.session_scope(db_url) as session:
         rows = session.execute(text(f"SELECT {STAT_COLUMNS} FROM {table} ORDER BY {STAT_COLUMNS}"))
         return [tuple(row) for row in rows]
 
@@ -224,8 +224,8 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
 def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
     from admin_api.problems import ProblemError
     from admin_api.services.jobs import JobRunner
+    from metrics.sqlstore import INTERRUPTED, make_engine, make_session_factory, upgrade
     from server.config import load_settings
-    from spark_stats.store.db import INTERRUPTED, make_engine, make_session_factory, upgrade
 
     archive = tmp_path / "archive"
     write_archive(archive)
@@ -253,7 +253,7 @@ def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
         os.kill(group, signal.SIGKILL)  # the driver only (it leads the group), not the group
         _wait(lambda: not _group_members(group), 60, "the JVM to end with its driver")
         with factory() as session:
-            assert db.get_run(session, first.id).status == "running"  # it could not say
+            assert sqlstore.get_run(session, first.id).status == "running"  # it could not say
 
         # 2. the next run marks it failed, and a third one is refused while it runs
         second = runner.trigger(factory, None, "test")
@@ -261,7 +261,7 @@ def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
         group = runner._process.pid
         _started_groups.append(group)
         with factory() as session:
-            killed = db.get_run(session, first.id)
+            killed = sqlstore.get_run(session, first.id)
             assert (killed.status, killed.error) == ("failed", INTERRUPTED)
         _wait(lambda: _jvms(group), 120, "the second run's Spark JVM")
         with pytest.raises(ProblemError) as busy:

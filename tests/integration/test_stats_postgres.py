@@ -19,12 +19,11 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.orm import Session
 
-import admin_api.models  # noqa: F401  (the admin API tables share the metadata)
+from metrics import sqlstore
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
-from spark_stats.store import db
-from spark_stats.store.models import Base, TrendPoint, WindowStat, from_unix
-from spark_stats.store.synthetic import synthetic_result
+from metrics.sqlstore.models import Base, TrendPoint, WindowStat, from_unix
+from metrics.window_spec import WINDOW_NAMES
+from spark_stats.synthetic_results import synthetic_result
 
 from .postgres import PostgresServer, running_postgres
 
@@ -44,13 +43,13 @@ def pg() -> Iterator[PostgresServer]:
 def url(pg: PostgresServer) -> str:
     """A fresh database per test, migrated to head."""
     database_url = pg.create_database(f"store_{next(_names)}")
-    assert db.upgrade(database_url) == db.head_revision()
+    assert sqlstore.upgrade(database_url) == sqlstore.head_revision()
     return database_url
 
 
 @pytest.fixture
 def session(url: str) -> Iterator[Session]:
-    with db.session_scope(url) as s:
+    with sqlstore.session_scope(url) as s:
         yield s
 
 
@@ -59,7 +58,7 @@ def _count(session: Session, model: type[WindowStat] | type[TrendPoint]) -> int:
 
 
 def test_migrations_create_the_models_schema(url: str) -> None:
-    engine = db.make_engine(url)
+    engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
             assert connection.dialect.name == "postgresql"
@@ -79,22 +78,22 @@ def test_migrations_create_the_models_schema(url: str) -> None:
     finally:
         engine.dispose()
     # idempotent, and reversible
-    assert db.upgrade(url) == db.head_revision()
-    command.downgrade(db.alembic_config(url), "base")
-    assert db.current_revision(url) is None
-    assert db.upgrade(url) == db.head_revision()
+    assert sqlstore.upgrade(url) == sqlstore.head_revision()
+    command.downgrade(sqlstore.alembic_config(url), "base")
+    assert sqlstore.current_revision(url) is None
+    assert sqlstore.upgrade(url) == sqlstore.head_revision()
 
 
 def test_upsert_replaces_on_postgresql(session: Session) -> None:
-    first = db.start_run(session, master="local[2]").id
-    written = db.write_results(session, first, synthetic_result(AS_OF, NODES, trend_points=3))
+    first = sqlstore.start_run(session, master="local[2]").id
+    written = sqlstore.write_results(session, first, synthetic_result(AS_OF, NODES, trend_points=3))
     assert written.total == 4 * KEYS
-    second = db.start_run(session, master="local[2]").id
+    second = sqlstore.start_run(session, master="local[2]").id
     result = synthetic_result(AS_OF, NODES, trend_points=3, offset=2.0)
-    db.write_results(session, second, result, batch_size=50)
+    sqlstore.write_results(session, second, result, batch_size=50)
     assert _count(session, WindowStat) == KEYS
     assert _count(session, TrendPoint) == 3 * KEYS
-    (row,) = db.window_stats(session, "node:push-1", "connected_users", "5d")
+    (row,) = sqlstore.window_stats(session, "node:push-1", "connected_users", "5d")
     expected = result.window_stats.query(
         "scope == 'node:push-1' and indicator == 'connected_users' and window == '5d'"
     )
@@ -105,33 +104,33 @@ def test_upsert_replaces_on_postgresql(session: Session) -> None:
 
 
 def test_readers_on_postgresql(session: Session) -> None:
-    run = db.start_run(session).id
-    db.write_results(session, run, synthetic_result(AS_OF - 3600, NODES, trend_points=4))
-    db.write_results(session, run, synthetic_result(AS_OF, ("push-1",), trend_points=1))
-    latest = {r.scope: r.as_of for r in db.window_stats(session, indicator="connected_users")}
+    run = sqlstore.start_run(session).id
+    sqlstore.write_results(session, run, synthetic_result(AS_OF - 3600, NODES, trend_points=4))
+    sqlstore.write_results(session, run, synthetic_result(AS_OF, ("push-1",), trend_points=1))
+    latest = {r.scope: r.as_of for r in sqlstore.window_stats(session, indicator="connected_users")}
     assert latest == {
         "cluster": from_unix(AS_OF),
         "node:push-1": from_unix(AS_OF),
         "node:push-2": from_unix(AS_OF - 3600),
     }
-    series = db.trend(session, "node:push-2", "connected_users", "1m")
+    series = sqlstore.trend(session, "node:push-2", "connected_users", "1m")
     assert [p.to_dict()["as_of"] for p in series] == [AS_OF - 3600 * k for k in (4, 3, 2, 1)]
     # bounds as aware datetimes in another zone
     plus_two = timezone(timedelta(hours=2))
     since = from_unix(AS_OF - 3 * 3600).astimezone(plus_two)
-    assert len(db.trend(session, "node:push-2", "connected_users", "1m", since=since)) == 3
+    assert len(sqlstore.trend(session, "node:push-2", "connected_users", "1m", since=since)) == 3
 
 
 def test_job_run_lifecycle_on_postgresql(session: Session) -> None:
-    run = db.start_run(session, master="spark://spark:7077", as_of=AS_OF)
+    run = sqlstore.start_run(session, master="spark://spark:7077", as_of=AS_OF)
     result = synthetic_result(AS_OF, NODES)
-    db.finish_run(
+    sqlstore.finish_run(
         session, run.id, status="succeeded", input_rows=10, output_rows=20, stages=result.stages
     )
-    failed = db.start_run(session, master="local[*]")
-    db.finish_run(session, failed.id, status="failed", error="Py4JJavaError: boom")
+    failed = sqlstore.start_run(session, master="local[*]")
+    sqlstore.finish_run(session, failed.id, status="failed", error="Py4JJavaError: boom")
     session.expunge_all()
-    newest, older = db.latest_runs(session, 2)
+    newest, older = sqlstore.latest_runs(session, 2)
     assert (newest.status, newest.error) == ("failed", "Py4JJavaError: boom")
     assert older.status == "succeeded"
     assert older.stages == [dataclasses.asdict(stage) for stage in result.stages]

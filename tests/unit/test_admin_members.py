@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import get_args
 
 import pytest
 
-from admin_api.jolokia import Member, check_base_url, derive_client_url, parse_listen
-from admin_api.schemas import LiveIndicator, MemberLive, SessionOut, WindowValue
+from admin_api.member_client import Member, check_base_url, derive_client_url, parse_listen
+from admin_api.schemas import (
+    IndicatorName,
+    LiveIndicator,
+    MemberLive,
+    SessionOut,
+    WindowName,
+    WindowValue,
+)
 from admin_api.services.live import cluster_sums, parse_indicators
 from admin_api.services.sessions import SessionQuery, parse_sessions, select_sessions
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 # --- URLs -------------------------------------------------------------------------------------
 
@@ -102,6 +110,12 @@ def _jolokia_indicators(current: dict[str, float | None]) -> dict[str, object]:
             "Windows": windows,
         }
     return value
+
+
+def test_schema_names_match_the_metrics_names() -> None:
+    """The OpenAPI literals are written out for the schema; they must stay the sampler's names."""
+    assert set(get_args(IndicatorName)) == set(INDICATOR_NAMES)
+    assert set(get_args(WindowName)) == set(WINDOW_NAMES)
 
 
 def test_parse_indicators_in_documented_order() -> None:

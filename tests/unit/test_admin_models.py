@@ -14,7 +14,6 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from admin_api.models import ApiToken, AuditEntry, RegisteredMember
 from admin_api.problems import ProblemError
 from admin_api.schemas import MemberCreate
 from admin_api.security import Role, hash_token
@@ -22,10 +21,11 @@ from admin_api.services.audit import AuditRecord, AuditService, outcome_of
 from admin_api.services.jobs import JobRunner, JobService
 from admin_api.services.members import MemberService, configured_members
 from admin_api.services.tokens import TokenService
+from metrics import sqlstore
+from metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
+from metrics.sqlstore.models import Base, utc_now
 from server.config import Settings, load_settings
 from spark_stats.locking import warehouse_lock
-from spark_stats.store import db
-from spark_stats.store.models import Base, utc_now
 
 ADMIN_TABLES = {"admin_members", "admin_tokens", "admin_audit"}
 
@@ -33,20 +33,20 @@ ADMIN_TABLES = {"admin_members", "admin_tokens", "admin_audit"}
 @pytest.fixture
 def url(tmp_path: Path) -> str:
     address = f"sqlite:///{tmp_path / 'admin.db'}"
-    db.upgrade(address)
+    sqlstore.upgrade(address)
     return address
 
 
 @pytest.fixture
 def engine(url: str) -> Iterator[Engine]:
-    engine = db.make_engine(url)
+    engine = sqlstore.make_engine(url)
     yield engine
     engine.dispose()
 
 
 @pytest.fixture
 def factory(engine: Engine) -> sessionmaker[Session]:
-    return db.make_session_factory(engine)
+    return sqlstore.make_session_factory(engine)
 
 
 def _settings(tmp_path: Path, **overrides: object) -> Settings:
@@ -64,7 +64,7 @@ def _settings(tmp_path: Path, **overrides: object) -> Settings:
 
 
 def test_migration_0002_creates_exactly_the_models(engine: Engine) -> None:
-    assert db.current_revision(engine) == "0003"
+    assert sqlstore.current_revision(engine) == "0004"
     assert set(Base.metadata.tables) >= ADMIN_TABLES
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
@@ -77,11 +77,11 @@ def test_migration_0002_creates_exactly_the_models(engine: Engine) -> None:
 
 
 def test_migration_0002_downgrades_to_0001(url: str, engine: Engine) -> None:
-    command.downgrade(db.alembic_config(url), "0001")
+    command.downgrade(sqlstore.alembic_config(url), "0001")
     names = set(inspect(engine).get_table_names())
     assert not names & ADMIN_TABLES
     assert {"job_runs", "window_stats", "trend_points"} <= names
-    assert db.upgrade(url) == "0003"
+    assert sqlstore.upgrade(url) == "0004"
 
 
 def test_role_is_checked_by_the_database(factory: sessionmaker[Session]) -> None:
@@ -270,8 +270,8 @@ def test_job_runner_refusals(tmp_path: Path, url: str, factory: sessionmaker[Ses
     assert "triggered by t" in (tmp_path / "log").read_text()
 
     with factory() as session:
-        run = db.start_run(session, master="local[*]")
-        old = db.start_run(session, started_at=utc_now() - timedelta(days=2))
+        run = sqlstore.start_run(session, master="local[*]")
+        old = sqlstore.start_run(session, started_at=utc_now() - timedelta(days=2))
         assert JobService(session).get(run.id).status == "running"
         assert JobService(session).page().total == 2
         assert JobService(session).page(status="succeeded").total == 0

@@ -9,8 +9,8 @@ from admin_api.alerting import Evaluator, Rule, cluster_readings
 from admin_api.rules_export import prometheus_rules, promql
 from admin_api.schemas_ops import RuleIn, RuleOut
 from admin_api.services.alerts import AlertRunner, RuleService
+from metrics import sqlstore
 from server.config import load_settings
-from spark_stats.store import db
 
 KEY = ("connected_users", "current", "current")
 
@@ -110,9 +110,9 @@ def test_promql_and_rules_file() -> None:
 
 def test_a_restarted_runner_takes_back_open_alerts(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'alerts.db'}"
-    db.upgrade(url)
+    sqlstore.upgrade(url)
     settings = load_settings(None, environ={}, database=url)
-    factory = db.make_session_factory(url)
+    factory = sqlstore.make_session_factory(url)
     with factory() as session:
         service = RuleService(session)
         busy = service.create(

@@ -15,7 +15,7 @@ from console.provider import (
     WindowStatistics,
 )
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 
 
 @pytest.mark.parametrize(
@@ -201,3 +201,17 @@ def test_paging_helpers() -> None:
     assert fmt.clamp_page(9, 15, 40) == 2
     assert fmt.clamp_page(-1, 15, 40) == 0
     assert fmt.clamp_page(3, 15, 0) == 0
+
+
+def test_live_value_axis_never_goes_below_one_unit() -> None:
+    """Plotly picks the tick step from the range: reaching at least 10 keeps it >= 1 (the
+    rendered ticks are checked in tests/integration/test_console_axis_browser.py)."""
+    from console.figures import LIVE_AXIS_FLOOR, live_figure, live_value_axis
+
+    assert LIVE_AXIS_FLOOR >= 10
+    byte_axis = live_value_axis("outgoing_bytes_per_second")
+    assert byte_axis["autorangeoptions"] == {"minallowed": 0, "include": [0, LIVE_AXIS_FLOOR]}
+    assert (byte_axis["tickformat"], byte_axis["ticksuffix"]) == ("~s", "B")
+    assert "ticksuffix" not in live_value_axis("connected_users")
+    figure = live_figure("incoming_bytes_per_second", ["cluster"], [(1_800_000_000, 0.0)])
+    assert figure.layout.yaxis.autorangeoptions.include == (0, LIVE_AXIS_FLOOR)

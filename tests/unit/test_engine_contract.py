@@ -333,6 +333,25 @@ async def test_snapshot_merge_table_4_3(engine: Engine, clock: FakeClock) -> Non
         assert snapshot.ts == message.ts == clock.ms
 
 
+async def test_snapshot_qos_is_that_of_the_last_retained_message(engine: Engine) -> None:
+    """A snapshot frame says what the subject's messages are: a subject published with qos
+    standard (the meta-subjects) has a standard snapshot, never a guaranteed one."""
+    await publish(engine, "s1", qos="standard", subject=OTHER)
+    snapshot = await engine.snapshot(OTHER)
+    assert snapshot is not None
+    assert snapshot.qos == "standard"
+    assert b'"qos":"standard"' in snapshot.frame()
+    await publish(engine, "g1")
+    await publish(engine, "not retained", qos="standard", retained=False)
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.qos) == ("g1", "guaranteed")
+    await publish(engine, "s2", qos="standard")
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.qos) == ("s2", "standard")
+
+
 async def test_snapshot_of_unknown_subject_is_none(engine: Engine) -> None:
     await publish(engine, "x", subject=OTHER)
     assert await engine.snapshot(SUBJECT) is None

@@ -17,7 +17,8 @@ from server.core.session import Session, SessionPolicy
 from server.engine.base import Published, PublishRequest, Recovery, Snapshot
 from server.engine.memory import MemoryEngine
 from server.protocol.codec import Limits
-from server.protocol.frames import Position
+from server.protocol.errors import LocalProtocolError
+from server.protocol.frames import Pong, Position
 
 SUBJECT = "/Stocks/NYSE/IBM"
 OTHER = "/Stocks/NYSE/MSFT"
@@ -122,6 +123,8 @@ class World:
         peer = FakePeer()
         session = Session(f"s{self._n}", self.hub, peer, POLICY, grant, "127.0.0.1:1")
         self.hub.add_session(session)
+        session.welcome()  # the protocol's first frame; the tests look at what follows it
+        peer.frames.clear()
         return session, peer
 
     async def publish(
@@ -637,3 +640,22 @@ async def test_watched_session_records_its_last_frames_only(world: World) -> Non
     assert decode_ws(recorded[-1][1])["subject"] == OTHER  # new subscriptions are recorded too
     world.hub.remove_session(watched)
     assert watched not in world.hub.watched
+
+
+# --- our own protocol rules -------------------------------------------------------------------
+
+
+async def test_frames_before_the_welcome_are_a_local_protocol_error(world: World) -> None:
+    peer = FakePeer()
+    session = Session("early", world.hub, peer, POLICY, ALLOW_ALL, "127.0.0.1:1")
+    with pytest.raises(LocalProtocolError, match="Pong frame before the welcome"):
+        session.send(Pong(id=1))
+    with pytest.raises(LocalProtocolError, match="before the welcome"):
+        session.send_messages([b"\x81\x02{}"])
+    assert peer.frames == []  # nothing reached the wire
+    session.welcome()
+    assert [frame["type"] for frame in peer.take()] == ["welcome"]
+    with pytest.raises(LocalProtocolError, match="second welcome"):
+        session.welcome()
+    session.send(Pong(id=2))
+    assert peer.take() == [{"type": "pong", "id": 2}]

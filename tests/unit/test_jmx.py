@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from admin_api.access import JmxMember, _pick, is_jmx, member_access
-from admin_api.jolokia import (
+from admin_api.member_client import (
     MemberClient,
     check_jmx_url,
     check_monitor_url,
     derive_client_url,
 )
-from metrics.windows import WINDOW_NAMES
+from metrics.window_spec import WINDOW_NAMES
 from server.config import ConfigError, load_settings
 from server.jmx.bridge import BridgeError, jmx_url, prepare
 from server.jmx.check import Range, Status, evaluate

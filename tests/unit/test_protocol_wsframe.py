@@ -9,7 +9,8 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
-from server.protocol.wsframe import encode_text_frame
+from server.protocol.errors import LocalProtocolError
+from server.protocol.wsframe import batch_frame, encode_text_frame, frame_payload
 
 LENGTHS = [0, 1, 125, 126, 127, 65535, 65536, 70000]
 
@@ -193,3 +194,27 @@ def test_same_frame_bytes_are_valid_for_several_connections() -> None:
         messages, complete = _texts(client)
         assert messages == ['{"type":"message"}']
         assert complete
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        FrameProtocol(client=False, extensions=[]).close(1000, "bye"),  # a close frame in a batch
+        FrameProtocol(client=False, extensions=[]).ping(b"x"),
+        FrameProtocol(client=False, extensions=[]).send_data("part", fin=False),  # a fragment
+        FrameProtocol(client=True, extensions=[]).send_data("masked"),  # a client's (masked) frame
+        b"\x81",  # cut short
+    ],
+)
+def test_frame_payload_refuses_what_encode_text_frame_never_builds(frame: bytes) -> None:
+    # A batch or an SSE event made of such a frame would break the protocol: our bug, said loudly.
+    with pytest.raises(LocalProtocolError):
+        frame_payload(bytes(frame))
+    with pytest.raises(LocalProtocolError):
+        batch_frame([encode_text_frame(b"{}"), bytes(frame)])
+
+
+def test_frame_payload_of_our_own_frames() -> None:
+    for length in LENGTHS:
+        payload = _payload(length)
+        assert frame_payload(encode_text_frame(payload)) == payload

@@ -25,16 +25,16 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession
 
-from metrics.windows import DAY, HOUR, MINUTE, WINDOWS, window_start
-from spark_stats import storage
+from metrics.window_spec import DAY, HOUR, MINUTE, WINDOWS, window_start
+from spark_stats import locking, manifest_store
 from spark_stats.compaction import batches, compact, samples_store, scan_archive
+from spark_stats.manifest_store import ManifestStore
 from spark_stats.pipeline import run_pipeline
 from spark_stats.results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult
 from spark_stats.rollups import LEVEL_TABLES, consumed_version, rollup_store, update_rollups
-from spark_stats.storage import ManifestStore
-from spark_stats.synthetic import archive_path, write_node_samples
+from spark_stats.synthetic_archive import archive_path, write_node_samples
 from spark_stats.transforms import INDICATORS
-from spark_stats.windowing import trend_points
+from spark_stats.window_assembly import trend_points
 
 pytestmark = pytest.mark.spark
 
@@ -398,7 +398,7 @@ def _crash_on_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(path: Path, payload: object) -> None:
         raise Crash(f"simulated crash before writing {path}")
 
-    monkeypatch.setattr(storage, "atomic_write_json", boom)
+    monkeypatch.setattr(manifest_store, "atomic_write_json", boom)
 
 
 def _only_listed_files(store: ManifestStore) -> None:
@@ -527,7 +527,7 @@ def test_empty_archive_gives_empty_cluster_windows(spark: SparkSession, tmp_path
 
 
 def test_one_run_at_a_time(spark: SparkSession, tmp_path: Path) -> None:
-    with storage.warehouse_lock(tmp_path), pytest.raises(storage.StoreBusyError):
+    with locking.warehouse_lock(tmp_path), pytest.raises(locking.StoreBusyError):
         run_pipeline(spark, tmp_path / "archive", tmp_path, AS_OF)
 
 

@@ -16,11 +16,18 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import DataFrame, SparkSession
 
-from metrics.windows import DAY, HOUR, MINUTE, WINDOWS, window_start
+from metrics.window_spec import DAY, HOUR, MINUTE, WINDOWS, window_start
 from spark_stats import exact
 from spark_stats import transforms as T
 from spark_stats.results import STAT_COLUMNS
-from spark_stats.windowing import coarsen, needed_ranges, overlay, trend_points, window_series
+from spark_stats.window_assembly import (
+    coarsen,
+    needed_ranges,
+    overlay,
+    split_levels,
+    trend_points,
+    window_series,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -179,7 +186,8 @@ def _brute(samples: dict[int, int], lo: int, hi: int) -> tuple[int, int, int, in
     return len(xs), sum(xs), sum(x * x for x in xs), max(xs)
 
 
-def test_window_aggregates_match_brute_force_with_partial_buckets(spark: SparkSession) -> None:
+def test_spark_buckets_assembled_into_windows_match_brute_force(spark: SparkSession) -> None:
+    """The real path: Spark bucket transforms, collected, assembled by ``window_series``."""
     rng = random.Random(7)
     as_of = BASE + 5 * HOUR + 17 * MINUTE + 23  # inside a minute, an hour and a day
     # sparse samples over 16 months, dense ones around as_of and some after it (ignored)
@@ -195,9 +203,18 @@ def test_window_aggregates_match_brute_force_with_partial_buckets(spark: SparkSe
     minutes = T.minute_buckets(seconds)
     hours = T.coarser_buckets(minutes, HOUR)
     days = T.coarser_buckets(hours, DAY)
-    got = T.window_aggregates(T.second_buckets(seconds), minutes, hours, days, as_of)
-    got = got.where(f"indicator = '{IND[-1]}'")
-    rows = {(r["scope"], r["window"]): r for r in got.collect()}
+    only = f"indicator = '{IND[-1]}'"
+    levels = {
+        name: frame.where(only).toPandas()
+        for name, frame in (
+            ("s", T.second_buckets(seconds)),
+            ("m", minutes),
+            ("h", hours),
+            ("d", days),
+        )
+    }
+    now, _ = window_series(levels, as_of)
+    rows = {(r.scope, r.window): r for r in now.itertuples(index=False)}
     for scope in ("node:a", "cluster"):
         for w in WINDOWS:
             expected = _brute(samples, window_start(w, as_of), as_of)
@@ -206,8 +223,61 @@ def test_window_aggregates_match_brute_force_with_partial_buckets(spark: SparkSe
                 assert row is None
                 continue
             assert row is not None, (scope, w.name)
-            assert (row["count"], int(row["sum"]), int(row["sumsq"]), row["max"]) == expected
-            assert row["as_of"] == as_of
+            assert (row.count, int(row.sum), int(row.sumsq), row.max) == expected
+            assert row.as_of == as_of
+
+
+# -- window stage inputs (each transform against rows written out by hand) --------------------
+
+
+def test_window_samples_keep_recent_seconds_and_overlay_hours(spark: SparkSession) -> None:
+    stamps = [BASE - 1, BASE, BASE + 5, BASE + 3 * HOUR - 1, BASE + 3 * HOUR + 7, BASE + 4 * HOUR]
+    df = samples_df(spark, [(ts, "a", vals(1)) for ts in stamps])
+    first, as_of = BASE + 3 * HOUR - 10, BASE + 3 * HOUR + 20
+    got = sorted(r["ts"] for r in T.window_samples(df, first, as_of, [BASE]).collect())
+    # [first, as_of] holds 3h-1 and 3h+7; the overlay hour BASE holds BASE and BASE+5
+    assert got == [BASE, BASE + 5, BASE + 3 * HOUR - 1, BASE + 3 * HOUR + 7]
+    plain = sorted(r["ts"] for r in T.window_samples(df, first, as_of, []).collect())
+    assert plain == [BASE + 3 * HOUR - 1, BASE + 3 * HOUR + 7]
+
+
+def test_fresh_buckets_tag_recent_seconds_and_overlay_minutes(spark: SparkSession) -> None:
+    rows = [(BASE + 1, "a", vals(3)), (BASE + 2, "a", vals(4)), (BASE + HOUR + 9, "a", vals(5))]
+    seconds = T.scope_seconds(samples_df(spark, rows)).where("scope = 'node:a'")
+    got = T.fresh_buckets(seconds, BASE + HOUR, BASE + HOUR + 9, [BASE])
+    expected = [
+        (*row, "s")
+        for row in _bucket_rows(
+            "node:a", BASE + HOUR + 9, {i: [v] for i, v in zip(IND, vals(5), strict=True)}
+        )
+    ]
+    expected += [
+        (*row, "o")
+        for row in _bucket_rows(
+            "node:a", BASE, {i: [a, b] for i, a, b in zip(IND, vals(3), vals(4), strict=True)}
+        )
+    ]
+    got_rows = sorted((*r[:4], int(r[4]), int(r[5]), r[6], r[7]) for r in got.collect())
+    assert got_rows == sorted(expected)
+
+
+def test_trend_minutes_keep_now_and_the_last_15_of_each_hour(spark: SparkSession) -> None:
+    starts = [BASE + m * MINUTE for m in (0, 44, 45, 59, 60, 61, 70)]
+    minutes = buckets_df(spark, [("cluster", IND[0], b, 1, 1, 1, 1) for b in starts])
+    got = sorted(r["bucket_start"] for r in T.trend_minutes(minutes, BASE + 70 * MINUTE).collect())
+    assert got == [BASE + m * MINUTE for m in (45, 59, 70)]
+
+
+def test_split_levels_drops_buckets_read_twice() -> None:
+    row = ("cluster", IND[0], BASE, 1, 2, 4, 2)
+    collected = pd.DataFrame(
+        [(*row, "h"), (*row, "h"), (*row, "d"), ("node:a", *row[1:], "h")],
+        columns=[*T.BUCKET_COLUMNS, "level"],
+    )
+    levels = split_levels(collected)
+    assert sorted(levels) == ["d", "h"]
+    assert list(levels["h"]["scope"]) == ["cluster", "node:a"]
+    assert list(levels["d"].columns) == list(T.BUCKET_COLUMNS)
 
 
 # -- exact statistics and trends (pure Python) ---------------------------------------------------

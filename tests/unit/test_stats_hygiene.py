@@ -14,7 +14,7 @@ from dash.development.base_component import Component
 
 from console.pages.jobs import render_stages
 from console.provider import JobRun, JobStage
-from metrics.windows import HOUR
+from metrics.window_spec import HOUR
 from spark_stats.verify import LiveWindows, Stat, compare
 
 pytest.importorskip("pyspark")

@@ -1,7 +1,7 @@
 """``pushgrid db`` / ``pushgrid stats`` commands on real SQLite files, with a fake pipeline.
 
-The Spark entry points (``spark_stats.session``, ``spark_stats.pipeline``) are replaced by fake
-modules returning synthetic results, so these tests cover the CLI, the run bookkeeping and the
+The Spark entry points (``spark_stats.spark_session``, ``spark_stats.pipeline``) are replaced by
+fake modules returning synthetic results, so these tests cover the CLI, the run bookkeeping and the
 store without starting Spark (tests/integration/test_stats_cli.py runs the real thing).
 """
 
@@ -20,12 +20,13 @@ import typer
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from metrics import sqlstore
+from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
+from spark_stats import jobs
 from spark_stats.cli import parse_as_of, register
 from spark_stats.locking import warehouse_lock
 from spark_stats.results import PipelineResult, StageResult
-from spark_stats.store import db, jobs
-from spark_stats.store.models import JobRun, TrendPoint, WindowStat, from_unix
-from spark_stats.store.synthetic import synthetic_result
+from spark_stats.synthetic_results import synthetic_result
 
 AS_OF = 1_795_363_199  # 2026-11-22 15:59:59 UTC
 DEFAULT_AS_OF = AS_OF - 3600  # what the fake pipeline picks when no --as-of is given
@@ -34,7 +35,7 @@ NODES = ("push-1", "push-2")
 
 @dataclass
 class FakePipeline:
-    """Stands in for spark_stats.session / spark_stats.pipeline; records its calls."""
+    """Stands in for spark_stats.spark_session / spark_stats.pipeline; records its calls."""
 
     fail: BaseException | None = None
     offset: float = 0.0
@@ -43,7 +44,7 @@ class FakePipeline:
     stopped: list[str] = field(default_factory=list)
     session_options: list[dict[str, Any]] = field(default_factory=list)
 
-    def build_session(self, master: str = "local[*]", **options: Any) -> Any:
+    def build_spark_session(self, master: str = "local[*]", **options: Any) -> Any:
         stopped = self.stopped
 
         class Session:
@@ -79,11 +80,11 @@ class FakePipeline:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakePipeline:
     pipeline = FakePipeline()
-    session_module = types.ModuleType("spark_stats.session")
-    session_module.build_session = pipeline.build_session  # type: ignore[attr-defined]
+    session_module = types.ModuleType("spark_stats.spark_session")
+    session_module.build_spark_session = pipeline.build_spark_session  # type: ignore[attr-defined]
     pipeline_module = types.ModuleType("spark_stats.pipeline")
     pipeline_module.run_pipeline = pipeline.run_pipeline  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "spark_stats.session", session_module)
+    monkeypatch.setitem(sys.modules, "spark_stats.spark_session", session_module)
     monkeypatch.setitem(sys.modules, "spark_stats.pipeline", pipeline_module)
     monkeypatch.setattr(jobs, "_spark_context_running", lambda: False)
     real_run_job = jobs.run_job
@@ -134,12 +135,12 @@ def _url(tmp_path: Path) -> str:
 
 
 def _runs(url: str) -> list[JobRun]:
-    with db.session_scope(url) as session:
-        return list(reversed(db.latest_runs(session, 100)))
+    with sqlstore.session_scope(url) as session:
+        return list(reversed(sqlstore.latest_runs(session, 100)))
 
 
 def _count(url: str, model: type[WindowStat] | type[TrendPoint]) -> int:
-    with db.session_scope(url) as session:
+    with sqlstore.session_scope(url) as session:
         return session.scalar(select(func.count()).select_from(model)) or 0
 
 
@@ -150,8 +151,8 @@ def test_db_upgrade(cli: Callable[..., Any], tmp_path: Path) -> None:
     url = _url(tmp_path)
     result = cli("db", "upgrade", "--db", url)
     assert result.exit_code == 0, result.output
-    assert f"revision {db.head_revision()}" in result.stdout
-    assert db.current_revision(url) == db.head_revision()
+    assert f"revision {sqlstore.head_revision()}" in result.stdout
+    assert sqlstore.current_revision(url) == sqlstore.head_revision()
     assert cli("db", "upgrade", "--db", url).exit_code == 0
 
 
@@ -243,8 +244,8 @@ def test_rerun_for_the_same_as_of_replaces(
     assert (_count(url, WindowStat), _count(url, TrendPoint)) == rows
     first, second = _runs(url)
     assert first.as_of == second.as_of == from_unix(DEFAULT_AS_OF)
-    with db.session_scope(url) as session:
-        stats = db.window_stats(session)
+    with sqlstore.session_scope(url) as session:
+        stats = sqlstore.window_stats(session)
         assert {row.run_id for row in stats} == {second.id}
 
 
@@ -371,8 +372,8 @@ def test_status_shows_the_last_runs(
     url = _url(tmp_path)
     assert cli("stats", "run", "--db", url, "--archive", str(archive)).exit_code == 0
     assert cli("stats", "run", "--db", url, "--archive", str(tmp_path / "nope")).exit_code == 1
-    with db.session_scope(url) as session:
-        db.start_run(session, master="spark://cluster:7077")
+    with sqlstore.session_scope(url) as session:
+        sqlstore.start_run(session, master="spark://cluster:7077")
 
     result = cli("stats", "status", "--db", url)
     assert result.exit_code == 0, result.output
@@ -394,15 +395,15 @@ def test_status_shows_the_stages_of_the_last_run(
     assert cli("stats", "run", "--db", url, "--archive", str(archive)).exit_code == 0
     out = cli("stats", "status", "--db", url).stdout
     assert "stages of run 1 (succeeded)" in out
-    with db.session_scope(url) as session:
-        stages = db.get_run(session, 1).stages
+    with sqlstore.session_scope(url) as session:
+        stages = sqlstore.get_run(session, 1).stages
     assert stages
     for stage in stages:
         assert stage["name"] in out
     # a run still going shows the stages it has done so far
-    with db.session_scope(url) as session:
-        run = db.start_run(session)
-        db.record_stages(session, run.id, [StageResult("compaction", 7, 7, 61.0)])
+    with sqlstore.session_scope(url) as session:
+        run = sqlstore.start_run(session)
+        sqlstore.record_stages(session, run.id, [StageResult("compaction", 7, 7, 61.0)])
     out = cli("stats", "status", "--db", url).stdout
     assert f"stages of run {run.id} (so far)" in out
     assert "1 min 01 s" in out
@@ -437,8 +438,8 @@ def test_one_run_at_a_time_and_killed_runs_are_marked_failed(
     warehouse = tmp_path / "wh"
     args = ("stats", "run", "--db", url, "--archive", str(archive), "--warehouse", str(warehouse))
     assert cli("db", "upgrade", "--db", url).exit_code == 0
-    with db.session_scope(url) as session:
-        killed = db.start_run(session, master="local[1]")  # a run that died: no lock held
+    with sqlstore.session_scope(url) as session:
+        killed = sqlstore.start_run(session, master="local[1]")  # a run that died: no lock held
 
     # another run holds the warehouse: refused, naming it, and nothing recorded
     with warehouse_lock(warehouse):
@@ -452,11 +453,11 @@ def test_one_run_at_a_time_and_killed_runs_are_marked_failed(
     # the next run holds the lock: the `running` row is a dead run, marked failed first
     assert cli(*args).exit_code == 0
     runs = {r.id: r for r in _runs_of(url)}
-    assert (runs[killed.id].status, runs[killed.id].error) == ("failed", db.INTERRUPTED)
+    assert (runs[killed.id].status, runs[killed.id].error) == ("failed", sqlstore.INTERRUPTED)
     assert runs[killed.id].finished_at is not None
     assert [r.status for r in runs.values() if r.id != killed.id] == ["succeeded"]
 
 
 def _runs_of(url: str) -> list[JobRun]:
-    with db.session_scope(url) as session:
-        return db.latest_runs(session, 100)
+    with sqlstore.session_scope(url) as session:
+        return sqlstore.latest_runs(session, 100)

@@ -11,9 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-import admin_api.models  # noqa: F401  (the admin API's tables share the store's metadata)
-from spark_stats.store import db
-from spark_stats.store.models import Base
+from metrics import sqlstore
+from metrics.sqlstore.models import Base
 
 
 def _url(path: Path) -> str:
@@ -22,8 +21,8 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert db.upgrade(url) == db.head_revision() == "0003"
-    engine = db.make_engine(url)
+    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0004"
+    engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"compare_type": True})
@@ -55,16 +54,16 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
 
 def test_upgrade_is_idempotent_and_downgrade_removes_everything(tmp_path: Path) -> None:
     url = _url(tmp_path / "p.db")
-    assert db.current_revision(url) is None
-    db.upgrade(url)
-    assert db.upgrade(url) == db.head_revision()
-    engine = db.make_engine(url)
+    assert sqlstore.current_revision(url) is None
+    sqlstore.upgrade(url)
+    assert sqlstore.upgrade(url) == sqlstore.head_revision()
+    engine = sqlstore.make_engine(url)
     try:
-        command.downgrade(db.alembic_config(url), "base")
+        command.downgrade(sqlstore.alembic_config(url), "base")
         assert set(inspect(engine).get_table_names()) == {"alembic_version"}
-        assert db.current_revision(engine) is None
-        assert db.upgrade(url) == db.head_revision()
-        assert db.has_schema(engine)
+        assert sqlstore.current_revision(engine) is None
+        assert sqlstore.upgrade(url) == sqlstore.head_revision()
+        assert sqlstore.has_schema(engine)
     finally:
         engine.dispose()
 
@@ -73,14 +72,14 @@ def test_upgrade_works_from_any_directory(tmp_path: Path, monkeypatch: pytest.Mo
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert db.upgrade("sqlite:///relative/pushgrid.db") == db.head_revision()
+    assert sqlstore.upgrade("sqlite:///relative/pushgrid.db") == sqlstore.head_revision()
     assert (elsewhere / "relative" / "pushgrid.db").is_file()
 
 
 def test_sqlite_engine_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
     path = tmp_path / "w.db"
-    db.upgrade(_url(path))
-    engine = db.make_engine(_url(path))
+    sqlstore.upgrade(_url(path))
+    engine = sqlstore.make_engine(_url(path))
     try:
         with engine.connect() as connection:
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
@@ -94,13 +93,15 @@ def test_sqlite_engine_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
 def test_autogenerate_finds_nothing_to_migrate(tmp_path: Path) -> None:
     """`alembic check`: the migrations are complete for the models."""
     url = _url(tmp_path / "c.db")
-    db.upgrade(url)
-    command.check(db.alembic_config(url))
+    sqlstore.upgrade(url)
+    command.check(sqlstore.alembic_config(url))
 
 
 def test_offline_sql_for_postgresql(capsys: pytest.CaptureFixture[str]) -> None:
     """The migration renders for PostgreSQL (the real server runs it in the integration suite)."""
-    command.upgrade(db.alembic_config("postgresql://user@localhost/pushgrid"), "head", sql=True)
+    command.upgrade(
+        sqlstore.alembic_config("postgresql://user@localhost/pushgrid"), "head", sql=True
+    )
     sql = capsys.readouterr().out
     assert "CREATE TABLE job_runs" in sql
     assert "TIMESTAMP WITH TIME ZONE" in sql
@@ -109,9 +110,9 @@ def test_offline_sql_for_postgresql(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_urls_are_normalised() -> None:
-    assert db.normalize_url("postgresql://u:p@h/d").drivername == "postgresql+psycopg"
-    assert db.normalize_url("postgres://u@h/d").drivername == "postgresql+psycopg"
-    assert db.normalize_url("sqlite:///x.db").drivername == "sqlite"
-    assert db.display_url("postgresql://u:secret@h/d") == "postgresql+psycopg://u:***@h/d"
-    with pytest.raises(db.StoreError, match="invalid database URL"):
-        db.normalize_url("not a url")
+    assert sqlstore.normalize_url("postgresql://u:p@h/d").drivername == "postgresql+psycopg"
+    assert sqlstore.normalize_url("postgres://u@h/d").drivername == "postgresql+psycopg"
+    assert sqlstore.normalize_url("sqlite:///x.db").drivername == "sqlite"
+    assert sqlstore.display_url("postgresql://u:secret@h/d") == "postgresql+psycopg://u:***@h/d"
+    with pytest.raises(sqlstore.StoreError, match="invalid database URL"):
+        sqlstore.normalize_url("not a url")

@@ -15,12 +15,13 @@ import pytest
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from metrics import sqlstore
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import WINDOW_NAMES
+from metrics.sqlstore import results as sqlstore_results
+from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
+from metrics.window_spec import WINDOW_NAMES
 from spark_stats.results import PipelineResult
-from spark_stats.store import db
-from spark_stats.store.models import JobRun, TrendPoint, WindowStat, from_unix
-from spark_stats.store.synthetic import stat_frame, synthetic_result
+from spark_stats.synthetic_results import stat_frame, synthetic_result
 
 AS_OF = 1_795_363_199  # 2026-11-22 15:59:59 UTC
 NODES = ("push-1", "push-2")
@@ -30,9 +31,9 @@ KEYS_PER_AS_OF = (1 + len(NODES)) * len(INDICATOR_NAMES) * len(WINDOW_NAMES)
 @pytest.fixture
 def session(tmp_path: Path) -> Iterator[Session]:
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    with db.make_session_factory(engine)() as s:
+    sqlstore.upgrade(url)
+    engine = sqlstore.make_engine(url)
+    with sqlstore.make_session_factory(engine)() as s:
         yield s
     engine.dispose()
 
@@ -42,7 +43,7 @@ def _count(session: Session, model: type[WindowStat] | type[TrendPoint]) -> int:
 
 
 def _run(session: Session) -> int:
-    return db.start_run(session, master="local[2]").id
+    return sqlstore.start_run(session, master="local[2]").id
 
 
 # --- job runs ---------------------------------------------------------------------------------
@@ -50,19 +51,19 @@ def _run(session: Session) -> int:
 
 def test_run_lifecycle_succeeded(session: Session) -> None:
     before = datetime.now(UTC)
-    run = db.start_run(session, master="local[2]", as_of=AS_OF)
+    run = sqlstore.start_run(session, master="local[2]", as_of=AS_OF)
     assert run.id is not None
     assert run.status == "running"
     assert run.finished_at is None
     assert run.duration is None
     session.expunge_all()
-    stored = db.get_run(session, run.id)
+    stored = sqlstore.get_run(session, run.id)
     assert stored.started_at.tzinfo is not None
     assert stored.started_at >= before - timedelta(seconds=1)
     assert stored.as_of == from_unix(AS_OF)
 
     result = synthetic_result(AS_OF, NODES)
-    finished = db.finish_run(
+    finished = sqlstore.finish_run(
         session,
         run.id,
         status="succeeded",
@@ -73,7 +74,7 @@ def test_run_lifecycle_succeeded(session: Session) -> None:
     )
     assert finished.status == "succeeded"
     session.expunge_all()
-    stored = db.get_run(session, run.id)
+    stored = sqlstore.get_run(session, run.id)
     assert stored.status == "succeeded"
     assert stored.as_of == from_unix(AS_OF + 1)
     assert (stored.input_rows, stored.output_rows) == (14_400, 123)
@@ -87,13 +88,13 @@ def test_run_lifecycle_succeeded(session: Session) -> None:
 
 def test_run_lifecycle_failed_keeps_the_error(session: Session) -> None:
     run_id = _run(session)
-    db.finish_run(session, run_id, status="failed", error="boom\n" + "x" * 50_000)
+    sqlstore.finish_run(session, run_id, status="failed", error="boom\n" + "x" * 50_000)
     session.expunge_all()
-    stored = db.get_run(session, run_id)
+    stored = sqlstore.get_run(session, run_id)
     assert stored.status == "failed"
     assert stored.error is not None
     assert stored.error.startswith("boom\n")
-    assert len(stored.error) == db.MAX_ERROR_CHARS
+    assert len(stored.error) == sqlstore.MAX_ERROR_CHARS
     assert stored.as_of is None
     assert stored.input_rows is None
 
@@ -101,21 +102,21 @@ def test_run_lifecycle_failed_keeps_the_error(session: Session) -> None:
 def test_finish_run_rejects_bad_status_and_unknown_runs(session: Session) -> None:
     run_id = _run(session)
     with pytest.raises(ValueError, match="succeeded or failed"):
-        db.finish_run(session, run_id, status="running")
-    with pytest.raises(db.StoreError, match="no job run 999"):
-        db.finish_run(session, 999, status="failed", error="x")
-    assert db.get_run(session, run_id).status == "running"
+        sqlstore.finish_run(session, run_id, status="running")
+    with pytest.raises(sqlstore.StoreError, match="no job run 999"):
+        sqlstore.finish_run(session, 999, status="failed", error="x")
+    assert sqlstore.get_run(session, run_id).status == "running"
 
 
 def test_latest_runs_newest_first_with_limit(session: Session) -> None:
     ids = [_run(session) for _ in range(5)]
-    assert [r.id for r in db.latest_runs(session, 3)] == ids[::-1][:3]
-    assert [r.id for r in db.latest_runs(session)] == ids[::-1]
+    assert [r.id for r in sqlstore.latest_runs(session, 3)] == ids[::-1][:3]
+    assert [r.id for r in sqlstore.latest_runs(session)] == ids[::-1]
 
 
 def test_deleting_a_run_keeps_its_rows_without_a_run(session: Session) -> None:
     run_id = _run(session)
-    db.write_results(session, run_id, synthetic_result(AS_OF, NODES, trend_points=1))
+    sqlstore.write_results(session, run_id, synthetic_result(AS_OF, NODES, trend_points=1))
     session.execute(delete(JobRun).where(JobRun.id == run_id))
     session.commit()
     assert _count(session, WindowStat) == KEYS_PER_AS_OF
@@ -127,22 +128,24 @@ def test_deleting_a_run_keeps_its_rows_without_a_run(session: Session) -> None:
 
 def test_write_results_then_rerun_replaces(session: Session) -> None:
     first = _run(session)
-    written = db.write_results(session, first, synthetic_result(AS_OF, NODES, trend_points=3))
+    written = sqlstore.write_results(session, first, synthetic_result(AS_OF, NODES, trend_points=3))
     assert written.window_stats == KEYS_PER_AS_OF
     assert written.trend_points == 3 * KEYS_PER_AS_OF
     assert written.total == 4 * KEYS_PER_AS_OF
     assert _count(session, WindowStat) == KEYS_PER_AS_OF
     assert _count(session, TrendPoint) == 3 * KEYS_PER_AS_OF
-    old = db.window_stats(session, "cluster", "connected_users", "1h")[0]
+    old = sqlstore.window_stats(session, "cluster", "connected_users", "1h")[0]
     old_avg, old_computed = old.avg, old.computed_at
     assert old_avg is not None
 
     second = _run(session)
-    db.write_results(session, second, synthetic_result(AS_OF, NODES, trend_points=3, offset=0.5))
+    sqlstore.write_results(
+        session, second, synthetic_result(AS_OF, NODES, trend_points=3, offset=0.5)
+    )
     session.expire_all()
     assert _count(session, WindowStat) == KEYS_PER_AS_OF  # replaced, not duplicated
     assert _count(session, TrendPoint) == 3 * KEYS_PER_AS_OF
-    new = db.window_stats(session, "cluster", "connected_users", "1h")[0]
+    new = sqlstore.window_stats(session, "cluster", "connected_users", "1h")[0]
     assert new.avg == pytest.approx(old_avg + 0.5)
     assert new.run_id == second
     assert new.computed_at >= old_computed
@@ -150,18 +153,18 @@ def test_write_results_then_rerun_replaces(session: Session) -> None:
 
 
 def test_a_new_as_of_adds_rows_and_trend_points_accumulate(session: Session) -> None:
-    db.write_results(session, _run(session), synthetic_result(AS_OF, NODES, trend_points=2))
+    sqlstore.write_results(session, _run(session), synthetic_result(AS_OF, NODES, trend_points=2))
     later = AS_OF + 3600
-    db.write_results(session, _run(session), synthetic_result(later, NODES, trend_points=2))
+    sqlstore.write_results(session, _run(session), synthetic_result(later, NODES, trend_points=2))
     assert _count(session, WindowStat) == 2 * KEYS_PER_AS_OF
     # points AS_OF-3600, AS_OF, AS_OF+3600: the shared one (AS_OF) is upserted
     assert _count(session, TrendPoint) == 3 * KEYS_PER_AS_OF
 
 
 def test_rerun_removes_window_stats_the_new_result_lacks(session: Session) -> None:
-    db.write_results(session, _run(session), synthetic_result(AS_OF, ("a", "b", "gone")))
-    db.write_results(session, _run(session), synthetic_result(AS_OF, ("a", "b")))
-    scopes = {row.scope for row in db.window_stats(session)}
+    sqlstore.write_results(session, _run(session), synthetic_result(AS_OF, ("a", "b", "gone")))
+    sqlstore.write_results(session, _run(session), synthetic_result(AS_OF, ("a", "b")))
+    scopes = {row.scope for row in sqlstore.window_stats(session)}
     assert scopes == {"cluster", "node:a", "node:b"}
 
 
@@ -169,11 +172,11 @@ def test_nulls_numpy_types_and_small_batches(session: Session) -> None:
     frame = stat_frame([AS_OF], NODES, empty_windows=("15mo",))
     frame["count"] = frame["count"].astype(np.int64)
     result = PipelineResult(AS_OF, frame, frame.iloc[0:0].copy())
-    db.write_results(session, _run(session), result, batch_size=7)
+    sqlstore.write_results(session, _run(session), result, batch_size=7)
     assert _count(session, WindowStat) == KEYS_PER_AS_OF
-    empty = db.window_stats(session, "node:push-2", "outgoing_bytes_per_second", "15mo")[0]
+    empty = sqlstore.window_stats(session, "node:push-2", "outgoing_bytes_per_second", "15mo")[0]
     assert (empty.count, empty.max, empty.avg, empty.stddev) == (0, None, None, None)
-    full = db.window_stats(session, "node:push-2", "outgoing_bytes_per_second", "15d")[0]
+    full = sqlstore.window_stats(session, "node:push-2", "outgoing_bytes_per_second", "15d")[0]
     assert full.count > 0
     assert full.avg is not None
     assert isinstance(full.count, int)
@@ -185,14 +188,14 @@ def test_bad_frames_are_refused_and_nothing_is_written(session: Session) -> None
     good = synthetic_result(AS_OF, NODES)
     missing = PipelineResult(AS_OF, good.window_stats.drop(columns=["stddev"]), good.trend_points)
     with pytest.raises(ValueError, match="window_stats: missing columns stddev"):
-        db.write_results(session, run_id, missing)
+        sqlstore.write_results(session, run_id, missing)
     bad_trend = good.trend_points.copy()
     bad_trend["count"] = bad_trend["count"].astype(object)
     bad_trend.loc[bad_trend.index[-1], "count"] = "many"
     with pytest.raises(ValueError, match="trend_points: bad row"):
-        db.write_results(session, run_id, PipelineResult(AS_OF, good.window_stats, bad_trend))
-    with pytest.raises(db.StoreError, match="no job run 4242"):
-        db.write_results(session, 4242, good)
+        sqlstore.write_results(session, run_id, PipelineResult(AS_OF, good.window_stats, bad_trend))
+    with pytest.raises(sqlstore.StoreError, match="no job run 4242"):
+        sqlstore.write_results(session, 4242, good)
     assert _count(session, WindowStat) == 0
     assert _count(session, TrendPoint) == 0
 
@@ -201,19 +204,19 @@ def test_a_failing_write_rolls_back_the_whole_call(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_id = _run(session)
-    upsert = db._upsert
+    upsert = sqlstore_results._upsert
 
     def failing_on_trend(s: Session, table: Any, rows: Any, size: int) -> None:
         if table.name == "trend_points":
             raise RuntimeError("disk full")
         upsert(s, table, rows, size)
 
-    monkeypatch.setattr(db, "_upsert", failing_on_trend)
+    monkeypatch.setattr(sqlstore_results, "_upsert", failing_on_trend)
     with pytest.raises(RuntimeError, match="disk full"):
-        db.write_results(session, run_id, synthetic_result(AS_OF, NODES))
+        sqlstore.write_results(session, run_id, synthetic_result(AS_OF, NODES))
     assert _count(session, WindowStat) == 0  # the window statistics went back too
-    monkeypatch.setattr(db, "_upsert", upsert)
-    db.write_results(session, run_id, synthetic_result(AS_OF, NODES))  # the session is usable
+    monkeypatch.setattr(sqlstore_results, "_upsert", upsert)
+    sqlstore.write_results(session, run_id, synthetic_result(AS_OF, NODES))  # the session is usable
     assert _count(session, WindowStat) == KEYS_PER_AS_OF
 
 
@@ -221,11 +224,13 @@ def test_a_failing_write_rolls_back_the_whole_call(
 
 
 def test_window_stats_returns_the_latest_as_of_per_key(session: Session) -> None:
-    db.write_results(session, _run(session), synthetic_result(AS_OF, NODES, trend_points=1))
+    sqlstore.write_results(session, _run(session), synthetic_result(AS_OF, NODES, trend_points=1))
     later = AS_OF + 3600
     # the later run only covers push-1: push-2's latest stays at AS_OF
-    db.write_results(session, _run(session), synthetic_result(later, ("push-1",), trend_points=1))
-    rows = db.window_stats(session)
+    sqlstore.write_results(
+        session, _run(session), synthetic_result(later, ("push-1",), trend_points=1)
+    )
+    rows = sqlstore.window_stats(session)
     assert len(rows) == KEYS_PER_AS_OF
     by_scope = {row.scope: row.as_of for row in rows}
     assert by_scope["cluster"] == from_unix(later)
@@ -237,31 +242,35 @@ def test_window_stats_returns_the_latest_as_of_per_key(session: Session) -> None
     assert rows[0].indicator == INDICATOR_NAMES[0]
     assert all(row.as_of.tzinfo is UTC for row in rows)
 
-    one = db.window_stats(session, scope="node:push-2", indicator="connected_users", window="5m")
+    one = sqlstore.window_stats(
+        session, scope="node:push-2", indicator="connected_users", window="5m"
+    )
     assert len(one) == 1
     assert one[0].to_dict()["as_of"] == AS_OF
-    assert len(db.window_stats(session, window="1h")) == 3 * len(INDICATOR_NAMES)
-    assert len(db.window_stats(session, indicator="connected_users")) == 3 * len(WINDOW_NAMES)
-    assert db.window_stats(session, scope="node:nope") == []
+    assert len(sqlstore.window_stats(session, window="1h")) == 3 * len(INDICATOR_NAMES)
+    assert len(sqlstore.window_stats(session, indicator="connected_users")) == 3 * len(WINDOW_NAMES)
+    assert sqlstore.window_stats(session, scope="node:nope") == []
 
 
 def test_trend_series_with_bounds(session: Session) -> None:
     result = synthetic_result(AS_OF, NODES, trend_points=5, trend_step=600)
-    db.write_results(session, _run(session), result)
-    series = db.trend(session, "cluster", "connected_users", "1m")
+    sqlstore.write_results(session, _run(session), result)
+    series = sqlstore.trend(session, "cluster", "connected_users", "1m")
     assert [p.to_dict()["as_of"] for p in series] == [AS_OF - k * 600 for k in (4, 3, 2, 1, 0)]
-    middle = db.trend(session, "cluster", "connected_users", "1m", AS_OF - 1800, AS_OF - 600)
+    middle = sqlstore.trend(session, "cluster", "connected_users", "1m", AS_OF - 1800, AS_OF - 600)
     assert [p.to_dict()["as_of"] for p in middle] == [AS_OF - 1800, AS_OF - 1200, AS_OF - 600]
-    since = db.trend(session, "cluster", "connected_users", "1m", since=from_unix(AS_OF - 600))
+    since = sqlstore.trend(
+        session, "cluster", "connected_users", "1m", since=from_unix(AS_OF - 600)
+    )
     assert len(since) == 2
     with pytest.raises(ValueError, match="naive datetime"):
-        db.trend(session, "cluster", "connected_users", "1m", since=datetime(2026, 1, 1))
-    assert db.trend(session, "cluster", "connected_users", "nope") == []
+        sqlstore.trend(session, "cluster", "connected_users", "1m", since=datetime(2026, 1, 1))
+    assert sqlstore.trend(session, "cluster", "connected_users", "nope") == []
 
 
 def test_to_dict_is_json_ready(session: Session) -> None:
-    db.write_results(session, _run(session), synthetic_result(AS_OF, NODES, trend_points=1))
-    row = db.window_stats(session, "cluster", "connected_users", "1m")[0].to_dict()
+    sqlstore.write_results(session, _run(session), synthetic_result(AS_OF, NODES, trend_points=1))
+    row = sqlstore.window_stats(session, "cluster", "connected_users", "1m")[0].to_dict()
     assert set(row) == {
         "scope",
         "indicator",
@@ -290,10 +299,10 @@ def test_a_repeated_key_in_one_frame_keeps_its_last_row(session: Session) -> Non
     repeated = good.window_stats.iloc[:1].copy()
     repeated["avg"] = -1.0
     frame = pd.concat([good.window_stats, repeated], ignore_index=True)
-    written = db.write_results(
+    written = sqlstore.write_results(
         session, _run(session), PipelineResult(AS_OF, frame, good.trend_points)
     )
     assert written.window_stats == KEYS_PER_AS_OF
     first = good.window_stats.iloc[0]
-    (row,) = db.window_stats(session, first["scope"], first["indicator"], first["window"])
+    (row,) = sqlstore.window_stats(session, first["scope"], first["indicator"], first["window"])
     assert row.avg == -1.0

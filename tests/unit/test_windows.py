@@ -1,25 +1,33 @@
-"""RollingWindows / IndicatorSet against a brute-force numpy computation on the raw samples.
+"""The window definition (``metrics.window_spec``) and RollingWindows / IndicatorSet against a
+brute-force numpy computation on the raw samples.
 
-The reference applies the window definition of ``metrics.windows`` literally: at ``now``, the
+The reference applies the window definition of ``metrics.window_spec`` literally: at ``now``, the
 window of length W and resolution r covers the samples with
 ``(now // r - (W // r - 1)) * r <= ts <= now``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from metrics.rolling_windows import IndicatorSet, RollingWindows
 from metrics.stats import Moments
-from metrics.windows import (
+from metrics.window_spec import (
+    LEVELS,
     MAX_BUCKETS,
     WINDOW_NAMES,
     WINDOWS,
-    IndicatorSet,
-    RollingWindows,
+    level_of,
+    pieces,
+    whole_pieces,
     window_start,
+    windows_of,
 )
 
 MIN, HOUR, DAY = 60, 3600, 86400
@@ -141,6 +149,61 @@ def test_window_table_and_start() -> None:
         for t in (now, now - 1, (now // res) * res, 0, 59, 86_399):
             assert window_start(w, t) == (t // res - (length // res - 1)) * res
             assert window_start(w.name, t) == window_start(w, t)
+
+
+def test_levels_are_derived_from_the_windows() -> None:
+    assert [(lv.name, lv.resolution, lv.size) for lv in LEVELS] == [
+        ("s", 1, 900),
+        ("m", MIN, 900),
+        ("h", HOUR, 360),
+        ("d", DAY, 450),
+    ]
+    assert MAX_BUCKETS == 2610
+    assert [w.name for lv in LEVELS for w in windows_of(lv)] == list(WINDOW_NAMES)
+    for w in WINDOWS:
+        assert level_of(w.name).resolution == SPEC[w.name][1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(now=st.integers(min_value=40 * 30 * DAY, max_value=2**33), name=st.sampled_from(list(SPEC)))
+def test_pieces_tile_the_window_exactly(now: int, name: str) -> None:
+    """Pieces are contiguous, cover [window_start, now], and use only whole buckets."""
+    length, res = SPEC[name]
+    parts = pieces(name, now)
+    assert parts[0].level.resolution == res  # own level first, then finer ones
+    assert parts[0].start == (now // res - (length // res - 1)) * res
+    assert parts[-1].end == now + 1
+    for before, after in itertools.pairwise(parts):
+        assert before.end == after.start
+        assert after.level.resolution < before.level.resolution
+    for part in parts:
+        r = part.level.resolution
+        assert part.start % r == 0
+        assert part.end % r == 0 or r == 1
+        assert part.start <= part.end <= now + 1  # no bucket extending past now is used whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    hour=st.integers(min_value=40 * 30 * 24, max_value=2**33 // HOUR),
+    name=st.sampled_from(list(SPEC)),
+)
+def test_whole_pieces_at_hour_ends_use_whole_buckets(hour: int, name: str) -> None:
+    """At an hour end the window is read from whole minute / hour buckets (days: its own)."""
+    end = hour * HOUR
+    length, res = SPEC[name]
+    parts = whole_pieces(name, end)
+    assert parts[0].start == (end - 1) // res * res - (length // res - 1) * res
+    assert parts[-1].end == end
+    for before, after in itertools.pairwise(parts):
+        assert before.end == after.start
+        assert before.level != after.level
+    for part in parts:
+        r = part.level.resolution
+        assert r > 1  # no seconds: the hour is complete
+        assert part.start % r == 0
+        assert part.end % r == 0
+        assert r <= HOUR or r == res  # day buckets only for the month windows' own
 
 
 def test_sparse_series_over_16_months_matches_numpy() -> None:

@@ -1,4 +1,4 @@
-"""SQL tables of the admin API, on the same :class:`~spark_stats.store.models.Base` as the pipeline.
+"""SQL tables of the admin API, on the same :class:`~.models.Base` as the pipeline.
 
 =================  ==============================================================================
 table              content
@@ -11,9 +11,10 @@ table              content
 ``alert_events``   alert state changes: pending, firing, resolved
 =================  ==============================================================================
 
-The schema is created by the Alembic migration ``alembic/versions/0002_admin_api.py``; keep the
-two in step (``tests/unit/test_admin_models.py`` compares them). This module imports only
-SQLAlchemy and the store's models, so ``alembic/env.py`` can import it.
+The schema is created by the Alembic migrations ``alembic/versions/0002_admin_api.py`` and
+``0003_alerts.py``; keep them in step (``tests/unit/test_admin_models.py`` compares them). The
+tables live in the store, not in ``admin_api``, so the migrations see every table without
+importing the admin API (ADR 015).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Final
 from sqlalchemy import Boolean, CheckConstraint, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from spark_stats.store.models import Base, UTCDateTime, utc_now
+from .models import Base, UTCDateTime, utc_now
 
 __all__ = [
     "NAME_LENGTH",

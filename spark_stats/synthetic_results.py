@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult, StageResult, node_scope
+from .results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult, StageResult, node_scope
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +33,7 @@ def stat_frame(
     import pandas as pd
 
     from metrics.indicators import INDICATOR_NAMES
-    from metrics.windows import WINDOW_NAMES
+    from metrics.window_spec import WINDOW_NAMES
 
     rows: list[dict[str, Any]] = []
     for as_of in as_ofs:

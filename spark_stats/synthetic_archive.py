@@ -16,7 +16,7 @@ import pyarrow.csv as pacsv
 
 from metrics.archive import node_dirname
 from metrics.indicators import INDICATOR_NAMES
-from metrics.windows import HOUR
+from metrics.window_spec import HOUR
 
 __all__ = ["HEADER", "archive_path", "write_node_samples"]
 

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ..results import StageResult
-from .db import (
+from metrics.sqlstore import (
+    JobRun,
+    RunOwner,
     WrittenRows,
-    fail_interrupted,
+    fail_stale,
     finish_run,
     make_engine,
     make_session_factory,
@@ -37,13 +38,15 @@ from .db import (
     upgrade,
     write_results,
 )
-from .models import JobRun
+from server.errors import StatsError
+
+from .results import StageResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from sqlalchemy.orm import Session, sessionmaker
 
-    from ..results import PipelineResult
+    from .results import PipelineResult
 
 Progress = Callable[[str, float], None]
 log = logging.getLogger(__name__)
@@ -52,8 +55,10 @@ SPARK_SHARE: Final = 0.05
 WRITE_SHARE: Final = 0.95
 
 
-class JobError(Exception):
+class JobError(StatsError):
     """An expected failure of a job (bad archive ...): its message is the whole story."""
+
+    code = "job"
 
 
 @dataclass
@@ -105,8 +110,11 @@ def _spark_context_running() -> bool:
     return SparkContext._active_spark_context is not None
 
 
-class RunRefused(Exception):
+class RunRefused(StatsError):
     """The run did not start (and is not recorded): another one holds the warehouse."""
+
+    code = "run_refused"
+    retryable = True
 
 
 def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.ExitStack:
@@ -115,14 +123,14 @@ def _exclusive(warehouse: Path, factory: sessionmaker[Session]) -> contextlib.Ex
     :class:`RunRefused` names the run that holds it; a warehouse that cannot be locked at all
     (not a directory, no permission) is a :class:`JobError`.
     """
-    from ..locking import StoreBusyError, warehouse_lock
+    from .locking import StoreBusyError, warehouse_lock
 
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(warehouse_lock(warehouse))
     except StoreBusyError:
-        with factory() as session:
-            other = running_run(session)
+        with factory() as db:
+            other = running_run(db, str(warehouse.resolve()))
         who = (
             f"statistics run {other.id} (started {other.started_at:%Y-%m-%d %H:%M:%S}Z)"
             if other is not None
@@ -155,8 +163,9 @@ def run_job(
     ``spark``: a session to use (left running); otherwise one is built for ``master`` and
     stopped at the end unless a Spark context was already running in this process.
     The run holds the warehouse lock from before it records itself to the end: a second run
-    raises :class:`RunRefused` (nothing recorded), and ``running`` rows found once the lock is
-    held belong to runs that were killed: they are marked failed first.
+    raises :class:`RunRefused` (nothing recorded). The run is recorded with its owner (host,
+    process, warehouse); once the lock is held, ``running`` rows of this warehouse, or of dead
+    processes of this host, belong to runs that were killed: they are marked failed first.
     """
     report: Progress = progress or (lambda _step, _fraction: None)
     if migrate:
@@ -167,20 +176,21 @@ def run_job(
         try:
             lock = _exclusive(warehouse, factory)
         except JobError as exc:  # nothing ran: recorded as failed all the same
-            with factory() as session:
-                run = start_run(session, master=master, as_of=as_of)
-                failed = finish_run(session, run.id, status="failed", error=describe_error(exc))
+            with factory() as db:
+                run = start_run(db, master=master, as_of=as_of)
+                failed = finish_run(db, run.id, status="failed", error=describe_error(exc))
                 return JobOutcome(failed, error=exc)
-        with lock, factory() as session:
-            for stale in fail_interrupted(session):
+        owner = RunOwner(str(warehouse.resolve()))
+        with lock, factory() as db:
+            for stale in fail_stale(db, owner):
                 log.warning("statistics run %d was interrupted: marked failed", stale)
-            run = start_run(session, master=master, as_of=as_of)
+            run = start_run(db, master=master, as_of=as_of, owner=owner)
             outcome = JobOutcome(run)
             done: list[StageResult] = []
 
             def on_stage(stage: StageResult) -> None:
                 done.append(stage)
-                record_stages(session, run.id, done)
+                record_stages(db, run.id, done)
 
             try:
                 outcome.result = _run_pipeline(
@@ -193,14 +203,14 @@ def run_job(
                     on_stage,
                 )
                 report("writing the results to the database", WRITE_SHARE)
-                outcome.written = write_results(session, run.id, outcome.result)
+                outcome.written = write_results(db, run.id, outcome.result)
                 report(
                     f"stored {outcome.written.window_stats} window statistics and "
                     f"{outcome.written.trend_points} trend points",
                     1.0,
                 )
                 outcome.run = finish_run(
-                    session,
+                    db,
                     run.id,
                     status="succeeded",
                     as_of=outcome.result.as_of,
@@ -209,10 +219,9 @@ def run_job(
                     stages=outcome.result.stages,
                 )
             except BaseException as exc:
-                outcome.error = exc
-                session.rollback()
+                outcome.error = exc  # the failed write was rolled back by its transaction
                 outcome.run = finish_run(
-                    session,
+                    db,
                     run.id,
                     status="failed",
                     stages=outcome.result.stages if outcome.result else done,
@@ -243,16 +252,18 @@ def _run_pipeline(
     on_stage: Callable[[StageResult], None],
 ) -> PipelineResult:
     archive_dir = check_archive(archive)
-    from ..pipeline import run_pipeline
-    from ..session import build_session
+    from .pipeline import run_pipeline
+    from .spark_session import build_spark_session
 
     given = not isinstance(spark, _SessionSpec)
     own = not given and not _spark_context_running()
     report(f"starting Spark ({master})", 0.0)
-    session = (
+    spark_session = (
         spark
         if not isinstance(spark, _SessionSpec)
-        else build_session(master, driver_memory=spark.driver_memory, driver_host=spark.driver_host)
+        else build_spark_session(
+            master, driver_memory=spark.driver_memory, driver_host=spark.driver_host
+        )
     )
 
     def pipeline_progress(message: str, fraction: float) -> None:
@@ -261,7 +272,7 @@ def _run_pipeline(
 
     try:
         result: PipelineResult = run_pipeline(
-            session,
+            spark_session,
             archive_dir,
             warehouse,
             as_of,
@@ -272,4 +283,4 @@ def _run_pipeline(
         return result
     finally:
         if own:
-            session.stop()
+            spark_session.stop()

@@ -1,8 +1,9 @@
-"""SQLAlchemy 2.0 typed models of the statistics store.
+"""SQLAlchemy 2.0 typed models of the SQL store: the base and the statistics pipeline's tables.
 
 One :class:`Base` (one ``MetaData``) for every table pushgrid keeps in SQL: the statistics
-pipeline's tables here, the admin API's later. The schema is owned by the Alembic migrations in
-``alembic/versions`` (``pushgrid db upgrade``); ``Base.metadata`` is what they must produce
+pipeline's tables here, the admin API's in :mod:`.admin_models` (importing :mod:`metrics.sqlstore`
+registers both). The schema is owned by the Alembic migrations in ``alembic/versions``
+(``pushgrid db upgrade``); ``Base.metadata`` is what they must produce
 (``tests/unit/test_store_migrations.py`` compares the two). This module imports neither pyspark
 nor pandas.
 
@@ -52,6 +53,7 @@ RUN_STATUSES: Final[tuple[RunStatus, ...]] = ("running", "succeeded", "failed")
 SCOPE_LENGTH: Final = 255
 INDICATOR_LENGTH: Final = 64
 WINDOW_LENGTH: Final = 16
+HOST_LENGTH: Final = 255
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -117,6 +119,10 @@ class JobRun(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # [{"name": ..., "input_rows": ..., "output_rows": ..., "seconds": ...}, ...]
     stages: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    # Who runs it (migration 0004): a `running` row whose owner is gone is a killed run.
+    owner_host: Mapped[str | None] = mapped_column(String(HOST_LENGTH))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    warehouse: Mapped[str | None] = mapped_column(Text)
 
     @property
     def duration(self) -> float | None:

@@ -73,6 +73,7 @@ class MemberFailure(ProblemError):
         detail = f"member {member.name!r} ({member.monitor_url}): {message}"
         super().__init__(status, detail, _CODES[kind], member=member.name)
         self.kind = kind
+        self.retryable = kind in ("unreachable", "timeout")
         self.message = message
 
 

@@ -7,10 +7,10 @@ import re
 
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_DRIVER_MEMORY", "build_session", "jvm_pid", "session_conf"]
+__all__ = ["DEFAULT_DRIVER_MEMORY", "build_spark_session", "jvm_pid", "spark_session_conf"]
 
-#: Driver heap of a local session (``build_session(driver_memory="4g")`` overrides it; settings
-#: come only from the Settings object, never from the environment).
+#: Driver heap of a local session (``build_spark_session(driver_memory="4g")`` overrides it;
+#: settings come only from the Settings object, never from the environment).
 #: The benchmark (35 days x 3 nodes of per-second samples) peaks well below this.
 DEFAULT_DRIVER_MEMORY = "2g"
 
@@ -22,13 +22,13 @@ def _cores(master: str) -> int:
     return max(1, int(match.group(1)))
 
 
-def session_conf(
+def spark_session_conf(
     master: str = "local[*]",
     driver_memory: str | None = None,
     shuffle_partitions: int | None = None,
     driver_host: str = "127.0.0.1",
 ) -> dict[str, str]:
-    """The settings :func:`build_session` applies (exposed for tests and spark-submit users)."""
+    """The settings :func:`build_spark_session` applies (for tests and spark-submit users)."""
     memory = driver_memory or DEFAULT_DRIVER_MEMORY
     partitions = shuffle_partitions or 2 * _cores(master)
     return {
@@ -55,7 +55,7 @@ def session_conf(
     }
 
 
-def build_session(
+def build_spark_session(
     master: str = "local[*]",
     app_name: str = "pushgrid-stats",
     *,
@@ -75,7 +75,7 @@ def build_session(
     partitions, Arrow...) are applied to it.
     """
     builder = SparkSession.builder.master(master).appName(app_name)
-    conf = session_conf(master, driver_memory, shuffle_partitions, driver_host)
+    conf = spark_session_conf(master, driver_memory, shuffle_partitions, driver_host)
     if java_options:
         conf["spark.driver.extraJavaOptions"] = java_options
     for key, value in conf.items():

@@ -4,32 +4,8 @@ Each indicator receives at most one sample per second (``ts`` = Unix time in who
 UTC). For every indicator we report, over twelve windows, the :class:`~metrics.stats.Moments`
 (count, average, population standard deviation, maximum) of the samples the window covers.
 
-Window definition
------------------
-Window names, lengths ``W`` and resolutions ``r`` (a month is 30 days)::
-
-    "1m"   60 s       r = 1 s        "1d"   86400 s     r = 3600 s
-    "5m"   300 s      r = 1 s        "5d"   432000 s    r = 3600 s
-    "15m"  900 s      r = 1 s        "15d"  1296000 s   r = 3600 s
-    "1h"   3600 s     r = 60 s       "1mo"  2592000 s   r = 86400 s
-    "5h"   18000 s    r = 60 s       "5mo"  12960000 s  r = 86400 s
-    "15h"  54000 s    r = 60 s       "15mo" 38880000 s  r = 86400 s
-
-At query time ``now`` (integer seconds), the window of length ``W`` and resolution ``r`` covers
-exactly the samples whose timestamp ``ts`` satisfies::
-
-    (floor(now / r) - (W / r - 1)) * r  <=  ts  <=  now
-
-that is, the current (partial) bucket of ``r`` seconds containing ``now`` plus the ``W / r - 1``
-previous whole buckets. Buckets are aligned to the Unix epoch (UTC): a minute bucket starts at a
-multiple of 60, an hour bucket at a multiple of 3600, a day bucket at UTC midnight (a multiple of
-86400). So "1m" is the last 60 seconds ``[now - 59, now]``; "1h" is the current minute so far plus
-the 59 minutes before it; "1d" the current hour so far plus the 23 hours before it; "1mo" the
-current UTC day so far plus the 29 days before it. :func:`window_start` computes the lower bound.
-
-Missing seconds are *absent*, not zero: a window's ``count`` is the number of samples it really
-covers and its statistics are those of these samples only. A window without samples is
-:meth:`Moments.empty` (``count == 0``).
+The window definition (names, lengths, resolutions, bucket levels) lives in
+:mod:`metrics.window_spec`.
 
 Statistics are those of :mod:`metrics.stats`: the standard deviation is the *population* one
 (``ddof=0``), ``max`` is exact, ``count`` is exact, and the average and standard deviation equal
@@ -61,9 +37,10 @@ day       86400 s     450    1mo, 5mo, 15mo
 A ring slot holds a closed bucket (a :class:`Moments`; a float for seconds) and its bucket index.
 The bucket that contains the last sample is "open" at each level: the open minute keeps its raw
 values (<= 60 floats), the open hour its closed minutes (<= 60 :class:`Moments`), the open day its
-closed hours (<= 24). Memory per indicator is therefore bounded by :data:`MAX_BUCKETS` = 2610 ring
-slots, plus at most 144 entries in the open lists (all of which also sit in a ring) and a constant
-number of cached :class:`Moments` -- whatever the number of samples or the time span.
+closed hours (<= 24). Memory per indicator is therefore bounded by ``MAX_BUCKETS`` = 2610 ring
+slots (:mod:`metrics.window_spec`), plus at most 144 entries in the open lists (all of which
+also sit in a ring) and a constant number of cached :class:`Moments` -- whatever the number
+of samples or the time span.
 
 ``add`` is O(1): it writes one ring slot and, when the sample starts a new minute (hour, day),
 rolls the finished minute (hour, day) up from its <= 60 values (<= 60 minutes, <= 24 hours) into
@@ -76,64 +53,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, TypeVar
 
 from .stats import Moments
+from .window_spec import DAY, HOUR, LEVELS, MINUTE, WINDOW_NAMES, windows_of
 
-__all__ = [
-    "LEVELS",
-    "MAX_BUCKETS",
-    "WINDOWS",
-    "WINDOW_NAMES",
-    "IndicatorSet",
-    "RollingWindows",
-    "Window",
-    "window_start",
-]
-
-MINUTE = 60
-HOUR = 3600
-DAY = 86400
-MONTH = 30 * DAY
-
-
-class Window(NamedTuple):
-    name: str
-    length: int  # W, seconds
-    resolution: int  # r, seconds; W is a multiple of r
-
-    @property
-    def buckets(self) -> int:
-        """``W / r``: the current partial bucket plus ``W / r - 1`` whole ones."""
-        return self.length // self.resolution
-
-
-WINDOWS: tuple[Window, ...] = (
-    Window("1m", MINUTE, 1),
-    Window("5m", 5 * MINUTE, 1),
-    Window("15m", 15 * MINUTE, 1),
-    Window("1h", HOUR, MINUTE),
-    Window("5h", 5 * HOUR, MINUTE),
-    Window("15h", 15 * HOUR, MINUTE),
-    Window("1d", DAY, HOUR),
-    Window("5d", 5 * DAY, HOUR),
-    Window("15d", 15 * DAY, HOUR),
-    Window("1mo", MONTH, DAY),
-    Window("5mo", 5 * MONTH, DAY),
-    Window("15mo", 15 * MONTH, DAY),
-)
-WINDOW_NAMES: tuple[str, ...] = tuple(w.name for w in WINDOWS)
-_BY_NAME = {w.name: w for w in WINDOWS}
-
-# (resolution, ring size) of the second, minute, hour and day levels.
-LEVELS: tuple[tuple[int, int], ...] = ((1, 900), (MINUTE, 900), (HOUR, 360), (DAY, 450))
-MAX_BUCKETS = sum(size for _, size in LEVELS)  # 2610
-
-
-def window_start(window: Window | str, now: int) -> int:
-    """Smallest timestamp covered by ``window`` at ``now``: ``(now // r - (W // r - 1)) * r``."""
-    w = _BY_NAME[window] if isinstance(window, str) else window
-    return (now // w.resolution - (w.buckets - 1)) * w.resolution
+__all__ = ["IndicatorSet", "RollingWindows"]
 
 
 T = TypeVar("T")
@@ -168,8 +93,8 @@ class _Ring(Generic[T]):
         return sum(t is not None for t in self.tags)
 
 
-_SECOND_WINDOWS = WINDOWS[0:3]
-_COARSE_WINDOWS = (WINDOWS[3:6], WINDOWS[6:9], WINDOWS[9:12])  # minute, hour, day levels
+_SECOND_WINDOWS = windows_of(LEVELS[0])
+_COARSE_WINDOWS = tuple(windows_of(level) for level in LEVELS[1:])  # minute, hour, day levels
 
 
 class RollingWindows:
@@ -178,11 +103,11 @@ class RollingWindows:
     def __init__(self) -> None:
         self._last: int | None = None
         self._adds = 0  # bumped by every add: version of the open buckets
-        self._seconds: _Ring[float] = _Ring(LEVELS[0][1], 0.0)
+        self._seconds: _Ring[float] = _Ring(LEVELS[0].size, 0.0)
         empty = Moments.empty()
         # closed minute, hour and day buckets
         self._rings: tuple[_Ring[Moments], ...] = tuple(
-            _Ring(size, empty) for _, size in LEVELS[1:]
+            _Ring(level.size, empty) for level in LEVELS[1:]
         )
         # index of the open minute, hour, day (the ones containing the last sample)
         self._open = [0, 0, 0]
@@ -316,7 +241,7 @@ class RollingWindows:
         return dict(out)
 
     def stored_buckets(self) -> int:
-        """Occupied ring slots over all levels (never more than :data:`MAX_BUCKETS`)."""
+        """Occupied ring slots over all levels (never more than ``MAX_BUCKETS``)."""
         return self._seconds.occupied() + sum(r.occupied() for r in self._rings)
 
     def open_entries(self) -> int:

@@ -1,7 +1,7 @@
 """Window aggregates as of T and as of every hour end, assembled exactly from collected buckets.
 
 The window of length W and resolution r as of second ``t`` covers
-``(t // r - (W/r - 1)) * r <= ts <= t`` (:func:`metrics.windows.window_start`). It is a sum of
+``(t // r - (W/r - 1)) * r <= ts <= t`` (:func:`metrics.window_spec.window_start`). It is a sum of
 disjoint pieces taken from four levels of buckets:
 
 * whole buckets of its resolution before the current one: seconds (r = 1 s; the window is only
@@ -33,31 +33,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from metrics.windows import DAY, HOUR, MINUTE, WINDOWS, Window
+from metrics.window_spec import DAY, HOUR, LEVELS, WINDOWS, Window, pieces, whole_pieces
 
 from .exact import exact_int
-from .transforms import BUCKET_COLUMNS, EXACT_COLUMNS, longest_buckets
+from .transforms import BUCKET_COLUMNS, EXACT_COLUMNS
 
 __all__ = [
-    "LEVELS",
     "TREND_HOURS",
     "Ranges",
     "coarsen",
     "needed_ranges",
     "overlay",
+    "split_levels",
     "trend_points",
     "window_series",
 ]
 
 #: Number of hourly as-of points of a trend series (one week).
 TREND_HOURS = 168
-#: Level name -> bucket resolution (seconds).
-LEVELS: dict[str, int] = {"s": 1, "m": MINUTE, "h": HOUR, "d": DAY}
+#: Level name (``s``, ``m``, ``h``, ``d``: the keys of bucket frames) -> buckets it keeps.
+_SIZE: dict[str, int] = {level.name: level.size for level in LEVELS}
 _NO_MAX = np.iinfo(np.int64).min
 Agg = tuple[int, int, int, int]  # count, sum, sumsq, max
 _EMPTY: Agg = (0, 0, 0, int(_NO_MAX))
@@ -86,26 +87,15 @@ class Ranges:
 
 
 def needed_ranges(as_of: int, points: Sequence[int] = ()) -> Ranges:
-    """The buckets :func:`window_series` needs for ``as_of`` and the trend ``points``."""
-    n = longest_buckets()
-    t = as_of
-    m0, h0, d0 = t - t % MINUTE, t - t % HOUR, t - t % DAY
-    spans = {
-        "s": (min(t - n[1] + 1, m0), t + 1),
-        "m": (m0 - (n[MINUTE] - 1) * MINUTE, m0),
-        "h": (h0 - (n[HOUR] - 1) * HOUR, h0),
-        "d": (d0 - (n[DAY] - 1) * DAY, d0),
-    }
-    if points:
-        first_end, last_end = min(points) + 1, max(points) + 1
-        longest_hour_window = max(w.length for w in WINDOWS if w.resolution in (MINUTE, HOUR))
-        trend = {
-            "m": (first_end - n[1], last_end),
-            "h": (first_end - longest_hour_window, last_end),
-            "d": (min(points) // DAY * DAY - (n[DAY] - 1) * DAY, max(points) // DAY * DAY),
-        }
-        for level, (lo, hi) in trend.items():
-            spans[level] = (min(spans[level][0], lo), max(spans[level][1], hi))
+    """The buckets :func:`window_series` needs for ``as_of`` and the trend ``points``: per level,
+    the span of every window's pieces (:func:`pieces` as of ``as_of``, :func:`whole_pieces` at
+    each hour end)."""
+    now = (piece for w in WINDOWS for piece in pieces(w, as_of))
+    trend = (piece for p in points for w in WINDOWS for piece in whole_pieces(w, p + 1))
+    spans: dict[str, tuple[int, int]] = {}
+    for piece in chain(now, trend):
+        lo, hi = spans.get(piece.level.name, (piece.start, piece.end))
+        spans[piece.level.name] = (min(lo, piece.start), max(hi, piece.end))
     return Ranges(spans)
 
 
@@ -165,29 +155,13 @@ def _merge(*aggs: Agg) -> Agg:
 
 
 def _window_agg(grids: Mapping[str, _Grid], w: Window, t: int) -> Agg:
-    """Aggregate of window ``w`` as of ``t`` from the four level grids (module docstring)."""
-    m0, h0, d0 = t - t % MINUTE, t - t % HOUR, t - t % DAY
-    lo = (t // w.resolution - (w.buckets - 1)) * w.resolution
-    if w.resolution == 1:
-        return grids["s"].span(lo, t + 1)
-    current_minute = grids["s"].span(m0, t + 1) if m0 <= t else _EMPTY
-    if w.resolution == MINUTE:
-        return _merge(grids["m"].span(lo, m0), current_minute)
-    current_hour = _merge(grids["m"].span(h0, m0), current_minute)
-    if w.resolution == HOUR:
-        return _merge(grids["h"].span(lo, h0), current_hour)
-    return _merge(grids["d"].span(lo, d0), grids["h"].span(d0, h0), current_hour)
+    """Aggregate of window ``w`` as of ``t``: the sum of its pieces (module docstring)."""
+    return _merge(*(grids[p.level.name].span(p.start, p.end) for p in pieces(w, t)))
 
 
 def _hour_end_agg(grids: Mapping[str, _Grid], w: Window, p: int) -> Agg:
     """Aggregate of window ``w`` as of the hour end ``p`` (whole buckets only)."""
-    end = p + 1
-    if w.resolution == 1:
-        return grids["m"].span(end - w.length, end)
-    if w.resolution in (MINUTE, HOUR):
-        return grids["h"].span(end - w.length, end)
-    d0 = p - p % DAY
-    return _merge(grids["d"].span(d0 - (w.buckets - 1) * DAY, d0), grids["h"].span(d0, end))
+    return _merge(*(grids[x.level.name].span(x.start, x.end) for x in whole_pieces(w, p + 1)))
 
 
 def window_series(
@@ -204,7 +178,7 @@ def window_series(
     ranges = needed_ranges(as_of, points)
     groups: dict[tuple[str, str], dict[str, pd.DataFrame]] = {}
     for level, frame in levels.items():
-        if level not in LEVELS or frame is None or len(frame) == 0:
+        if level not in _SIZE or frame is None or len(frame) == 0:
             continue
         for key, rows in frame.groupby(["scope", "indicator"], sort=True):
             groups.setdefault((str(key[0]), str(key[1])), {})[level] = rows
@@ -212,7 +186,8 @@ def window_series(
     trend: list[tuple[Any, ...]] = []
     for (scope, indicator), rows_by_level in sorted(groups.items()):
         grids = {
-            level: _Grid(rows_by_level.get(level), *ranges[level], r) for level, r in LEVELS.items()
+            lv.name: _Grid(rows_by_level.get(lv.name), *ranges[lv.name], lv.resolution)
+            for lv in LEVELS
         }
         for w in WINDOWS:
             agg = _window_agg(grids, w, as_of)
@@ -280,3 +255,15 @@ def overlay(
     keep_d = ~days["bucket_start"].astype("int64").isin(day_set)
     out["d"] = pd.concat([days[keep_d], coarsen(out["h"][in_days], DAY)], ignore_index=True)
     return out
+
+
+def split_levels(collected: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Level-tagged bucket rows (``BUCKET_COLUMNS`` + ``level``) as one frame per level.
+
+    A bucket read twice (the hours of an overlay day also fall in the hour range) is kept once.
+    """
+    key = ["scope", "indicator", "bucket_start"]
+    return {
+        str(level): rows.drop(columns="level").drop_duplicates(key).reset_index(drop=True)
+        for level, rows in collected.groupby("level")
+    }

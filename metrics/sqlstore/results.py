@@ -1,0 +1,250 @@
+"""The statistics tables: write a run's results, read the latest window statistics and trends.
+
+Writers take an SQL session and are one :func:`~.engine.transaction` each; readers only read.
+Nothing here imports pandas at module level (frames arrive from the pipeline already built).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from sqlalchemy import Table, and_, delete, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from .engine import StoreError, transaction
+from .models import TrendPoint, WindowStat, from_unix, utc_now
+from .runs import get_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["StatResult", "WrittenRows", "trend", "window_stats", "write_results"]
+
+BATCH_SIZE: Final = 1000
+STAT_KEY: Final = ("scope", "indicator", "window", "as_of")
+STAT_VALUES: Final = ("count", "max", "avg", "stddev", "run_id", "computed_at")
+_FRAME_COLUMNS: Final = ("scope", "indicator", "window", "as_of", "count", "max", "avg", "stddev")
+
+
+class StatResult(Protocol):
+    """What :func:`write_results` stores (``spark_stats.results.PipelineResult`` has this shape):
+    frames with the columns of ``spark_stats.results.STAT_COLUMNS``."""
+
+    @property
+    def as_of(self) -> int: ...
+    @property
+    def window_stats(self) -> pd.DataFrame: ...
+    @property
+    def trend_points(self) -> pd.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class WrittenRows:
+    window_stats: int
+    trend_points: int
+
+    @property
+    def total(self) -> int:
+        return self.window_stats + self.trend_points
+
+
+def _optional_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):  # pandas.NA and friends
+        return None
+    return None if math.isnan(number) else number
+
+
+def _frame_rows(
+    frame: pd.DataFrame, name: str, run_id: int, computed_at: datetime
+) -> list[dict[str, Any]]:
+    missing = [column for column in _FRAME_COLUMNS if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{name}: missing columns {', '.join(missing)}")
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}  # by key: a repeated key keeps its last row
+    moments: dict[int, datetime] = {}
+    for record in frame.loc[:, list(_FRAME_COLUMNS)].itertuples(index=False, name=None):
+        scope, indicator, window, as_of, count, max_, avg, stddev = record
+        try:
+            seconds = int(as_of)
+            moment = moments.get(seconds)
+            if moment is None:
+                moment = moments[seconds] = from_unix(seconds)
+            row = {
+                "scope": str(scope),
+                "indicator": str(indicator),
+                "window": str(window),
+                "as_of": moment,
+                "count": int(count),
+                "max": _optional_float(max_),
+                "avg": _optional_float(avg),
+                "stddev": _optional_float(stddev),
+                "run_id": run_id,
+                "computed_at": computed_at,
+            }
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"{name}: bad row {record!r}: {exc}") from None
+        rows[(row["scope"], row["indicator"], row["window"], seconds)] = row
+    return list(rows.values())
+
+
+def _batches(rows: Sequence[Mapping[str, Any]], size: int) -> Iterator[Sequence[Mapping[str, Any]]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _upsert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]], size: int) -> None:
+    """``INSERT ... ON CONFLICT (key) DO UPDATE`` in batches (SQLite and PostgreSQL)."""
+    if not rows:
+        return
+    dialect = db.get_bind().dialect.name
+    if dialect == "sqlite":
+        insert: sqlite.Insert | postgresql.Insert = sqlite.insert(table)
+    elif dialect == "postgresql":
+        insert = postgresql.insert(table)
+    else:
+        raise StoreError(f"unsupported database {dialect!r}: use SQLite or PostgreSQL")
+    stmt = insert.on_conflict_do_update(
+        index_elements=[table.c[name] for name in STAT_KEY],
+        set_={name: insert.excluded[name] for name in STAT_VALUES},
+    )
+    for batch in _batches(rows, size):
+        db.execute(stmt, list(batch))
+
+
+def write_results(
+    db: Session,
+    run_id: int,
+    result: StatResult,
+    *,
+    batch_size: int = BATCH_SIZE,
+) -> WrittenRows:
+    """Upsert a run's window statistics and trend points in one transaction.
+
+    Rows are keyed by (scope, indicator, window, as_of): a rerun for the same as-of replaces
+    values (and ``run_id``, ``computed_at``) instead of adding rows. Window statistics at the
+    result's as-of instants that this run did not produce are deleted, so after a rerun the
+    as-of holds exactly the new result. Trend points outside the result are kept (a series
+    grows run after run).
+    """
+    computed_at = utc_now()
+    stats_rows = _frame_rows(result.window_stats, "window_stats", run_id, computed_at)
+    trend_rows = _frame_rows(result.trend_points, "trend_points", run_id, computed_at)
+    stats_table = WindowStat.__table__
+    trend_table = TrendPoint.__table__
+    assert isinstance(stats_table, Table)
+    assert isinstance(trend_table, Table)
+    with transaction(db):
+        get_run(db, run_id)  # a clear error (and no orphan rows) for an unknown run
+        _upsert(db, stats_table, stats_rows, batch_size)
+        as_ofs = sorted({row["as_of"] for row in stats_rows} | {from_unix(result.as_of)})
+        db.execute(
+            delete(WindowStat)
+            .where(WindowStat.as_of.in_(as_ofs))
+            .where(or_(WindowStat.run_id.is_(None), WindowStat.run_id != run_id))
+        )
+        _upsert(db, trend_table, trend_rows, batch_size)
+    return WrittenRows(len(stats_rows), len(trend_rows))
+
+
+# --- readers (for the CLI and the admin API) --------------------------------------------------
+
+
+def _order(names: Sequence[str]) -> dict[str, int]:
+    return {name: position for position, name in enumerate(names)}
+
+
+def _sort_key(row: WindowStat | TrendPoint) -> tuple[Any, ...]:
+    from metrics.indicators import INDICATOR_NAMES
+    from metrics.window_spec import WINDOW_NAMES
+
+    indicators, windows = _order(INDICATOR_NAMES), _order(WINDOW_NAMES)
+    return (
+        row.scope != "cluster",
+        row.scope,
+        indicators.get(row.indicator, len(indicators)),
+        row.indicator,
+        windows.get(row.window, len(windows)),
+        row.window,
+        row.as_of,
+    )
+
+
+def _moment(value: datetime | int | float) -> datetime:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: give a timezone-aware (UTC) value")
+        return value
+    return from_unix(value)
+
+
+def window_stats(
+    db: Session,
+    scope: str | None = None,
+    indicator: str | None = None,
+    window: str | None = None,
+) -> list[WindowStat]:
+    """The latest as-of of every (scope, indicator, window), optionally filtered.
+
+    Sorted cluster first, then nodes; indicators and windows in their documented order.
+    """
+    filters = []
+    if scope is not None:
+        filters.append(WindowStat.scope == scope)
+    if indicator is not None:
+        filters.append(WindowStat.indicator == indicator)
+    if window is not None:
+        filters.append(WindowStat.window == window)
+    latest = (
+        select(
+            WindowStat.scope,
+            WindowStat.indicator,
+            WindowStat.window,
+            func.max(WindowStat.as_of).label("as_of"),
+        )
+        .where(*filters)
+        .group_by(WindowStat.scope, WindowStat.indicator, WindowStat.window)
+        .subquery()
+    )
+    stmt = select(WindowStat).join(
+        latest,
+        and_(
+            WindowStat.scope == latest.c.scope,
+            WindowStat.indicator == latest.c.indicator,
+            WindowStat.window == latest.c.window,
+            WindowStat.as_of == latest.c.as_of,
+        ),
+    )
+    return sorted(db.scalars(stmt), key=_sort_key)
+
+
+def trend(
+    db: Session,
+    scope: str,
+    indicator: str,
+    window: str,
+    since: datetime | int | None = None,
+    until: datetime | int | None = None,
+) -> list[TrendPoint]:
+    """The series of one (scope, indicator, window), oldest first; ``since``/``until`` inclusive.
+
+    Bounds are aware datetimes or Unix seconds.
+    """
+    stmt = select(TrendPoint).where(
+        TrendPoint.scope == scope,
+        TrendPoint.indicator == indicator,
+        TrendPoint.window == window,
+    )
+    if since is not None:
+        stmt = stmt.where(TrendPoint.as_of >= _moment(since))
+    if until is not None:
+        stmt = stmt.where(TrendPoint.as_of <= _moment(until))
+    return list(db.scalars(stmt.order_by(TrendPoint.as_of)))

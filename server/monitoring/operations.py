@@ -1,0 +1,114 @@
+"""The MBean operations (sessions, subjects, alerts): :class:`ServerOperations` over the hub and
+the engine, the :class:`~server.monitoring.ports.Operations` port the Sessions and Subjects
+MBeans call. Every method runs on the event loop (the MBeans reach it through the LoopBridge).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..core.hub import Hub
+from ..engine.base import Published, PublishRequest, Snapshot
+from ..protocol.errors import CloseCode
+from ..protocol.subjects import subject_error
+from ..protocol.wsframe import frame_payload
+
+ALERTS_SUBJECT = "/pushgrid/alerts"
+
+
+class MessageStore(Protocol):
+    """The two engine calls the operations need."""
+
+    async def snapshot(self, subject: str) -> Snapshot | None: ...
+
+    async def publish(self, request: PublishRequest) -> Published: ...
+
+
+def _outbound_bytes(peer: object) -> int:
+    transport = getattr(peer, "transport", None)
+    size = getattr(transport, "get_write_buffer_size", None)
+    queued = sum(len(frame) for frame in getattr(peer, "_outbox", ()))
+    return queued + (int(size()) if callable(size) else 0)
+
+
+def frame_info(at: float, frame: bytes) -> dict[str, Any]:
+    """One recorded WebSocket frame: time (ms), payload size, payload text (cut at 2 KiB)."""
+    payload = frame_payload(frame)
+    return {
+        "at": int(at * 1000),
+        "size": len(payload),
+        "text": payload[:2048].decode("utf-8", "replace"),
+    }
+
+
+class ServerOperations:
+    """:class:`~server.monitoring.ports.Operations` over a hub and an engine."""
+
+    def __init__(self, hub: Hub, engine: MessageStore) -> None:
+        self.hub = hub
+        self.engine = engine
+
+    def session_list(self) -> list[dict[str, Any]]:
+        """Every session: id, remote, connected_since (ms), subjects, messages and bytes."""
+        out = []
+        for session in self.hub.sessions.values():
+            peer = session.peer
+            out.append(
+                {
+                    "id": session.id,
+                    "remote": session.remote,
+                    "connected_since": int(session.connected_at * 1000),
+                    "subjects": list(session.subjects),
+                    "messages_in": session.messages_in,
+                    "bytes_in": getattr(peer, "bytes_in", 0),
+                    "bytes_out": getattr(peer, "bytes_out", 0),
+                }
+            )
+        return out
+
+    def session_detail(self, session_id: str, keep: int = 20) -> dict[str, Any] | None:
+        """One session for the live trace; from now on its last ``keep`` frames are recorded."""
+        session = self.hub.sessions.get(session_id)
+        if session is None:
+            return None
+        recorded = self.hub.watch(session, keep)
+        (info,) = [i for i in self.session_list() if i["id"] == session_id]
+        info["outbound_buffer_bytes"] = _outbound_bytes(session.peer)
+        info["last_frames"] = [frame_info(at, frame) for at, frame in recorded]
+        return info
+
+    def disconnect(self, session_id: str) -> bool:
+        session = self.hub.sessions.get(session_id)
+        if session is None:
+            return False
+        session.peer.close(CloseCode.DISCONNECTED_BY_OPERATOR, "disconnected by operator")
+        return True
+
+    async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
+        reason = subject_error(subject)
+        if reason is not None:
+            raise ValueError(f"invalid subject {subject!r}: {reason}")
+        snapshot = await self.engine.snapshot(subject)
+        if snapshot is None:
+            return None
+        return {
+            "subject": snapshot.subject,
+            "content": snapshot.content,
+            "fields": snapshot.fields,
+            "epoch": snapshot.epoch,
+            "seq": snapshot.seq,
+            "ts": snapshot.ts,
+        }
+
+    def subscriber_count(self, subject: str) -> int:
+        return self.hub.subscriber_count(subject)
+
+    def subscribed_subjects(self) -> int:
+        return sum(1 for _ in self.hub.subjects())
+
+    async def publish_alert(self, summary: str, fields: Any) -> int:
+        """The admin API's alert announcement: retained, qos standard, on the server's own
+        subject (reached only through the authenticated monitoring port); returns its seq."""
+        values = {str(k): "" if v is None else str(v) for k, v in dict(fields or {}).items()}
+        request = PublishRequest(ALERTS_SUBJECT, str(summary), values, True, "standard")
+        return (await self.engine.publish(request)).seq

@@ -1,0 +1,70 @@
+"""What the monitoring views read from the server: narrow ports, never the server object.
+
+Two kinds of state, two ways to read them (ADR 014):
+
+* the per-second :class:`~metrics.readmodel.ReadModel` (indicators, windows, archive, hot
+  subjects): immutable, published by the sampler with one reference swap, read from any thread;
+* :class:`LiveState`: the counters and engine gauges *now*, read on the event loop (an answer to
+  "how many sessions" must count the session that just connected, not the one of last second).
+
+Every view takes a :class:`MonitoredNode` (or the :class:`Operations` port for MBean operations);
+``server.app.PushServer`` satisfies both, and nothing in this package imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from metrics.readmodel import ReadModel
+
+from ..cluster.status import ClusterStatus
+from ..engine.base import EngineStats
+
+
+@dataclass(frozen=True, slots=True)
+class LiveState:
+    """The node's live numbers, read at once on the event loop."""
+
+    server_name: str
+    uptime: float  # seconds since start, rounded to ms
+    started_at: float  # Unix time
+    engine_name: str
+    delivery_mode: str
+    counters: Mapping[str, int]  # metrics.counters.Counters.as_dict()
+    engine: EngineStats
+    # refusals of the hardening limits (docs/security.md): auth_failures, auth_throttled,
+    # pending_refused, protocol_errors, http_refused
+    refusals: Mapping[str, int]
+
+
+class MonitoredNode(Protocol):
+    """What /stats, /metrics, /health, the meta-subjects and the MBean attributes read."""
+
+    def read_model(self) -> ReadModel: ...
+
+    def live_state(self) -> LiveState: ...
+
+    def cluster_status(self) -> ClusterStatus: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+
+class Operations(Protocol):
+    """The MBean operations and the attributes that walk the hub (on the event loop)."""
+
+    def session_list(self) -> list[dict[str, Any]]: ...
+
+    def session_detail(self, session_id: str, keep: int = 20) -> dict[str, Any] | None: ...
+
+    def disconnect(self, session_id: str) -> bool: ...
+
+    async def subject_snapshot(self, subject: str) -> dict[str, Any] | None: ...
+
+    def subscriber_count(self, subject: str) -> int: ...
+
+    def subscribed_subjects(self) -> int: ...
+
+    async def publish_alert(self, summary: str, fields: Any) -> int: ...

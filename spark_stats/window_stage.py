@@ -1,0 +1,181 @@
+"""Window statistics and trend series as of a second T (thin I/O around the transforms).
+
+Inputs: the rollups (minute / hour / day buckets of closed hours), the compacted samples of the
+last 15 minutes before T, and -- unless ``include_open=False`` -- the live tail: samples of the
+``.open`` archive files (the hour being written, never compacted) with ``ts <= T``.
+
+The live tail touches a few *overlay* hours (those of the open files) whose stored buckets are
+incomplete: some nodes' files may still be open, and the cluster sums need every node. Their
+minute buckets are recomputed by Spark from compacted samples + tail, their hour buckets and the
+day buckets of their days re-merged in memory -- exactly what the rollup job will store once
+the files close; nothing is written.
+
+One Spark job collects every bucket involved (a bounded amount: see
+:mod:`spark_stats.window_assembly`), and the windows are assembled exactly in Python:
+
+* ``window_stats``: one row per scope x indicator x window as of T, count-0 rows (null
+  statistics) included for every scope with a sample in the last 15 months, and always for the
+  cluster;
+* ``trend_points``: as of every hour end of the last 168 hours up to T (points before the first
+  sample skipped; rows with ``count > 0`` only).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from metrics.window_spec import DAY
+
+from . import transforms as T
+from .compaction import (
+    SAMPLES_TABLE,
+    ArchiveFile,
+    header_ok,
+    read_archive,
+    samples_store,
+    scan_archive,
+)
+from .exact import complete, empty_stats, finalize
+from .manifest_store import Manifest, ManifestStore
+from .results import StageResult
+from .rollups import day_of, read_buckets, rollup_store
+from .window_assembly import (
+    TREND_HOURS,
+    Ranges,
+    needed_ranges,
+    overlay,
+    split_levels,
+    trend_points,
+    window_series,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["WindowsResult", "compute_windows"]
+
+_NO_BUCKETS = pd.DataFrame(columns=list(T.BUCKET_COLUMNS))
+
+
+@dataclass
+class WindowsResult:
+    stage: StageResult
+    window_stats: pd.DataFrame
+    trend_points: pd.DataFrame
+    points: list[int]
+    overlay_hours: list[int]
+
+
+def _days(lo: int, hi: int) -> set[str]:
+    """``YYYY-MM-DD`` of every day overlapping ``[lo, hi]``."""
+    return {day_of(d) for d in range(lo - lo % DAY, hi + 1, DAY)}
+
+
+def compute_windows(
+    spark: SparkSession,
+    archive_dir: Path,
+    warehouse_dir: Path,
+    as_of: int,
+    *,
+    include_open: bool = True,
+    trend_hours: int = TREND_HOURS,
+) -> WindowsResult:
+    """Window statistics and trend points as of ``as_of`` (see the module docstring).
+
+    ``StageResult``: ``input_rows`` = buckets collected, ``output_rows`` = rows of both frames.
+    """
+    started = time.monotonic()
+    t = int(as_of)
+    samples, store = samples_store(warehouse_dir), rollup_store(warehouse_dir)
+    s_manifest, r_manifest = samples.load(), store.load()
+    tail = _live_tail(archive_dir, t) if include_open else []
+    overlay_hours = sorted({f.hour_start for f in tail})
+    firsts = [int(v) for v in (s_manifest.meta.get("min_ts"), *overlay_hours[:1]) if v is not None]
+    points = trend_points(t, min(firsts) if firsts else None, trend_hours)
+    ranges = needed_ranges(t, points)
+    first = ranges["s"][0]
+    live = T.window_samples(
+        _stored_samples(spark, samples, s_manifest, first, t, overlay_hours),
+        first,
+        t,
+        overlay_hours,
+    )
+    if tail:  # the live tail: rows after T are dropped
+        live = T.merge_samples(live, read_archive(spark, tail).where(F.col("ts") <= t)).drop("date")
+    fresh = T.fresh_buckets(T.scope_seconds(live), first, t, overlay_hours)
+    stored = _stored_buckets(spark, store, r_manifest, ranges, t, overlay_hours)
+    collected: pd.DataFrame = reduce(DataFrame.unionByName, [fresh, *stored]).toPandas()
+    result = _assemble(collected, t, points, overlay_hours)
+    result.stage.seconds = time.monotonic() - started
+    return result
+
+
+def _live_tail(archive_dir: Path, t: int) -> list[ArchiveFile]:
+    """``.open`` archive files of hours that started by ``t`` (never compacted yet)."""
+    return [
+        f
+        for f in scan_archive(archive_dir)
+        if not f.closed and f.size > 0 and f.hour_start <= t and header_ok(f)
+    ]
+
+
+def _stored_samples(
+    spark: SparkSession,
+    samples: ManifestStore,
+    manifest: Manifest,
+    first: int,
+    t: int,
+    overlay_hours: list[int],
+) -> DataFrame:
+    """Compacted samples of the days holding ``[first, t]`` and the overlay hours."""
+    dates = _days(first, t) | {day_of(h) for h in overlay_hours}
+    return samples.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, dates, manifest)
+
+
+def _stored_buckets(
+    spark: SparkSession,
+    store: ManifestStore,
+    manifest: Manifest,
+    ranges: Ranges,
+    t: int,
+    overlay_hours: list[int],
+) -> list[DataFrame]:
+    """Rollup buckets of the ranges the windows need, tagged by level; whole overlay days of
+    hours too (their day buckets are re-merged)."""
+    parts = []
+    for level, table in (("m", "minute"), ("h", "hour"), ("d", "day")):
+        lo, end = ranges[level]
+        buckets = read_buckets(spark, store, table, lo, end - 1, manifest)
+        if level == "m":
+            buckets = T.trend_minutes(buckets, needed_ranges(t)["m"][0])
+        parts.append(T.tagged(buckets, level))
+    for day in sorted({h - h % DAY for h in overlay_hours}):
+        hours = read_buckets(spark, store, "hour", day, day + DAY - 1, manifest)
+        parts.append(T.tagged(hours, "h"))
+    return parts
+
+
+def _assemble(
+    collected: pd.DataFrame, t: int, points: list[int], overlay_hours: list[int]
+) -> WindowsResult:
+    """Exact window statistics and trend rows from the collected, level-tagged buckets."""
+    levels = split_levels(collected)
+    levels = overlay(levels, levels.get("o", _NO_BUCKETS), overlay_hours)
+    exact_now, exact_trend = window_series(levels, t, points)
+    stats = finalize(exact_now) if len(exact_now) else empty_stats()
+    window_stats = complete(stats, set(stats.loc[stats["count"] > 0, "scope"]), t)
+    trend = finalize(exact_trend) if len(exact_trend) else empty_stats()
+    output_rows = len(window_stats) + len(trend)
+    stage = StageResult("windows", input_rows=len(collected), output_rows=output_rows, seconds=0.0)
+    log.info(
+        "windows as of %d: %d window rows, %d trend rows (%d points), overlay hours %s",
+        *(t, len(window_stats), len(trend), len(points), overlay_hours),
+    )
+    return WindowsResult(stage, window_stats, trend, points, overlay_hours)

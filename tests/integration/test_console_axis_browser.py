@@ -1,0 +1,77 @@
+"""The live charts' y axes as Chromium draws them: never a tick below one unit.
+
+An all-zero byte chart used to read ``0B, 500mB, 1B`` (plotly's SI format on a 0..1 axis).
+Each figure of :func:`console.figures.live_figure` is rendered by the real plotly.js in headless
+Chromium, and its tick labels are read back from the SVG.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.figures import live_figure
+
+from .browser import CHROMEDRIVER, CHROMIUM, FLAGS, missing
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
+
+TS = 1_800_000_000
+SI = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+LABEL = re.compile(r"^(?P<number>[0-9.]+)(?P<prefix>[yzafpnµmkMGTPEZY]?)(?P<unit>B?)$")
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager: never download
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    chrome = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    yield chrome
+    chrome.quit()
+
+
+def tick_labels(driver: Any, tmp_path: Path, indicator: str, value: float | None) -> list[str]:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    first = [] if value is None else [(TS, value)]
+    page = tmp_path / f"{indicator}.html"
+    live_figure(indicator, ["cluster"], first).write_html(
+        page, include_plotlyjs=True, full_html=True, div_id="chart"
+    )
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 20).until(lambda d: d.find_elements("css selector", "#chart .ytick text"))
+    return [e.text for e in driver.find_elements("css selector", "#chart .ytick text")]
+
+
+@pytest.mark.parametrize("value", [None, 0.0, 1.0, 3.0, 7.0, 1234.0, 5_000_000.0])
+@pytest.mark.parametrize(
+    "indicator", ["outgoing_bytes_per_second", "incoming_bytes_per_second", "connected_users"]
+)
+def test_live_axis_ticks_are_whole_units(
+    driver: Any, tmp_path: Path, indicator: str, value: float | None
+) -> None:
+    labels = tick_labels(driver, tmp_path, indicator, value)
+    assert labels, "the axis has ticks"
+    for label in labels:
+        match = LABEL.match(label)
+        assert match is not None, f"{indicator}={value}: unexpected tick {label!r} in {labels}"
+        assert match["prefix"] in SI, f"{indicator}={value}: sub-unit tick {label!r}"
+        assert (match["unit"] == "B") == ("bytes" in indicator), label
+        amount = float(match["number"]) * SI[match["prefix"]]
+        assert amount.is_integer(), f"{indicator}={value}: fractional tick {label!r}"
+    if value is not None:
+        top = LABEL.match(labels[-1])
+        assert top is not None
+        assert float(top["number"]) * SI[top["prefix"]] >= min(value, 10)
