@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import secrets
 import signal
 import ssl
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ from .cluster.status import ClusterStatus, standalone_status
 from .config import ConfigError, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
-from .core.hub import Hub
+from .core.hub import Hub, Peer
 from .core.publishing import PublishGuard, PublishLimits
-from .core.session import SessionPolicy
+from .core.session import Session, SessionPolicy
 from .core.throttle import AuthThrottle
 from .engine.base import Engine
 from .engine.registry import build_engine
@@ -43,9 +44,13 @@ from .protocol.errors import CloseCode
 from .protocol.frames import Keepalive
 from .protocol.wsframe import encode_text_frame
 from .rlimits import raise_open_file_limit
-from .transport.connection import ClientConnection
+from .transport import http
+from .transport.connection import Connection
+from .transport.context import Batching, TransportLimits
 from .transport.flusher import Flusher
+from .transport.http_protocol import HttpConnection, MonitorConnection
 from .transport.limits import PendingConnections, SecurityCounters
+from .transport.states import ConnState
 
 log = logging.getLogger("pushgrid.server")
 
@@ -57,21 +62,6 @@ def _addresses(servers: list[asyncio.Server]) -> list[str]:
             host, port = sock.getsockname()[:2]
             out.append(f"{host}:{port}")
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class Batching:
-    """Spec 5.6: queued messages of a connection leave together after ``delay`` seconds or once
-    ``max_size`` bytes are waiting, as one frame holding a JSON array (docs/protocol.md)."""
-
-    delay: float
-    max_size: int
-
-    @staticmethod
-    def from_settings(settings: Settings) -> Batching | None:
-        if settings.batching_time == 0 and settings.batching_max_size == 0:
-            return None
-        return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
 
 
 def _credentials(settings: Settings) -> tuple[str, str] | None:
@@ -141,15 +131,13 @@ class PushServer:
             max_subscriptions=settings.max_subscriptions_per_connection,
             publish_snapshot=settings.publish_snapshot_message,
         )
-        # A frame may hold a message of MaxMessageSize escaped as JSON (up to 6 bytes a
-        # character) plus the envelope; above that the frame itself is refused with 1009.
-        self.max_frame_size = max(1 << 20, 8 * settings.max_message_size)
-        self.max_http_body = self.max_frame_size
+        self.limits = TransportLimits.from_settings(settings)
         self.batching = Batching.from_settings(settings)
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
         ]
-        self.connections: set[ClientConnection] = set()
+        self.connections: set[Connection] = set()
+        self._http_handler = partial(http.handle, self)
         self.started_at = time.time()
         self.sampler = Sampler(self.counters, self._archive_writer())
         self.hot_subjects = self._hot_subjects()
@@ -206,11 +194,32 @@ class PushServer:
             ", ".join(self.monitor_addresses()) or "none",
         )
 
-    def _protocol(self) -> ClientConnection:
-        return ClientConnection(self)
+    # -- connections (server/transport/context.py: ConnectionContext) ------------------------
 
-    def _monitor_protocol(self) -> ClientConnection:
-        return ClientConnection(self, handler=self.monitor, websocket=False)
+    def _protocol(self) -> HttpConnection:
+        return HttpConnection(self, self._http_handler)
+
+    def _monitor_protocol(self) -> MonitorConnection:
+        return MonitorConnection(self, self.monitor)
+
+    def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
+        session = Session(
+            session_id=secrets.token_hex(8),
+            hub=self.hub,
+            peer=peer,
+            policy=self.policy,
+            grant=self.entitlement.grant(token),
+            remote=remote,
+            may_publish=self.may_publish(remote.rpartition(":")[0]),
+            entitlement=self.entitlement,
+            guard=self.publish_guard,
+        )
+        self.hub.add_session(session)
+        return session
+
+    def end_session(self, session: Session) -> None:
+        session.close()
+        self.hub.remove_session(session)
 
     async def _start_monitoring(self, loop: asyncio.AbstractEventLoop) -> None:
         settings = self.settings
@@ -367,20 +376,20 @@ class PushServer:
                 self._check(connection, now, interval, keepalive_frame)
             self.engine.sweep()
 
-    def _check(
-        self, connection: ClientConnection, now: float, interval: float, keepalive: bytes
-    ) -> None:
-        if connection.close_deadline is not None:
-            if now >= connection.close_deadline:
+    def _check(self, connection: Connection, now: float, interval: float, keepalive: bytes) -> None:
+        """One connection's timers, by its state (server/transport/states.py)."""
+        if connection.deadline is not None:  # request timer, drain or close in progress
+            if now >= connection.deadline:
                 connection.abort()
             return
-        if connection.session is None:
-            if now - connection.last_in > self.settings.keepalive_timeout:
-                connection.abort()  # an HTTP client that went silent
-            return
-        if connection.sse is not None:  # an event stream only writes
+        state = connection.state
+        if state is ConnState.STREAMING:  # an event stream only writes
             if now - connection.last_out >= interval:
                 connection.send(keepalive)
+            return
+        if state is not ConnState.OPEN and state is not ConnState.PAUSED:
+            if now - connection.last_in > self.settings.keepalive_timeout:
+                connection.abort()  # an HTTP client, or a closing one, that went silent
             return
         if now - connection.last_in > self.settings.keepalive_timeout:
             self.counters.keepalive_timeouts_total += 1

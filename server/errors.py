@@ -13,8 +13,10 @@ PushgridError (server.errors)                                  error            
 ├── ClusterError (server.cluster.errors)                       cluster              no
 ├── ProtocolError (server.errors)                              protocol             no
 │   ├── LocalProtocolError (server.protocol.errors)            internal             yes
-│   └── RemoteProtocolError (server.protocol.errors)           per ErrorCode        per code
-│       └── InvalidSubject (server.protocol.errors)            invalid_subject      no
+│   │   └── TransportStateError (server.transport.states)      internal             yes
+│   ├── RemoteProtocolError (server.protocol.errors)           per ErrorCode        per code
+│   │   └── InvalidSubject (server.protocol.errors)            invalid_subject      no
+│   └── HandshakeError (server.transport.handshake)            bad_handshake        no
 ├── EngineError (server.errors)                                engine               no
 │   └── EngineUnavailable (server.engine.base)                 engine_unavailable   yes
 ├── MonitoringError (server.errors)                            monitoring           no

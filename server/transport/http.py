@@ -7,19 +7,24 @@ WebSocket protocol uses (docs/protocol.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import h11
 import msgspec
 
+from metrics.counters import Counters
+
 from .. import __version__
-from ..core.publishing import Refusal
+from ..cluster.status import ClusterStatus
+from ..config import Settings
+from ..core.entitlement import Entitlement
+from ..core.publishing import PublishGuard, Refusal
 from ..core.throttle import host_of
-from ..engine.base import EngineUnavailable, PublishRequest
+from ..engine.base import Engine, EngineUnavailable, PublishRequest
 from ..monitoring.cluster_view import health_status
 from ..protocol.codec import publish_size
 from ..protocol.errors import ErrorCode
@@ -27,11 +32,38 @@ from ..protocol.frames import Position, Publish, SubscribeItem
 from ..protocol.subjects import subject_error
 from .sse import parse_last_event_id, parse_position
 
-if TYPE_CHECKING:
-    from ..app import PushServer
+
+class HttpServices(Protocol):
+    """What the client port's HTTP endpoints need from the server (PushServer satisfies it)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def started_at(self) -> float: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def entitlement(self) -> Entitlement: ...
+
+    @property
+    def publish_guard(self) -> PublishGuard: ...
+
+    def cluster_status(self) -> ClusterStatus: ...
+
+    def may_publish(self, host: str) -> bool: ...
+
 
 Route = Callable[
-    ["PushServer", h11.Request, dict[str, list[str]], bytes, str],
+    [HttpServices, h11.Request, dict[str, list[str]], bytes, str],
     Awaitable["Response | SseRequest"],
 ]
 
@@ -59,11 +91,8 @@ class Response:
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def is_websocket_upgrade(request: h11.Request) -> bool:
-    for name, value in request.headers:
-        if name == b"upgrade" and value.lower() == b"websocket":
-            return True
-    return False
+def is_websocket_upgrade(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    return any(name == b"upgrade" and value.lower() == b"websocket" for name, value in headers)
 
 
 def json_response(status: int, payload: Any) -> Response:
@@ -98,7 +127,7 @@ def _token(request: h11.Request, query: dict[str, list[str]]) -> str | None:
 
 
 async def handle(
-    app: PushServer, request: h11.Request, body: bytes, remote: str
+    app: HttpServices, request: h11.Request, body: bytes, remote: str
 ) -> Response | SseRequest:
     url = urlsplit(request.target.decode("utf-8", "replace"))
     query = parse_qs(url.query)
@@ -123,7 +152,7 @@ async def handle(
 
 
 async def _health(
-    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+    app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     cluster = app.cluster_status()
     payload = {
@@ -140,7 +169,7 @@ async def _health(
 
 
 async def _snapshot(
-    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+    app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     subject = query.get("subject", [""])[0]
     reason = subject_error(subject)
@@ -178,7 +207,7 @@ class _HttpPublish(msgspec.Struct, frozen=True):
 
 
 async def _publish(
-    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+    app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     try:
         data = msgspec.json.decode(body, type=_HttpPublish)
@@ -226,7 +255,7 @@ _REFUSAL_STATUS = {
 
 
 async def _publish_refusal(
-    app: PushServer,
+    app: HttpServices,
     request: h11.Request,
     query: dict[str, list[str]],
     data: _HttpPublish,
@@ -255,7 +284,7 @@ async def _publish_refusal(
 
 
 async def _events(
-    app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+    app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response | SseRequest:
     subjects = list(dict.fromkeys(query.get("subject", [])))
     if not subjects:
@@ -283,8 +312,7 @@ async def _events(
     if len(positions) > limit:
         return problem(400, ErrorCode.INVALID_FRAME, f"at most {limit} positions")
     items = [
-        SubscribeItem(subject, positions.get(subject), history, conflation)
-        for subject in subjects
+        SubscribeItem(subject, positions.get(subject), history, conflation) for subject in subjects
     ]
     return SseRequest(items, _token(request, query), positions)
 
@@ -294,7 +322,11 @@ _JS_DIR = Path(__file__).resolve().parents[2] / "client" / "js"
 
 def _static(name: str, content_type: str) -> Route:
     async def serve(
-        app: PushServer, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+        app: HttpServices,
+        request: h11.Request,
+        query: dict[str, list[str]],
+        body: bytes,
+        remote: str,
     ) -> Response:
         try:
             data = (_JS_DIR / name).read_bytes()

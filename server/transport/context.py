@@ -1,0 +1,114 @@
+"""What a connection needs from the server, and nothing more (ADR 013).
+
+:class:`ConnectionContext` is the narrow interface the protocol objects of server/transport/ see,
+as :class:`~server.core.hub.Peer` is what the hub sees of a connection. ``PushServer`` satisfies
+it; unit tests pass a small fake. The numbers a connection reads are copied once into the frozen
+:class:`TransportLimits`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, MutableSet
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from metrics.counters import Counters
+
+from ..config import Settings
+from .flusher import Flusher
+from .limits import PendingConnections, SecurityCounters
+
+if TYPE_CHECKING:
+    from ..core.hub import Peer
+    from ..core.session import Session
+    from .connection import Connection
+
+
+@dataclass(frozen=True, slots=True)
+class Batching:
+    """Spec 5.6: queued messages of a connection leave together after ``delay`` seconds or once
+    ``max_size`` bytes are waiting, as one frame holding a JSON array (docs/protocol.md)."""
+
+    delay: float
+    max_size: int
+
+    @staticmethod
+    def from_settings(settings: Settings) -> Batching | None:
+        if settings.batching_time == 0 and settings.batching_max_size == 0:
+            return None
+        return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
+
+
+@dataclass(frozen=True, slots=True)
+class TransportLimits:
+    """The settings a connection reads (seconds and bytes), see docs/configuration.md."""
+
+    max_http_header_size: int
+    max_http_headers: int
+    max_http_body: int
+    http_header_timeout: float
+    max_outbound_buffer_size: int
+    slow_consumer_close_timeout: float
+    shutdown_timeout: float
+    max_connections: int
+    max_frame_size: int
+
+    @staticmethod
+    def from_settings(settings: Settings) -> TransportLimits:
+        # A frame may hold a message of MaxMessageSize escaped as JSON (up to 6 bytes a
+        # character) plus the envelope; above that the frame itself is refused with 1009.
+        max_frame_size = max(1 << 20, 8 * settings.max_message_size)
+        return TransportLimits(
+            max_http_header_size=settings.max_http_header_size,
+            max_http_headers=settings.max_http_headers,
+            max_http_body=max_frame_size,
+            http_header_timeout=settings.http_header_timeout,
+            max_outbound_buffer_size=settings.max_outbound_buffer_size,
+            slow_consumer_close_timeout=settings.slow_consumer_close_timeout,
+            shutdown_timeout=settings.shutdown_timeout,
+            max_connections=settings.max_connections,
+            max_frame_size=max_frame_size,
+        )
+
+
+class ConnectionContext(Protocol):
+    """The server as a connection sees it."""
+
+    @property
+    def limits(self) -> TransportLimits: ...
+
+    @property
+    def tick(self) -> float:
+        """The ticker's clock (loop.time() of its last round): cheap "now" for timestamps."""
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def security(self) -> SecurityCounters: ...
+
+    @property
+    def pending(self) -> PendingConnections: ...
+
+    @property
+    def batching(self) -> Batching | None: ...
+
+    @property
+    def flusher(self) -> Flusher: ...
+
+    @property
+    def connections(self) -> MutableSet[Connection]:
+        """Every open connection object (the ticker and shutdown walk it)."""
+
+    def track(self, task: asyncio.Task[Any] | Coroutine[Any, Any, Any]) -> None:
+        """Keep a task alive until it ends (and cancel it at shutdown)."""
+
+    def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
+        """A new session for ``peer``, registered in the hub (not yet welcomed)."""
+
+    def end_session(self, session: Session) -> None:
+        """Close ``session`` and remove it from the hub."""

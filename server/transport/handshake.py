@@ -1,0 +1,60 @@
+"""The server side of the WebSocket opening handshake (RFC 6455 section 4.2), from an h11 request.
+
+wsproto's ``WSConnection`` re-parses the request with a second h11 connection and keeps it, with
+the request and its headers, for the life of the socket (ADR 013: ~3 KiB per idle connection).
+The checks here are wsproto's, in the same order and with the same messages; the frames are then
+handled by a bare ``wsproto.connection.Connection``. No subprotocol or extension is negotiated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from wsproto.utilities import generate_accept_token
+
+from ..errors import ProtocolError
+
+_VERSION = b"13"
+
+
+class HandshakeError(ProtocolError, ValueError):
+    """The request is not a valid WebSocket opening handshake (answered 400)."""
+
+    code = "bad_handshake"
+
+
+def _has_token(value: bytes, token: bytes) -> bool:
+    return any(part.strip().lower() == token for part in value.split(b","))
+
+
+def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """The ``101 Switching Protocols`` answer to a request; HandshakeError when invalid."""
+    if method != b"GET":
+        raise HandshakeError("Request method must be GET")
+    connection = key = version = host = None
+    upgrade = b""
+    for name, value in headers:  # h11 lower-cases header names
+        if name == b"connection":
+            connection = value
+        elif name == b"host":
+            host = value
+        elif name == b"sec-websocket-key":
+            key = value
+        elif name == b"sec-websocket-version":
+            version = value
+        elif name == b"upgrade":
+            upgrade = value
+    if connection is None or not _has_token(connection, b"upgrade"):
+        raise HandshakeError("Missing header, 'Connection: Upgrade'")
+    if version != _VERSION:
+        raise HandshakeError("Missing header, 'Sec-WebSocket-Version'")
+    if key is None:
+        raise HandshakeError("Missing header, 'Sec-WebSocket-Key'")
+    if upgrade.lower() != b"websocket":
+        raise HandshakeError("Missing header, 'Upgrade: websocket'")
+    if host is None:
+        raise HandshakeError("Missing header, 'Host'")
+    return (
+        b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
+        b"sec-websocket-accept: " + generate_accept_token(key) + b"\r\n\r\n"
+    )

@@ -1,0 +1,638 @@
+"""The protocol objects of server/transport/ driven with bytes, without sockets (ADR 013).
+
+A fake transport records what is written and which protocol object it belongs to; a fake
+:class:`~server.transport.context.ConnectionContext` carries real counters, limits, a real
+flusher and real sessions on a real Hub with the MemoryEngine. Client frames are built (masked)
+and server frames parsed by wsproto, as a client would. Real sockets: tests/integration/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
+
+import h11
+import pytest
+from wsproto import ConnectionType
+from wsproto.connection import Connection as WsClient
+from wsproto.events import BytesMessage, CloseConnection, Ping, Pong, TextMessage
+from wsproto.utilities import generate_accept_token
+
+from metrics.counters import Counters
+from server.config import load_settings
+from server.core.entitlement import AllowAll
+from server.core.hub import Hub, Peer
+from server.core.session import Session, SessionPolicy
+from server.engine.memory import MemoryEngine
+from server.protocol.codec import Limits
+from server.protocol.frames import SubscribeItem
+from server.transport import http
+from server.transport.connection import Connection
+from server.transport.context import Batching, TransportLimits
+from server.transport.event_stream import SseConnection
+from server.transport.flusher import Flusher
+from server.transport.http_protocol import HttpConnection, MonitorConnection
+from server.transport.limits import PendingConnections, SecurityCounters
+from server.transport.states import ConnState
+from server.transport.websocket import WebSocketConnection
+
+KEY = base64.b64encode(b"0123456789abcdef")
+UPGRADE = (
+    b"GET /ws?token=t1 HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
+    b"sec-websocket-key: " + KEY + b"\r\nsec-websocket-version: 13\r\n\r\n"
+)
+
+
+class FakeTransport:
+    """The parts of asyncio.Transport the protocol objects use."""
+
+    def __init__(self, protocol: Any) -> None:
+        self.protocol = protocol
+        self.written: list[bytes] = []
+        self.closed = False
+        self.aborted = False
+        self.reading = True
+        self.buffered = 0  # what get_write_buffer_size() reports
+
+    def take(self) -> bytes:
+        out = b"".join(self.written)
+        self.written.clear()
+        return out
+
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.written.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = self.aborted = True
+
+    def set_protocol(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.5", 40000) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self.high = high
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def lose(self) -> None:
+        """The peer went away: asyncio calls connection_lost on the current protocol."""
+        self.closed = True
+        self.protocol.connection_lost(None)
+
+
+class FakeContext:
+    """A ConnectionContext with real parts and a MemoryEngine hub."""
+
+    def __init__(self, **settings: Any) -> None:
+        conf = load_settings(**settings)
+        self.limits = TransportLimits.from_settings(conf)
+        self.batching = Batching.from_settings(conf)
+        self.tick = 100.0
+        self.stopping = False
+        self.counters = Counters()
+        self.security = SecurityCounters()
+        self.pending = PendingConnections(
+            conf.max_pending_connections, conf.max_pending_connections_per_address
+        )
+        self.flusher = Flusher(asyncio.get_running_loop())
+        self.connections: set[Connection] = set()
+        self.engine = MemoryEngine()
+        self.hub = Hub(self.engine, self.counters)
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.tokens: list[str | None] = []
+        self.policy = SessionPolicy("unit", "0", 30.0, Limits(), 100, True)
+
+    def track(self, task: asyncio.Task[Any] | Coroutine[Any, Any, Any]) -> None:
+        if not isinstance(task, asyncio.Task):
+            task = asyncio.get_running_loop().create_task(task)
+        self.tasks.append(task)
+
+    def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
+        self.tokens.append(token)
+        session = Session(
+            f"s{len(self.tokens)}", self.hub, peer, self.policy, AllowAll().grant(token), remote
+        )
+        self.hub.add_session(session)
+        return session
+
+    def end_session(self, session: Session) -> None:
+        session.close()
+        self.hub.remove_session(session)
+
+
+async def health(request: h11.Request, body: bytes, remote: str) -> http.Response | http.SseRequest:
+    if request.target.startswith(b"/events"):
+        return http.SseRequest([SubscribeItem("/unit/sse")], "t2", {})
+    if request.target == b"/boom":
+        raise RuntimeError("handler bug")
+    return http.json_response(200, {"path": request.target.decode(), "body": body.decode()})
+
+
+@pytest.fixture
+async def ctx() -> AsyncIterator[FakeContext]:
+    context = FakeContext()
+    await context.engine.start(context.hub.deliver)
+    yield context
+    for task in context.tasks:
+        task.cancel()
+
+
+def connect(
+    ctx: FakeContext, cls: type[HttpConnection] = HttpConnection
+) -> tuple[Any, FakeTransport]:
+    conn = cls(ctx, health)  # mypy checks FakeContext against ConnectionContext
+    transport = FakeTransport(conn)
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    return conn, transport
+
+
+def state_of(conn: Connection) -> ConnState:
+    """The state, read through a call (mypy would keep the state narrowed by an assert)."""
+    return conn.state
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def responses(data: bytes) -> list[tuple[int, dict[str, str], bytes]]:
+    """Parse HTTP responses as a client would."""
+    client = h11.Connection(h11.CLIENT)
+    _request(client)
+    client.receive_data(data)
+    out: list[tuple[int, dict[str, str], bytes]] = []
+    status, headers, body = 0, {}, b""
+    while True:
+        event = client.next_event()
+        if isinstance(event, h11.Response | h11.InformationalResponse):
+            status = event.status_code
+            headers = {k.decode(): v.decode() for k, v in event.headers}
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            out.append((status, headers, body))
+            if client.our_state is not h11.DONE or client.their_state is not h11.DONE:
+                return out
+            client.start_next_cycle()
+            _request(client)
+            status, headers, body = 0, {}, b""
+        else:
+            return out
+
+
+def _request(client: h11.Connection) -> None:
+    client.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))
+    client.send(h11.EndOfMessage())
+
+
+# -- HTTP ---------------------------------------------------------------------------------------
+
+
+async def test_http_request_is_served_and_keep_alive_returns_to_http(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    assert state_of(conn) is ConnState.HTTP
+    assert conn in ctx.connections
+    assert ctx.pending.total == 1
+    assert conn.deadline is not None
+    conn.data_received(b"POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nhi")
+    assert state_of(conn) is ConnState.RESPONDING
+    assert conn.deadline is None
+    await settle()
+    assert state_of(conn) is ConnState.HTTP
+    conn.data_received(b"GET /b HTTP/1.1\r\nhost: x\r\n\r\n")
+    await settle()
+    (first, second) = responses(transport.take())
+    assert first[0] == 200
+    assert json.loads(first[2]) == {"path": "/a", "body": "hi"}
+    assert json.loads(second[2])["path"] == "/b"
+    assert ctx.counters.bytes_in_total == conn.bytes_in > 0
+    assert ctx.counters.bytes_out_total == conn.bytes_out > 0
+
+
+async def test_handler_failure_is_a_500(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(b"GET /boom HTTP/1.1\r\nhost: x\r\n\r\n")
+    await settle()
+    ((status, _, body),) = responses(transport.take())
+    assert status == 500
+    assert json.loads(body)["code"] == "internal"
+    assert state_of(conn) is ConnState.HTTP
+
+
+async def test_too_many_headers_is_431_and_closes(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    many = b"".join(b"x-h%d: v\r\n" % i for i in range(ctx.limits.max_http_headers + 1))
+    conn.data_received(b"GET / HTTP/1.1\r\nhost: x\r\n" + many + b"\r\n")
+    ((status, headers, _),) = responses(transport.take())
+    assert status == 431
+    assert headers["connection"] == "close"
+    assert state_of(conn) is ConnState.CLOSING
+    assert transport.closed
+    assert ctx.security.http_refused_total == 1
+
+
+async def test_upgrade_by_post_is_405(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE.replace(b"GET", b"POST", 1))
+    ((status, _, _),) = responses(transport.take())
+    assert status == 405
+    assert state_of(conn) is ConnState.CLOSING
+
+
+async def test_garbage_is_400_and_closes(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(b"NOT HTTP AT ALL\r\n\r\n")
+    ((status, _, body),) = responses(transport.take())
+    assert status == 400
+    assert json.loads(body)["code"] == "bad_request"
+    assert state_of(conn) is ConnState.CLOSING
+    assert transport.closed
+
+
+async def test_body_too_large_is_413_then_drains(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    size = ctx.limits.max_http_body + 1
+    conn.data_received(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n" % size)
+    conn.data_received(b"x" * size)
+    ((status, headers, _),) = responses(transport.take())
+    assert status == 413
+    assert headers["connection"] == "close"
+    assert state_of(conn) is ConnState.DRAINING
+    assert conn.deadline == ctx.tick + 5.0
+    conn.data_received(b"more body")  # dropped, not parsed
+    assert transport.take() == b""
+    assert not transport.closed
+    assert conn.eof_received() is None  # asyncio closes the transport
+
+
+async def test_pending_limit_answers_503(ctx: FakeContext) -> None:
+    ctx.pending = PendingConnections(max_total=1, max_per_address=1)
+    first, _ = connect(ctx)
+    second, transport = connect(ctx)
+    assert b"503 Service Unavailable" in transport.take()
+    assert state_of(second) is ConnState.CLOSING
+    assert transport.closed
+    assert ctx.security.pending_refused_total == 1
+    assert ctx.pending.total == 1
+    first.transport.lose()
+    assert state_of(first) is ConnState.CLOSED
+    assert ctx.pending.total == 0
+
+
+async def test_monitor_connection_serves_upgrades_as_http_and_is_not_client_traffic(
+    ctx: FakeContext,
+) -> None:
+    ctx.pending = PendingConnections(max_total=0, max_per_address=0)  # not applied there
+    conn, transport = connect(ctx, MonitorConnection)
+    conn.data_received(UPGRADE.replace(b"/ws?token=t1", b"/stats"))
+    await settle()
+    ((status, _, body),) = responses(transport.take())
+    assert status == 200
+    assert json.loads(body)["path"] == "/stats"
+    assert isinstance(transport.protocol, MonitorConnection)
+    assert ctx.counters.bytes_in_total == ctx.counters.bytes_out_total == 0
+
+
+async def test_request_timer_is_a_deadline_from_the_first_byte(ctx: FakeContext) -> None:
+    conn, _ = connect(ctx)
+    conn.data_received(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nh")
+    assert conn.deadline == ctx.tick + ctx.limits.http_header_timeout
+    ctx.tick += 1
+    conn.data_received(b"i")  # the rest arrives: the timer stops
+    assert conn.deadline is None
+
+
+async def test_abort_resets(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.abort()
+    assert transport.aborted
+    assert state_of(conn) is ConnState.CLOSING
+    transport.lose()
+    assert state_of(conn) is ConnState.CLOSED
+    assert conn not in ctx.connections
+
+
+# -- WebSocket ----------------------------------------------------------------------------------
+
+
+class Client:
+    """A WebSocket client on a fake transport."""
+
+    def __init__(self, transport: FakeTransport) -> None:
+        self.transport = transport
+        self.ws = WsClient(ConnectionType.CLIENT)
+
+    def send(self, event: Any) -> None:
+        self.transport.protocol.data_received(self.ws.send(event))
+
+    def events(self) -> list[Any]:
+        self.ws.receive_data(self.transport.take())
+        return list(self.ws.events())
+
+    def frames(self) -> list[dict[str, Any]]:
+        return [json.loads(e.data) for e in self.events() if isinstance(e, TextMessage)]
+
+
+async def upgraded(
+    ctx: FakeContext, request: bytes = UPGRADE
+) -> tuple[WebSocketConnection, Client]:
+    conn, transport = connect(ctx)
+    conn.data_received(request)
+    await settle()  # the welcome leaves at the end of the loop iteration
+    head, _, rest = transport.take().partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101 Switching Protocols")
+    assert b"sec-websocket-accept: " + generate_accept_token(KEY) in head
+    ws = transport.protocol
+    assert isinstance(ws, WebSocketConnection)
+    assert state_of(conn) is ConnState.SWITCHED
+    assert conn.transport is None
+    assert ctx.connections == {ws}
+    transport.written.insert(0, rest)
+    return ws, Client(transport)
+
+
+async def test_upgrade_hands_over_and_welcomes(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    assert state_of(ws) is ConnState.OPEN
+    assert ctx.pending.total == 0
+    assert ctx.tokens == ["t1"]
+    assert ws.session is not None
+    (welcome,) = client.frames()
+    assert welcome["type"] == "welcome"
+    assert welcome["server"] == "unit"
+    assert ws.bytes_in == len(UPGRADE)
+
+
+def sub(subject: str) -> str:
+    return json.dumps({"op": "subscribe", "id": 1, "subjects": [{"subject": subject}]})
+
+
+async def test_the_101_and_the_welcome_leave_in_one_write(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE)
+    (written,) = transport.written
+    head, _, frame = written.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101 ")
+    assert b'"type":"welcome"' in frame
+    await settle()
+    assert len(transport.written) == 1  # nothing left for the flusher
+
+
+async def test_idle_websocket_holds_no_handshake_state(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.send(TextMessage(data=sub("/unit/a")))
+    await settle()
+    assert not hasattr(ws, "__dict__")  # __slots__ all the way down
+    assert ws._inbox is None
+    assert ws._parts is None
+    assert ws._reader is None
+    assert not any(isinstance(v, h11.Connection) for v in _slot_values(ws))
+
+
+def _slot_values(obj: object) -> list[Any]:
+    names = [n for cls in type(obj).__mro__ for n in getattr(cls, "__slots__", ())]
+    return [getattr(obj, n) for n in names if hasattr(obj, n)]
+
+
+async def test_trailing_bytes_after_the_request_are_read(ctx: FakeContext) -> None:
+    frame = WsClient(ConnectionType.CLIENT).send(Ping(payload=b"early"))
+    _ws, client = await upgraded(ctx, UPGRADE + frame)
+    events = client.events()
+    assert any(isinstance(e, Pong) and e.payload == b"early" for e in events)
+
+
+async def test_subscribe_and_fan_out(ctx: FakeContext) -> None:
+    _ws, client = await upgraded(ctx)
+    client.frames()
+    client.send(TextMessage(data=sub("/unit/a")))
+    await settle()
+    assert [f["type"] for f in client.frames()] == ["subscribed"]
+    from server.engine.base import PublishRequest
+
+    await ctx.engine.publish(PublishRequest("/unit/a", "v1", {}, True, "standard"))
+    await settle()
+    (message,) = client.frames()
+    assert message["type"] == "message"
+    assert message["content"] == "v1"
+
+
+async def test_fragments_are_joined(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    text = sub("/unit/f")
+    client.send(TextMessage(data=text[:10], message_finished=False))
+    assert ws._parts is not None
+    client.send(TextMessage(data=text[10:], message_finished=True))
+    await settle()
+    assert ws._parts is None
+    assert [f["type"] for f in client.frames()] == ["subscribed"]
+
+
+async def test_binary_message_is_refused_by_the_session(ctx: FakeContext) -> None:
+    _ws, client = await upgraded(ctx)
+    client.frames()
+    client.send(BytesMessage(data=b"\x00"))
+    await settle()
+    (error,) = client.frames()
+    assert error["type"] == "error"
+
+
+async def test_client_close_is_answered_and_closes(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.send(CloseConnection(code=1000, reason="bye"))
+    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
+    assert [c.code for c in closes] == [1000]
+    assert state_of(ws) is ConnState.CLOSING
+    assert client.transport.closed
+    session = ws.session
+    client.transport.lose()
+    assert state_of(ws) is ConnState.CLOSED
+    assert session is not None
+    assert session.id not in ctx.hub.sessions
+    assert ctx.counters.sessions == 0
+
+
+async def test_invalid_utf8_is_closed_1007(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    # A text frame, masked with a zero key, holding an invalid UTF-8 byte.
+    ws.data_received(b"\x81\x81\x00\x00\x00\x00\xff")
+    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
+    assert [c.code for c in closes] == [1007]
+    assert ctx.security.protocol_errors_total == 1
+    assert state_of(ws) is ConnState.CLOSING
+
+
+async def test_message_above_the_frame_limit_is_closed_1009(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    client.send(TextMessage(data="x" * (ctx.limits.max_frame_size + 1)))
+    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
+    assert [c.code for c in closes] == [1009]
+    assert state_of(ws) is ConnState.CLOSING
+    assert ws.deadline is not None
+
+
+async def test_close_sends_a_close_frame_after_what_is_queued_and_nothing_after(
+    ctx: FakeContext,
+) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ws.send(b"\x81\x02{}")
+    ws.close(4003, "operator")  # flushes what is queued first
+    ws.send(b"\x81\x02[]")  # after close: dropped
+    ws.close(4003, "again")  # idempotent
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["TextMessage", "CloseConnection"]
+    assert events[1].code == 4003
+    expected = ctx.tick + ctx.limits.shutdown_timeout + 1.0
+    assert state_of(ws) is ConnState.CLOSING
+    assert ws.deadline == expected
+
+
+async def test_slow_consumer_is_closed_4001(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    client.transport.buffered = ctx.limits.max_outbound_buffer_size  # the client stopped reading
+    ws.send(b"\x81\x02{}")
+    await settle()  # the flush finds the buffer full
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["CloseConnection"]
+    assert events[0].code == 4001
+    assert ctx.counters.slow_consumer_disconnects_total == 1
+    assert ws.deadline == ctx.tick + ctx.limits.slow_consumer_close_timeout
+    assert client.transport.closed
+
+
+async def test_pause_writing_is_a_slow_consumer(ctx: FakeContext) -> None:
+    ws, _client = await upgraded(ctx)
+    ws.pause_writing()
+    assert state_of(ws) is ConnState.CLOSING
+    assert ctx.counters.slow_consumer_disconnects_total == 1
+
+
+async def test_inbox_backlog_pauses_and_resumes_reading(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ping = json.dumps({"op": "ping", "id": 1})
+    data = b"".join(client.ws.send(TextMessage(data=ping)) for _ in range(1000))
+    ws.data_received(data)
+    assert state_of(ws) is ConnState.PAUSED
+    assert not client.transport.reading
+    for _ in range(400):
+        await asyncio.sleep(0)
+        if ws.state is ConnState.OPEN:
+            break
+    assert state_of(ws) is ConnState.OPEN
+    assert client.transport.reading
+    reader = ws._reader
+    if reader is not None:
+        await reader
+    assert ws._reader is None
+    assert ws._inbox is None
+    assert [f["type"] for f in client.frames()] == ["pong"] * 1000
+
+
+async def test_ping_keeps_the_connection_alive(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ctx.tick += 10
+    ws.ping()
+    (ping,) = client.events()
+    assert isinstance(ping, Ping)
+    assert ws.last_ping == ctx.tick
+
+
+async def test_connection_limit_closes_4004(ctx: FakeContext) -> None:
+    ctx.counters.sessions = ctx.limits.max_connections  # full
+    ws, client = await upgraded(ctx)
+    (close,) = client.events()
+    assert isinstance(close, CloseConnection)
+    assert close.code == 4004
+    assert ws.session is None
+    assert state_of(ws) is ConnState.CLOSING
+
+
+async def test_invalid_handshake_is_400(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE.replace(b"sec-websocket-version: 13", b"x-other: 1"))
+    ((status, _, body),) = responses(transport.take())
+    assert status == 400
+    assert "Sec-WebSocket-Version" in json.loads(body)["detail"]
+    assert state_of(conn) is ConnState.CLOSING
+    assert isinstance(transport.protocol, HttpConnection)
+
+
+# -- batching -----------------------------------------------------------------------------------
+
+
+async def test_batched_frames_leave_as_one_array_frame() -> None:
+    ctx = FakeContext(BatchingMaxSize=1 << 20)  # delay 0: at the end of the iteration
+    await ctx.engine.start(ctx.hub.deliver)
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ws.send(b"\x81\x02{}")
+    ws.send(b'\x81\x07{"a":1}')
+    await settle()
+    (batch,) = client.events()
+    assert json.loads(batch.data) == [{}, {"a": 1}]
+
+
+# -- event streams ------------------------------------------------------------------------------
+
+
+async def test_event_stream_hands_over_and_writes_events(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(b"GET /events?subject=/unit/sse HTTP/1.1\r\nhost: x\r\n\r\n")
+    await settle()
+    stream = transport.protocol
+    assert isinstance(stream, SseConnection)
+    assert state_of(stream) is ConnState.STREAMING
+    assert state_of(conn) is ConnState.SWITCHED
+    assert ctx.connections == {stream}
+    assert ctx.tokens == ["t2"]
+    assert ctx.pending.total == 0
+    data = transport.take()
+    assert data.startswith(b"HTTP/1.1 200 ")
+    assert b"text/event-stream" in data
+    assert b"retry: 2000\n" in data
+    assert b'"type":"welcome"' in data
+    assert b'"type":"subscribed"' in data
+    stream.data_received(b"ignored")  # an event stream reads nothing
+    stream.close(1001, "server shutting down")
+    end = transport.take()
+    assert b'"type":"closing"' in end
+    assert end.endswith(b"0\r\n\r\n")
+    assert state_of(stream) is ConnState.CLOSING
+    assert transport.closed
+    stream.send(b"\x81\x02{}")  # dropped
+    assert transport.take() == b""
+
+
+async def test_closed_while_the_handler_runs_does_not_respond(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(b"GET /a HTTP/1.1\r\nhost: x\r\n\r\n")
+    conn.close(1001, "shutdown")
+    await settle()
+    assert transport.take() == b""
+    assert state_of(conn) is ConnState.CLOSING
