@@ -55,6 +55,11 @@ class ClusterStatus:
     def healthy(self) -> bool:
         return self.quorum and self.nats_connected and not self.config_mismatch
 
+    @property
+    def health(self) -> str:
+        """``ok``, or ``degraded`` if this member cannot store messages or disagrees on members."""
+        return "ok" if self.healthy else "degraded"
+
 
 def standalone_status(name: str) -> ClusterStatus:
     me = MemberView(name, 1, "", seed=True, state="up", is_self=True)

@@ -20,11 +20,6 @@ class ClusterSource(Protocol):
     def cluster_status(self) -> ClusterStatus: ...
 
 
-def health_status(status: ClusterStatus) -> str:
-    """``ok``, or ``degraded`` when this member cannot store messages or disagrees on members."""
-    return "ok" if status.healthy else "degraded"
-
-
 def member_dict(member: MemberView) -> dict[str, Any]:
     return {
         "name": member.name,
@@ -43,7 +38,7 @@ def status_dict(status: ClusterStatus) -> dict[str, Any]:
     return {
         "engine": status.engine,
         "mode": status.mode,
-        "health": health_status(status),
+        "health": status.health,
         "quorum": status.quorum,
         "quorumSize": status.quorum_size,
         "seeds": status.seeds,

@@ -25,7 +25,7 @@ from metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
 from ..engine.base import EngineUnavailable, Published, PublishRequest
-from .cluster_view import health_status, meta_fields
+from .cluster_view import meta_fields
 from .numbers import number_text
 from .ports import LiveState, MonitoredNode
 
@@ -79,7 +79,7 @@ def meta_messages(
     for indicator in INDICATORS:
         fields = indicator_fields(model, indicator.name)
         messages.append(_message(f"{node}/{indicator.name}", fields["current"], fields))
-    messages.append(_message(f"{node}/cluster", health_status(cluster), meta_fields(cluster)))
+    messages.append(_message(f"{node}/cluster", cluster.health, meta_fields(cluster)))
     return messages
 
 

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.throttle import AuthThrottle, host_of
 from ..transport.http import Response, json_response, problem
-from .cluster_view import health_status, status_dict
+from .cluster_view import status_dict
 from .jolokia import JolokiaAgent, content_type
 from .ports import MonitoredNode
 from .prometheus_exporter import CONTENT_TYPE, exposition
@@ -85,7 +85,7 @@ class MonitorRoutes:
         return json_response(
             200 if healthy else 503,
             {
-                "status": health_status(cluster) if healthy else "stopping",
+                "status": cluster.health if healthy else "stopping",
                 "cluster": status_dict(cluster),
                 "server": live.server_name,
                 "sessions": live.counters["sessions"],

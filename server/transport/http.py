@@ -25,7 +25,6 @@ from ..core.entitlement import Entitlement
 from ..core.publishing import PublishGuard, Refusal
 from ..core.throttle import host_of
 from ..engine.base import Engine, EngineUnavailable, PublishRequest
-from ..monitoring.cluster_view import health_status
 from ..protocol.codec import publish_size
 from ..protocol.errors import ErrorCode
 from ..protocol.frames import Position, Publish, SubscribeItem
@@ -156,7 +155,7 @@ async def _health(
 ) -> Response:
     cluster = app.cluster_status()
     payload = {
-        "status": "stopping" if app.stopping else health_status(cluster),
+        "status": "stopping" if app.stopping else cluster.health,
         "mode": cluster.mode,
         "quorum": cluster.quorum,
         "server": app.settings.server_name,

@@ -48,6 +48,12 @@ RULES = (
         forbidden=("server.app", "server.transport.connection"),
     ),
     Rule(
+        "server.transport",
+        ("server", "metrics"),
+        "a connection gets a ConnectionContext, never the app (ADR 013)",
+        forbidden=("server.app", "server.monitoring"),
+    ),
+    Rule(
         "server.engine",
         ("server", "metrics"),
         "the engine knows nothing of sessions, sockets or views",
