@@ -39,10 +39,10 @@ from .monitoring.operations import ServerOperations
 from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import MonitorRoutes
-from .protocol.codec import Limits, encode
+from .protocol.codec import Limits
 from .protocol.errors import CloseCode
 from .protocol.frames import Keepalive
-from .protocol.wsframe import encode_text_frame
+from .protocol.outframe import OutFrame
 from .rlimits import raise_open_file_limit
 from .transport import http
 from .transport.connection import Connection
@@ -368,7 +368,7 @@ class PushServer:
         loop = asyncio.get_running_loop()
         interval = self.settings.keepalive_interval
         period = min(1.0, interval / 4)
-        keepalive_frame = encode_text_frame(encode(Keepalive()))
+        keepalive_frame = OutFrame.of(Keepalive())
         while True:
             await asyncio.sleep(period)
             self.tick = now = loop.time()
@@ -376,7 +376,9 @@ class PushServer:
                 self._check(connection, now, interval, keepalive_frame)
             self.engine.sweep()
 
-    def _check(self, connection: Connection, now: float, interval: float, keepalive: bytes) -> None:
+    def _check(
+        self, connection: Connection, now: float, interval: float, keepalive: OutFrame
+    ) -> None:
         """One connection's timers, by its state (server/transport/states.py)."""
         if connection.deadline is not None:  # request timer, drain or close in progress
             if now >= connection.deadline:

@@ -14,15 +14,14 @@ import asyncio
 from collections.abc import Callable
 
 from ..engine.base import Published
-from ..protocol.codec import encode
 from ..protocol.frames import Message
-from ..protocol.wsframe import encode_text_frame
+from ..protocol.outframe import OutFrame
 
 
 class ConflatedSubscription:
     __slots__ = ("active", "anchor", "content", "fields", "last", "period", "send")
 
-    def __init__(self, send: Callable[[bytes], None], period_ms: int, anchor: float) -> None:
+    def __init__(self, send: Callable[[OutFrame], None], period_ms: int, anchor: float) -> None:
         self.send = send
         self.period = period_ms / 1000.0
         self.anchor = anchor
@@ -43,7 +42,7 @@ class ConflatedSubscription:
         self.fields.update(message.fields)
         return opened
 
-    def take_frame(self) -> bytes | None:
+    def take_frame(self) -> OutFrame | None:
         last = self.last
         if last is None or not self.active:
             return None
@@ -59,7 +58,7 @@ class ConflatedSubscription:
             ts=last.ts,
             conflated=True,
         )
-        frame = encode_text_frame(encode(message))
+        frame = OutFrame.message(message)  # its own fields: one encoding per subscription
         self.last = None
         self.fields = {}
         return frame

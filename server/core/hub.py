@@ -1,8 +1,9 @@
 """Subscriptions and fan-out.
 
 The hub keeps, per subject, the sessions subscribed to it. The engine calls :meth:`Hub.deliver`
-for every message in per-subject order; the hub encodes the message once and hands the same
-frame bytes to every subscriber's outbound buffer. A subscription being set up (snapshot or
+for every message in per-subject order; the hub hands the message's one :class:`OutFrame` (JSON
+encoded once, WebSocket frame built once on first use) to every subscriber's connection, which
+frames it for its protocol (ADR 018). A subscription being set up (snapshot or
 recovery still being read from the engine) is *pending*: live messages for it are buffered and
 replayed after the recovered ones, without duplicates, so nothing falls between the two.
 """
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from metrics.counters import Counters
 
 from ..engine.base import Engine, Published
+from ..protocol.outframe import OutFrame
 from .conflation import ConflatedSubscription, Conflator
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 class Peer(Protocol):
     """What the hub needs from a connection: queue a pre-encoded frame, close it."""
 
-    def send(self, frame: bytes) -> None: ...
+    def send(self, frame: OutFrame) -> None: ...
 
     def close(self, code: int, reason: str) -> None: ...
 
@@ -37,7 +39,7 @@ class Hub:
         self.engine = engine
         self.counters = counters
         # subject -> session -> that session's peer.send (bound once: the fan-out loop is hot)
-        self._live: dict[str, dict[Session, Callable[[bytes], None]]] = {}
+        self._live: dict[str, dict[Session, Callable[[OutFrame], None]]] = {}
         self._pending: dict[str, dict[Session, list[Published]]] = {}
         self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
         self.conflator = Conflator(self._count_conflated)
@@ -49,8 +51,8 @@ class Hub:
         self.tally: dict[str, list[int]] = {}
         self.tally_limit = 1000
         self.on_tally_full: Callable[[], None] | None = None
-        # Sessions an operator watches (live trace): their last frames, newest last. Recording
-        # wraps only these sessions' send, so the others pay nothing.
+        # Sessions an operator watches (live trace): their last frames (as WebSocket frames),
+        # newest last. Recording wraps only these sessions' send, so the others pay nothing.
         self.watched: dict[Session, deque[tuple[float, bytes]]] = {}
 
     # -- sessions ---------------------------------------------------------------------------
@@ -79,14 +81,14 @@ class Hub:
                     subscribers[session] = self._sender(session)
         return recorded
 
-    def _sender(self, session: Session) -> Callable[[bytes], None]:
+    def _sender(self, session: Session) -> Callable[[OutFrame], None]:
         recorded = self.watched.get(session)
         send = session.peer.send
         if recorded is None:
             return send
 
-        def record_and_send(frame: bytes) -> None:
-            recorded.append((time.time(), frame))
+        def record_and_send(frame: OutFrame) -> None:
+            recorded.append((time.time(), frame.ws()))
             send(frame)
 
         return record_and_send
@@ -186,13 +188,13 @@ class Hub:
         live = self._live.get(subject)
         if not live:
             return
-        frame = message.update_frame()
+        frame = message.update()
         for send in live.values():
             send(frame)
         sent = len(live)
         self.counters.messages_out_total += sent
         counts[1] += sent
-        counts[2] += sent * len(frame)
+        counts[2] += sent * frame.ws_size()
 
     def _count_conflated(self, sent: int) -> None:
         self.counters.messages_out_total += sent

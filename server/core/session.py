@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from ..engine.base import EngineUnavailable, Published, PublishRequest
-from ..protocol.codec import Limits, decode_client_frame, encode
+from ..protocol.codec import Limits, decode_client_frame
 from ..protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
 from ..protocol.frames import (
     Error,
@@ -31,8 +31,8 @@ from ..protocol.frames import (
     Unsubscribed,
     Welcome,
 )
+from ..protocol.outframe import OutFrame
 from ..protocol.subjects import subject_error
-from ..protocol.wsframe import encode_text_frame
 from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
 from .publishing import PublishGuard, PublishLimits, Refusal
@@ -104,9 +104,9 @@ class Session:
     def send(self, frame: ServerFrame) -> None:
         if not self._welcomed and not isinstance(frame, Welcome):
             raise LocalProtocolError(f"{type(frame).__name__} frame before the welcome")
-        self.peer.send(encode_text_frame(encode(frame)))
+        self.peer.send(OutFrame.of(frame))
 
-    def send_messages(self, frames: list[bytes]) -> None:
+    def send_messages(self, frames: list[OutFrame]) -> None:
         if frames and not self._welcomed:
             raise LocalProtocolError("message frames before the welcome")
         for frame in frames:
@@ -343,13 +343,11 @@ class Session:
         self.send(status)
         self.send_messages(frames)
         buffered = self.hub.finish_subscribe(self, subject, item.conflation_period)
-        self.send_messages(
-            [m.update_frame() for m in buffered if not _already_sent(m, epoch, last_seq)]
-        )
+        self.send_messages([m.update() for m in buffered if not _already_sent(m, epoch, last_seq)])
 
     async def _initial(
         self, item: SubscribeItem, request_id: int | None
-    ) -> tuple[Subscribed, list[bytes], str, int]:
+    ) -> tuple[Subscribed, list[OutFrame], str, int]:
         """The status frame and the messages that open a subscription, and its position."""
         engine = self.hub.engine
         subject = item.subject
@@ -357,7 +355,7 @@ class Session:
             recovery = await engine.recover(subject, item.recover)
             if recovery.outcome in ("recovered", "up_to_date"):
                 self.hub.counters.recovery_successes_total += 1
-                frames = [m.frame("recovered") for m in recovery.messages]
+                frames = [m.out("recovered") for m in recovery.messages]
                 last = recovery.messages[-1].seq if recovery.messages else item.recover.seq
                 status = Subscribed(
                     subject, "allow", recovery.outcome, recovery.epoch, last, request_id
@@ -370,14 +368,14 @@ class Session:
         if item.history > 0:
             epoch, seq = await engine.position(subject)
             history = await engine.history(subject, item.history)
-            frames = [m.frame("historical") for m in history]
+            frames = [m.out("historical") for m in history]
             if history:
                 epoch, seq = history[-1].epoch, history[-1].seq
             return Subscribed(subject, "allow", "none", epoch, seq, request_id), frames, epoch, seq
         frames, epoch, seq = await self._snapshot(subject)
         return Subscribed(subject, "allow", "none", epoch, seq, request_id), frames, epoch, seq
 
-    async def _snapshot(self, subject: str) -> tuple[list[bytes], str, int]:
+    async def _snapshot(self, subject: str) -> tuple[list[OutFrame], str, int]:
         engine = self.hub.engine
         # The position is read first: a message accepted between the two reads is then newer
         # than the position and is replayed from the pending buffer instead of being lost.
@@ -385,7 +383,7 @@ class Session:
         if self.policy.publish_snapshot:
             snapshot = await engine.snapshot(subject)
             if snapshot is not None:
-                return [snapshot.frame()], snapshot.epoch, snapshot.seq
+                return [snapshot.out()], snapshot.epoch, snapshot.seq
         return [], epoch, seq
 
     # -- unsubscribe ------------------------------------------------------------------------

@@ -14,9 +14,8 @@ from typing import Literal
 
 from ..cluster.status import ClusterStatus
 from ..errors import EngineError
-from ..protocol.codec import encode
 from ..protocol.frames import Message, MessageKind, Position, QoS
-from ..protocol.wsframe import encode_text_frame
+from ..protocol.outframe import OutFrame
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +47,7 @@ class Published:
     epoch: str
     seq: int
     ts: int
-    _update_frame: bytes | None = field(default=None, repr=False, compare=False)
+    _update: OutFrame | None = field(default=None, repr=False, compare=False)
 
     def to_message(self, kind: MessageKind) -> Message:
         return Message(
@@ -63,17 +62,17 @@ class Published:
             ts=self.ts,
         )
 
-    def frame(self, kind: MessageKind) -> bytes:
-        """The WebSocket frame delivering this message as ``kind``."""
+    def out(self, kind: MessageKind) -> OutFrame:
+        """The outgoing frame delivering this message as ``kind`` (each transport frames it)."""
         if kind == "update":
-            return self.update_frame()
-        return encode_text_frame(encode(self.to_message(kind)))
+            return self.update()
+        return OutFrame.message(self.to_message(kind))
 
-    def update_frame(self) -> bytes:
-        """The live-update frame, encoded once and shared by every subscriber."""
-        if self._update_frame is None:
-            self._update_frame = encode_text_frame(encode(self.to_message("update")))
-        return self._update_frame
+    def update(self) -> OutFrame:
+        """The live update, encoded once and shared by every subscriber of every transport."""
+        if self._update is None:
+            self._update = OutFrame.message(self.to_message("update"))
+        return self._update
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +90,8 @@ class Snapshot:
     ts: int
     qos: QoS = "guaranteed"
 
-    def frame(self) -> bytes:
+    def out(self) -> OutFrame:
+        """The ``snapshot`` message frame."""
         message = Message(
             kind="snapshot",
             subject=self.subject,
@@ -103,7 +103,7 @@ class Snapshot:
             retained=True,
             ts=self.ts,
         )
-        return encode_text_frame(encode(message))
+        return OutFrame.message(message)
 
 
 RecoveryOutcome = Literal["recovered", "up_to_date", "new_epoch", "failed"]

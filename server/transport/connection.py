@@ -23,6 +23,7 @@ import struct
 from typing import TYPE_CHECKING, ClassVar
 
 from ..protocol.errors import CloseCode
+from ..protocol.outframe import OutFrame
 from ..protocol.wsframe import batch_frame
 from .states import SENDING, ConnEvent, ConnState, next_state
 
@@ -125,7 +126,13 @@ class Connection(asyncio.Protocol):
     def session_id(self) -> str | None:
         return self.session.id if self.session is not None else None
 
-    def send(self, frame: bytes) -> None:
+    def send(self, frame: OutFrame) -> None:
+        """Queue one server frame as a WebSocket frame: the cached one every subscriber of the
+        message shares (built once, :meth:`OutFrame.ws`)."""
+        self._enqueue(frame.ws())
+
+    def _enqueue(self, frame: bytes) -> None:
+        """Queue the bytes of one frame as this protocol writes it."""
         state = self.state
         if state is _CLOSING or state is _CLOSED:
             return

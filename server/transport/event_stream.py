@@ -1,17 +1,17 @@
 """An event stream (``GET /events``, SSE) after its response head: a session that only writes.
 
-Each frame the session sends becomes one SSE event (:class:`~server.transport.sse.SseEncoder`);
-nothing the client sends is read any more. Closing sends a last ``closing`` event and the end of
-the body, then closes the transport.
+Each frame the session sends becomes one SSE event (:class:`~server.transport.sse.SseEncoder`),
+written from the frame's payload and the position it carries: no WebSocket header to strip,
+nothing decoded (ADR 018). Nothing the client sends is read any more. Closing sends a last
+``closing`` event and the end of the body, then closes the transport.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ..protocol.codec import encode
 from ..protocol.frames import Closing, SubscribeItem
-from ..protocol.wsframe import encode_text_frame
+from ..protocol.outframe import OutFrame
 from .connection import Connection
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState
@@ -43,10 +43,10 @@ class SseConnection(Connection):
     def eof_received(self) -> bool | None:
         return None  # asyncio closes the transport
 
-    def send(self, frame: bytes) -> None:
+    def send(self, frame: OutFrame) -> None:
         if self.state is _CLOSING or self.state is _CLOSED:
             return
-        super().send(self.encoder.event(frame))
+        self._enqueue(self.encoder.event(frame))
 
     def close(self, code: int, reason: str) -> None:
         """Send a last ``closing`` event and the end of the body, then close."""
@@ -56,7 +56,7 @@ class SseConnection(Connection):
         if self.state is not _STREAMING:
             return  # the flush found a slow consumer, which closed already
         self._to(ConnEvent.CLOSE)
-        closing = self.encoder.event(encode_text_frame(encode(Closing(code, reason))))
+        closing = self.encoder.event(OutFrame.of(Closing(code, reason)))
         self._write(closing + self.encoder.end())
         self.transport.close()
         self.deadline = self.ctx.tick + self.ctx.limits.shutdown_timeout + 1.0

@@ -15,39 +15,23 @@ import binascii
 import msgspec
 
 from ..protocol.frames import Position
-from ..protocol.wsframe import frame_payload
+from ..protocol.outframe import OPENS, PENDS, SETS, OutFrame
 
-
-class _Head(msgspec.Struct):
-    """The parts of a server frame that move positions (other keys are ignored)."""
-
-    type: str
-    subject: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    recovery: str | None = None
-    conflated: bool = False
-    epoch: str | None = None
-    seq: int | None = None
-    qos: str | None = None
-
-
-_head = msgspec.json.Decoder(_Head)
 _positions_encoder = msgspec.json.Encoder()
 _positions_decoder = msgspec.json.Decoder(dict[str, tuple[str, int]])
 RETRY_MS = 2000
 
 
-_OPENING_KINDS = ("snapshot", "recovered", "historical")
-
-
 class SseEncoder:
-    """Turns frames into SSE events for one stream and tracks its positions.
+    """Turns outgoing frames into SSE events for one stream and tracks its positions.
 
-    A ``subscribed`` frame's position holds only once the messages that follow it (snapshot,
-    recovered, historical) have been sent, so it is kept *pending* and written into ids from the
-    first event that is not one of those messages; the opening messages move the position
-    themselves. ``up_to_date`` takes effect at once (nothing follows).
+    Positions come from each frame's :attr:`~server.protocol.outframe.OutFrame.move` and
+    position, set where the frame was built (engine value, ``subscribed`` answer): the payload
+    is written as it is, never decoded. A ``subscribed`` frame's position holds only once the
+    messages that follow it (snapshot, recovered, historical) have been sent, so it is kept
+    *pending* and written into ids from the first event that is not one of those messages; the
+    opening messages move the position themselves. ``up_to_date`` takes effect at once (nothing
+    follows).
     """
 
     def __init__(self, chunked: bool, positions: dict[str, Position] | None = None) -> None:
@@ -58,50 +42,35 @@ class SseEncoder:
         self._pending: tuple[str, tuple[str, int]] | None = None
         self._first = True
 
-    def event(self, frame: bytes) -> bytes:
-        """The bytes on the wire for one WebSocket-framed server frame."""
-        payload = frame_payload(frame)
+    def event(self, frame: OutFrame) -> bytes:
+        """The bytes on the wire for one server frame."""
         prefix = b""
         if self._first:
             prefix, self._first = b"retry: %d\n" % RETRY_MS, False
-        if self._moves_position(payload):
+        if self._moves_position(frame):
             prefix += b"id: " + self.token() + b"\n"
-        return self._chunk(prefix + b"data: " + payload + b"\n\n")
+        return self._chunk(prefix + b"data: " + frame.payload + b"\n\n")
 
-    def _moves_position(self, payload: bytes) -> bool:
-        head = None
-        if payload.startswith(b'{"type":"message"') or payload.startswith(b'{"type":"subs'):
-            head = _head.decode(payload)
-        moved = self._commit_pending(head)
-        if head is None or head.subject is None or head.epoch is None or head.seq is None:
+    def _moves_position(self, frame: OutFrame) -> bool:
+        move = frame.move
+        pending = self._pending
+        moved = self._commit_pending(pending, frame) if pending is not None else False
+        if not move:
             return moved
-        position = (head.epoch, head.seq)
-        if head.type == "subscribed":
-            if head.status != "allow":
-                return moved
-            if head.recovery == "up_to_date":
-                self.positions[head.subject] = position
-                return True
-            self._pending = (head.subject, position)
+        position = (frame.epoch, frame.seq)
+        if move & PENDS:
+            self._pending = (frame.subject, position)
             return moved
-        if head.kind != "snapshot" and head.qos != "guaranteed" and not head.conflated:
-            return moved
-        self.positions[head.subject] = position
-        return True
+        if move & SETS:
+            self.positions[frame.subject] = position
+            return True
+        return moved
 
-    def _commit_pending(self, head: _Head | None) -> bool:
-        """Apply a pending ``subscribed`` position unless ``head`` is one of its opening
-        messages. True when a position changed."""
-        if self._pending is None:
-            return False
-        subject, position = self._pending
-        opening = (
-            head is not None
-            and head.type == "message"
-            and head.subject == subject
-            and head.kind in _OPENING_KINDS
-        )
-        if opening:
+    def _commit_pending(self, pending: tuple[str, tuple[str, int]], frame: OutFrame) -> bool:
+        """Apply the ``pending`` ``subscribed`` position unless ``frame`` is one of its
+        opening messages. True when a position changed."""
+        subject, position = pending
+        if frame.move & OPENS and frame.subject == subject:
             return False
         self._pending = None
         if self.positions.get(subject) == position:

@@ -9,8 +9,15 @@ from wsproto.frame_protocol import FrameProtocol, Opcode
 
 from server.core.conflation import ConflatedSubscription
 from server.engine.base import Published
-from server.protocol.codec import encode
-from server.protocol.frames import Keepalive, Position, SubscribeItem, conflation_period
+from server.protocol.frames import (
+    Keepalive,
+    MessageKind,
+    Position,
+    QoS,
+    SubscribeItem,
+    conflation_period,
+)
+from server.protocol.outframe import SETS, OutFrame
 from server.protocol.wsframe import batch_frame, encode_text_frame, frame_payload
 from server.transport.sse import SseEncoder, parse_last_event_id, parse_position
 
@@ -29,13 +36,15 @@ def _published(seq: int, content: str, fields: dict[str, str]) -> Published:
 
 
 def test_conflated_message_is_latest_content_and_union_of_period_fields() -> None:
-    sent: list[bytes] = []
+    sent: list[OutFrame] = []
     subscription = ConflatedSubscription(sent.append, 5000, anchor=40.0)
     assert subscription.absorb(_published(3, "195", {"ask": "192"})) is True  # opens a period
     assert subscription.absorb(_published(4, "196", {"bid": "197"})) is False
     frame = subscription.take_frame()
     assert frame is not None
-    message = json.loads(frame_payload(frame))
+    message = json.loads(frame.payload)
+    assert frame.move & SETS  # a conflated message moves the SSE position
+    assert (frame.subject, frame.epoch, frame.seq) == (message["subject"], "e1", 4)
     assert message["content"] == "196"
     assert message["fields"] == {"ask": "192", "bid": "197"}
     assert (message["epoch"], message["seq"], message["conflated"]) == ("e1", 4, True)
@@ -84,16 +93,15 @@ def _events(data: bytes) -> list[dict[str, str]]:
     return events
 
 
-def _message_frame(subject: str, seq: int, qos: str = "guaranteed", kind: str = "update") -> bytes:
-    published = Published(subject, "c", {}, True, "guaranteed", "e1", seq, 0)
-    message = published.to_message(kind)  # type: ignore[arg-type]
-    message.qos = qos  # type: ignore[assignment]
-    return encode_text_frame(encode(message))
+def _message_frame(
+    subject: str, seq: int, qos: QoS = "guaranteed", kind: MessageKind = "update"
+) -> OutFrame:
+    return Published(subject, "c", {}, True, qos, "e1", seq, 0).out(kind)
 
 
 def test_sse_events_carry_the_frame_and_an_id_with_every_subject_position() -> None:
     encoder = SseEncoder(chunked=False)
-    first = _events(encoder.event(encode_text_frame(encode(Keepalive()))))
+    first = _events(encoder.event(OutFrame.of(Keepalive())))
     assert first == [{"retry": "2000", "data": '{"type":"keepalive"}'}]
     encoder.event(_message_frame("/a/b", 3))
     event = _events(encoder.event(_message_frame("/c/d", 7)))[0]
@@ -113,7 +121,7 @@ def test_standard_messages_do_not_move_the_sse_position() -> None:
 
 
 def test_sse_chunked_encoding() -> None:
-    data = SseEncoder(chunked=True).event(encode_text_frame(b'{"type":"keepalive"}'))
+    data = SseEncoder(chunked=True).event(OutFrame(b'{"type":"keepalive"}'))
     size, _, rest = data.partition(b"\r\n")
     assert int(size, 16) == len(rest) - 2
     assert rest.endswith(b"\r\n")

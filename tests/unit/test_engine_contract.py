@@ -340,7 +340,7 @@ async def test_snapshot_qos_is_that_of_the_last_retained_message(engine: Engine)
     snapshot = await engine.snapshot(OTHER)
     assert snapshot is not None
     assert snapshot.qos == "standard"
-    assert b'"qos":"standard"' in snapshot.frame()
+    assert b'"qos":"standard"' in snapshot.out().payload
     await publish(engine, "g1")
     await publish(engine, "not retained", qos="standard", retained=False)
     snapshot = await engine.snapshot(SUBJECT)

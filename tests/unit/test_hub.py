@@ -19,6 +19,7 @@ from server.engine.memory import MemoryEngine
 from server.protocol.codec import Limits
 from server.protocol.errors import LocalProtocolError
 from server.protocol.frames import Pong, Position
+from server.protocol.outframe import OutFrame
 
 SUBJECT = "/Stocks/NYSE/IBM"
 OTHER = "/Stocks/NYSE/MSFT"
@@ -34,15 +35,18 @@ POLICY = SessionPolicy(
 
 
 class FakePeer:
-    """The socket side: records every frame the hub and session queue."""
+    """The socket side: records every frame the hub and session queue, and the WebSocket frame
+    a WebSocket connection would write for it."""
 
     def __init__(self) -> None:
+        self.outs: list[OutFrame] = []
         self.frames: list[bytes] = []
         self.closed: tuple[int, str] | None = None
 
-    def send(self, frame: bytes) -> None:
-        assert isinstance(frame, bytes)
-        self.frames.append(frame)
+    def send(self, frame: OutFrame) -> None:
+        assert isinstance(frame, OutFrame)
+        self.outs.append(frame)
+        self.frames.append(frame.ws())
 
     def close(self, code: int, reason: str) -> None:
         self.closed = (code, reason)
@@ -232,8 +236,9 @@ async def test_live_update_is_the_same_bytes_object_for_every_subscriber(world: 
 
     assert len(peer_a.frames) == 1
     assert len(peer_b.frames) == 1
-    assert peer_a.frames[0] is peer_b.frames[0]  # encoded once
-    assert peer_a.frames[0] is published.update_frame()
+    assert peer_a.outs[-1] is peer_b.outs[-1] is published.update()  # JSON-encoded once
+    assert peer_a.frames[0] is peer_b.frames[0]  # one WebSocket frame, shared
+    assert peer_a.frames[0] is published.update().ws()
     update = decode_ws(peer_a.frames[0])
     assert update == {
         "type": "message",
@@ -476,7 +481,7 @@ async def test_pending_subscriber_does_not_delay_live_ones(gated: World) -> None
     engine.gated = True
     _, pending_peer, task = await _start_gated_subscribe(gated, {"subject": SUBJECT})
     published = await gated.publish("m1")
-    assert live_peer.frames == [published.update_frame()]
+    assert live_peer.frames == [published.update().ws()]
     assert pending_peer.frames == []
     live_peer.frames.clear()
     engine.gate.set()
@@ -599,7 +604,7 @@ async def test_tally_counts_messages_in_out_and_bytes_per_subject(world: World) 
     await world.publish("22")
     await world.publish("x", subject=OTHER)  # nobody subscribed: in, not out
     tally = world.hub.take_tally()
-    size = len(first.update_frame())
+    size = len(first.update().ws())
     assert tally[SUBJECT][0] == 2
     assert tally[SUBJECT][1] == 4
     assert tally[SUBJECT][2] >= 4 * size
@@ -651,7 +656,7 @@ async def test_frames_before_the_welcome_are_a_local_protocol_error(world: World
     with pytest.raises(LocalProtocolError, match="Pong frame before the welcome"):
         session.send(Pong(id=1))
     with pytest.raises(LocalProtocolError, match="before the welcome"):
-        session.send_messages([b"\x81\x02{}"])
+        session.send_messages([OutFrame(b"{}")])
     assert peer.frames == []  # nothing reached the wire
     session.welcome()
     assert [frame["type"] for frame in peer.take()] == ["welcome"]

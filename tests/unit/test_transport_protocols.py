@@ -29,6 +29,7 @@ from server.core.session import Session, SessionPolicy
 from server.engine.memory import MemoryEngine
 from server.protocol.codec import Limits
 from server.protocol.frames import SubscribeItem
+from server.protocol.outframe import OutFrame
 from server.transport import http
 from server.transport.connection import Connection
 from server.transport.context import Batching, TransportLimits
@@ -498,9 +499,9 @@ async def test_close_sends_a_close_frame_after_what_is_queued_and_nothing_after(
 ) -> None:
     ws, client = await upgraded(ctx)
     client.frames()
-    ws.send(b"\x81\x02{}")
+    ws.send(OutFrame(b"{}"))
     ws.close(4003, "operator")  # flushes what is queued first
-    ws.send(b"\x81\x02[]")  # after close: dropped
+    ws.send(OutFrame(b"[]"))  # after close: dropped
     ws.close(4003, "again")  # idempotent
     events = client.events()
     assert [type(e).__name__ for e in events] == ["TextMessage", "CloseConnection"]
@@ -514,7 +515,7 @@ async def test_slow_consumer_is_closed_4001(ctx: FakeContext) -> None:
     ws, client = await upgraded(ctx)
     client.frames()
     client.transport.buffered = ctx.limits.max_outbound_buffer_size  # the client stopped reading
-    ws.send(b"\x81\x02{}")
+    ws.send(OutFrame(b"{}"))
     await settle()  # the flush finds the buffer full
     events = client.events()
     assert [type(e).__name__ for e in events] == ["CloseConnection"]
@@ -591,8 +592,8 @@ async def test_batched_frames_leave_as_one_array_frame() -> None:
     await ctx.engine.start(ctx.hub.deliver)
     ws, client = await upgraded(ctx)
     client.frames()
-    ws.send(b"\x81\x02{}")
-    ws.send(b'\x81\x07{"a":1}')
+    ws.send(OutFrame(b"{}"))
+    ws.send(OutFrame(b'{"a":1}'))
     await settle()
     (batch,) = client.events()
     assert json.loads(batch.data) == [{}, {"a": 1}]
@@ -625,7 +626,7 @@ async def test_event_stream_hands_over_and_writes_events(ctx: FakeContext) -> No
     assert end.endswith(b"0\r\n\r\n")
     assert state_of(stream) is ConnState.CLOSING
     assert transport.closed
-    stream.send(b"\x81\x02{}")  # dropped
+    stream.send(OutFrame(b"{}"))  # dropped
     assert transport.take() == b""
 
 

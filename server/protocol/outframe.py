@@ -1,0 +1,81 @@
+"""One outgoing server frame, JSON-encoded once; each transport frames it its own way.
+
+An :class:`OutFrame` is what the hub fans out and a session sends (ADR 018): the payload bytes
+(the JSON object, encoded once per message), what the frame does to a subscriber's position
+(known from the value it was built from, never decoded back), and, built on first use and then
+shared by every WebSocket subscriber, the WebSocket frame. A WebSocket connection writes
+:meth:`OutFrame.ws`; an event stream (SSE) writes the payload as an event and tracks positions
+from :attr:`OutFrame.move`; a batch joins payloads.
+"""
+
+from __future__ import annotations
+
+from .codec import encode
+from .frames import Message, ServerFrame, Subscribed
+from .wsframe import encode_text_frame
+
+# What a frame does to the position of ``subject`` in a stream (bit flags, ``OutFrame.move``).
+#: the position becomes (epoch, seq) once this frame is sent
+SETS = 1
+#: a message opening a subscription (snapshot, recovered, historical): a ``subscribed``
+#: position still pending for the same subject waits until these have been sent
+OPENS = 2
+#: a ``subscribed`` answer whose position holds only after its opening messages
+PENDS = 4
+
+_OPENING_KINDS = ("snapshot", "recovered", "historical")
+
+
+class OutFrame:
+    """A server frame's payload, the position it moves, and its cached WebSocket frame."""
+
+    __slots__ = ("_ws", "epoch", "move", "payload", "seq", "subject")
+
+    def __init__(
+        self, payload: bytes, move: int = 0, subject: str = "", epoch: str = "", seq: int = 0
+    ) -> None:
+        self.payload = payload
+        self.move = move
+        self.subject = subject
+        self.epoch = epoch
+        self.seq = seq
+        self._ws: bytes | None = None
+
+    def ws(self) -> bytes:
+        """The WebSocket text frame (unmasked, valid for every connection), built once."""
+        frame = self._ws
+        if frame is None:
+            frame = self._ws = encode_text_frame(self.payload)
+        return frame
+
+    def ws_size(self) -> int:
+        """The length of :meth:`ws` without building it (monitoring counts WebSocket bytes)."""
+        length = len(self.payload)
+        return length + (2 if length < 126 else 4 if length < 1 << 16 else 10)
+
+    def __repr__(self) -> str:
+        where = f"{self.subject} {self.epoch}:{self.seq}"
+        return f"OutFrame({self.payload[:60]!r}, move={self.move}, {where})"
+
+    @classmethod
+    def message(cls, message: Message) -> OutFrame:
+        """A ``message`` frame; its position rule comes from the struct, before encoding."""
+        move = OPENS if message.kind in _OPENING_KINDS else 0
+        if message.kind == "snapshot" or message.qos == "guaranteed" or message.conflated:
+            move |= SETS
+        return cls(encode(message), move, message.subject, message.epoch, message.seq)
+
+    @classmethod
+    def of(cls, frame: ServerFrame) -> OutFrame:
+        """Any server frame (control frames and ``subscribed`` answers)."""
+        if isinstance(frame, Message):
+            return cls.message(frame)
+        if (
+            isinstance(frame, Subscribed)
+            and frame.status == "allow"
+            and frame.epoch is not None
+            and frame.seq is not None
+        ):
+            move = SETS if frame.recovery == "up_to_date" else PENDS
+            return cls(encode(frame), move, frame.subject, frame.epoch, frame.seq)
+        return cls(encode(frame))
