@@ -2,14 +2,16 @@
 
     .venv/bin/python benchmarks/hub_deliver_cost.py --base c867cef
 
-The base revision's ``server/core/hub.py`` is read with ``git show`` and loaded as a module of
-the ``server.core`` package next to the current one, so both hubs run the same engine types on
-the same interpreter. Each hub gets ``fanout`` subscribers whose ``send`` appends to a list
-(cheaper than a real connection's ``send``, so the hub's own share, and the relative cost of
-its counting, is over-stated) and delivers pre-encoded messages round-robin over ``subjects``
-subjects. Timings use ``time.process_time``, alternate base / current, and keep the best of
-``--repeat`` rounds per hub (the least disturbed by other processes). Output: ns per delivered
-message for both and their ratio (current / base; above 1 = the current hub costs more).
+The base revision's ``server/core/hub.py`` and ``server/engine/base.py`` (the engine values the
+hub fans out: ``Published`` framed for WebSocket before ADR 018, an ``OutFrame`` after) are read
+with ``git show`` and loaded as modules next to the current ones, so both hubs run on the same
+interpreter, each with the engine values of its own revision. Each hub gets ``fanout``
+subscribers whose ``send`` appends to a list (cheaper than a real connection's ``send``, so
+the hub's own share, and the relative cost of its counting, is over-stated) and delivers
+pre-encoded messages round-robin over ``subjects`` subjects. Timings use
+``time.process_time``, alternate base / current, and keep the best of ``--repeat`` rounds per
+hub (the least disturbed by other processes). Output: ns per delivered message for both and
+their ratio (current / base; above 1 = the current hub costs more).
 """
 
 from __future__ import annotations
@@ -29,48 +31,59 @@ sys.path.insert(0, str(ROOT))
 
 from metrics.counters import Counters  # noqa: E402
 from server.core import hub as current_hub  # noqa: E402
-from server.engine.base import Published  # noqa: E402
 from server.engine.memory import MemoryEngine  # noqa: E402
 
 
-def load_base(revision: str) -> ModuleType:
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{revision}:server/core/hub.py"],
+def _show(revision: str, path: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{revision}:{path}"],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    spec = importlib.util.spec_from_loader("server.core.hub_base", loader=None)
+
+
+def _load(name: str, package: str, source: str, origin: str) -> ModuleType:
+    spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "server.core"
+    module.__package__ = package
     sys.modules[spec.name] = module
-    exec(compile(source, f"{revision}:server/core/hub.py", "exec"), module.__dict__)
+    exec(compile(source, origin, "exec"), module.__dict__)
     return module
+
+
+def load_base(revision: str) -> ModuleType:
+    """The base revision's hub, importing the base revision's engine values."""
+    engine_path, hub_path = "server/engine/base.py", "server/core/hub.py"
+    _load("server.engine.base_base", "server.engine", _show(revision, engine_path), engine_path)
+    source = _show(revision, hub_path).replace(
+        "from ..engine.base import", "from ..engine.base_base import"
+    )
+    return _load("server.core.hub_base", "server.core", source, f"{revision}:{hub_path}")
 
 
 class Sub:
     """A subscriber key (the hub maps sessions to their send)."""
 
 
-def build(
-    module: ModuleType, fanout: int, subjects: int
-) -> tuple[Any, list[Published], list[bytes]]:
+def build(module: ModuleType, fanout: int, subjects: int) -> tuple[Any, list[Any], list[Any]]:
     hub = module.Hub(MemoryEngine(), Counters())
-    sink: list[bytes] = []
+    sink: list[Any] = []
     messages = []
+    published_type = module.Published  # the hub's own revision of the engine values
     for index in range(subjects):
         subject = f"/bench/s{index}"
         hub._live[subject] = {Sub(): sink.append for _ in range(fanout)}
-        message = Published(subject, "x" * 100, {}, True, "guaranteed", "e", 1, 0)
-        message.update_frame()  # encoded once, as the engine does before fan-out
+        message = published_type(subject, "x" * 100, {}, True, "guaranteed", "e", 1, 0)
+        # encoded once, as the engine does before fan-out (``update_frame`` before ADR 018)
+        encode_once = getattr(message, "update", None) or message.update_frame
+        encode_once()
         messages.append(message)
     return hub, messages, sink
 
 
-def measure(
-    hub: Any, messages: list[Published], sink: list[bytes], rounds: int, per_take: int
-) -> float:
+def measure(hub: Any, messages: list[Any], sink: list[Any], rounds: int, per_take: int) -> float:
     """Deliver ``rounds`` x every message; the tally is taken every ``per_take`` rounds (the
     sampler takes it once a second: ``per_take`` = messages per subject per second)."""
     deliver = hub.deliver

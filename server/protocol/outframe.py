@@ -29,7 +29,7 @@ _OPENING_KINDS = ("snapshot", "recovered", "historical")
 class OutFrame:
     """A server frame's payload, the position it moves, and its cached WebSocket frame."""
 
-    __slots__ = ("_ws", "epoch", "move", "payload", "seq", "subject")
+    __slots__ = ("epoch", "move", "payload", "seq", "subject", "ws_frame")
 
     def __init__(
         self, payload: bytes, move: int = 0, subject: str = "", epoch: str = "", seq: int = 0
@@ -39,17 +39,18 @@ class OutFrame:
         self.subject = subject
         self.epoch = epoch
         self.seq = seq
-        self._ws: bytes | None = None
+        #: the WebSocket frame once :meth:`ws` built it (hot paths read it before calling)
+        self.ws_frame: bytes | None = None
 
     def ws(self) -> bytes:
         """The WebSocket text frame (unmasked, valid for every connection), built once."""
-        frame = self._ws
+        frame = self.ws_frame
         if frame is None:
-            frame = self._ws = encode_text_frame(self.payload)
+            frame = self.ws_frame = encode_text_frame(self.payload)
         return frame
 
     def ws_size(self) -> int:
-        """The length of :meth:`ws` without building it (monitoring counts WebSocket bytes)."""
+        """The length of :meth:`ws`, without building it (the hub counts WebSocket bytes)."""
         length = len(self.payload)
         return length + (2 if length < 126 else 4 if length < 1 << 16 else 10)
 

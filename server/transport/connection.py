@@ -128,8 +128,8 @@ class Connection(asyncio.Protocol):
 
     def send(self, frame: OutFrame) -> None:
         """Queue one server frame as a WebSocket frame: the cached one every subscriber of the
-        message shares (built once, :meth:`OutFrame.ws`)."""
-        self._enqueue(frame.ws())
+        message shares (built once, :meth:`OutFrame.ws`; read first: this runs per delivery)."""
+        self._enqueue(frame.ws_frame or frame.ws())
 
     def _enqueue(self, frame: bytes) -> None:
         """Queue the bytes of one frame as this protocol writes it."""

@@ -26,6 +26,7 @@ from server.transport.sse import RETRY_MS, SseEncoder, parse_last_event_id
 @pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 70_000])
 def test_ws_frame_is_built_once_and_matches_encode_text_frame(size: int) -> None:
     out = OutFrame(b"x" * size)
+    assert out.ws_frame is None  # built on first use only
     assert out.ws_size() == len(encode_text_frame(out.payload))
     frame = out.ws()
     assert frame == encode_text_frame(out.payload)
