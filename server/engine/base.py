@@ -14,8 +14,9 @@ from typing import Literal
 
 from ..cluster.status import ClusterStatus
 from ..errors import EngineError
+from ..protocol.codec import encode
 from ..protocol.frames import Message, MessageKind, Position, QoS
-from ..protocol.outframe import OutFrame
+from ..protocol.outframe import SETS, OutFrame
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +71,14 @@ class Published:
 
     def update(self) -> OutFrame:
         """The live update, encoded once and shared by every subscriber of every transport."""
-        if self._update is None:
-            self._update = OutFrame.message(self.to_message("update"))
-        return self._update
+        update = self._update
+        if update is None:
+            # OutFrame.message's rule, known here without looking: an update moves a position
+            # when it is guaranteed (the per-message path of every fan-out: kept short)
+            move = SETS if self.qos == "guaranteed" else 0
+            payload = encode(self.to_message("update"))
+            update = self._update = OutFrame(payload, move, self.subject, self.epoch, self.seq)
+        return update
 
 
 @dataclass(frozen=True, slots=True)

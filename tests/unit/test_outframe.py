@@ -44,8 +44,10 @@ def test_published_update_is_one_value_for_every_subscriber() -> None:
     recovered = published.out("recovered")
     assert recovered is not published.out("recovered")  # opening frames are per request
     assert recovered.move == SETS | OPENS
-    standard = Published("/a/b", "c", {}, False, "standard", "e1", 7, 5).update()
-    assert standard.move == 0  # a standard message does not move a position
+    standard = Published("/a/b", "c", {}, False, "standard", "e1", 7, 5)
+    assert standard.update().move == 0  # a standard message does not move a position
+    for value in (published, standard):  # the update's short path follows the general rule
+        assert value.update().move == OutFrame.message(value.to_message("update")).move
 
 
 def _event_fields(data: bytes) -> dict[str, str]:
