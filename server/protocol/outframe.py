@@ -10,6 +10,8 @@ from :attr:`OutFrame.move`; a batch joins payloads.
 
 from __future__ import annotations
 
+import msgspec
+
 from .codec import encode
 from .frames import Message, ServerFrame, Subscribed
 from .wsframe import encode_text_frame
@@ -26,21 +28,21 @@ PENDS = 4
 _OPENING_KINDS = ("snapshot", "recovered", "historical")
 
 
-class OutFrame:
-    """A server frame's payload, the position it moves, and its cached WebSocket frame."""
+class OutFrame(msgspec.Struct, gc=False):
+    """A server frame's payload, the position it moves, and its cached WebSocket frame.
 
-    __slots__ = ("epoch", "move", "payload", "seq", "subject", "ws_frame")
+    A msgspec Struct without GC tracking: built in C (one per message on the fan-out path) and,
+    holding only bytes, str and int, it cannot be part of a cycle; the engine's cache keeps one
+    per cached message, which the collector then never walks.
+    """
 
-    def __init__(
-        self, payload: bytes, move: int = 0, subject: str = "", epoch: str = "", seq: int = 0
-    ) -> None:
-        self.payload = payload
-        self.move = move
-        self.subject = subject
-        self.epoch = epoch
-        self.seq = seq
-        #: the WebSocket frame once :meth:`ws` built it (hot paths read it before calling)
-        self.ws_frame: bytes | None = None
+    payload: bytes
+    move: int = 0
+    subject: str = ""
+    epoch: str = ""
+    seq: int = 0
+    #: the WebSocket frame once :meth:`ws` built it (hot paths read it before calling)
+    ws_frame: bytes | None = None
 
     def ws(self) -> bytes:
         """The WebSocket text frame (unmasked, valid for every connection), built once."""
@@ -53,10 +55,6 @@ class OutFrame:
         """The length of :meth:`ws`, without building it (the hub counts WebSocket bytes)."""
         length = len(self.payload)
         return length + (2 if length < 126 else 4 if length < 1 << 16 else 10)
-
-    def __repr__(self) -> str:
-        where = f"{self.subject} {self.epoch}:{self.seq}"
-        return f"OutFrame({self.payload[:60]!r}, move={self.move}, {where})"
 
     @classmethod
     def message(cls, message: Message) -> OutFrame:
