@@ -67,10 +67,11 @@ class OutFrame(msgspec.Struct, gc=False):
     @classmethod
     def of(cls, frame: ServerFrame) -> OutFrame:
         """Any server frame (control frames and ``subscribed`` answers)."""
-        if isinstance(frame, Message):
+        # exact types: isinstance on a msgspec Struct class costs ~140 ns, twice per frame
+        if type(frame) is Message:
             return cls.message(frame)
         if (
-            isinstance(frame, Subscribed)
+            type(frame) is Subscribed
             and frame.status == "allow"
             and frame.epoch is not None
             and frame.seq is not None
