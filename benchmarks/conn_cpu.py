@@ -80,7 +80,7 @@ async def measure(args: argparse.Namespace) -> None:
     await one_round(200, args.port, "127.0.0.9")  # warm-up: imports, caches
     spy = None
     if args.profile:
-        spy_bin = ROOT / ".venv" / "bin" / "py-spy"
+        spy_bin = Path(sys.executable).parent / "py-spy"  # next to this interpreter
         cmd = [str(spy_bin), "record", "--nonblocking", "--format", "raw", "--rate", "500"]
         cmd += ["--pid", str(os.getpid()), "--output", str(args.profile)]
         spy = await asyncio.create_subprocess_exec(
