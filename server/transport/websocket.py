@@ -46,7 +46,6 @@ _FAIR_SHARE = 8  # requests of one connection handled before the others get thei
 _OPEN, _PAUSED = ConnState.OPEN, ConnState.PAUSED
 _CLOSING, _CLOSED = ConnState.CLOSING, ConnState.CLOSED
 _TEXT, _PONG = 0x81, 0x8A  # first header byte: FIN, no RSV bits, opcode text / pong
-_MAX_PLAIN = 0xFFFF  # longer frames (64-bit length) go to wsproto
 
 
 class WebSocketConnection(Connection):
@@ -147,7 +146,7 @@ class WebSocketConnection(Connection):
                 if length < 126:
                     break  # not the shortest length encoding: wsproto refuses it
             stop = start + length
-            if stop > end or length > _MAX_PLAIN:
+            if stop > end:
                 break  # a partial frame: wsproto buffers it
             if first == _TEXT:
                 try:
