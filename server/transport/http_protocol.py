@@ -23,6 +23,7 @@ from ..core.throttle import host_of
 from . import handshake, http
 from .connection import Connection
 from .event_stream import SseConnection
+from .request_head import parse_upgrade_head
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState
 from .websocket import WebSocketConnection
@@ -59,9 +60,9 @@ class HttpConnection(Connection):
     def __init__(self, ctx: ConnectionContext, handler: HttpHandler) -> None:
         super().__init__(ctx)
         self.handler = handler
-        self._h11 = h11.Connection(
-            h11.SERVER, max_incomplete_event_size=ctx.limits.max_http_header_size
-        )
+        # h11 is created at the first byte the fast path (request_head.py) leaves to it: a
+        # WebSocket client whose whole upgrade head arrives in one read never needs it.
+        self._h11: h11.Connection | None = None
         self._request: h11.Request | None = None
         self._body: list[bytes] = []
         self._body_size = 0
@@ -97,15 +98,27 @@ class HttpConnection(Connection):
             return  # answered early (draining) or closing: input is dropped
         if self._awaiting:
             self._start_request_timer()
-        self._h11.receive_data(data)
+        parser = self._h11
+        if parser is None:
+            if self.client_port and self._fast_upgrade(data):
+                return
+            parser = self._parser()
+        parser.receive_data(data)
         self._http_events()
 
     def eof_received(self) -> bool | None:
         if self.state is ConnState.DRAINING:
             return None  # asyncio closes the transport
-        self._h11.receive_data(b"")
+        self._parser().receive_data(b"")
         self._http_events()
         return None
+
+    def _parser(self) -> h11.Connection:
+        parser = self._h11
+        if parser is None:
+            limit = self.ctx.limits.max_http_header_size
+            parser = self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limit)
+        return parser
 
     # -- pending connections and the request timer -------------------------------------------
 
@@ -135,9 +148,10 @@ class HttpConnection(Connection):
     # -- requests ---------------------------------------------------------------------------
 
     def _http_events(self) -> None:
+        parser = self._parser()
         while self.state is _HTTP and self.transport is not None:
             try:
-                event = self._h11.next_event()
+                event = parser.next_event()
             except h11.RemoteProtocolError as exc:
                 self._http_fail(exc)
                 return
@@ -223,7 +237,7 @@ class HttpConnection(Connection):
 
     def _http_fail(self, exc: h11.RemoteProtocolError) -> None:
         status = exc.error_status_hint or 400
-        if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+        if self._parser().our_state in (h11.IDLE, h11.SEND_RESPONSE):
             self._respond(http.problem(status, "bad_request", f"invalid HTTP request: {exc}"))
         self._shut()
 
@@ -243,11 +257,12 @@ class HttpConnection(Connection):
         if self.state is not _RESPONDING:
             return
         self._to(ConnEvent.RESPONDED)
-        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
-            self._h11.start_next_cycle()
+        parser = self._parser()
+        if parser.our_state is h11.DONE and parser.their_state is h11.DONE:
+            parser.start_next_cycle()
             self._awaiting = True
             self._http_events()
-        elif self._h11.our_state is h11.MUST_CLOSE:
+        elif parser.our_state is h11.MUST_CLOSE:
             self._shut()
 
     def _respond(self, response: http.Response, close_after: bool = True) -> None:
@@ -258,7 +273,7 @@ class HttpConnection(Connection):
         if not close_after:
             headers.append(("connection", "close"))
         head = self._request is not None and self._request.method == b"HEAD"
-        conn = self._h11
+        conn = self._parser()
         try:
             data = conn.send(h11.Response(status_code=response.status, headers=headers)) or b""
             if response.body and not head:  # a HEAD answer declares the length, sends no body
@@ -280,6 +295,21 @@ class HttpConnection(Connection):
         self._release_pending()
         successor._adopt(self)
 
+    def _fast_upgrade(self, data: bytes) -> bool:
+        """Upgrade at once when ``data`` starts with a whole, plain and valid WebSocket
+        upgrade head (ADR 019); False, nothing done, when h11 must read ``data`` instead."""
+        limits = self.ctx.limits
+        head = parse_upgrade_head(data, limits.max_http_headers, limits.max_http_header_size)
+        if head is None or not http.is_websocket_upgrade(head.headers):
+            return False
+        try:
+            accepted = handshake.accept(b"GET", head.headers)
+        except handshake.HandshakeError:
+            return False  # h11's path answers 400 with the reason
+        self.deadline = None  # the whole request arrived in time
+        self._switch(accepted, head.target, head.trailing)
+        return True
+
     def _upgrade(self, request: h11.Request) -> None:
         try:
             accepted = handshake.accept(request.method, self._upgrade_headers or [])
@@ -287,16 +317,22 @@ class HttpConnection(Connection):
             self._respond(http.problem(400, "bad_handshake", f"invalid WebSocket handshake: {exc}"))
             self._shut()
             return
-        trailing, _closed = self._h11.trailing_data
-        query = parse_qs(urlsplit(request.target.decode("latin-1")).query)
-        token = query.get("token", [None])[0]
+        trailing, _closed = self._parser().trailing_data
+        self._switch(accepted, request.target, trailing)
+
+    def _switch(self, accepted: bytes, target: bytes, trailing: bytes) -> None:
+        """Hand the transport to a WebSocket connection, which answers ``accepted`` (101)."""
+        token = None
+        if b"?" in target:
+            query = parse_qs(urlsplit(target.decode("latin-1")).query)
+            token = query.get("token", [None])[0]
         websocket = WebSocketConnection(self.ctx)
         self._hand_over(websocket)
         websocket.start(accepted, token, trailing)
 
     async def _start_sse(self, request: h11.Request, stream: http.SseRequest) -> None:
         """Answer ``GET /events`` with an endless event stream carrying a session."""
-        head = self._h11.send(h11.Response(status_code=200, headers=_SSE_HEADERS)) or b""
+        head = self._parser().send(h11.Response(status_code=200, headers=_SSE_HEADERS)) or b""
         encoder = SseEncoder(request.http_version != b"1.0", stream.positions)
         events = SseConnection(self.ctx, encoder)
         self._hand_over(events)

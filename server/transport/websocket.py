@@ -4,6 +4,13 @@ Complete text messages go to the connection's :class:`~server.core.session.Sessi
 time and in order; above ``_INBOX_PAUSE`` queued messages the socket is no longer read
 (``PAUSED``). Broken framing is answered with a close frame (1002, or 1007 for invalid UTF-8)
 before the connection ends. Idle, the object holds no inbox, no fragment list and no task.
+
+Until the client sends anything else, its whole masked text frames (and pongs) are read here
+without wsproto (:func:`_plain_frames`, ADR 019): a connection storm's subscribe frames cost a
+fraction of wsproto's generators. The first frame this fast path does not take (a close, a
+ping, a fragment, a partial frame, anything malformed) and everything after it go to wsproto,
+which handles and refuses them as before; wsproto's ``Connection`` is only created then, or
+when the server first sends a ping or a close.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ from wsproto import ConnectionType
 from wsproto.connection import Connection as FrameConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # websockets without its C extension
+    from websockets.utils import apply_mask
 
 from ..protocol.errors import CloseCode
 from .connection import Connection
@@ -33,16 +45,18 @@ _INBOX_RESUME = 100
 _FAIR_SHARE = 8  # requests of one connection handled before the others get their turn
 _OPEN, _PAUSED = ConnState.OPEN, ConnState.PAUSED
 _CLOSING, _CLOSED = ConnState.CLOSING, ConnState.CLOSED
+_TEXT, _PONG = 0x81, 0x8A  # first header byte: FIN, no RSV bits, opcode text / pong
 
 
 class WebSocketConnection(Connection):
-    __slots__ = ("_inbox", "_parts", "_parts_size", "_reader", "ws")
+    __slots__ = ("_framed", "_inbox", "_parts", "_parts_size", "_reader", "_ws")
 
     initial: ClassVar[ConnState] = ConnState.OPEN
 
     def __init__(self, ctx: ConnectionContext) -> None:
         super().__init__(ctx)
-        self.ws = FrameConnection(ConnectionType.SERVER)
+        self._ws: FrameConnection | None = None  # wsproto, created when first needed
+        self._framed = False  # wsproto has read input: every byte goes to it from now on
         self._parts: list[str] | None = None  # the fragments of an unfinished message
         self._parts_size = 0
         self._inbox: deque[str] | None = None  # messages waiting for the session
@@ -52,8 +66,7 @@ class WebSocketConnection(Connection):
         """Send the 101 answer, open the session, then read what followed the request."""
         self._open_session(accepted, token)
         if trailing:
-            self.ws.receive_data(trailing)
-            self._ws_events()
+            self._receive(trailing)  # counted by the HTTP connection
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -64,13 +77,30 @@ class WebSocketConnection(Connection):
 
     def data_received(self, data: bytes) -> None:
         self._count_in(len(data))
+        self._receive(data)
+
+    def _receive(self, data: bytes) -> None:
+        if not self._framed:
+            data = self._plain_frames(data)
+            if not data:
+                return
+            self._framed = True
         self.ws.receive_data(data)
         self._ws_events()
 
     def eof_received(self) -> bool | None:
+        self._framed = True
         self.ws.receive_data(None)
         self._ws_events()
         return None
+
+    @property
+    def ws(self) -> FrameConnection:
+        """wsproto's frame connection (framing, close handshake), made on first use."""
+        ws = self._ws
+        if ws is None:
+            ws = self._ws = FrameConnection(ConnectionType.SERVER)
+        return ws
 
     # -- output -----------------------------------------------------------------------------
 
@@ -95,6 +125,39 @@ class WebSocketConnection(Connection):
             self.last_ping = self.ctx.tick
 
     # -- input ------------------------------------------------------------------------------
+
+    def _plain_frames(self, data: bytes) -> bytes:
+        """Read the whole masked text and pong frames at the start of ``data`` (pongs are
+        ignored, as with wsproto); return the rest, from the first byte left to wsproto."""
+        pos, end = 0, len(data)
+        while pos < end and (self.state is _OPEN or self.state is _PAUSED):
+            if end - pos < 6:
+                break
+            first, second = data[pos], data[pos + 1]
+            length = second & 0x7F
+            start = pos + 6
+            if second < 0x80 or length == 127:
+                break  # unmasked (wsproto refuses it) or a 64-bit length
+            if length == 126:
+                start += 2
+                if start > end:
+                    break
+                length = int.from_bytes(data[pos + 2 : pos + 4], "big")
+                if length < 126:
+                    break  # not the shortest length encoding: wsproto refuses it
+            stop = start + length
+            if stop > end:
+                break  # a partial frame: wsproto buffers it
+            if first == _TEXT:
+                try:
+                    text = apply_mask(data[start:stop], data[start - 4 : start]).decode()
+                except UnicodeDecodeError:
+                    break  # wsproto answers 1007
+                self._message(text, length, True)
+            elif first != _PONG or length > 125:
+                break
+            pos = stop
+        return data[pos:] if pos else data
 
     def _ws_events(self) -> None:
         ws = self.ws
@@ -129,15 +192,18 @@ class WebSocketConnection(Connection):
 
     def _text(self, event: TextMessage) -> None:
         data = event.data
-        size = self._parts_size + (
-            len(data) if data.isascii() else len(data.encode("utf-8", "replace"))
-        )
+        size = len(data) if data.isascii() else len(data.encode("utf-8", "replace"))
+        self._message(data, size, event.message_finished)
+
+    def _message(self, data: str, size: int, finished: bool) -> None:
+        """A text message, or a fragment of one (``size``: its UTF-8 bytes)."""
+        size += self._parts_size
         if size > self.ctx.limits.max_frame_size:
             self._parts, self._parts_size = None, 0
             self.close(CloseCode.FRAME_TOO_LARGE, "message above the frame size limit")
             return
         parts = self._parts
-        if not event.message_finished:
+        if not finished:
             if parts is None:
                 parts = self._parts = []
             parts.append(data)

@@ -584,6 +584,115 @@ async def test_invalid_handshake_is_400(ctx: FakeContext) -> None:
     assert isinstance(transport.protocol, HttpConnection)
 
 
+# -- the fast paths (ADR 019) ----------------------------------------------------------------------
+
+
+async def test_a_whole_upgrade_head_needs_no_h11(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE)
+    assert conn._h11 is None  # never fed: not created
+    ws = transport.protocol
+    assert isinstance(ws, WebSocketConnection)
+    assert transport.take().startswith(b"HTTP/1.1 101 ")
+    client = Client(transport)
+    client.send(TextMessage(data=sub("/unit/fast")))
+    await settle()
+    assert [f["type"] for f in client.frames()] == ["subscribed"]
+    assert ws._ws is None  # the subscribe frame was read without wsproto
+    assert not ws._framed
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        UPGRADE.replace(b"upgrade: websocket\r\n", b"upgrade: websocket\n"),  # a bare LF
+        UPGRADE.replace(b"connection: Upgrade", b"connection:\r\n Upgrade"),  # folded
+    ],
+)
+async def test_heads_outside_the_fast_path_still_upgrade_through_h11(
+    ctx: FakeContext, request_bytes: bytes
+) -> None:
+    ws, client = await upgraded(ctx, request_bytes)
+    assert state_of(ws) is ConnState.OPEN
+    assert [f["type"] for f in client.frames()] == ["welcome"]
+
+
+async def test_a_head_in_two_reads_upgrades_through_h11(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE[:30])
+    assert conn._h11 is not None
+    conn.data_received(UPGRADE[30:])
+    assert isinstance(transport.protocol, WebSocketConnection)
+    assert transport.take().startswith(b"HTTP/1.1 101 ")
+
+
+def masked(payload: bytes, first: int = 0x81, length: bytes | None = None) -> bytes:
+    """A client frame with a zero mask key (the payload goes as is)."""
+    if length is None:
+        length = (
+            bytes([0x80 | len(payload)])
+            if len(payload) < 126
+            else b"\xfe" + len(payload).to_bytes(2, "big")
+        )
+    return bytes([first]) + length + b"\x00\x00\x00\x00" + payload
+
+
+async def test_several_frames_in_one_read_and_a_close_behind_a_frame(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    long_sub = json.dumps(
+        {"op": "subscribe", "id": 2, "subjects": [{"subject": "/unit/" + "l" * 200}]}
+    )
+    close = WsClient(ConnectionType.CLIENT).send(CloseConnection(code=1000))
+    ws.data_received(masked(sub("/unit/a").encode()) + masked(long_sub.encode()))
+    await settle()
+    assert [f["type"] for f in client.frames()] == ["subscribed", "subscribed"]
+    assert not ws._framed
+    ws.data_received(masked(sub("/unit/b").encode()) + close)
+    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
+    assert [c.code for c in closes] == [1000]
+    assert ws._framed  # the close went to wsproto
+
+
+async def test_a_frame_split_across_reads_goes_to_wsproto(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    frame = masked(sub("/unit/split").encode())
+    ws.data_received(frame[:9])
+    assert ws._framed
+    ws.data_received(frame[9:])
+    await settle()
+    assert [f["type"] for f in client.frames()] == ["subscribed"]
+
+
+async def test_pongs_are_ignored_on_the_fast_path(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ws.data_received(masked(b"pushgrid", first=0x8A) + masked(sub("/unit/p").encode()))
+    await settle()
+    assert [f["type"] for f in client.frames()] == ["subscribed"]
+    assert not ws._framed
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"\x81\x05hello",  # unmasked
+        masked(b"{}", length=b"\xfe\x00\x02"),  # a 16-bit length for 2 bytes
+        masked(b"{}", first=0xC1),  # RSV1 without an extension
+        masked(b"{}", first=0x83),  # a reserved opcode
+        masked(b"x" * 126, first=0x8A),  # a control frame above 125 bytes
+    ],
+)
+async def test_broken_frames_are_closed_1002_as_before(ctx: FakeContext, frame: bytes) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ws.data_received(frame)
+    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
+    assert [c.code for c in closes] == [1002]
+    assert ctx.security.protocol_errors_total == 1
+
+
 # -- batching -----------------------------------------------------------------------------------
 
 
