@@ -126,13 +126,9 @@ class Settings(BaseSettings):
     entitlement_custom_cache_time: float = Field(
         default=30.0, ge=0, alias="EntitlementCustomCacheTime"
     )
-    auth_failures_before_backoff: int = Field(
-        default=10, ge=1, alias="AuthFailuresBeforeBackoff"
-    )
+    auth_failures_before_backoff: int = Field(default=10, ge=1, alias="AuthFailuresBeforeBackoff")
     auth_backoff_max: float = Field(default=30.0, gt=0, alias="AuthBackoffMax")
-    entitlement_jwt_secret_file: Path | None = Field(
-        default=None, alias="EntitlementJwtSecretFile"
-    )
+    entitlement_jwt_secret_file: Path | None = Field(default=None, alias="EntitlementJwtSecretFile")
     monitor_password_file: Path | None = Field(default=None, alias="MonitorPasswordFile")
     max_outbound_buffer_size: int = Field(
         default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
@@ -172,9 +168,7 @@ class Settings(BaseSettings):
     jmx_tls_key_store_password: str | None = Field(default=None, alias="JmxTLSKeyStorePassword")
     jmx_tls_need_client_auth: bool = Field(default=False, alias="JmxTLSNeedClientAuth")
     jmx_tls_trust_store: Path | None = Field(default=None, alias="JmxTLSTrustStore")
-    jmx_tls_trust_store_password: str | None = Field(
-        default=None, alias="JmxTLSTrustStorePassword"
-    )
+    jmx_tls_trust_store_password: str | None = Field(default=None, alias="JmxTLSTrustStorePassword")
 
     @field_validator("jmx_listen")
     @classmethod

@@ -86,6 +86,8 @@ async def run_child(
                 await asyncio.wait_for(process.wait(), grace)
             if process.returncode is None:
                 process.kill()
+
+
 async def _end_group(process: asyncio.subprocess.Process, grace: float = 10.0) -> None:
     """SIGINT to the child's group (the run records itself as interrupted), then SIGKILL."""
     for signum in (signal.SIGINT, signal.SIGKILL):
