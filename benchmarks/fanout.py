@@ -390,6 +390,23 @@ class Params:
     batching_max_size: int = 0  # bytes, pushgrid's BatchingMaxSize (0 = off)
     flush_tick: float | None = None  # ms, pushgrid's FlushTick (None = the server's default)
     profile_dir: Path | None = None  # py-spy profiles of the server during the window
+    # Latency probe: this many of the subscribers (0 = none) in one more process, every message
+    # sampled, at nice PROBE_NICE, so the probe reads as soon as a frame arrives instead of
+    # queueing behind the bulk readers' backlog on the generator's core.
+    probe: int = 0
+
+
+PROBE_NICE = -5  # the probe's niceness; the bulk readers keep theirs (0 unless run under nice)
+
+
+def probe_main(
+    idx: int, cfg: wsload.SubscriberConfig, counts: Any, phase: Any, conn: Any, parent_pid: int
+) -> None:
+    """A subscriber process at a higher scheduling priority (lower niceness needs root; if it
+    is refused the probe keeps the parent's niceness, and the run records the niceness it got)."""
+    with contextlib.suppress(PermissionError):
+        os.setpriority(os.PRIO_PROCESS, 0, PROBE_NICE)
+    wsload.subscriber_main(idx, cfg, counts, phase, conn, parent_pid)
 
 
 def batching_config(p: Params) -> dict[str, str]:
@@ -462,9 +479,11 @@ def run_once(
     else:
         per_sub = [[subjects[i % p.subjects]] for i in range(p.subscribers)]
         fanout = [len(range(k, p.subscribers, p.subjects)) for k in range(p.subjects)]
-    procs = max(1, min(p.procs, p.subscribers))
+    probe = max(0, min(p.probe, p.subscribers - 1))
+    bulk = per_sub[probe:]
+    procs = max(1, min(p.procs, len(bulk)))
     budget = p.setup_timeout + p.warmup + p.duration + p.drain_timeout + 60
-    counts = ctx.RawArray("q", procs)
+    counts = ctx.RawArray("q", procs + (1 if probe else 0))
     phase = ctx.RawValue("i", 0)
     shared = ctx.RawArray("q", 8)  # publisher: published, expected deliveries, -, -, behind
     workers: list[tuple[Any, Any]] = []
@@ -479,15 +498,16 @@ def run_once(
         mem_idle = memory_mb(server_pids) if server_pids else (0.0, 0.0)
         cpu_setup = cpu_seconds(server_pids) if server_pids else 0.0
         t_setup = time.monotonic()
-        for idx in range(procs):
+        for idx in range(procs + (1 if probe else 0)):
+            is_probe = idx == procs
             parent, child = ctx.Pipe()
             cfg = wsload.SubscriberConfig(
                 host=host,
                 port=port,
                 path=p.path,
-                subjects=per_sub[idx::procs],
-                sample_every=p.sample_every,
-                read_interval=p.read_interval_ms / 1000,
+                subjects=per_sub[:probe] if is_probe else bulk[idx::procs],
+                sample_every=1 if is_probe else p.sample_every,
+                read_interval=0 if is_probe else p.read_interval_ms / 1000,
                 connect_concurrency=p.connect_concurrency,
                 setup_timeout=p.setup_timeout,
                 deadline=budget,
@@ -495,8 +515,8 @@ def run_once(
                 client=client,
             )
             proc = ctx.Process(
-                target=wsload.subscriber_main,
-                name=f"sub{idx}",
+                target=probe_main if is_probe else wsload.subscriber_main,
+                name="probe" if is_probe else f"sub{idx}",
                 daemon=True,
                 args=(idx, cfg, counts, phase, child, mine),
             )
@@ -504,6 +524,8 @@ def run_once(
             child.close()
             workers.append((proc, parent))
         ready = [_recv(conn, "ready", p.setup_timeout + 10, proc) for proc, conn in workers]
+        # The niceness each kind of reader actually ran at (the probe's may have been refused).
+        nice = {w.name: os.getpriority(os.PRIO_PROCESS, w.pid) for w, _ in workers if w.pid}
         connected = sum(r["connected"] for r in ready)
         subscribed = sum(r["subscribed"] for r in ready)
         denied = sum(r["denied"] for r in ready)
@@ -605,12 +627,13 @@ def run_once(
         drain_s = time.monotonic() - drain_start
 
         hist = wsload.new_histogram()
+        probe_hist = wsload.new_histogram()
         sub_reports = []
         for _, conn in workers[:-1]:
             conn.send(("stop", None))
         for proc, conn in workers[:-1]:
             rep = _recv(conn, "report", 15, proc)
-            hist.add(HdrHistogram.decode(rep["hist"]))
+            (probe_hist if proc.name == "probe" else hist).add(HdrHistogram.decode(rep["hist"]))
             sub_reports.append(rep)
     finally:
         # Normally every worker has reported and is exiting; on error or Ctrl-C stop them now.
@@ -695,14 +718,14 @@ def run_once(
         "publish_first_failure": pub_report["first_failure"],
         "publisher_behind_max": pub_report["behind_max"],
         "latency_samples": hist.get_total_count(),
-        "latency_us": {
-            "p50": hist.get_value_at_percentile(50),
-            "p90": hist.get_value_at_percentile(90),
-            "p99": hist.get_value_at_percentile(99),
-            "p999": hist.get_value_at_percentile(99.9),
-            "max": hist.get_max_value(),
-            "mean": round(hist.get_mean_value(), 1),
-        },
+        "latency_us": latency_summary(hist),
+        # Bulk figures above; the probe's subscribers (part of `subscribers`, same subjects,
+        # every message sampled, higher priority) below. None without --probe.
+        "probe_subscribers": probe,
+        "probe_nice": nice.get("probe"),
+        "bulk_nice": nice.get("sub0"),
+        "probe_latency_samples": probe_hist.get_total_count() if probe else None,
+        "probe_latency_us": latency_summary(probe_hist) if probe else None,
         "server_cpu_s": round(server_cpu, 3),
         "server_cpu_user_s": round(server_user, 3),
         "server_cpu_sys_s": round(server_sys, 3),
@@ -736,6 +759,17 @@ def run_once(
     }
     result["warnings"] = warnings_for(result, p, bool(server_pids))
     return result
+
+
+def latency_summary(hist: HdrHistogram) -> dict[str, Any]:
+    return {
+        "p50": hist.get_value_at_percentile(50),
+        "p90": hist.get_value_at_percentile(90),
+        "p99": hist.get_value_at_percentile(99),
+        "p999": hist.get_value_at_percentile(99.9),
+        "max": hist.get_max_value(),
+        "mean": round(hist.get_mean_value(), 1),
+    }
 
 
 def warnings_for(r: dict[str, Any], p: Params, have_server: bool) -> list[str]:
@@ -787,6 +821,7 @@ ROWS: list[tuple[str, Any]] = [
     ("latency p99 ms", lambda r: f"{r['latency_us']['p99'] / 1000:.2f}"),
     ("latency max ms", lambda r: f"{r['latency_us']['max'] / 1000:.2f}"),
     ("latency samples", lambda r: f"{r['latency_samples']:,}"),
+    ("probe p50 / p99 / max ms", lambda r: _probe(r)),
     ("server CPU (of 1 core)", lambda r: f"{r['server_cpu_util'] * 100:.0f}%"),
     ("server µs CPU / delivery", lambda r: _fmt(r["server_us_per_delivery"], ".3f")),
     ("server CPU user / sys", lambda r: f"{_share(r, 'user')} / {_share(r, 'sys')}"),
@@ -808,6 +843,13 @@ ROWS: list[tuple[str, Any]] = [
     ("messages per frame (batching)", lambda r: _fmt(r.get("msgs_per_frame"), ".2f")),
     ("disconnects", lambda r: str(r["disconnects"])),
 ]
+
+
+def _probe(r: dict[str, Any]) -> str:
+    lat = r.get("probe_latency_us")
+    if not lat:
+        return "-"
+    return " / ".join(f"{lat[k] / 1000:.2f}" for k in ("p50", "p99", "max"))
 
 
 def _share(r: dict[str, Any], kind: str) -> str:
@@ -885,6 +927,14 @@ def main(
         int, typer.Option(min=1, help="runs per target (both: order alternates)")
     ] = 1,
     procs: Annotated[int, typer.Option(min=1, help="subscriber processes")] = 4,
+    probe: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="latency probe: this many of the subscribers in one more process at nice "
+            f"{PROBE_NICE}, every message timestamped on arrival; reported apart (0 = off)",
+        ),
+    ] = 0,
     sample_every: Annotated[
         int,
         typer.Option(
@@ -973,6 +1023,7 @@ def main(
         duration=duration,
         warmup=warmup,
         procs=procs,
+        probe=probe,
         sample_every=sample_every
         or _auto_sample_every(rate, subscribers, subjects, subscribe_mode, procs),
         read_interval_ms=read_interval_ms,
