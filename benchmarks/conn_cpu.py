@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -36,34 +35,13 @@ from server.config import load_settings  # noqa: E402
 
 async def one_round(n: int, port: int, source: str) -> tuple[float, float]:
     """CPU seconds of this process and wall seconds for ``n`` connects + subscribes."""
-    ctx = mp.get_context("fork")
-    counts, phase = ctx.RawArray("q", 1), ctx.RawValue("i", 0)
-    parent, child = ctx.Pipe()
-    cfg = wsload.SubscriberConfig(
-        host="127.0.0.1",
-        port=port,
-        path="/ws",
-        subjects=[["/cpu/s"]] * n,
-        sample_every=1000,
-        read_interval=0.0,
-        connect_concurrency=200,
-        setup_timeout=120,
-        deadline=300,
-        source_host=source,
-    )
-    loop = asyncio.get_running_loop()
+    subscribers = wsload.IdleSubscribers(port, n, "/cpu/s", source, connect_concurrency=200)
     t0, wall0 = time.process_time(), time.monotonic()
-    proc = ctx.Process(
-        target=wsload.subscriber_main, args=(0, cfg, counts, phase, child, os.getpid()), daemon=True
-    )
-    proc.start()
-    ready = await loop.run_in_executor(None, parent.recv)
+    ready = await subscribers.start()
     cpu, wall = time.process_time() - t0, time.monotonic() - wall0
-    if ready[1]["subscribed"] != n:
-        raise SystemExit(f"only {ready[1]['subscribed']} of {n} subscribed")
-    parent.send(("stop", None))
-    await loop.run_in_executor(None, parent.recv)
-    proc.join(5)
+    if ready["subscribed"] != n:
+        raise SystemExit(f"only {ready['subscribed']} of {n} subscribed")
+    await subscribers.stop()
     await asyncio.sleep(0.5)
     return cpu, wall
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import multiprocessing as mp
-import os
 import sys
 import tracemalloc
 from collections import Counter
@@ -64,36 +62,15 @@ async def measure(n: int, port: int, top: int) -> None:
     settings = load_settings(**overrides)
     server = PushServer(settings)
     await server.start()
-    loop = asyncio.get_running_loop()
-    ctx = mp.get_context("fork")
-    counts, phase = ctx.RawArray("q", 1), ctx.RawValue("i", 0)
-    parent, child = ctx.Pipe()
-    cfg = wsload.SubscriberConfig(
-        host="127.0.0.1",
-        port=port,
-        path="/ws",
-        subjects=[["/mem/s"]] * n,
-        sample_every=1000,
-        read_interval=0.0,
-        connect_concurrency=100,
-        setup_timeout=120,
-        deadline=300,
-        source_host="127.0.0.2",
-    )
+    subscribers = wsload.IdleSubscribers(port, n, "/mem/s", "127.0.0.2", connect_concurrency=100)
     await asyncio.sleep(0.2)
     gc.collect()
     before, types_before, rss_before = tracemalloc.take_snapshot(), type_counts(), rss_kib()
-    proc = ctx.Process(
-        target=wsload.subscriber_main,
-        args=(0, cfg, counts, phase, child, os.getpid()),
-        daemon=True,
-    )
-    proc.start()
-    ready = await loop.run_in_executor(None, parent.recv)
+    ready = await subscribers.start()
     await asyncio.sleep(0.5)
     gc.collect()
     after, types_after, rss_after = tracemalloc.take_snapshot(), type_counts(), rss_kib()
-    print(f"connected {ready[1]['connected']}, subscribed {ready[1]['subscribed']}")
+    print(f"connected {ready['connected']}, subscribed {ready['subscribed']}")
     stats = after.compare_to(before, "lineno")
     traced = sum(s.size_diff for s in stats)
     print(
@@ -112,9 +89,7 @@ async def measure(n: int, port: int, top: int) -> None:
     for name, count in diff.most_common(top):
         if count / n >= 0.5:
             print(f"| `{name}` | {count / n:.1f} |")
-    parent.send(("stop", None))
-    await loop.run_in_executor(None, parent.recv)
-    proc.join(5)
+    await subscribers.stop()
     await server.stop()
 
 

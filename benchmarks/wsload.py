@@ -911,3 +911,51 @@ async def _publisher_async(cfg: PublisherConfig, counts: Any, shared: Any, conn:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("this module is used by benchmarks/fanout.py")
+
+
+class IdleSubscribers:
+    """``n`` subscribers of one subject in one forked process, subscribed and then idle.
+
+    The connection benchmarks (conn_cpu.py, conn_memory.py) measure the server around
+    :meth:`start`, which returns once every connection is subscribed (the process's ready
+    report), and end the process with :meth:`stop`.
+    """
+
+    def __init__(
+        self, port: int, n: int, subject: str, source_host: str, connect_concurrency: int
+    ) -> None:
+        import multiprocessing as mp
+
+        self.n = n
+        ctx = mp.get_context("fork")
+        counts, phase = ctx.RawArray("q", 1), ctx.RawValue("i", 0)
+        self._parent, child = ctx.Pipe()
+        config = SubscriberConfig(
+            host="127.0.0.1",
+            port=port,
+            path="/ws",
+            subjects=[[subject]] * n,
+            sample_every=1000,
+            read_interval=0.0,
+            connect_concurrency=connect_concurrency,
+            setup_timeout=120,
+            deadline=300,
+            source_host=source_host,
+        )
+        self._process = ctx.Process(
+            target=subscriber_main,
+            args=(0, config, counts, phase, child, os.getpid()),
+            daemon=True,
+        )
+
+    async def start(self) -> dict[str, Any]:
+        """Fork, connect and subscribe; the ready report (``connected``, ``subscribed``...)."""
+        self._process.start()
+        loop = asyncio.get_running_loop()
+        ready = await loop.run_in_executor(None, self._parent.recv)
+        return cast(dict[str, Any], ready[1])
+
+    async def stop(self) -> None:
+        self._parent.send(("stop", None))
+        await asyncio.get_running_loop().run_in_executor(None, self._parent.recv)
+        self._process.join(5)
