@@ -375,15 +375,15 @@ class Settings(BaseSettings):
 def _check_cluster(settings: Settings) -> None:
     """Cluster keys that contradict each other stop start-up, naming the key."""
     members = settings.cluster_members
+    seeds = settings.cluster_seed_member_count
+    if seeds is not None and seeds not in (3, 5):
+        raise ValueError(f"ClusterSeedMemberCount must be 3 or 5, not {seeds}")
     if settings.engine == "memory" and (members or settings.nats_servers):
         raise ValueError("Engine = memory cannot run a cluster: remove ClusterMembers/NatsServers")
     if settings.engine_name != "nats":
         return
     if not members and not settings.nats_servers:
         raise ValueError("Engine = nats needs ClusterMembers (or NatsServers)")
-    seeds = settings.cluster_seed_member_count
-    if seeds is not None and seeds not in (3, 5):
-        raise ValueError(f"ClusterSeedMemberCount must be 3 or 5, not {seeds}")
     if members:
         if settings.cluster_member is None:
             raise ValueError(

@@ -492,6 +492,9 @@ def test_guaranteed_needs_the_seed_members(tmp_path: Path) -> None:
 def test_seed_count_is_three_or_five(tmp_path: Path) -> None:
     message = _cluster(tmp_path, "ClusterMember = 1\nClusterSeedMemberCount = 4\n")
     assert "ClusterSeedMemberCount must be 3 or 5" in message
+    # Checked without ClusterMembers too: a single node must not ignore a cluster key's typo.
+    alone = _error(_write(tmp_path, "ClusterSeedMemberCount = 4\n"))
+    assert "ClusterSeedMemberCount must be 3 or 5" in alone
 
 
 def test_memory_engine_refuses_a_cluster(tmp_path: Path) -> None:
