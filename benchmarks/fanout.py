@@ -51,6 +51,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wsload
+from server_metrics import flush_delay_summary, scrape_flush_delay
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_SERVER = Path(__file__).resolve().parent / "reference_server.py"
@@ -254,6 +255,8 @@ class ServerProcess:
         self.publish_port: int | None = None
         self.client = "nats" if kind == "nats" else "pushgrid"
         self.env: dict[str, str] | None = None
+        # pushgrid only: its /metrics, for the server's own flush delay (server_metrics.py)
+        self.metrics_url: str | None = None
 
     def __enter__(self) -> ServerProcess:
         if self.kind == "pushgrid":
@@ -262,13 +265,15 @@ class ServerProcess:
             if not exe_s:
                 raise BenchError("pushgrid executable not found (.venv/bin/pushgrid)")
             conf = self.workdir / f"pushgrid-{self.port}.conf"
+            monitor_port = free_port()  # not 8900: a running server may hold it
+            self.metrics_url = f"http://127.0.0.1:{monitor_port}/metrics"
             conf.write_text(
                 f"Listen = 127.0.0.1:{self.port}\n"
                 "MaxOutboundBufferSize = 67108864\n"
                 "KeepaliveInterval = 30\n"
-                # no monitoring port (it would collide with a running server's 8900), no
-                # archive, no meta-subjects: the benchmark measures fan-out only
-                "MonitorHTTP.Listen =\n"
+                # /metrics is read twice per run (the flush delay); no archive, no
+                # meta-subjects: the benchmark measures fan-out only
+                f"MonitorHTTP.Listen = 127.0.0.1:{monitor_port}\n"
                 "MetricsArchive =\n"
                 "MetaSubjectInterval = 0\n"
                 # one load generator address opens every connection and publishes flat out
@@ -469,6 +474,7 @@ def run_once(
     label: str,
     client: str = "pushgrid",
     publish_port: int | None = None,
+    metrics_url: str | None = None,
 ) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     run_id = secrets.token_hex(3)
@@ -590,6 +596,7 @@ def run_once(
                 "server_writes": write_syscalls(server_pids) if server_pids else 0,
                 "gen_cpu": cpu_seconds(tree()),
                 "cores": core_ticks(cores),
+                "flush_delay": scrape_flush_delay(metrics_url) if metrics_url else None,
             }
 
         pub_parent.send(("go", None))
@@ -726,6 +733,7 @@ def run_once(
         "bulk_nice": nice.get("sub0"),
         "probe_latency_samples": probe_hist.get_total_count() if probe else None,
         "probe_latency_us": latency_summary(probe_hist) if probe else None,
+        "server_flush_delay_ms": flush_delay_summary(s0["flush_delay"], s1["flush_delay"]),
         "server_cpu_s": round(server_cpu, 3),
         "server_cpu_user_s": round(server_user, 3),
         "server_cpu_sys_s": round(server_sys, 3),
@@ -822,6 +830,7 @@ ROWS: list[tuple[str, Any]] = [
     ("latency max ms", lambda r: f"{r['latency_us']['max'] / 1000:.2f}"),
     ("latency samples", lambda r: f"{r['latency_samples']:,}"),
     ("probe p50 / p99 / max ms", lambda r: _probe(r)),
+    ("server flush delay p50 / p99 ms", lambda r: _flush_delay(r)),
     ("server CPU (of 1 core)", lambda r: f"{r['server_cpu_util'] * 100:.0f}%"),
     ("server µs CPU / delivery", lambda r: _fmt(r["server_us_per_delivery"], ".3f")),
     ("server CPU user / sys", lambda r: f"{_share(r, 'user')} / {_share(r, 'sys')}"),
@@ -850,6 +859,15 @@ def _probe(r: dict[str, Any]) -> str:
     if not lat:
         return "-"
     return " / ".join(f"{lat[k] / 1000:.2f}" for k in ("p50", "p99", "max"))
+
+
+def _flush_delay(r: dict[str, Any]) -> str:
+    """Upper bucket bounds (pushgrid's /metrics histogram), so "<= x"."""
+    delay = r.get("server_flush_delay_ms")
+    if not delay:
+        return "-"
+    bounds = (delay[k] for k in ("p50", "p99"))
+    return " / ".join(f"<={b:g}" if b is not None else ">1000" for b in bounds)
 
 
 def _share(r: dict[str, Any], kind: str) -> str:
@@ -1092,7 +1110,14 @@ def main(
                     with srv:
                         pids = process_tree(srv.pid)
                         res = run_once(
-                            params, "127.0.0.1", port, pids, kind, srv.client, srv.publish_port
+                            params,
+                            "127.0.0.1",
+                            port,
+                            pids,
+                            kind,
+                            srv.client,
+                            srv.publish_port,
+                            srv.metrics_url,
                         )
                         res["server_command"] = " ".join(srv.command)
                     res["machine"] = info

@@ -82,7 +82,9 @@ def run(label: str, p: Params, scenario: str, out: Path, workdir: Path) -> dict[
     console.print(f"[dim]{scenario}: {label} on :{port} (load {' '.join(load)})[/]")
     with ServerProcess(kind, port, p.server_core, workdir, extra) as srv:
         pids = fanout.process_tree(srv.pid)
-        res = fanout.run_once(p, "127.0.0.1", port, pids, label, srv.client, srv.publish_port)
+        res = fanout.run_once(
+            p, "127.0.0.1", port, pids, label, srv.client, srv.publish_port, srv.metrics_url
+        )
         res["server_command"] = " ".join(srv.command)
     res.update(scenario=scenario, loadavg=[float(x) for x in load], config=extra)
     res["machine"] = fanout.machine_info()

@@ -286,6 +286,7 @@ class PushServer:
                 "protocol_errors": security.protocol_errors_total,
                 "http_refused": security.http_refused_total,
             },
+            flush_delay=self.flusher.delays.snapshot(),
         )
 
     def cluster_status(self) -> ClusterStatus:

@@ -134,7 +134,7 @@ class Settings(BaseSettings):
         default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
     )
     # -- write path performance (issue 12, ADR 012) --
-    flush_tick: float = Field(default=0.0, ge=0, le=1000, alias="FlushTick")
+    flush_tick: float = Field(default=5.0, ge=0, le=1000, alias="FlushTick")
     keepalive_interval: float = Field(default=30.0, gt=0, alias="KeepaliveInterval")
     keepalive_timeout: float = Field(default=75.0, gt=0, alias="KeepaliveTimeout")
     shutdown_timeout: float = Field(default=5.0, ge=0, alias="ShutdownTimeout")

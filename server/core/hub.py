@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from metrics.counters import Counters
@@ -27,9 +27,13 @@ if TYPE_CHECKING:
 
 
 class Peer(Protocol):
-    """What the hub needs from a connection: queue a pre-encoded frame, close it."""
+    """What the hub and a session need from a connection: queue pre-encoded frames, close it."""
 
     def send(self, frame: OutFrame) -> None: ...
+
+    def send_all(self, frames: Sequence[OutFrame]) -> None:
+        """One request's replies, in order; more than the connection may hold for one request
+        closes it as a slow consumer."""
 
     def close(self, code: int, reason: str) -> None: ...
 

@@ -109,8 +109,7 @@ class Session:
     def send_messages(self, frames: list[OutFrame]) -> None:
         if frames and not self._welcomed:
             raise LocalProtocolError("message frames before the welcome")
-        for frame in frames:
-            self.peer.send(frame)
+        self.peer.send_all(frames)
         self.hub.counters.messages_out_total += len(frames)
 
     def welcome(self) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from metrics.delays import DelaySnapshot
 from metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
@@ -37,6 +38,8 @@ class LiveState:
     # refusals of the hardening limits (docs/security.md): auth_failures, auth_throttled,
     # pending_refused, protocol_errors, http_refused
     refusals: Mapping[str, int]
+    # per flush, how long its oldest queued frame waited for the write (ADR 012)
+    flush_delay: DelaySnapshot
 
 
 class MonitoredNode(Protocol):

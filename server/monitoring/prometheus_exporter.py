@@ -10,10 +10,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from metrics.delays import DelaySnapshot
 from metrics.hotsubjects import RANKINGS
 from metrics.indicators import INDICATORS
 from metrics.readmodel import ArchiveReading, ReadModel
@@ -96,6 +102,23 @@ def live_metrics(live: LiveState) -> Iterator[Metric]:
     yield _gauge("pushgrid_subjects", "Subjects known to the engine", engine.subjects)
     yield _gauge("pushgrid_cache_messages", "Messages in the cache", engine.cached_messages)
     yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", engine.cached_bytes)
+    yield delay_histogram(
+        "pushgrid_flush_delay_seconds",
+        "Per flush, how long its oldest queued frame waited before the write (FlushTick)",
+        live.flush_delay,
+    )
+
+
+def delay_histogram(name: str, documentation: str, reading: DelaySnapshot) -> Metric:
+    buckets = [
+        (_le(bound), seen) for bound, seen in zip(reading.bounds, reading.cumulative, strict=False)
+    ]
+    buckets.append(("+Inf", reading.count))
+    return HistogramMetricFamily(name, documentation, buckets=buckets, sum_value=reading.sum)
+
+
+def _le(bound: float) -> str:
+    return repr(bound)  # the shortest text that reads back as the same float
 
 
 def indicator_metrics(model: ReadModel) -> Iterator[Metric]:

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import socket
 import struct
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from ..protocol.errors import CloseCode
@@ -42,6 +43,8 @@ class Connection(asyncio.Protocol):
 
     __slots__ = (
         "_batch_due",
+        "_held",
+        "_limit",
         "_marked",
         "_outbox",
         "_outbox_size",
@@ -79,9 +82,14 @@ class Connection(asyncio.Protocol):
         self._queued = 0  # bytes in _outbox (all of them)
         self._batch_due: float | None = None
         self._marked = False  # in the flusher's list for the next flush
+        # Marked for the next plain flush (no batching) while sending: a delivery only appends
+        # (the hot path of Connection.send). Any state change clears it.
+        self._held = False
+        self._limit = ctx.limits.max_outbound_buffer_size
 
     def _to(self, event: ConnEvent) -> None:
         self.state = next_state(self.state, event)
+        self._held = False
 
     def _shut(self) -> None:
         """Close the transport (what is buffered still leaves) and enter CLOSING."""
@@ -129,7 +137,31 @@ class Connection(asyncio.Protocol):
     def send(self, frame: OutFrame) -> None:
         """Queue one server frame as a WebSocket frame: the cached one every subscriber of the
         message shares (built once, :meth:`OutFrame.ws`; read first: this runs per delivery)."""
-        self._enqueue(frame.ws_frame or frame.ws())
+        data = frame.ws_frame or frame.ws()
+        if self._held:  # already waiting for the next flush: only queue (one call less)
+            self._outbox.append(data)
+            self._queued += len(data)
+            if self._queued > self._limit:
+                self.flush()  # see _enqueue
+            return
+        self._enqueue(data)
+
+    def framed(self, frame: OutFrame) -> bytes:
+        """``frame`` as this protocol writes it (what :meth:`send` queues)."""
+        return frame.ws_frame or frame.ws()
+
+    def send_all(self, frames: Sequence[OutFrame]) -> None:
+        """Queue one request's replies (a snapshot, recovered history). Together they may hold
+        at most what the write buffer may hold: a client asking for more is a slow consumer
+        (4001), and the server never holds more than that for one request."""
+        if self.state is _CLOSING or self.state is _CLOSED:
+            return
+        framed = [self.framed(frame) for frame in frames]
+        if sum(map(len, framed)) > self._limit:
+            self._slow_consumer()
+            return
+        for data in framed:
+            self._enqueue(data)
 
     def _enqueue(self, frame: bytes) -> None:
         """Queue the bytes of one frame as this protocol writes it."""
@@ -139,10 +171,10 @@ class Connection(asyncio.Protocol):
         ctx = self.ctx
         self._outbox.append(frame)
         self._queued += len(frame)
-        if self._queued > ctx.limits.max_outbound_buffer_size:
-            # One request (a subscribe with history, many snapshots) may queue at most what
-            # the write buffer may hold, before any flush: beyond, a slow consumer.
-            self._slow_consumer()
+        if self._queued > self._limit:
+            # Frames held back (a flush tick, a batch) reached what the write buffer may
+            # hold: they leave now, and the write buffer decides who is a slow consumer.
+            self.flush()
             return
         batching = ctx.batching if self.batched else None
         if batching is not None:
@@ -157,7 +189,7 @@ class Connection(asyncio.Protocol):
                 else:
                     ctx.flusher.mark(self)
         elif not self._marked:
-            self._marked = True
+            self._marked = self._held = True
             ctx.flusher.mark(self)
 
     def flush_due(self, due: float) -> None:
@@ -166,7 +198,7 @@ class Connection(asyncio.Protocol):
             self.flush()
 
     def flush(self) -> None:
-        self._marked = False
+        self._marked = self._held = False
         self._batch_due = None
         outbox = self._outbox
         transport = self.transport
@@ -191,7 +223,7 @@ class Connection(asyncio.Protocol):
     def _overflows(self, transport: asyncio.Transport, size: int) -> bool:
         """Writing ``size`` more bytes would take a busy write buffer past the limit."""
         buffered = transport.get_write_buffer_size()
-        return buffered > 0 and buffered + size > self.ctx.limits.max_outbound_buffer_size
+        return buffered > 0 and buffered + size > self._limit
 
     def _write(self, data: bytes) -> None:
         transport = self.transport

@@ -48,6 +48,9 @@ class SseConnection(Connection):
             return
         self._enqueue(self.encoder.event(frame))
 
+    def framed(self, frame: OutFrame) -> bytes:
+        return self.encoder.event(frame)
+
     def close(self, code: int, reason: str) -> None:
         """Send a last ``closing`` event and the end of the body, then close."""
         if self.state is not _STREAMING or self.transport is None:

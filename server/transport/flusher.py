@@ -1,10 +1,13 @@
 """Write coalescing: frames queued for a connection leave in a single ``transport.write``.
 
 Idle, a frame waits only for the end of the current event-loop iteration (no timer). Under
-load the loop rests ``tick`` seconds between the end of one flush and the start of the next
-(ADR 012): frames queued meanwhile (several publishes) share one system call per subscriber
-instead of one each. The added latency is bounded by ``tick``, and once a tick has passed
-without a flush the next one is immediate again.
+load the loop rests between the end of one flush and the start of the next (ADR 012): as long
+as that flush took, at most ``tick`` seconds. Frames queued meanwhile (several publishes) share
+one system call per subscriber instead of one each. A cheap flush (few connections) is followed
+by a short rest, so small fan-outs keep their latency; an expensive one (a thousand sockets)
+buys itself the time to coalesce, so the loop spends at most about half its time flushing. The
+added latency is bounded by ``tick``, and once a rest has passed without a flush the next one
+is immediate again.
 """
 
 from __future__ import annotations
@@ -12,6 +15,14 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Protocol
+
+from metrics.delays import DelayHistogram
+
+
+def rest_after(flush_seconds: float, tick: float) -> float:
+    """How long the loop rests after a flush that took ``flush_seconds``: as long, at most
+    ``tick`` (0: no rest, every iteration flushes)."""
+    return min(tick, flush_seconds)
 
 
 class Flushable(Protocol):
@@ -22,11 +33,20 @@ class Flushable(Protocol):
 
 
 class Flusher:
-    def __init__(self, loop: asyncio.AbstractEventLoop, tick: float = 0.0) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        tick: float = 0.0,
+        delays: DelayHistogram | None = None,
+    ) -> None:
         self._loop = loop
         self._tick = tick
         self._dirty: list[Flushable] = []
         self._scheduled = False
+        # Per flush: how long its oldest frame waited, from the first mark to the end of the
+        # flush (the server's own share of the latency; pushgrid_flush_delay_seconds).
+        self.delays = delays if delays is not None else DelayHistogram()
+        self._first_marked = 0.0
         # time.monotonic() before which the next flush waits: uvloop's loop.time() is the
         # iteration's start, and a fan-out flush can take milliseconds.
         self._rested_at = float("-inf")
@@ -54,7 +74,8 @@ class Flusher:
         self._dirty.append(connection)
         if not self._scheduled:
             self._scheduled = True
-            wait = self._rested_at - time.monotonic()
+            now = self._first_marked = time.monotonic()
+            wait = self._rested_at - now
             if wait > 0:
                 self._loop.call_later(wait, self._flush)
             else:
@@ -63,7 +84,10 @@ class Flusher:
     def _flush(self) -> None:
         self._scheduled = False
         dirty, self._dirty = self._dirty, []
+        started = time.monotonic()
         for connection in dirty:
             connection.flush()
+        ended = time.monotonic()
+        self.delays.observe(ended - self._first_marked)
         if self._tick:
-            self._rested_at = time.monotonic() + self._tick
+            self._rested_at = ended + rest_after(ended - started, self._tick)

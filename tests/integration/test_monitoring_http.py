@@ -206,6 +206,35 @@ async def test_metrics_exposition(srv):
     assert families["pushgrid_indicator_window"].type == "gauge"
 
 
+async def test_flush_delay_histogram_counts_the_server_flushes(srv, connect, subject):
+    """pushgrid_flush_delay_seconds (ADR 012): one observation per flush of queued frames."""
+    async with monitor_http(srv) as mon:
+        before = _flush_delay_count((await mon.get("/metrics")).text)
+        client = await connect(srv)
+        assert (await client.subscribe(subject("flush")))["status"] == "allow"  # via the flusher
+        family = _flush_delay_family((await mon.get("/metrics")).text)
+    assert family.type == "histogram"
+    count = _flush_delay_count_of(family)
+    assert count > before
+    buckets = [s for s in family.samples if s.name.endswith("_bucket")]
+    assert buckets[-1].labels["le"] == "+Inf"
+    assert buckets[-1].value == count
+    assert [s.value for s in buckets] == sorted(s.value for s in buckets), "cumulative"
+
+
+def _flush_delay_family(text: str) -> Any:
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    return families["pushgrid_flush_delay_seconds"]
+
+
+def _flush_delay_count(text: str) -> float:
+    return _flush_delay_count_of(_flush_delay_family(text))
+
+
+def _flush_delay_count_of(family: Any) -> float:
+    return next(s.value for s in family.samples if s.name.endswith("_count"))
+
+
 def test_metrics_pass_promtool_check(srv):
     promtool = shutil.which("promtool")
     if promtool is None:

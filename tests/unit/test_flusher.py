@@ -1,19 +1,30 @@
 """The flusher's tick (ADR 012): idle, a mark is flushed at the end of the loop iteration; right
-after a flush, the next one waits for the tick; after a quiet tick it is immediate again."""
+after a flush, the next one waits as long as that flush took, at most the tick; after a quiet
+rest it is immediate again."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
-from server.transport.flusher import Flusher
+import pytest
+
+from server.transport.flusher import Flusher, rest_after
 
 
 class Recorder:
-    def __init__(self) -> None:
+    """A connection whose flush costs ``cost`` seconds (the system calls of a real one)."""
+
+    def __init__(self, cost: float = 0.0) -> None:
         self.flushes = 0
+        self.cost = cost
+        self.flushed_at: list[float] = []
 
     def flush(self) -> None:
         self.flushes += 1
+        if self.cost:
+            time.sleep(self.cost)
+        self.flushed_at.append(time.monotonic())
 
     def flush_due(self, due: float) -> None:
         self.flush()
@@ -33,26 +44,49 @@ async def test_without_tick_every_iteration_flushes() -> None:
         assert conn.flushes == expected
 
 
-async def test_first_mark_is_immediate_the_next_waits_for_the_tick() -> None:
+async def test_first_mark_is_immediate_the_next_waits_for_the_rest() -> None:
     flusher = Flusher(asyncio.get_running_loop(), tick=60.0)
-    first, second = Recorder(), Recorder()
+    first, second = Recorder(cost=0.05), Recorder()
     flusher.mark(first)
     await _iterations(2)
     assert first.flushes == 1, "idle: flushed at the end of the iteration"
     flusher.mark(first)
     flusher.mark(second)
     await _iterations(20)
-    assert (first.flushes, second.flushes) == (1, 0), "within the tick: waits"
+    assert (first.flushes, second.flushes) == (1, 0), "within the rest: waits"
+    await asyncio.sleep(0.3)
+    assert (first.flushes, second.flushes) == (2, 1), "an expensive flush rests as long as it took"
 
 
-async def test_marks_within_a_tick_share_one_flush() -> None:
+@pytest.mark.parametrize(
+    ("flush_seconds", "tick", "rest"),
+    [(0.0001, 0.005, 0.0001), (0.004, 0.005, 0.004), (0.1, 0.04, 0.04), (0.1, 0.0, 0.0)],
+)
+def test_the_rest_is_as_long_as_the_flush_took_at_most_the_tick(
+    flush_seconds: float, tick: float, rest: float
+) -> None:
+    assert rest_after(flush_seconds, tick) == rest
+
+
+async def test_a_cheap_flush_keeps_the_next_one_almost_immediate() -> None:
+    flusher = Flusher(asyncio.get_running_loop(), tick=60.0)
+    cheap = Recorder()
+    for expected in (1, 2, 3):
+        flusher.mark(cheap)
+        await asyncio.sleep(0.01)  # far longer than a flush that costs nothing
+        assert cheap.flushes == expected, "a 60 s tick does not hold a cheap flush back"
+
+
+async def test_marks_within_a_rest_share_one_flush() -> None:
     flusher = Flusher(asyncio.get_running_loop(), tick=0.05)
-    conn = Recorder()
+    conn = Recorder(cost=0.02)
     flusher.mark(conn)
     await _iterations(2)
     flusher.mark(conn)
+    await _iterations(20)
+    assert conn.flushes == 1, "within the rest: waits"
     await asyncio.sleep(0.2)
-    assert conn.flushes == 2, "the waiting flush happened once the tick passed"
-    flusher.mark(conn)  # a quiet tick went by: immediate again
+    assert conn.flushes == 2, "the waiting flush happened once the rest passed"
+    flusher.mark(conn)  # a quiet rest went by: immediate again
     await _iterations(2)
     assert conn.flushes == 3

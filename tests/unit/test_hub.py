@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -47,6 +47,10 @@ class FakePeer:
         assert isinstance(frame, OutFrame)
         self.outs.append(frame)
         self.frames.append(frame.ws())
+
+    def send_all(self, frames: Sequence[OutFrame]) -> None:
+        for frame in frames:
+            self.send(frame)
 
     def close(self, code: int, reason: str) -> None:
         self.closed = (code, reason)

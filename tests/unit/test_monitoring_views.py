@@ -20,6 +20,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from metrics.counters import Counters
+from metrics.delays import DelayHistogram, DelaySnapshot
 from metrics.indicators import INDICATOR_NAMES, INDICATORS
 from metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
 from metrics.sampler import Sampler
@@ -76,6 +77,15 @@ def hand_built() -> ReadModel:
 
 
 COUNTERS = {name: 10 + index for index, name in enumerate(Counters.__slots__)}
+
+
+def _flush_delays() -> DelaySnapshot:
+    histogram = DelayHistogram()
+    for seconds in (0.0004, 0.004, 0.004, 0.2):
+        histogram.observe(seconds)
+    return histogram.snapshot()
+
+
 LIVE = LiveState(
     server_name="node-a",
     uptime=12.5,
@@ -91,6 +101,7 @@ LIVE = LiveState(
         "protocol_errors": 4,
         "http_refused": 5,
     },
+    flush_delay=_flush_delays(),
 )
 
 
@@ -256,6 +267,15 @@ def test_prometheus_formats_the_same_numbers() -> None:
     assert samples[("pushgrid_hot_subject_rate", rate)] == 12.5
     assert samples[("pushgrid_hot_subject_subscribers", (("subject", "/a"),))] == 3
     assert samples[("pushgrid_cluster_quorum", ())] == 1
+    buckets = {
+        dict(labels)["le"]: value
+        for (name, labels), value in samples.items()
+        if name == "pushgrid_flush_delay_seconds_bucket"
+    }
+    assert (buckets["0.0005"], buckets["0.003"], buckets["0.005"]) == (1, 1, 3)
+    assert (buckets["0.1"], buckets["0.25"], buckets["+Inf"]) == (3, 4, 4)
+    assert samples[("pushgrid_flush_delay_seconds_count", ())] == 4
+    assert samples[("pushgrid_flush_delay_seconds_sum", ())] == pytest.approx(0.2084)
 
 
 # --- MBeans ----------------------------------------------------------------------------------

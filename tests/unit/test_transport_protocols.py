@@ -525,6 +525,56 @@ async def test_slow_consumer_is_closed_4001(ctx: FakeContext) -> None:
     assert client.transport.closed
 
 
+async def test_held_frames_that_reach_the_limit_leave_early_not_closed(
+    ctx: FakeContext,
+) -> None:
+    """Deliveries held for the next flush (a flush tick) are not one request: reaching the
+    outbound limit writes them out at once, and a client that reads is not cut (ADR 012)."""
+    ws, client = await upgraded(ctx)
+    client.frames()
+    payload = b'"' + b"x" * 1000 + b'"'
+    count = ctx.limits.max_outbound_buffer_size // len(payload) + 10
+    for _ in range(count):
+        ws.send(OutFrame(payload))  # one call per delivery, as the hub makes them
+    assert client.transport.written, "the limit was reached: written before the flush"
+    await settle()
+    frames = client.frames()
+    assert len(frames) == count
+    assert state_of(ws) is ConnState.OPEN
+    assert ctx.counters.slow_consumer_disconnects_total == 0
+
+
+async def test_held_frames_to_a_client_that_does_not_read_are_a_slow_consumer(
+    ctx: FakeContext,
+) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    client.transport.buffered = 1  # the kernel holds something back: the client lags
+    payload = b'"' + b"x" * 1000 + b'"'
+    for _ in range(ctx.limits.max_outbound_buffer_size // len(payload) + 10):
+        ws.send(OutFrame(payload))
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["CloseConnection"]
+    assert events[0].code == 4001
+
+
+async def test_one_request_above_the_limit_is_a_slow_consumer(ctx: FakeContext) -> None:
+    """A request's own replies (send_all: a snapshot, recovered history) may hold at most the
+    outbound limit, whether or not the client reads: the server does not queue more for it."""
+    ws, client = await upgraded(ctx)
+    client.frames()
+    payload = b'"' + b"h" * 1000 + b'"'
+    fits = ctx.limits.max_outbound_buffer_size // (len(payload) + 4)
+    ws.send_all([OutFrame(payload)] * fits)
+    await settle()
+    assert len(client.frames()) == fits
+    ws.send_all([OutFrame(payload)] * (fits + 10))
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["CloseConnection"]
+    assert events[0].code == 4001
+    assert ctx.counters.slow_consumer_disconnects_total == 1
+
+
 async def test_pause_writing_is_a_slow_consumer(ctx: FakeContext) -> None:
     ws, _client = await upgraded(ctx)
     ws.pause_writing()
