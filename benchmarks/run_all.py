@@ -6,7 +6,8 @@ Every round runs the targets back to back, interleaved (the order alternates bet
 each on a fresh server process pinned to one CPU (``taskset``), with the generator on the other:
 
 1. saturation (``--inflight`` deliveries in flight per subscriber);
-2. the issue's paced load, ``--rate`` publishes/s (350: 350k deliveries/s to 1,000 subscribers);
+2. the issue's paced load, ``--rate`` publishes/s (350: 350k deliveries/s to 1,000 subscribers),
+   with ``--probe`` latency-probe readers and pushgrid's own flush delay (its /metrics);
 3. 50% and 80% of pushgrid's own saturation rate in that round (pushgrid targets only);
 4. the connection storm / idle memory run: ``--storm`` subscribers connecting at once, then one
    publish/s (server CPU per connection, connections/s, KiB of RSS per idle connection).
@@ -116,6 +117,25 @@ def latency(results: list[dict[str, Any]]) -> str:
     )
 
 
+def probe_latency(results: list[dict[str, Any]]) -> str:
+    """The latency probe's readers (fanout.py --probe): little of the generator's backlog."""
+    probed = [r for r in results if r.get("probe_latency_us")]
+    if not probed:
+        return "-"
+    keys = ("p50", "p99", "max")
+    parts = (median(probed, lambda r, k=k: r["probe_latency_us"][k] / 1000) for k in keys)
+    return " / ".join(fmt(v, ".1f") for v in parts)
+
+
+def flush_delay_p99(results: list[dict[str, Any]]) -> str:
+    """pushgrid's own p99 wait before the write (upper bucket bound of its /metrics histogram)."""
+    measured = [r for r in results if r.get("server_flush_delay_ms")]
+    if not measured:
+        return "-"
+    p99 = median(measured, lambda r: r["server_flush_delay_ms"]["p99"])
+    return "<=" + fmt(p99, "g")
+
+
 def table(rows: dict[str, dict[str, list[dict[str, Any]]]], rate: float) -> Table:
     """Metrics as rows, targets as columns (medians over rounds)."""
     metrics: list[tuple[str, str, Any]] = [
@@ -130,6 +150,8 @@ def table(rows: dict[str, dict[str, list[dict[str, Any]]]], rate: float) -> Tabl
             lambda rs: fmt(median(rs, lambda r: r["server_us_per_delivery"]), ".2f"),
         ),
         (f"{rate:g}/s: p50 / p99 / max ms", "paced", latency),
+        (f"{rate:g}/s: probe p50 / p99 / max ms", "paced", probe_latency),
+        (f"{rate:g}/s: server flush delay p99 ms", "paced", flush_delay_p99),
         (
             f"{rate:g}/s: server CPU",
             "paced",
@@ -189,6 +211,9 @@ def main(
     profile_dir: Annotated[
         Path | None, typer.Option(help="py-spy profile of every server in the paced runs")
     ] = None,
+    latency_probe: Annotated[
+        int, typer.Option("--probe", min=0, help="latency probe readers in the paced runs")
+    ] = 10,
     skip: Annotated[
         str, typer.Option(help="scenarios to skip: saturation,paced,sat50,sat80,storm")
     ] = "",
@@ -240,6 +265,7 @@ def main(
                     for label in order:
                         p = params(subscribers, rate, duration, inflight)
                         p.profile_dir = profile_dir
+                        p.probe = latency_probe
                         one(label, p, "paced", workdir)
                 for share, scenario in ((0.5, "sat50"), (0.8, "sat80")):
                     if scenario in skipped or "pushgrid" not in sat_rate:
