@@ -555,7 +555,9 @@ def run_once(
         # subscribers connecting at once (--connect-concurrency per process).
         cpu_setup = (cpu_seconds(server_pids) - cpu_setup) if server_pids else 0.0
         storm = setup_figures(p, setup_s, cpu_setup, cpu_seconds(tree()), cores_setup)
-        storm["listen_overflows"] = listen_overflows() - overflows_setup
+        storm["connect_retransmits"] = sum(r.get("connect_retransmits", 0) for r in ready)
+        # Machine-wide (every listener, other users' too): read with connect_retransmits.
+        storm["listen_overflows_machine"] = listen_overflows() - overflows_setup
 
         pub_parent, pub_child = ctx.Pipe()
         pcfg = wsload.PublisherConfig(

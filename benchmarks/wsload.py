@@ -126,6 +126,21 @@ def client_socket(source_host: str | None) -> socket.socket:
     return sock
 
 
+TCP_INFO_TOTAL_RETRANS = struct.Struct("=I")  # struct tcp_info: u32 tcpi_total_retrans
+TCP_INFO_TOTAL_RETRANS_AT = 100  # 8 bytes of u8 fields, then u32 fields; the 24th
+
+
+def total_retransmits(sock: socket.socket) -> int:
+    """``tcpi_total_retrans`` of a TCP socket (Linux): SYNs and data segments sent again."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    except OSError:
+        return 0
+    if len(info) < TCP_INFO_TOTAL_RETRANS_AT + 4:
+        return 0
+    return int(TCP_INFO_TOTAL_RETRANS.unpack_from(info, TCP_INFO_TOTAL_RETRANS_AT)[0])
+
+
 # --- process plumbing ------------------------------------------------------------------------
 
 
@@ -645,6 +660,9 @@ class Connector:
         self.in_flight = 0
         self.opened: list[Any] = []  # the open clients, for the caller's bookkeeping
         self.errors: list[str] = []
+        # Segments the kernel sent again for the open connections, up to their 101: above 0,
+        # handshakes were dropped (e.g. a full accept queue) and came back >= 1 s later.
+        self.retransmits = 0
         self.done: asyncio.Future[None] = loop.create_future()
 
     async def run(self) -> None:
@@ -667,7 +685,9 @@ class Connector:
             self._settled(make, attempt, OSError(code, os.strerror(code)))
             return
         proto = make()
-        proto.opened.add_done_callback(lambda f: self._settled(make, attempt, f.exception(), proto))
+        proto.opened.add_done_callback(
+            lambda f: self._settled(make, attempt, f.exception(), proto, sock)
+        )
         task = self.loop.create_task(self.loop.create_connection(lambda: proto, sock=sock))
         task.add_done_callback(lambda t: self._transport_failed(t, sock, proto))
 
@@ -685,10 +705,13 @@ class Connector:
         attempt: int,
         exc: BaseException | None,
         proto: WSClient | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
         self.in_flight -= 1
         if exc is None:
             self.opened.append(proto)
+            if sock is not None:
+                self.retransmits += total_retransmits(sock)
         elif attempt + 1 < self.ATTEMPTS:
             self.in_flight += 1  # the slot stays taken until the retry settles
             self.loop.call_later(0.2 * (attempt + 1), self._retry, make, attempt + 1)
@@ -739,6 +762,7 @@ async def _subscriber_async(
                 "denied": w.denied,
                 "errors": (connect_errors + w.errors)[:5],
                 "setup_s": time.monotonic() - t0,
+                "connect_retransmits": connector.retransmits,
             },
         )
     )
