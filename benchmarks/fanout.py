@@ -143,6 +143,19 @@ def cpu_seconds(pids: list[int]) -> float:
     return sum(cpu_times(pids))
 
 
+def run_delay(pids: list[int]) -> float:
+    """Seconds the processes' threads were runnable but waiting for a CPU (``/proc/PID/task/
+    TID/schedstat``, second field): how much other processes held them back."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                path = f"/proc/{pid}/task/{tid}/schedstat"
+                with contextlib.suppress(OSError, ValueError, IndexError), open(path) as f:
+                    total += int(f.read().split()[1])
+    return total / 1e9
+
+
 def core_ticks(cores: list[int]) -> dict[int, list[int]]:
     """Per-CPU jiffies from /proc/stat: user nice system idle iowait irq softirq steal."""
     out: dict[int, list[int]] = {}
@@ -510,6 +523,7 @@ def run_once(
         mem_idle = memory_mb(server_pids) if server_pids else (0.0, 0.0)
         cpu_setup = cpu_seconds(server_pids) if server_pids else 0.0
         overflows_setup = listen_overflows()
+        waited_setup = run_delay(server_pids) if server_pids else 0.0
         cores_setup = core_ticks(cores)
         t_setup = time.monotonic()
         for idx in range(procs + (1 if probe else 0)):
@@ -555,6 +569,12 @@ def run_once(
         # subscribers connecting at once (--connect-concurrency per process).
         cpu_setup = (cpu_seconds(server_pids) - cpu_setup) if server_pids else 0.0
         storm = setup_figures(p, setup_s, cpu_setup, cpu_seconds(tree()), cores_setup)
+        # Waiting for a CPU while runnable during the storm (the generator's processes start
+        # with it, so all of theirs counts): who was held back by other processes.
+        storm["setup_server_wait_s"] = (
+            round(run_delay(server_pids) - waited_setup, 3) if server_pids else None
+        )
+        storm["setup_gen_wait_s"] = round(run_delay(tree()), 3)
         storm["connect_retransmits"] = sum(r.get("connect_retransmits", 0) for r in ready)
         # Machine-wide (every listener, other users' too): read with connect_retransmits.
         storm["listen_overflows_machine"] = listen_overflows() - overflows_setup

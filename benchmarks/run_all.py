@@ -99,6 +99,12 @@ def _setup_s(r: dict[str, Any]) -> float:
     return float(r["setup_s"])
 
 
+def _server_waited(r: dict[str, Any]) -> float | None:
+    """Share of the storm the server was runnable but held off its CPU by other processes."""
+    wait = r.get("setup_server_wait_s")
+    return None if wait is None else 100 * wait / r["setup_s"]
+
+
 def median(results: list[dict[str, Any]], get: Any) -> float | None:
     values = [v for r in results if (v := get(r)) is not None]
     return statistics.median(values) if values else None
@@ -176,6 +182,11 @@ def table(rows: dict[str, dict[str, list[dict[str, Any]]]], rate: float) -> Tabl
                 + fmt(median(rs, lambda r: 100 * r["setup_gen_cpu_util"]), ".0f")
                 + "%"
             ),
+        ),
+        (
+            "storm: server waited for a CPU",
+            "storm",
+            lambda rs: fmt(median(rs, _server_waited), ".0f") + "%",
         ),
         (
             "storm: generator ms CPU/conn",
