@@ -144,6 +144,19 @@ def cpu_seconds(pids: list[int]) -> float:
     return sum(cpu_times(pids))
 
 
+def run_delay(pids: list[int]) -> float:
+    """Seconds the processes' threads were runnable but waiting for a CPU (``/proc/PID/task/
+    TID/schedstat``, second field): how much other processes held them back."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                path = f"/proc/{pid}/task/{tid}/schedstat"
+                with contextlib.suppress(OSError, ValueError, IndexError), open(path) as f:
+                    total += int(f.read().split()[1])
+    return total / 1e9
+
+
 def core_ticks(cores: list[int]) -> dict[int, list[int]]:
     """Per-CPU jiffies from /proc/stat: user nice system idle iowait irq softirq steal."""
     out: dict[int, list[int]] = {}
@@ -170,6 +183,18 @@ def core_usage(
         "steal": d[7] / n,
         "irq_s": (d[5] + d[6]) / CLK_TCK,
     }
+
+
+def listen_overflows() -> int:
+    """``TcpExtListenOverflows`` (machine-wide): connections dropped because a listener's accept
+    queue was full; each costs its client a handshake retransmitted a second or more later."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/net/netstat") as f:
+            lines = f.read().splitlines()
+        for names, values in zip(lines[::2], lines[1::2], strict=False):
+            if names.startswith("TcpExt:"):
+                return int(values.split()[names.split().index("ListenOverflows")])
+    return 0
 
 
 def memory_mb(pids: list[int]) -> tuple[float, float]:
@@ -503,6 +528,9 @@ def run_once(
     try:
         mem_idle = memory_mb(server_pids) if server_pids else (0.0, 0.0)
         cpu_setup = cpu_seconds(server_pids) if server_pids else 0.0
+        overflows_setup = listen_overflows()
+        waited_setup = run_delay(server_pids) if server_pids else 0.0
+        cores_setup = core_ticks(cores)
         t_setup = time.monotonic()
         for idx in range(procs + (1 if probe else 0)):
             is_probe = idx == procs
@@ -546,6 +574,16 @@ def run_once(
         # Server CPU of the connection storm: accept + handshake + welcome + subscribe, all
         # subscribers connecting at once (--connect-concurrency per process).
         cpu_setup = (cpu_seconds(server_pids) - cpu_setup) if server_pids else 0.0
+        storm = setup_figures(p, setup_s, cpu_setup, cpu_seconds(tree()), cores_setup)
+        # Waiting for a CPU while runnable during the storm (the generator's processes start
+        # with it, so all of theirs counts): who was held back by other processes.
+        storm["setup_server_wait_s"] = (
+            round(run_delay(server_pids) - waited_setup, 3) if server_pids else None
+        )
+        storm["setup_gen_wait_s"] = round(run_delay(tree()), 3)
+        storm["connect_retransmits"] = sum(r.get("connect_retransmits", 0) for r in ready)
+        # Machine-wide (every listener, other users' too): read with connect_retransmits.
+        storm["listen_overflows_machine"] = listen_overflows() - overflows_setup
 
         pub_parent, pub_child = ctx.Pipe()
         pcfg = wsload.PublisherConfig(
@@ -711,6 +749,7 @@ def run_once(
         "server_ms_per_connection": round(cpu_setup / p.subscribers * 1000, 4)
         if server_pids
         else None,
+        **storm,
         "delivered_per_s": round(delivered / window, 1),
         "published_per_s": round((s1["published"] - s0["published"]) / window, 1),
         "offered_deliveries_per_s": round((s1["expected"] - s0["expected"]) / window, 1),
@@ -767,6 +806,37 @@ def run_once(
     }
     result["warnings"] = warnings_for(result, p, bool(server_pids))
     return result
+
+
+def setup_figures(
+    p: Params, setup_s: float, server_cpu: float, gen_cpu: float, ticks: dict[int, list[int]]
+) -> dict[str, Any]:
+    """The connection storm (every subscriber connecting and subscribing at once): how busy the
+    server and the generator were while it lasted, and the generator's CPU per connection (the
+    generator must cost well under the server, or the storm measures the generator)."""
+    now = core_ticks(list(ticks))
+    out: dict[str, Any] = {
+        "connect_concurrency": p.connect_concurrency,
+        "setup_server_cpu_util": round(server_cpu / setup_s, 3) if setup_s else None,
+        "setup_gen_cpu_s": round(gen_cpu, 3),
+        "setup_gen_ms_per_connection": round(gen_cpu / p.subscribers * 1000, 4),
+        "setup_gen_cpu_util": round(gen_cpu / setup_s, 3) if setup_s else None,
+        "setup_server_core": None,
+        "setup_gen_cores": None,
+    }
+    if not setup_s:
+        return out
+    if p.server_core is not None and p.server_core in ticks:
+        c = p.server_core
+        core = core_usage({c: ticks[c]}, {c: now[c]}, setup_s)
+        core["others"] = max(0.0, core["busy"] - server_cpu / setup_s)
+        out["setup_server_core"] = {k: round(v, 3) for k, v in core.items()}
+    gcores = [c for c in p.gen_cores if c in ticks]
+    if gcores:
+        gen = core_usage({c: ticks[c] for c in gcores}, {c: now[c] for c in gcores}, setup_s)
+        gen["others"] = max(0.0, gen["busy"] - gen_cpu / setup_s / len(gcores))
+        out["setup_gen_cores"] = {k: round(v, 3) for k, v in gen.items()}
+    return out
 
 
 def latency_summary(hist: HdrHistogram) -> dict[str, Any]:

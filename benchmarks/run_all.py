@@ -9,8 +9,10 @@ each on a fresh server process pinned to one CPU (``taskset``), with the generat
 2. the issue's paced load, ``--rate`` publishes/s (350: 350k deliveries/s to 1,000 subscribers),
    with ``--probe`` latency-probe readers and pushgrid's own flush delay (its /metrics);
 3. 50% and 80% of pushgrid's own saturation rate in that round (pushgrid targets only);
-4. the connection storm / idle memory run: ``--storm`` subscribers connecting at once, then one
-   publish/s (server CPU per connection, connections/s, KiB of RSS per idle connection).
+4. the connection storm / idle memory run: ``--storm`` subscribers connecting at once
+   (``--storm-in-flight`` connects in flight), then one publish/s (server CPU per connection,
+   connections/s, the storm's seconds, how busy server and generator were, KiB of RSS per idle
+   connection).
 
 Targets: ``pushgrid`` (default settings), ``pushgrid-tick0`` (``FlushTick = 0``: the write path
 before ADR 012), ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py),
@@ -94,6 +96,16 @@ def run(label: str, p: Params, scenario: str, out: Path, workdir: Path) -> dict[
     for warning in res["warnings"]:
         console.print(f"[yellow]warning[/] {label} {scenario}: {warning}")
     return res
+
+
+def _setup_s(r: dict[str, Any]) -> float:
+    return float(r["setup_s"])
+
+
+def _server_waited(r: dict[str, Any]) -> float | None:
+    """Share of the storm the server was runnable but held off its CPU by other processes."""
+    wait = r.get("setup_server_wait_s")
+    return None if wait is None else 100 * wait / r["setup_s"]
 
 
 def median(results: list[dict[str, Any]], get: Any) -> float | None:
@@ -184,6 +196,27 @@ def table(rows: dict[str, dict[str, list[dict[str, Any]]]], rate: float) -> Tabl
             "storm",
             lambda rs: fmt(median(rs, lambda r: r["connections_per_s"]), ",.0f"),
         ),
+        ("storm: seconds (all subscribed)", "storm", lambda rs: fmt(median(rs, _setup_s), ".1f")),
+        (
+            "storm: server / generator busy",
+            "storm",
+            lambda rs: (
+                fmt(median(rs, lambda r: 100 * r["setup_server_cpu_util"]), ".0f")
+                + "% / "
+                + fmt(median(rs, lambda r: 100 * r["setup_gen_cpu_util"]), ".0f")
+                + "%"
+            ),
+        ),
+        (
+            "storm: server waited for a CPU",
+            "storm",
+            lambda rs: fmt(median(rs, _server_waited), ".0f") + "%",
+        ),
+        (
+            "storm: generator ms CPU/conn",
+            "storm",
+            lambda rs: fmt(median(rs, lambda r: r["setup_gen_ms_per_connection"]), ".3f"),
+        ),
     ]
     t = Table(title="fan-out sweep: 1 subject, 100 B, medians over rounds", title_justify="left")
     t.add_column("metric")
@@ -208,6 +241,15 @@ def main(
     storm: Annotated[
         int, typer.Option(help="subscribers of the storm/memory run (0 = skip); fd limit 20,000")
     ] = 19_900,
+    storm_in_flight: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="storm: connects in flight at once over all generator processes (each until "
+            "its 101); above the server's listen backlog (asyncio's default: 100) the kernel "
+            "drops handshakes (listen overflows) and they come back 1 s later",
+        ),
+    ] = 96,
     profile_dir: Annotated[
         Path | None, typer.Option(help="py-spy profile of every server in the paced runs")
     ] = None,
@@ -279,6 +321,7 @@ def main(
                     for label in order:
                         p = params(storm, 1.0, 2.0, inflight)
                         p.warmup = 1.0
+                        p.connect_concurrency = max(1, storm_in_flight // p.procs)
                         one(label, p, "storm", workdir)
     except BenchError as exc:
         err.print(f"[red]benchmark failed:[/] {exc}")

@@ -28,13 +28,17 @@ import base64
 import collections
 import contextlib
 import ctypes
+import errno
+import functools
 import os
 import random
 import resource
 import signal
+import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -56,6 +60,7 @@ except ImportError:  # pragma: no cover - websockets ships the C version on CPyt
 
 
 time_ns = time.time_ns
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)  # Linux 4.2+
 MESSAGE_TAG_BYTE = 0x6D  # payload[9] == "m" for b'{"type":"message"...'
 ARRAY_BYTE = 0x5B  # payload[0] == "[": a batch (JSON array of server frames)
 MESSAGE_KEY = b'{"type":"message"'
@@ -103,6 +108,37 @@ def handshake_request(host: str, port: int, path: str) -> bytes:
         f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
         "User-Agent: pushgrid-fanout-bench\r\n\r\n"
     ).encode()
+
+
+def client_socket(source_host: str | None) -> socket.socket:
+    """A non-blocking TCP socket, bound to ``source_host`` if given, the port left to connect().
+
+    ``bind((addr, 0))`` makes the kernel pick a free port for the address alone, a search that
+    grows with the ports already in use: with ~5,000 connections per address it took ~75% of a
+    generator process's CPU in a storm (``inet_csk_get_port`` in perf). With
+    ``IP_BIND_ADDRESS_NO_PORT`` the port is chosen at connect() for the whole 4-tuple, cheaply.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    if source_host:
+        sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+        sock.bind((source_host, 0))
+    return sock
+
+
+TCP_INFO_TOTAL_RETRANS = struct.Struct("=I")  # struct tcp_info: u32 tcpi_total_retrans
+TCP_INFO_TOTAL_RETRANS_AT = 100  # 8 bytes of u8 fields, then u32 fields; the 24th
+
+
+def total_retransmits(sock: socket.socket) -> int:
+    """``tcpi_total_retrans`` of a TCP socket (Linux): SYNs and data segments sent again."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    except OSError:
+        return 0
+    if len(info) < TCP_INFO_TOTAL_RETRANS_AT + 4:
+        return 0
+    return int(TCP_INFO_TOTAL_RETRANS.unpack_from(info, TCP_INFO_TOTAL_RETRANS_AT)[0])
 
 
 # --- process plumbing ------------------------------------------------------------------------
@@ -592,6 +628,103 @@ def subscriber_main(
     os._exit(0)  # skip interpreter teardown: nothing left to flush
 
 
+class Connector:
+    """Opens one process's connections, at most ``limit`` of them in flight at once.
+
+    A connection in flight holds a slot from connect() until its WebSocket opens (the 101) or
+    its attempt fails; the next connect starts from that callback. No coroutine, semaphore or
+    ``gather`` of ours per connection (they cost as much as the rest of the client's connect
+    path): a plain non-blocking socket (:func:`client_socket`, ``connect_ex``) is handed to
+    uvloop's ``create_connection(sock=...)``, the only task per connection. A slot ends at the
+    101 because until then the connection may sit in the server's accept queue: ``limit`` x
+    processes above the server's listen backlog overflows it, and the kernel drops handshakes
+    that come back a second later (``TcpExtListenOverflows``). A failed attempt is retried
+    twice, after 0.2 s and 0.4 s, then counted in :attr:`errors`.
+    """
+
+    ATTEMPTS = 3
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        address: tuple[str, int],
+        source_host: str | None,
+        limit: int,
+        clients: list[Callable[[], WSClient]],
+    ) -> None:
+        self.loop, self.address, self.source_host = loop, address, source_host
+        self.limit = max(1, limit)
+        self.todo: collections.deque[tuple[Callable[[], WSClient], int]] = collections.deque(
+            (make, 0) for make in reversed(clients)
+        )
+        self.in_flight = 0
+        self.opened: list[Any] = []  # the open clients, for the caller's bookkeeping
+        self.errors: list[str] = []
+        # Segments the kernel sent again for the open connections, up to their 101: above 0,
+        # handshakes were dropped (e.g. a full accept queue) and came back >= 1 s later.
+        self.retransmits = 0
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    async def run(self) -> None:
+        """Connect every client (or give up on it); returns when none is left in flight."""
+        self._fill()
+        await self.done
+
+    def _fill(self) -> None:
+        while self.in_flight < self.limit and self.todo:
+            self._start(*self.todo.pop())
+        if not self.in_flight and not self.todo and not self.done.done():
+            self.done.set_result(None)
+
+    def _start(self, make: Callable[[], WSClient], attempt: int) -> None:
+        self.in_flight += 1
+        sock = client_socket(self.source_host)
+        code = sock.connect_ex(self.address)  # loopback: usually established on return
+        if code not in (0, errno.EINPROGRESS):
+            sock.close()
+            self._settled(make, attempt, OSError(code, os.strerror(code)))
+            return
+        proto = make()
+        proto.opened.add_done_callback(
+            lambda f: self._settled(make, attempt, f.exception(), proto, sock)
+        )
+        task = self.loop.create_task(self.loop.create_connection(lambda: proto, sock=sock))
+        task.add_done_callback(lambda t: self._transport_failed(t, sock, proto))
+
+    @staticmethod
+    def _transport_failed(task: asyncio.Task[Any], sock: socket.socket, proto: WSClient) -> None:
+        exc = task.exception()
+        if exc is not None:  # uvloop never called connection_made: settle the attempt here
+            sock.close()
+            if not proto.opened.done():
+                proto.opened.set_exception(exc)
+
+    def _settled(
+        self,
+        make: Callable[[], WSClient],
+        attempt: int,
+        exc: BaseException | None,
+        proto: WSClient | None = None,
+        sock: socket.socket | None = None,
+    ) -> None:
+        self.in_flight -= 1
+        if exc is None:
+            self.opened.append(proto)
+            if sock is not None:
+                self.retransmits += total_retransmits(sock)
+        elif attempt + 1 < self.ATTEMPTS:
+            self.in_flight += 1  # the slot stays taken until the retry settles
+            self.loop.call_later(0.2 * (attempt + 1), self._retry, make, attempt + 1)
+            return
+        else:
+            self.errors.append(repr(exc))
+        self._fill()
+
+    def _retry(self, make: Callable[[], WSClient], attempt: int) -> None:
+        self.in_flight -= 1
+        self._start(make, attempt)
+
+
 async def _subscriber_async(
     idx: int, cfg: SubscriberConfig, counts: Any, phase: Any, conn: Any
 ) -> None:
@@ -600,32 +733,20 @@ async def _subscriber_async(
     w = SubscriberWorker(idx, counts, phase, cfg.sample_every)
     w.expected_subscribed = sum(len(s) for s in cfg.subjects)
     w.all_subscribed = loop.create_future()
-    protocols: list[Subscriber] = []
-    gate = asyncio.Semaphore(cfg.connect_concurrency)
-    connect_errors: list[str] = []
-
     client_cls = NatsSubscriber if cfg.client == "nats" else Subscriber
-
-    async def connect(subjects: list[str]) -> None:
-        async with gate:
-            for attempt in range(3):
-                try:
-                    local = (cfg.source_host, 0) if cfg.source_host else None
-                    _, proto = await loop.create_connection(
-                        lambda: client_cls(w, cfg, subjects), cfg.host, cfg.port, local_addr=local
-                    )
-                    await proto.opened
-                    protocols.append(proto)
-                    return
-                except OSError as exc:  # ConnectionError is an OSError
-                    if attempt == 2:
-                        connect_errors.append(repr(exc))
-                    await asyncio.sleep(0.2 * (attempt + 1))
-
+    connector = Connector(
+        loop,
+        (cfg.host, cfg.port),
+        cfg.source_host,
+        cfg.connect_concurrency,
+        [functools.partial(client_cls, w, cfg, s) for s in cfg.subjects],
+    )
+    protocols = connector.opened
+    connect_errors = connector.errors
     t0 = time.monotonic()
     try:
         async with asyncio.timeout(cfg.setup_timeout):
-            await asyncio.gather(*(connect(s) for s in cfg.subjects))
+            await connector.run()
             if not connect_errors and w.expected_subscribed:
                 await w.all_subscribed
     except TimeoutError:
@@ -641,6 +762,7 @@ async def _subscriber_async(
                 "denied": w.denied,
                 "errors": (connect_errors + w.errors)[:5],
                 "setup_s": time.monotonic() - t0,
+                "connect_retransmits": connector.retransmits,
             },
         )
     )
