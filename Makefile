@@ -17,11 +17,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Debian packages the tests use: a JDK (Spark, the JMX bridge), promtool + prometheus, headless
-# Chromium + ChromeDriver, a PostgreSQL server, rrdtool, systemd-analyze (systemd). Installed when
-# missing and we are root; otherwise the tests that need them say so and skip.
+# Chromium + ChromeDriver, a PostgreSQL server, rrdtool, systemd-analyze (systemd), ss (iproute2:
+# a listener's backlog). Installed when missing and we are root; otherwise the tests that need
+# them say so and skip.
 DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium \
   /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
-  systemd-analyze:systemd
+  systemd-analyze:systemd ss:iproute2
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \

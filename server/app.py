@@ -169,15 +169,18 @@ class PushServer:
         # Several members on one host may share the client port: the kernel spreads the
         # connections over them (docs/cluster.md, "One host, every core").
         reuse = self.settings.listen_reuse_port or None
+        backlog = self.settings.listen_backlog
         for host, port in self.settings.listen_addresses:
             self._servers.append(
-                await loop.create_server(self._protocol, host, port, reuse_port=reuse)
+                await loop.create_server(
+                    self._protocol, host, port, reuse_port=reuse, backlog=backlog
+                )
             )
         if self.settings.listen_encrypted:
             context = self._tls_context(self.settings.tls_certificate, self.settings.tls_key)
             for host, port in self.settings.listen_encrypted_addresses:
                 server = await loop.create_server(
-                    self._protocol, host, port, ssl=context, reuse_port=reuse
+                    self._protocol, host, port, ssl=context, reuse_port=reuse, backlog=backlog
                 )
                 self._servers.append(server)
         await self._start_monitoring(loop)

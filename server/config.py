@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
     listen_reuse_port: bool = Field(default=False, alias="ListenReusePort")
+    # connections the kernel queues per client listener before accept: a member's clients all
+    # reconnect at once when another member dies (the kernel caps it at net.core.somaxconn)
+    listen_backlog: int = Field(default=4096, ge=1, le=65535, alias="ListenBacklog")
     nats_servers: AddressList = Field(default=[], alias="NatsServers")
     nats_server_binary: str = Field(default="nats-server", alias="NatsServerBinary")
     publish_snapshot_message: bool = Field(default=True, alias="PublishSnapshotMessage")

@@ -6,10 +6,13 @@ import asyncio
 import base64
 import json
 import os
+import shutil
 import socket
 import struct
+import subprocess
 
 import httpx
+import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed
 
@@ -184,3 +187,21 @@ async def test_http_body_too_large_is_413(server):
         assert response.status_code == 413
         assert response.headers["content-type"].startswith("application/problem+json")
         assert (await http.get("/health")).status_code == 200
+
+
+def test_client_listener_queues_listen_backlog_connections(server_factory):
+    """ListenBacklog reaches the kernel: for a listener, ``ss`` shows the backlog as Send-Q."""
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("ss is not installed (Debian package iproute2: `make system-deps`)")
+    srv = server_factory(ListenBacklog=777)
+    shown = subprocess.run(
+        [ss, "-ltnH", f"sport = :{srv.port}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=10,
+    ).stdout
+    rows = [line.split() for line in shown.splitlines() if line.strip()]
+    assert rows, shown
+    assert [(row[0], int(row[2])) for row in rows] == [("LISTEN", 777)] * len(rows)

@@ -53,6 +53,8 @@ def test_defaults() -> None:
     assert s.max_subscriptions_per_connection == 10_000
     assert s.max_connections == 100_000
     assert s.max_outbound_buffer_size == 4 * 1024 * 1024
+    assert s.listen_backlog == 4096
+    assert s.flush_tick == 5.0
     assert s.keepalive_interval == 30.0
     assert s.keepalive_timeout == 75.0
     assert s.shutdown_timeout == 5.0
@@ -238,6 +240,8 @@ def test_unknown_key_in_file(tmp_path: Path) -> None:
         ("CacheExpireTime = 0", "CacheExpireTime"),
         ("CacheExpireTime = soon", "CacheExpireTime"),
         ("MaxOutboundBufferSize = 1023", "MaxOutboundBufferSize"),
+        ("ListenBacklog = 0", "ListenBacklog"),
+        ("ListenBacklog = 70000", "ListenBacklog"),
         ("MaxCachedMessagesPerSubject = -1", "MaxCachedMessagesPerSubject"),
         ("ShutdownTimeout = -1", "ShutdownTimeout"),
         ("KeepaliveInterval = 0", "KeepaliveInterval"),
