@@ -1,13 +1,13 @@
 """Write coalescing: frames queued for a connection leave in a single ``transport.write``.
 
 Idle, a frame waits only for the end of the current event-loop iteration (no timer). Under
-load the loop rests between the end of one flush and the start of the next (ADR 012): as long
-as that flush took, at most ``tick`` seconds. Frames queued meanwhile (several publishes) share
-one system call per subscriber instead of one each. A cheap flush (few connections) is followed
-by a short rest, so small fan-outs keep their latency; an expensive one (a thousand sockets)
-buys itself the time to coalesce, so the loop spends at most about half its time flushing. The
-added latency is bounded by ``tick``, and once a rest has passed without a flush the next one
-is immediate again.
+load the loop rests between the end of one flush and the start of the next (ADR 012): twice as
+long as that flush took, at most ``tick`` seconds. Frames queued meanwhile (several publishes)
+share one system call per subscriber instead of one each. A cheap flush (few connections) is
+followed by a short rest, so small fan-outs keep their latency; an expensive one (a thousand
+sockets) buys itself the time to coalesce, up to ``tick``: with a tick long enough the loop
+spends about a third of its time flushing. The added latency is bounded by ``tick``, and once a
+rest has passed without a flush the next one is immediate again.
 """
 
 from __future__ import annotations
@@ -18,11 +18,16 @@ from typing import Protocol
 
 from metrics.delays import DelayHistogram
 
+# The rest after a flush, in flushes: 2 lets a long enough tick bring the flushing down to
+# about a third of the loop (docs/benchmarks.md, "Flush tick on by default"), while a cheap
+# flush still rests only microseconds.
+REST_PER_FLUSH = 2.0
+
 
 def rest_after(flush_seconds: float, tick: float) -> float:
-    """How long the loop rests after a flush that took ``flush_seconds``: as long, at most
-    ``tick`` (0: no rest, every iteration flushes)."""
-    return min(tick, flush_seconds)
+    """How long the loop rests after a flush that took ``flush_seconds``: twice as long, at
+    most ``tick`` (0: no rest, every iteration flushes)."""
+    return min(tick, REST_PER_FLUSH * flush_seconds)
 
 
 class Flushable(Protocol):
