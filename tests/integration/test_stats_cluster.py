@@ -33,7 +33,7 @@ from sqlalchemy import text
 
 from metrics import sqlstore
 
-from .pgtest import REPO, clean_env, free_port
+from .pgtest import REPO, clean_env, free_port, spark_env
 from .test_stats_cli import START, write_archive
 
 pytestmark = pytest.mark.slow
@@ -108,7 +108,7 @@ class Cluster:
 
 def _spark_class(cls: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
     env = {
-        **clean_env(),
+        **spark_env(),
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_DAEMON_MEMORY": "256m",  # the master's and workers' own heaps
         "SPARK_LOCAL_IP": "127.0.0.1",
@@ -173,7 +173,7 @@ def _stats_run(db_url: str, archive: Path, warehouse: Path, master: str) -> None
     argv = [sys.executable, "-m", "server", "stats", "run", "--db", db_url]
     argv += ["--archive", str(archive), "--warehouse", str(warehouse), "--master", master]
     argv += ["--as-of", str(AS_OF)]
-    env = {**clean_env(), "PYSPARK_PYTHON": sys.executable}
+    env = {**spark_env(), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
         argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=400, check=False
     )
