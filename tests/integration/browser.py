@@ -75,11 +75,30 @@ class Browser:
         self.driver.set_script_timeout(DEFAULT_TIMEOUT)
         self.driver.set_page_load_timeout(DEFAULT_TIMEOUT * 2)
         self.log: list[dict[str, Any]] = []
+        self.scripts: list[str] = []  # identifiers of the before_load scripts
+
+    def reset(self) -> None:
+        """A blank tab for the next test, as a new profile would give it: the page is left (its
+        WebSocket / EventSource connections close), the before_load scripts are removed, cache
+        and cookies cleared, and the console entries of earlier tests dropped."""
+        self.driver.get("about:blank")
+        for identifier in self.scripts:
+            self.driver.execute_cdp_cmd(
+                "Page.removeScriptToEvaluateOnNewDocument", {"identifier": identifier}
+            )
+        self.scripts.clear()
+        self.driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+        self.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+        self.driver.get_log("browser")  # chromedriver hands each entry out once: drained
+        self.log.clear()
 
     # pages
     def before_load(self, script: str) -> None:
         """Run ``script`` in every document before its own scripts (e.g. delete WebSocket)."""
-        self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": script})
+        added = self.driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": script}
+        )
+        self.scripts.append(added["identifier"])
 
     def open_demo(self, base_url: str, **params: Any) -> None:
         """Load ``base_url``/demo with query ``params`` (lists repeat) and wait for the client."""

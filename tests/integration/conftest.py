@@ -8,6 +8,8 @@
 - ``server``: one default-settings server shared by the whole session (use ``subject()`` for
   subjects no other test touches).
 - ``connect``: open a :class:`~pgtest.WsClient`, closed at teardown.
+- ``browser``: headless Chromium (:class:`~browser.Browser`), one per module, reset to a blank
+  tab for each test.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 from natsserver import nats_url as nats_url  # the session fixture, shared
 
+from .browser import Browser, missing
 from .pgtest import ServerProcess, TcpProxy, WsClient
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -121,6 +124,25 @@ async def proxy_factory() -> AsyncIterator[Callable[[ServerProcess], Awaitable[T
     yield make
     for proxy in proxies:
         await proxy.close()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """One headless Chromium per module (starting one costs about a second); tests take it
+    through ``browser``."""
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    page = Browser()
+    yield page
+    page.quit()
+
+
+@pytest.fixture
+def browser(chromium: Browser) -> Browser:
+    """The module's Chromium, reset to a blank tab (``Browser.reset``) for this test."""
+    chromium.reset()
+    return chromium
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

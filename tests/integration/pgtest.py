@@ -59,6 +59,18 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+# The JIT options of the tests' own Spark session (tests/spark_timeouts.py), for the Spark JVMs
+# the tests start as processes: their jobs are small, and the quick JIT tier alone costs less
+# CPU (measured: one `pushgrid stats run` over the test archive, 28.4 s -> 21.8 s). The JVM
+# announces the variable on stderr ("Picked up JAVA_TOOL_OPTIONS: ...").
+SPARK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def spark_env() -> dict[str, str]:
+    """:func:`clean_env` for a process that starts Spark JVMs (they inherit it)."""
+    return {**clean_env(), "JAVA_TOOL_OPTIONS": SPARK_JAVA_OPTIONS}
+
+
 def conf_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

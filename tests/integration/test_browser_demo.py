@@ -8,27 +8,16 @@ or selenium are not installed (the skip message says what to install).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import httpx
 import jwt
 import pytest
 
-from .browser import Browser, ThreadedProxy, missing, publish
+from .browser import Browser, ThreadedProxy, publish
 from .pgtest import DEFAULT_TIMEOUT
 
 TRANSPORTS = ["websocket", "sse"]
 SECRET = "browser-test-secret-0123456789abcdef0123"
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    reason = missing()
-    if reason is not None:
-        pytest.skip(reason)
-    page = Browser()
-    yield page
-    page.quit()
 
 
 def no_console_errors(browser: Browser, include_network: bool = True) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from .browser import Browser, missing
+from .browser import Browser
 from .pgtest import DEFAULT_TIMEOUT
 
 S = "/fake/stream"
@@ -128,16 +128,6 @@ class FakeServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         self.loop.close()
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    reason = missing()
-    if reason is not None:
-        pytest.skip(reason)
-    page = Browser()
-    yield page
-    page.quit()
 
 
 @pytest.fixture

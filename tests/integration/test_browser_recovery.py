@@ -14,20 +14,10 @@ from typing import Any
 
 import pytest
 
-from .browser import Browser, ThreadedProxy, jolokia_disconnect, missing, publish
+from .browser import Browser, ThreadedProxy, jolokia_disconnect, publish
 
 TRANSPORTS = ["websocket", "sse"]
 N = 10
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    reason = missing()
-    if reason is not None:
-        pytest.skip(reason)
-    page = Browser()
-    yield page
-    page.quit()
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@
 A small archive in the format of docs/archive.md (three nodes, two closed hours, a few absent
 seconds) goes through the real pipeline (``spark_stats.pipeline.run_pipeline``) into SQLite and
 into a private PostgreSQL server (tests/integration/postgres.py). The commands run in-process
-(Typer's runner on an app with :func:`spark_stats.cli.register`), sharing one Spark session for
-the module: the CLI reuses a running Spark context and leaves it running.
+(Typer's runner on an app with :func:`spark_stats.cli.register`), on the test run's one Spark
+session (``spark``, tests/spark_timeouts.py): the CLI reuses a running Spark context and leaves
+it running.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,16 +81,6 @@ def write_archive(root: Path) -> dict[str, list[tuple[int, list[int]]]]:
 def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     root = tmp_path_factory.mktemp("archive")
     return root, write_archive(root)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """One Spark session for the module (the CLI reuses it: starting Spark dominates)."""
-    from spark_stats.spark_session import build_spark_session
-
-    session = build_spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture

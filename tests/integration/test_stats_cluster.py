@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from sqlalchemy import text
 
 from metrics import sqlstore
 
-from .pgtest import REPO, clean_env, free_port
+from .pgtest import REPO, clean_env, free_port, spark_env
 from .test_stats_cli import START, write_archive
 
 pytestmark = pytest.mark.slow
@@ -101,10 +102,13 @@ class Cluster:
     ui: str
     processes: list[subprocess.Popen[bytes]]
 
+    def wait_ready(self) -> None:
+        _wait(lambda: _alive_workers(self.ui) == 2, 120, "two workers registered with the master")
+
 
 def _spark_class(cls: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
     env = {
-        **clean_env(),
+        **spark_env(),
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_DAEMON_MEMORY": "256m",  # the master's and workers' own heaps
         "SPARK_LOCAL_IP": "127.0.0.1",
@@ -133,7 +137,10 @@ def _alive_workers(ui: str) -> int:
 
 @pytest.fixture
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A master and two workers (1 core, 1 GB each) on 127.0.0.1, for one test only."""
+    """A master and two workers (1 core, 1 GB each) on 127.0.0.1, for one test only.
+
+    Yielded as soon as they are launched: the test does other work while their JVMs start,
+    then calls ``wait_ready()``."""
     work = tmp_path_factory.mktemp("spark-cluster")
     port, ui_port = free_port(), free_port()
     url, ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
@@ -156,7 +163,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             )
         )
     try:
-        _wait(lambda: _alive_workers(ui) == 2, 120, "two workers registered with the master")
         yield Cluster(url, ui, processes)
     finally:
         for process in processes:
@@ -167,7 +173,7 @@ def _stats_run(db_url: str, archive: Path, warehouse: Path, master: str) -> None
     argv = [sys.executable, "-m", "server", "stats", "run", "--db", db_url]
     argv += ["--archive", str(archive), "--warehouse", str(warehouse), "--master", master]
     argv += ["--as-of", str(AS_OF)]
-    env = {**clean_env(), "PYSPARK_PYTHON": sys.executable}
+    env = {**spark_env(), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
         argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=400, check=False
     )
@@ -190,8 +196,14 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
     write_archive(archive)
     local_db = f"sqlite:///{tmp_path / 'local.db'}"
     cluster_db = f"sqlite:///{tmp_path / 'cluster.db'}"
-    _stats_run(local_db, archive, tmp_path / "shared" / "warehouse-local", "local[1]")
-    _stats_run(cluster_db, archive, tmp_path / "shared" / "warehouse-cluster", cluster.url)
+    # the local reference runs while the cluster's JVMs start (each run has its own warehouse)
+    with ThreadPoolExecutor(1) as pool:
+        local_run = pool.submit(
+            _stats_run, local_db, archive, tmp_path / "shared" / "warehouse-local", "local[1]"
+        )
+        cluster.wait_ready()
+        _stats_run(cluster_db, archive, tmp_path / "shared" / "warehouse-cluster", cluster.url)
+        local_run.result()
 
     # the application really ran on the cluster's executors
     with urllib.request.urlopen(f"{cluster.ui}/json/", timeout=5) as answer:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .pgtest import REPO, ServerProcess, clean_env, http_publish, stats_json
+from .pgtest import REPO, ServerProcess, http_publish, spark_env, stats_json
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("pyspark")
@@ -34,7 +34,7 @@ def _verify(
     return subprocess.run(
         argv,
         cwd=REPO,
-        env={**clean_env(), "COLUMNS": "200"},
+        env={**spark_env(), "COLUMNS": "200"},
         capture_output=True,
         text=True,
         timeout=300,

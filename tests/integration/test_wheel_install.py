@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .pgtest import REPO, clean_env, free_port
+from .pgtest import REPO, clean_env, free_port, spark_env
 from .test_stats_cli import write_archive
 
 PIP = (sys.executable, "-m", "pip")
@@ -68,7 +68,7 @@ def _run(venv: Path, cwd: Path, *args: str, timeout: float = 120) -> str:
     done = subprocess.run(
         [str(venv / "bin" / "pushgrid"), *args],
         cwd=cwd,
-        env={**clean_env(), "COLUMNS": "200"},
+        env={**spark_env(), "COLUMNS": "200"},  # `stats run` starts Spark
         capture_output=True,
         text=True,
         timeout=timeout,
