@@ -15,7 +15,7 @@ each on a fresh server process pinned to one CPU (``taskset``), with the generat
    connection).
 
 Targets: ``pushgrid`` (default settings), ``pushgrid-tick0`` (``FlushTick = 0``: the write path
-before ADR 012), ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py),
+before ADR 012), ``pushgrid-tick10`` (``FlushTick = 10``: less CPU, more latency), ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py),
 ``node`` (Node.js ``ws``, benchmarks/peers/node/: installed with npm on first use).
 The table shows the median over rounds; ``benchmarks/results/run_all-<date>.jsonl`` gets every run.
 """
@@ -42,6 +42,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {  # label -> (server kind, extra pushgrid.conf lines)
     "pushgrid": ("pushgrid", {}),
     "pushgrid-tick0": ("pushgrid", {"FlushTick": "0"}),
+    "pushgrid-tick10": ("pushgrid", {"FlushTick": "10"}),
     "reference": ("reference", {}),
     "picows": ("picows", {}),
     "node": ("node", {}),
