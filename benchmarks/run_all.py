@@ -15,8 +15,10 @@ each on a fresh server process pinned to one CPU (``taskset``), with the generat
    connection).
 
 Targets: ``pushgrid`` (default settings), ``pushgrid-tick0`` (``FlushTick = 0``: the write path
-before ADR 012), ``pushgrid-tick10`` (``FlushTick = 10``: less CPU, more latency), ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py),
-``node`` (Node.js ``ws``, benchmarks/peers/node/: installed with npm on first use).
+before ADR 012), ``pushgrid-tick10`` (``FlushTick = 10``: less CPU, more latency),
+``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py), ``node``
+(Node.js ``ws``, benchmarks/peers/node/: installed with npm on first use), ``nats`` (NATS over
+WebSocket, ``GOMAXPROCS=1``).
 The table shows the median over rounds; ``benchmarks/results/run_all-<date>.jsonl`` gets every run.
 """
 
