@@ -222,12 +222,7 @@ class HttpConnection(Connection):
         for name, value in headers:
             size += len(name) + len(value) + 4
         if len(headers) > limits.max_http_headers or size > limits.max_http_header_size:
-            return http.problem(
-                431,
-                "headers_too_large",
-                f"at most {limits.max_http_headers} headers and {limits.max_http_header_size}"
-                " bytes of request head (MaxHttpHeaders, MaxHttpHeaderSize)",
-            )
+            return self._head_too_large()
         if request.http_version not in (b"1.0", b"1.1"):
             version = request.http_version.decode("ascii", "replace")
             return http.problem(505, "http_version", f"HTTP/{version} is not supported: use 1.1")
@@ -235,10 +230,27 @@ class HttpConnection(Connection):
             return http.problem(405, "method_not_allowed", "a WebSocket upgrade must be a GET")
         return None
 
+    def _head_too_large(self) -> http.Response:
+        limits = self.ctx.limits
+        return http.problem(
+            431,
+            "headers_too_large",
+            f"at most {limits.max_http_headers} headers and {limits.max_http_header_size}"
+            " bytes of request head (MaxHttpHeaders, MaxHttpHeaderSize)",
+        )
+
     def _http_fail(self, exc: h11.RemoteProtocolError) -> None:
+        """h11 refuses the bytes. Its 431 is the same refusal as ours: a head that outgrows
+        MaxHttpHeaderSize before its end has arrived (whether h11 or ``_head_refusal`` sees it
+        first depends only on how the bytes were split by the network)."""
         status = exc.error_status_hint or 400
+        if status == 431:
+            self.ctx.security.http_refused_total += 1
+            response = self._head_too_large()
+        else:
+            response = http.problem(status, "bad_request", f"invalid HTTP request: {exc}")
         if self._parser().our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            self._respond(http.problem(status, "bad_request", f"invalid HTTP request: {exc}"))
+            self._respond(response)
         self._shut()
 
     async def _serve(self, request: h11.Request, body: bytes) -> None:

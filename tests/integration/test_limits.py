@@ -95,6 +95,13 @@ def test_hostile_request_heads_are_refused(limited, request_text, status, code):
     assert _status(_raw_http(limited, f"GET /health HTTP/1.1\r\n{HEAD}\r\n".encode())) == 200
 
 
+def test_a_big_head_gets_the_same_431_however_the_network_splits_it(limited):
+    # Only the first 10 kB arrive: the head outgrows MaxHttpHeaderSize before its end.
+    answer = _raw_http(limited, f"GET /health HTTP/1.1\r\n{HEAD}X-Big: {'a' * 10_000}".encode())
+    assert _status(answer) == 431, answer[:300]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["code"] == "headers_too_large"
+
+
 def test_events_stream_subjects_are_capped(limited):
     many = "&".join(f"subject=/cap/s{i}" for i in range(6))
     answer = _raw_http(limited, f"GET /events?{many} HTTP/1.1\r\n{HEAD}\r\n".encode())

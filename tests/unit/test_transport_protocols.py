@@ -252,6 +252,21 @@ async def test_too_many_headers_is_431_and_closes(ctx: FakeContext) -> None:
     assert ctx.security.http_refused_total == 1
 
 
+async def test_head_outgrowing_the_limit_before_its_end_is_the_same_431(
+    ctx: FakeContext,
+) -> None:
+    # The first piece of a big head: h11 refuses it before the head is complete. CI saw this
+    # split once and answered "bad_request" where a whole head gets "headers_too_large".
+    conn, transport = connect(ctx)
+    big = b"a" * (ctx.limits.max_http_header_size + 10)
+    conn.data_received(b"GET / HTTP/1.1\r\nhost: x\r\nx-big: " + big)
+    ((status, _, body),) = responses(transport.take())
+    assert status == 431
+    assert json.loads(body)["code"] == "headers_too_large"
+    assert state_of(conn) is ConnState.CLOSING
+    assert ctx.security.http_refused_total == 1
+
+
 async def test_upgrade_by_post_is_405(ctx: FakeContext) -> None:
     conn, transport = connect(ctx)
     conn.data_received(UPGRADE.replace(b"GET", b"POST", 1))
