@@ -38,6 +38,7 @@ pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java
 MON = ("mon", "mon-secret")
 OPS = ("ops", "ops-secret")
 API = "/api/v1"
+BRIDGE_LAG = 2.5  # s: the bridge's refresh period (1 s) + its Jolokia round trip, with margin
 
 
 class Bridge:
@@ -130,25 +131,34 @@ def mismatches(jolokia_bean: dict[str, Any], jmx_bean: dict[str, Any]) -> list[s
 async def compare_same_second(member: ServerProcess, bridge: Bridge) -> dict[str, Any]:
     """Read every Indicator over JMX and compare it with Jolokia reads of the same sample second.
 
-    Jolokia is polled while the JMX read (a JVM run, ~1 s) is under way, and each MBean's JMX
-    values are compared with the Jolokia answer that carries the same SampleTime. Neither side
-    reads all attributes atomically, so a read that straddled a sample is retried (bounded).
+    Jolokia is polled from BRIDGE_LAG seconds before the JMX read (a JVM run, ~1 s) until it is
+    done, and each MBean's JMX values are compared with the Jolokia answer that carries the same
+    SampleTime. The lead matters: the bridge serves what it mirrored at its last refresh (every
+    1 s), so its sample can be older than any Jolokia read taken after the JMX read started, and
+    as the member's sampling and the bridge's refresh both tick once a second, a retry meets the
+    same phase again (CI failed so). Neither side reads all attributes atomically, so a read
+    that straddled a sample is retried (bounded).
     """
     pattern = "pushgrid:type=Indicator,*"
     request = {"type": "read", "mbean": pattern}
     problems: list[str] = []
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
     async with httpx.AsyncClient(trust_env=False, timeout=5.0, auth=MON) as http:
+
+        async def poll() -> None:
+            answer = (await http.post(f"{member.monitor_url}/jolokia", json=request)).json()
+            for name, attributes in answer["value"].items():
+                seen.setdefault((name, attributes["SampleTime"]), attributes)
+            await asyncio.sleep(0.05)
+
         for _ in range(5):
-            seen: dict[tuple[str, int], dict[str, Any]] = {}
+            lead_until = time.monotonic() + BRIDGE_LAG
+            while time.monotonic() < lead_until:
+                await poll()
             reading = asyncio.ensure_future(jmx(bridge, pattern))
-            while True:
-                done = reading.done()
-                answer = (await http.post(f"{member.monitor_url}/jolokia", json=request)).json()
-                for name, attributes in answer["value"].items():
-                    seen.setdefault((name, attributes["SampleTime"]), attributes)
-                if done:
-                    break
-                await asyncio.sleep(0.05)
+            while not reading.done():
+                await poll()
+            await poll()
             through_jmx = nest(reading.result())
             assert len(through_jmx) == 7
             problems = []
