@@ -144,6 +144,8 @@ class OpsIds(StrEnum):
     TRACE_START = "trace-start"
     TRACE_STOP = "trace-stop"
     TRACE_PAUSE = "trace-pause"
+    TRACE_OPENED = "trace-opened"  # dcc.Store: {id, status, error} of the trace last opened
+    TRACE_VIEW = "trace-view"  # dcc.Store: the last poll's view of a trace (GET /traces/{id})
     TRACE_STATE = "trace-state"  # dcc.Store: {id, after, status, error, messages (bounded)}
     TRACE_PAUSED = "trace-paused"  # dcc.Store: bool
     TRACE_INTERVAL = "trace-interval"

@@ -144,6 +144,8 @@ def layout() -> Component:
                     html.Div(id=OpsIds.TRACE_SESSION_VIEW),
                 ]
             ),
+            dcc.Store(id=OpsIds.TRACE_OPENED, data=None),
+            dcc.Store(id=OpsIds.TRACE_VIEW, data=None),
             dcc.Store(id=OpsIds.TRACE_STATE, data=None),
             dcc.Store(id=OpsIds.TRACE_PAUSED, data=False),
             dcc.Interval(id=OpsIds.TRACE_INTERVAL, interval=POLL_MS),
@@ -159,14 +161,39 @@ def _ops(providers: Providers, token: str | None) -> OpsProvider:
     return provider
 
 
+def advance(
+    opened: Mapping[str, Any] | None,
+    view: Mapping[str, Any] | None,
+    state: Mapping[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The page's trace from the last trace opened (``None`` or no id after Stop), the last
+    poll's view of a trace and the page's trace so far. A view of another trace than the open
+    one (a poll still in flight when the operator clicked) changes nothing."""
+    if not opened or not opened.get("id"):
+        return None
+    if not state or state["id"] != opened["id"]:
+        state = {**opened, "after": -1, "dropped": 0, "messages": []}
+    if not view or view["id"] != state["id"]:
+        return dict(state)
+    return {
+        **state,
+        "after": max(state["after"], view["next_index"] - 1),
+        "status": view["status"],
+        "error": view.get("error"),
+        "dropped": view["dropped"],
+        "messages": merge(state["messages"], view["messages"]),
+    }
+
+
 def register(app: Dash, providers: Providers) -> None:
+    # Dash drops the result of a callback still running when the same callback is triggered
+    # again: the Trace and Stop clicks therefore have callbacks of their own, never superseded
+    # by the 1 s poll (a slow open used to lose its trace), and `combine` builds the page's
+    # trace from the latest of each.
     @app.callback(
-        Output(OpsIds.TRACE_STATE, "data"),
-        Output(OpsIds.TRACE_ALERT, "children"),
+        Output(OpsIds.TRACE_OPENED, "data"),
+        Output(OpsIds.TRACE_ALERT, "children", allow_duplicate=True),
         Input(OpsIds.TRACE_START, "n_clicks"),
-        Input(OpsIds.TRACE_STOP, "n_clicks"),
-        Input(OpsIds.TRACE_INTERVAL, "n_intervals"),
-        State(OpsIds.TRACE_PAUSED, "data"),
         State(OpsIds.TRACE_MEMBER, "value"),
         State(OpsIds.TRACE_SUBJECT, "value"),
         State(OpsIds.TRACE_TOKEN, "value"),
@@ -174,49 +201,71 @@ def register(app: Dash, providers: Providers) -> None:
         State(Ids.TOKEN, "data"),
         prevent_initial_call=True,
     )
-    def drive(
-        _start: int,
-        _stop: int,
-        _n: int | None,
-        paused: bool | None,
+    def start(
+        _n: int,
         member: str | None,
         subject: str | None,
         jwt: str | None,
         state: dict[str, Any] | None,
         token: str | None,
     ) -> tuple[Any, ...]:
-        trigger = ctx.triggered_id
         try:
             ops = _ops(providers, token)
-            if trigger == OpsIds.TRACE_START:
-                if state:
-                    ops.close_trace(state["id"])
-                opened = ops.open_trace((member or "").strip(), (subject or "").strip(), jwt)
-                return {
-                    "id": opened["id"],
-                    "after": -1,
-                    "messages": [],
-                    "status": opened["status"],
-                    "error": opened.get("error"),
-                }, []
-            if not state:
-                return no_update, no_update
-            if trigger == OpsIds.TRACE_STOP:
+            if state:
                 ops.close_trace(state["id"])
-                return None, []
-            if paused:
-                return no_update, no_update
-            view = ops.read_trace(state["id"], state["after"])
+            opened = ops.open_trace((member or "").strip(), (subject or "").strip(), jwt)
         except ProviderError as exc:
             return no_update, alert([exc])
-        return {
-            **state,
-            "after": view["next_index"] - 1,
-            "status": view["status"],
-            "error": view.get("error"),
-            "dropped": view["dropped"],
-            "messages": merge(state["messages"], view["messages"]),
-        }, []
+        return {"id": opened["id"], "status": opened["status"], "error": opened.get("error")}, []
+
+    @app.callback(
+        Output(OpsIds.TRACE_OPENED, "data", allow_duplicate=True),
+        Output(OpsIds.TRACE_ALERT, "children", allow_duplicate=True),
+        Input(OpsIds.TRACE_STOP, "n_clicks"),
+        State(OpsIds.TRACE_STATE, "data"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def stop(_n: int, state: dict[str, Any] | None, token: str | None) -> tuple[Any, ...]:
+        if not state:
+            return no_update, no_update
+        try:
+            _ops(providers, token).close_trace(state["id"])
+        except ProviderError as exc:
+            return no_update, alert([exc])
+        return None, []
+
+    @app.callback(
+        Output(OpsIds.TRACE_VIEW, "data"),
+        Output(OpsIds.TRACE_ALERT, "children"),
+        Input(OpsIds.TRACE_INTERVAL, "n_intervals"),
+        State(OpsIds.TRACE_PAUSED, "data"),
+        State(OpsIds.TRACE_STATE, "data"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def poll(
+        _n: int | None, paused: bool | None, state: dict[str, Any] | None, token: str | None
+    ) -> tuple[Any, ...]:
+        if not state or paused:
+            return no_update, no_update
+        try:
+            view = _ops(providers, token).read_trace(state["id"], state["after"])
+        except ProviderError as exc:
+            return no_update, alert([exc])
+        return {**view, "id": state["id"]}, []
+
+    @app.callback(
+        Output(OpsIds.TRACE_STATE, "data"),
+        Input(OpsIds.TRACE_OPENED, "data"),
+        Input(OpsIds.TRACE_VIEW, "data"),
+        State(OpsIds.TRACE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def combine(
+        opened: dict[str, Any] | None, view: dict[str, Any] | None, state: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        return advance(opened, view, state)
 
     # Pausing has a store and a callback of its own: a poll in flight when the operator clicks
     # cannot undo the click.

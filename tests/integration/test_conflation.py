@@ -44,6 +44,15 @@ async def messages_until(
     return out
 
 
+async def at_period_start(live_since: float, period: float) -> None:
+    """Sleep until 0.1 s into the subscription's next period. Periods are counted from the
+    moment it went live (a little before ``live_since``, the loop time its ``subscribed`` answer
+    arrived): a burst sent at a random moment could straddle a boundary and be split in two."""
+    loop = asyncio.get_running_loop()
+    elapsed = loop.time() - live_since
+    await asyncio.sleep((int(elapsed / period) + 1) * period - elapsed + 0.1)
+
+
 # --- spec Table 5.1 ---------------------------------------------------------------------------
 
 
@@ -57,6 +66,7 @@ async def test_table_5_1_on_a_scaled_time_base(server, connect, subject):
     # 10:12:40: the client subscribes with 547 ms (-> 500 ms) and gets the snapshot at once
     client = await connect(server)
     subscribed = await subscribe_with(client, s, conflation=547)
+    live_since = asyncio.get_running_loop().time()
     assert subscribed["type"] == "subscribed", subscribed
     assert (subscribed["status"], subscribed["recovery"], subscribed["seq"]) == ("allow", "none", 2)
     snapshot = await client.wait_for(is_message(s), what="snapshot")
@@ -67,6 +77,7 @@ async def test_table_5_1_on_a_scaled_time_base(server, connect, subject):
     assert "conflated" not in snapshot
 
     # 10:12:41 and 10:12:43: two messages within the first period (aggregated in memory)
+    await at_period_start(live_since, PERIOD)
     results = await publish_burst(publisher, s, [("195", {"ask": "192"}), ("196", {"bid": "197"})])
 
     # 10:12:45: the period ends: exactly one conflated message, the first message after the
@@ -114,9 +125,11 @@ async def test_conflation_887_ms_is_conflated(server, connect, subject):
     s = subject("887")
     client = await connect(server)
     subscribed = await subscribe_with(client, s, conflation=887)
+    live_since = asyncio.get_running_loop().time()
     assert subscribed["status"] == "allow", subscribed
     publisher = await connect(server)
     items = [(f"c{i}", {f"f{i}": str(i), "last": str(i)}) for i in range(1, 6)]
+    await at_period_start(live_since, 0.8)  # 887 ms conflates over 800 ms
     results = await publish_burst(publisher, s, items)
 
     message = await client.wait_for(is_message(s), what="the conflated message")
@@ -194,9 +207,11 @@ async def test_unsubscribe_stops_conflated_deliveries(server, connect, subject):
     s = subject("unsub")
     client = await connect(server)
     assert (await subscribe_with(client, s, conflation=500))["status"] == "allow"
+    live_since = asyncio.get_running_loop().time()
     publisher = await connect(server)
 
     # a first period delivers as usual
+    await at_period_start(live_since, PERIOD)
     await publish_burst(publisher, s, [("a1", {"x": "1"}), ("a2", {"y": "2"})])
     first = await client.wait_for(is_message(s), what="conflated a2")
     assert (first["content"], first["fields"], first["conflated"]) == (

@@ -7,6 +7,8 @@ subject shows a message published from Python, hot subjects rank a published sub
 
 from __future__ import annotations
 
+import signal
+import time
 from collections.abc import Callable
 
 from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
@@ -99,4 +101,27 @@ def test_hot_subjects_rank_a_published_subject(console: Console, stack: Stack) -
         publish(stack.servers[0], subject, f"tick {n}")
     console.wait_text("#hot-messages_in", subject)
     console.screenshot("hot")
+    console.assert_no_errors()
+
+
+def test_a_trace_opened_while_the_member_is_slow_goes_live(console: Console, stack: Stack) -> None:
+    """Opening takes several poll periods here (the member is stopped while the admin API
+    connects): the page's 1 s poll must not supersede the Trace click and lose its trace."""
+    subject = unique("slow")
+    member = stack.servers[0]
+    assert member.proc is not None
+    console.goto("trace", "#trace-start")
+    console.br.find_element("#trace-member").send_keys("console-1")
+    console.br.find_element("#trace-subject").send_keys(subject)
+    member.proc.send_signal(signal.SIGSTOP)
+    try:
+        console.br.find_element("#trace-start").click()
+        # a hold, not a wait: two ticks of the 1 s poll while the open waits (connect bound 5 s)
+        time.sleep(2.5)
+    finally:
+        member.proc.send_signal(signal.SIGCONT)
+    console.wait(lambda: "live" in console.text("#trace-status").lower(), "the trace live")
+    publish(member, subject, "after a slow open")
+    console.wait_text("#trace-messages", "after a slow open")
+    console.br.find_element("#trace-stop").click()
     console.assert_no_errors()

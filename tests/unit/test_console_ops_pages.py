@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from console.pages.alerts import banner, rule_body
 from console.pages.hot import rankings_of, render_hot, sparkline
-from console.pages.trace import KEEP, merge
+from console.pages.trace import KEEP, advance, merge
 
 DOCUMENT = {
     "cluster": {"rankings": {"messages_in": [{"subject": "/a/b", "value": 3.0, "error": 0.5}]}},
@@ -71,3 +71,27 @@ def test_trace_buffer_is_bounded() -> None:
     assert merged[-1] == {"index": KEEP + 1}
     assert merged[0] == {"index": 2}
     assert [m["index"] for m in merge([], [{"index": 0}])] == [0]
+
+
+def _view(trace_id: str, *indexes: int, status: str = "live") -> dict[str, object]:
+    messages = [{"index": n} for n in indexes]
+    next_index = indexes[-1] + 1 if indexes else 0
+    return {"id": trace_id, "status": status, "dropped": 0, "next_index": next_index,
+            "messages": messages}  # fmt: skip
+
+
+def test_trace_state_follows_the_trace_last_opened() -> None:
+    opened = {"id": "b", "status": "connecting", "error": None}
+    fresh = advance(opened, None, None)
+    assert fresh == {**opened, "after": -1, "dropped": 0, "messages": []}
+    # a poll of the previous trace still in flight when Trace was clicked changes nothing
+    old = {**opened, "id": "a", "after": 4, "dropped": 0, "messages": [{"index": 4}]}
+    assert advance(opened, _view("a", 5, 6), old) == fresh
+    live = advance(opened, _view("b", 0, 1), fresh)
+    assert live is not None
+    assert (live["status"], live["after"], len(live["messages"])) == ("live", 1, 2)
+    # the same view again (combine called for another input) neither repeats nor loses messages
+    assert advance(opened, _view("b", 0, 1), live) == live
+    assert advance(opened, _view("b"), live) == {**live, "messages": live["messages"]}
+    assert advance(None, _view("b", 2), live) is None  # stopped
+    assert advance({"id": None}, None, live) is None
