@@ -177,7 +177,12 @@ async def test_every_indicator_attribute_over_jmx_equals_jolokia(member, bridge,
     client = await connect(member)  # one connected user and some traffic: not all zeros
     await client.subscribe("/jmx/IBM")
     await client.publish_ok("/jmx/IBM", "193")
-    await asyncio.sleep(1.2)  # let a sample second see it
+    # Wait (bounded) until a sample second saw the client: a fixed sleep raced a late sampler.
+    users = {"type": "read", "mbean": "pushgrid:name=ConnectedUsers,type=Indicator"}
+    deadline = time.monotonic() + 10
+    while jolokia(member, {**users, "attribute": "Current"}) != 1.0:
+        assert time.monotonic() < deadline, "no sample second saw the connected client"
+        await asyncio.sleep(0.1)
     by_jmx = await compare_same_second(member, bridge)
     assert by_jmx["pushgrid:name=ConnectedUsers,type=Indicator"]["Current"] == 1.0
     assert sum(len(attributes) for attributes in by_jmx.values()) >= 7 * 50
