@@ -35,14 +35,18 @@ def jwt_server(module_server_factory):
 
 
 async def test_token_expiry_closes_the_connection_with_4006(jwt_server, connect):
-    client = await connect(jwt_server, hs_token(exp=int(time.time()) + 2))
+    # exp is whole seconds: +3 leaves the connect and subscribe at least 2 s (+2 left as
+    # little as 1 s, which a loaded machine can spend before the subscribe is answered)
+    client = await connect(jwt_server, hs_token(exp=int(time.time()) + 3))
     assert (await client.subscribe("/exp/a"))["status"] == "allow"
     assert await client.wait_closed(timeout=15) == 4006
     assert "token" in (client.close_reason or "")
 
 
 async def test_token_refresh_keeps_the_connection_and_revokes(jwt_server, connect):
-    client = await connect(jwt_server, hs_token(exp=int(time.time()) + 2))
+    # whole seconds: at least 2 s for the steps before the refresh (+2 left as little as 1 s)
+    first_exp = int(time.time()) + 3
+    client = await connect(jwt_server, hs_token(exp=first_exp))
     assert (await client.subscribe("/refresh/a"))["status"] == "allow"
     assert (await client.subscribe("/other/b"))["status"] == "allow"
     # A bad token is refused and the current one stays.
@@ -62,8 +66,9 @@ async def test_token_refresh_keeps_the_connection_and_revokes(jwt_server, connec
         "reason": None,
         "revoked": ["/other/b"],
     }
-    # Past the first token's exp the connection is still open, with the new permissions.
-    deadline = time.time() + 3.5
+    # Past the first token's exp the connection is still open, with the new permissions
+    # (measured from that exp, not from now: the steps above may have taken a while).
+    deadline = first_exp + 1.5
     while time.time() < deadline:
         await client.sync()
     assert not client.closed.is_set()
@@ -201,8 +206,9 @@ async def test_the_python_client_refreshes_its_token(jwt_server):
     async def on_status(event: StatusEvent) -> None:
         events.append(event)
 
+    first_exp = int(time.time()) + 3
     client = PushgridClient(
-        [jwt_server.address], hs_token(exp=int(time.time()) + 3), on_status=on_status, proxy=None
+        [jwt_server.address], hs_token(exp=first_exp), on_status=on_status, proxy=None
     )
     await client.connect()
     try:
@@ -215,7 +221,8 @@ async def test_the_python_client_refreshes_its_token(jwt_server):
         assert [(e.subject, e.detail) for e in denied] == [("/sdk-other/b", "revoked")]
         bad = await client.update_token("not-a-jwt")
         assert bad.result == "denied"
-        await asyncio.sleep(4)  # past the first token's exp: the connection outlives it
+        # past the first token's exp (from that exp: the steps above may have taken a while)
+        await asyncio.sleep(first_exp + 1.5 - time.time())
         assert client.connected
         assert (await client.publish("/sdk/a", "still here")).result == "ok"
     finally:

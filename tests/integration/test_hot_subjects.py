@@ -37,8 +37,9 @@ async def _until_ranked(server: ServerProcess, hot: str, deadline: float) -> dic
     while True:
         document = await _stats(server)
         ranking = document["rankings"]["messages_in"]
-        # rates fold every second, subscriber counts every 5 s: wait for both
-        full = len(ranking) >= TOP_N and document["rankings"]["subscribers"]
+        # rates fold every second, subscriber counts every 5 s: wait for both; a subscriber
+        # refresh between the two subscribes lists one subject for 5 s, so wait for both
+        full = len(ranking) >= TOP_N and len(document["rankings"]["subscribers"]) >= 2
         if full and ranking[0]["subject"] == hot:
             return document
         assert time.monotonic() < deadline, f"{hot} never ranked first: {document}"
