@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx
+
 from .pgtest import AdminHarness
 
 API = "/api/v1"
@@ -19,7 +21,7 @@ async def test_wrong_tokens_back_off_and_a_success_clears(tmp_path):
             # The back-off starts at 0.5 s and doubles with each failure after it: under load a
             # guess could come after a 0.5 s block ended and the right token after a 1 s one, so
             # guess on until a block of 1.5 s or more (Retry-After >= 2) stands, bounded.
-            guesses = []
+            guesses: list[httpx.Response] = []
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 header = {"authorization": f"Bearer pgt_guess{len(guesses):040d}"}
