@@ -243,7 +243,9 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
         publisher = await connect(srv)
         clients: list[WsClient] = [*subscribers, publisher]
 
-        async def publish_paced() -> None:
+        async def publish_paced() -> float:
+            """Publish at RATE, each after the last one's ack; return the seconds it took (more
+            than SECONDS when acks are slower than the pace, on a loaded machine)."""
             start = loop.time()
             for number in range(MESSAGES):
                 delay = start + number / RATE - loop.time()
@@ -252,6 +254,7 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
                 await publisher.publish_ok(
                     SUBJECT, f"{100 + number % 50}.{number:04d}", {"n": str(number)}
                 )
+            return loop.time() - start
 
         async def connect_disconnect() -> None:
             start = loop.time()
@@ -263,7 +266,9 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
                 clients.append(client)
                 await client.close()
 
-        await asyncio.gather(publish_paced(), connect_disconnect())
+        publishing, _ = await asyncio.gather(publish_paced(), connect_disconnect())
+        # The rate the publisher reached: RATE, or less if its acks were slower than the pace.
+        reached = MESSAGES / max(publishing, SECONDS)
         await eventually(
             lambda: all(message_count(s, SUBJECT) >= MESSAGES for s in subscribers),
             what=f"{MESSAGES} messages at each subscriber",
@@ -369,8 +374,8 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
             assert float(window["max"]).is_integer(), f"{name}: samples are integers: {window}"
         incoming = hour["incoming_messages_per_second"]
         outgoing = hour["outgoing_messages_per_second"]
-        assert 0.6 * RATE <= incoming["max"] <= 3 * RATE, incoming
-        assert 0.6 * SUBSCRIBERS * RATE <= outgoing["max"] <= 3 * SUBSCRIBERS * RATE, outgoing
+        assert 0.6 * reached <= incoming["max"] <= 3 * RATE, incoming
+        assert 0.6 * SUBSCRIBERS * reached <= outgoing["max"] <= 3 * SUBSCRIBERS * RATE, outgoing
         users = hour["connected_users"]
         assert SUBSCRIBERS + 1 <= users["max"] <= SUBSCRIBERS + 2, users
 
@@ -400,11 +405,13 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
         assert column_sum("disconnections_per_second") == CYCLES
         assert int(rows[-1]["connected_users"]) == SUBSCRIBERS + 1
         assert max(int(r["connected_users"]) for r in rows) in (SUBSCRIBERS + 1, SUBSCRIBERS + 2)
-        # about RATE a second while publishing (loose: the first and last seconds are partial)
+        # about the reached rate a second while publishing (loose: the first and last seconds
+        # are partial)
         active = [int(r["incoming_messages_per_second"]) for r in rows]
         active = [value for value in active if value > 0]
-        assert 0.6 * RATE <= statistics.fmean(active) <= 1.4 * RATE, active
-        assert len(active) <= SECONDS + 3, f"publishing took about {SECONDS} s: {active}"
+        assert 0.6 * reached <= statistics.fmean(active) <= 1.4 * RATE, active
+        took = math.ceil(publishing)
+        assert len(active) <= took + 3, f"publishing took {publishing:.1f} s: {active}"
 
         # -- 4. the meta-subjects: the numbers of /stats for their sample second ---------------
         await check_meta_subjects(srv, mon, connect)
