@@ -68,7 +68,6 @@ def _reader(port: int, sockets: int, cpu: int | None) -> None:
                 poller.unregister(fd)
                 client.close()
                 del clients[fd]
-    os._exit(0)
 
 
 def _accept(listener: socket.socket, sockets: int) -> list[socket.socket]:
@@ -114,9 +113,14 @@ def measure(
     listener = socket.create_server(("127.0.0.1", 0), backlog=sockets)
     port = listener.getsockname()[1]
     child = os.fork()
-    if child == 0:
-        listener.close()
-        _reader(port, sockets, reader_cpu)
+    if child == 0:  # never return into the caller (a benchmark run or pytest) from the fork
+        code = 1
+        try:
+            listener.close()
+            _reader(port, sockets, reader_cpu)
+            code = 0
+        finally:
+            os._exit(code)
     _pin(cpu)
     conns = _accept(listener, sockets)
     frame = b"x" * frame_bytes

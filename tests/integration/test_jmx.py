@@ -12,9 +12,9 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -38,6 +38,7 @@ pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java
 MON = ("mon", "mon-secret")
 OPS = ("ops", "ops-secret")
 API = "/api/v1"
+T = TypeVar("T")
 BRIDGE_LAG = 2.5  # s: the bridge's refresh period (1 s) + its Jolokia round trip, with margin
 
 
@@ -128,6 +129,19 @@ def mismatches(jolokia_bean: dict[str, Any], jmx_bean: dict[str, Any]) -> list[s
     return wrong
 
 
+async def read_between_polls(read: Awaitable[T], poll: Callable[[], Awaitable[None]]) -> T:
+    """Run ``poll`` for BRIDGE_LAG seconds, then while ``read`` runs, then once more; return
+    what ``read`` returned. The polls catch every sample second the bridge may serve."""
+    lead_until = time.monotonic() + BRIDGE_LAG
+    while time.monotonic() < lead_until:
+        await poll()
+    reading = asyncio.ensure_future(read)
+    while not reading.done():
+        await poll()
+    await poll()
+    return reading.result()
+
+
 async def compare_same_second(member: ServerProcess, bridge: Bridge) -> dict[str, Any]:
     """Read every Indicator over JMX and compare it with Jolokia reads of the same sample second.
 
@@ -152,14 +166,7 @@ async def compare_same_second(member: ServerProcess, bridge: Bridge) -> dict[str
             await asyncio.sleep(0.05)
 
         for _ in range(5):
-            lead_until = time.monotonic() + BRIDGE_LAG
-            while time.monotonic() < lead_until:
-                await poll()
-            reading = asyncio.ensure_future(jmx(bridge, pattern))
-            while not reading.done():
-                await poll()
-            await poll()
-            through_jmx = nest(reading.result())
+            through_jmx = nest(await read_between_polls(jmx(bridge, pattern), poll))
             assert len(through_jmx) == 7
             problems = []
             for name, attributes in through_jmx.items():
@@ -286,14 +293,8 @@ async def live_same_second(
     jmx_values: dict[str, float | None] = {}
     twins: list[dict[str, float | None]] = []
     for _ in range(5):
-        lead_until = time.monotonic() + BRIDGE_LAG
-        while time.monotonic() < lead_until:
-            await poll()
-        reading = asyncio.ensure_future(api.get(f"{API}/stats/live"))
-        while not reading.done():
-            await poll()
-        await poll()
-        got = {m["member"]: m for m in reading.result().json()["members"]}
+        live = await read_between_polls(api.get(f"{API}/stats/live"), poll)
+        got = {m["member"]: m for m in live.json()["members"]}
         assert got["viajmx"]["reachable"], got["viajmx"]
         keep(got["viajolokia"])
         jmx_values = flat(got["viajmx"]["indicators"])
