@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from server.cli_support import fail, settings_or_exit
-from server.periodic import run_child
+from pushgrid.server.cli_support import fail, settings_or_exit
+from pushgrid.server.periodic import run_child
 
 from .security import Role
 
@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
 def _migrate(url: str) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from metrics.sqlstore import StoreError, display_url, upgrade
+    from pushgrid.metrics.sqlstore import StoreError, display_url, upgrade
 
     try:
         upgrade(url)
@@ -79,7 +79,7 @@ def _migrate(url: str) -> None:
 
 def _create_token(url: str, role: Role, name: str) -> tuple[str, str]:
     """(token id, token) of a new token in the database at ``url``."""
-    from metrics.sqlstore import session_scope
+    from pushgrid.metrics.sqlstore import session_scope
 
     from .services.tokens import TokenService
 
@@ -90,7 +90,7 @@ def _create_token(url: str, role: Role, name: str) -> tuple[str, str]:
 
 def _bootstrap_token(url: str) -> str | None:
     """A new admin token when the database has no active one, else None."""
-    from metrics.sqlstore import session_scope
+    from pushgrid.metrics.sqlstore import session_scope
 
     from .services.tokens import TokenService
 
@@ -106,7 +106,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
 
     import uvicorn
 
-    from server.config import parse_address
+    from pushgrid.server.config import parse_address
 
     from .main import DOCS_URL, create_app
 
@@ -138,7 +138,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
             ]
     lines.append(f"  console: {base}/console/ (sign in with an API token)")
     typer.echo("\n".join(lines))
-    from console.mount import mount_console
+    from pushgrid.console.mount import mount_console
 
     app = create_app(settings)
     mount_console(app, settings, api_url=base)
@@ -207,7 +207,7 @@ def create_token_command(
 
 def admin_argv(config: Path | None = None, bootstrap: bool = True) -> list[str]:
     """The command that runs the admin API in a child process."""
-    argv = [sys.executable, "-m", "server", "admin", "serve"]
+    argv = [sys.executable, "-m", "pushgrid.server", "admin", "serve"]
     if config is not None:
         argv += ["--config", str(config)]
     if bootstrap:
@@ -234,7 +234,7 @@ def export_rules_command(
     config: ConfigOption = None,
 ) -> None:
     """Write the enabled alert rules as a Prometheus rules file (promtool check rules)."""
-    from metrics.sqlstore import session_scope
+    from pushgrid.metrics.sqlstore import session_scope
 
     from .rules_export import prometheus_rules
     from .services.alerts import RuleService

@@ -21,8 +21,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from server.config import Settings
-from server.core.throttle import AuthThrottle
+from pushgrid.server.config import Settings
+from pushgrid.server.core.throttle import AuthThrottle
 
 from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized

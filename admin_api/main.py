@@ -20,10 +20,10 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session, sessionmaker
 
-from metrics.sqlstore import make_session_factory
-from server import __version__
-from server.config import Settings
-from server.core.throttle import AuthThrottle
+from pushgrid import __version__
+from pushgrid.metrics.sqlstore import make_session_factory
+from pushgrid.server.config import Settings
+from pushgrid.server.core.throttle import AuthThrottle
 
 from .audit import AuditMiddleware
 from .member_client import DEFAULT_TIMEOUT

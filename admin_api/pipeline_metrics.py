@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from metrics.sqlstore.models import JobRun
+from pushgrid.metrics.sqlstore.models import JobRun
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 STATUSES = ("running", "succeeded", "failed")

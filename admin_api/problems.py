@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server.errors import RETRYABLE_HTTP_STATUSES, PushgridError
+from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, PushgridError
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from typing import Any, Literal
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from metrics.sqlstore import Base
-from metrics.sqlstore.engine import make_engine, normalize_url
-from metrics.sqlstore.models import UTCDateTime
+from pushgrid.metrics.sqlstore import Base
+from pushgrid.metrics.sqlstore.engine import make_engine, normalize_url
+from pushgrid.metrics.sqlstore.models import UTCDateTime
 
 config = context.config
 

@@ -80,8 +80,8 @@ sys.path.insert(0, str(ROOT))
 from integration.cluster import Cluster  # noqa: E402
 from integration.pgtest import ServerProcess  # noqa: E402
 
-from client import PushgridClient  # noqa: E402
-from client.backoff import BackoffPolicy  # noqa: E402
+from pushgrid.client import PushgridClient  # noqa: E402
+from pushgrid.client.backoff import BackoffPolicy  # noqa: E402
 
 console = Console(highlight=False)
 app = typer.Typer(add_completion=False)
@@ -389,7 +389,7 @@ def subscriber_main(plan: SubscriberPlan, ready: Any, stop: Any, progress: Any) 
 
 
 async def _subscribers(plan: SubscriberPlan, ready: Any, stop: Any, progress: Any) -> None:
-    from client.models import StatusEvent
+    from pushgrid.client.models import StatusEvent
 
     fast = BackoffPolicy(base=0.2, quick_retries=50, jitter=0.2, cap=1.0)
     messages: list[list[tuple[int, str, str, int, str]]] = [[] for _ in range(plan.clients)]

@@ -29,9 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from metrics.counters import Counters  # noqa: E402
-from server.core import hub as current_hub  # noqa: E402
-from server.engine.memory import MemoryEngine  # noqa: E402
+from pushgrid.metrics.counters import Counters  # noqa: E402
+from pushgrid.server.core import hub as current_hub  # noqa: E402
+from pushgrid.server.engine.memory import MemoryEngine  # noqa: E402
 
 
 def _show(revision: str, path: str) -> str:
@@ -56,11 +56,18 @@ def _load(name: str, package: str, source: str, origin: str) -> ModuleType:
 def load_base(revision: str) -> ModuleType:
     """The base revision's hub, importing the base revision's engine values."""
     engine_path, hub_path = "server/engine/base.py", "server/core/hub.py"
-    _load("server.engine.base_base", "server.engine", _show(revision, engine_path), engine_path)
+    _load(
+        "pushgrid.server.engine.base_base",
+        "pushgrid.server.engine",
+        _show(revision, engine_path),
+        engine_path,
+    )
     source = _show(revision, hub_path).replace(
         "from ..engine.base import", "from ..engine.base_base import"
     )
-    return _load("server.core.hub_base", "server.core", source, f"{revision}:{hub_path}")
+    return _load(
+        "pushgrid.server.core.hub_base", "pushgrid.server.core", source, f"{revision}:{hub_path}"
+    )
 
 
 class Sub:

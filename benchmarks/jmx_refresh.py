@@ -27,9 +27,9 @@ from typing import Any
 
 import httpx
 
-from admin_api.access import JmxMember
-from admin_api.member_client import Member, MemberClient
-from server.jmx.bridge import jmx_url
+from pushgrid.admin_api.access import JmxMember
+from pushgrid.admin_api.member_client import Member, MemberClient
+from pushgrid.server.jmx.bridge import jmx_url
 
 PUSHGRID = [str(Path(sys.executable).with_name("pushgrid"))]
 

@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from metrics.counters import Counters
-from metrics.hotsubjects import HotSubjects
-from metrics.sampler import Sampler
-from server.monitoring.loop_bridge import LoopBridge
+from pushgrid.metrics.counters import Counters
+from pushgrid.metrics.hotsubjects import HotSubjects
+from pushgrid.metrics.sampler import Sampler
+from pushgrid.server.monitoring.loop_bridge import LoopBridge
 
 
 class Tally:

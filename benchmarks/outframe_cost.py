@@ -32,20 +32,20 @@ sys.path.insert(0, str(ROOT))
 
 from hub_deliver_cost import _load, _show  # noqa: E402
 
-from server.engine import base as current_engine  # noqa: E402
-from server.transport import sse as current_sse  # noqa: E402
+from pushgrid.server.engine import base as current_engine  # noqa: E402
+from pushgrid.server.transport import sse as current_sse  # noqa: E402
 
 
 def load_base(revision: str) -> tuple[Any, Any]:
     engine = _load(
-        "server.engine.base_rev",
-        "server.engine",
+        "pushgrid.server.engine.base_rev",
+        "pushgrid.server.engine",
         _show(revision, "server/engine/base.py"),
         "server/engine/base.py",
     )
     sse = _load(
-        "server.transport.sse_rev",
-        "server.transport",
+        "pushgrid.server.transport.sse_rev",
+        "pushgrid.server.transport",
         _show(revision, "server/transport/sse.py"),
         "server/transport/sse.py",
     )

@@ -14,7 +14,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from metrics.delays import DelaySnapshot
+from pushgrid.metrics.delays import DelaySnapshot
 
 FLUSH_DELAY = "pushgrid_flush_delay_seconds"
 

@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from metrics.indicators import INDICATOR_NAMES  # noqa: E402
-from metrics.window_spec import DAY, HOUR  # noqa: E402
-from spark_stats.synthetic_archive import archive_path, write_node_samples  # noqa: E402
+from pushgrid.metrics.indicators import INDICATOR_NAMES  # noqa: E402
+from pushgrid.metrics.window_spec import DAY, HOUR  # noqa: E402
+from pushgrid.spark_stats.synthetic_archive import archive_path, write_node_samples  # noqa: E402
 
 #: The first run's "now": 2026-11-22 00:10:00 UTC (the 00:00 hour is open).
 END = 1_795_305_600
@@ -300,8 +300,8 @@ def child_run(args: argparse.Namespace) -> None:
     """One pipeline run in this process (what ``pushgrid stats run`` does, minus the SQL)."""
     import logging
 
-    from spark_stats.pipeline import run_pipeline
-    from spark_stats.spark_session import build_spark_session
+    from pushgrid.spark_stats.pipeline import run_pipeline
+    from pushgrid.spark_stats.spark_session import build_spark_session
 
     # batch and chunk commits on stderr, with their times (progress of a long run)
     logging.basicConfig(

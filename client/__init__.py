@@ -2,7 +2,7 @@
 
 Quick start::
 
-    from client import PushgridClient
+    from pushgrid.client import PushgridClient
 
     async with PushgridClient(["127.0.0.1:8800"]) as pg:
         await pg.subscribe(["/Stocks/NYSE/IBM"])
@@ -13,7 +13,7 @@ Quick start::
 
 from __future__ import annotations
 
-from server.protocol.frames import Position
+from pushgrid.protocol.frames import Position
 
 from .backoff import Backoff, BackoffPolicy
 from .client import ConnectFailed, MessageCallback, PushgridClient, StatusCallback

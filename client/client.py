@@ -43,8 +43,8 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from server.errors import ClientError
-from server.protocol.frames import Position, TokenResult, Welcome
+from pushgrid.protocol.exceptions import ClientError
+from pushgrid.protocol.frames import Position, TokenResult, Welcome
 
 from .backoff import Backoff, BackoffPolicy
 from .closecodes import BACKOFF

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.protocol.errors import CloseCode
+from pushgrid.protocol.errors import CloseCode
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,9 +32,9 @@ from typing import TypeVar
 
 import msgspec
 
-from server.errors import ClientError
-from server.protocol.codec import publish_size
-from server.protocol.frames import (
+from pushgrid.protocol.codec import publish_size
+from pushgrid.protocol.exceptions import ClientError
+from pushgrid.protocol.frames import (
     Error,
     Keepalive,
     Ping,
@@ -51,9 +51,9 @@ from server.protocol.frames import (
     Unsubscribed,
     Welcome,
 )
-from server.protocol.frames import Message as MessageFrame
-from server.protocol.frames import PublishResult as PublishResultFrame
-from server.protocol.subjects import subject_error
+from pushgrid.protocol.frames import Message as MessageFrame
+from pushgrid.protocol.frames import PublishResult as PublishResultFrame
+from pushgrid.protocol.subjects import subject_error
 
 from .backoff import Backoff
 from .closecodes import OTHER_SERVER, ReconnectRule, rule_for_close

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from server.protocol.frames import Message, Position, Subscribed
+from pushgrid.protocol.frames import Message, Position, Subscribed
 
 __all__ = ["Action", "Decision", "Position", "RecoveryTracker"]
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from server.config import ConfigError, load_settings, parse_address
+from pushgrid.server.config import ConfigError, load_settings, parse_address
 
 DEFAULT_LISTEN = "127.0.0.1:8050"
 

@@ -11,8 +11,8 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .provider import (
     CLUSTER,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from metrics.indicators import INDICATORS, Indicator
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATORS, Indicator
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .provider import CLUSTER, LiveOverview, Member, StatRow, WindowStatistics
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
-from server.errors import RETRYABLE_HTTP_STATUSES, ClientError
+from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
 CLUSTER = "cluster"
 LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.errors import MonitoringError
+from pushgrid.protocol.exceptions import MonitoringError
 
 from .indicators import INDICATORS, Indicator
 

@@ -1,3 +1,1 @@
 """pushgrid push server."""
-
-__version__ = "0.1.0"

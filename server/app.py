@@ -14,14 +14,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from metrics.archive import ArchiveWriter
-from metrics.counters import Counters
-from metrics.hotsubjects import HotSubjects
-from metrics.indicators import INDICATOR_NAMES
-from metrics.readmodel import ReadModel
-from metrics.sampler import Sampler
+from pushgrid import __version__
+from pushgrid.metrics.archive import ArchiveWriter
+from pushgrid.metrics.counters import Counters
+from pushgrid.metrics.hotsubjects import HotSubjects
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.readmodel import ReadModel
+from pushgrid.metrics.sampler import Sampler
+from pushgrid.protocol.codec import Limits
+from pushgrid.protocol.errors import CloseCode
+from pushgrid.protocol.frames import Keepalive
+from pushgrid.server.framing.outframe import OutFrame
 
-from . import __version__
 from .cluster.status import ClusterStatus, standalone_status
 from .config import ConfigError, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
@@ -39,10 +43,6 @@ from .monitoring.operations import ServerOperations
 from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import MonitorRoutes
-from .protocol.codec import Limits
-from .protocol.errors import CloseCode
-from .protocol.frames import Keepalive
-from .protocol.outframe import OutFrame
 from .rlimits import raise_open_file_limit
 from .transport import http
 from .transport.connection import Connection

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import uvloop
 
-from . import __version__
+from pushgrid import __version__
+
 from .cli_support import fail, settings_or_exit
 from .config import Settings
+from .extras import extra_for, install_hint, missing_modules
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from .app import PushServer
@@ -122,6 +124,7 @@ def up(
 ) -> None:
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)
+    _require_extras(("admin", "stats") if settings.stats_interval > 0 else ("admin",))
     admin_env: dict[str, str] = {}
     children: list[Coroutine[Any, Any, None]] = []
     if members > 1:
@@ -172,7 +175,7 @@ def up(
             err=False,
         )
 
-    from admin_api.cli import run_alongside
+    from pushgrid.admin_api.cli import run_alongside
 
     from .jmx.cli import bridge_alongside
     from .periodic import run_periodically
@@ -182,12 +185,20 @@ def up(
         background = [stack.enter_context(bridge_alongside(settings))] if jmx else []
         background += [run_alongside(config, admin_env), *children]
         if settings.stats_interval > 0:
-            stats = [sys.executable, "-m", "server", "stats", "run"]
+            stats = [sys.executable, "-m", "pushgrid.server", "stats", "run"]
             if config is not None:
                 stats += ["--config", str(config)]
             log_path = Path("data/logs/stats.log")
             background.append(run_periodically(stats, settings.stats_interval, log_path))
         _run(_push_server(settings), banner, background)
+
+
+def _require_extras(extras: tuple[str, ...]) -> None:
+    """Exit 2 naming the extra before anything starts, when a role `up` runs is not installed."""
+    for extra in extras:
+        missing = missing_modules(extra)
+        if missing:
+            raise fail(install_hint(extra, missing[0]), 2)
 
 
 def _local_cluster(
@@ -221,10 +232,10 @@ def _local_cluster(
 
 
 def _register_subcommands() -> None:
-    from admin_api.cli import register as register_admin
-    from client.cli import register as register_client
-    from console.cli import register as register_console
-    from spark_stats.cli import register as register_stats
+    from pushgrid.admin_api.cli import register as register_admin
+    from pushgrid.client.cli import register as register_client
+    from pushgrid.console.cli import register as register_console
+    from pushgrid.spark_stats.cli import register as register_stats
 
     from .jmx.cli import register as register_jmx
     from .rrd_cli import register as register_rrd
@@ -241,7 +252,15 @@ _register_subcommands()
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except ModuleNotFoundError as exc:
+        # A command of an ops role run from a base install: name the extra, not a traceback.
+        extra = extra_for(exc.name, sys.argv[1:])
+        if extra is None:
+            raise
+        typer.echo(f"pushgrid: {install_hint(extra, exc.name or '?')}", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

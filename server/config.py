@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from .errors import PushgridError
+from pushgrid.protocol.exceptions import PushgridError
 
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")

@@ -23,7 +23,7 @@ from typing import Annotated
 import httpx
 import typer
 
-from metrics import rrd
+from pushgrid.metrics import rrd
 
 from .cli_support import fail, settings_or_exit
 

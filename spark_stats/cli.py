@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from server.cli_support import fail, settings_or_exit
+from pushgrid.server.cli_support import fail, settings_or_exit
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
     from rich.table import Table
 
-    from server.config import Settings
+    from pushgrid.server.config import Settings
 
     from .jobs import JobOutcome
     from .results import PipelineResult
@@ -131,7 +131,7 @@ def db_upgrade(config: ConfigOption = None, db: DbOption = None) -> None:
     """Create or migrate the database schema (Alembic migrations) to the newest revision."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from metrics.sqlstore import StoreError, display_url, upgrade
+    from pushgrid.metrics.sqlstore import StoreError, display_url, upgrade
 
     url = db or settings_or_exit(config).database
     try:
@@ -239,7 +239,7 @@ def stats_run(
     )
     from sqlalchemy.exc import SQLAlchemyError
 
-    from metrics.sqlstore import StoreError, display_url
+    from pushgrid.metrics.sqlstore import StoreError, display_url
 
     from .jobs import RunRefused, run_job
 
@@ -365,7 +365,7 @@ def stats_status(
     from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
-    from metrics.sqlstore import (
+    from pushgrid.metrics.sqlstore import (
         StoreError,
         display_url,
         has_schema,

@@ -33,7 +33,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.window_spec import HOUR
+from pushgrid.metrics.window_spec import HOUR
 
 from . import transforms as T
 from .manifest_store import Manifest, ManifestStore, TableSpec

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .results import CLUSTER_SCOPE, STAT_COLUMNS
 from .transforms import INDICATORS

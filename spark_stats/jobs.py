@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from metrics.sqlstore import (
+from pushgrid.metrics.sqlstore import (
     JobRun,
     RunOwner,
     WrittenRows,
@@ -38,7 +38,7 @@ from metrics.sqlstore import (
     upgrade,
     write_results,
 )
-from server.errors import StatsError
+from pushgrid.protocol.exceptions import StatsError
 
 from .results import StageResult
 

@@ -11,7 +11,7 @@ import fcntl
 from collections.abc import Iterator
 from pathlib import Path
 
-from server.errors import StatsError
+from pushgrid.protocol.exceptions import StatsError
 
 __all__ = ["StoreBusyError", "warehouse_busy", "warehouse_lock"]
 

@@ -2,8 +2,8 @@
 
 ::
 
-    from spark_stats.spark_session import build_spark_session
-    from spark_stats.pipeline import run_pipeline
+    from pushgrid.spark_stats.spark_session import build_spark_session
+    from pushgrid.spark_stats.pipeline import run_pipeline
 
     spark = build_spark_session()
     result = run_pipeline(spark, Path("data/archive"), Path("data/warehouse"), as_of=None)

@@ -24,7 +24,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.window_spec import DAY, HOUR
+from pushgrid.metrics.window_spec import DAY, HOUR
 
 from . import transforms as T
 from .compaction import SAMPLES_TABLE, samples_store

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from metrics.archive import node_dirname
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import HOUR
+from pushgrid.metrics.archive import node_dirname
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import HOUR
 
 __all__ = ["HEADER", "archive_path", "write_node_samples"]
 

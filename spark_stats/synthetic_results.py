@@ -32,8 +32,8 @@ def stat_frame(
     """One row per as-of x scope x indicator x window; ``empty_windows`` get count 0 and nulls."""
     import pandas as pd
 
-    from metrics.indicators import INDICATOR_NAMES
-    from metrics.window_spec import WINDOW_NAMES
+    from pushgrid.metrics.indicators import INDICATOR_NAMES
+    from pushgrid.metrics.window_spec import WINDOW_NAMES
 
     rows: list[dict[str, Any]] = []
     for as_of in as_ofs:

@@ -35,8 +35,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
 
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import DAY, HOUR, LEVELS, MINUTE
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import DAY, HOUR, LEVELS, MINUTE
 
 from .results import CLUSTER_SCOPE
 

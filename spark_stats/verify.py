@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 
-from metrics.window_spec import window_start
-from server.errors import StatsError
+from pushgrid.metrics.window_spec import window_start
+from pushgrid.protocol.exceptions import StatsError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -37,7 +37,14 @@ def guard(jvm_pid: int, grace: float = GRACE) -> subprocess.Popen[bytes]:
     children: Python pipes are close-on-exec), so it closes exactly when this process ends.
     """
     process = subprocess.Popen(
-        [sys.executable, "-m", "spark_stats.watchdog", str(jvm_pid), "--grace", str(grace)],
+        [
+            sys.executable,
+            "-m",
+            "pushgrid.spark_stats.watchdog",
+            str(jvm_pid),
+            "--grace",
+            str(grace),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         close_fds=True,

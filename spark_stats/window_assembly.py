@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from metrics.window_spec import DAY, HOUR, LEVELS, WINDOWS, Window, pieces, whole_pieces
+from pushgrid.metrics.window_spec import DAY, HOUR, LEVELS, WINDOWS, Window, pieces, whole_pieces
 
 from .exact import exact_int
 from .transforms import BUCKET_COLUMNS, EXACT_COLUMNS

@@ -32,7 +32,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from metrics.window_spec import DAY
+from pushgrid.metrics.window_spec import DAY
 
 from . import transforms as T
 from .compaction import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import nats
 import pytest
 
-from server.cluster.natsnode import find_binary
+from pushgrid.server.cluster.natsnode import find_binary
 
 
 def free_port() -> int:

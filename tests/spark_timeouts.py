@@ -36,7 +36,7 @@ def spark() -> Iterator[SparkSession]:
     this halves the JVM's CPU time (measured: 39 s -> 22 s for the first pipeline run).
     """
     pytest.importorskip("pyspark")
-    from spark_stats.spark_session import build_spark_session
+    from pushgrid.spark_stats.spark_session import build_spark_session
 
     session = build_spark_session(
         "local[2]",

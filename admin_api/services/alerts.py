@@ -23,9 +23,9 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from metrics.sqlstore import transaction
-from metrics.sqlstore.admin_models import AlertEvent, AlertRule
-from server.config import Settings
+from pushgrid.metrics.sqlstore import transaction
+from pushgrid.metrics.sqlstore.admin_models import AlertEvent, AlertRule
+from pushgrid.server.config import Settings
 
 from ..access import member_access
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State

@@ -9,9 +9,9 @@ from typing import Final, Literal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from metrics.sqlstore import transaction
-from metrics.sqlstore.admin_models import AuditEntry
-from metrics.sqlstore.models import utc_now
+from pushgrid.metrics.sqlstore import transaction
+from pushgrid.metrics.sqlstore.admin_models import AuditEntry
+from pushgrid.metrics.sqlstore.models import utc_now
 
 from ..schemas import AuditOut, AuditPage
 from ..security import Role

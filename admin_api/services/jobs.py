@@ -29,10 +29,10 @@ from typing import Final, Literal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from metrics.sqlstore import running_run
-from metrics.sqlstore.models import RUN_STATUSES, JobRun, utc_now
-from server.config import Settings
-from spark_stats.locking import warehouse_busy
+from pushgrid.metrics.sqlstore import running_run
+from pushgrid.metrics.sqlstore.models import RUN_STATUSES, JobRun, utc_now
+from pushgrid.server.config import Settings
+from pushgrid.spark_stats.locking import warehouse_busy
 
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import JobRunOut, JobRunPage, StageOut
@@ -105,7 +105,7 @@ class JobRunner:
 
     def argv(self, as_of: int | None = None) -> list[str]:
         settings = self.settings
-        argv = [self.python, "-m", "server", "stats", "run", "--db", settings.database]
+        argv = [self.python, "-m", "pushgrid.server", "stats", "run", "--db", settings.database]
         if settings.metrics_archive is not None:
             argv += ["--archive", str(settings.metrics_archive)]
         argv += ["--warehouse", str(settings.stats_warehouse), "--master", settings.spark_master]

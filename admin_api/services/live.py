@@ -16,8 +16,8 @@ from typing import Any, Final, cast
 
 import httpx
 
-from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from ..access import member_access
 from ..member_client import INDICATORS_MBEAN, Member, MemberFailure

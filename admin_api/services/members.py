@@ -16,10 +16,10 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from metrics.sqlstore import transaction
-from metrics.sqlstore.admin_models import RegisteredMember
-from metrics.sqlstore.models import utc_now
-from server.config import Settings
+from pushgrid.metrics.sqlstore import transaction
+from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
+from pushgrid.metrics.sqlstore.models import utc_now
+from pushgrid.server.config import Settings
 
 from ..access import is_jmx, member_access
 from ..member_client import (

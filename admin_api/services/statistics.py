@@ -14,8 +14,8 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from metrics import sqlstore
-from metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
 
 from ..schemas import TrendPointOut, TrendSeries, WindowStatList, WindowStatOut
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from server.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_error
 
 from ..access import member_access
 from ..member_client import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure

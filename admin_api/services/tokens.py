@@ -8,9 +8,9 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from metrics.sqlstore import transaction
-from metrics.sqlstore.admin_models import ApiToken
-from metrics.sqlstore.models import utc_now
+from pushgrid.metrics.sqlstore import transaction
+from pushgrid.metrics.sqlstore.admin_models import ApiToken
+from pushgrid.metrics.sqlstore.models import utc_now
 
 from ..problems import not_found
 from ..schemas import TokenCreated, TokenOut

@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import urlsplit
 
-from client import Message, PushgridClient, Status, StatusEvent
-from client.backoff import BackoffPolicy
-from server.config import Settings
+from pushgrid.client import Message, PushgridClient, Status, StatusEvent
+from pushgrid.client.backoff import BackoffPolicy
+from pushgrid.server.config import Settings
 
 from ..member_client import Member
 from ..problems import ProblemError, conflict, not_found

@@ -11,7 +11,7 @@ from typing import Any
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
-from metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
 
 from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, pill, table

@@ -9,8 +9,8 @@ from typing import Any
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header

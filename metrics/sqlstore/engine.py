@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.errors import StatsError
+from pushgrid.protocol.exceptions import StatsError
 
 __all__ = [
     "StoreError",

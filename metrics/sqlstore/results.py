@@ -163,8 +163,8 @@ def _order(names: Sequence[str]) -> dict[str, int]:
 
 
 def _sort_key(row: WindowStat | TrendPoint) -> tuple[Any, ...]:
-    from metrics.indicators import INDICATOR_NAMES
-    from metrics.window_spec import WINDOW_NAMES
+    from pushgrid.metrics.indicators import INDICATOR_NAMES
+    from pushgrid.metrics.window_spec import WINDOW_NAMES
 
     indicators, windows = _order(INDICATOR_NAMES), _order(WINDOW_NAMES)
     return (

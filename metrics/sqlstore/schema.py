@@ -31,7 +31,7 @@ __all__ = [
     "upgrade",
 ]
 
-MIGRATIONS_PACKAGE: Final = "metrics.sqlstore.migrations"
+MIGRATIONS_PACKAGE: Final = "pushgrid.metrics.sqlstore.migrations"
 
 
 def migrations_dir() -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import PushgridError
+from pushgrid.protocol.exceptions import PushgridError
 
 
 class ClusterError(PushgridError):

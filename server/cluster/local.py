@@ -59,7 +59,7 @@ async def run_member(
     config: Path | None, environment: dict[str, str], log_path: Path, base_env: dict[str, str]
 ) -> None:
     """Run one ``pushgrid server`` child until cancelled; it dies with this process."""
-    argv = [sys.executable, "-m", "server", "server"]
+    argv = [sys.executable, "-m", "pushgrid.server", "server"]
     if config is not None:
         argv += ["--config", str(config)]
     await run_child(

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from pushgrid.protocol.frames import Message
+from pushgrid.server.framing.outframe import OutFrame
+
 from ..engine.base import Published
-from ..protocol.frames import Message
-from ..protocol.outframe import OutFrame
 
 
 class ConflatedSubscription:

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..errors import PushgridError
+from pushgrid.protocol.exceptions import PushgridError
+
 from .entitlement import Entitlement, Grant
 from .throttle import host_of
 

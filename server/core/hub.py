@@ -16,10 +16,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from metrics.counters import Counters
+from pushgrid.metrics.counters import Counters
+from pushgrid.server.framing.outframe import OutFrame
 
 from ..engine.base import Engine, Published
-from ..protocol.outframe import OutFrame
 from .conflation import ConflatedSubscription, Conflator
 
 if TYPE_CHECKING:

@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from pushgrid.protocol.errors import ErrorCode
+
 from ..engine.base import Snapshot
-from ..protocol.errors import ErrorCode
 from .throttle import AddressBuckets, Clock, TokenBucket
 
 META_PREFIX = "/pushgrid/"

@@ -11,10 +11,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from ..engine.base import EngineUnavailable, Published, PublishRequest
-from ..protocol.codec import Limits, decode_client_frame
-from ..protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
-from ..protocol.frames import (
+from pushgrid.protocol.codec import Limits, decode_client_frame
+from pushgrid.protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
+from pushgrid.protocol.frames import (
     Error,
     Ping,
     Pong,
@@ -31,8 +30,10 @@ from ..protocol.frames import (
     Unsubscribed,
     Welcome,
 )
-from ..protocol.outframe import OutFrame
-from ..protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_error
+from pushgrid.server.framing.outframe import OutFrame
+
+from ..engine.base import EngineUnavailable, Published, PublishRequest
 from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
 from .publishing import PublishGuard, PublishLimits, Refusal

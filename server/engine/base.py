@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pushgrid.protocol.codec import encode
+from pushgrid.protocol.exceptions import EngineError
+from pushgrid.protocol.frames import Message, MessageKind, Position, QoS
+from pushgrid.server.framing.outframe import SETS, OutFrame
+
 from ..cluster.status import ClusterStatus
-from ..errors import EngineError
-from ..protocol.codec import encode
-from ..protocol.frames import Message, MessageKind, Position, QoS
-from ..protocol.outframe import SETS, OutFrame
 
 
 @dataclass(frozen=True, slots=True)

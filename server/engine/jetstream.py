@@ -45,9 +45,10 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js.api import DiscardPolicy, RePublish, StorageType, StreamConfig, StreamInfo
 
+from pushgrid.protocol.frames import Position
+
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus, ReplicaView
-from ..protocol.frames import Position
 from .base import (
     Deliver,
     Engine,

@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..protocol.frames import Position, QoS
+from pushgrid.protocol.frames import Position, QoS
+
 from .base import (
     Deliver,
     Engine,

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ..protocol.frames import QoS
+from pushgrid.protocol.frames import QoS
+
 from .base import Published, PublishRequest, Snapshot
 
 GUARANTEED_PREFIX = "pg.g."

@@ -21,9 +21,10 @@ import msgspec
 import nats.errors
 from nats.aio.msg import Msg
 
+from pushgrid.protocol.frames import Position, QoS
+
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus
-from ..protocol.frames import Position, QoS
 from .base import (
     Deliver,
     Engine,

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from pushgrid.protocol.exceptions import MonitoringError
+
 from ..config import Settings, parse_address
-from ..errors import MonitoringError
 
 BRIDGE_SOURCE: Final = Path(__file__).resolve().parents[2] / "deploy" / "jmx" / "Bridge.java"
 JAVA_HINT: Final = (

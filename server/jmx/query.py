@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import jmxquery
+from pushgrid.protocol.exceptions import MonitoringError
 
-from ..errors import MonitoringError
 from .bridge import BRIDGE_SOURCE, JAVA_HINT
 
 DEFAULT_TIMEOUT: Final = 15.0
@@ -133,6 +132,8 @@ async def query(
     read are left out by the jar, an unreachable or refusing endpoint raises :class:`JmxError`.
     ``java_options`` go to the JVM (``-Djavax.net.ssl.trustStore=...`` for a TLS bridge).
     """
+    import jmxquery  # the [admin] extra: only a query needs it, `pushgrid --help` must not
+
     command = [java, *FAST_START, *java_options, "-jar", jmxquery.JAR_PATH, "-url", url, "-json"]
     if username is not None:
         command += ["-u", username, "-p", password or ""]

@@ -29,11 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from metrics.indicators import INDICATORS, Indicator
-from metrics.readmodel import ReadModel
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid import __version__
+from pushgrid.metrics.indicators import INDICATORS, Indicator
+from pushgrid.metrics.readmodel import ReadModel
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
-from .. import __version__
 from ..config import Settings
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent

@@ -31,7 +31,8 @@ from urllib.parse import parse_qsl, unquote
 
 import msgspec
 
-from ..errors import MonitoringError
+from pushgrid.protocol.exceptions import MonitoringError
+
 from .mbeans import MalformedObjectName, MBean, MBeanRegistry, ObjectName, Operation
 
 __all__ = [

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..errors import MonitoringError
+from pushgrid.protocol.exceptions import MonitoringError
 
 __all__ = [
     "Arg",

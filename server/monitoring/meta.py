@@ -20,8 +20,8 @@ import logging
 import re
 from typing import Protocol
 
-from metrics.indicators import INDICATORS
-from metrics.readmodel import ReadModel
+from pushgrid.metrics.indicators import INDICATORS
+from pushgrid.metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
 from ..engine.base import EngineUnavailable, Published, PublishRequest

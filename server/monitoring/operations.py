@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from pushgrid.protocol.errors import CloseCode
+from pushgrid.protocol.subjects import subject_error
+from pushgrid.server.framing.wsframe import frame_payload
+
 from ..core.hub import Hub
 from ..engine.base import Published, PublishRequest, Snapshot
-from ..protocol.errors import CloseCode
-from ..protocol.subjects import subject_error
-from ..protocol.wsframe import frame_payload
 
 ALERTS_SUBJECT = "/pushgrid/alerts"
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from metrics.delays import DelaySnapshot
-from metrics.readmodel import ReadModel
+from pushgrid.metrics.delays import DelaySnapshot
+from pushgrid.metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
 from ..engine.base import EngineStats

@@ -19,10 +19,10 @@ from prometheus_client.core import (
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from metrics.delays import DelaySnapshot
-from metrics.hotsubjects import RANKINGS
-from metrics.indicators import INDICATORS
-from metrics.readmodel import ArchiveReading, ReadModel
+from pushgrid.metrics.delays import DelaySnapshot
+from pushgrid.metrics.hotsubjects import RANKINGS
+from pushgrid.metrics.indicators import INDICATORS
+from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
 
 from .cluster_view import cluster_metrics
 from .ports import LiveState, MonitoredNode

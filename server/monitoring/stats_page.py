@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from metrics.indicators import INDICATORS
-from metrics.readmodel import ReadModel
+from pushgrid.metrics.indicators import INDICATORS
+from pushgrid.metrics.readmodel import ReadModel
 
 from .numbers import number_text
 from .ports import LiveState

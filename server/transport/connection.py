@@ -23,16 +23,17 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from ..protocol.errors import CloseCode
-from ..protocol.outframe import OutFrame
-from ..protocol.wsframe import batch_frame
+from pushgrid.protocol.errors import CloseCode
+from pushgrid.server.framing.outframe import OutFrame
+from pushgrid.server.framing.wsframe import batch_frame
+
 from .states import SENDING, ConnEvent, ConnState, next_state
 
 if TYPE_CHECKING:
     from ..core.session import Session
     from .context import ConnectionContext
 
-log = logging.getLogger("server.transport.connection")
+log = logging.getLogger("pushgrid.server.transport.connection")
 
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
 _CLOSING, _CLOSED = ConnState.CLOSING, ConnState.CLOSED

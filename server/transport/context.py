@@ -13,7 +13,7 @@ from collections.abc import Coroutine, MutableSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from metrics.counters import Counters
+from pushgrid.metrics.counters import Counters
 
 from ..config import Settings
 from .flusher import Flusher

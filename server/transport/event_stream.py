@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ..protocol.frames import Closing, SubscribeItem
-from ..protocol.outframe import OutFrame
+from pushgrid.protocol.frames import Closing, SubscribeItem
+from pushgrid.server.framing.outframe import OutFrame
+
 from .connection import Connection
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState

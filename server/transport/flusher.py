@@ -16,7 +16,7 @@ import asyncio
 import time
 from typing import Protocol
 
-from metrics.delays import DelayHistogram
+from pushgrid.metrics.delays import DelayHistogram
 
 # The rest after a flush, in flushes: 2 lets a long enough tick bring the flushing down to
 # about a third of the loop (docs/benchmarks.md, "Flush tick on by default"), while a cheap

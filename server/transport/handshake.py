@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from wsproto.utilities import generate_accept_token
 
-from ..errors import ProtocolError
+from pushgrid.protocol.exceptions import ProtocolError
 
 _VERSION = b"13"
 

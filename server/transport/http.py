@@ -16,19 +16,19 @@ from urllib.parse import parse_qs, urlsplit
 import h11
 import msgspec
 
-from metrics.counters import Counters
+from pushgrid import __version__
+from pushgrid.metrics.counters import Counters
+from pushgrid.protocol.codec import publish_size
+from pushgrid.protocol.errors import ErrorCode
+from pushgrid.protocol.frames import Position, Publish, SubscribeItem
+from pushgrid.protocol.subjects import subject_error
 
-from .. import __version__
 from ..cluster.status import ClusterStatus
 from ..config import Settings
 from ..core.entitlement import Entitlement
 from ..core.publishing import PublishGuard, Refusal
 from ..core.throttle import host_of
 from ..engine.base import Engine, EngineUnavailable, PublishRequest
-from ..protocol.codec import publish_size
-from ..protocol.errors import ErrorCode
-from ..protocol.frames import Position, Publish, SubscribeItem
-from ..protocol.subjects import subject_error
 from .sse import parse_last_event_id, parse_position
 
 

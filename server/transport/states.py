@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-from ..protocol.errors import LocalProtocolError
+from pushgrid.protocol.errors import LocalProtocolError
 
 
 class ConnState(enum.Enum):

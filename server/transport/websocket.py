@@ -30,7 +30,8 @@ try:
 except ImportError:  # websockets without its C extension
     from websockets.utils import apply_mask
 
-from ..protocol.errors import CloseCode
+from pushgrid.protocol.errors import CloseCode
+
 from .connection import Connection
 from .states import ConnEvent, ConnState
 

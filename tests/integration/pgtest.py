@@ -32,7 +32,7 @@ DEFAULT_TIMEOUT = 10.0
 START_TIMEOUT = 20.0
 
 _BIN = Path(sys.executable).with_name("pushgrid")
-PUSHGRID = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "server"]
+PUSHGRID = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "pushgrid.server"]
 
 Frame = dict[str, Any]
 
@@ -882,7 +882,7 @@ def _cryptography_certificate(cert: Path, key: Path, host: str) -> None:
 
 def read_archive(root: Path, node_dir: str) -> list[dict[str, str]]:
     """Every sample line of one node in a metrics archive, oldest file first (closed and open)."""
-    from metrics.archive import read_samples
+    from pushgrid.metrics.archive import read_samples
 
     rows: list[dict[str, str]] = []
     for path in sorted(root.glob(f"*/{node_dir}/samples-*.csv*")):
@@ -1260,12 +1260,12 @@ class AdminHarness:
         member_timeout: float = 2.0,
         **settings: Any,
     ) -> None:
-        from admin_api.main import create_app
-        from admin_api.security import Role
-        from admin_api.services.jobs import JobRunner
-        from admin_api.services.tokens import TokenService
-        from metrics.sqlstore import make_engine, make_session_factory, upgrade
-        from server.config import load_settings
+        from pushgrid.admin_api.main import create_app
+        from pushgrid.admin_api.security import Role
+        from pushgrid.admin_api.services.jobs import JobRunner
+        from pushgrid.admin_api.services.tokens import TokenService
+        from pushgrid.metrics.sqlstore import make_engine, make_session_factory, upgrade
+        from pushgrid.server.config import load_settings
 
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from admin_api.security import hash_token
-from metrics.indicators import INDICATOR_NAMES
-from metrics.sqlstore import start_run, write_results
-from metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
-from metrics.sqlstore.models import JobRun
-from metrics.window_spec import WINDOW_NAMES
-from spark_stats.locking import warehouse_lock
-from spark_stats.synthetic_results import synthetic_result
+from pushgrid.admin_api.security import hash_token
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.sqlstore import start_run, write_results
+from pushgrid.metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
+from pushgrid.metrics.sqlstore.models import JobRun
+from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.spark_stats.locking import warehouse_lock
+from pushgrid.spark_stats.synthetic_results import synthetic_result
 
 from .pgtest import (
     AdminHarness,

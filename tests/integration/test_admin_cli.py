@@ -18,11 +18,11 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from admin_api.security import hash_token
+from pushgrid.admin_api.security import hash_token
 
 from .pgtest import ServerProcess, clean_env, free_port, run_cli, write_conf
 
-ADMIN = [sys.executable, "-m", "admin_api"]
+ADMIN = [sys.executable, "-m", "pushgrid.admin_api"]
 
 
 def run_admin(*args: str, cwd: Path, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from metrics.sqlstore.models import JobRun
+from pushgrid.metrics.sqlstore.models import JobRun
 
 from .pgtest import AdminHarness, parse_prometheus
 

@@ -11,12 +11,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from admin_api.main import create_app
-from admin_api.security import Role, hash_token
-from admin_api.services.tokens import TokenService
-from metrics import sqlstore
-from metrics.sqlstore.models import Base
-from server.config import load_settings
+from pushgrid.admin_api.main import create_app
+from pushgrid.admin_api.security import Role, hash_token
+from pushgrid.admin_api.services.tokens import TokenService
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.sqlstore.models import Base
+from pushgrid.server.config import load_settings
 
 from .postgres import PostgresServer, running_postgres
 

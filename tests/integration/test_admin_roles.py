@@ -19,8 +19,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from admin_api.deps import GuardedRoute, RoleGuard, route_guards
-from admin_api.security import Role
+from pushgrid.admin_api.deps import GuardedRoute, RoleGuard, route_guards
+from pushgrid.admin_api.security import Role
 
 from .pgtest import ADMIN_ROLES, AdminHarness, assert_problem
 

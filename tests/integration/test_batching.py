@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from client import Message, PublishStatus, PushgridClient, Status, StatusEvent
+from pushgrid.client import Message, PublishStatus, PushgridClient, Status, StatusEvent
 
 from .pgtest import (
     DEFAULT_TIMEOUT,

@@ -14,12 +14,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from client.backoff import Backoff, BackoffPolicy
-from client.closecodes import rule_for_close
-from client.recovery import RecoveryTracker
-from client.servers import parse_server
-from server.protocol.frames import Message, Subscribed
-from server.protocol.subjects import subject_error
+from pushgrid.client.backoff import Backoff, BackoffPolicy
+from pushgrid.client.closecodes import rule_for_close
+from pushgrid.client.recovery import RecoveryTracker
+from pushgrid.client.servers import parse_server
+from pushgrid.protocol.frames import Message, Subscribed
+from pushgrid.protocol.subjects import subject_error
 
 from .browser import Browser, missing
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from client import BackoffPolicy, Message, MessageType, PushgridClient, Status, StatusEvent
+from pushgrid.client import BackoffPolicy, Message, MessageType, PushgridClient, Status, StatusEvent
 
 from .pgtest import DEFAULT_TIMEOUT, eventually
 

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client import PushgridClient
-from client.backoff import BackoffPolicy
-from client.models import Status, StatusEvent
+from pushgrid.client import PushgridClient
+from pushgrid.client.backoff import BackoffPolicy
+from pushgrid.client.models import Status, StatusEvent
 
 from . import pgtest
 from .cluster import Cluster, cluster_status, free_port_block

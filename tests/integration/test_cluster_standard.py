@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import PushgridClient
-from client.backoff import BackoffPolicy
-from client.models import Status, StatusEvent
+from pushgrid.client import PushgridClient
+from pushgrid.client.backoff import BackoffPolicy
+from pushgrid.client.models import Status, StatusEvent
 
 from .cluster import Cluster, cluster_status
 from .pgtest import WsClient, free_port, http_publish, stats_json

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from client import Message, MessageType, PushgridClient, Status, StatusEvent
-from server.protocol.frames import Position
+from pushgrid.client import Message, MessageType, PushgridClient, Status, StatusEvent
+from pushgrid.protocol.frames import Position
 
 from .pgtest import (
     DEFAULT_TIMEOUT,

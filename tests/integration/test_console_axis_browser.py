@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from console.figures import live_figure
+from pushgrid.console.figures import live_figure
 
 from .browser import CHROMEDRIVER, CHROMIUM, FLAGS, missing
 

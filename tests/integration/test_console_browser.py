@@ -91,9 +91,9 @@ def _seed(db_url: str) -> tuple[int, int, dict[str, int]]:
     - run ``failed``: a run that failed, with its error;
     - run ``main``: the cluster and both nodes as of now, with 24 hourly trend points.
     """
-    from metrics.sqlstore import finish_run, make_session_factory, start_run, write_results
-    from metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
-    from spark_stats.synthetic_results import synthetic_result
+    from pushgrid.metrics.sqlstore import finish_run, make_session_factory, start_run, write_results
+    from pushgrid.metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
+    from pushgrid.spark_stats.synthetic_results import synthetic_result
 
     now = int(time.time())
     as_of = now // 60 * 60
@@ -170,9 +170,9 @@ def _daily_wave(frame: Any) -> None:
 
 
 def _admin_token(db_url: str) -> str:
-    from admin_api.security import Role
-    from admin_api.services.tokens import TokenService
-    from metrics.sqlstore import session_scope
+    from pushgrid.admin_api.security import Role
+    from pushgrid.admin_api.services.tokens import TokenService
+    from pushgrid.metrics.sqlstore import session_scope
 
     with session_scope(db_url) as session:
         return TokenService(session).create("console-test", Role.ADMIN, "test").token
@@ -184,11 +184,11 @@ def stack(
 ) -> Iterator[Stack]:
     import uvicorn
 
-    from admin_api.main import create_app
-    from admin_api.services.jobs import JobRunner
-    from console.mount import mount_console
-    from metrics.sqlstore import make_session_factory, upgrade
-    from server.config import load_settings
+    from pushgrid.admin_api.main import create_app
+    from pushgrid.admin_api.services.jobs import JobRunner
+    from pushgrid.console.mount import mount_console
+    from pushgrid.metrics.sqlstore import make_session_factory, upgrade
+    from pushgrid.server.config import load_settings
 
     servers = [module_server_factory(ServerName=name) for name in NODES]
     work = tmp_path_factory.mktemp("console")
@@ -601,8 +601,8 @@ def test_a_member_down_is_shown_not_swallowed(console: Console, stack: Stack) ->
 def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
     console: Console, stack: Stack
 ) -> None:
-    from console.format import exact
-    from metrics.sqlstore import session_scope, window_stats
+    from pushgrid.console.format import exact
+    from pushgrid.metrics.sqlstore import session_scope, window_stats
 
     with session_scope(stack.db_url) as session:
         written = [row.to_dict() for row in window_stats(session)]
@@ -659,7 +659,7 @@ def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
 
 
 def test_trends_chart_draws_the_pipeline_series(console: Console, stack: Stack) -> None:
-    from metrics.sqlstore import session_scope, trend
+    from pushgrid.metrics.sqlstore import session_scope, trend
 
     console.goto("trends", "#trends-graph .js-plotly-plot")
     console.select("trends-indicator", "incoming_messages_per_second")

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 import yaml
 
-from server import __version__
-from server.cluster.topology import Topology
-from server.config import load_settings, read_config_file
+from pushgrid import __version__
+from pushgrid.server.cluster.topology import Topology
+from pushgrid.server.config import load_settings, read_config_file
 
 from .pgtest import REPO, run_cli
 

@@ -155,8 +155,8 @@ class Prometheus:
 
 def record_successful_run(database: str, finished: datetime) -> None:
     """A succeeded statistics run in job_runs, as ``pushgrid stats run`` records one."""
-    from metrics.sqlstore import make_session_factory
-    from metrics.sqlstore.models import JobRun
+    from pushgrid.metrics.sqlstore import make_session_factory
+    from pushgrid.metrics.sqlstore.models import JobRun
 
     with make_session_factory(database)() as session:
         session.add(

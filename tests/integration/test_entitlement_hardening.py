@@ -198,8 +198,8 @@ def test_unknown_plugin_stops_start_up_with_a_clear_message(tmp_path):
 
 
 async def test_the_python_client_refreshes_its_token(jwt_server):
-    from client import PushgridClient
-    from client.models import Status, StatusEvent
+    from pushgrid.client import PushgridClient
+    from pushgrid.client.models import Status, StatusEvent
 
     events: list[StatusEvent] = []
 

@@ -8,8 +8,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from metrics.archive import read_samples
-from metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.archive import read_samples
+from pushgrid.metrics.indicators import INDICATOR_NAMES
 
 from .pgtest import ServerProcess, eventually, monitor_http, read_archive
 

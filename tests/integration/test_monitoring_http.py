@@ -21,8 +21,8 @@ import pytest
 from jolokia import JolokiaClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import (
     DEFAULT_TIMEOUT,

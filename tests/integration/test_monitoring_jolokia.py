@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from jolokia import JolokiaClient
 
-from metrics.indicators import INDICATORS
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATORS
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import ServerProcess, jolokia_bulk, monitor_http
 

@@ -14,8 +14,8 @@ from typing import Any
 import jwt
 import pytest
 
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import ServerProcess, eventually, jolokia_bulk, monitor_http, read_archive
 

@@ -31,8 +31,8 @@ from typing import Any
 
 from jolokia import JolokiaClient
 
-from metrics.archive import read_samples as read_archive_file
-from metrics.indicators import INDICATOR_NAMES, INDICATORS
+from pushgrid.metrics.archive import read_samples as read_archive_file
+from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
 
 from .pgtest import (
     DEFAULT_TIMEOUT,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics.rrd import DS_NAMES, data_sources
+from pushgrid.metrics.rrd import DS_NAMES, data_sources
 
 from .pgtest import PUSHGRID, clean_env, monitor_http, parse_stats_text, run_cli
 

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from metrics import sqlstore
-from metrics.sqlstore import RunOwner
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.sqlstore import RunOwner
 
 from .pgtest import clean_env
 
 RECORD_AND_WAIT = """
 import sys, time
-from metrics import sqlstore
+from pushgrid.metrics import sqlstore
 with sqlstore.session_scope(sys.argv[1]) as db:
     run = sqlstore.start_run(db, master="local[1]", owner=sqlstore.RunOwner(sys.argv[2]))
 print(run.id, flush=True)

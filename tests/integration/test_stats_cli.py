@@ -25,12 +25,12 @@ import typer
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from metrics import sqlstore
-from metrics.archive import hour_path
-from metrics.indicators import INDICATOR_NAMES
-from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, to_unix
-from metrics.window_spec import WINDOW_NAMES, window_start
-from spark_stats.cli import register
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.archive import hour_path
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, to_unix
+from pushgrid.metrics.window_spec import WINDOW_NAMES, window_start
+from pushgrid.spark_stats.cli import register
 
 from .pgtest import PUSHGRID, REPO, clean_env
 from .postgres import PostgresServer, running_postgres
@@ -255,7 +255,7 @@ def _pg_url(server: PostgresServer) -> str:
 
 def test_pushgrid_binary_has_the_commands(tmp_path: Path) -> None:
     """Through the installed ``pushgrid`` entry point (no Spark): db upgrade, stats status."""
-    from server.cli import app
+    from pushgrid.server.cli import app
 
     if "stats" not in {group.name for group in app.registered_groups}:
         pytest.skip("server/cli.py does not register spark_stats.cli yet")

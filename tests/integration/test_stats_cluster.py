@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from metrics import sqlstore
+from pushgrid.metrics import sqlstore
 
 from .pgtest import REPO, clean_env, free_port, spark_env
 from .test_stats_cli import START, write_archive
@@ -170,7 +170,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _stats_run(db_url: str, archive: Path, warehouse: Path, master: str) -> None:
-    argv = [sys.executable, "-m", "server", "stats", "run", "--db", db_url]
+    argv = [sys.executable, "-m", "pushgrid.server", "stats", "run", "--db", db_url]
     argv += ["--archive", str(archive), "--warehouse", str(warehouse), "--master", master]
     argv += ["--as-of", str(AS_OF)]
     env = {**spark_env(), "PYSPARK_PYTHON": sys.executable}
@@ -216,7 +216,7 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
         assert on_cluster == local, table
 
     status = subprocess.run(
-        [sys.executable, "-m", "server", "stats", "status", "--db", cluster_db],
+        [sys.executable, "-m", "pushgrid.server", "stats", "status", "--db", cluster_db],
         cwd=REPO,
         env={**clean_env(), "COLUMNS": "200"},
         capture_output=True,
@@ -234,10 +234,10 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
 
 @pytest.mark.timeout(400)
 def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
-    from admin_api.problems import ProblemError
-    from admin_api.services.jobs import JobRunner
-    from metrics.sqlstore import INTERRUPTED, make_engine, make_session_factory, upgrade
-    from server.config import load_settings
+    from pushgrid.admin_api.problems import ProblemError
+    from pushgrid.admin_api.services.jobs import JobRunner
+    from pushgrid.metrics.sqlstore import INTERRUPTED, make_engine, make_session_factory, upgrade
+    from pushgrid.server.config import load_settings
 
     archive = tmp_path / "archive"
     write_archive(archive)

@@ -19,11 +19,11 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.orm import Session
 
-from metrics import sqlstore
-from metrics.indicators import INDICATOR_NAMES
-from metrics.sqlstore.models import Base, TrendPoint, WindowStat, from_unix
-from metrics.window_spec import WINDOW_NAMES
-from spark_stats.synthetic_results import synthetic_result
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.sqlstore.models import Base, TrendPoint, WindowStat, from_unix
+from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.spark_stats.synthetic_results import synthetic_result
 
 from .postgres import PostgresServer, running_postgres
 

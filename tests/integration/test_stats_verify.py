@@ -29,7 +29,15 @@ SECOND_WINDOW_CHECKS = 7 * 3  # indicators x (1m, 5m, 15m)
 def _verify(
     server: ServerProcess, archive: Path, warehouse: Path
 ) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "server", "stats", "verify", "--member", server.monitor_url]
+    argv = [
+        sys.executable,
+        "-m",
+        "pushgrid.server",
+        "stats",
+        "verify",
+        "--member",
+        server.monitor_url,
+    ]
     argv += ["--archive", str(archive), "--warehouse", str(warehouse), "--master", "local[1]"]
     return subprocess.run(
         argv,

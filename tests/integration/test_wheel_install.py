@@ -3,7 +3,7 @@
 The wheel is built from a copy of the tree and installed, without its dependencies, into a
 fresh virtual environment in a temporary directory; that environment reaches the dependencies
 through a ``.pth`` line naming this checkout's ``.venv`` site-packages (a plain path entry: the
-editable install's finder, which maps ``server``, ``metrics``... to the checkout, is not loaded).
+editable install's finder, which maps ``pushgrid`` to the checkout, is not loaded).
 Every command runs with its working directory outside the checkout, so nothing is found through
 the current directory: the test fails if the wheel lacks a module or the migrations.
 """
@@ -94,8 +94,8 @@ def test_wheel_outside_the_checkout_migrates_runs_and_serves(tmp_path: Path) -> 
         [
             str(python),
             "-c",
-            "import metrics.sqlstore, server; "
-            "print(metrics.sqlstore.__file__); print(server.__file__)",
+            "import pushgrid.metrics.sqlstore, pushgrid.server; "
+            "print(pushgrid.metrics.sqlstore.__file__); print(pushgrid.server.__file__)",
         ],
         cwd=outside,
         env=clean_env(),

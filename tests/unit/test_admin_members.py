@@ -7,8 +7,8 @@ from typing import get_args
 
 import pytest
 
-from admin_api.member_client import Member, check_base_url, derive_client_url, parse_listen
-from admin_api.schemas import (
+from pushgrid.admin_api.member_client import Member, check_base_url, derive_client_url, parse_listen
+from pushgrid.admin_api.schemas import (
     IndicatorName,
     LiveIndicator,
     MemberLive,
@@ -16,10 +16,10 @@ from admin_api.schemas import (
     WindowName,
     WindowValue,
 )
-from admin_api.services.live import cluster_sums, parse_indicators
-from admin_api.services.sessions import SessionQuery, parse_sessions, select_sessions
-from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.admin_api.services.live import cluster_sums, parse_indicators
+from pushgrid.admin_api.services.sessions import SessionQuery, parse_sessions, select_sessions
+from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 # --- URLs -------------------------------------------------------------------------------------
 

@@ -14,18 +14,18 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from admin_api.problems import ProblemError
-from admin_api.schemas import MemberCreate
-from admin_api.security import Role, hash_token
-from admin_api.services.audit import AuditRecord, AuditService, outcome_of
-from admin_api.services.jobs import JobRunner, JobService
-from admin_api.services.members import MemberService, configured_members
-from admin_api.services.tokens import TokenService
-from metrics import sqlstore
-from metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
-from metrics.sqlstore.models import Base, utc_now
-from server.config import Settings, load_settings
-from spark_stats.locking import warehouse_lock
+from pushgrid.admin_api.problems import ProblemError
+from pushgrid.admin_api.schemas import MemberCreate
+from pushgrid.admin_api.security import Role, hash_token
+from pushgrid.admin_api.services.audit import AuditRecord, AuditService, outcome_of
+from pushgrid.admin_api.services.jobs import JobRunner, JobService
+from pushgrid.admin_api.services.members import MemberService, configured_members
+from pushgrid.admin_api.services.tokens import TokenService
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
+from pushgrid.metrics.sqlstore.models import Base, utc_now
+from pushgrid.server.config import Settings, load_settings
+from pushgrid.spark_stats.locking import warehouse_lock
 
 ADMIN_TABLES = {"admin_members", "admin_tokens", "admin_audit"}
 
@@ -245,7 +245,7 @@ def test_job_runner_command(tmp_path: Path) -> None:
     settings = _settings(tmp_path, metrics_archive=str(tmp_path / "arch"), spark_master="local[2]")
     runner = JobRunner(settings, tmp_path / "log")
     assert runner.argv(123) == [
-        sys.executable, "-m", "server", "stats", "run",
+        sys.executable, "-m", "pushgrid.server", "stats", "run",
         "--db", settings.database,
         "--archive", str(tmp_path / "arch"),
         "--warehouse", str(settings.stats_warehouse),

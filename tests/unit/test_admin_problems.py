@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi import FastAPI, Query
 
-from admin_api.problems import (
+from pushgrid.admin_api.problems import (
     PROBLEM_MEDIA_TYPE,
     Problem,
     ProblemError,

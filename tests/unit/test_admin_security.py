@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from admin_api.security import (
+from pushgrid.admin_api.security import (
     TOKEN_PREFIX,
     Role,
     display_prefix,

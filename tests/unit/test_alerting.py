@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from admin_api.alerting import Evaluator, Rule, cluster_readings
-from admin_api.rules_export import prometheus_rules, promql
-from admin_api.schemas_ops import RuleIn, RuleOut
-from admin_api.services.alerts import AlertRunner, RuleService
-from metrics import sqlstore
-from server.config import load_settings
+from pushgrid.admin_api.alerting import Evaluator, Rule, cluster_readings
+from pushgrid.admin_api.rules_export import prometheus_rules, promql
+from pushgrid.admin_api.schemas_ops import RuleIn, RuleOut
+from pushgrid.admin_api.services.alerts import AlertRunner, RuleService
+from pushgrid.metrics import sqlstore
+from pushgrid.server.config import load_settings
 
 KEY = ("connected_users", "current", "current")
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from client.backoff import Backoff, BackoffPolicy
+from pushgrid.client.backoff import Backoff, BackoffPolicy
 
 
 def test_quick_retries_are_about_base_seconds() -> None:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from client.cli import message_json, parse_fields, publish_command, subscribe_command
-from client.models import Message, MessageType
+from pushgrid.client.cli import message_json, parse_fields, publish_command, subscribe_command
+from pushgrid.client.models import Message, MessageType
 
 
 def test_parse_fields() -> None:

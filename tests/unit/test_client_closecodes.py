@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.closecodes import rule_for_close
+from pushgrid.client.closecodes import rule_for_close
 
 
 @pytest.mark.parametrize("code", [1002, 4005])

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.backoff import Backoff, BackoffPolicy
-from client.closecodes import rule_for_close
-from client.models import PublishStatus, Status
-from client.protocol import (
+from pushgrid.client.backoff import Backoff, BackoffPolicy
+from pushgrid.client.closecodes import rule_for_close
+from pushgrid.client.models import PublishStatus, Status
+from pushgrid.client.protocol import (
     DEAD_FACTOR,
     SUBJECTS_PER_FRAME,
     TRANSITIONS,
@@ -35,9 +35,9 @@ from client.protocol import (
     StateError,
     Stop,
 )
-from client.servers import ServerPool, parse_servers
-from server.protocol.errors import CloseCode
-from server.protocol.frames import (
+from pushgrid.client.servers import ServerPool, parse_servers
+from pushgrid.protocol.errors import CloseCode
+from pushgrid.protocol.frames import (
     Error,
     Message,
     Ping,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from client.recovery import Action, RecoveryTracker
-from server.protocol.frames import Message, MessageKind, Position, QoS, RecoveryStatus, Subscribed
+from pushgrid.client.recovery import Action, RecoveryTracker
+from pushgrid.protocol.frames import Message, MessageKind, Position, QoS, RecoveryStatus, Subscribed
 
 S = "/a/b"
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from client.servers import (
+from pushgrid.client.servers import (
     DEFAULT_PORT,
     ServerAddress,
     ServerPool,

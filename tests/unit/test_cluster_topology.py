@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server.cluster.topology import Topology, default_seed_count, nats_config, resolve_self
-from server.engine.base import PublishRequest
-from server.engine.nats_wire import (
+from pushgrid.server.cluster.topology import Topology, default_seed_count, nats_config, resolve_self
+from pushgrid.server.engine.base import PublishRequest
+from pushgrid.server.engine.nats_wire import (
     Record,
     decode_record,
     encode_record,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from server.config import (
+from pushgrid.server.config import (
     ConfigError,
     Settings,
     env_name,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from console import format as fmt
-from console.provider import (
+from pushgrid.console import format as fmt
+from pushgrid.console.provider import (
     CLUSTER,
     LiveIndicator,
     LiveOverview,
@@ -14,8 +14,8 @@ from console.provider import (
     StatRow,
     WindowStatistics,
 )
-from metrics.indicators import INDICATOR_NAMES
-from metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_paging_helpers() -> None:
 def test_live_value_axis_never_goes_below_one_unit() -> None:
     """Plotly picks the tick step from the range: reaching at least 10 keeps it >= 1 (the
     rendered ticks are checked in tests/integration/test_console_axis_browser.py)."""
-    from console.figures import LIVE_AXIS_FLOOR, live_figure, live_value_axis
+    from pushgrid.console.figures import LIVE_AXIS_FLOOR, live_figure, live_value_axis
 
     assert LIVE_AXIS_FLOOR >= 10
     byte_axis = live_value_axis("outgoing_bytes_per_second")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from console.pages.alerts import banner, rule_body
-from console.pages.hot import rankings_of, render_hot, sparkline
-from console.pages.trace import KEEP, advance, merge
+from pushgrid.console.pages.alerts import banner, rule_body
+from pushgrid.console.pages.hot import rankings_of, render_hot, sparkline
+from pushgrid.console.pages.trace import KEEP, advance, merge
 
 DOCUMENT = {
     "cluster": {"rankings": {"messages_in": [{"subject": "/a/b", "value": 3.0, "error": 0.5}]}},

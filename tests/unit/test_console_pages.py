@@ -9,10 +9,10 @@ import httpx
 import pytest
 from dash.development.base_component import Component
 
-from console import http_provider as hp
-from console.app import PAGES, create_dash_app, href, page_for
-from console.pages import overview, sessions, statistics, subjects, trends
-from console.provider import (
+from pushgrid.console import http_provider as hp
+from pushgrid.console.app import PAGES, create_dash_app, href, page_for
+from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
+from pushgrid.console.provider import (
     CLUSTER,
     ConsoleProvider,
     LiveIndicator,
@@ -27,7 +27,7 @@ from console.provider import (
     SubjectInfo,
     WindowStatistics,
 )
-from metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.indicators import INDICATOR_NAMES
 
 
 def _walk(component: Any) -> list[Component]:
@@ -379,8 +379,8 @@ def test_provider_errors_round_trip_as_json() -> None:
 
 
 def test_health_card_shows_the_clusters_own_view() -> None:
-    from console.pages.overview import render_health
-    from console.provider import ClusterMemberState, ClusterView
+    from pushgrid.console.pages.overview import render_health
+    from pushgrid.console.provider import ClusterMemberState, ClusterView
 
     members = [Member(m, "", True) for m in ("m1", "m2", "m3")]
     topology = ClusterView(

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from server.core.custom_entitlement import CustomEntitlement, PluginError, load_plugin
-from server.core.publishing import PublishGuard, PublishLimits
-from server.engine.base import Snapshot
-from server.protocol.errors import ErrorCode
+from pushgrid.protocol.errors import ErrorCode
+from pushgrid.server.core.custom_entitlement import CustomEntitlement, PluginError, load_plugin
+from pushgrid.server.core.publishing import PublishGuard, PublishLimits
+from pushgrid.server.engine.base import Snapshot
 
 
 class Plugin:

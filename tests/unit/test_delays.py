@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics.delays import DELAY_BUCKETS, DelayHistogram
+from pushgrid.metrics.delays import DELAY_BUCKETS, DelayHistogram
 
 
 def test_a_value_on_a_bound_counts_in_that_bucket() -> None:

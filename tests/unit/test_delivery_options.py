@@ -7,9 +7,7 @@ import json
 import pytest
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
-from server.core.conflation import ConflatedSubscription
-from server.engine.base import Published
-from server.protocol.frames import (
+from pushgrid.protocol.frames import (
     Keepalive,
     MessageKind,
     Position,
@@ -17,9 +15,11 @@ from server.protocol.frames import (
     SubscribeItem,
     conflation_period,
 )
-from server.protocol.outframe import SETS, OutFrame
-from server.protocol.wsframe import batch_frame, encode_text_frame, frame_payload
-from server.transport.sse import SseEncoder, parse_last_event_id, parse_position
+from pushgrid.server.core.conflation import ConflatedSubscription
+from pushgrid.server.engine.base import Published
+from pushgrid.server.framing.outframe import SETS, OutFrame
+from pushgrid.server.framing.wsframe import batch_frame, encode_text_frame, frame_payload
+from pushgrid.server.transport.sse import SseEncoder, parse_last_event_id, parse_position
 
 
 @pytest.mark.parametrize(

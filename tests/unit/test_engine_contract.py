@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from natsserver import delete_streams
 
-from server.cluster.link import ClusterLink
-from server.engine.base import Engine, Published, PublishRequest, Recovery
-from server.engine.jetstream import JetStreamEngine
-from server.engine.memory import MemoryEngine
-from server.engine.standard import StandardClusterEngine
-from server.protocol.frames import Position
+from pushgrid.protocol.frames import Position
+from pushgrid.server.cluster.link import ClusterLink
+from pushgrid.server.engine.base import Engine, Published, PublishRequest, Recovery
+from pushgrid.server.engine.jetstream import JetStreamEngine
+from pushgrid.server.engine.memory import MemoryEngine
+from pushgrid.server.engine.standard import StandardClusterEngine
 
 CACHE_LIMIT = 5
 EXPIRE_SECONDS = 60.0

@@ -8,7 +8,7 @@ from typing import Any
 import jwt
 import pytest
 
-from server.core.entitlement import (
+from pushgrid.server.core.entitlement import (
     ALLOW_ALL,
     AllowAll,
     Grant,

@@ -13,20 +13,23 @@ from pathlib import Path
 
 import pytest
 
-import server.errors
-from admin_api.member_client import JolokiaError as MemberJolokiaError
-from admin_api.member_client import Member, MemberFailure
-from admin_api.problems import ProblemError
-from client.client import ConnectFailed
-from client.closecodes import rule_for_close
-from console.provider import ProviderError
-from server.engine.base import EngineUnavailable
-from server.errors import PushgridError
-from server.jmx.query import JmxError
-from server.protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
+import pushgrid.protocol.exceptions
+from pushgrid.admin_api.member_client import JolokiaError as MemberJolokiaError
+from pushgrid.admin_api.member_client import Member, MemberFailure
+from pushgrid.admin_api.problems import ProblemError
+from pushgrid.client.client import ConnectFailed
+from pushgrid.client.closecodes import rule_for_close
+from pushgrid.console.provider import ProviderError
+from pushgrid.protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
+from pushgrid.protocol.exceptions import PushgridError
+from pushgrid.server.engine.base import EngineUnavailable
+from pushgrid.server.jmx.query import JmxError
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("server", "client", "admin_api", "spark_stats", "metrics", "console")
+#: the folders of the pushgrid namespace (each installs as pushgrid.<folder>), and its own root
+PACKAGES = (
+    "server", "client", "admin_api", "spark_stats", "metrics", "console", "pushgrid/protocol"
+)
 
 # Private exceptions that never leave their module: control flow, not errors a caller sees.
 EXEMPT: dict[str, str] = {
@@ -45,6 +48,8 @@ def _module_names() -> list[str]:
             if path.name == "__main__.py":  # runs a CLI when imported; checked by the AST walk
                 continue
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[0] != "pushgrid":
+                parts.insert(0, "pushgrid")
             names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return names
 
@@ -102,7 +107,7 @@ def test_no_exception_class_hides_where_imports_do_not_look(
 
 def test_the_root_module_imports_nothing_of_ours() -> None:
     """Every package (metrics too, which imports nothing else of ours) may import it."""
-    tree = ast.parse(Path(server.errors.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(pushgrid.protocol.exceptions.__file__).read_text(encoding="utf-8"))
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -132,7 +137,7 @@ TREE_LINE = re.compile(r"^(?P<indent>[│├└─ ]*)(?P<name>\w+) \((?P<module
 def _documented_tree() -> list[Entry]:
     entries: list[Entry] = []
     stack: list[str] = []
-    for line in (server.errors.__doc__ or "").splitlines():
+    for line in (pushgrid.protocol.exceptions.__doc__ or "").splitlines():
         match = TREE_LINE.match(line)
         if match is None:
             continue
@@ -176,7 +181,7 @@ def test_fixed_codes_and_retry_rules_are_the_documented_ones(
 
 def test_docs_show_the_same_tree_and_name_every_class() -> None:
     text = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
-    docstring = (server.errors.__doc__ or "").splitlines()
+    docstring = (pushgrid.protocol.exceptions.__doc__ or "").splitlines()
     tree = [line.rstrip() for line in docstring if TREE_LINE.match(line)]
     assert [line.rstrip() for line in text.splitlines() if TREE_LINE.match(line)] == tree
     missing = [e.name for e in _documented_tree() if f"`{e.name}`" not in text]
@@ -264,8 +269,8 @@ def test_errors_that_reach_the_wire_agree_with_the_wire_rules() -> None:
 
 
 def test_built_in_bases_stay_for_callers_that_catch_them() -> None:
-    from server.monitoring.mbeans import InstanceAlreadyExists, MalformedObjectName
-    from spark_stats.locking import StoreBusyError
+    from pushgrid.server.monitoring.mbeans import InstanceAlreadyExists, MalformedObjectName
+    from pushgrid.spark_stats.locking import StoreBusyError
 
     assert issubclass(ConnectFailed, ConnectionError)
     assert issubclass(MalformedObjectName, ValueError)

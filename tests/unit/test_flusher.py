@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from server.transport.flusher import Flusher, rest_after
+from pushgrid.server.transport.flusher import Flusher, rest_after
 
 
 class Recorder:

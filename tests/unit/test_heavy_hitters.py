@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from metrics.heavy_hitters import SpaceSaving
-from metrics.hotsubjects import HotSubjects
+from pushgrid.metrics.heavy_hitters import SpaceSaving
+from pushgrid.metrics.hotsubjects import HotSubjects
 
 CAPACITY = 100
 

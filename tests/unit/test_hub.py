@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
-from metrics.counters import Counters
-from server.core.entitlement import ALLOW_ALL, Grant
-from server.core.hub import Hub
-from server.core.session import Session, SessionPolicy
-from server.engine.base import Published, PublishRequest, Recovery, Snapshot
-from server.engine.memory import MemoryEngine
-from server.protocol.codec import Limits
-from server.protocol.errors import LocalProtocolError
-from server.protocol.frames import Pong, Position
-from server.protocol.outframe import OutFrame
+from pushgrid.metrics.counters import Counters
+from pushgrid.protocol.codec import Limits
+from pushgrid.protocol.errors import LocalProtocolError
+from pushgrid.protocol.frames import Pong, Position
+from pushgrid.server.core.entitlement import ALLOW_ALL, Grant
+from pushgrid.server.core.hub import Hub
+from pushgrid.server.core.session import Session, SessionPolicy
+from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from pushgrid.server.engine.memory import MemoryEngine
+from pushgrid.server.framing.outframe import OutFrame
 
 SUBJECT = "/Stocks/NYSE/IBM"
 OTHER = "/Stocks/NYSE/MSFT"

@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from admin_api.access import JmxMember, _pick, is_jmx, member_access
-from admin_api.member_client import (
+from pushgrid.admin_api.access import JmxMember, _pick, is_jmx, member_access
+from pushgrid.admin_api.member_client import (
     MemberClient,
     check_jmx_url,
     check_monitor_url,
     derive_client_url,
 )
-from metrics.window_spec import WINDOW_NAMES
-from server.config import ConfigError, load_settings
-from server.jmx.bridge import BridgeError, jmx_url, prepare
-from server.jmx.check import Range, Status, evaluate
-from server.jmx.query import Reading, _classify, nest
+from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.server.config import ConfigError, load_settings
+from pushgrid.server.jmx.bridge import BridgeError, jmx_url, prepare
+from pushgrid.server.jmx.check import Range, Status, evaluate
+from pushgrid.server.jmx.query import Reading, _classify, nest
 
 # --- Nagios ranges ------------------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ def test_member_urls_may_be_jmx() -> None:
 
 
 def test_a_jmx_member_gets_the_jmx_access_and_the_jmx_login() -> None:
-    from admin_api.services.members import configured_members
+    from pushgrid.admin_api.services.members import configured_members
 
     settings = load_settings(
         environ={},

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from server.monitoring.jolokia import (
+from pushgrid.server.monitoring.jolokia import (
     PROTOCOL_VERSION,
     JolokiaAgent,
     PathNotFound,
@@ -28,7 +28,7 @@ from server.monitoring.jolokia import (
     split_path,
     to_json_value,
 )
-from server.monitoring.mbeans import (
+from pushgrid.server.monitoring.mbeans import (
     Attribute,
     InstanceAlreadyExists,
     MalformedObjectName,

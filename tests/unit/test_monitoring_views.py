@@ -19,23 +19,23 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from metrics.counters import Counters
-from metrics.delays import DelayHistogram, DelaySnapshot
-from metrics.indicators import INDICATOR_NAMES, INDICATORS
-from metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
-from metrics.sampler import Sampler
-from metrics.window_spec import WINDOW_NAMES
-from server.cluster.status import ClusterStatus, standalone_status
-from server.config import Settings
-from server.engine.base import EngineStats
-from server.monitoring.beans import server_beans
-from server.monitoring.loop_bridge import LoopBridge
-from server.monitoring.mbeans import MBean
-from server.monitoring.meta import meta_messages
-from server.monitoring.numbers import number_text
-from server.monitoring.ports import LiveState
-from server.monitoring.prometheus_exporter import build_registry
-from server.monitoring.stats_page import stats_document, stats_text
+from pushgrid.metrics.counters import Counters
+from pushgrid.metrics.delays import DelayHistogram, DelaySnapshot
+from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
+from pushgrid.metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
+from pushgrid.metrics.sampler import Sampler
+from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.server.cluster.status import ClusterStatus, standalone_status
+from pushgrid.server.config import Settings
+from pushgrid.server.engine.base import EngineStats
+from pushgrid.server.monitoring.beans import server_beans
+from pushgrid.server.monitoring.loop_bridge import LoopBridge
+from pushgrid.server.monitoring.mbeans import MBean
+from pushgrid.server.monitoring.meta import meta_messages
+from pushgrid.server.monitoring.numbers import number_text
+from pushgrid.server.monitoring.ports import LiveState
+from pushgrid.server.monitoring.prometheus_exporter import build_registry
+from pushgrid.server.monitoring.stats_page import stats_document, stats_text
 
 TS = 1_800_000_000
 SAMPLES = [3.0, 4.0, 8.0, 9.0]  # 1m window of every indicator: max 9, avg 6, pstdev sqrt(6.5)
@@ -449,9 +449,9 @@ def test_monitoring_never_imports_the_server_app() -> None:
     import ast
     from pathlib import Path
 
-    import server.monitoring
+    import pushgrid.server.monitoring
 
-    package = Path(server.monitoring.__file__).parent
+    package = Path(pushgrid.server.monitoring.__file__).parent
     offenders = []
     for path in sorted(package.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -461,6 +461,6 @@ def test_monitoring_never_imports_the_server_app() -> None:
                 names = [alias.name for alias in node.names]
             else:
                 continue
-            if any(name in ("..app", "server.app") for name in names):
+            if any(name in ("..app", "pushgrid.server.app") for name in names):
                 offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []

@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.engine.base import Published
-from server.protocol.codec import encode
-from server.protocol.frames import (
+from pushgrid.protocol.codec import encode
+from pushgrid.protocol.frames import (
     Keepalive,
     Message,
     Pong,
@@ -18,9 +17,10 @@ from server.protocol.frames import (
     Subscribed,
     Unsubscribed,
 )
-from server.protocol.outframe import OPENS, PENDS, SETS, OutFrame
-from server.protocol.wsframe import encode_text_frame, frame_payload
-from server.transport.sse import RETRY_MS, SseEncoder, parse_last_event_id
+from pushgrid.server.engine.base import Published
+from pushgrid.server.framing.outframe import OPENS, PENDS, SETS, OutFrame
+from pushgrid.server.framing.wsframe import encode_text_frame, frame_payload
+from pushgrid.server.transport.sse import RETRY_MS, SseEncoder, parse_last_event_id
 
 
 @pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 70_000])

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from server.protocol.codec import Limits, decode_client_frame, encode, publish_size
-from server.protocol.errors import ErrorCode, RemoteProtocolError
-from server.protocol.frames import (
+from pushgrid.protocol.codec import Limits, decode_client_frame, encode, publish_size
+from pushgrid.protocol.errors import ErrorCode, RemoteProtocolError
+from pushgrid.protocol.frames import (
     CLIENT_OPS,
     Error,
     Keepalive,

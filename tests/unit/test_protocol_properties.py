@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-from server.protocol.codec import Limits, decode_client_frame
-from server.protocol.errors import InvalidSubject, RemoteProtocolError
-from server.protocol.frames import MAX_SAFE_INTEGER, Publish, Subscribe, SubscribeItem
-from server.protocol.subjects import subject_error, validate_subject
-from server.protocol.wsframe import batch_frame, encode_text_frame, frame_payload
-from server.transport.sse import parse_last_event_id, parse_position
+from pushgrid.protocol.codec import Limits, decode_client_frame
+from pushgrid.protocol.errors import InvalidSubject, RemoteProtocolError
+from pushgrid.protocol.frames import MAX_SAFE_INTEGER, Publish, Subscribe, SubscribeItem
+from pushgrid.protocol.subjects import subject_error, validate_subject
+from pushgrid.server.framing.wsframe import batch_frame, encode_text_frame, frame_payload
+from pushgrid.server.transport.sse import parse_last_event_id, parse_position
 
 LIMITS = Limits()
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

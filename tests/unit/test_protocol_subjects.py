@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.protocol.errors import ErrorCode, InvalidSubject, RemoteProtocolError
-from server.protocol.subjects import MAX_SUBJECT_BYTES, subject_error, validate_subject
+from pushgrid.protocol.errors import ErrorCode, InvalidSubject, RemoteProtocolError
+from pushgrid.protocol.subjects import MAX_SUBJECT_BYTES, subject_error, validate_subject
 
 # Table 4.2 "Examples of Invalid Subjects": subject -> a word the reason must contain.
 TABLE_4_2 = [

@@ -9,8 +9,8 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 from wsproto.frame_protocol import FrameProtocol, Opcode
 
-from server.protocol.errors import LocalProtocolError
-from server.protocol.wsframe import batch_frame, encode_text_frame, frame_payload
+from pushgrid.protocol.errors import LocalProtocolError
+from pushgrid.server.framing.wsframe import batch_frame, encode_text_frame, frame_payload
 
 LENGTHS = [0, 1, 125, 126, 127, 65535, 65536, 70000]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import resource
 
-from server.rlimits import raise_open_file_limit
+from pushgrid.server.rlimits import raise_open_file_limit
 
 
 def test_soft_limit_is_raised_to_the_hard_limit() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from metrics.indicators import INDICATORS
-from metrics.rrd import (
+from pushgrid.metrics.indicators import INDICATORS
+from pushgrid.metrics.rrd import (
     ARCHIVES,
     CHARTS,
     STEP,

@@ -25,16 +25,21 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession
 
-from metrics.window_spec import DAY, HOUR, MINUTE, WINDOWS, window_start
-from spark_stats import locking, manifest_store
-from spark_stats.compaction import batches, compact, samples_store, scan_archive
-from spark_stats.manifest_store import ManifestStore
-from spark_stats.pipeline import run_pipeline
-from spark_stats.results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult
-from spark_stats.rollups import LEVEL_TABLES, consumed_version, rollup_store, update_rollups
-from spark_stats.synthetic_archive import archive_path, write_node_samples
-from spark_stats.transforms import INDICATORS
-from spark_stats.window_assembly import trend_points
+from pushgrid.metrics.window_spec import DAY, HOUR, MINUTE, WINDOWS, window_start
+from pushgrid.spark_stats import locking, manifest_store
+from pushgrid.spark_stats.compaction import batches, compact, samples_store, scan_archive
+from pushgrid.spark_stats.manifest_store import ManifestStore
+from pushgrid.spark_stats.pipeline import run_pipeline
+from pushgrid.spark_stats.results import CLUSTER_SCOPE, STAT_COLUMNS, PipelineResult
+from pushgrid.spark_stats.rollups import (
+    LEVEL_TABLES,
+    consumed_version,
+    rollup_store,
+    update_rollups,
+)
+from pushgrid.spark_stats.synthetic_archive import archive_path, write_node_samples
+from pushgrid.spark_stats.transforms import INDICATORS
+from pushgrid.spark_stats.window_assembly import trend_points
 
 pytestmark = pytest.mark.spark
 

@@ -16,11 +16,11 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import DataFrame, SparkSession
 
-from metrics.window_spec import DAY, HOUR, MINUTE, WINDOWS, window_start
-from spark_stats import exact
-from spark_stats import transforms as T
-from spark_stats.results import STAT_COLUMNS
-from spark_stats.window_assembly import (
+from pushgrid.metrics.window_spec import DAY, HOUR, MINUTE, WINDOWS, window_start
+from pushgrid.spark_stats import exact
+from pushgrid.spark_stats import transforms as T
+from pushgrid.spark_stats.results import STAT_COLUMNS
+from pushgrid.spark_stats.window_assembly import (
     coarsen,
     needed_ranges,
     overlay,

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from metrics.stats import Moments
+from pushgrid.metrics.stats import Moments
 
 MEAN_REL = 1e-12
 STD_REL = 1e-9

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from dash.development.base_component import Component
 
-from console.pages.jobs import render_stages
-from console.provider import JobRun, JobStage
-from metrics.window_spec import HOUR
-from spark_stats.verify import LiveWindows, Stat, compare
+from pushgrid.console.pages.jobs import render_stages
+from pushgrid.console.provider import JobRun, JobStage
+from pushgrid.metrics.window_spec import HOUR
+from pushgrid.spark_stats.verify import LiveWindows, Stat, compare
 
 pytest.importorskip("pyspark")
 
-from spark_stats.compaction import ArchiveFile, batches
-from spark_stats.rollups import chunks
+from pushgrid.spark_stats.compaction import ArchiveFile, batches
+from pushgrid.spark_stats.rollups import chunks
 
 
 def _alive(process: subprocess.Popen[bytes]) -> bool:
@@ -29,7 +29,14 @@ def _alive(process: subprocess.Popen[bytes]) -> bool:
 
 def _watch(target: subprocess.Popen[bytes], grace: float) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "spark_stats.watchdog", str(target.pid), "--grace", str(grace)],
+        [
+            sys.executable,
+            "-m",
+            "pushgrid.spark_stats.watchdog",
+            str(target.pid),
+            "--grace",
+            str(grace),
+        ],
         stdin=subprocess.PIPE,
     )
 

@@ -20,13 +20,13 @@ import typer
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from metrics import sqlstore
-from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
-from spark_stats import jobs
-from spark_stats.cli import parse_as_of, register
-from spark_stats.locking import warehouse_lock
-from spark_stats.results import PipelineResult, StageResult
-from spark_stats.synthetic_results import synthetic_result
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
+from pushgrid.spark_stats import jobs
+from pushgrid.spark_stats.cli import parse_as_of, register
+from pushgrid.spark_stats.locking import warehouse_lock
+from pushgrid.spark_stats.results import PipelineResult, StageResult
+from pushgrid.spark_stats.synthetic_results import synthetic_result
 
 AS_OF = 1_795_363_199  # 2026-11-22 15:59:59 UTC
 DEFAULT_AS_OF = AS_OF - 3600  # what the fake pipeline picks when no --as-of is given
@@ -80,12 +80,12 @@ class FakePipeline:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakePipeline:
     pipeline = FakePipeline()
-    session_module = types.ModuleType("spark_stats.spark_session")
+    session_module = types.ModuleType("pushgrid.spark_stats.spark_session")
     session_module.build_spark_session = pipeline.build_spark_session  # type: ignore[attr-defined]
-    pipeline_module = types.ModuleType("spark_stats.pipeline")
+    pipeline_module = types.ModuleType("pushgrid.spark_stats.pipeline")
     pipeline_module.run_pipeline = pipeline.run_pipeline  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "spark_stats.spark_session", session_module)
-    monkeypatch.setitem(sys.modules, "spark_stats.pipeline", pipeline_module)
+    monkeypatch.setitem(sys.modules, "pushgrid.spark_stats.spark_session", session_module)
+    monkeypatch.setitem(sys.modules, "pushgrid.spark_stats.pipeline", pipeline_module)
     monkeypatch.setattr(jobs, "_spark_context_running", lambda: False)
     real_run_job = jobs.run_job
 

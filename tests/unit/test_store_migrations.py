@@ -11,8 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from metrics import sqlstore
-from metrics.sqlstore.models import Base
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.sqlstore.models import Base
 
 
 def _url(path: Path) -> str:

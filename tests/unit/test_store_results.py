@@ -15,13 +15,13 @@ import pytest
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from metrics import sqlstore
-from metrics.indicators import INDICATOR_NAMES
-from metrics.sqlstore import results as sqlstore_results
-from metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
-from metrics.window_spec import WINDOW_NAMES
-from spark_stats.results import PipelineResult
-from spark_stats.synthetic_results import stat_frame, synthetic_result
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.sqlstore import results as sqlstore_results
+from pushgrid.metrics.sqlstore.models import JobRun, TrendPoint, WindowStat, from_unix
+from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.spark_stats.results import PipelineResult
+from pushgrid.spark_stats.synthetic_results import stat_frame, synthetic_result
 
 AS_OF = 1_795_363_199  # 2026-11-22 15:59:59 UTC
 NODES = ("push-1", "push-2")

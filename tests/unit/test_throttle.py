@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from server.core.throttle import (
+from pushgrid.server.core.throttle import (
     MAX_TRACKED_ADDRESSES,
     AddressBuckets,
     AuthThrottle,
     TokenBucket,
     host_of,
 )
-from server.transport.limits import PendingConnections
+from pushgrid.server.transport.limits import PendingConnections
 
 
 class Clock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.transport.handshake import HandshakeError, accept
+from pushgrid.server.transport.handshake import HandshakeError, accept
 
 KEY = b"dGhlIHNhbXBsZSBub25jZQ=="  # RFC 6455 section 1.3
 VALID = [

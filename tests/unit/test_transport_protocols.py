@@ -21,24 +21,24 @@ from wsproto.connection import Connection as WsClient
 from wsproto.events import BytesMessage, CloseConnection, Ping, Pong, TextMessage
 from wsproto.utilities import generate_accept_token
 
-from metrics.counters import Counters
-from server.config import load_settings
-from server.core.entitlement import AllowAll
-from server.core.hub import Hub, Peer
-from server.core.session import Session, SessionPolicy
-from server.engine.memory import MemoryEngine
-from server.protocol.codec import Limits
-from server.protocol.frames import SubscribeItem
-from server.protocol.outframe import OutFrame
-from server.transport import http
-from server.transport.connection import Connection
-from server.transport.context import Batching, TransportLimits
-from server.transport.event_stream import SseConnection
-from server.transport.flusher import Flusher
-from server.transport.http_protocol import HttpConnection, MonitorConnection
-from server.transport.limits import PendingConnections, SecurityCounters
-from server.transport.states import ConnState
-from server.transport.websocket import WebSocketConnection
+from pushgrid.metrics.counters import Counters
+from pushgrid.protocol.codec import Limits
+from pushgrid.protocol.frames import SubscribeItem
+from pushgrid.server.config import load_settings
+from pushgrid.server.core.entitlement import AllowAll
+from pushgrid.server.core.hub import Hub, Peer
+from pushgrid.server.core.session import Session, SessionPolicy
+from pushgrid.server.engine.memory import MemoryEngine
+from pushgrid.server.framing.outframe import OutFrame
+from pushgrid.server.transport import http
+from pushgrid.server.transport.connection import Connection
+from pushgrid.server.transport.context import Batching, TransportLimits
+from pushgrid.server.transport.event_stream import SseConnection
+from pushgrid.server.transport.flusher import Flusher
+from pushgrid.server.transport.http_protocol import HttpConnection, MonitorConnection
+from pushgrid.server.transport.limits import PendingConnections, SecurityCounters
+from pushgrid.server.transport.states import ConnState
+from pushgrid.server.transport.websocket import WebSocketConnection
 
 KEY = base64.b64encode(b"0123456789abcdef")
 UPGRADE = (
@@ -443,7 +443,7 @@ async def test_subscribe_and_fan_out(ctx: FakeContext) -> None:
     client.send(TextMessage(data=sub("/unit/a")))
     await settle()
     assert [f["type"] for f in client.frames()] == ["subscribed"]
-    from server.engine.base import PublishRequest
+    from pushgrid.server.engine.base import PublishRequest
 
     await ctx.engine.publish(PublishRequest("/unit/a", "v1", {}, True, "standard"))
     await settle()

@@ -12,7 +12,7 @@ import random
 import h11
 import pytest
 
-from server.transport.request_head import UpgradeHead, parse_upgrade_head
+from pushgrid.server.transport.request_head import UpgradeHead, parse_upgrade_head
 
 HEAD = (
     b"GET /ws?token=t1 HTTP/1.1\r\nHost: 127.0.0.1:8800\r\nUpgrade: websocket\r\n"

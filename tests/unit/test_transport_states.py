@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
-from server.protocol.errors import LocalProtocolError, PushgridError
-from server.transport.states import (
+from pushgrid.protocol.errors import LocalProtocolError, PushgridError
+from pushgrid.server.transport.states import (
     SENDING,
     TRANSITIONS,
     ConnEvent,

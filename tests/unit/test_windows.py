@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metrics.rolling_windows import IndicatorSet, RollingWindows
-from metrics.stats import Moments
-from metrics.window_spec import (
+from pushgrid.metrics.rolling_windows import IndicatorSet, RollingWindows
+from pushgrid.metrics.stats import Moments
+from pushgrid.metrics.window_spec import (
     LEVELS,
     MAX_BUCKETS,
     WINDOW_NAMES,

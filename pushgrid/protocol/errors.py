@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
-from ..errors import ProtocolError, PushgridError
+from .exceptions import ProtocolError, PushgridError
 
 
 class ErrorCode(StrEnum):

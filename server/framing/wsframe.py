@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from .errors import LocalProtocolError
+from pushgrid.protocol.errors import LocalProtocolError
 
 _OP_TEXT = 0x1
 _FIN = 0x80

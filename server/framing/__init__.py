@@ -1,0 +1,1 @@
+"""Server-side frame encoding: each outgoing frame encoded once and shared by every subscriber."""
