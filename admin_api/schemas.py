@@ -101,11 +101,26 @@ class ClusterMemberOut(BaseModel):
     )
 
 
+class HealthReasonOut(BaseModel):
+    """Why the cluster is not ``ok`` (docs/monitoring.md, "Health")."""
+
+    code: str = Field(
+        description="member_down, no_quorum, nats_disconnected, stream_lag, archive_failing, "
+        "config_mismatch or stopping"
+    )
+    member: str = Field(description="The member (or stream replica) it is about")
+    text: str
+
+
 class ClusterOut(BaseModel):
     """The cluster merged from every readable member's view (MBean pushgrid:type=Cluster)."""
 
     mode: str | None = Field(description="standalone, standard or guaranteed")
-    health: Literal["ok", "degraded", "unreachable"]
+    health: Literal["ok", "degraded", "down"] = Field(
+        description="The one health model (metrics/health.py): the members' own healths merged, "
+        "a member that cannot be read counting as down; `down` when no member can serve"
+    )
+    reasons: list[HealthReasonOut] = Field(default_factory=list)
     quorum: bool = Field(description="Some member can store messages")
     quorum_size: int | None = None
     seeds: int | None = None

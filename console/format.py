@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, cast
 
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import WINDOW_NAMES
@@ -17,7 +17,7 @@ INDICATOR_BY_NAME: dict[str, Indicator] = {i.name: i for i in INDICATORS}
 STATS: tuple[tuple[str, str], ...] = (("max", "max"), ("avg", "avg"), ("stddev", "σ"))
 DASH = "—"
 
-Health = Literal["healthy", "degraded", "down", "unknown"]
+Health = Literal["ok", "degraded", "down", "unknown"]
 
 
 # --- numbers --------------------------------------------------------------------------------
@@ -130,17 +130,22 @@ def iso_unix(text: str | None) -> float | None:
 # --- health ---------------------------------------------------------------------------------
 
 
-def cluster_health(members: Sequence[Member]) -> tuple[Health, str]:
-    """The cluster at a glance: every member up, some down, all down."""
+def cluster_health(
+    members: Sequence[Member], health: str | None, reasons: Sequence[str] = ()
+) -> tuple[Health, str]:
+    """The cluster at a glance, as the admin API's ``GET /cluster`` says it (the one health
+    model, metrics/health.py): its status and reasons, never a verdict of the console's own.
+
+    ``health`` None (the admin API could not say) is ``unknown``."""
     if not members:
         return "unknown", "no members registered"
+    if health not in ("ok", "degraded", "down"):
+        return "unknown", "the admin API cannot read the cluster's health"
+    if reasons:
+        return cast(Health, health), "; ".join(reasons)
     up = sum(1 for m in members if m.up)
     total = len(members)
-    if up == total:
-        return "healthy", f"all {total} member{'s' if total != 1 else ''} up"
-    if up == 0:
-        return "down", f"all {total} member{'s' if total != 1 else ''} down"
-    return "degraded", f"{total - up} of {total} members down"
+    return cast(Health, health), f"{up} of {total} member{'s' if total != 1 else ''} up"
 
 
 def member_problems(members: Iterable[Member]) -> list[str]:

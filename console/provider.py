@@ -174,10 +174,11 @@ class ClusterView:
     """The cluster's own view: delivery mode, quorum and the JetStream stream leader."""
 
     mode: str | None
-    health: str  # ok | degraded | unreachable
+    health: str  # ok | degraded | down: the admin API's (metrics/health.py), never recomputed
     quorum: bool
     stream_leader: str | None = None
     members: list[ClusterMemberState] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # the texts of the health's reasons
 
     @property
     def leader(self) -> str | None:
@@ -197,6 +198,10 @@ class ClusterView:
             bool(data.get("quorum")),
             data.get("stream_leader"),
             members,
+            [
+                str(r.get("text") if isinstance(r, Mapping) else r)
+                for r in data.get("reasons") or []
+            ],
         )
 
 

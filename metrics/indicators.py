@@ -85,24 +85,36 @@ INDICATOR_NAMES: tuple[str, ...] = tuple(i.name for i in INDICATORS)
 
 
 def sample_values(
-    current: Mapping[str, int], previous: Mapping[str, int] | None, seconds: float
-) -> dict[str, float]:
-    """Indicator values for one sampling period from two counter readings.
+    current: Mapping[str, int],
+    previous: Mapping[str, int] | None,
+    seconds: float,
+    carry: Mapping[str, float] | None = None,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Indicator values for one sampling period from two counter readings ``seconds`` apart.
 
-    A rate is the counter difference over the period: an integer count of events. The sampler
-    runs once a second, so this is the per-second rate; when the event loop was blocked and a
-    period spanned several seconds, the whole difference goes to the one sample (a spike, but the
-    per-second values still add up exactly to the counter totals, and integer samples let the
-    statistics pipeline use exact integer sums). Without a previous reading rates are 0.
-    ``seconds`` is the period length, kept for callers that want to flag long periods.
+    A rate is the counter difference divided by the real elapsed time (a monotonic clock): a
+    period that lasted 2.5 s because the event loop was blocked, or 0.4 s because the previous
+    sample was late, still reads the events per second of that period, so a steady load reads
+    steady. Samples are integers (the archive's contract, exact sums in the pipeline): each rate
+    is rounded to the nearest integer and the rounding remainder is carried to the next sample
+    (``carry`` in, the new carry out), so over many samples nothing is lost to rounding and a
+    load of 0.5 events/s reads 0, 1, 0, 1 ... rather than always 0. A gauge is its value.
+    Without a previous reading (or a period that is not positive) rates are 0.
     """
     values: dict[str, float] = {}
+    remainders: dict[str, float] = {}
     for indicator in INDICATORS:
         now = current[indicator.counter]
         if not indicator.rate:
             values[indicator.name] = float(now)
-        elif previous is None:
+            continue
+        if previous is None or seconds <= 0:
             values[indicator.name] = 0.0
-        else:
-            values[indicator.name] = float(now - previous[indicator.counter])
-    return values
+            remainders[indicator.name] = (carry or {}).get(indicator.name, 0.0)
+            continue
+        exact = (now - previous[indicator.counter]) / seconds
+        exact += (carry or {}).get(indicator.name, 0.0)
+        value = float(max(0, round(exact)))
+        values[indicator.name] = value
+        remainders[indicator.name] = exact - value
+    return values, remainders

@@ -71,6 +71,7 @@ class ArchiveReading:
     enabled: bool
     last_write: float  # Unix time of the last line written; 0.0: none yet
     write_errors: int
+    last_error: float = 0.0  # Unix time of the last failed write; 0.0: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,8 @@ class ReadModel:
     archive: ArchiveReading
     # metrics.hotsubjects.HotSubjects.document() right after the fold of ``ts``
     hot: Mapping[str, Any] = field(default_factory=dict)
+    # the real (monotonic) seconds the rates of ``ts`` were measured over; 0.0: no rate yet
+    interval: float = 0.0
 
     def current(self, indicator: str) -> float:
         return self.indicators[indicator].current
@@ -96,6 +99,7 @@ def build_read_model(
     windows: Mapping[str, Mapping[str, Moments]],
     archive: ArchiveReading,
     hot: Mapping[str, Any] | None = None,
+    interval: float = 0.0,
 ) -> ReadModel:
     """Freeze one second: ``windows`` is ``metrics.rolling_windows.IndicatorSet.snapshot()``."""
     indicators = {
@@ -105,4 +109,4 @@ def build_read_model(
         )
         for name in INDICATOR_NAMES
     }
-    return ReadModel(ts, MappingProxyType(indicators), archive, dict(hot or {}))
+    return ReadModel(ts, MappingProxyType(indicators), archive, dict(hot or {}), interval)

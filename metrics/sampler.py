@@ -34,6 +34,7 @@ class HotDocument(Protocol):
 class Sample:
     ts: int  # the UTC second the sample describes
     values: dict[str, float]
+    interval: float = 0.0  # the real seconds (monotonic) the rates were measured over
 
 
 class Sampler:
@@ -42,18 +43,27 @@ class Sampler:
         counters: Counters,
         archive: ArchiveWriter | None = None,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] | None = None,
     ) -> None:
+        """``clock`` (Unix time) names the second of a sample; ``monotonic`` measures the time
+        between two samples, the divisor of every rate (default ``time.monotonic``, or ``clock``
+        itself when a test passes its own clock only)."""
         self.counters = counters
         self.archive = archive
         self.windows = IndicatorSet(INDICATOR_NAMES)
         self.clock = clock
+        if monotonic is None:
+            monotonic = time.monotonic if clock is time.time else clock
+        self.monotonic = monotonic
         self.latest = Sample(0, dict.fromkeys(INDICATOR_NAMES, 0.0))
         self.samples_taken = 0
         # For the "archive not written" alert: when the last line reached the archive.
         self.archive_last_write = 0.0
         self.archive_write_errors = 0
+        self.archive_last_error = 0.0
         self._previous: dict[str, int] | None = None
-        self._previous_time = 0.0
+        self._previous_time = 0.0  # monotonic
+        self._carry: dict[str, float] = {}
         # called with the sample's second after each sample (hot subjects fold their deltas)
         self.listeners: list[Callable[[int], None]] = []
         # the hot-subject rankings copied into each read model (set by the server)
@@ -63,14 +73,17 @@ class Sampler:
     def sample(self) -> Sample:
         """Take one sample now; normally called by :meth:`run` just after each whole second."""
         now = self.clock()
+        tick = self.monotonic()
         current = self.counters.as_dict()
-        elapsed = now - self._previous_time if self._previous is not None else 0.0
-        values = sample_values(current, self._previous, elapsed)
         ts = int(now) - 1
         if ts <= self.latest.ts:  # two samples in one second (clock step): keep the first
             return self.latest
-        self._previous, self._previous_time = current, now
-        self.latest = Sample(ts, values)
+        elapsed = tick - self._previous_time if self._previous is not None else 0.0
+        if self._previous is not None and elapsed <= 0:  # no time passed: nothing to divide by
+            return self.latest
+        values, self._carry = sample_values(current, self._previous, elapsed, self._carry)
+        self._previous, self._previous_time = current, tick
+        self.latest = Sample(ts, values, round(elapsed, 6))
         self.samples_taken += 1
         self.windows.add_sample(ts, values)
         if self.archive is not None:
@@ -78,6 +91,7 @@ class Sampler:
                 self.archive.write(ts, values)
             except OSError as exc:
                 self.archive_write_errors += 1
+                self.archive_last_error = now
                 log.warning("metrics archive write failed: %s", exc)
             else:
                 self.archive_last_write = now
@@ -94,14 +108,24 @@ class Sampler:
     def _read_model(self) -> ReadModel:
         ts = self.latest.ts
         archive = ArchiveReading(
-            self.archive is not None, self.archive_last_write, self.archive_write_errors
+            self.archive is not None,
+            self.archive_last_write,
+            self.archive_write_errors,
+            self.archive_last_error,
         )
         hot = self.hot.document() if self.hot is not None else None
-        return build_read_model(ts, self.latest.values, self.windows.snapshot(ts), archive, hot)
+        return build_read_model(
+            ts,
+            self.latest.values,
+            self.windows.snapshot(ts),
+            archive,
+            hot,
+            interval=self.latest.interval,
+        )
 
     async def run(self) -> None:
         """Sample just after every whole second until cancelled."""
-        self._previous, self._previous_time = self.counters.as_dict(), self.clock()
+        self._previous, self._previous_time = self.counters.as_dict(), self.monotonic()
         while True:
             now = self.clock()
             await asyncio.sleep(1.0 - (now % 1.0) + 0.001)

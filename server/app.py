@@ -17,6 +17,7 @@ from typing import Any
 from pushgrid import __version__
 from pushgrid.metrics.archive import ArchiveWriter
 from pushgrid.metrics.counters import Counters
+from pushgrid.metrics.health import ArchiveState
 from pushgrid.metrics.hotsubjects import HotSubjects
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.readmodel import ReadModel
@@ -26,7 +27,7 @@ from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
 from pushgrid.server.framing.outframe import OutFrame
 
-from .cluster.status import ClusterStatus, standalone_status
+from .cluster.status import ClusterStatus, assessed, standalone_status
 from .config import ConfigError, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
@@ -292,9 +293,16 @@ class PushServer:
             flush_delay=self.flusher.delays.snapshot(),
         )
 
+    def count_published(self, subject: str) -> None:
+        self.hub.count_published(subject)
+
     def cluster_status(self) -> ClusterStatus:
         status = self.engine.cluster_status()
-        return status if status is not None else standalone_status(self.settings.server_name)
+        if status is None:
+            status = standalone_status(self.settings.server_name)
+        archive = self.sampler.read_model.archive
+        state = ArchiveState(archive.enabled, archive.last_write, archive.last_error)
+        return assessed(status, state, time.time(), self.stopping)
 
     def uptime(self) -> float:
         return round(time.time() - self.started_at, 3)

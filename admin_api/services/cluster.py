@@ -14,9 +14,11 @@ from typing import Any
 
 import httpx
 
+from pushgrid.metrics.health import Health, Reason, cluster_health
+
 from ..access import is_jmx
 from ..member_client import Member, MemberClient, MemberFailure
-from ..schemas import ClusterMemberOut, ClusterOut
+from ..schemas import ClusterMemberOut, ClusterOut, HealthReasonOut
 
 CLUSTER_MBEAN = "pushgrid:type=Cluster"
 
@@ -82,8 +84,17 @@ def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None
     """One picture from every member's view (pure): the first readable view gives the mode and
     leadership; each member's state is what the members that can be read agree on."""
     readable = [(m, v) for m, v in zip(members, views, strict=True) if v is not None]
+    health = cluster_health(
+        {
+            m.name: None if v is None else member_health_of(v)
+            for m, v in zip(members, views, strict=True)
+        }
+    )
+    reasons = [HealthReasonOut(**reason.as_dict()) for reason in health.reasons]
     if not readable:
-        return ClusterOut(mode=None, health="unreachable", quorum=False, members=[])
+        return ClusterOut(
+            mode=None, health=health.status, reasons=reasons, quorum=False, members=[]
+        )
     first = readable[0][1]
     states: dict[str, dict[str, Any]] = {}
     for _, view in readable:
@@ -94,7 +105,8 @@ def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None
     quorum_by_member = {m.name: bool(v.get("Quorum")) for m, v in readable}
     return ClusterOut(
         mode=first.get("Mode"),
-        health="ok" if all(v.get("Health") == "ok" for _, v in readable) else "degraded",
+        health=health.status,
+        reasons=reasons,
         quorum=any(quorum_by_member.values()),
         quorum_size=first.get("QuorumSize"),
         seeds=first.get("Seeds"),
@@ -111,6 +123,17 @@ def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None
             for name, entry in sorted(states.items(), key=lambda item: item[1].get("index") or 0)
         ],
     )
+
+
+def member_health_of(view: dict[str, Any]) -> Health:
+    """A member's own health as its Cluster MBean reports it (``Health``, ``HealthReasons``)."""
+    reasons = [r for r in map(Reason.of, view.get("HealthReasons") or []) if r is not None]
+    status = view.get("Health")
+    if status == "down":
+        return Health("down", tuple(reasons))
+    if status == "ok" and not reasons:
+        return Health("ok")
+    return Health("degraded", tuple(reasons))
 
 
 def _leads(entry: dict[str, Any], stream_leader: Any) -> bool:

@@ -31,7 +31,7 @@ PATH = ""
 TITLE = "Overview"
 TICK_MS = 1000
 
-_HEALTH_KIND = {"healthy": "good", "degraded": "warn", "down": "bad", "unknown": "muted"}
+_HEALTH_KIND = {"ok": "good", "degraded": "warn", "down": "bad", "unknown": "muted"}
 
 
 def layout() -> Component:
@@ -94,7 +94,11 @@ def _indicator_card(indicator: str) -> html.Div:
 
 
 def render_health(members: Sequence[Member], topology: ClusterView | None = None) -> Component:
-    health, text = fmt.cluster_health(members)
+    health, text = fmt.cluster_health(
+        members,
+        None if topology is None else topology.health,
+        () if topology is None else topology.reasons,
+    )
     up = sum(1 for m in members if m.up)
     return card(
         [

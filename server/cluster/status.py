@@ -6,8 +6,10 @@ alert rules work the same with and without a cluster.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
+
+from pushgrid.metrics.health import ArchiveState, Health, member_health
 
 MemberState = Literal["up", "down"]
 
@@ -46,19 +48,44 @@ class ClusterStatus:
     replicas: tuple[ReplicaView, ...] = field(default=())
     stream_messages: int = 0
     config_mismatch: tuple[str, ...] = ()  # members whose ClusterMembers differ from ours
+    # the member's health (metrics/health.py), set by the server with what only it knows (its
+    # archive, whether it is stopping): see :func:`assessed`
+    report: Health | None = None
 
     @property
     def members_up(self) -> int:
         return sum(1 for m in self.members if m.state == "up")
 
     @property
-    def healthy(self) -> bool:
-        return self.quorum and self.nats_connected and not self.config_mismatch
+    def verdict(self) -> Health:
+        """The member's health: ``ok | degraded | down`` and why (the one model, issue 21)."""
+        return self.report if self.report is not None else assessed(self).verdict
 
     @property
     def health(self) -> str:
-        """``ok``, or ``degraded`` if this member cannot store messages or disagrees on members."""
-        return "ok" if self.healthy else "degraded"
+        return self.verdict.status
+
+
+def assessed(
+    status: ClusterStatus,
+    archive: ArchiveState | None = None,
+    now: float = 0.0,
+    stopping: bool = False,
+) -> ClusterStatus:
+    """``status`` with its health computed (metrics.health.member_health) and kept in it."""
+    me = next((m.name for m in status.members if m.is_self), "")
+    report = member_health(
+        me,
+        members_down=[m.name for m in status.members if m.state != "up" and not m.is_self],
+        quorum=status.quorum,
+        nats_connected=status.nats_connected,
+        replica_lags={r.name: r.lag for r in status.replicas},
+        config_mismatch=status.config_mismatch,
+        archive=archive,
+        now=now,
+        stopping=stopping,
+    )
+    return replace(status, report=report)
 
 
 def standalone_status(name: str) -> ClusterStatus:

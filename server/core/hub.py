@@ -176,11 +176,21 @@ class Hub:
 
     # -- delivery ---------------------------------------------------------------------------
 
+    def count_published(self, subject: str) -> None:
+        """A publisher's message was accepted *here* (WebSocket or HTTP ``POST /publish``).
+
+        Incoming traffic is counted where it entered, once in the cluster: every member fans
+        a message out (``deliver``), but only the member that accepted it counts it in, so the
+        cluster's incoming rate and hot-subject ranking are the sum of the members' (issue 21).
+        """
+        self.counters.messages_in_total += 1
+        counts = self.tally.get(subject) or self._new_tally(subject)
+        counts[0] += 1
+
     def deliver(self, message: Published) -> None:
         """Engine callback: fan ``message`` out to the subject's subscribers."""
         subject = message.subject
         counts = self.tally.get(subject) or self._new_tally(subject)
-        counts[0] += 1
         pending = self._pending.get(subject)
         if pending:
             for buffered in pending.values():

@@ -251,7 +251,7 @@ class Session:
             self.send(PublishResult(result="failed", subject=op.subject, id=op.id, reason=str(exc)))
             return
         self.messages_in += 1
-        self.hub.counters.messages_in_total += 1
+        self.hub.count_published(op.subject)
         self.send(
             PublishResult(
                 result="ok",

@@ -39,6 +39,7 @@ def status_dict(status: ClusterStatus) -> dict[str, Any]:
         "engine": status.engine,
         "mode": status.mode,
         "health": status.health,
+        "healthReasons": [reason.as_dict() for reason in status.verdict.reasons],
         "quorum": status.quorum,
         "quorumSize": status.quorum_size,
         "seeds": status.seeds,
@@ -65,7 +66,13 @@ def cluster_bean(source: ClusterSource, wrap: Callable[[Callable[[], Any]], Any]
         [
             attribute("Engine", "java.lang.String", "memory or nats", "engine"),
             attribute("Mode", "java.lang.String", "standalone, standard or guaranteed", "mode"),
-            attribute("Health", "java.lang.String", "ok or degraded", "health"),
+            attribute("Health", "java.lang.String", "ok, degraded or down", "health"),
+            attribute(
+                "HealthReasons",
+                "java.util.List",
+                "Why not ok: code, member, text (docs/monitoring.md, Health)",
+                "healthReasons",
+            ),
             attribute("Quorum", "boolean", "This member can store messages", "quorum"),
             attribute("QuorumSize", "int", "Seed members that must be up", "quorumSize"),
             attribute("Seeds", "int", "Seed members (JetStream RAFT peers)", "seeds"),
@@ -108,6 +115,14 @@ def cluster_metrics(status: ClusterStatus) -> Iterator[Metric]:
     yield GaugeMetricFamily(
         "pushgrid_cluster_members_up", "Members whose heartbeats arrive", value=status.members_up
     )
+    health = GaugeMetricFamily(
+        "pushgrid_health",
+        "1 for this member's health status (ok, degraded or down), 0 for the others",
+        labels=["status"],
+    )
+    for value in ("ok", "degraded", "down"):
+        health.add_metric([value], 1 if status.health == value else 0)
+    yield health
     member = GaugeMetricFamily(
         "pushgrid_cluster_member_up", "1 per member that is up", labels=["member", "seed"]
     )
@@ -126,7 +141,10 @@ def cluster_metrics(status: ClusterStatus) -> Iterator[Metric]:
 
 def meta_fields(status: ClusterStatus) -> dict[str, str]:
     """Fields of the meta-subject ``/pushgrid/<node>/cluster`` (content: the health)."""
+    verdict = status.verdict
     fields = {
+        "health": verdict.status,
+        "reasons": "; ".join(reason.text for reason in verdict.reasons),
         "mode": status.mode,
         "quorum": "true" if status.quorum else "false",
         "members_up": str(status.members_up),

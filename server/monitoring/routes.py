@@ -82,10 +82,12 @@ class MonitorRoutes:
         healthy = not self.node.stopping
         cluster = self.node.cluster_status()
         live = self.node.live_state()
+        verdict = cluster.verdict  # metrics/health.py: the same health as every other view
         return json_response(
             200 if healthy else 503,
             {
-                "status": cluster.health if healthy else "stopping",
+                "status": verdict.status if healthy else "stopping",
+                "reasons": [reason.as_dict() for reason in verdict.reasons],
                 "cluster": status_dict(cluster),
                 "server": live.server_name,
                 "sessions": live.counters["sessions"],

@@ -34,6 +34,7 @@ def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
     return {
         "server": live.server_name,
         "ts": model.ts,
+        "sample_interval": model.interval,
         "uptime": live.uptime,
         "totals": {k: v for k, v in counters.items() if k.endswith("_total")},
         "gauges": {

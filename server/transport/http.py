@@ -60,6 +60,9 @@ class HttpServices(Protocol):
 
     def may_publish(self, host: str) -> bool: ...
 
+    def count_published(self, subject: str) -> None:
+        """Count a message accepted here (incoming rate, hot subjects): once in the cluster."""
+
 
 Route = Callable[
     [HttpServices, h11.Request, dict[str, list[str]], bytes, str],
@@ -241,7 +244,7 @@ async def _publish(
         published = await app.engine.publish(publish_request)
     except EngineUnavailable as exc:
         return problem(503, "engine_unavailable", str(exc))
-    app.counters.messages_in_total += 1
+    app.count_published(data.subject)
     return json_response(200, {"result": "ok", "epoch": published.epoch, "seq": published.seq})
 
 

@@ -83,14 +83,18 @@ def _member(name: str, up: bool = True, error: str | None = None) -> Member:
     return Member(name, f"http://{name}:8900", up, error)
 
 
-def test_cluster_health() -> None:
-    assert fmt.cluster_health([]) == ("unknown", "no members registered")
-    assert fmt.cluster_health([_member("a")]) == ("healthy", "all 1 member up")
-    assert fmt.cluster_health([_member("a"), _member("b", False)]) == (
+def test_cluster_health_is_the_admin_apis() -> None:
+    """The console shows the one health model's verdict (the admin API's), it never makes its
+    own: with a member down and the API saying so, both say degraded for the same reason."""
+    assert fmt.cluster_health([], "ok") == ("unknown", "no members registered")
+    assert fmt.cluster_health([_member("a")], "ok") == ("ok", "1 of 1 member up")
+    down = [_member("a"), _member("b", False)]
+    assert fmt.cluster_health(down, "degraded", ["member b is down"]) == (
         "degraded",
-        "1 of 2 members down",
+        "member b is down",
     )
-    assert fmt.cluster_health([_member("a", False), _member("b", False)])[0] == "down"
+    assert fmt.cluster_health(down, None)[0] == "unknown"
+    assert fmt.cluster_health(down, "down", ["member a is down", "member b is down"])[0] == "down"
     assert fmt.member_problems([_member("a"), _member("b", False, "refused")]) == [
         "member b is down: refused"
     ]

@@ -14,6 +14,7 @@ from pushgrid.console.app import PAGES, create_dash_app, href, page_for
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
+    ClusterView,
     ConsoleProvider,
     LiveIndicator,
     LiveOverview,
@@ -155,7 +156,10 @@ def test_overview_reports_members_down() -> None:
         ("a", "true"),
         ("b", "false"),
     ]
-    assert _prop(overview.render_health(live.members), "data-health") == "degraded"
+    cluster = ClusterView("guaranteed", "degraded", True, reasons=["member b is down"])
+    health = overview.render_health(live.members, cluster)
+    assert _prop(health, "data-health") == "degraded"
+    assert _prop(overview.render_health(live.members), "data-health") == "unknown"
 
 
 def test_overview_window_table_per_member() -> None:

@@ -607,8 +607,11 @@ async def test_tally_counts_messages_in_out_and_bytes_per_subject(world: World) 
     first = await world.publish("1")
     await world.publish("22")
     await world.publish("x", subject=OTHER)  # nobody subscribed: in, not out
+    for subject in (SUBJECT, SUBJECT, OTHER):  # accepted here (the session/HTTP paths call it)
+        world.hub.count_published(subject)
     tally = world.hub.take_tally()
     size = len(first.update().ws())
+    assert world.counters.messages_in_total == 3
     assert tally[SUBJECT][0] == 2
     assert tally[SUBJECT][1] == 4
     assert tally[SUBJECT][2] >= 4 * size
@@ -617,17 +620,35 @@ async def test_tally_counts_messages_in_out_and_bytes_per_subject(world: World) 
     assert dict(world.hub.subscriber_counts()) == {SUBJECT: 2}
 
 
+async def test_a_delivered_message_is_not_counted_in_where_it_did_not_enter(world: World) -> None:
+    """Issue 21 item 5: every member of a cluster fans a message out, only the one that accepted
+    it from a publisher counts it in (the cluster sums the members' incoming rates)."""
+    a, _ = world.session()
+    await a.handle_text(subscribe({"subject": SUBJECT}))
+    world.hub.take_tally()
+    await world.publish("from another member")  # the engine delivers, nobody here accepted it
+    assert world.counters.messages_in_total == 0
+    assert world.hub.take_tally()[SUBJECT][:2] == [0, 1]
+    publisher, _ = world.session()
+    await publisher.handle_text(
+        json.dumps({"op": "publish", "id": 1, "subject": SUBJECT, "content": "here"})
+    )
+    assert world.counters.messages_in_total == 1
+    assert world.hub.take_tally()[SUBJECT][:2] == [1, 1]
+
+
 async def test_tally_is_handed_over_early_when_full(world: World) -> None:
     handed: list[dict[str, list[int]]] = []
     world.hub.tally_limit = 3
     world.hub.on_tally_full = lambda: handed.append(world.hub.take_tally())
     for n in range(7):
         await world.publish("v", subject=f"/many/s{n}")
+        world.hub.count_published(f"/many/s{n}")
     assert [sorted(part) for part in handed] == [
         ["/many/s0", "/many/s1", "/many/s2"],
         ["/many/s3", "/many/s4", "/many/s5"],
     ]
-    assert list(world.hub.tally) == ["/many/s6"]
+    assert sorted(world.hub.tally) == ["/many/s6"]
     world.hub.on_tally_full = None  # nobody folds: the tally is dropped, not grown
     for n in range(7):
         await world.publish("v", subject=f"/more/s{n}")

@@ -1,0 +1,111 @@
+"""The one health model (issue 21 item 2): metrics/health.py, and the views that show it."""
+
+from __future__ import annotations
+
+from pushgrid.admin_api.member_client import Member
+from pushgrid.admin_api.services.cluster import merge_views
+from pushgrid.metrics.health import (
+    ArchiveState,
+    Health,
+    Reason,
+    cluster_health,
+    member_health,
+)
+from pushgrid.server.cluster.status import ClusterStatus, MemberView, assessed
+from pushgrid.server.monitoring.cluster_view import meta_fields, status_dict
+
+NOW = 1_795_000_000.0
+
+
+def _status(down: tuple[str, ...] = (), quorum: bool = True) -> ClusterStatus:
+    names = ("m1", "m2", "m3")
+    return ClusterStatus(
+        engine="nats",
+        mode="guaranteed",
+        members=tuple(
+            MemberView(n, i, "", True, "down" if n in down else "up", n == "m1")
+            for i, n in enumerate(names, 1)
+        ),
+        seeds=3,
+        quorum_size=2,
+        quorum=quorum,
+        nats_connected=True,
+    )
+
+
+def test_a_member_down_degrades_every_survivor_for_that_reason() -> None:
+    assert member_health("m1") == Health("ok")
+    health = member_health("m1", members_down=["m3"])
+    assert health.status == "degraded"
+    assert health.reasons == (Reason("member_down", "m3"),)
+    assert health.summary == "degraded: member m3 is down"
+
+
+def test_statuses_and_reasons() -> None:
+    assert member_health("m1", quorum=False).status == "degraded"
+    assert member_health("m1", nats_connected=False, quorum=False).reasons == (
+        Reason("nats_disconnected", "m1"),
+    )
+    assert member_health("m1", nats_connected=False).status == "down"
+    assert member_health("m1", stopping=True).status == "down"
+    assert member_health("m1", replica_lags={"pushgrid-m2": 5000, "pushgrid-m3": 3}).reasons == (
+        Reason("stream_lag", "pushgrid-m2"),
+    )
+    assert member_health("m1", config_mismatch=["m2"]).status == "degraded"
+
+
+def test_archive_failing() -> None:
+    fresh = ArchiveState(True, NOW - 1, 0.0)
+    assert member_health("m1", archive=fresh, now=NOW).status == "ok"
+    failed = ArchiveState(True, NOW - 2, NOW - 1)
+    assert member_health("m1", archive=failed, now=NOW).reasons == (
+        Reason("archive_failing", "m1"),
+    )
+    stale = ArchiveState(True, NOW - 60, 0.0)
+    assert member_health("m1", archive=stale, now=NOW).status == "degraded"
+    assert member_health("m1", archive=ArchiveState(False, 0, 0), now=NOW).status == "ok"
+    starting = ArchiveState(True, 0.0, 0.0)  # nothing written yet
+    assert member_health("m1", archive=starting, now=NOW).status == "ok"
+
+
+def test_the_cluster_merges_the_members_and_counts_the_unreadable_down() -> None:
+    survivor = member_health("m1", members_down=["m3"])
+    health = cluster_health({"m1": survivor, "m2": survivor, "m3": None})
+    assert health == Health("degraded", (Reason("member_down", "m3"),))
+    assert cluster_health({"m1": Health("ok"), "m2": Health("ok")}) == Health("ok")
+    assert cluster_health({"m1": None, "m2": None}).status == "down"
+    stopping = member_health("m1", stopping=True)
+    assert cluster_health({"m1": stopping, "m2": Health("ok")}).status == "degraded"
+    assert cluster_health({"m1": stopping}).status == "down"
+
+
+def test_every_member_view_shows_the_same_verdict() -> None:
+    """/health and the Cluster MBean (status_dict), the meta-subject (meta_fields) and the admin
+    API (merge_views over the MBean values) agree when a member is down."""
+    status = assessed(_status(down=("m3",)))
+    assert status.health == "degraded"
+    view = status_dict(status)
+    assert view["health"] == "degraded"
+    assert view["healthReasons"] == [
+        {"code": "member_down", "member": "m3", "text": "member m3 is down"}
+    ]
+    fields = meta_fields(status)
+    assert (fields["health"], fields["reasons"]) == ("degraded", "member m3 is down")
+    mbean = {
+        "Mode": view["mode"],
+        "Health": view["health"],
+        "HealthReasons": view["healthReasons"],
+        "Members": view["members"],
+        "Quorum": True,
+    }
+    members = [Member(name=n, monitor_url=f"http://{n}", source="config") for n in ("m1", "m3")]
+    merged = merge_views(members, [mbean, None])
+    assert merged.health == "degraded"
+    assert [r.model_dump() for r in merged.reasons] == view["healthReasons"]
+
+
+def test_a_healthy_cluster_is_ok_everywhere() -> None:
+    status = assessed(_status())
+    assert status.health == "ok"
+    assert status_dict(status)["healthReasons"] == []
+    assert meta_fields(status)["reasons"] == ""
