@@ -1,0 +1,201 @@
+"""The monitoring plane tells the truth in a real 3-member cluster (issue 21 items 2 and 5).
+
+* One health model: after a SIGKILL of a member, ``/health``, the MBean ``pushgrid:type=Cluster``,
+  the meta-subject ``/pushgrid/m1/cluster``, ``GET /api/v1/cluster`` and the console's Overview
+  (its page function over the admin API's answer, as the console's provider reads it) all say
+  ``degraded`` for the same reason: member m3 is down.
+* Cluster aggregation counts once: a message published on one member is counted in once in the
+  cluster (hot subjects, the live cluster view), whatever members fan it out; outgoing is summed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from pushgrid.console.http_provider import member_of
+from pushgrid.console.pages import overview
+from pushgrid.console.provider import ClusterView
+
+from .cluster import Cluster
+from .pgtest import DEFAULT_TIMEOUT, AdminHarness, ServerProcess, WsClient, monitor_http
+
+DEGRADED_WITHIN = 60.0  # a bound for a failing test, not a measurement
+
+
+async def _health(member: ServerProcess) -> dict[str, Any]:
+    async with monitor_http(member) as mon:
+        body: dict[str, Any] = (await mon.get("/health")).json()
+    return body
+
+
+async def _cluster_bean(member: ServerProcess) -> dict[str, Any]:
+    async with monitor_http(member) as mon:
+        answer = (await mon.get("/jolokia/read/pushgrid:type=Cluster")).json()
+    assert answer["status"] == 200, answer
+    value: dict[str, Any] = answer["value"]
+    return value
+
+
+async def _meta(member: ServerProcess, name: str) -> dict[str, Any]:
+    """The latest round of ``/pushgrid/<name>/cluster`` (the retained snapshot)."""
+    client = await WsClient.connect(member)
+    try:
+        await client.subscribe(f"/pushgrid/{name}/cluster")
+        (frame,) = await client.messages(1, f"/pushgrid/{name}/cluster")
+        return dict(frame)
+    finally:
+        await client.close()
+
+
+def _console(api_cluster: dict[str, Any], api_members: list[dict[str, Any]]) -> tuple[str, str]:
+    """What the Overview's health card shows for the admin API's answers (data-health, text)."""
+    members = [member_of(item) for item in api_members]
+    card = overview.render_health(members, ClusterView.from_json(api_cluster))
+    props = card.to_plotly_json()["props"]
+    text = " ".join(
+        str(child.children) for child in props["children"] if isinstance(child.children, str)
+    )
+    return props["data-health"], text
+
+
+async def _five_views(cluster: Cluster, api: Any) -> dict[str, tuple[str, str]]:
+    """(status, reasons as text) of every view, read from m1 and the admin API."""
+    m1 = cluster.member(1)
+    health = await _health(m1)
+    bean = await _cluster_bean(m1)
+    meta = await _meta(m1, "m1")
+    api_cluster = (await api.get("/api/v1/cluster")).json()
+    api_members = (await api.get("/api/v1/members")).json()["items"]
+    console = _console(api_cluster, api_members)
+
+    def texts(reasons: list[dict[str, Any]]) -> str:
+        return "; ".join(r["text"] for r in reasons)
+
+    return {
+        "/health": (health["status"], texts(health["reasons"])),
+        "mbean": (bean["Health"], texts(bean["HealthReasons"])),
+        "meta-subject": (meta["content"], meta["fields"].get("reasons", "")),
+        "api": (api_cluster["health"], texts(api_cluster["reasons"])),
+        "console": console,
+    }
+
+
+async def test_a_killed_member_degrades_every_view_for_the_same_reason(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    cluster = Cluster(
+        tmp_path_factory.mktemp("health"), configured=3, mode="Guaranteed", MetaSubjectInterval=0.5
+    )
+    admin: AdminHarness | None = None
+    try:
+        cluster.start()
+        admin = AdminHarness(
+            tmp_path_factory.mktemp("health-admin"),
+            [f"m{i}={cluster.member(i).monitor_url}" for i in (1, 2, 3)],
+        )
+        async with admin.client("viewer") as api:
+            deadline = time.monotonic() + DEFAULT_TIMEOUT
+            while True:
+                views = await _five_views(cluster, api)
+                if all(status == "ok" for status, _ in views.values()):
+                    break
+                assert time.monotonic() < deadline, views
+                await asyncio.sleep(0.5)
+
+            cluster.member(3).kill()  # SIGKILL
+            killed = time.monotonic()
+            while True:
+                views = await _five_views(cluster, api)
+                if all(status == "degraded" for status, _ in views.values()):
+                    break
+                assert time.monotonic() - killed < DEGRADED_WITHIN, views
+                await asyncio.sleep(0.25)
+            print(f"SIGKILL to every view degraded: {time.monotonic() - killed:.1f} s")
+            for name, (status, text) in views.items():
+                assert status == "degraded", name
+                assert "member m3 is down" in text, (name, text)
+    finally:
+        if admin is not None:
+            admin.close()
+        cluster.kill_all()
+
+
+async def test_a_published_message_counts_once_in_the_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    cluster = Cluster(
+        tmp_path_factory.mktemp("once"),
+        configured=3,
+        mode="Standard",
+        **{"HotSubjects.Window": 2},
+    )
+    admin: AdminHarness | None = None
+    subject = "/ops/once/IBM"
+    clients: list[WsClient] = []
+    try:
+        cluster.start()
+        admin = AdminHarness(
+            tmp_path_factory.mktemp("once-admin"),
+            [f"m{i}={cluster.member(i).monitor_url}" for i in (1, 2, 3)],
+        )
+        for index in (1, 2, 3):  # one subscriber on every member: every member fans out
+            subscriber = await WsClient.connect(cluster.member(index))
+            await subscriber.subscribe(subject)
+            clients.append(subscriber)
+        publisher = await WsClient.connect(cluster.member(1))
+        clients.append(publisher)
+        published = 0
+        stop = asyncio.Event()
+
+        async def publish() -> None:
+            nonlocal published
+            while not stop.is_set():
+                await publisher.publish_ok(subject, str(published))
+                published += 1
+                await asyncio.sleep(0.04)
+
+        started = time.monotonic()
+        task = asyncio.create_task(publish())
+        try:
+            await asyncio.sleep(10)  # the rankings' decay (HotSubjects.Window = 2 s) settles
+            async with admin.client("viewer") as api:
+                at = time.monotonic()
+                sent_rate = published / (at - started)  # the generator's own count
+                hot = (await api.get("/api/v1/hot-subjects")).json()
+                live = (await api.get("/api/v1/stats/live")).json()
+        finally:
+            stop.set()
+            await task
+        ranked = {
+            name: {e["subject"]: e["value"] for e in hot["cluster"]["rankings"][name]}
+            for name in ("messages_in", "messages_out")
+        }
+        # counted once where it entered (today's code: 3x, once per member fanning it out)
+        assert ranked["messages_in"][subject] == pytest.approx(sent_rate, rel=0.4), ranked
+        per_member = {
+            m["member"]: {e["subject"]: e["value"] for e in m["rankings"]["messages_in"]}
+            for m in hot["members"]
+        }
+        assert subject not in per_member["m2"]
+        assert subject not in per_member["m3"]
+        # outgoing is summed: one delivery per subscriber, one subscriber per member
+        assert ranked["messages_out"][subject] == pytest.approx(3 * sent_rate, rel=0.4), ranked
+        incoming = {i["name"]: i["current"] for i in live["cluster"]["indicators"]}
+        assert incoming["incoming_messages_per_second"] == pytest.approx(sent_rate, rel=0.5)
+        # the cumulative counters agree exactly with the generator
+        totals = 0
+        for index in (1, 2, 3):
+            async with monitor_http(cluster.member(index)) as mon:
+                document = (await mon.get("/stats", params={"format": "json"})).json()
+            totals += document["totals"]["messages_in_total"]
+        assert totals == published
+    finally:
+        for client in clients:
+            await client.close()
+        if admin is not None:
+            admin.close()
+        cluster.kill_all()
