@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -84,37 +85,74 @@ INDICATORS: tuple[Indicator, ...] = (
 INDICATOR_NAMES: tuple[str, ...] = tuple(i.name for i in INDICATORS)
 
 
-def sample_values(
-    current: Mapping[str, int],
-    previous: Mapping[str, int] | None,
-    seconds: float,
-    carry: Mapping[str, float] | None = None,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Indicator values for one sampling period from two counter readings ``seconds`` apart.
+class PerSecond:
+    """Counter readings taken at irregular moments -> one value per whole UTC second.
 
-    A rate is the counter difference divided by the real elapsed time (a monotonic clock): a
-    period that lasted 2.5 s because the event loop was blocked, or 0.4 s because the previous
-    sample was late, still reads the events per second of that period, so a steady load reads
-    steady. Samples are integers (the archive's contract, exact sums in the pipeline): each rate
-    is rounded to the nearest integer and the rounding remainder is carried to the next sample
-    (``carry`` in, the new carry out), so over many samples nothing is lost to rounding and a
-    load of 0.5 events/s reads 0, 1, 0, 1 ... rather than always 0. A gauge is its value.
-    Without a previous reading (or a period that is not positive) rates are 0.
+    Each reading closes a period whose length is measured on the monotonic clock; the period's
+    counter differences are spread over the UTC seconds it overlaps in proportion to the overlap
+    (the events of a period are taken as evenly spread over it). A second is emitted once a
+    reading is past its end, so each emitted value is the events counted *in that second*: a
+    reading that comes 0.9 s late, or after an event loop blocked for 3 s, changes nothing for a
+    steady load (the blocked seconds are emitted too, at the period's average rate), and the
+    next reading, 0.1 s later, does not make a low second either (issue 21: rates are rates).
+
+    Values are integers, the archive's contract: each is rounded and the rounding remainder is
+    carried to the next second, so the emitted values of a rate add up to its counter's
+    difference (exactly, once the load stops; the share of the second still open waits for the
+    next reading). A gauge is read as it is when its second is emitted.
     """
-    values: dict[str, float] = {}
-    remainders: dict[str, float] = {}
-    for indicator in INDICATORS:
-        now = current[indicator.counter]
-        if not indicator.rate:
-            values[indicator.name] = float(now)
-            continue
-        if previous is None or seconds <= 0:
-            values[indicator.name] = 0.0
-            remainders[indicator.name] = (carry or {}).get(indicator.name, 0.0)
-            continue
-        exact = (now - previous[indicator.counter]) / seconds
-        exact += (carry or {}).get(indicator.name, 0.0)
-        value = float(max(0, round(exact)))
-        values[indicator.name] = value
-        remainders[indicator.name] = exact - value
-    return values, remainders
+
+    def __init__(self) -> None:
+        self._previous: Mapping[str, int] | None = None
+        self._previous_tick = 0.0
+        self._emitted_through: int | None = None  # the last second emitted
+        self._pending: dict[int, dict[str, float]] = {}  # open seconds -> shares so far
+        self._carry: dict[str, float] = {}
+        self.last_period = 0.0  # monotonic seconds between the last two readings
+
+    def add(
+        self, wall: float, tick: float, current: Mapping[str, int]
+    ) -> list[tuple[int, dict[str, float]]]:
+        """A reading at Unix time ``wall`` and monotonic ``tick``; the seconds it completes."""
+        if self._previous is None:
+            self._previous, self._previous_tick = dict(current), tick
+            self._emitted_through = math.floor(wall) - 1
+            return []
+        length = tick - self._previous_tick
+        if length <= 0:
+            return []
+        assert self._emitted_through is not None
+        first_open = self._emitted_through + 1
+        end = max(wall, float(first_open))  # a wall clock stepped back: the open second
+        start = min(max(end - length, float(first_open)), end)
+        span = end - start
+        seconds = range(math.floor(start), math.floor(end) + 1)
+        weights = [
+            (second, (min(end, second + 1) - max(start, second)) / span if span > 0 else 1.0)
+            for second in seconds
+        ]
+        weights = [(second, w) for second, w in weights if w > 0] or [(math.floor(end), 1.0)]
+        for indicator in INDICATORS:
+            if not indicator.rate:
+                continue
+            delta = current[indicator.counter] - self._previous[indicator.counter]
+            for second, weight in weights:
+                shares = self._pending.setdefault(second, {})
+                shares[indicator.name] = shares.get(indicator.name, 0.0) + delta * weight
+        self._previous, self._previous_tick, self.last_period = dict(current), tick, length
+        done = sorted(second for second in self._pending if second + 1 <= wall)
+        emitted: list[tuple[int, dict[str, float]]] = []
+        for second in done:
+            shares = self._pending.pop(second)
+            values: dict[str, float] = {}
+            for indicator in INDICATORS:
+                if not indicator.rate:
+                    values[indicator.name] = float(current[indicator.counter])
+                    continue
+                exact = shares.get(indicator.name, 0.0) + self._carry.get(indicator.name, 0.0)
+                value = float(max(0, round(exact)))
+                self._carry[indicator.name] = exact - value
+                values[indicator.name] = value
+            emitted.append((second, values))
+            self._emitted_through = second
+        return emitted

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from .archive import ArchiveWriter
 from .counters import Counters
-from .indicators import INDICATOR_NAMES, sample_values
+from .indicators import INDICATOR_NAMES, PerSecond
 from .readmodel import ArchiveReading, ReadModel, build_read_model
 from .rolling_windows import IndicatorSet
 
@@ -34,7 +34,7 @@ class HotDocument(Protocol):
 class Sample:
     ts: int  # the UTC second the sample describes
     values: dict[str, float]
-    interval: float = 0.0  # the real seconds (monotonic) the rates were measured over
+    interval: float = 0.0  # the sampler's last period (monotonic seconds between readings)
 
 
 class Sampler:
@@ -61,44 +61,44 @@ class Sampler:
         self.archive_last_write = 0.0
         self.archive_write_errors = 0
         self.archive_last_error = 0.0
-        self._previous: dict[str, int] | None = None
-        self._previous_time = 0.0  # monotonic
-        self._carry: dict[str, float] = {}
+        self.per_second = PerSecond()
         # called with the sample's second after each sample (hot subjects fold their deltas)
         self.listeners: list[Callable[[int], None]] = []
         # the hot-subject rankings copied into each read model (set by the server)
         self.hot: HotDocument | None = None
         self.read_model: ReadModel = self._read_model()
 
-    def sample(self) -> Sample:
-        """Take one sample now; normally called by :meth:`run` just after each whole second."""
+    def sample(self) -> list[Sample]:
+        """Read the counters now; record and return the whole seconds this reading completes.
+
+        Normally called by :meth:`run` just after each whole second, so one second a call; a
+        late call still gives each second its own events (:class:`~metrics.indicators.PerSecond`),
+        a call after a blocked event loop records every second it missed, and a second call
+        within one second records nothing. The first call only takes the first reading.
+        """
         now = self.clock()
-        tick = self.monotonic()
-        current = self.counters.as_dict()
-        ts = int(now) - 1
-        if ts <= self.latest.ts:  # two samples in one second (clock step): keep the first
-            return self.latest
-        elapsed = tick - self._previous_time if self._previous is not None else 0.0
-        if self._previous is not None and elapsed <= 0:  # no time passed: nothing to divide by
-            return self.latest
-        values, self._carry = sample_values(current, self._previous, elapsed, self._carry)
-        self._previous, self._previous_time = current, tick
-        self.latest = Sample(ts, values, round(elapsed, 6))
-        self.samples_taken += 1
-        self.windows.add_sample(ts, values)
-        if self.archive is not None:
-            try:
-                self.archive.write(ts, values)
-            except OSError as exc:
-                self.archive_write_errors += 1
-                self.archive_last_error = now
-                log.warning("metrics archive write failed: %s", exc)
-            else:
-                self.archive_last_write = now
-        for listener in self.listeners:
-            listener(ts)
-        self.read_model = self._read_model()  # one reference swap: readers see old or new
-        return self.latest
+        emitted = self.per_second.add(now, self.monotonic(), self.counters.as_dict())
+        samples: list[Sample] = []
+        for ts, values in emitted:
+            sample = Sample(ts, values, round(self.per_second.last_period, 6))
+            self.latest = sample
+            self.samples_taken += 1
+            self.windows.add_sample(ts, values)
+            if self.archive is not None:
+                try:
+                    self.archive.write(ts, values)
+                except OSError as exc:
+                    self.archive_write_errors += 1
+                    self.archive_last_error = now
+                    log.warning("metrics archive write failed: %s", exc)
+                else:
+                    self.archive_last_write = now
+            for listener in self.listeners:
+                listener(ts)
+            samples.append(sample)
+        if samples:
+            self.read_model = self._read_model()  # one reference swap: readers see old or new
+        return samples
 
     def attach_hot(self, hot: HotDocument) -> None:
         """Copy ``hot``'s rankings into every read model from now on (and into the current one)."""
@@ -125,7 +125,7 @@ class Sampler:
 
     async def run(self) -> None:
         """Sample just after every whole second until cancelled."""
-        self._previous, self._previous_time = self.counters.as_dict(), self.monotonic()
+        self.per_second.add(self.clock(), self.monotonic(), self.counters.as_dict())
         while True:
             now = self.clock()
             await asyncio.sleep(1.0 - (now % 1.0) + 0.001)

@@ -350,28 +350,31 @@ def assert_close(got: WindowReading, want: WindowReading) -> None:
 
 def test_sampler_publishes_a_read_model_per_second() -> None:
     counters = Counters()
-    clock = Clock(TS + 0.5)
+    clock = Clock(TS + 0.001)
     sampler = Sampler(counters, clock=clock)
     first = sampler.read_model
     assert first.ts == 0
     assert first.window("connected_users", "1m") == WindowReading(0, None, None, None)
-    sampler.sample()  # no previous reading: rates are 0
+    assert sampler.sample() == []  # the first reading: no second complete yet
     users: list[float] = []
+    rates: list[float] = []
     for step, sessions in enumerate([3, 4, 8, 9], start=1):
         counters.sessions = sessions
         counters.messages_in_total += 10 * step
-        clock.now = TS + 0.5 + step
-        sampler.sample()
+        clock.now = TS + step + 0.001
+        (sample,) = sampler.sample()  # one reading just after each second: that second
+        assert sample.ts == TS + step - 1
         users.append(float(sessions))
+        rates.append(sample.values["incoming_messages_per_second"])
     model = sampler.read_model
     assert model is not first, "a new second is a new object"
     assert first.ts == 0, "a published read model never changes"
     assert model.ts == TS + 3
     assert model.current("connected_users") == 9.0
-    assert_close(model.window("connected_users", "1m"), reading_of([0.0, *users]))
-    rates = [0.0, 10.0, 20.0, 30.0, 40.0]
+    assert_close(model.window("connected_users", "1m"), reading_of(users))
+    assert rates == [10.0, 20.0, 30.0, 40.0]
     assert_close(model.window("incoming_messages_per_second", "1m"), reading_of(rates))
-    assert model.window("incoming_messages_per_second", "1h").count == 5
+    assert model.window("incoming_messages_per_second", "1h").count == 4
     assert model.archive == ArchiveReading(False, 0.0, 0)
 
 
@@ -387,6 +390,8 @@ def test_sampler_copies_the_hot_document() -> None:
     clock = Clock(TS + 0.5)
     sampler = Sampler(Counters(), clock=clock)
     sampler.attach_hot(hot)
+    assert sampler.read_model.hot == {"ts": 1}
+    sampler.sample()  # the first reading completes no second: no new read model
     assert sampler.read_model.hot == {"ts": 1}
     clock.now += 1
     sampler.sample()
