@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pushgrid.server.cli_support import fail, settings_or_exit
+from pushgrid.server.cli_support import LogLevelOption, fail, settings_or_exit
 from pushgrid.server.periodic import run_child
 
 from .security import Role
@@ -121,6 +121,9 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
         stream=sys.stderr,
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # quiet by default: httpx logs every member call at INFO, uvicorn every request
+    quiet = max(logging.WARNING, logging.getLogger().level)
+    logging.getLogger("httpx").setLevel(quiet)
     _migrate(settings.database)
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"http://{shown_host}:{port}"
@@ -148,6 +151,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
             host=host,
             port=port,
             log_level=settings.log_level.lower(),
+            access_log=settings.log_level == "DEBUG",
             proxy_headers=False,
             server_header=False,
         )
@@ -174,6 +178,7 @@ def serve_command(
     config: ConfigOption = None,
     listen: ListenOption = None,
     bootstrap: BootstrapOption = False,
+    log_level: LogLevelOption = None,
 ) -> None:
     """Run the admin API (uvicorn, Admin.Listen, default 127.0.0.1:8080)."""
     serve(config or ctx.obj, listen, bootstrap)

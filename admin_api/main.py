@@ -31,6 +31,7 @@ from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router
 from .services.alerts import AlertRunner
+from .services.cluster import MemberWatch
 from .services.jobs import JobRunner
 from .services.trace import TraceHub
 
@@ -89,14 +90,17 @@ def create_app(
     runner = job_runner or JobRunner(settings)
     alerts = AlertRunner(settings, lambda: app.state.session_factory())
     traces = TraceHub(settings)
+    watch = MemberWatch(lambda: _members(app, settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         alerts.start()
         traces.start()
+        watch.start()
         try:
             yield
         finally:
+            await watch.stop()
             await alerts.stop()
             await traces.close()
             runner.close()
@@ -132,3 +136,10 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _members(app: FastAPI, settings: Settings) -> list[Any]:
+    from .services.members import MemberService
+
+    with app.state.session_factory() as db:
+        return MemberService(db, settings).all()

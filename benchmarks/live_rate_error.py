@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import socket
 import subprocess
 import tempfile
@@ -67,7 +68,6 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         args.pushgrid, "server", "--config", str(conf), stdout=log, stderr=subprocess.STDOUT
     )
     stats_url = f"http://127.0.0.1:{monitor}/stats?format=json"
-    clients: list[PushgridClient] = []
     per_second: Counter[int] = Counter()
     received = 0
     readers: list[asyncio.Task[None]] = []
@@ -91,26 +91,11 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
 
         for _ in range(args.subscribers):
             readers.append(asyncio.create_task(subscriber()))
-        publisher = PushgridClient([f"127.0.0.1:{port}"])
-        await publisher.connect(timeout=10)
-        clients.append(publisher)
-        pending: set[asyncio.Task[object]] = set()
-
-        async def publish() -> None:
-            start = time.monotonic()
-            n = 0
-            while True:
-                n += 1
-                delay = start + n / args.rate - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                task = asyncio.create_task(
-                    publisher.publish(subjects[n % len(subjects)], str(n), qos="standard")
-                )
-                pending.add(task)
-                task.add_done_callback(pending.discard)
-
-        load = asyncio.create_task(publish())
+        # the publisher runs in its own process: its pace does not wait for the counting
+        load = multiprocessing.get_context("spawn").Process(
+            target=_publisher, args=(port, subjects, args.rate), daemon=True
+        )
+        load.start()
         await asyncio.sleep(args.warmup)
         samples: dict[int, float] = {}
         async with httpx.AsyncClient(trust_env=False, timeout=2.0) as http:
@@ -122,7 +107,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
                 samples[int(document["ts"])] = float(value)
                 await asyncio.sleep(0.25)
             truth = (received - first) / (time.monotonic() - began)
-        load.cancel()
+        load.terminate()
         began_second = int(time.time() - args.seconds) + 1
         measured = {ts: v for ts, v in samples.items() if ts >= began_second and ts in per_second}
         values = sorted(measured.values())
@@ -142,11 +127,32 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
     finally:
         for reader in readers:
             reader.cancel()
-        for client in clients:
-            await client.close()
         server.terminate()
         await asyncio.wait_for(server.wait(), 15)
         log.close()
+
+
+def _publisher(port: int, subjects: list[str], rate: float) -> None:
+    """``rate`` publishes a second on an absolute schedule, until terminated."""
+
+    async def run() -> None:
+        publisher = PushgridClient([f"127.0.0.1:{port}"])
+        await publisher.connect(timeout=10)
+        pending: set[asyncio.Task[object]] = set()
+        start = time.monotonic()
+        n = 0
+        while True:
+            n += 1
+            delay = start + n / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            task = asyncio.create_task(
+                publisher.publish(subjects[n % len(subjects)], str(n), qos="standard")
+            )
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+    asyncio.run(run())
 
 
 def main() -> None:

@@ -180,3 +180,22 @@ def cluster_health(members: Mapping[str, Health | None], down: Iterable[str] = (
     if merged.status == "down":  # some members cannot serve, others can
         return Health("degraded", merged.reasons)
     return merged
+
+
+def member_transitions(
+    previous: Mapping[str, str] | None, current: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """``(member, "up" | "down")`` for every member whose state changed (pure).
+
+    ``previous`` None is the first look: nothing changed yet. A member new in ``current`` that
+    is down is a change (it was configured or heard of and is not there); a member that
+    disappears from ``current`` is forgotten, not reported.
+    """
+    if previous is None:
+        return []
+    changes: list[tuple[str, str]] = []
+    for name, state in current.items():
+        before = previous.get(name)
+        if state != before and (before is not None or state == "down"):
+            changes.append((name, state))
+    return changes

@@ -17,7 +17,7 @@ from typing import Any
 from pushgrid import __version__
 from pushgrid.metrics.archive import ArchiveWriter
 from pushgrid.metrics.counters import Counters
-from pushgrid.metrics.health import ArchiveState
+from pushgrid.metrics.health import ArchiveState, member_transitions
 from pushgrid.metrics.hotsubjects import HotSubjects
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.readmodel import ReadModel
@@ -151,6 +151,7 @@ class PushServer:
         )
         self.tick: float = 0.0
         self.stopping = False
+        self._member_states: dict[str, str] | None = None  # _watch_members' last look
         self.flusher: Flusher
         self._servers: list[asyncio.Server] = []
         self._monitor_servers: list[asyncio.Server] = []
@@ -238,9 +239,22 @@ class PushServer:
             for host, port in settings.monitor_tls_addresses:
                 server = await loop.create_server(self._monitor_protocol, host, port, ssl=context)
                 self._monitor_servers.append(server)
+        self.sampler.listeners.append(self._watch_members)
         self.track(loop.create_task(self.sampler.run()))
         if settings.meta_subject_interval > 0:
             self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
+
+    def _watch_members(self, _ts: int) -> None:
+        """Once a second: one WARNING per member of the cluster that went down or came up."""
+        states: dict[str, str] = {
+            m.name: m.state for m in self.cluster_status().members if not m.is_self
+        }
+        for name, state in member_transitions(self._member_states, states):
+            if state == "down":
+                log.warning("cluster member %s is down (no heartbeat)", name)
+            else:
+                log.warning("cluster member %s is up", name)
+        self._member_states = states
 
     def _hot_subjects(self) -> HotSubjects:
         settings = self.settings

@@ -15,7 +15,7 @@ import uvloop
 
 from pushgrid import __version__
 
-from .cli_support import fail, settings_or_exit
+from .cli_support import LogLevelOption, fail, settings_or_exit
 from .config import Settings
 from .extras import extra_for, install_hint, missing_modules
 
@@ -97,7 +97,7 @@ def _push_server(settings: Settings) -> PushServer:
 
 
 @app.command()
-def server(config: ConfigOption = None) -> None:
+def server(config: ConfigOption = None, log_level: LogLevelOption = None) -> None:
     """Run a push server (WebSocket + HTTP on the client port)."""
 
     _run(_push_server(_settings(config)))
@@ -121,6 +121,7 @@ def up(
     jmx: Annotated[
         bool, typer.Option("--jmx", help="Also run the JMX bridge on JmxListen (needs java).")
     ] = False,
+    log_level: LogLevelOption = None,
 ) -> None:
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)

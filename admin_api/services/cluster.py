@@ -9,18 +9,23 @@ heartbeat told where it was), reachable: false, until the cluster forgets it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 
-from pushgrid.metrics.health import Health, Reason, cluster_health
+from pushgrid.metrics.health import Health, Reason, cluster_health, member_transitions
 
 from ..access import is_jmx
-from ..member_client import Member, MemberClient, MemberFailure
+from ..member_client import Member, MemberClient, MemberFailure, new_http_client
 from ..schemas import ClusterMemberOut, ClusterOut, HealthReasonOut
 
 CLUSTER_MBEAN = "pushgrid:type=Cluster"
+WATCH_INTERVAL = 2.0  # seconds between two looks of :class:`MemberWatch`
+
+log = logging.getLogger("pushgrid.admin")
 
 
 async def cluster_views(
@@ -143,3 +148,50 @@ def _leads(entry: dict[str, Any], stream_leader: Any) -> bool:
 
 async def cluster_overview(http: httpx.AsyncClient, members: Sequence[Member]) -> ClusterOut:
     return merge_views(members, await cluster_views(http, members))
+
+
+class MemberWatch:
+    """One WARNING line when a member the admin API manages stops answering, one when it answers
+    again (the members' own Cluster MBean, read every ``interval`` seconds; members managed over
+    JMX are not watched: a JVM run per look is too dear)."""
+
+    def __init__(
+        self, members: Callable[[], list[Member]], interval: float = WATCH_INTERVAL
+    ) -> None:
+        self.members = members
+        self.interval = interval
+        self.states: dict[str, str] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def look(self, http: httpx.AsyncClient) -> list[tuple[str, str]]:
+        members = [m for m in await asyncio.to_thread(self.members) if not is_jmx(m.monitor_url)]
+        views = await cluster_views(http, members)
+        states = {
+            m.name: "down" if v is None else "up" for m, v in zip(members, views, strict=True)
+        }
+        changes = member_transitions(self.states, states)
+        for name, state in changes:
+            if state == "down":
+                log.warning("member %s is down: its monitoring port does not answer", name)
+            else:
+                log.warning("member %s is up", name)
+        self.states = states
+        return changes
+
+    async def _run(self) -> None:
+        async with new_http_client(timeout=self.interval) as http:
+            while True:
+                try:
+                    await self.look(http)
+                except Exception:
+                    log.exception("member watch failed")
+                await asyncio.sleep(self.interval)

@@ -11,11 +11,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
 import pytest
 
+from pushgrid.admin_api.member_client import Member, new_http_client
+from pushgrid.admin_api.services.cluster import MemberWatch
 from pushgrid.console.http_provider import member_of
 from pushgrid.console.pages import overview
 from pushgrid.console.provider import ClusterView
@@ -85,8 +88,9 @@ async def _five_views(cluster: Cluster, api: Any) -> dict[str, tuple[str, str]]:
 
 
 async def test_a_killed_member_degrades_every_view_for_the_same_reason(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """... and every survivor and the admin API log it once, as a WARNING naming the member."""
     cluster = Cluster(
         tmp_path_factory.mktemp("health"), configured=3, mode="Guaranteed", MetaSubjectInterval=0.5
     )
@@ -97,7 +101,13 @@ async def test_a_killed_member_degrades_every_view_for_the_same_reason(
             tmp_path_factory.mktemp("health-admin"),
             [f"m{i}={cluster.member(i).monitor_url}" for i in (1, 2, 3)],
         )
-        async with admin.client("viewer") as api:
+        watched = [
+            Member(name=f"m{i}", monitor_url=cluster.member(i).monitor_url, source="config")
+            for i in (1, 2, 3)
+        ]
+        watch = MemberWatch(lambda: watched)
+        async with admin.client("viewer") as api, new_http_client(timeout=2.0) as http:
+            assert await watch.look(http) == []  # the first look: nothing changed
             deadline = time.monotonic() + DEFAULT_TIMEOUT
             while True:
                 views = await _five_views(cluster, api)
@@ -118,6 +128,17 @@ async def test_a_killed_member_degrades_every_view_for_the_same_reason(
             for name, (status, text) in views.items():
                 assert status == "degraded", name
                 assert "member m3 is down" in text, (name, text)
+            with caplog.at_level(logging.WARNING, logger="pushgrid.admin"):
+                assert await watch.look(http) == [("m3", "down")]
+                assert await watch.look(http) == []
+            warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+            assert [w for w in warnings if "m3" in w] == [
+                "member m3 is down: its monitoring port does not answer"
+            ]
+        for survivor in (cluster.member(1), cluster.member(2)):
+            lines = [line for line in survivor.log().splitlines() if "m3 is down" in line]
+            assert len(lines) == 1, lines
+            assert "WARNING" in lines[0]
     finally:
         if admin is not None:
             admin.close()

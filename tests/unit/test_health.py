@@ -10,6 +10,7 @@ from pushgrid.metrics.health import (
     Reason,
     cluster_health,
     member_health,
+    member_transitions,
 )
 from pushgrid.server.cluster.status import ClusterStatus, MemberView, assessed
 from pushgrid.server.monitoring.cluster_view import meta_fields, status_dict
@@ -109,3 +110,13 @@ def test_a_healthy_cluster_is_ok_everywhere() -> None:
     assert status.health == "ok"
     assert status_dict(status)["healthReasons"] == []
     assert meta_fields(status)["reasons"] == ""
+
+
+def test_member_transitions() -> None:
+    assert member_transitions(None, {"m2": "up", "m3": "down"}) == []
+    assert member_transitions({"m2": "up", "m3": "up"}, {"m2": "up", "m3": "down"}) == [
+        ("m3", "down")
+    ]
+    assert member_transitions({"m3": "down"}, {"m3": "up"}) == [("m3", "up")]
+    assert member_transitions({"m3": "up"}, {}) == [], "a forgotten member is not news"
+    assert member_transitions({}, {"m4": "down", "m5": "up"}) == [("m4", "down")]
