@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -25,6 +25,7 @@ from pushgrid.console.provider import ClusterView
 
 from .cluster import Cluster
 from .pgtest import DEFAULT_TIMEOUT, AdminHarness, ServerProcess, WsClient, monitor_http
+from .test_cluster_monitoring import read_cluster_bean
 
 DEGRADED_WITHIN = 60.0  # a bound for a failing test, not a measurement
 
@@ -33,14 +34,6 @@ async def _health(member: ServerProcess) -> dict[str, Any]:
     async with monitor_http(member) as mon:
         body: dict[str, Any] = (await mon.get("/health")).json()
     return body
-
-
-async def _cluster_bean(member: ServerProcess) -> dict[str, Any]:
-    async with monitor_http(member) as mon:
-        answer = (await mon.get("/jolokia/read/pushgrid:type=Cluster")).json()
-    assert answer["status"] == 200, answer
-    value: dict[str, Any] = answer["value"]
-    return value
 
 
 async def _meta(member: ServerProcess, name: str) -> dict[str, Any]:
@@ -69,7 +62,7 @@ async def _five_views(cluster: Cluster, api: Any) -> dict[str, tuple[str, str]]:
     """(status, reasons as text) of every view, read from m1 and the admin API."""
     m1 = cluster.member(1)
     health = await _health(m1)
-    bean = await _cluster_bean(m1)
+    bean = cast(dict[str, Any], await read_cluster_bean(m1))
     meta = await _meta(m1, "m1")
     api_cluster = (await api.get("/api/v1/cluster")).json()
     api_members = (await api.get("/api/v1/members")).json()["items"]
