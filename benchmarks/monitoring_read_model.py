@@ -47,7 +47,7 @@ def main() -> None:
     counters, now = Counters(), [1_800_000_000.5]
     sampler = Sampler(counters, clock=lambda: now[0])
     hot = HotSubjects(Tally(), top_n=20, capacity=1000)
-    sampler.listeners.append(hot.fold)
+    sampler.listeners.append(hot.fold_seconds)
     sampler.attach_hot(hot)
 
     def tick() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from .heavy_hitters import SpaceSaving
@@ -70,9 +70,27 @@ class HotSubjects:
 
     def fold(self, ts: int) -> None:
         """Once a second: decay, add the second's deltas, refresh histories and subscribers."""
-        for sketch in self.sketches.values():
-            sketch.decay(self.factor)
-        self.absorb()
+        self.fold_seconds([ts])
+
+    def fold_seconds(self, seconds: Sequence[int]) -> None:
+        """The seconds one sampler reading completed (metrics.sampler): the hub's deltas of the
+        reading's period are shared evenly among them, each second decaying once, so a reading
+        after a blocked event loop is no bump in the rates (issue 21: rates are rates)."""
+        if not seconds:
+            return
+        tally = self.source.take_tally()
+        share = 1.0 / len(seconds)
+        for ts in seconds:
+            for sketch in self.sketches.values():
+                sketch.decay(self.factor)
+            for subject, (incoming, outgoing, size) in tally.items():
+                sketches = self.sketches
+                sketches["messages_in"].add(subject, incoming * share)
+                sketches["messages_out"].add(subject, outgoing * share)
+                sketches["bytes_out"].add(subject, size * share)
+            self._fold_done(ts)
+
+    def _fold_done(self, ts: int) -> None:
         self.ts = ts
         if self._folds % SUBSCRIBER_EVERY == 0:
             self.subscribers = heapq.nlargest(

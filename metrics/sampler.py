@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -62,8 +62,9 @@ class Sampler:
         self.archive_write_errors = 0
         self.archive_last_error = 0.0
         self.per_second = PerSecond()
-        # called with the sample's second after each sample (hot subjects fold their deltas)
-        self.listeners: list[Callable[[int], None]] = []
+        # called with the seconds a reading completed (usually one; several after a blocked
+        # loop): hot subjects fold their deltas, the server watches its cluster
+        self.listeners: list[Callable[[Sequence[int]], None]] = []
         # the hot-subject rankings copied into each read model (set by the server)
         self.hot: HotDocument | None = None
         self.read_model: ReadModel = self._read_model()
@@ -93,10 +94,11 @@ class Sampler:
                     log.warning("metrics archive write failed: %s", exc)
                 else:
                     self.archive_last_write = now
-            for listener in self.listeners:
-                listener(ts)
             samples.append(sample)
         if samples:
+            seconds = [sample.ts for sample in samples]
+            for listener in self.listeners:
+                listener(seconds)
             self.read_model = self._read_model()  # one reference swap: readers see old or new
         return samples
 

@@ -9,7 +9,7 @@ import secrets
 import signal
 import ssl
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -244,7 +244,7 @@ class PushServer:
         if settings.meta_subject_interval > 0:
             self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
 
-    def _watch_members(self, _ts: int) -> None:
+    def _watch_members(self, _seconds: Sequence[int]) -> None:
         """Once a second: one WARNING per member of the cluster that went down or came up."""
         states: dict[str, str] = {
             m.name: m.state for m in self.cluster_status().members if not m.is_self
@@ -267,7 +267,7 @@ class PushServer:
         if settings.hot_subjects_top_n > 0:
             self.hub.tally_limit = settings.hot_subjects_capacity
             self.hub.on_tally_full = hot.absorb
-            self.sampler.listeners.append(hot.fold)
+            self.sampler.listeners.append(hot.fold_seconds)
         self.sampler.attach_hot(hot)
         return hot
 

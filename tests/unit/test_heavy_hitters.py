@@ -133,3 +133,22 @@ def test_hot_subjects_rates_converge_and_rank() -> None:
         ("/a/y", 2),
     ]
     assert len(hot.document()["rankings"]["messages_out"]) == 3
+
+
+def test_a_reading_after_a_blocked_loop_is_no_bump_in_the_rates() -> None:
+    """Issue 21: the sampler hands over the 3 seconds one late reading completed; their deltas
+    are shared among them, so a steady 100/s still reads 100/s (before: a 3x bump)."""
+    hub = FakeHub()
+    hot = HotSubjects(hub, top_n=3, capacity=10, window=5.0)
+    second = 1000
+    for _ in range(60):
+        hub.tally = {"/a/x": [100, 300, 30_000]}
+        hot.fold_seconds([second])
+        second += 1
+    hub.tally = {"/a/x": [300, 900, 90_000]}  # three seconds of traffic, one reading
+    hot.fold_seconds([second, second + 1, second + 2])
+    top = hot.ranking("messages_in")[0]
+    assert top["value"] == pytest.approx(100, rel=0.01)
+    assert max(top["history"]) == pytest.approx(100, rel=0.01)
+    assert hot.ts == second + 2
+    assert len(top["history"]) == 60
