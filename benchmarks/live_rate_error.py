@@ -1,6 +1,9 @@
 """How far a live rate is from the truth under a steady load (issue 21 item 1).
 
-Starts one ``pushgrid server`` (the ``--pushgrid`` executable: compare two checkouts), connects
+Starts one ``pushgrid server`` (the ``--pushgrid`` executable: compare two checkouts), or with
+``--members 3`` a Standard-mode cluster of three (subscribers spread over the members, the
+cluster's value of a second being the sum of the members', as the admin API's ``/stats/live``
+sums them), connects
 ``--subscribers`` clients to every one of ``--subjects`` subjects and publishes ``--rate``
 messages a second round-robin on an absolute schedule (a steady load). For ``--seconds`` it reads
 ``/stats?format=json`` four times a second and keeps every new sample of
@@ -14,14 +17,17 @@ Prints one JSON line: the generator's mean rate, the number of samples, the larg
 and largest sample.
 
     .venv/bin/python benchmarks/live_rate_error.py --pushgrid .venv/bin/pushgrid --seconds 60
+    .venv/bin/python benchmarks/live_rate_error.py --pushgrid .venv/bin/pushgrid --members 3
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
+import random
 import socket
 import subprocess
 import tempfile
@@ -55,30 +61,91 @@ async def _wait_ready(url: str, deadline: float) -> None:
             await asyncio.sleep(0.1)
 
 
+def _free_block(size: int = 3) -> int:
+    """A port P with P .. P+size-1 free a moment ago (a cluster member's NATS ports)."""
+    for _ in range(200):
+        base = random.randrange(20_000, 30_000)
+        sockets = []
+        try:
+            for port in range(base, base + size):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise RuntimeError("no free block of ports")
+
+
+def _configs(members: int) -> list[dict[str, str]]:
+    """One member's settings each: standalone for 1, a Standard-mode cluster for more."""
+    endpoints = [f"127.0.0.1:{_free_block()}" for _ in range(members)] if members > 1 else []
+    configs = []
+    for index in range(1, members + 1):
+        config = {
+            "ServerName": f"m{index}",
+            "Listen": f"127.0.0.1:{_free_port()}",
+            "MonitorHTTP.Listen": f"127.0.0.1:{_free_port()}",
+            "MetricsArchive": "",
+            "MetaSubjectInterval": "0",
+        }
+        if endpoints:
+            config.update(
+                ClusterMembers=", ".join(endpoints),
+                ClusterMember=str(index),
+                ClusterDeliveryMode="Standard",
+            )
+        configs.append(config)
+    return configs
+
+
+async def _cluster_ready(monitors: list[str], deadline: float) -> None:
+    async with httpx.AsyncClient(trust_env=False, timeout=1.0) as http:
+        while True:
+            with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+                ups = [
+                    (await http.get(f"{m}/health")).json()["cluster"]["membersUp"] for m in monitors
+                ]
+                if all(up == len(monitors) for up in ups):
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster never formed")
+            await asyncio.sleep(0.2)
+
+
 async def measure(args: argparse.Namespace) -> dict[str, object]:
-    port, monitor = _free_port(), _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="live-rate-"))
-    conf = workdir / "pushgrid.conf"
-    conf.write_text(
-        f"ServerName = rate\nListen = 127.0.0.1:{port}\n"
-        f"MonitorHTTP.Listen = 127.0.0.1:{monitor}\nMetricsArchive =\nMetaSubjectInterval = 0\n"
-    )
-    log = (workdir / "server.log").open("w")
-    server = await asyncio.create_subprocess_exec(
-        args.pushgrid, "server", "--config", str(conf), stdout=log, stderr=subprocess.STDOUT
-    )
-    stats_url = f"http://127.0.0.1:{monitor}/stats?format=json"
+    configs = _configs(args.members)
+    servers = []
+    logs = []
+    for config in configs:
+        conf = workdir / f"{config['ServerName']}.conf"
+        conf.write_text("".join(f"{key} = {value}\n" for key, value in config.items()))
+        log = (workdir / f"{config['ServerName']}.log").open("w")
+        logs.append(log)
+        servers.append(
+            await asyncio.create_subprocess_exec(
+                args.pushgrid, "server", "--config", str(conf), stdout=log, stderr=subprocess.STDOUT
+            )
+        )
+    ports = [int(c["Listen"].rsplit(":", 1)[1]) for c in configs]
+    monitors = [f"http://{c['MonitorHTTP.Listen']}" for c in configs]
     per_second: Counter[int] = Counter()
     received = 0
     readers: list[asyncio.Task[None]] = []
     try:
-        await _wait_ready(f"http://127.0.0.1:{port}/health", time.monotonic() + 30)
+        for port in ports:
+            await _wait_ready(f"http://127.0.0.1:{port}/health", time.monotonic() + 60)
+        await _cluster_ready(monitors, time.monotonic() + 60)
         subjects = [f"/Stocks/NYSE/S{n}" for n in range(args.subjects)]
         request = json.dumps(
             {"op": "subscribe", "id": 1, "subjects": [{"subject": s} for s in subjects]}
         )
 
-        async def subscriber() -> None:
+        async def subscriber(port: int) -> None:
             nonlocal received
             async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
                 await ws.send(request)
@@ -89,32 +156,41 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
                         received += updates
                         per_second[int(time.time())] += updates
 
-        for _ in range(args.subscribers):
-            readers.append(asyncio.create_task(subscriber()))
+        for n in range(args.subscribers):  # spread over the members
+            readers.append(asyncio.create_task(subscriber(ports[n % len(ports)])))
         # the publisher runs in its own process: its pace does not wait for the counting
         load = multiprocessing.get_context("spawn").Process(
-            target=_publisher, args=(port, subjects, args.rate), daemon=True
+            target=_publisher, args=(ports[0], subjects, args.rate), daemon=True
         )
         load.start()
         await asyncio.sleep(args.warmup)
-        samples: dict[int, float] = {}
+        # member -> second -> its outgoing messages/s; the cluster's value of a second is the
+        # sum of every member's (what the admin API's /stats/live sums)
+        samples: dict[str, dict[int, float]] = {m: {} for m in monitors}
         async with httpx.AsyncClient(trust_env=False, timeout=2.0) as http:
             first = received
             began = time.monotonic()
             while time.monotonic() - began < args.seconds:
-                document = (await http.get(stats_url)).json()
-                value = document["indicators"]["outgoing_messages_per_second"]["current"]
-                samples[int(document["ts"])] = float(value)
+                for monitor in monitors:
+                    document = (await http.get(f"{monitor}/stats?format=json")).json()
+                    value = document["indicators"]["outgoing_messages_per_second"]["current"]
+                    samples[monitor][int(document["ts"])] = float(value)
                 await asyncio.sleep(0.25)
             truth = (received - first) / (time.monotonic() - began)
         load.terminate()
         began_second = int(time.time() - args.seconds) + 1
-        measured = {ts: v for ts, v in samples.items() if ts >= began_second and ts in per_second}
+        common = set.intersection(*(set(by_ts) for by_ts in samples.values()))
+        measured = {
+            ts: sum(samples[m][ts] for m in monitors)
+            for ts in common
+            if ts >= began_second and ts in per_second
+        }
         values = sorted(measured.values())
         errors = sorted(abs(v - per_second[ts]) / per_second[ts] for ts, v in measured.items())
         vs_mean = sorted(abs(v - truth) / truth for v in values)
         return {
             "pushgrid": args.pushgrid,
+            "members": args.members,
             "seconds": args.seconds,
             "generator_rate": round(truth, 1),
             "samples": len(values),
@@ -127,9 +203,12 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
     finally:
         for reader in readers:
             reader.cancel()
-        server.terminate()
-        await asyncio.wait_for(server.wait(), 15)
-        log.close()
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            await asyncio.wait_for(server.wait(), 15)
+        for log in logs:
+            log.close()
 
 
 def _publisher(port: int, subjects: list[str], rate: float) -> None:
@@ -163,6 +242,9 @@ def main() -> None:
     parser.add_argument("--subscribers", type=int, default=20)
     parser.add_argument("--subjects", type=int, default=10)
     parser.add_argument("--rate", type=float, default=150.0, help="publishes per second")
+    parser.add_argument(
+        "--members", type=int, default=1, help="members (more than 1: a Standard-mode cluster)"
+    )
     print(json.dumps(asyncio.run(measure(parser.parse_args()))))
 
 
