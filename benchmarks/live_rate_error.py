@@ -27,9 +27,10 @@ import asyncio
 import contextlib
 import json
 import multiprocessing
-import random
+import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -39,6 +40,13 @@ import httpx
 import websockets
 
 from pushgrid.client import PushgridClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from integration.cluster import free_port_block
+
+# a cluster's members authenticate to NATS with it (checkouts that do not know the key ignore
+# the variable; a key in the file would stop them)
+ENV = {**os.environ, "PUSHGRID_CLUSTERPASSWORD": "live-rate-error-benchmark"}
 
 
 def _free_port() -> int:
@@ -61,28 +69,9 @@ async def _wait_ready(url: str, deadline: float) -> None:
             await asyncio.sleep(0.1)
 
 
-def _free_block(size: int = 3) -> int:
-    """A port P with P .. P+size-1 free a moment ago (a cluster member's NATS ports)."""
-    for _ in range(200):
-        base = random.randrange(20_000, 30_000)
-        sockets = []
-        try:
-            for port in range(base, base + size):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise RuntimeError("no free block of ports")
-
-
 def _configs(members: int) -> list[dict[str, str]]:
     """One member's settings each: standalone for 1, a Standard-mode cluster for more."""
-    endpoints = [f"127.0.0.1:{_free_block()}" for _ in range(members)] if members > 1 else []
+    endpoints = [f"127.0.0.1:{free_port_block()}" for _ in range(members)] if members > 1 else []
     configs = []
     for index in range(1, members + 1):
         config = {
@@ -128,7 +117,13 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         logs.append(log)
         servers.append(
             await asyncio.create_subprocess_exec(
-                args.pushgrid, "server", "--config", str(conf), stdout=log, stderr=subprocess.STDOUT
+                args.pushgrid,
+                "server",
+                "--config",
+                str(conf),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=ENV,
             )
         )
     ports = [int(c["Listen"].rsplit(":", 1)[1]) for c in configs]
