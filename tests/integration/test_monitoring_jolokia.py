@@ -231,8 +231,16 @@ async def test_exec_disconnect_closes_the_session_with_4003(srv, client, connect
             counts.append(latest)
             assert loop.time() < deadline, f"Sessions Count stays {counts[-5:]}, want {count - 1}"
             await asyncio.sleep(0.05)
-        # the GET form of exec; an unknown (or already closed) session answers false
-        again = await mon.get(f"/jolokia/exec/pushgrid:type=Sessions/disconnect/{victim_id}")
+        # an unknown (or already closed) session answers false
+        again = await mon.post(
+            "/jolokia",
+            json={
+                "type": "exec",
+                "mbean": "pushgrid:type=Sessions",
+                "operation": "disconnect",
+                "arguments": [victim_id],
+            },
+        )
         assert ok(again.json()) is False
 
 
@@ -258,19 +266,41 @@ async def test_exec_snapshot_of_a_subject(srv, client, connect):
     assert (snapshot["epoch"], snapshot["seq"]) == (last["epoch"], last["seq"])
 
     async with monitor_http(srv) as mon:
-        # GET: "!/" stands for a "/" inside a path segment
-        response = await mon.get(
-            "/jolokia/exec/pushgrid:type=Subjects/snapshot/!/Stocks!/NYSE!/IBM"
+        # the URL form in a POST's path: "!/" stands for a "/" inside a path segment (exec
+        # needs a POST: a GET is refused 405, tests/integration/test_monitoring_boundary.py)
+        response = await mon.post(
+            "/jolokia/exec/pushgrid:type=Subjects/snapshot",
+            json={
+                "mbean": "pushgrid:type=Subjects",
+                "operation": "snapshot",
+                "arguments": [subject],
+            },
         )
         assert response.status_code == 200
         answer = response.json()
         assert ok(answer) == snapshot
         assert answer["request"]["arguments"] == [subject]
-        count = await mon.get(
-            "/jolokia/exec/pushgrid:type=Subjects/subscriberCount/!/Stocks!/NYSE!/IBM"
+        count = await mon.post(
+            "/jolokia",
+            json={
+                "type": "exec",
+                "mbean": "pushgrid:type=Subjects",
+                "operation": "subscriberCount",
+                "arguments": [subject],
+            },
         )
         assert ok(count.json()) == 1
-        none = await mon.get("/jolokia/exec/pushgrid:type=Subjects/snapshot/!/Stocks!/NYSE!/NONE")
+        refused = await mon.get("/jolokia/exec/pushgrid:type=Subjects/snapshot/!/Stocks!/NYSE!/IBM")
+        assert refused.status_code == 405
+        none = await mon.post(
+            "/jolokia",
+            json={
+                "type": "exec",
+                "mbean": "pushgrid:type=Subjects",
+                "operation": "snapshot",
+                "arguments": ["/Stocks/NYSE/NONE"],
+            },
+        )
         assert ok(none.json()) is None, "a subject without messages has no snapshot"
 
 
