@@ -5,12 +5,15 @@
 
 The database schema must be migrated first (``pushgrid admin`` does it at start:
 ``metrics.sqlstore.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
-interactive docs at ``/api/docs``; both are public (they hold no data), every ``/api/v1`` route
-needs a token.
+interactive docs at ``/api/docs`` (assets served locally, admin_api/docs.py); both are public
+(they hold no data), every ``/api/v1`` route needs a token. Every answer carries the browser
+security headers (:class:`SecurityHeaders`); log lines never carry a secret
+(:func:`install_log_redaction`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,13 +22,18 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pushgrid import __version__
+from pushgrid.console.security import COMMON_HEADERS, DATA_POLICY
 from pushgrid.metrics.sqlstore import make_session_factory
 from pushgrid.server.config import Settings
 from pushgrid.server.core.throttle import AuthThrottle
+from pushgrid.server.redaction import RedactingFilter
 
 from .audit import AuditMiddleware
+from .docs import add_docs
 from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
@@ -70,6 +78,50 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return schema
 
 
+class SecurityHeaders:
+    """Every answer gets the browser security headers (console/security.py); one that set its
+    own Content-Security-Policy (a page: the docs, the console) keeps it, the others are data
+    (``default-src 'none'``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in COMMON_HEADERS.items():
+                    headers.setdefault(name, value)
+                headers.setdefault("Content-Security-Policy", DATA_POLICY)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+#: loggers whose lines may carry a URL with a secret: uvicorn's access log (``?token=`` a
+#: client put in a query string), httpx (every request URL: members, the alert webhook)
+REDACTED_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx", "httpcore", "pushgrid")
+
+
+def install_log_redaction(settings: Settings) -> None:
+    """Mask secrets in those loggers' lines: query-string tokens and URL passwords always, and
+    the configured secrets (the alert webhook URL, member passwords) wherever they appear.
+    Logger filters survive uvicorn's logging set-up; installing again replaces them."""
+    secrets = [
+        s for s in (settings.alerts_webhook, settings.admin_member_password) if s is not None
+    ]
+    redaction = RedactingFilter(secrets)
+    for name in REDACTED_LOGGERS:
+        logger = logging.getLogger(name)
+        for old in [f for f in logger.filters if isinstance(f, RedactingFilter)]:
+            logger.removeFilter(old)
+        logger.addFilter(redaction)
+
+
 def _operation_id(route: APIRoute) -> str:
     """The route's name (``members.register``), which the audit log calls its action."""
     return route.name
@@ -106,10 +158,9 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         openapi_url=OPENAPI_URL,
-        docs_url=DOCS_URL,
+        docs_url=None,  # served by add_docs: local assets, no persisted token
         redoc_url=None,
         lifespan=lifespan,
-        swagger_ui_parameters={"persistAuthorization": True},
         generate_unique_id_function=_operation_id,
     )
     app.state.settings = settings
@@ -123,9 +174,12 @@ def create_app(
         settings.auth_failures_before_backoff, settings.auth_backoff_max
     )
     install(app)
+    add_docs(app, DOCS_URL, OPENAPI_URL)
     app.include_router(api_router)
     app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness
     app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
+    app.add_middleware(SecurityHeaders)
+    install_log_redaction(settings)
 
     def openapi() -> dict[str, Any]:
         return _openapi(app)
