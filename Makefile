@@ -37,12 +37,16 @@ system-deps:
 	  else echo "missing Debian packages:$$missing (not root): their tests will be skipped"; fi; \
 	fi
 
+# The client port on loopback only (docs/security.md): `make up LISTEN='*:8800'` serves the
+# network (it is the `Listen` key, given as PUSHGRID_LISTEN).
+LISTEN ?= 127.0.0.1:8800
+
 up: $(STAMP)
-	$(BIN)/pushgrid up
+	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up
 
 # A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
 cluster: $(STAMP)
-	$(BIN)/pushgrid up --members 3
+	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
