@@ -15,6 +15,9 @@ from pathlib import Path
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from pushgrid.console.security import page_headers
 
@@ -56,7 +59,7 @@ PAGE = """<!doctype html>
 def add_docs(app: FastAPI, docs_url: str, openapi_url: str) -> None:
     """The docs page at ``docs_url`` and its assets under :data:`ASSETS_URL`."""
 
-    async def docs_page() -> HTMLResponse:
+    async def docs_page(request: Request) -> HTMLResponse:
         page = PAGE.format(
             title=html.escape(f"{app.title} - Swagger UI"),
             assets=ASSETS_URL,
@@ -64,14 +67,13 @@ def add_docs(app: FastAPI, docs_url: str, openapi_url: str) -> None:
         )
         return HTMLResponse(page, headers=page_headers())
 
-    async def docs_asset(name: str) -> FileResponse:
-        found = ASSETS.get(name)
+    async def docs_asset(request: Request) -> Response:
+        found = ASSETS.get(request.path_params["name"])
         if found is None:
-            raise HTTPException(404, f"no docs asset {name!r}")
+            raise HTTPException(404, "no such docs asset")
         path, media_type = found
         return FileResponse(path, media_type=media_type, headers={"Cache-Control": "max-age=3600"})
 
-    app.add_api_route(docs_url, docs_page, include_in_schema=False, methods=["GET"])
-    app.add_api_route(
-        f"{ASSETS_URL}/{{name}}", docs_asset, include_in_schema=False, methods=["GET"]
-    )
+    # plain routes (not API routes): public, no role, not in the OpenAPI document
+    app.router.routes.append(Route(docs_url, docs_page, methods=["GET"]))
+    app.router.routes.append(Route(f"{ASSETS_URL}/{{name}}", docs_asset, methods=["GET"]))

@@ -66,9 +66,9 @@ def _is_ip(host: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Boundary:
-    """Which ``Host`` names the monitoring port answers to: MonitorAllowedHosts plus the names
-    it listens on; any IP address (a DNS-rebinding page can only send its own *name*);
-    ``*`` answers every name."""
+    """Which ``Host`` names the monitoring port answers to: MonitorAllowedHosts (``.suffix``
+    entries allow every name under it) plus the names it listens on; any IP address (a
+    DNS-rebinding page can only send its own *name*); ``*`` answers every name."""
 
     allowed_hosts: frozenset[str] = frozenset({"localhost"})
 
@@ -82,8 +82,14 @@ class Boundary:
         return Boundary(frozenset(names))
 
     def host_allowed(self, host: str) -> bool:
+        """An entry ``.example.com`` allows that name and every name under it."""
         name = _host_name(host)
-        return "*" in self.allowed_hosts or name in self.allowed_hosts or _is_ip(name)
+        if "*" in self.allowed_hosts or name in self.allowed_hosts or _is_ip(name):
+            return True
+        return any(
+            entry.startswith(".") and (name.endswith(entry) or name == entry[1:])
+            for entry in self.allowed_hosts
+        )
 
     def refusal(self, request: h11.Request) -> Response | None:
         """403 for a foreign ``Host`` or ``Origin``, 415 for a POST that is not JSON."""

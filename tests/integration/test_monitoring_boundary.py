@@ -130,14 +130,20 @@ async def test_allowed_hosts_and_same_origin(srv):
 
 
 async def test_a_configured_name_is_allowed(server_factory):
-    srv = server_factory(MonitorAllowedHosts="monitor.internal, prom.internal")
+    srv = server_factory(MonitorAllowedHosts="monitor.internal, .prom.internal")
     port = srv.monitor_port
+    expected = {
+        "monitor.internal": 200,
+        f"PROM.internal:{port}": 200,  # ".prom.internal": the name and every name under it
+        f"scraper-1.prom.internal:{port}": 200,
+        f"evilprom.internal:{port}": 403,
+        # the configured list replaces the default: localhost is no longer one of its names
+        f"localhost:{port}": 403,
+    }
     async with monitor_http(srv) as mon:
-        for host in ("monitor.internal", f"PROM.internal:{port}", f"localhost:{port}"):
+        for host, status in expected.items():
             response = await mon.get("/metrics", headers={"Host": host})
-            # the configured list replaces the default: localhost is no longer a name of it
-            expected = 403 if host.startswith("localhost") else 200
-            assert response.status_code == expected, (host, response.text)
+            assert response.status_code == status, (host, response.text)
 
 
 async def test_exec_over_get_is_refused(srv, connect):
