@@ -28,6 +28,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from pushgrid.protocol.exceptions import PushgridError
 
+from .redaction import redact_setting, redact_text
+
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
 
@@ -520,7 +522,11 @@ def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> s
         message = error["msg"].removeprefix("Value error, ")
         if isinstance(loc, str) and loc in raw:
             value, origin = raw[loc]
-            lines.append(f"{origin.where}: {aliases.get(loc, loc)} = {value!r}: {message}")
+            key = aliases.get(loc, loc)
+            shown = redact_setting(key, value)  # an error message is configuration shown too
+            if isinstance(value, str) and value and shown != value:
+                message = message.replace(value, str(shown))
+            lines.append(f"{origin.where}: {key} = {shown!r}: {redact_text(message)}")
         elif isinstance(loc, str) and loc in aliases:
             lines.append(f"{aliases[loc]}: {message}")
         else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pushgrid.server.config import Settings
+from pushgrid.server.config import ConfigError, Settings, load_settings
 from pushgrid.server.monitoring.beans import configuration
 from pushgrid.server.redaction import (
     MASK,
@@ -101,3 +101,18 @@ def test_logging_filter_masks_known_secrets_and_query_tokens(
     assert "very-secret" not in text
     assert "pgt_abc" not in text
     assert "https://hooks.example.com/…" in text
+
+
+def test_configuration_errors_do_not_echo_secrets() -> None:
+    with pytest.raises(ConfigError) as failure:
+        load_settings(
+            None,
+            environ={
+                "PUSHGRID_ALERTS_WEBHOOK": "ftp://hooks.example.com/T/B/err-secret-1",
+                "PUSHGRID_DATABASE": "postgresql://a:err-secret-2@db/x",
+                "PUSHGRID_ADMIN_STALEAFTER": "-1",
+            },
+        )
+    message = str(failure.value)
+    assert "Alerts.Webhook = '********'" in message
+    assert "err-secret" not in message
