@@ -167,3 +167,16 @@ async def test_alert_webhook_url_is_never_logged(
     assert failures, caplog.text
     assert secret not in caplog.text
     assert "webhook-key" not in json.dumps([r.getMessage() for r in caplog.records])
+
+
+def test_docs_render_in_chromium_under_their_policy(admin: AdminProcess, browser) -> None:
+    """Swagger UI renders every operation with the CSP on, offline, with nothing logged as an
+    error (a CSP violation is one) and nothing in localStorage."""
+    browser.driver.get(f"{admin.base}/api/docs")
+    count = browser.wait_js(
+        "return document.querySelectorAll('.opblock').length", "Swagger UI's operations"
+    )
+    assert count >= 30
+    errors = [e for e in browser.driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors
+    assert browser.js("return window.localStorage.length") == 0
