@@ -188,7 +188,9 @@ MemberNamePath = Annotated[str, Path(max_length=255, description="The member's n
 
 async def get_members(db: SqlSession, settings: SettingsDep, http: HttpDep) -> list[Member]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
-    return await with_discovered(http, MemberService(db, settings).all())
+    return await with_discovered(
+        http, MemberService(db, settings).all(), settings.admin_discover_allow
+    )
 
 
 async def get_member(
@@ -201,7 +203,7 @@ async def get_member(
     except ProblemError as exc:
         if exc.status != 404:
             raise
-        for member in await with_discovered(http, service.all()):
+        for member in await with_discovered(http, service.all(), settings.admin_discover_allow):
             if member.name == name:
                 return member
         raise
