@@ -237,11 +237,14 @@ async def test_the_admin_api_sends_credentials_only_to_allowed_discovered_member
             if name in {m["name"] for m in cluster_status(bus.member(1))["members"]}:
                 break
             await asyncio.sleep(0.1)
-        login = {"admin_member_username": "ops", "admin_member_password": "monitor-secret"}
         configured = [f"m1={bus.member(1).monitor_url}"]
         for allow, expected in (([], None), ([f"127.0.0.1:{stranger.port}"], "Basic")):
             admin = AdminHarness(
-                tmp_path / f"admin-{len(allow)}", configured, admin_discover_allow=allow, **login
+                tmp_path / f"admin-{len(allow)}",
+                configured,
+                admin_discover_allow=allow,
+                admin_member_username="ops",
+                admin_member_password="monitor-secret",
             )
             try:
                 stranger.authorizations.clear()
