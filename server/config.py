@@ -238,6 +238,11 @@ class Settings(BaseSettings):
     admin_discover_allow: Annotated[list[str], BeforeValidator(_split_list)] = Field(
         default=[], alias="Admin.DiscoverAllow"
     )
+    # registered members' passwords are encrypted at rest with a key from one of these
+    admin_secret_key: str | None = Field(default=None, alias="Admin.SecretKey")
+    admin_secret_key_file: Path = Field(
+        default=Path("data/admin-secret.key"), alias="Admin.SecretKeyFile"
+    )
     # --- end of the admin API trust keys ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
