@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
 
 from pushgrid.server.cluster.credentials import BusCredentials
+from pushgrid.server.cluster.local import member_overrides
 from pushgrid.server.cluster.topology import (
     BusOptions,
     Topology,
@@ -15,6 +17,7 @@ from pushgrid.server.cluster.topology import (
     nats_config,
     resolve_self,
 )
+from pushgrid.server.config import load_settings
 from pushgrid.server.engine.base import PublishRequest
 from pushgrid.server.engine.nats_wire import (
     Record,
@@ -169,3 +172,17 @@ def test_one_record_numbers_a_batch_in_order() -> None:
     ]
     assert (record.s, record.sc, record.sf) == (2, "c", {"k": "1", "j": "2"})
     assert [item_bytes(item) for item in record.i] == [3, 1, 3]
+
+
+def test_a_local_cluster_shares_one_random_private_password(tmp_path: Path) -> None:
+    """``pushgrid up --members N`` without ClusterPassword: one random secret, 0600, reused."""
+    settings = load_settings(None, environ={}, cluster_data_dir=str(tmp_path / "cluster"))
+    first = member_overrides(settings, 3, 1, "Guaranteed")["ClusterPassword"]
+    assert len(first) >= 32
+    assert {member_overrides(settings, 3, i, "Guaranteed")["ClusterPassword"] for i in (2, 3)} == {
+        first
+    }
+    secret = tmp_path / "cluster" / "local-cluster.secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    given = load_settings(None, environ={}, cluster_password="mine")
+    assert member_overrides(given, 3, 1, "Guaranteed")["ClusterPassword"] == "mine"
