@@ -31,7 +31,14 @@ from pushgrid.server.engine.nats_wire import (
 )
 
 from .cluster import CLUSTER_PASSWORD, Cluster, cluster_status, free_port_block
-from .pgtest import AdminHarness, ServerProcess, WsClient, free_port, http_publish
+from .pgtest import (
+    AdminHarness,
+    ServerProcess,
+    WsClient,
+    free_port,
+    http_publish,
+    self_signed_certificate,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -262,3 +269,36 @@ async def test_the_admin_api_sends_credentials_only_to_allowed_discovered_member
                         assert header.startswith(expected)
             finally:
                 admin.close()
+
+
+async def test_routes_and_the_client_port_speak_tls_when_configured(tmp_path: Path) -> None:
+    """ClusterTLSCertificate/Key/CA: the members form the cluster over mutual-TLS routes and
+    reach their own node over TLS; a plain-text client is refused."""
+    cert, key = self_signed_certificate(tmp_path / "tls")
+    nodes = Cluster(
+        tmp_path,
+        configured=2,
+        mode="Standard",
+        ClusterTLSCertificate=str(cert),
+        ClusterTLSKey=str(key),
+        ClusterTLSCA=str(cert),
+    )
+    try:
+        nodes.start(1, 2)  # both see each other up: the routes work
+        topic = f"/tls/{uuid.uuid4().hex[:8]}"
+        reader = await WsClient.connect(nodes.member(2))
+        try:
+            await reader.subscribe(topic)
+            assert (await http_publish(nodes.member(1), topic, "over tls")).status_code == 200
+            [frame] = await reader.messages(1, topic)
+            assert frame["content"] == "over tls"
+        finally:
+            await reader.close()
+        port = client_port(nodes, 1)
+        answer = nats_answer(
+            "127.0.0.1", port, {"user": CLIENT_USER, "pass": SECRETS.client_password}
+        )
+        assert "tls_required" in answer.splitlines()[0]  # INFO: TLS first
+        assert "PONG" not in answer
+    finally:
+        nodes.kill_all()
