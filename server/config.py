@@ -28,6 +28,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from pushgrid.protocol.exceptions import PushgridError
 
+from .addresses import parse_address, resolve_self
+
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
 
@@ -44,16 +46,9 @@ def _split_list(value: Any) -> Any:
     return value
 
 
-def parse_address(value: str) -> tuple[str, int]:
-    """``host:port`` (``*`` or empty host = every interface) -> (host, port)."""
-    host, sep, port_text = value.strip().rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ValueError(f"{value!r} is not host:port")
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} out of range 0-65535")
-    host = host.strip("[]")
-    return ("0.0.0.0" if host in ("", "*") else host), port
+def default_seed_count(members: int) -> int:
+    """Spec: 3 seeds for clusters of three and four members, 5 for five and more."""
+    return 5 if members >= 5 else 3
 
 
 def _check_addresses(values: list[str]) -> list[str]:
@@ -412,8 +407,6 @@ def _check_cluster(settings: Settings) -> None:
                 "ClusterMember: say which entry of ClusterMembers this member is "
                 "(its position, 1-based, or its host:port)"
             )
-        from .cluster.topology import default_seed_count, resolve_self
-
         try:
             resolve_self(members, settings.cluster_member)
         except ValueError as exc:
