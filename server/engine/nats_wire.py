@@ -24,8 +24,6 @@ from .base import Published, PublishRequest, Snapshot
 GUARANTEED_PREFIX = "pg.g."
 REPUBLISH_PREFIX = "pg.r."
 STANDARD_PREFIX = "pg.s."
-MEMBERS_SUBJECT = "pg.members"
-HELLO_SUBJECT = "pg.hello"
 
 
 def subject_token(subject: str) -> str:
@@ -128,28 +126,3 @@ def next_record(
             snap_ts = ts
             snap_qos = request.qos
     return Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts, sq=snap_qos)
-
-
-class Announcement(msgspec.Struct, frozen=True):
-    """A member's heartbeat on ``pg.members`` (also the answer to ``pg.hello``)."""
-
-    name: str  # ServerName
-    index: int  # position in ClusterMembers, 0 when the cluster is external
-    fingerprint: str  # of ClusterMembers + seed count
-    client_urls: list[str]
-    monitor_urls: list[str]
-    mode: str
-    started: float
-    meta_leader: str = ""  # a seed's view of the JetStream meta leader ("" unknown)
-
-
-_announce_encoder = msgspec.json.Encoder()
-_announce_decoder = msgspec.json.Decoder(Announcement)
-
-
-def encode_announcement(value: Announcement) -> bytes:
-    return _announce_encoder.encode(value)
-
-
-def decode_announcement(data: bytes) -> Announcement:
-    return _announce_decoder.decode(data)
