@@ -21,7 +21,7 @@ from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import publish_size
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position, Publish, SubscribeItem
-from pushgrid.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_problem
 
 from ..cluster.status import ClusterStatus
 from ..config import Settings
@@ -171,9 +171,9 @@ async def _snapshot(
     app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     subject = query.get("subject", [""])[0]
-    reason = subject_error(subject)
-    if reason is not None:
-        return problem(400, ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}")
+    invalid = subject_problem(subject)
+    if invalid is not None:
+        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
     grant = app.entitlement.grant(_token(request, query))
     (denial,) = await app.entitlement.subscribe_denials(grant, remote, [subject])
     if denial is not None:
@@ -214,11 +214,9 @@ async def _publish(
         return problem(400, ErrorCode.INVALID_FRAME, f"body: {exc}")
     if data.qos not in ("standard", "guaranteed"):
         return problem(400, ErrorCode.INVALID_FRAME, "qos must be 'standard' or 'guaranteed'")
-    reason = subject_error(data.subject)
-    if reason is not None:
-        return problem(
-            400, ErrorCode.INVALID_SUBJECT, f"invalid subject {data.subject!r}: {reason}"
-        )
+    invalid = subject_problem(data.subject)
+    if invalid is not None:
+        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
     op = Publish(data.subject, data.content, data.fields, data.retained)
     size = publish_size(op)
     if size > app.settings.max_message_size:
