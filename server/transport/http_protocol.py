@@ -326,7 +326,12 @@ class HttpConnection(Connection):
         try:
             accepted = handshake.accept(request.method, self._upgrade_headers or [])
         except handshake.HandshakeError as exc:
-            self._respond(http.problem(400, "bad_handshake", f"invalid WebSocket handshake: {exc}"))
+            refusal = http.problem(
+                exc.status, "bad_handshake", f"invalid WebSocket handshake: {exc}"
+            )
+            self._respond(
+                http.Response(refusal.status, refusal.body, [*refusal.headers, *exc.headers])
+            )
             self._shut()
             return
         trailing, _closed = self._parser().trailing_data

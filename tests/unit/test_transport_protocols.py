@@ -803,6 +803,16 @@ async def test_invalid_handshake_is_400(ctx: FakeContext) -> None:
     assert isinstance(transport.protocol, HttpConnection)
 
 
+async def test_another_websocket_version_is_426_with_ours(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE.replace(b"sec-websocket-version: 13", b"sec-websocket-version: 8"))
+    ((status, headers, body),) = responses(transport.take())
+    assert status == 426
+    assert headers["sec-websocket-version"] == "13"
+    assert "speaks 13" in json.loads(body)["detail"]
+    assert state_of(conn) is ConnState.CLOSING
+
+
 # -- the fast paths (ADR 019) ----------------------------------------------------------------------
 
 
