@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     # Every key and its default is documented in docs/configuration.md and docs/security.md.
     max_pending_connections: int = Field(default=4096, ge=1, alias="MaxPendingConnections")
     max_pending_connections_per_address: int = Field(
-        default=256, ge=1, alias="MaxPendingConnectionsPerAddress"
+        default=2048, ge=1, alias="MaxPendingConnectionsPerAddress"
     )
     http_header_timeout: float = Field(default=10.0, gt=0, alias="HttpHeaderTimeout")
     max_http_header_size: int = Field(default=16 * 1024, ge=1024, alias="MaxHttpHeaderSize")

@@ -30,7 +30,7 @@ from pushgrid.server.core.hub import Hub, Peer
 from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.framing.outframe import OutFrame
-from pushgrid.server.transport import http
+from pushgrid.server.transport import http, limits
 from pushgrid.server.transport.connection import Connection
 from pushgrid.server.transport.context import Batching, TransportLimits
 from pushgrid.server.transport.event_stream import SseConnection
@@ -313,6 +313,24 @@ async def test_pending_limit_answers_503(ctx: FakeContext) -> None:
     first.transport.lose()
     assert state_of(first) is ConnState.CLOSED
     assert ctx.pending.total == 0
+
+
+async def test_pending_refusals_are_logged_once_per_storm(
+    ctx: FakeContext, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "REFUSAL_GATHER", 0.0)  # the report is due at once
+    ctx.pending = PendingConnections(max_total=100, max_per_address=1)
+    connect(ctx)
+    for _ in range(3):
+        connect(ctx)
+    assert caplog.records == []  # not one line per refusal: one report, scheduled
+    await settle()
+    (record,) = [r for r in caplog.records if r.name.endswith("http_protocol")]
+    assert record.levelname == "WARNING"
+    message = record.getMessage()
+    assert "refused 3 client connections with 503" in message
+    assert "3 above MaxPendingConnectionsPerAddress = 1" in message
+    assert message.endswith("by address: 127.0.0.5 3")
 
 
 async def test_monitor_connection_serves_upgrades_as_http_and_is_not_client_traffic(
