@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosedError
 
 from .pgtest import (
     DEFAULT_TIMEOUT,
@@ -180,3 +181,23 @@ def test_a_message_above_the_limit_is_closed_1009_before_its_payload(
         assert [op for op, _ in raw.frames[1:]] == [OP_CLOSE]  # no binary_not_supported
     finally:
         raw.close()
+
+
+@pytest.mark.parametrize("mib", [4, 16])
+async def test_the_websockets_library_sees_1009_for_a_big_binary_message(
+    srv: ServerProcess, mib: int
+) -> None:
+    """The finding: such a message was read whole and answered binary_not_supported."""
+    async with ws_connect(
+        srv.ws_url, open_timeout=DEFAULT_TIMEOUT, compression=None, max_size=None
+    ) as ws:
+        await ws.recv()  # welcome
+        with pytest.raises(ConnectionClosedError) as info:
+            await _send_then_read(ws, b"\x00" * (mib << 20))
+    assert info.value.rcvd is not None
+    assert info.value.rcvd.code == 1009
+
+
+async def _send_then_read(ws: Any, message: bytes) -> None:
+    await ws.send(message)
+    await asyncio.wait_for(ws.recv(), DEFAULT_TIMEOUT)
