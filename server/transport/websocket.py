@@ -233,7 +233,7 @@ class WebSocketConnection(Connection):
                     text = apply_mask(data[start:stop], data[start - 4 : start]).decode()
                 except UnicodeDecodeError:
                     break  # wsproto answers 1007
-                self._message(text, length, True)
+                self._message(text, True)
             elif first != _PONG or length > 125:
                 break
             pos = stop
@@ -273,7 +273,7 @@ class WebSocketConnection(Connection):
         """wsproto could not parse the client's frames (its state stays OPEN): say why with a
         close frame (1002 framing, 1007 invalid UTF-8, 1009 a message above the limit), end."""
         ws = self.ws
-        if event.code == CloseReason.MESSAGE_TOO_BIG:
+        if event.code == CloseCode.FRAME_TOO_LARGE:
             reason = "message above the frame size limit"
         else:
             self.ctx.security.protocol_errors_total += 1
@@ -300,13 +300,11 @@ class WebSocketConnection(Connection):
         return state is _OPEN or state is _PAUSED or state is _FINISHING
 
     def _text(self, event: TextMessage) -> None:
-        data = event.data
-        size = len(data) if data.isascii() else len(data.encode("utf-8", "replace"))
-        self._message(data, size, event.message_finished)
+        self._message(event.data, event.message_finished)
 
-    def _message(self, data: str, size: int, finished: bool) -> None:
-        """A text message, or a fragment of one (``size``: its UTF-8 bytes; the hard frame
-        limit was checked on the frame headers, by _MessageSizeGuard)."""
+    def _message(self, data: str, finished: bool) -> None:
+        """A text message, or a fragment of one (the hard frame limit was checked on the
+        frame headers, by _MessageSizeGuard)."""
         parts = self._parts
         if not finished:
             if parts is None:
@@ -342,7 +340,8 @@ class WebSocketConnection(Connection):
         """An inbox item other than a text message, in its turn."""
         if isinstance(item, Ping):
             self.flush()  # the answers to earlier requests leave first
-            self._write(_pong(bytes(item.payload)))
+            if self._serving():  # (the flush may have found a slow consumer, now closed)
+                self._write(_pong(bytes(item.payload)))
         elif isinstance(item, CloseConnection):
             self._finish(item)
         else:
