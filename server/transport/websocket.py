@@ -76,7 +76,6 @@ class _MessageSizeGuard(Extension):
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._message = 0  # declared bytes of the data frames of the current message
-        self._data = False  # the frame being read is a data frame
 
     def enabled(self) -> bool:
         return True
@@ -91,18 +90,13 @@ class _MessageSizeGuard(Extension):
         rsv: RsvBits,
         payload_length: int,
     ) -> CloseReason | RsvBits:
-        self._data = not opcode.iscontrol()
-        if self._data:
-            if opcode is not Opcode.CONTINUATION:
-                self._message = 0
+        if opcode.iscontrol():
+            return _NO_RSV  # may come between fragments: the message goes on
+        if opcode is Opcode.CONTINUATION:
             self._message += payload_length
-            if self._message > self.limit:
-                return CloseReason.MESSAGE_TOO_BIG
-        return _NO_RSV
-
-    def frame_inbound_complete(self, proto: FrameDecoder | FrameProtocol, fin: bool) -> None:
-        if self._data and fin:
-            self._message = 0
+        else:
+            self._message = payload_length  # a text or binary frame starts a message
+        return CloseReason.MESSAGE_TOO_BIG if self._message > self.limit else _NO_RSV
 
 
 def _pong(payload: bytes) -> bytes:
