@@ -53,6 +53,7 @@ class FakeTransport:
     def __init__(self, protocol: Any) -> None:
         self.protocol = protocol
         self.written: list[bytes] = []
+        self.after_close: list[bytes] = []
         self.closed = False
         self.aborted = False
         self.reading = True
@@ -66,6 +67,8 @@ class FakeTransport:
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.written.append(data)
+        else:  # a real transport would still send it, before the FIN
+            self.after_close.append(data)
 
     def is_closing(self) -> bool:
         return self.closed
@@ -584,6 +587,24 @@ async def test_a_ping_before_the_close_is_answered_before_the_close(ctx: FakeCon
     events = client.events()
     assert [type(e).__name__ for e in events] == ["TextMessage", "Pong", "CloseConnection"]
     assert events[2].code == 1001
+
+
+async def test_no_pong_after_the_close_of_a_slow_consumer(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    client.send(Ping(payload=b"p0"))  # wsproto from now on
+    await settle()
+    client.events()
+    client.transport.buffered = ctx.limits.max_outbound_buffer_size  # the client stopped reading
+    wire = WsClient(ConnectionType.CLIENT)
+    request = json.dumps({"op": "ping", "id": 1})
+    ws.data_received(wire.send(TextMessage(data=request)) + wire.send(Ping(b"p1")))
+    await settle()  # the pong's flush finds the buffer full: 4001, and nothing after it
+    events = client.events()
+    assert [(type(e).__name__, getattr(e, "code", None)) for e in events] == [
+        ("CloseConnection", 4001)
+    ]
+    assert client.transport.after_close == []
 
 
 async def test_end_of_input_after_a_request_still_answers_it(ctx: FakeContext) -> None:
