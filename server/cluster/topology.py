@@ -89,12 +89,6 @@ class Topology:
         text = json.dumps([[m.address for m in self.members], len(self.seeds)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def member_by_node(self, node_name: str) -> Member | None:
-        for member in self.members:
-            if member.node_name == node_name:
-                return member
-        return None
-
 
 @dataclass(frozen=True, slots=True)
 class BusOptions:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.frames import QoS
 
 from .base import Published, PublishRequest, Snapshot
@@ -83,13 +84,9 @@ class Record(msgspec.Struct, frozen=True, omit_defaults=True):
         return Snapshot(subject, self.sc, dict(self.sf), self.e, self.s, self.st, self.sq)
 
 
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def item_bytes(item: Item) -> int:
     """The message's size as MaxMessageSize counts it: UTF-8 of content, field names, values."""
-    return _utf8(item.c) + sum(_utf8(k) + _utf8(v) for k, v in item.f.items())
+    return message_size(item.c, item.f)
 
 
 _encoder = msgspec.json.Encoder()

@@ -34,13 +34,17 @@ def silent_port() -> Iterator[int]:
 
 async def test_jmxquery_jvm_has_no_password_on_its_command_line(silent_port: int) -> None:
     url = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{silent_port}/jmxrmi"
+    me = psutil.Process()
+    before = {child.pid for child in me.children(recursive=True)}  # other tests' processes
     reading = asyncio.create_task(
         query(url, ["pushgrid:type=Server"], "monitor", PASSWORD, seconds=60)
     )
-    me = psutil.Process()
     java: psutil.Process | None = None
     for _ in range(600):
-        java = next((c for c in me.children(recursive=True) if "java" in c.name()), None)
+        java = next(
+            (c for c in me.children(recursive=True) if c.pid not in before and "java" in c.name()),
+            None,
+        )
         if java is not None:
             break
         await asyncio.sleep(0.05)
