@@ -75,18 +75,24 @@ def _sqlite_file(url: URL) -> Path | None:
 def private_database_file(path: Path) -> None:
     """Create the SQLite file (or tighten an existing one) readable by its owner only, whatever
     the umask: it holds admin token hashes and members' credentials (issue 22). SQLite gives its
-    ``-wal``/``-shm``/``-journal`` files the database file's mode; existing ones are tightened."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    ``-wal``/``-shm``/``-journal`` files the database file's mode; existing ones are tightened.
+
+    An existing file is never opened here: closing any descriptor of a database file drops the
+    POSIX locks every SQLite connection of this process holds on it (chmod needs none)."""
     try:
-        os.fchmod(descriptor, 0o600)
-    except PermissionError:  # another user's file: theirs to protect
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
         pass
-    finally:
-        os.close(descriptor)
-    for suffix in ("-wal", "-shm", "-journal"):
-        side = path.with_name(path.name + suffix)
+    else:  # new: nobody in this process has it open
+        try:
+            os.fchmod(descriptor, 0o600)
+        finally:
+            os.close(descriptor)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        file = path.with_name(path.name + suffix)
         with contextlib.suppress(FileNotFoundError, PermissionError):
-            side.chmod(0o600)
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
 
 
 def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
