@@ -3,6 +3,7 @@ under a publish load, then check every acknowledged message on every member.
 
     nice -n 5 .venv/bin/python benchmarks/faults.py                       # every scenario
     nice -n 5 .venv/bin/python benchmarks/faults.py --scenarios partition --faults 3
+    nice -n 5 .venv/bin/python benchmarks/faults.py --sync-intervals 2m,always --workers 32
 
 Needs root and ``ip netns`` (and ``nft``: ``make test`` installs it). Each scenario gets a fresh
 cluster: three members, each in a network namespace of its own on a bridge
@@ -26,6 +27,11 @@ reordered (history or subscriber); publish outage (the longest time without any 
 during a fault and its settle time); subscriber recovery (the longest time from a message's
 acknowledgement to its delivery, over every subscriber). JSON lines go to ``--json-out``
 (default benchmarks/results/faults.jsonl).
+
+``--sync-intervals 2m,always`` measures the cost of fsync instead: for each
+``ClusterSyncInterval``, a fresh cluster and ``--workers`` unpaced HTTP publishers (members in
+turn) for ``--sync-seconds`` over 20 subjects, then over one hot subject; acknowledged
+publishes per second.
 """
 
 from __future__ import annotations
@@ -375,6 +381,70 @@ def run_scenario(scenario: str, params: Params, tmp: Path) -> dict[str, Any]:
         net.remove()
 
 
+# --- the cost of fsync ---------------------------------------------------------------------------
+
+
+async def throughput(cluster: NetnsCluster, subjects: int, workers: int, seconds: float) -> float:
+    """Acknowledged publishes per second, unpaced: ``workers`` publishers, each publishing one
+    message after the other, subjects and members in turn."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"/fsync/{tag}/s{k}" for k in range(subjects)]
+    done = 0
+    deadline = time.monotonic() + seconds
+
+    async def worker(k: int) -> None:
+        nonlocal done
+        member = cluster.members[k % len(cluster.members)]
+        async with httpx.AsyncClient(timeout=30, trust_env=False) as http:
+            for n in itertools.count():
+                if time.monotonic() >= deadline:
+                    return
+                body = {"subject": names[(k + n) % len(names)], "content": f"w{k}.{n}"}
+                if (await http.post(f"{member.url}/publish", json=body)).status_code == 200:
+                    done += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(worker(k) for k in range(workers)))
+    return done / (time.monotonic() - started)
+
+
+def run_sync_cost(interval: str, workers: int, seconds: float, tmp: Path) -> dict[str, Any]:
+    """Guaranteed publish throughput with ``ClusterSyncInterval = interval`` on a fresh cluster."""
+    net = Network(3).create()
+    cluster = NetnsCluster(tmp / f"sync-{interval}", net, ClusterSyncInterval=interval)
+    try:
+        cluster.start()
+        many = asyncio.run(throughput(cluster, 20, workers, seconds))
+        hot = asyncio.run(throughput(cluster, 1, workers, seconds))
+    finally:
+        cluster.kill_all()
+        net.remove()
+    return {
+        "bench": "faults-fsync",
+        "sync_interval": interval,
+        "workers": workers,
+        "seconds": seconds,
+        "publishes_per_s_20_subjects": round(many, 1),
+        "publishes_per_s_1_subject": round(hot, 1),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+
+
+def print_sync_table(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="Guaranteed publish throughput by ClusterSyncInterval (acknowledged/s)")
+    for name in ("ClusterSyncInterval", "20 subjects", "1 hot subject", "vs first row"):
+        table.add_column(name, justify="left" if name == "ClusterSyncInterval" else "right")
+    base = rows[0]
+    for row in rows:
+        many, hot = row["publishes_per_s_20_subjects"], row["publishes_per_s_1_subject"]
+        ratio = (
+            f"{many / base['publishes_per_s_20_subjects'] - 1:+.0%} / "
+            f"{hot / base['publishes_per_s_1_subject'] - 1:+.0%}"
+        )
+        table.add_row(row["sync_interval"], str(many), str(hot), ratio)
+    console.print(table)
+
+
 # --- output --------------------------------------------------------------------------------------
 
 
@@ -412,6 +482,10 @@ def main(
     settle: Annotated[float, typer.Option(help="seconds of load after each repair")] = 8.0,
     warmup: Annotated[float, typer.Option(help="seconds of load before the first fault")] = 5.0,
     publish_timeout: Annotated[float, typer.Option(help="ClusterPublishTimeout")] = 15.0,
+    sync_intervals: Annotated[
+        str, typer.Option(help="measure throughput per ClusterSyncInterval instead, e.g. 2m,always")
+    ] = "",
+    sync_seconds: Annotated[float, typer.Option(help="seconds per throughput run")] = 20.0,
     json_out: Annotated[Path, typer.Option()] = DEFAULT_JSON,
 ) -> None:
     reason = unavailable_reason()
@@ -425,13 +499,24 @@ def main(
     params = Params(rate, subjects, workers, faults, fault_time, settle, warmup, publish_timeout)
     rows = []
     with tempfile.TemporaryDirectory(prefix="pushgrid-faults-") as tmp:
+        if sync_intervals:
+            for interval in sync_intervals.split(","):
+                console.print(f"[bold]ClusterSyncInterval = {interval}[/] ...")
+                rows.append(run_sync_cost(interval.strip(), workers, sync_seconds, Path(tmp)))
+                _emit(rows[-1], json_out)
+            print_sync_table(rows)
+            return
         for scenario in chosen:
             console.print(f"[bold]{scenario}[/]: {faults} x {fault_time:g} s ...")
             rows.append(run_scenario(scenario, params, Path(tmp)))
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            with json_out.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(rows[-1]) + "\n")
+            _emit(rows[-1], json_out)
     print_table(rows)
+
+
+def _emit(row: dict[str, Any], json_out: Path) -> None:
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    with json_out.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

@@ -57,12 +57,14 @@ class NatsNode:
         binary: str,
         password: str | None,
         jetstream: bool,
+        sync_interval: str = "2m",
     ) -> None:
         self.topology = topology
         self.directory = data_dir / topology.me.node_name
         self._binary = binary
         self._password = password
         self._jetstream = jetstream
+        self._sync_interval = sync_interval
         self._process: asyncio.subprocess.Process | None = None
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
@@ -87,7 +89,11 @@ class NatsNode:
         config = self.directory / "nats.conf"
         config.write_text(
             nats_config(
-                self.topology, self.directory / "jetstream", self._password, self._jetstream
+                self.topology,
+                self.directory / "jetstream",
+                self._password,
+                self._jetstream,
+                self._sync_interval,
             ),
             encoding="utf-8",
         )

@@ -113,10 +113,17 @@ class Topology:
         return None
 
 
-def nats_config(topology: Topology, store_dir: Path, password: str | None, jetstream: bool) -> str:
+def nats_config(
+    topology: Topology,
+    store_dir: Path,
+    password: str | None,
+    jetstream: bool,
+    sync_interval: str = "2m",
+) -> str:
     """The nats-server configuration of this member's node (JSON is valid NATS config).
 
-    ``jetstream`` is false in Standard delivery mode, which needs no storage at all."""
+    ``jetstream`` is false in Standard delivery mode, which needs no storage at all.
+    ``sync_interval`` is JetStream's fsync policy (``always`` or an interval)."""
     me = topology.me
     auth = f"pushgrid:{password}@" if password else ""
     routes = [
@@ -144,5 +151,9 @@ def nats_config(topology: Topology, store_dir: Path, password: str | None, jetst
         "cluster": cluster,
     }
     if me.seed and jetstream:
-        config["jetstream"] = {"store_dir": str(store_dir), "max_memory_store": 256 * 1024 * 1024}
+        config["jetstream"] = {
+            "store_dir": str(store_dir),
+            "max_memory_store": 256 * 1024 * 1024,
+            "sync_interval": sync_interval,
+        }
     return json.dumps(config, indent=2)

@@ -65,6 +65,13 @@ def test_seed_node_runs_jetstream_and_routes_to_everyone(tmp_path: Path) -> None
     ]
     assert config["cluster"]["authorization"]["password"] == "secret"
     assert config["jetstream"]["store_dir"] == str(tmp_path)
+    assert config["jetstream"]["sync_interval"] == "2m"  # nats-server's own default, said
+
+
+def test_the_fsync_policy_reaches_the_seed_node(tmp_path: Path) -> None:
+    topology = Topology.build(MEMBERS[:3], "2", None)
+    config = json.loads(nats_config(topology, tmp_path, None, True, sync_interval="always"))
+    assert config["jetstream"]["sync_interval"] == "always"
 
 
 def test_non_seed_and_standard_nodes_run_no_jetstream(tmp_path: Path) -> None:
