@@ -68,8 +68,8 @@ fuzz: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/fuzz.py --inputs $(FUZZ_INPUTS) --connections 8 \
 	  --output benchmarks/results/fuzz-$$(date +%Y-%m-%d).jsonl
 
-# The fan-out sweep (docs/benchmarks.md, "Issue 12"): pushgrid vs every peer, one table, JSON
-# lines in benchmarks/results/. Niced: the machine is shared.
+# The fan-out sweep (results: docs/benchmarks.md; the runs: benchmarks/NOTES.md, "Issue 12"):
+# pushgrid vs every peer, one table, JSON lines in benchmarks/results/. Niced: the machine is shared.
 bench: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 

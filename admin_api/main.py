@@ -11,17 +11,22 @@ needs a token.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
+from sqlalchemy import inspect, make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from pushgrid import __version__
 from pushgrid.metrics.sqlstore import make_session_factory
+from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.server.config import Settings
 from pushgrid.server.core.throttle import AuthThrottle
 
@@ -30,8 +35,10 @@ from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router
+from .secretbox import secret_box
 from .services.alerts import AlertRunner
 from .services.jobs import JobRunner
+from .services.members import MemberService
 from .services.trace import TraceHub
 
 OPENAPI_URL = f"{API_PREFIX}/openapi.json"
@@ -75,6 +82,29 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
+log = logging.getLogger("pushgrid.admin")
+
+
+def protect_store(settings: Settings, factory: sessionmaker[Session]) -> None:
+    """Secrets at rest (issue 22): a SQLite store is readable by its owner only (0600, its
+    journal files follow), the member-password key is loaded (a bad key file stops start-up)
+    and passwords stored in clear by older versions are encrypted."""
+    url = make_url(settings.database)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        path = Path(url.database)
+        if path.exists():
+            path.chmod(0o600)
+    secret_box(settings)
+    try:
+        with factory() as db:
+            if inspect(db.get_bind()).has_table(RegisteredMember.__tablename__):
+                encrypted = MemberService(db, settings).encrypt_stored()
+                if encrypted:
+                    log.warning("encrypted %d member password(s) stored in clear", encrypted)
+    except SQLAlchemyError as exc:  # the routes report an unusable store themselves
+        log.warning("cannot check the stored member passwords: %s", exc)
+
+
 def create_app(
     settings: Settings,
     session_factory: sessionmaker[Session] | None = None,
@@ -86,6 +116,7 @@ def create_app(
     ``member_timeout``: seconds a member call may take before it is a 504 problem.
     """
     factory = session_factory or make_session_factory(settings.database)
+    protect_store(settings, factory)
     runner = job_runner or JobRunner(settings)
     alerts = AlertRunner(settings, lambda: app.state.session_factory())
     traces = TraceHub(settings)

@@ -89,6 +89,13 @@ class Settings(BaseSettings):
         default=None, ge=1, le=5, alias="ClusterStreamReplicas"
     )
     cluster_password: str | None = Field(default=None, alias="ClusterPassword")
+    # --- the cluster bus is closed (issue 22; docs/cluster.md "Authentication") ---
+    cluster_password_file: Path | None = Field(default=None, alias="ClusterPasswordFile")
+    cluster_client_host: str = Field(default="127.0.0.1", min_length=1, alias="ClusterClientHost")
+    cluster_tls_certificate: Path | None = Field(default=None, alias="ClusterTLSCertificate")
+    cluster_tls_key: Path | None = Field(default=None, alias="ClusterTLSKey")
+    cluster_tls_ca: Path | None = Field(default=None, alias="ClusterTLSCA")
+    # --- end of the cluster bus keys ---
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
     # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement) or an
@@ -231,6 +238,17 @@ class Settings(BaseSettings):
     admin_member_username: str | None = Field(default=None, alias="Admin.MemberUsername")
     admin_member_password: str | None = Field(default=None, alias="Admin.MemberPassword")
     admin_stale_after: float = Field(default=900.0, gt=0, alias="Admin.StaleAfter")
+    # --- admin API trust (issue 22; docs/security.md "Admin API") ---
+    # discovered members whose monitoring URL matches get the reporting member's credentials
+    admin_discover_allow: Annotated[list[str], BeforeValidator(_split_list)] = Field(
+        default=[], alias="Admin.DiscoverAllow"
+    )
+    # registered members' passwords are encrypted at rest with a key from one of these
+    admin_secret_key: str | None = Field(default=None, alias="Admin.SecretKey")
+    admin_secret_key_file: Path = Field(
+        default=Path("data/admin-secret.key"), alias="Admin.SecretKeyFile"
+    )
+    # --- end of the admin API trust keys ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )
@@ -257,6 +275,7 @@ class Settings(BaseSettings):
         for file_key, key in (
             ("entitlement_jwt_secret_file", "entitlement_jwt_secret"),
             ("monitor_password_file", "monitor_password"),
+            ("cluster_password_file", "cluster_password"),
         ):
             path = data.get(file_key)
             if path in (None, ""):
@@ -410,6 +429,16 @@ def _check_cluster(settings: Settings) -> None:
                 f"ClusterDeliveryMode = Guaranteed needs at least {needed} ClusterMembers "
                 f"(the seed members; ClusterSeedMemberCount), got {len(members)}"
             )
+    if not settings.cluster_password:
+        raise ValueError(
+            "ClusterPassword: required with ClusterMembers or NatsServers (the same on every "
+            "member): members authenticate to NATS and sign their heartbeats with it; set "
+            "ClusterPassword or ClusterPasswordFile"
+        )
+    if (settings.cluster_tls_certificate is None) != (settings.cluster_tls_key is None):
+        raise ValueError("set both ClusterTLSCertificate and ClusterTLSKey, or neither")
+    if settings.cluster_tls_ca is not None and settings.cluster_tls_certificate is None:
+        raise ValueError("ClusterTLSCA needs ClusterTLSCertificate and ClusterTLSKey")
 
 
 @dataclass(frozen=True)

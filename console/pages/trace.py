@@ -66,7 +66,8 @@ def render_session(detail: Mapping[str, Any]) -> Component:
         [
             _clock(f.get("at")),
             f"{f['size']} B",
-            html.Code(f["text"][:300]),
+            # null: a subject the operator's entitlement does not grant (issue 22)
+            html.Code((f["text"] or "(hidden: entitlement)")[:300]),
         ]
         for f in reversed(detail.get("last_frames", []))
     ]

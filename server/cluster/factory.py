@@ -6,9 +6,11 @@ from ..config import Settings
 from ..engine.base import Engine
 from ..engine.jetstream import JetStreamEngine
 from ..engine.standard import StandardClusterEngine
+from .credentials import BusCredentials
+from .errors import ClusterError
 from .link import ClusterLink
 from .natsnode import NatsNode
-from .topology import Topology
+from .topology import BusOptions, Topology
 
 
 def build_cluster_engine(settings: Settings) -> Engine:
@@ -18,13 +20,23 @@ def build_cluster_engine(settings: Settings) -> Engine:
             settings.cluster_members, settings.cluster_member, settings.cluster_seed_member_count
         )
     guaranteed = settings.cluster_delivery_mode == "guaranteed"
+    if not settings.cluster_password:  # the settings refuse this already: never anonymous
+        raise ClusterError("ClusterPassword is required with a cluster")
+    credentials = BusCredentials.derive(settings.cluster_password)
     node = None
     if topology is not None and not settings.nats_servers:
+        bus = BusOptions(
+            credentials,
+            client_host=settings.cluster_client_host,
+            tls_certificate=settings.cluster_tls_certificate,
+            tls_key=settings.cluster_tls_key,
+            tls_ca=settings.cluster_tls_ca,
+        )
         node = NatsNode(
             topology,
             settings.cluster_data_dir,
             settings.nats_server_binary,
-            settings.cluster_password,
+            bus,
             jetstream=guaranteed,
             sync_interval=settings.cluster_sync_interval,
         )
@@ -34,6 +46,7 @@ def build_cluster_engine(settings: Settings) -> Engine:
         topology,
         node,
         list(settings.nats_servers),
+        credentials,
     )
     if not guaranteed:
         return StandardClusterEngine(

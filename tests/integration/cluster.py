@@ -20,6 +20,7 @@ import httpx
 from .pgtest import ServerProcess
 
 CLUSTER_START_TIMEOUT = 60.0
+CLUSTER_PASSWORD = "test-cluster-secret"  # the bus is never anonymous (issue 22)
 
 
 def free_port_block(size: int = 3) -> int:
@@ -116,6 +117,7 @@ def member_settings(
         "ClusterDeliveryMode": mode,
         "MetricsArchive": "",
         "MetaSubjectInterval": 0,
+        "ClusterPassword": CLUSTER_PASSWORD,
         **settings,
     }
 

@@ -1279,6 +1279,7 @@ class AdminHarness:
             "admin_members": list(members),
             "metrics_archive": str(workdir / "no-archive"),
             "stats_warehouse": str(workdir / "warehouse"),
+            "admin_secret_key_file": str(workdir / "admin-secret.key"),
             "log_level": "WARNING",
             **settings,
         }
