@@ -23,9 +23,11 @@ gets the fault for ``--fault-time`` seconds, then the cluster must be healthy ag
 
 The table: acknowledged and failed publishes; messages lost (an acknowledged message missing from
 a member's history, summed over members, or never delivered to a subscriber), duplicated and
-reordered (history or subscriber); publish outage (the longest time without any acknowledgement
-during a fault and its settle time); subscriber recovery (the longest time from a message's
-acknowledgement to its delivery, over every subscriber). JSON lines go to ``--json-out``
+reordered (history or subscriber); data resyncs (a subscriber's recovery refused and a snapshot
+sent instead: what it missed counts as lost (delivered)); publish outage (the longest time
+without any acknowledgement during a fault and its settle time); subscriber recovery (the
+longest time from a message's acknowledgement to its delivery, over every subscriber). JSON
+lines go to ``--json-out``
 (default benchmarks/results/faults.jsonl).
 
 ``--sync-intervals 2m,always`` measures the cost of fsync instead: for each
@@ -66,6 +68,7 @@ from integration.pgtest import ServerProcess, WsClient  # noqa: E402
 
 from pushgrid.client import PushgridClient  # noqa: E402
 from pushgrid.client.backoff import BackoffPolicy  # noqa: E402
+from pushgrid.client.models import Status, StatusEvent  # noqa: E402
 
 console = Console(highlight=False, width=160)
 app = typer.Typer(add_completion=False)
@@ -98,9 +101,11 @@ class Ledger:
 
 @dataclass
 class Received:
-    """One subscriber's messages: (subject, content, seq, kind, arrival time)."""
+    """One subscriber's messages: (subject, content, seq, kind, arrival time), and its data
+    resyncs (subject, reason): a recovery the server could not give, answered by a snapshot."""
 
     messages: list[tuple[str, str, int, str, float]] = field(default_factory=list)
+    resyncs: list[tuple[str, str]] = field(default_factory=list)
 
 
 class Faults:
@@ -192,7 +197,12 @@ async def subscriber(
     servers: list[str], subjects: list[str], into: Received
 ) -> tuple[PushgridClient, asyncio.Task[None]]:
     fast = BackoffPolicy(base=0.2, quick_retries=50, jitter=0.2, cap=1.0)
-    client = PushgridClient(servers, backoff=fast, proxy=None)
+
+    async def on_status(event: StatusEvent) -> None:
+        if event.status == Status.DATA_RESYNC:
+            into.resyncs.append((str(event.subject), str(event.detail)))
+
+    client = PushgridClient(servers, on_status=on_status, backoff=fast, proxy=None)
     await client.connect(timeout=60)
     await client.subscribe(subjects)
 
@@ -361,6 +371,7 @@ async def _check(
         "lost_delivered": delivered.lost,
         "duplicated": held.duplicated + delivered.duplicated,
         "reordered": held.reordered + delivered.reordered,
+        "resyncs": [r for one in received for r in one.resyncs],
     }
 
 
@@ -459,6 +470,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         ("lost (delivered)", lambda r: r["lost_delivered"]),
         ("duplicated", lambda r: r["duplicated"]),
         ("reordered", lambda r: r["reordered"]),
+        ("resyncs", lambda r: len(r["resyncs"])),
         ("publish outage s", lambda r: r["publish_outage_s"]),
         ("subscriber recovery s", lambda r: r["subscriber_recovery_s"]),
     ]
