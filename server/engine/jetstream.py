@@ -13,11 +13,14 @@ How the Engine guarantees hold here (docs/cluster.md, ADR 011):
    refused attempts). The stream republishes every stored record on ``pg.r.>``; each member
    delivers them in stream order, and fills any gap (a dropped connection, a missed republish)
    from the stream with batched direct gets before going on, and polls the stream's last sequence
-   once a second for a gap at the end.
+   once a second for a gap at the end. A member never skips a record the stream holds: past the
+   last record its own replica returns (a replica still catching up after a partition answers
+   with what it has), the stream leader is read, and only the leader says a record is gone.
 3. **Publish returns after acceptance**: after the PubAck, i.e. once the record is stored on a
    quorum of the seed members. Retries reuse the ``Nats-Msg-Id``, so a retry after a lost ack is
    answered as a duplicate instead of being stored twice.
-4. **Recovery** reads the subject's records back from the stream (any member, any replica).
+4. **Recovery** reads the subject's records back from the stream (any member, any replica;
+   what the replica does not have yet comes from the stream leader).
 5. **Snapshot**: every record carries the subject's merged snapshot after it.
 
 Reads (position, snapshot, recovery, history) wait until this member has delivered the record
