@@ -109,7 +109,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
 
     import uvicorn
 
-    from pushgrid.server.config import parse_address
+    from pushgrid.server.addresses import parse_address
 
     from .main import DOCS_URL, create_app
 

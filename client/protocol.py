@@ -53,7 +53,7 @@ from pushgrid.protocol.frames import (
 )
 from pushgrid.protocol.frames import Message as MessageFrame
 from pushgrid.protocol.frames import PublishResult as PublishResultFrame
-from pushgrid.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_problem
 
 from .backoff import Backoff
 from .closecodes import OTHER_SERVER, ReconnectRule, rule_for_close
@@ -593,9 +593,9 @@ def decode_welcome(data: str | bytes) -> Welcome:
 
 
 def check_subject(subject: str) -> None:
-    reason = subject_error(subject)
-    if reason is not None:
-        raise ValueError(f"invalid subject {subject!r}: {reason}")
+    problem = subject_problem(subject)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def subject_list(subjects: list[str] | str) -> list[str]:

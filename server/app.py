@@ -11,7 +11,6 @@ import ssl
 import time
 from collections.abc import Callable, Coroutine
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pushgrid import __version__
@@ -51,6 +50,7 @@ from .transport.flusher import Flusher
 from .transport.http_protocol import HttpConnection, MonitorConnection
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.states import ConnState
+from .transport.tls import TlsFiles, TlsPolicy, server_context
 
 log = logging.getLogger("pushgrid.server")
 
@@ -106,6 +106,37 @@ def build_publish_guard(settings: Settings, engine: Engine) -> PublishGuard:
     return PublishGuard(limits, engine)
 
 
+def build_tls_contexts(settings: Settings) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+    """The contexts of the encrypted client and monitoring listeners (None: no such listener);
+    ConfigError naming the key and the file when one cannot be built (server/transport/tls.py)."""
+    password = settings.tls_key_password
+    policy = TlsPolicy(
+        key_password=password.get_secret_value() if password is not None else None,
+        ciphers=settings.tls_ciphers,
+        min_version=settings.tls_min_version,
+    )
+    client = monitor = None
+    if settings.listen_encrypted:
+        client = server_context(_tls_files(settings, monitor=False), policy)
+    if settings.monitor_https_listen:
+        monitor = server_context(_tls_files(settings, monitor=True), policy)
+    return client, monitor
+
+
+def _tls_files(settings: Settings, monitor: bool) -> TlsFiles:
+    """The certificate and key of a listener, named by the keys they come from (the monitoring
+    port's default to TLSCertificate / TLSKey)."""
+    certificate, certificate_setting = settings.tls_certificate, "TLSCertificate"
+    key, key_setting = settings.tls_key, "TLSKey"
+    if monitor and settings.monitor_tls_certificate is not None:
+        certificate, certificate_setting = settings.monitor_tls_certificate, "MonitorTLSCertificate"
+    if monitor and settings.monitor_tls_key is not None:
+        key, key_setting = settings.monitor_tls_key, "MonitorTLSKey"
+    if certificate is None or key is None:  # Settings validation forbids this
+        raise ConfigError(f"a TLS listener needs {certificate_setting} and {key_setting}")
+    return TlsFiles(certificate, key, certificate_setting, key_setting)
+
+
 class PushServer:
     """One push server node. ``start`` binds the listeners; ``stop`` closes clients with 1001."""
 
@@ -132,6 +163,8 @@ class PushServer:
             publish_snapshot=settings.publish_snapshot_message,
         )
         self.limits = TransportLimits.from_settings(settings)
+        # TLS contexts are built before anything starts: a bad file is a ConfigError (exit 2)
+        self._client_tls, self._monitor_tls = build_tls_contexts(settings)
         self.batching = Batching.from_settings(settings)
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
@@ -176,11 +209,15 @@ class PushServer:
                     self._protocol, host, port, reuse_port=reuse, backlog=backlog
                 )
             )
-        if self.settings.listen_encrypted:
-            context = self._tls_context(self.settings.tls_certificate, self.settings.tls_key)
+        if self._client_tls is not None:
             for host, port in self.settings.listen_encrypted_addresses:
                 server = await loop.create_server(
-                    self._protocol, host, port, ssl=context, reuse_port=reuse, backlog=backlog
+                    self._protocol,
+                    host,
+                    port,
+                    ssl=self._client_tls,
+                    reuse_port=reuse,
+                    backlog=backlog,
                 )
                 self._servers.append(server)
         await self._start_monitoring(loop)
@@ -229,13 +266,11 @@ class PushServer:
         for host, port in settings.monitor_addresses:
             server = await loop.create_server(self._monitor_protocol, host, port)
             self._monitor_servers.append(server)
-        if settings.monitor_https_listen:
-            context = self._tls_context(
-                settings.monitor_tls_certificate or settings.tls_certificate,
-                settings.monitor_tls_key or settings.tls_key,
-            )
+        if self._monitor_tls is not None:
             for host, port in settings.monitor_tls_addresses:
-                server = await loop.create_server(self._monitor_protocol, host, port, ssl=context)
+                server = await loop.create_server(
+                    self._monitor_protocol, host, port, ssl=self._monitor_tls
+                )
                 self._monitor_servers.append(server)
         self.track(loop.create_task(self.sampler.run()))
         if settings.meta_subject_interval > 0:
@@ -301,14 +336,6 @@ class PushServer:
 
     def monitor_addresses(self) -> list[str]:
         return _addresses(self._monitor_servers)
-
-    @staticmethod
-    def _tls_context(certificate: Path | None, key: Path | None) -> ssl.SSLContext:
-        if certificate is None or key is None:  # Settings validation forbids this
-            raise ValueError("a TLS listener needs a certificate and a key")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(certificate, key)
-        return context
 
     def bound_addresses(self) -> list[str]:
         return _addresses(self._servers)

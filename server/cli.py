@@ -86,13 +86,15 @@ def _run(
 
 
 def _push_server(settings: Settings) -> PushServer:
-    """The server, or exit 2 when its entitlement plug-in cannot be loaded."""
+    """The server, or exit 2 when its entitlement plug-in cannot be loaded or a file it names
+    (TLS certificate, key) is unusable."""
     from .app import PushServer
+    from .config import ConfigError
     from .core.custom_entitlement import PluginError
 
     try:
         return PushServer(settings)
-    except PluginError as exc:
+    except (PluginError, ConfigError) as exc:
         raise fail(f"configuration error\n{exc}", 2) from None
 
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BeforeValidator,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -27,6 +28,8 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pushgrid.protocol.exceptions import PushgridError
+
+from .addresses import parse_address, resolve_self
 
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
@@ -44,16 +47,9 @@ def _split_list(value: Any) -> Any:
     return value
 
 
-def parse_address(value: str) -> tuple[str, int]:
-    """``host:port`` (``*`` or empty host = every interface) -> (host, port)."""
-    host, sep, port_text = value.strip().rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ValueError(f"{value!r} is not host:port")
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} out of range 0-65535")
-    host = host.strip("[]")
-    return ("0.0.0.0" if host in ("", "*") else host), port
+def default_seed_count(members: int) -> int:
+    """Spec: 3 seeds for clusters of three and four members, 5 for five and more."""
+    return 5 if members >= 5 else 3
 
 
 def _check_addresses(values: list[str]) -> list[str]:
@@ -76,6 +72,11 @@ class Settings(BaseSettings):
     listen_encrypted: AddressList = Field(default=[], alias="ListenEncrypted")
     tls_certificate: Path | None = Field(default=None, alias="TLSCertificate")
     tls_key: Path | None = Field(default=None, alias="TLSKey")
+    # the passphrase of an encrypted TLSKey (and MonitorTLSKey): pushgrid never prompts for it
+    tls_key_password: SecretStr | None = Field(default=None, alias="TLSKeyPassword")
+    tls_key_password_file: Path | None = Field(default=None, alias="TLSKeyPasswordFile")
+    tls_ciphers: str | None = Field(default=None, min_length=1, alias="TLSCiphers")
+    tls_min_version: Literal["1.2", "1.3"] = Field(default="1.2", alias="TLSMinVersion")
     server_name: str = Field(default_factory=socket.gethostname, alias="ServerName")
     engine: Literal["memory", "nats"] | None = Field(default=None, alias="Engine")
     # -- cluster (docs/cluster.md) ---------------------------------------------------------
@@ -123,7 +124,7 @@ class Settings(BaseSettings):
     # Every key and its default is documented in docs/configuration.md and docs/security.md.
     max_pending_connections: int = Field(default=4096, ge=1, alias="MaxPendingConnections")
     max_pending_connections_per_address: int = Field(
-        default=256, ge=1, alias="MaxPendingConnectionsPerAddress"
+        default=2048, ge=1, alias="MaxPendingConnectionsPerAddress"
     )
     http_header_timeout: float = Field(default=10.0, gt=0, alias="HttpHeaderTimeout")
     max_http_header_size: int = Field(default=16 * 1024, ge=1024, alias="MaxHttpHeaderSize")
@@ -276,18 +277,23 @@ class Settings(BaseSettings):
             ("entitlement_jwt_secret_file", "entitlement_jwt_secret"),
             ("monitor_password_file", "monitor_password"),
             ("cluster_password_file", "cluster_password"),
+            ("tls_key_password_file", "tls_key_password"),
         ):
             path = data.get(file_key)
             if path in (None, ""):
                 continue
+            fields = cls.model_fields
+            file_alias, alias = fields[file_key].alias, fields[key].alias
             if data.get(key) not in (None, ""):
-                raise ValueError(f"set {key} or {file_key}, not both")
+                raise ValueError(f"set {alias} or {file_alias}, not both")
             try:
                 secret = Path(path).read_text(encoding="utf-8").removesuffix("\n")
             except (OSError, UnicodeDecodeError) as exc:
-                raise ValueError(f"cannot read the secret file {path}: {exc}") from None
+                raise ValueError(
+                    f"{file_alias} = {path}: cannot read the secret file: {exc}"
+                ) from None
             if not secret:
-                raise ValueError(f"the secret file {path} is empty")
+                raise ValueError(f"{file_alias} = {path}: the secret file is empty")
             data = {**data, key: secret}
         return data
 
@@ -417,8 +423,6 @@ def _check_cluster(settings: Settings) -> None:
                 "ClusterMember: say which entry of ClusterMembers this member is "
                 "(its position, 1-based, or its host:port)"
             )
-        from .cluster.topology import default_seed_count, resolve_self
-
         try:
             resolve_self(members, settings.cluster_member)
         except ValueError as exc:

@@ -12,7 +12,7 @@ import nats
 from msgspec.structs import replace
 from nats.aio.client import Client as Nats
 
-from ..engine.nats_wire import Announcement
+from .announcement import Announcement
 from .credentials import CLIENT_USER, BusCredentials
 from .errors import ClusterError
 from .membership import Membership

@@ -17,7 +17,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from ..config import Settings, env_name, parse_address
+from ..addresses import parse_address
+from ..config import Settings, env_name
 from ..periodic import run_child
 from .natsnode import die_with_parent, write_private
 

@@ -25,7 +25,7 @@ from msgspec.structs import replace
 from nats.aio.client import Client as Nats
 from nats.aio.msg import Msg
 
-from ..engine.nats_wire import (
+from .announcement import (
     HELLO_SUBJECT,
     MEMBERS_SUBJECT,
     Announcement,

@@ -78,7 +78,6 @@ class NatsNode:
         self._process: asyncio.subprocess.Process | None = None
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
-        self.restarts = 0
 
     @property
     def client_host(self) -> str:
@@ -148,7 +147,6 @@ class NatsNode:
             code = await self._process.wait()
             if self._stopping:
                 return
-            self.restarts += 1
             log.warning("nats-server exited with %s; restarting in %.0f s", code, _RESTART_PAUSE)
             await asyncio.sleep(_RESTART_PAUSE)
             try:

@@ -20,7 +20,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import parse_address
+from ..addresses import parse_address, resolve_self
+from ..config import default_seed_count
 from .credentials import CLIENT_USER, ROUTE_USER, BusCredentials
 
 ROUTE_OFFSET = 0
@@ -56,26 +57,6 @@ class Member:
         return f"http://{self.host}:{self.port + MONITOR_OFFSET}"
 
 
-def default_seed_count(members: int) -> int:
-    """Spec: 3 seeds for clusters of three and four members, 5 for five and more."""
-    return 5 if members >= 5 else 3
-
-
-def resolve_self(entries: list[str], own: str) -> int:
-    """The 1-based index of ``own`` (a position or a ``host:port`` entry) in ``entries``."""
-    text = own.strip()
-    if text.isdigit():
-        index = int(text)
-        if not 1 <= index <= len(entries):
-            raise ValueError(f"position {index} is outside ClusterMembers (1-{len(entries)})")
-        return index
-    wanted = parse_address(text)
-    for index, entry in enumerate(entries, start=1):
-        if parse_address(entry) == wanted:
-            return index
-    raise ValueError(f"{text!r} is not one of ClusterMembers ({', '.join(entries)})")
-
-
 @dataclass(frozen=True, slots=True)
 class Topology:
     members: tuple[Member, ...]
@@ -107,12 +88,6 @@ class Topology:
         """Identifies the member list and seed count: members with different ones disagree."""
         text = json.dumps([[m.address for m in self.members], len(self.seeds)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def member_by_node(self, node_name: str) -> Member | None:
-        for member in self.members:
-            if member.node_name == node_name:
-                return member
-        return None
 
 
 @dataclass(frozen=True, slots=True)

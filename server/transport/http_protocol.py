@@ -23,6 +23,7 @@ from ..core.throttle import host_of
 from . import handshake, http
 from .connection import Connection
 from .event_stream import SseConnection
+from .limits import PendingConnections
 from .request_head import parse_upgrade_head
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState
@@ -123,8 +124,14 @@ class HttpConnection(Connection):
     # -- pending connections and the request timer -------------------------------------------
 
     def _refuse_pending(self) -> None:
-        """Too many connections not upgraded yet (from this address or in all): 503, close."""
+        """Too many connections not upgraded yet (from this address or in all): 503, close;
+        logged at most once per REFUSAL_LOG_INTERVAL (server/transport/limits.py)."""
         self.ctx.security.pending_refused_total += 1
+        pending = self.ctx.pending
+        loop = asyncio.get_running_loop()
+        due = pending.report_due(loop.time())
+        if due is not None:
+            loop.call_at(due, _log_refusals, pending, loop)
         body = b"too many connections waiting for a request or an upgrade; retry later\n"
         self._to(ConnEvent.REFUSE)
         self._write(
@@ -326,7 +333,12 @@ class HttpConnection(Connection):
         try:
             accepted = handshake.accept(request.method, self._upgrade_headers or [])
         except handshake.HandshakeError as exc:
-            self._respond(http.problem(400, "bad_handshake", f"invalid WebSocket handshake: {exc}"))
+            refusal = http.problem(
+                exc.status, "bad_handshake", f"invalid WebSocket handshake: {exc}"
+            )
+            self._respond(
+                http.Response(refusal.status, refusal.body, [*refusal.headers, *exc.headers])
+            )
             self._shut()
             return
         trailing, _closed = self._parser().trailing_data
@@ -349,6 +361,12 @@ class HttpConnection(Connection):
         events = SseConnection(self.ctx, encoder)
         self._hand_over(events)
         await events.start(head, stream.token, stream.items)
+
+
+def _log_refusals(pending: PendingConnections, loop: asyncio.AbstractEventLoop) -> None:
+    message = pending.report(loop.time())
+    if message is not None:
+        log.warning("%s", message)
 
 
 class MonitorConnection(HttpConnection):

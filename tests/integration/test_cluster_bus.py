@@ -21,14 +21,13 @@ import nats
 import pytest
 from nats.aio.client import Client as Nats
 
-from pushgrid.server.cluster.credentials import CLIENT_USER, SIGNATURE_HEADER, BusCredentials
-from pushgrid.server.engine.nats_wire import (
+from pushgrid.server.cluster.announcement import (
     MEMBERS_SUBJECT,
-    STANDARD_PREFIX,
     Announcement,
     encode_announcement,
-    subject_token,
 )
+from pushgrid.server.cluster.credentials import CLIENT_USER, SIGNATURE_HEADER, BusCredentials
+from pushgrid.server.engine.nats_wire import STANDARD_PREFIX, subject_token
 
 from .cluster import CLUSTER_PASSWORD, Cluster, cluster_status, free_port_block
 from .pgtest import (

@@ -8,16 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from pushgrid.server.addresses import resolve_self
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.local import member_overrides
-from pushgrid.server.cluster.topology import (
-    BusOptions,
-    Topology,
-    default_seed_count,
-    nats_config,
-    resolve_self,
-)
-from pushgrid.server.config import load_settings
+from pushgrid.server.cluster.topology import BusOptions, Topology, nats_config
+from pushgrid.server.config import default_seed_count, load_settings
 from pushgrid.server.engine.base import PublishRequest
 from pushgrid.server.engine.nats_wire import (
     Record,

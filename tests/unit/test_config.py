@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from pushgrid.server.addresses import parse_address
 from pushgrid.server.config import (
     ConfigError,
     Settings,
     env_name,
     load_settings,
-    parse_address,
     read_config_file,
 )
 

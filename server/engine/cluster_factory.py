@@ -1,16 +1,20 @@
-"""Settings -> the cluster engine of this member (its NATS node, link and delivery mode)."""
+"""Settings -> the cluster engine of this member (its NATS node, link and delivery mode).
+
+It lives with the engines: the cluster engines build on the cluster package, which imports
+nothing of the engines (no package cycle; tests/unit/test_import_rules.py).
+"""
 
 from __future__ import annotations
 
+from ..cluster.credentials import BusCredentials
+from ..cluster.errors import ClusterError
+from ..cluster.link import ClusterLink
+from ..cluster.natsnode import NatsNode
+from ..cluster.topology import BusOptions, Topology
 from ..config import Settings
-from ..engine.base import Engine
-from ..engine.jetstream import JetStreamEngine
-from ..engine.standard import StandardClusterEngine
-from .credentials import BusCredentials
-from .errors import ClusterError
-from .link import ClusterLink
-from .natsnode import NatsNode
-from .topology import BusOptions, Topology
+from .base import Engine
+from .jetstream import JetStreamEngine
+from .standard import StandardClusterEngine
 
 
 def build_cluster_engine(settings: Settings) -> Engine:
