@@ -52,7 +52,8 @@ def unavailable_reason() -> str | None:
 
 class Network:
     """``size`` namespaces on one bridge; every method but :meth:`create` is safe to call on a
-    half-built network, and :meth:`remove` never raises."""
+    half-built network, and :meth:`remove` never raises. Names come from the process id: one
+    network per process at a time."""
 
     def __init__(self, size: int = 3) -> None:
         self.size = size
