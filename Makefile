@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 # them say so and skip.
 DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium \
   /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
-  systemd-analyze:systemd ss:iproute2
+  systemd-analyze:systemd ss:iproute2 nft:nftables
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \

@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     # --- end of the cluster bus keys ---
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
+    # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement) or an
+    # interval ("2m", "10s", "100ms"; nats-server's own default is 2m). docs/cluster.md
+    cluster_sync_interval: str = Field(
+        default="2m", pattern=r"^(always|[1-9][0-9]*(ms|s|m|h))$", alias="ClusterSyncInterval"
+    )
     listen_reuse_port: bool = Field(default=False, alias="ListenReusePort")
     # connections the kernel queues per client listener before accept: a member's clients all
     # reconnect at once when another member dies (the kernel caps it at net.core.somaxconn)
