@@ -52,7 +52,7 @@ from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
 
-log = logging.getLogger("pushgrid.server")
+log = logging.getLogger(__name__)
 
 
 def _addresses(servers: list[asyncio.Server]) -> list[str]:
