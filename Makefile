@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz
+.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz faults
 
 install: $(STAMP)
 
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 # them say so and skip.
 DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium \
   /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
-  systemd-analyze:systemd ss:iproute2
+  systemd-analyze:systemd ss:iproute2 nft:nftables
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \
@@ -76,6 +76,11 @@ fuzz: $(STAMP)
 # pushgrid vs every peer, one table, JSON lines in benchmarks/results/. Niced: the machine is shared.
 bench: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The fault campaign (docs/benchmarks.md, "Faults"): kill, pause and partition a 3-member cluster
+# in network namespaces (root, iproute2, nftables), every acknowledged message checked.
+faults: $(STAMP) system-deps
+	nice -n 5 $(BIN)/python benchmarks/faults.py $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

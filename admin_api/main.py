@@ -134,7 +134,7 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
-log = logging.getLogger("pushgrid.admin")
+log = logging.getLogger(__name__)
 
 
 def protect_store(settings: Settings, factory: sessionmaker[Session]) -> None:

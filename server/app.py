@@ -43,16 +43,16 @@ from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
 from .rlimits import raise_open_file_limit
-from .transport import http
+from .transport import http, timers
 from .transport.connection import Connection
 from .transport.context import Batching, TransportLimits
 from .transport.flusher import Flusher
 from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorLimits
 from .transport.limits import PendingConnections, SecurityCounters
-from .transport.states import ConnState
+from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
 
-log = logging.getLogger("pushgrid.server")
+log = logging.getLogger(__name__)
 
 
 def _addresses(servers: list[asyncio.Server]) -> list[str]:
@@ -406,40 +406,12 @@ class PushServer:
     async def _ticker(self) -> None:
         """Keepalive, dead-peer detection and cache expiry, on one timer for all connections."""
         loop = asyncio.get_running_loop()
-        interval = self.settings.keepalive_interval
-        period = min(1.0, interval / 4)
+        policy = KeepalivePolicy(self.settings.keepalive_interval, self.settings.keepalive_timeout)
+        period = min(1.0, policy.interval / 4)
         keepalive_frame = OutFrame.of(Keepalive())
         while True:
             await asyncio.sleep(period)
             self.tick = now = loop.time()
             for connection in list(self.connections):
-                self._check(connection, now, interval, keepalive_frame)
+                timers.check(connection, now, policy, keepalive_frame, self.counters)
             self.engine.sweep()
-
-    def _check(
-        self, connection: Connection, now: float, interval: float, keepalive: OutFrame
-    ) -> None:
-        """One connection's timers, by its state (server/transport/states.py)."""
-        if connection.deadline is not None:  # request timer, drain or close in progress
-            if now >= connection.deadline:
-                connection.abort()
-            return
-        state = connection.state
-        if state is ConnState.STREAMING:  # an event stream only writes
-            if now - connection.last_out >= interval:
-                connection.send(keepalive)
-            return
-        if state is not ConnState.OPEN and state is not ConnState.PAUSED:
-            if now - connection.last_in > self.settings.keepalive_timeout:
-                connection.abort()  # an HTTP client, or a closing one, that went silent
-            return
-        if now - connection.last_in > self.settings.keepalive_timeout:
-            self.counters.keepalive_timeouts_total += 1
-            connection.close(CloseCode.KEEPALIVE_TIMEOUT, "no data from client: keepalive timeout")
-            return
-        # Decide both before acting: the ping itself counts as output.
-        needs_keepalive = now - connection.last_out >= interval
-        if now - connection.last_in >= interval and now - connection.last_ping >= interval:
-            connection.ping()
-        if needs_keepalive:
-            connection.send(keepalive)

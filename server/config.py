@@ -100,6 +100,11 @@ class Settings(BaseSettings):
     # --- end of the cluster bus keys ---
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
+    # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement) or an
+    # interval ("2m", "10s", "100ms"; nats-server's own default is 2m). docs/cluster.md
+    cluster_sync_interval: str = Field(
+        default="2m", pattern=r"^(always|[1-9][0-9]*(ms|s|m|h))$", alias="ClusterSyncInterval"
+    )
     listen_reuse_port: bool = Field(default=False, alias="ListenReusePort")
     # connections the kernel queues per client listener before accept: a member's clients all
     # reconnect at once when another member dies (the kernel caps it at net.core.somaxconn)
@@ -434,21 +439,30 @@ def _check_cluster(settings: Settings) -> None:
     if not members and not settings.nats_servers:
         raise ValueError("Engine = nats needs ClusterMembers (or NatsServers)")
     if members:
-        if settings.cluster_member is None:
-            raise ValueError(
-                "ClusterMember: say which entry of ClusterMembers this member is "
-                "(its position, 1-based, or its host:port)"
-            )
-        try:
-            resolve_self(members, settings.cluster_member)
-        except ValueError as exc:
-            raise ValueError(f"ClusterMember: {exc}") from None
-        needed = seeds if seeds is not None else default_seed_count(len(members))
-        if settings.cluster_delivery_mode == "guaranteed" and len(members) < needed:
-            raise ValueError(
-                f"ClusterDeliveryMode = Guaranteed needs at least {needed} ClusterMembers "
-                f"(the seed members; ClusterSeedMemberCount), got {len(members)}"
-            )
+        _check_members(settings, members, seeds)
+    _check_bus(settings)
+
+
+def _check_members(settings: Settings, members: list[str], seeds: int | None) -> None:
+    if settings.cluster_member is None:
+        raise ValueError(
+            "ClusterMember: say which entry of ClusterMembers this member is "
+            "(its position, 1-based, or its host:port)"
+        )
+    try:
+        resolve_self(members, settings.cluster_member)
+    except ValueError as exc:
+        raise ValueError(f"ClusterMember: {exc}") from None
+    needed = seeds if seeds is not None else default_seed_count(len(members))
+    if settings.cluster_delivery_mode == "guaranteed" and len(members) < needed:
+        raise ValueError(
+            f"ClusterDeliveryMode = Guaranteed needs at least {needed} ClusterMembers "
+            f"(the seed members; ClusterSeedMemberCount), got {len(members)}"
+        )
+
+
+def _check_bus(settings: Settings) -> None:
+    """The cluster bus's own keys: its secret and its TLS files."""
     if not settings.cluster_password:
         raise ValueError(
             "ClusterPassword: required with ClusterMembers or NatsServers (the same on every "

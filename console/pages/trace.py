@@ -191,6 +191,12 @@ def register(app: Dash, providers: Providers) -> None:
     # again: the Trace and Stop clicks therefore have callbacks of their own, never superseded
     # by the 1 s poll (a slow open used to lose its trace), and `combine` builds the page's
     # trace from the latest of each.
+    _wire_clicks(app, providers)
+    _wire_poll(app, providers)
+    _wire_view(app, providers)
+
+
+def _wire_clicks(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.TRACE_OPENED, "data"),
         Output(OpsIds.TRACE_ALERT, "children", allow_duplicate=True),
@@ -236,6 +242,8 @@ def register(app: Dash, providers: Providers) -> None:
             return no_update, alert([exc])
         return None, []
 
+
+def _wire_poll(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.TRACE_VIEW, "data"),
         Output(OpsIds.TRACE_ALERT, "children"),
@@ -280,6 +288,8 @@ def register(app: Dash, providers: Providers) -> None:
     def pause(_pause: int, _start: int, paused: bool | None) -> bool:
         return False if ctx.triggered_id == OpsIds.TRACE_START else not paused
 
+
+def _wire_view(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.TRACE_MESSAGES, "children"),
         Output(OpsIds.TRACE_STATUS, "children"),

@@ -23,7 +23,7 @@ import httpx
 from .errors import ClusterError
 from .topology import CLIENT_OFFSET, MONITOR_OFFSET, BusOptions, Topology, nats_config
 
-log = logging.getLogger("pushgrid.cluster.nats")
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _RESTART_PAUSE = 1.0
@@ -67,12 +67,14 @@ class NatsNode:
         binary: str,
         bus: BusOptions,
         jetstream: bool,
+        sync_interval: str = "2m",
     ) -> None:
         self.topology = topology
         self.directory = data_dir / topology.me.node_name
         self._binary = binary
         self.bus = bus
         self._jetstream = jetstream
+        self._sync_interval = sync_interval
         self._process: asyncio.subprocess.Process | None = None
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
@@ -97,7 +99,13 @@ class NatsNode:
         config = self.directory / "nats.conf"
         write_private(
             config,
-            nats_config(self.topology, self.directory / "jetstream", self.bus, self._jetstream),
+            nats_config(
+                self.topology,
+                self.directory / "jetstream",
+                self.bus,
+                self._jetstream,
+                self._sync_interval,
+            ),
         )
         self._command = [binary, "-c", str(config)]
         await self._spawn()

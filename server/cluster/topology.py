@@ -101,14 +101,17 @@ class BusOptions:
     tls_ca: Path | None = None  # the CA the other members' route certificates must chain to
 
 
-def nats_config(topology: Topology, store_dir: Path, bus: BusOptions, jetstream: bool) -> str:
+def nats_config(
+    topology: Topology, store_dir: Path, bus: BusOptions, jetstream: bool, sync_interval: str = "2m"
+) -> str:
     """The nats-server configuration of this member's node (JSON is valid NATS config).
 
     Never anonymous: clients (this member) log in as ``pushgrid-member`` and routes as
     ``pushgrid-route``, with passwords derived from ``ClusterPassword`` (hex: safe in a URL).
     ``no_advertise`` keeps the node from telling clients about the other nodes' client ports:
     each member uses its own node only. ``jetstream`` is false in Standard delivery mode,
-    which needs no storage at all."""
+    which needs no storage at all. ``sync_interval`` is JetStream's fsync policy (``always`` or
+    an interval)."""
     me = topology.me
     secrets = bus.credentials
     auth = f"{ROUTE_USER}:{secrets.route_password}@"
@@ -152,5 +155,9 @@ def nats_config(topology: Topology, store_dir: Path, bus: BusOptions, jetstream:
         cluster["tls"] = {**tls, "verify": bus.tls_ca is not None}
         config["tls"] = tls
     if me.seed and jetstream:
-        config["jetstream"] = {"store_dir": str(store_dir), "max_memory_store": 256 * 1024 * 1024}
+        config["jetstream"] = {
+            "store_dir": str(store_dir),
+            "max_memory_store": 256 * 1024 * 1024,
+            "sync_interval": sync_interval,
+        }
     return json.dumps(config, indent=2)

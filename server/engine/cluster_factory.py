@@ -42,6 +42,7 @@ def build_cluster_engine(settings: Settings) -> Engine:
             settings.nats_server_binary,
             bus,
             jetstream=guaranteed,
+            sync_interval=settings.cluster_sync_interval,
         )
     link = ClusterLink(
         settings.server_name,

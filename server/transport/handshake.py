@@ -43,25 +43,12 @@ def _has_token(value: bytes, token: bytes) -> bool:
     return any(part.strip().lower() == token for part in value.split(b","))
 
 
-def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
-    """The ``101 Switching Protocols`` answer to a request; HandshakeError when invalid."""
-    if method != b"GET":
-        raise HandshakeError("Request method must be GET")
-    connection = key = version = host = None
-    upgrade = b""
-    for name, value in headers:  # h11 lower-cases header names
-        if name == b"connection":
-            connection = value
-        elif name == b"host":
-            host = value
-        elif name == b"sec-websocket-key":
-            key = value
-        elif name == b"sec-websocket-version":
-            version = value
-        elif name == b"upgrade":
-            upgrade = value
-    if connection is None or not _has_token(connection, b"upgrade"):
-        raise HandshakeError("Missing header, 'Connection: Upgrade'")
+_READ = frozenset(
+    (b"connection", b"host", b"sec-websocket-key", b"sec-websocket-version", b"upgrade")
+)
+
+
+def _check_version(version: bytes | None) -> None:
     if version is None:
         raise HandshakeError("Missing header, 'Sec-WebSocket-Version'", headers=_VERSION_HEADERS)
     if version.strip() != _VERSION:
@@ -71,11 +58,23 @@ def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
             _UNSUPPORTED_VERSION_STATUS,
             _VERSION_HEADERS,
         )
+
+
+def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """The ``101 Switching Protocols`` answer to a request; HandshakeError when invalid."""
+    if method != b"GET":
+        raise HandshakeError("Request method must be GET")
+    # h11 lower-cases header names; a repeated header counts by its last value
+    found = {name: value for name, value in headers if name in _READ}
+    if not _has_token(found.get(b"connection", b""), b"upgrade"):
+        raise HandshakeError("Missing header, 'Connection: Upgrade'")
+    _check_version(found.get(b"sec-websocket-version"))
+    key = found.get(b"sec-websocket-key")
     if key is None:
         raise HandshakeError("Missing header, 'Sec-WebSocket-Key'")
-    if upgrade.lower() != b"websocket":
+    if found.get(b"upgrade", b"").lower() != b"websocket":
         raise HandshakeError("Missing header, 'Upgrade: websocket'")
-    if host is None:
+    if b"host" not in found:
         raise HandshakeError("Missing header, 'Host'")
     return (
         b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"

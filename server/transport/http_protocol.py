@@ -170,36 +170,50 @@ class HttpConnection(Connection):
             except h11.RemoteProtocolError as exc:
                 self._http_fail(exc)
                 return
-            if event is h11.NEED_DATA:
+            if not self._on_http_event(event):
                 return
-            if event is h11.PAUSED:
-                if self._request is not None and self._wants_upgrade():
-                    self._upgrade(self._request)
-                return
-            if isinstance(event, h11.Request):
-                self._request, self._body, self._body_size = event, [], 0
-                headers = list(event.headers)
-                upgrade = http.is_websocket_upgrade(headers)
-                self._upgrade_headers = headers if upgrade else None
-                refusal = self._head_refusal(event, headers, upgrade)
-                if refusal is not None:
-                    self.ctx.security.http_refused_total += 1
-                    self._to(ConnEvent.REFUSE)
-                    self._respond(refusal, close_after=False)
-                    self._shut()
-                    return
-            elif isinstance(event, h11.Data):
-                self._body_size += len(event.data)
-                if self._body_size > self._max_body():
-                    self._reject_body()
-                    return
-                self._body.append(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                self._request_done()
-                return
-            elif isinstance(event, h11.ConnectionClosed):
-                self._shut()
-                return
+
+    def _on_http_event(self, event: object) -> bool:
+        """Act on one h11 event; False when reading stops (more bytes needed, or answered)."""
+        if event is h11.NEED_DATA:
+            return False
+        if event is h11.PAUSED:
+            if self._request is not None and self._wants_upgrade():
+                self._upgrade(self._request)
+            return False
+        if isinstance(event, h11.Request):
+            return self._on_request(event)
+        if isinstance(event, h11.Data):
+            return self._on_body(event.data)
+        if isinstance(event, h11.EndOfMessage):
+            self._request_done()
+            return False
+        if isinstance(event, h11.ConnectionClosed):
+            self._shut()
+            return False
+        return True
+
+    def _on_request(self, event: h11.Request) -> bool:
+        self._request, self._body, self._body_size = event, [], 0
+        headers = list(event.headers)
+        upgrade = http.is_websocket_upgrade(headers)
+        self._upgrade_headers = headers if upgrade else None
+        refusal = self._head_refusal(event, headers, upgrade)
+        if refusal is None:
+            return True
+        self.ctx.security.http_refused_total += 1
+        self._to(ConnEvent.REFUSE)
+        self._respond(refusal, close_after=False)
+        self._shut()
+        return False
+
+    def _on_body(self, data: bytes) -> bool:
+        self._body_size += len(data)
+        if self._body_size > self._max_body():
+            self._reject_body()
+            return False
+        self._body.append(data)
+        return True
 
     def _request_done(self) -> None:
         request = self._request

@@ -203,32 +203,19 @@ class WebSocketConnection(Connection):
     def _plain_frames(self, data: bytes) -> bytes:
         """Read the whole masked text and pong frames at the start of ``data`` (pongs are
         ignored, as with wsproto); return the rest, from the first byte left to wsproto."""
-        pos, end = 0, len(data)
-        while pos < end and (self.state is _OPEN or self.state is _PAUSED):
-            if end - pos < 6:
+        pos = 0
+        while pos < len(data) and (self.state is _OPEN or self.state is _PAUSED):
+            frame = _plain_frame_at(data, pos)
+            if frame is None:
                 break
-            first, second = data[pos], data[pos + 1]
-            length = second & 0x7F
-            start = pos + 6
-            if second < 0x80 or length == 127:
-                break  # unmasked (wsproto refuses it) or a 64-bit length
-            if length == 126:
-                start += 2
-                if start > end:
-                    break
-                length = int.from_bytes(data[pos + 2 : pos + 4], "big")
-                if length < 126:
-                    break  # not the shortest length encoding: wsproto refuses it
-            stop = start + length
-            if stop > end:
-                break  # a partial frame: wsproto buffers it
+            first, start, stop = frame
             if first == _TEXT:
                 try:
                     text = apply_mask(data[start:stop], data[start - 4 : start]).decode()
                 except UnicodeDecodeError:
                     break  # wsproto answers 1007
                 self._message(text, True)
-            elif first != _PONG or length > 125:
+            elif first != _PONG or stop - start > 125:
                 break
             pos = stop
         return data[pos:] if pos else data
@@ -365,3 +352,28 @@ class WebSocketConnection(Connection):
             self._reader = None
             if not inbox and self._inbox is inbox:
                 self._inbox = None  # idle: no deque kept
+
+
+def _plain_frame_at(data: bytes, pos: int) -> tuple[int, int, int] | None:
+    """(first byte, payload start, payload stop) of the whole masked frame at ``pos`` when the
+    fast path may read it; None leaves it to wsproto (short, unmasked, 64-bit or non-shortest
+    length, or partial)."""
+    end = len(data)
+    if end - pos < 6:
+        return None
+    first, second = data[pos], data[pos + 1]
+    length = second & 0x7F
+    start = pos + 6
+    if second < 0x80 or length == 127:
+        return None  # unmasked (wsproto refuses it) or a 64-bit length
+    if length == 126:
+        start += 2
+        if start > end:
+            return None
+        length = int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if length < 126:
+            return None  # not the shortest length encoding: wsproto refuses it
+    stop = start + length
+    if stop > end:
+        return None  # a partial frame: wsproto buffers it
+    return first, start, stop

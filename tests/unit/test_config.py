@@ -523,6 +523,20 @@ def test_a_valid_cluster_member(tmp_path: Path) -> None:
     assert settings.cluster_member == "127.0.0.1:7200"
 
 
+def test_the_fsync_policy_is_always_or_an_interval(tmp_path: Path) -> None:
+    members = (
+        "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200, 127.0.0.1:7300\n"
+        "ClusterMember = 1\nClusterPassword = s3cret\n"
+    )
+    for value in ("always", "2m", "100ms", "10s"):
+        path = _write(tmp_path, members + f"ClusterSyncInterval = {value}\n")
+        assert load_settings(path, environ={}).cluster_sync_interval == value
+    assert load_settings(_write(tmp_path, members), environ={}).cluster_sync_interval == "2m"
+    assert "ClusterSyncInterval" in _cluster(
+        tmp_path, "ClusterMember = 1\nClusterSyncInterval = 0\n"
+    )
+
+
 def test_secrets_from_files(tmp_path: Path) -> None:
     secret = tmp_path / "jwt.secret"
     secret.write_text("s3cret-from-a-file\n", encoding="utf-8")
