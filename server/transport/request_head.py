@@ -19,11 +19,11 @@ import re
 from typing import NamedTuple
 
 # RFC 9110 5.6.2 token, 5.5 field-value (h11 also accepts obs-text), RFC 9112 3 request-line.
-_TOKEN = r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
+_TCHARS = r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
 _FIELD_CONTENT = r"[^\x00\s]+(?:[ \t]+[^\x00\s]+)*"
-HEADER_FIELD_RULE = rf"(?P<field_name>{_TOKEN}):[ \t]*(?P<field_value>({_FIELD_CONTENT})?)[ \t]*"
+HEADER_FIELD_RULE = rf"(?P<field_name>{_TCHARS}):[ \t]*(?P<field_value>({_FIELD_CONTENT})?)[ \t]*"
 REQUEST_LINE_RULE = (
-    rf"(?P<method>{_TOKEN}) (?P<target>[\x21-\x7e]+) HTTP/(?P<http_version>[0-9]\.[0-9])"
+    rf"(?P<method>{_TCHARS}) (?P<target>[\x21-\x7e]+) HTTP/(?P<http_version>[0-9]\.[0-9])"
 )
 
 _REQUEST_LINE = re.compile(REQUEST_LINE_RULE.encode("ascii"))
