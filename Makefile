@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz
+.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz faults
 
 install: $(STAMP)
 
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 # them say so and skip.
 DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromium:chromium \
   /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
-  systemd-analyze:systemd ss:iproute2
+  systemd-analyze:systemd ss:iproute2 nft:nftables
 
 system-deps:
 	@missing=""; for check in $(DEB_CHECKS); do \
@@ -37,12 +37,16 @@ system-deps:
 	  else echo "missing Debian packages:$$missing (not root): their tests will be skipped"; fi; \
 	fi
 
+# The client port on loopback only (docs/security.md): `make up LISTEN='*:8800'` serves the
+# network (it is the `Listen` key, given as PUSHGRID_LISTEN).
+LISTEN ?= 127.0.0.1:8800
+
 up: $(STAMP)
-	$(BIN)/pushgrid up
+	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up
 
 # A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
 cluster: $(STAMP)
-	$(BIN)/pushgrid up --members 3
+	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -68,10 +72,15 @@ fuzz: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/fuzz.py --inputs $(FUZZ_INPUTS) --connections 8 \
 	  --output benchmarks/results/fuzz-$$(date +%Y-%m-%d).jsonl
 
-# The fan-out sweep (docs/benchmarks.md, "Issue 12"): pushgrid vs every peer, one table, JSON
-# lines in benchmarks/results/. Niced: the machine is shared.
+# The fan-out sweep (results: docs/benchmarks.md; the runs: benchmarks/NOTES.md, "Issue 12"):
+# pushgrid vs every peer, one table, JSON lines in benchmarks/results/. Niced: the machine is shared.
 bench: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The fault campaign (docs/benchmarks.md, "Faults"): kill, pause and partition a 3-member cluster
+# in network namespaces (root, iproute2, nftables), every acknowledged message checked.
+faults: $(STAMP) system-deps
+	nice -n 5 $(BIN)/python benchmarks/faults.py $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -4,7 +4,8 @@
 
     pushgrid admin [--config FILE] [--listen HOST:PORT] [--bootstrap]     (= serve)
     pushgrid admin serve [--config FILE] [--listen HOST:PORT] [--bootstrap]
-    pushgrid admin create-token --role viewer|operator|admin [--name NAME] [--config FILE]
+    pushgrid admin create-token --role viewer|operator|admin [--name NAME] [--expires-in SECONDS]
+                                [--config FILE]
     pushgrid admin export-rules [--output FILE] [--config FILE]
 
 Both apply the database migrations first (``Database`` setting). ``--bootstrap`` creates and
@@ -77,14 +78,16 @@ def _migrate(url: str) -> None:
         raise fail(f"cannot migrate {display_url(url)}: {line}") from None
 
 
-def _create_token(url: str, role: Role, name: str) -> tuple[str, str]:
+def _create_token(
+    url: str, role: Role, name: str, expires_in: float | None = None
+) -> tuple[str, str]:
     """(token id, token) of a new token in the database at ``url``."""
     from pushgrid.metrics.sqlstore import session_scope
 
     from .services.tokens import TokenService
 
     with session_scope(url) as db:
-        created = TokenService(db).create(name, role, created_by="cli")
+        created = TokenService(db).create(name, role, created_by="cli", expires_in=expires_in)
     return created.id, created.token
 
 
@@ -106,7 +109,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
 
     import uvicorn
 
-    from pushgrid.server.config import parse_address
+    from pushgrid.server.addresses import parse_address
 
     from .main import DOCS_URL, create_app
 
@@ -194,6 +197,12 @@ def create_token_command(
         str | None,
         typer.Option("--name", help="What the token is for (default: cli-<role>)."),
     ] = None,
+    expires_in: Annotated[
+        int | None,
+        typer.Option(
+            "--expires-in", min=60, help="Seconds until the token expires (default: never)."
+        ),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Create an API token and print it (once: only its hash is stored)."""
@@ -202,7 +211,7 @@ def create_token_command(
     if not token_name or len(token_name) > 128:
         raise fail("--name must be 1 to 128 characters", 2)
     _migrate(settings.database)
-    token_id, token = _create_token(settings.database, role, token_name)
+    token_id, token = _create_token(settings.database, role, token_name, expires_in)
     typer.echo(
         f"created {role.value} token {token_name!r} (id {token_id}); it is shown only now:",
         err=True,

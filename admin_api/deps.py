@@ -26,7 +26,7 @@ from pushgrid.server.core.throttle import AuthThrottle
 
 from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized
-from .security import Principal, Role
+from .security import Principal, Role, throttle_key
 from .services.cluster import with_discovered
 from .services.jobs import JobRunner
 from .services.members import MemberService
@@ -109,25 +109,29 @@ class RoleGuard:
         return principal
 
     def _authenticate(self, request: Request, db: Session, token: str | None) -> Principal:
-        # After AuthFailuresBeforeBackoff wrong tokens from one address, its next attempts get
-        # 429 during a doubling back-off, before any lookup (brute-force protection).
+        # Failures are counted per (address, token prefix), never per address alone: every
+        # console user signs in from the admin API's own address, and one guesser there must
+        # not lock out a valid token. After AuthFailuresBeforeBackoff wrong tokens with one
+        # prefix from one address, that pair gets 429 during a doubling back-off before any
+        # lookup; a valid token (another prefix) goes through and clears its own count.
+        if token is None:
+            raise unauthorized("an API token is required: Authorization: Bearer <token>")
         throttle = get_auth_throttle(request)
-        host = request.client.host if request.client is not None else "?"
-        wait = throttle.retry_after(host)
+        key = throttle_key(request.client.host if request.client is not None else "?", token)
+        wait = throttle.retry_after(key)
         if wait > 0:
             raise ProblemError(
                 429,
-                f"too many failed API token attempts from this address: retry in {wait:.1f}s",
+                f"too many failed attempts with this API token from this address: retry in "
+                f"{wait:.1f}s",
                 "too_many_attempts",
                 headers={"Retry-After": str(max(1, round(wait)))},
             )
-        if token is None:
-            raise unauthorized("an API token is required: Authorization: Bearer <token>")
         principal = TokenService(db).authenticate(token)
         if principal is None:
-            throttle.failed(host)
-            raise unauthorized("unknown or revoked API token", "invalid_token")
-        throttle.succeeded(host)
+            throttle.failed(key)
+            raise unauthorized("unknown, expired or revoked API token", "invalid_token")
+        throttle.succeeded(key)
         request.state.principal = principal
         return self._check_role(principal)
 
@@ -188,7 +192,9 @@ MemberNamePath = Annotated[str, Path(max_length=255, description="The member's n
 
 async def get_members(db: SqlSession, settings: SettingsDep, http: HttpDep) -> list[Member]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
-    return await with_discovered(http, MemberService(db, settings).all())
+    return await with_discovered(
+        http, MemberService(db, settings).all(), settings.admin_discover_allow
+    )
 
 
 async def get_member(
@@ -201,7 +207,7 @@ async def get_member(
     except ProblemError as exc:
         if exc.status != 404:
             raise
-        for member in await with_discovered(http, service.all()):
+        for member in await with_discovered(http, service.all(), settings.admin_discover_allow):
             if member.name == name:
                 return member
         raise

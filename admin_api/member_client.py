@@ -77,7 +77,7 @@ class MemberFailure(ProblemError):
         self.message = message
 
 
-class JolokiaError(MemberFailure):
+class MemberJolokiaError(MemberFailure):
     """One Jolokia request failed on the member (the answer's ``status`` is not 200)."""
 
     def __init__(self, member: Member, status: int, error_type: str, error: str) -> None:
@@ -149,10 +149,10 @@ class MemberClient:
         return answers
 
     def value(self, answer: dict[str, Any]) -> Any:
-        """The ``value`` of one answer, or :class:`JolokiaError`."""
+        """The ``value`` of one answer, or :class:`MemberJolokiaError`."""
         status = answer.get("status")
         if status != 200:
-            raise JolokiaError(
+            raise MemberJolokiaError(
                 self.member,
                 int(status) if isinstance(status, int) else 500,
                 str(answer.get("error_type", "error")),

@@ -402,6 +402,13 @@ class TokenCreate(BaseModel):
 
     name: TokenName = Field(examples=["grafana"])
     role: Role
+    expires_in: int | None = Field(
+        default=None,
+        ge=60,
+        le=10 * 366 * 86400,
+        description="Seconds until the token expires (60 s to 10 years); omitted: never",
+        examples=[86400],
+    )
 
 
 class TokenOut(BaseModel):
@@ -414,6 +421,10 @@ class TokenOut(BaseModel):
     last_used_at: datetime | None
     revoked: bool
     revoked_at: datetime | None
+    expires_at: datetime | None = Field(
+        default=None, description="When the token stops working (null: never)"
+    )
+    expired: bool = False
 
 
 class TokenCreated(TokenOut):

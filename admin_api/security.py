@@ -74,3 +74,10 @@ def looks_like_token(value: str) -> bool:
 
 def same_hash(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
+
+
+def throttle_key(address: str, token: str) -> str:
+    """What failed sign-ins are counted by: the caller's address and the token's display prefix
+    (its first 12 characters). A guesser's failures never block another token, not even from
+    the same address (every console user comes from the admin API's own address)."""
+    return f"{address} {display_prefix(token)}"

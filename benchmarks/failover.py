@@ -45,7 +45,8 @@ publisher unpaced (``--workers`` in flight) for ``--throughput-duration`` second
 publishes/s, CPU of the cluster and of the publisher, and the ratio Guaranteed / Standard.
 
 Prints tables and JSON lines (``"bench": "failover" | "failover-throughput"``), appended to
-``--json-out`` (default benchmarks/results/failover.jsonl). See docs/benchmarks.md.
+``--json-out`` (default benchmarks/results/failover.jsonl). Results: docs/benchmarks.md; every
+run: benchmarks/NOTES.md, "Failover (cluster)".
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ bound). Every run is bounded by timeouts and kills its processes on exit, Ctrl-C
 the reference server (which does not batch) and for ``--target none``. ``benchmarks/batching.py``
 sweeps them over several publish rates.
 
-See docs/benchmarks.md for the methodology and results.
+Methodology: benchmarks/NOTES.md ("Fan-out"); results: docs/benchmarks.md.
 """
 
 from __future__ import annotations

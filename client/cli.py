@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -128,6 +129,17 @@ def subscribe_command(
         return 0
 
 
+#: how each informational status is shown on stderr (denials and closes also decide the exit)
+_NOTES: dict[Status, Callable[[StatusEvent], str]] = {
+    Status.SERVER_DOWN: lambda event: f"server {event.server} down: {event.detail}"
+    + (f"; retrying in {event.retry_in:.1f} s" if event.retry_in is not None else ""),
+    Status.SERVER_UP: lambda event: f"connected to {event.server}",
+    Status.DATA_RESYNC: lambda event: (
+        f"{event.subject}: data resync ({event.detail}), a snapshot follows"
+    ),
+}
+
+
 async def _subscribe(
     subjects: list[str], server: str, count: int | None, token: str | None, history: int
 ) -> int:
@@ -144,17 +156,12 @@ async def _subscribe(
             if denied >= wanted:
                 exit_code = 1
                 stop.set()
-        elif event.status is Status.SERVER_DOWN:
-            retry = f"; retrying in {event.retry_in:.1f} s" if event.retry_in is not None else ""
-            _note(f"server {event.server} down: {event.detail}{retry}")
-        elif event.status is Status.SERVER_UP:
-            _note(f"connected to {event.server}")
-        elif event.status is Status.DATA_RESYNC:
-            _note(f"{event.subject}: data resync ({event.detail}), a snapshot follows")
         elif event.status is Status.CLOSED and event.close_code is not None:
             _error(f"stopped: close code {event.close_code} {event.close_reason}")
             exit_code = 1
             stop.set()
+        elif event.status in _NOTES:
+            _note(_NOTES[event.status](event))
 
     def on_sigterm() -> None:
         nonlocal exit_code
@@ -166,6 +173,12 @@ async def _subscribe(
     client = PushgridClient(server, token, on_status=on_status, backoff=CLI_BACKOFF)
     await client.subscribe(subjects, history=history)  # validates before connecting
     await client.connect(wait=False)
+    await _print_until(client, count, stop)
+    return exit_code
+
+
+async def _print_until(client: PushgridClient, count: int | None, stop: asyncio.Event) -> None:
+    """Print messages until ``count`` of them, or ``stop``; then close the client."""
 
     async def consume() -> None:
         received = 0
@@ -185,7 +198,6 @@ async def _subscribe(
         await client.close()
     if consumer.done() and not consumer.cancelled():
         consumer.result()  # re-raises what stopped the consumer, e.g. BrokenPipeError
-    return exit_code
 
 
 def _error(text: str) -> None:

@@ -146,6 +146,11 @@ class RecoveryTracker:
         if current is None:
             state.position = incoming
             return Decision(Action.DELIVER, "first position")
+        return self._guaranteed(state, current, frame)
+
+    def _guaranteed(self, state: _SubjectState, current: Position, frame: Message) -> Decision:
+        """A guaranteed update or recovered message after a known position."""
+        incoming = Position(frame.epoch, frame.seq)
         if current.epoch != frame.epoch:
             state.position = incoming
             state.gaps = 0
@@ -153,14 +158,13 @@ class RecoveryTracker:
             return Decision(Action.DELIVER, "new epoch adopted")
         if frame.seq <= current.seq:
             return Decision(Action.DROP, f"duplicate: seq {frame.seq} <= {current.seq}")
-        if _is_conflated(frame):
+        if _is_conflated(frame) or frame.seq == current.seq + 1:
             state.position = incoming
             state.gaps = 0
-            return Decision(Action.DELIVER, "conflated")
-        if frame.seq == current.seq + 1:
-            state.position = incoming
-            state.gaps = 0
-            return Decision(Action.DELIVER, "in order")
+            return Decision(Action.DELIVER, "conflated" if _is_conflated(frame) else "in order")
+        return self._gap(state, current, frame)
+
+    def _gap(self, state: _SubjectState, current: Position, frame: Message) -> Decision:
         if state.recovering:
             return Decision(Action.DROP, "gap while a recovery is pending")
         state.recovering = True

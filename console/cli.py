@@ -16,7 +16,8 @@ from typing import Annotated
 
 import typer
 
-from pushgrid.server.config import ConfigError, load_settings, parse_address
+from pushgrid.server.addresses import parse_address
+from pushgrid.server.config import ConfigError, load_settings
 
 DEFAULT_LISTEN = "127.0.0.1:8050"
 

@@ -6,7 +6,8 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
-from pushgrid.server.config import Settings, parse_address
+from pushgrid.server.addresses import parse_address
+from pushgrid.server.config import Settings
 
 from .app import create_dash_app
 from .http_provider import HttpProvider

@@ -11,7 +11,6 @@ import ssl
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pushgrid import __version__
@@ -43,17 +42,18 @@ from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
 from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
-from .monitoring.routes import MonitorRoutes
+from .monitoring.routes import Boundary, MonitorRoutes
 from .rlimits import raise_open_file_limit
-from .transport import http
+from .transport import http, timers
 from .transport.connection import Connection
 from .transport.context import Batching, TransportLimits
 from .transport.flusher import Flusher
-from .transport.http_protocol import HttpConnection, MonitorConnection
+from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorLimits
 from .transport.limits import PendingConnections, SecurityCounters
-from .transport.states import ConnState
+from .transport.timers import KeepalivePolicy
+from .transport.tls import TlsFiles, TlsPolicy, server_context
 
-log = logging.getLogger("pushgrid.server")
+log = logging.getLogger(__name__)
 
 
 def _addresses(servers: list[asyncio.Server]) -> list[str]:
@@ -107,6 +107,37 @@ def build_publish_guard(settings: Settings, engine: Engine) -> PublishGuard:
     return PublishGuard(limits, engine)
 
 
+def build_tls_contexts(settings: Settings) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+    """The contexts of the encrypted client and monitoring listeners (None: no such listener);
+    ConfigError naming the key and the file when one cannot be built (server/transport/tls.py)."""
+    password = settings.tls_key_password
+    policy = TlsPolicy(
+        key_password=password.get_secret_value() if password is not None else None,
+        ciphers=settings.tls_ciphers,
+        min_version=settings.tls_min_version,
+    )
+    client = monitor = None
+    if settings.listen_encrypted:
+        client = server_context(_tls_files(settings, monitor=False), policy)
+    if settings.monitor_https_listen:
+        monitor = server_context(_tls_files(settings, monitor=True), policy)
+    return client, monitor
+
+
+def _tls_files(settings: Settings, monitor: bool) -> TlsFiles:
+    """The certificate and key of a listener, named by the keys they come from (the monitoring
+    port's default to TLSCertificate / TLSKey)."""
+    certificate, certificate_setting = settings.tls_certificate, "TLSCertificate"
+    key, key_setting = settings.tls_key, "TLSKey"
+    if monitor and settings.monitor_tls_certificate is not None:
+        certificate, certificate_setting = settings.monitor_tls_certificate, "MonitorTLSCertificate"
+    if monitor and settings.monitor_tls_key is not None:
+        key, key_setting = settings.monitor_tls_key, "MonitorTLSKey"
+    if certificate is None or key is None:  # Settings validation forbids this
+        raise ConfigError(f"a TLS listener needs {certificate_setting} and {key_setting}")
+    return TlsFiles(certificate, key, certificate_setting, key_setting)
+
+
 class PushServer:
     """One push server node. ``start`` binds the listeners; ``stop`` closes clients with 1001."""
 
@@ -133,6 +164,8 @@ class PushServer:
             publish_snapshot=settings.publish_snapshot_message,
         )
         self.limits = TransportLimits.from_settings(settings)
+        # TLS contexts are built before anything starts: a bad file is a ConfigError (exit 2)
+        self._client_tls, self._monitor_tls = build_tls_contexts(settings)
         self.batching = Batching.from_settings(settings)
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
@@ -147,8 +180,17 @@ class PushServer:
         operations = ServerOperations(self.hub, self.engine)
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
-            self, self.jolokia, self.prometheus, self.auth_throttle, _credentials(settings)
+            self,
+            self.jolokia,
+            self.prometheus,
+            self.auth_throttle,
+            _credentials(settings),
+            Boundary.of(
+                settings.monitor_allowed_hosts,
+                [h for h, _ in settings.monitor_addresses + settings.monitor_tls_addresses],
+            ),
         )
+        self.monitor_limits = MonitorLimits.from_settings(settings)
         self.tick: float = 0.0
         self.stopping = False
         self._member_states: dict[str, str] | None = None  # _watch_members' last look
@@ -178,11 +220,15 @@ class PushServer:
                     self._protocol, host, port, reuse_port=reuse, backlog=backlog
                 )
             )
-        if self.settings.listen_encrypted:
-            context = self._tls_context(self.settings.tls_certificate, self.settings.tls_key)
+        if self._client_tls is not None:
             for host, port in self.settings.listen_encrypted_addresses:
                 server = await loop.create_server(
-                    self._protocol, host, port, ssl=context, reuse_port=reuse, backlog=backlog
+                    self._protocol,
+                    host,
+                    port,
+                    ssl=self._client_tls,
+                    reuse_port=reuse,
+                    backlog=backlog,
                 )
                 self._servers.append(server)
         await self._start_monitoring(loop)
@@ -205,7 +251,7 @@ class PushServer:
         return HttpConnection(self, self._http_handler)
 
     def _monitor_protocol(self) -> MonitorConnection:
-        return MonitorConnection(self, self.monitor)
+        return MonitorConnection(self, self.monitor, self.monitor_limits)
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
         session = Session(
@@ -231,13 +277,11 @@ class PushServer:
         for host, port in settings.monitor_addresses:
             server = await loop.create_server(self._monitor_protocol, host, port)
             self._monitor_servers.append(server)
-        if settings.monitor_https_listen:
-            context = self._tls_context(
-                settings.monitor_tls_certificate or settings.tls_certificate,
-                settings.monitor_tls_key or settings.tls_key,
-            )
+        if self._monitor_tls is not None:
             for host, port in settings.monitor_tls_addresses:
-                server = await loop.create_server(self._monitor_protocol, host, port, ssl=context)
+                server = await loop.create_server(
+                    self._monitor_protocol, host, port, ssl=self._monitor_tls
+                )
                 self._monitor_servers.append(server)
         self.sampler.listeners.append(self._watch_members)
         self.track(loop.create_task(self.sampler.run()))
@@ -324,14 +368,6 @@ class PushServer:
     def monitor_addresses(self) -> list[str]:
         return _addresses(self._monitor_servers)
 
-    @staticmethod
-    def _tls_context(certificate: Path | None, key: Path | None) -> ssl.SSLContext:
-        if certificate is None or key is None:  # Settings validation forbids this
-            raise ValueError("a TLS listener needs a certificate and a key")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(certificate, key)
-        return context
-
     def bound_addresses(self) -> list[str]:
         return _addresses(self._servers)
 
@@ -392,40 +428,12 @@ class PushServer:
     async def _ticker(self) -> None:
         """Keepalive, dead-peer detection and cache expiry, on one timer for all connections."""
         loop = asyncio.get_running_loop()
-        interval = self.settings.keepalive_interval
-        period = min(1.0, interval / 4)
+        policy = KeepalivePolicy(self.settings.keepalive_interval, self.settings.keepalive_timeout)
+        period = min(1.0, policy.interval / 4)
         keepalive_frame = OutFrame.of(Keepalive())
         while True:
             await asyncio.sleep(period)
             self.tick = now = loop.time()
             for connection in list(self.connections):
-                self._check(connection, now, interval, keepalive_frame)
+                timers.check(connection, now, policy, keepalive_frame, self.counters)
             self.engine.sweep()
-
-    def _check(
-        self, connection: Connection, now: float, interval: float, keepalive: OutFrame
-    ) -> None:
-        """One connection's timers, by its state (server/transport/states.py)."""
-        if connection.deadline is not None:  # request timer, drain or close in progress
-            if now >= connection.deadline:
-                connection.abort()
-            return
-        state = connection.state
-        if state is ConnState.STREAMING:  # an event stream only writes
-            if now - connection.last_out >= interval:
-                connection.send(keepalive)
-            return
-        if state is not ConnState.OPEN and state is not ConnState.PAUSED:
-            if now - connection.last_in > self.settings.keepalive_timeout:
-                connection.abort()  # an HTTP client, or a closing one, that went silent
-            return
-        if now - connection.last_in > self.settings.keepalive_timeout:
-            self.counters.keepalive_timeouts_total += 1
-            connection.close(CloseCode.KEEPALIVE_TIMEOUT, "no data from client: keepalive timeout")
-            return
-        # Decide both before acting: the ping itself counts as output.
-        needs_keepalive = now - connection.last_out >= interval
-        if now - connection.last_in >= interval and now - connection.last_ping >= interval:
-            connection.ping()
-        if needs_keepalive:
-            connection.send(keepalive)

@@ -18,6 +18,7 @@ from pushgrid import __version__
 from .cli_support import LogLevelOption, fail, settings_or_exit
 from .config import Settings
 from .extras import extra_for, install_hint, missing_modules
+from .redaction import redact_text
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from .app import PushServer
@@ -86,13 +87,15 @@ def _run(
 
 
 def _push_server(settings: Settings) -> PushServer:
-    """The server, or exit 2 when its entitlement plug-in cannot be loaded."""
+    """The server, or exit 2 when its entitlement plug-in cannot be loaded or a file it names
+    (TLS certificate, key) is unusable."""
     from .app import PushServer
+    from .config import ConfigError
     from .core.custom_entitlement import PluginError
 
     try:
         return PushServer(settings)
-    except PluginError as exc:
+    except (PluginError, ConfigError) as exc:
         raise fail(f"configuration error\n{exc}", 2) from None
 
 
@@ -164,7 +167,7 @@ def up(
                     *(
                         [
                             f"Statistics pipeline: every {settings.stats_interval:g} s into "
-                            f"{settings.database} (log: data/logs/stats.log;"
+                            f"{redact_text(settings.database)} (log: data/logs/stats.log;"
                             " pushgrid stats status)",
                         ]
                         if settings.stats_interval > 0

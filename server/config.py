@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BeforeValidator,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -27,6 +28,9 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pushgrid.protocol.exceptions import PushgridError
+
+from .addresses import parse_address, resolve_self
+from .redaction import redact_setting, redact_text
 
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
@@ -44,16 +48,9 @@ def _split_list(value: Any) -> Any:
     return value
 
 
-def parse_address(value: str) -> tuple[str, int]:
-    """``host:port`` (``*`` or empty host = every interface) -> (host, port)."""
-    host, sep, port_text = value.strip().rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ValueError(f"{value!r} is not host:port")
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} out of range 0-65535")
-    host = host.strip("[]")
-    return ("0.0.0.0" if host in ("", "*") else host), port
+def default_seed_count(members: int) -> int:
+    """Spec: 3 seeds for clusters of three and four members, 5 for five and more."""
+    return 5 if members >= 5 else 3
 
 
 def _check_addresses(values: list[str]) -> list[str]:
@@ -76,6 +73,11 @@ class Settings(BaseSettings):
     listen_encrypted: AddressList = Field(default=[], alias="ListenEncrypted")
     tls_certificate: Path | None = Field(default=None, alias="TLSCertificate")
     tls_key: Path | None = Field(default=None, alias="TLSKey")
+    # the passphrase of an encrypted TLSKey (and MonitorTLSKey): pushgrid never prompts for it
+    tls_key_password: SecretStr | None = Field(default=None, alias="TLSKeyPassword")
+    tls_key_password_file: Path | None = Field(default=None, alias="TLSKeyPasswordFile")
+    tls_ciphers: str | None = Field(default=None, min_length=1, alias="TLSCiphers")
+    tls_min_version: Literal["1.2", "1.3"] = Field(default="1.2", alias="TLSMinVersion")
     server_name: str = Field(default_factory=socket.gethostname, alias="ServerName")
     engine: Literal["memory", "nats"] | None = Field(default=None, alias="Engine")
     # -- cluster (docs/cluster.md) ---------------------------------------------------------
@@ -89,8 +91,20 @@ class Settings(BaseSettings):
         default=None, ge=1, le=5, alias="ClusterStreamReplicas"
     )
     cluster_password: str | None = Field(default=None, alias="ClusterPassword")
+    # --- the cluster bus is closed (issue 22; docs/cluster.md "Authentication") ---
+    cluster_password_file: Path | None = Field(default=None, alias="ClusterPasswordFile")
+    cluster_client_host: str = Field(default="127.0.0.1", min_length=1, alias="ClusterClientHost")
+    cluster_tls_certificate: Path | None = Field(default=None, alias="ClusterTLSCertificate")
+    cluster_tls_key: Path | None = Field(default=None, alias="ClusterTLSKey")
+    cluster_tls_ca: Path | None = Field(default=None, alias="ClusterTLSCA")
+    # --- end of the cluster bus keys ---
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
+    # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement) or an
+    # interval ("2m", "10s", "100ms"; nats-server's own default is 2m). docs/cluster.md
+    cluster_sync_interval: str = Field(
+        default="2m", pattern=r"^(always|[1-9][0-9]*(ms|s|m|h))$", alias="ClusterSyncInterval"
+    )
     listen_reuse_port: bool = Field(default=False, alias="ListenReusePort")
     # connections the kernel queues per client listener before accept: a member's clients all
     # reconnect at once when another member dies (the kernel caps it at net.core.somaxconn)
@@ -111,7 +125,7 @@ class Settings(BaseSettings):
     # Every key and its default is documented in docs/configuration.md and docs/security.md.
     max_pending_connections: int = Field(default=4096, ge=1, alias="MaxPendingConnections")
     max_pending_connections_per_address: int = Field(
-        default=256, ge=1, alias="MaxPendingConnectionsPerAddress"
+        default=2048, ge=1, alias="MaxPendingConnectionsPerAddress"
     )
     http_header_timeout: float = Field(default=10.0, gt=0, alias="HttpHeaderTimeout")
     max_http_header_size: int = Field(default=16 * 1024, ge=1024, alias="MaxHttpHeaderSize")
@@ -158,6 +172,26 @@ class Settings(BaseSettings):
     monitor_tls_key: Path | None = Field(default=None, alias="MonitorTLSKey")
     monitor_username: str | None = Field(default=None, alias="MonitorUsername")
     monitor_password: str | None = Field(default=None, alias="MonitorPassword")
+    # --- the monitoring port as a trust boundary (issue 22 item 2; docs/security.md) ----------
+    # Host names a request may name (IP addresses always pass: DNS rebinding needs a name);
+    # "*" turns the check off. A browser's request from another origin is refused in any case.
+    monitor_allowed_hosts: Annotated[list[str], BeforeValidator(_split_list)] = Field(
+        default=["localhost"], alias="MonitorAllowedHosts"
+    )
+    monitor_max_pending_connections: int = Field(
+        default=128, ge=1, alias="MonitorMaxPendingConnections"
+    )
+    monitor_max_pending_connections_per_address: int = Field(
+        default=32, ge=1, alias="MonitorMaxPendingConnectionsPerAddress"
+    )
+    monitor_max_request_body: int = Field(
+        default=64 * 1024, ge=1024, le=64 * 1024 * 1024, alias="MonitorMaxRequestBody"
+    )
+    jolokia_max_bulk_requests: int = Field(default=100, ge=1, alias="JolokiaMaxBulkRequests")
+    jolokia_max_answer_bytes: int = Field(
+        default=32 * 1024 * 1024, ge=64 * 1024, alias="JolokiaMaxAnswerBytes"
+    )
+    # --- end of the monitoring port boundary ----------------------------------------------------
     # --- JMX bridge (issue 14; docs/monitoring.md "JMX") ---------------------------------------
     jmx_listen: str = Field(default="127.0.0.1:9010", alias="JmxListen")
     jmx_username: str | None = Field(default=None, alias="JmxUsername")
@@ -226,6 +260,17 @@ class Settings(BaseSettings):
     admin_member_username: str | None = Field(default=None, alias="Admin.MemberUsername")
     admin_member_password: str | None = Field(default=None, alias="Admin.MemberPassword")
     admin_stale_after: float = Field(default=900.0, gt=0, alias="Admin.StaleAfter")
+    # --- admin API trust (issue 22; docs/security.md "Admin API") ---
+    # discovered members whose monitoring URL matches get the reporting member's credentials
+    admin_discover_allow: Annotated[list[str], BeforeValidator(_split_list)] = Field(
+        default=[], alias="Admin.DiscoverAllow"
+    )
+    # registered members' passwords are encrypted at rest with a key from one of these
+    admin_secret_key: str | None = Field(default=None, alias="Admin.SecretKey")
+    admin_secret_key_file: Path = Field(
+        default=Path("data/admin-secret.key"), alias="Admin.SecretKeyFile"
+    )
+    # --- end of the admin API trust keys ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )
@@ -252,18 +297,24 @@ class Settings(BaseSettings):
         for file_key, key in (
             ("entitlement_jwt_secret_file", "entitlement_jwt_secret"),
             ("monitor_password_file", "monitor_password"),
+            ("cluster_password_file", "cluster_password"),
+            ("tls_key_password_file", "tls_key_password"),
         ):
             path = data.get(file_key)
             if path in (None, ""):
                 continue
+            fields = cls.model_fields
+            file_alias, alias = fields[file_key].alias, fields[key].alias
             if data.get(key) not in (None, ""):
-                raise ValueError(f"set {key} or {file_key}, not both")
+                raise ValueError(f"set {alias} or {file_alias}, not both")
             try:
                 secret = Path(path).read_text(encoding="utf-8").removesuffix("\n")
             except (OSError, UnicodeDecodeError) as exc:
-                raise ValueError(f"cannot read the secret file {path}: {exc}") from None
+                raise ValueError(
+                    f"{file_alias} = {path}: cannot read the secret file: {exc}"
+                ) from None
             if not secret:
-                raise ValueError(f"the secret file {path} is empty")
+                raise ValueError(f"{file_alias} = {path}: the secret file is empty")
             data = {**data, key: secret}
         return data
 
@@ -388,23 +439,40 @@ def _check_cluster(settings: Settings) -> None:
     if not members and not settings.nats_servers:
         raise ValueError("Engine = nats needs ClusterMembers (or NatsServers)")
     if members:
-        if settings.cluster_member is None:
-            raise ValueError(
-                "ClusterMember: say which entry of ClusterMembers this member is "
-                "(its position, 1-based, or its host:port)"
-            )
-        from .cluster.topology import default_seed_count, resolve_self
+        _check_members(settings, members, seeds)
+    _check_bus(settings)
 
-        try:
-            resolve_self(members, settings.cluster_member)
-        except ValueError as exc:
-            raise ValueError(f"ClusterMember: {exc}") from None
-        needed = seeds if seeds is not None else default_seed_count(len(members))
-        if settings.cluster_delivery_mode == "guaranteed" and len(members) < needed:
-            raise ValueError(
-                f"ClusterDeliveryMode = Guaranteed needs at least {needed} ClusterMembers "
-                f"(the seed members; ClusterSeedMemberCount), got {len(members)}"
-            )
+
+def _check_members(settings: Settings, members: list[str], seeds: int | None) -> None:
+    if settings.cluster_member is None:
+        raise ValueError(
+            "ClusterMember: say which entry of ClusterMembers this member is "
+            "(its position, 1-based, or its host:port)"
+        )
+    try:
+        resolve_self(members, settings.cluster_member)
+    except ValueError as exc:
+        raise ValueError(f"ClusterMember: {exc}") from None
+    needed = seeds if seeds is not None else default_seed_count(len(members))
+    if settings.cluster_delivery_mode == "guaranteed" and len(members) < needed:
+        raise ValueError(
+            f"ClusterDeliveryMode = Guaranteed needs at least {needed} ClusterMembers "
+            f"(the seed members; ClusterSeedMemberCount), got {len(members)}"
+        )
+
+
+def _check_bus(settings: Settings) -> None:
+    """The cluster bus's own keys: its secret and its TLS files."""
+    if not settings.cluster_password:
+        raise ValueError(
+            "ClusterPassword: required with ClusterMembers or NatsServers (the same on every "
+            "member): members authenticate to NATS and sign their heartbeats with it; set "
+            "ClusterPassword or ClusterPasswordFile"
+        )
+    if (settings.cluster_tls_certificate is None) != (settings.cluster_tls_key is None):
+        raise ValueError("set both ClusterTLSCertificate and ClusterTLSKey, or neither")
+    if settings.cluster_tls_ca is not None and settings.cluster_tls_certificate is None:
+        raise ValueError("ClusterTLSCA needs ClusterTLSCertificate and ClusterTLSKey")
 
 
 @dataclass(frozen=True)
@@ -500,7 +568,11 @@ def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> s
         message = error["msg"].removeprefix("Value error, ")
         if isinstance(loc, str) and loc in raw:
             value, origin = raw[loc]
-            lines.append(f"{origin.where}: {aliases.get(loc, loc)} = {value!r}: {message}")
+            key = aliases.get(loc, loc)
+            shown = redact_setting(key, value)  # an error message is configuration shown too
+            if isinstance(value, str) and value and shown != value:
+                message = message.replace(value, str(shown))
+            lines.append(f"{origin.where}: {key} = {shown!r}: {redact_text(message)}")
         elif isinstance(loc, str) and loc in aliases:
             lines.append(f"{aliases[loc]}: {message}")
         else:

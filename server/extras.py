@@ -21,7 +21,7 @@ EXTRA_OF_MODULE: Final[dict[str, str]] = {
     "sqlalchemy": "admin",
     "alembic": "admin",
     "psycopg": "admin",
-    "pandas": "admin",
+    "pandas": "stats",
     "pyspark": "stats",
     "pyarrow": "stats",
     "numpy": "stats",
@@ -39,7 +39,7 @@ EXTRA_OF_COMMAND: Final[dict[str, str]] = {
 
 #: what each role needs at run time, checked before a long-running command starts
 MODULES_OF_EXTRA: Final[dict[str, tuple[str, ...]]] = {
-    "admin": ("fastapi", "uvicorn", "dash", "plotly", "a2wsgi", "sqlalchemy", "alembic", "pandas"),
+    "admin": ("fastapi", "uvicorn", "dash", "plotly", "a2wsgi", "sqlalchemy", "alembic"),
     "stats": ("pyspark", "pandas", "pyarrow", "numpy", "sqlalchemy", "alembic"),
 }
 

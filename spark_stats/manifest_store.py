@@ -165,23 +165,27 @@ class ManifestStore:
                 for part in manifest.partitions(name).values()
                 for f in part.get("files", [])
             }
-            base = self.table_dir(name)
-            if not base.exists():
-                continue
-            for part_dir in base.glob(f"{spec.key}=*"):
-                if not part_dir.is_dir():
-                    continue
-                for path in part_dir.iterdir():
-                    if path not in listed:
-                        if path.is_dir():
-                            shutil.rmtree(path)
-                        else:
-                            path.unlink()
-                        removed.append(path)
-                if not any(part_dir.iterdir()):
-                    part_dir.rmdir()
+            removed += self._remove_unlisted(self.table_dir(name).glob(f"{spec.key}=*"), listed)
         if removed:
             log.info("%s: removed %d leftover paths", self.root, len(removed))
+        return removed
+
+    @staticmethod
+    def _remove_unlisted(part_dirs: Iterable[Path], listed: set[Path]) -> list[Path]:
+        """Delete what the partition folders hold beyond ``listed``; drop folders left empty."""
+        removed: list[Path] = []
+        for part_dir in part_dirs:
+            if not part_dir.is_dir():
+                continue
+            for path in part_dir.iterdir():
+                if path not in listed:
+                    if path.is_dir():
+                        shutil.rmtree(path)
+                    else:
+                        path.unlink()
+                    removed.append(path)
+            if not any(part_dir.iterdir()):
+                part_dir.rmdir()
         return removed
 
     # -- reading -------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ Decimals). Outputs are exact aggregates (``transforms.EXACT_COLUMNS``) with ``co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -164,6 +164,34 @@ def _hour_end_agg(grids: Mapping[str, _Grid], w: Window, p: int) -> Agg:
     return _merge(*(grids[x.level.name].span(x.start, x.end) for x in whole_pieces(w, p + 1)))
 
 
+def _series(levels: Mapping[str, pd.DataFrame]) -> dict[tuple[str, str], dict[str, pd.DataFrame]]:
+    """(scope, indicator) -> level -> that series' bucket rows (empty levels left out)."""
+    groups: dict[tuple[str, str], dict[str, pd.DataFrame]] = {}
+    for level, frame in levels.items():
+        if level not in _SIZE or frame is None or len(frame) == 0:
+            continue
+        for key, rows in frame.groupby(["scope", "indicator"], sort=True):
+            groups.setdefault((str(key[0]), str(key[1])), {})[level] = rows
+    return groups
+
+
+def _rows(
+    scope: str,
+    indicator: str,
+    grids: Mapping[str, _Grid],
+    times: Sequence[int],
+    aggregate: Callable[[Mapping[str, _Grid], Window, int], Agg],
+) -> list[tuple[Any, ...]]:
+    """One row per time and window that has data, in time then window order."""
+    rows: list[tuple[Any, ...]] = []
+    for at in times:
+        for w in WINDOWS:
+            agg = aggregate(grids, w, at)
+            if agg[0] > 0:
+                rows.append((scope, indicator, w.name, at, *agg))
+    return rows
+
+
 def window_series(
     levels: Mapping[str, pd.DataFrame], as_of: int, points: Sequence[int] = ()
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -176,28 +204,15 @@ def window_series(
     if any(p % HOUR != HOUR - 1 or p > as_of for p in points):
         raise ValueError("trend points must be hour ends (k * 3600 - 1) not after as_of")
     ranges = needed_ranges(as_of, points)
-    groups: dict[tuple[str, str], dict[str, pd.DataFrame]] = {}
-    for level, frame in levels.items():
-        if level not in _SIZE or frame is None or len(frame) == 0:
-            continue
-        for key, rows in frame.groupby(["scope", "indicator"], sort=True):
-            groups.setdefault((str(key[0]), str(key[1])), {})[level] = rows
     now: list[tuple[Any, ...]] = []
     trend: list[tuple[Any, ...]] = []
-    for (scope, indicator), rows_by_level in sorted(groups.items()):
+    for (scope, indicator), rows_by_level in sorted(_series(levels).items()):
         grids = {
             lv.name: _Grid(rows_by_level.get(lv.name), *ranges[lv.name], lv.resolution)
             for lv in LEVELS
         }
-        for w in WINDOWS:
-            agg = _window_agg(grids, w, as_of)
-            if agg[0] > 0:
-                now.append((scope, indicator, w.name, as_of, *agg))
-        for p in points:
-            for w in WINDOWS:
-                agg = _hour_end_agg(grids, w, p)
-                if agg[0] > 0:
-                    trend.append((scope, indicator, w.name, p, *agg))
+        now += _rows(scope, indicator, grids, [as_of], _window_agg)
+        trend += _rows(scope, indicator, grids, points, _hour_end_agg)
     columns = list(EXACT_COLUMNS)
     return (
         pd.DataFrame.from_records(now, columns=columns),

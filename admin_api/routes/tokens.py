@@ -36,7 +36,9 @@ def create_token(
     principal: Admin, data: TokenCreate, request: Request, response: Response, db: SqlSession
 ) -> TokenCreated:
     """Create a token; the answer holds it, once: only its SHA-256 is stored."""
-    created = TokenService(db).create(data.name, data.role, created_by=principal.name)
+    created = TokenService(db).create(
+        data.name, data.role, created_by=principal.name, expires_in=data.expires_in
+    )
     audit_target(request, created.id, f"name={created.name} role={created.role.value}")
     response.headers["Location"] = f"{request.url.path.rstrip('/')}/{created.id}"
     return created

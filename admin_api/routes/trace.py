@@ -11,9 +11,11 @@ from ..deps import GuardedRoute, HttpDep, MemberDep, Operator, audit_target
 from ..member_client import SESSIONS_MBEAN, MemberClient
 from ..problems import MEMBER_ERRORS, not_found, problem_responses
 from ..schemas_ops import SessionDetail, TraceIn, TraceOut
+from ..services.entitlement import visible_frames
 from ..services.members import client_url
 from ..services.subjects import check_subject
 from ..services.trace import TraceHub
+from .subjects import EntitlementToken
 
 router = APIRouter(tags=["live trace"], route_class=GuardedRoute)
 
@@ -40,9 +42,7 @@ async def open_trace(
     audit_target(request, member.name, f"subject={data.subject}")
     check_subject(data.subject)
     url = await client_url(http, member)
-    trace = await _hub(request).open(
-        member, url, data.subject, principal.name, data.entitlement_token
-    )
+    trace = await _hub(request).open(member, url, data.subject, principal, data.entitlement_token)
     return trace.view()
 
 
@@ -59,8 +59,9 @@ async def read_trace(
     after: Annotated[int, Query(ge=-1, le=2**62, description="Messages after this index")] = -1,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> TraceOut:
-    """The trace's status and its buffered messages after `after` (oldest first)."""
-    return _hub(request).get(trace_id).view(after, limit)
+    """The trace's status and its buffered messages after `after` (oldest first). A trace
+    belongs to the token that opened it: any other gets 404."""
+    return _hub(request).get(trace_id, principal).view(after, limit)
 
 
 @router.delete(
@@ -71,9 +72,9 @@ async def read_trace(
     responses=problem_responses(404),
 )
 async def close_trace(principal: Operator, trace_id: str, request: Request) -> Response:
-    """Stop a trace (its subscription on the member is closed)."""
+    """Stop a trace (its subscription on the member is closed); only its owner may."""
     audit_target(request, trace_id)
-    await _hub(request).close_one(trace_id)
+    await _hub(request).close_one(trace_id, principal)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -84,14 +85,27 @@ async def close_trace(principal: Operator, trace_id: str, request: Request) -> R
     responses=problem_responses(*MEMBER_ERRORS),
 )
 async def session_detail(
-    principal: Operator, member: MemberDep, session_id: str, http: HttpDep
+    principal: Operator,
+    member: MemberDep,
+    session_id: str,
+    http: HttpDep,
+    entitlement_token: EntitlementToken = None,
 ) -> SessionDetail:
     """One session: its subscriptions, outbound buffer and last frames sent to it.
 
     The member records a session's frames from the first time it is looked at (the last 20),
-    so the first answer may have none; later ones show what was sent since.
+    so the first answer may have none; later ones show what was sent since. On a member with
+    entitlement, a frame carrying a subject the caller's entitlement token
+    (`X-Entitlement-Token`) does not grant has its `text` replaced by null and
+    `redacted: "entitlement"`.
     """
     value = await MemberClient(http, member).execute(SESSIONS_MBEAN, "detail", session_id)
     if value is None:
         raise not_found(f"member {member.name!r} has no session {session_id!r}")
+    frames = value.get("last_frames") if isinstance(value, dict) else None
+    if isinstance(frames, list):
+        value = {
+            **value,
+            "last_frames": await visible_frames(http, member, entitlement_token, frames),
+        }
     return SessionDetail.model_validate({"member": member.name, **value})

@@ -1,18 +1,24 @@
 """The cluster as the admin API sees it: members found through the members' own cluster view
 (MBean ``pushgrid:type=Cluster``), and one merged picture of health, quorum and leadership.
 
-Registering (or configuring) one member is enough: the others are *discovered* from its view
-and managed with the same credentials. A discovered member that dies stays listed (its last
-heartbeat told where it was), reachable: false, until the cluster forgets it.
+Registering (or configuring) one member is enough: the others are *discovered* from its view.
+A discovered member is managed with the credentials of the member that reported it only when
+its monitoring URL is on ``Admin.DiscoverAllow`` (hosts, ``host:port`` or CIDR ranges, rules as
+data in :func:`discovery_allowed`); any other is read without credentials, so a heartbeat that
+names a stranger's URL can never make the admin API hand that stranger a password (issue 22).
+A discovered member that dies stays listed (its last heartbeat told where it was),
+reachable: false, until the cluster forgets it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -49,10 +55,41 @@ async def cluster_views(
     return list(await asyncio.gather(*(read(member) for member in members)))
 
 
+def _matches(entry: str, host: str, port: int) -> bool:
+    """One ``Admin.DiscoverAllow`` entry against a URL's host and port."""
+    if "/" in entry:
+        try:
+            return ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            return False
+    if entry.startswith("["):  # [v6] or [v6]:port
+        inner, _, rest = entry[1:].partition("]")
+        return inner == host and rest in ("", f":{port}")
+    if entry.count(":") == 1:  # host:port
+        name, _, wanted = entry.partition(":")
+        return name == host and wanted == str(port)
+    return entry == host  # a name, an IPv4 or a bare IPv6 address: any port
+
+
+def discovery_allowed(url: str, allow: Sequence[str]) -> bool:
+    """Whether ``url`` (a discovered member's monitoring URL) matches an ``Admin.DiscoverAllow``
+    entry: a host name or address (any port), ``host:port``, or a CIDR range (pure)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    host = (parts.hostname or "").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    return any(_matches(entry.strip().lower(), host, port) for entry in allow if entry.strip())
+
+
 def discovered_members(
-    known: Sequence[Member], views: Sequence[dict[str, Any] | None]
+    known: Sequence[Member], views: Sequence[dict[str, Any] | None], allow: Sequence[str] = ()
 ) -> list[Member]:
-    """Members the known ones report that the admin API does not know yet (pure)."""
+    """Members the known ones report that the admin API does not know yet (pure). They carry
+    the reporting member's credentials only when ``allow`` lets their URL have them."""
     names = {member.name for member in known}
     urls = {member.monitor_url for member in known}
     found: list[Member] = []
@@ -64,14 +101,16 @@ def discovered_members(
                 continue
             if name in names or monitor_urls[0] in urls:
                 continue
+            url = str(monitor_urls[0]).rstrip("/")
+            trusted = discovery_allowed(url, allow)
             found.append(
                 Member(
                     name=name,
-                    monitor_url=str(monitor_urls[0]).rstrip("/"),
+                    monitor_url=url,
                     source="discovered",
                     client_url=(entry.get("clientUrls") or [None])[0],
-                    username=via.username,
-                    password=via.password,
+                    username=via.username if trusted else None,
+                    password=via.password if trusted else None,
                 )
             )
             names.add(name)
@@ -79,10 +118,12 @@ def discovered_members(
     return found
 
 
-async def with_discovered(http: httpx.AsyncClient, known: Sequence[Member]) -> list[Member]:
+async def with_discovered(
+    http: httpx.AsyncClient, known: Sequence[Member], allow: Sequence[str] = ()
+) -> list[Member]:
     if not known:
         return []
-    return [*known, *discovered_members(known, await cluster_views(http, known))]
+    return [*known, *discovered_members(known, await cluster_views(http, known), allow)]
 
 
 def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None]) -> ClusterOut:

@@ -32,6 +32,7 @@ from ..member_client import (
 )
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import MemberCreate, MemberList, MemberOut
+from ..secretbox import SecretBox, is_sealed, secret_box
 
 SERVER_ATTRIBUTES = (
     "ServerName",
@@ -68,14 +69,14 @@ def configured_members(settings: Settings) -> list[Member]:
     return members
 
 
-def _registered(row: RegisteredMember) -> Member:
+def _registered(row: RegisteredMember, box: SecretBox) -> Member:
     return Member(
         name=row.name,
         monitor_url=row.monitor_url,
         source="registered",
         client_url=row.client_url,
         username=row.username,
-        password=row.password,
+        password=box.open(row.password),
         created_at=row.created_at,
     )
 
@@ -86,13 +87,14 @@ class MemberService:
     def __init__(self, db: Session, settings: Settings) -> None:
         self.db = db
         self.settings = settings
+        self.box = secret_box(settings)
 
     def all(self) -> list[Member]:
         """Configured members first (in configuration order), then registered ones by name."""
         configured = configured_members(self.settings)
         names = {member.name for member in configured}
         rows = self.db.scalars(select(RegisteredMember).order_by(RegisteredMember.name))
-        return configured + [_registered(row) for row in rows if row.name not in names]
+        return configured + [_registered(row, self.box) for row in rows if row.name not in names]
 
     def get(self, name: str) -> Member:
         for member in configured_members(self.settings):
@@ -101,7 +103,7 @@ class MemberService:
         row = self.db.get(RegisteredMember, name)
         if row is None:
             raise not_found(f"no member {name!r}")
-        return _registered(row)
+        return _registered(row, self.box)
 
     def register(self, data: MemberCreate, created_by: str | None) -> Member:
         if any(member.name == data.name for member in configured_members(self.settings)):
@@ -115,13 +117,26 @@ class MemberService:
             monitor_url=data.monitor_url,
             client_url=data.client_url,
             username=data.username,
-            password=data.password,
+            password=self.box.seal(data.password),  # never in clear at rest
             created_at=utc_now(),
             created_by=created_by,
         )
         with transaction(self.db):
             self.db.add(row)
-        return _registered(row)
+        return _registered(row, self.box)
+
+    def encrypt_stored(self) -> int:
+        """Encrypt passwords stored in clear (before migration 0005); how many there were."""
+        rows = [
+            row
+            for row in self.db.scalars(select(RegisteredMember))
+            if row.password is not None and not is_sealed(row.password)
+        ]
+        if rows:
+            with transaction(self.db):
+                for row in rows:
+                    row.password = self.box.seal(row.password)
+        return len(rows)
 
     def remove(self, name: str) -> None:
         if any(member.name == name for member in configured_members(self.settings)):

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from pushgrid.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_problem
 
 from ..access import member_access
 from ..member_client import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
@@ -20,9 +20,9 @@ from .members import client_url
 
 def check_subject(subject: str) -> None:
     """The push server's own subject rules (docs/protocol.md section 3), as a 422 problem."""
-    reason = subject_error(subject)
-    if reason is not None:
-        raise ProblemError(422, f"invalid subject {subject!r}: {reason}", "invalid_subject")
+    problem = subject_problem(subject)
+    if problem is not None:
+        raise ProblemError(422, problem, "invalid_subject")
 
 
 def _snapshot(member: Member, value: Any) -> SnapshotOut | None:

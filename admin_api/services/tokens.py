@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from pushgrid.metrics.sqlstore import transaction
@@ -39,6 +39,8 @@ def token_out(token: ApiToken) -> TokenOut:
         last_used_at=token.last_used_at,
         revoked=token.revoked,
         revoked_at=token.revoked_at,
+        expires_at=token.expires_at,
+        expired=token.expires_at is not None and token.expires_at <= utc_now(),
     )
 
 
@@ -46,8 +48,15 @@ class TokenService:
     def __init__(self, db: Session) -> None:
         self.db = db
 
-    def create(self, name: str, role: Role, created_by: str | None = None) -> TokenCreated:
-        """Store a new token's hash; return its description with the token itself."""
+    def create(
+        self,
+        name: str,
+        role: Role,
+        created_by: str | None = None,
+        expires_in: float | None = None,
+    ) -> TokenCreated:
+        """Store a new token's hash; return its description with the token itself.
+        ``expires_in``: seconds until it stops authenticating (None: never)."""
         token = new_token()
         row = ApiToken(
             id=new_token_id(),
@@ -57,6 +66,7 @@ class TokenService:
             prefix=display_prefix(token),
             created_at=utc_now(),
             created_by=created_by,
+            expires_at=None if expires_in is None else utc_now() + timedelta(seconds=expires_in),
         )
         with transaction(self.db):
             self.db.add(row)
@@ -84,6 +94,8 @@ class TokenService:
         if row is None or row.revoked_at is not None:
             return None
         now = utc_now()
+        if row.expires_at is not None and row.expires_at <= now:
+            return None
         if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
             with transaction(self.db):
                 row.last_used_at = now
@@ -92,7 +104,11 @@ class TokenService:
     def has_active(self, role: Role) -> bool:
         row = self.db.scalar(
             select(ApiToken.id)
-            .where(ApiToken.role == role.value, ApiToken.revoked_at.is_(None))
+            .where(
+                ApiToken.role == role.value,
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utc_now()),
+            )
             .limit(1)
         )
         return row is not None

@@ -32,6 +32,7 @@ from pushgrid.server.config import Settings
 from ..member_client import Member
 from ..problems import ProblemError, conflict, not_found
 from ..schemas_ops import TraceMessage, TraceOut
+from ..security import Principal
 
 CONNECT_TIMEOUT: Final = 5.0
 
@@ -53,12 +54,13 @@ class Trace:
     """One traced subject on one member."""
 
     def __init__(
-        self, member: Member, subject: str, created_by: str, buffer_size: int, token: str | None
+        self, member: Member, subject: str, owner: Principal, buffer_size: int, token: str | None
     ) -> None:
         self.id = secrets.token_hex(8)
         self.member = member
         self.subject = subject
-        self.created_by = created_by
+        self.owner_token_id = owner.token_id  # a trace belongs to the token that opened it
+        self.created_by = owner.name
         self.created_at = datetime.now(UTC)
         self.status = "connecting"
         self.error: str | None = None
@@ -160,7 +162,7 @@ class TraceHub:
             await self._reap()
 
     async def open(
-        self, member: Member, client_url: str, subject: str, created_by: str, token: str | None
+        self, member: Member, client_url: str, subject: str, owner: Principal, token: str | None
     ) -> Trace:
         await self._reap()
         if len(self.traces) >= self.settings.trace_max_active:
@@ -168,7 +170,7 @@ class TraceHub:
                 f"{len(self.traces)} traces are open (Trace.MaxActive): close one first",
                 "too_many_traces",
             )
-        trace = Trace(member, subject, created_by, self.settings.trace_buffer_size, token)
+        trace = Trace(member, subject, owner, self.settings.trace_buffer_size, token)
         await trace.start(client_url)
         if trace.status == "failed":
             await trace.close()
@@ -176,22 +178,26 @@ class TraceHub:
         self.traces[trace.id] = trace
         return trace
 
-    def get(self, trace_id: str) -> Trace:
+    def get(self, trace_id: str, caller: Principal) -> Trace:
+        """The caller's own trace; another token's is 404, as if it did not exist."""
         trace = self.traces.get(trace_id)
-        if trace is None:
-            raise not_found(f"no open trace {trace_id!r}")
+        if trace is None or trace.owner_token_id != caller.token_id:
+            raise not_found(f"no open trace {trace_id!r} of yours")
         return trace
 
-    async def close_one(self, trace_id: str) -> None:
-        trace = self.get(trace_id)
-        del self.traces[trace_id]
-        await trace.close()
+    async def close_one(self, trace_id: str, caller: Principal) -> None:
+        self.get(trace_id, caller)
+        await self._drop(trace_id)
+
+    async def _drop(self, trace_id: str) -> None:
+        trace = self.traces.pop(trace_id, None)
+        if trace is not None:
+            await trace.close()
 
     async def _reap(self) -> None:
         idle = time.monotonic() - self.settings.trace_idle_timeout
         for trace_id in [t.id for t in self.traces.values() if t.last_read < idle]:
-            if trace_id in self.traces:
-                await self.close_one(trace_id)
+            await self._drop(trace_id)
 
     async def close(self) -> None:
         if self._reaper is not None:
@@ -199,4 +205,4 @@ class TraceHub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         for trace_id in list(self.traces):
-            await self.close_one(trace_id)
+            await self._drop(trace_id)

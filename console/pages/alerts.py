@@ -194,6 +194,11 @@ def _ops(providers: Providers, token: str | None) -> OpsProvider | None:
 
 
 def register(app: Dash, providers: Providers) -> None:
+    _wire_rules(app, providers)
+    _wire_banner(app, providers)
+
+
+def _wire_rules(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.ALERTS_ACTIVE, "children"),
         Output(OpsIds.ALERTS_RULES, "children"),
@@ -250,6 +255,8 @@ def register(app: Dash, providers: Providers) -> None:
             return alert([exc])
         return notice(f"rule {created['name']} created", "success")
 
+
+def _wire_banner(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.ALERT_BANNER, "children"),
         Input(OpsIds.ALERT_BANNER_INTERVAL, "n_intervals"),

@@ -130,6 +130,11 @@ def pending_from_trigger(triggered_id: Any, value: Any) -> dict[str, str] | None
 
 
 def register(app: Dash, providers: Providers) -> None:
+    _wire_listing(app, providers)
+    _wire_actions(app, providers)
+
+
+def _wire_listing(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(Ids.SESSIONS_PAGE, "data"),
         Input(Ids.SESSIONS_PREV, "n_clicks"),
@@ -193,6 +198,8 @@ def register(app: Dash, providers: Providers) -> None:
             alert(problems),
         )
 
+
+def _wire_actions(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(Ids.SESSIONS_PENDING, "data"),
         Output(Ids.SESSIONS_CONFIRM, "displayed"),

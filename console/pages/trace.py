@@ -66,7 +66,8 @@ def render_session(detail: Mapping[str, Any]) -> Component:
         [
             _clock(f.get("at")),
             f"{f['size']} B",
-            html.Code(f["text"][:300]),
+            # null: a subject the operator's entitlement does not grant (issue 22)
+            html.Code((f["text"] or "(hidden: entitlement)")[:300]),
         ]
         for f in reversed(detail.get("last_frames", []))
     ]
@@ -190,6 +191,12 @@ def register(app: Dash, providers: Providers) -> None:
     # again: the Trace and Stop clicks therefore have callbacks of their own, never superseded
     # by the 1 s poll (a slow open used to lose its trace), and `combine` builds the page's
     # trace from the latest of each.
+    _wire_clicks(app, providers)
+    _wire_poll(app, providers)
+    _wire_view(app, providers)
+
+
+def _wire_clicks(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.TRACE_OPENED, "data"),
         Output(OpsIds.TRACE_ALERT, "children", allow_duplicate=True),
@@ -235,6 +242,8 @@ def register(app: Dash, providers: Providers) -> None:
             return no_update, alert([exc])
         return None, []
 
+
+def _wire_poll(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.TRACE_VIEW, "data"),
         Output(OpsIds.TRACE_ALERT, "children"),
@@ -279,6 +288,8 @@ def register(app: Dash, providers: Providers) -> None:
     def pause(_pause: int, _start: int, paused: bool | None) -> bool:
         return False if ctx.triggered_id == OpsIds.TRACE_START else not paused
 
+
+def _wire_view(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.TRACE_MESSAGES, "children"),
         Output(OpsIds.TRACE_STATUS, "children"),

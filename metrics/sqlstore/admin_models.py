@@ -4,8 +4,10 @@
 table              content
 =================  ==============================================================================
 ``admin_members``  members registered at run time (configured ones live in ``Admin.Members``);
-                   their monitoring credentials are kept here and never returned by the API
-``admin_tokens``   API tokens: the SHA-256 of the token (never the token), role, name, times
+                   their monitoring credentials are kept here (the password encrypted,
+                   migration ``0005``) and never returned by the API
+``admin_tokens``   API tokens: the SHA-256 of the token (never the token), role, name, times,
+                   an optional expiry (migration ``0005``)
 ``admin_audit``    one row per mutating request: who, what, when, outcome
 ``alert_rules``    alert rules (issue 17, migration ``0003_alerts.py``)
 ``alert_events``   alert state changes: pending, firing, resolved
@@ -42,6 +44,7 @@ __all__ = [
 NAME_LENGTH: Final = 64
 URL_LENGTH: Final = 2048
 CREDENTIAL_LENGTH: Final = 255
+SEALED_CREDENTIAL_LENGTH: Final = 1024  # a Fernet token of a 255-character password fits
 TOKEN_NAME_LENGTH: Final = 128
 ROLE_NAMES: Final[tuple[str, ...]] = ("viewer", "operator", "admin")
 
@@ -55,7 +58,8 @@ class RegisteredMember(Base):
     monitor_url: Mapped[str] = mapped_column(String(URL_LENGTH))
     client_url: Mapped[str | None] = mapped_column(String(URL_LENGTH))
     username: Mapped[str | None] = mapped_column(String(CREDENTIAL_LENGTH))
-    password: Mapped[str | None] = mapped_column(String(CREDENTIAL_LENGTH))
+    # encrypted at rest (admin_api/secretbox.py: "fernet:" + a Fernet token), never in clear
+    password: Mapped[str | None] = mapped_column(String(SEALED_CREDENTIAL_LENGTH))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
 
@@ -79,6 +83,7 @@ class ApiToken(Base):
     created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # None: never expires
 
     @property
     def revoked(self) -> bool:

@@ -196,5 +196,3 @@ class TrendPoint(_StatColumns, Base):
             f"as_of={self.as_of!r}, count={self.count!r})"
         )
 
-
-STAT_MODELS: Final = (WindowStat, TrendPoint)

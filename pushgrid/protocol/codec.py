@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,12 +119,15 @@ def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
                     )
 
 
+def message_size(content: str, fields: Mapping[str, str]) -> int:
+    """Size of a message as MaxMessageSize counts it: UTF-8 bytes of content, field names and
+    values (lone surrogates count as their 3 bytes, never as an encoding error)."""
+    return _utf8_len(content) + sum(_utf8_len(k) + _utf8_len(v) for k, v in fields.items())
+
+
 def publish_size(frame: Publish) -> int:
-    """Size of a message as MaxMessageSize counts it: UTF-8 bytes of content and fields."""
-    size = _utf8_len(frame.content)
-    for name, value in frame.fields.items():
-        size += _utf8_len(name) + _utf8_len(value)
-    return size
+    """Size of a publish frame's message as MaxMessageSize counts it (:func:`message_size`)."""
+    return message_size(frame.content, frame.fields)
 
 
 def _utf8_len(text: str) -> int:

@@ -97,11 +97,19 @@ class RemoteProtocolError(ProtocolError):
         self.op: str | None = None  # the op being decoded, set by the codec when known
 
 
+def invalid_subject_message(subject: object, reason: str) -> str:
+    """The one wording of an invalid-subject error, whoever reports it (frame, HTTP, CLI, API)."""
+    return f"invalid subject {subject!r}: {reason}"
+
+
 class InvalidSubject(RemoteProtocolError):
     code = ErrorCode.INVALID_SUBJECT
 
     def __init__(self, subject: str, reason: str, request_id: int | None = None) -> None:
         super().__init__(
-            ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}", request_id, subject
+            ErrorCode.INVALID_SUBJECT,
+            invalid_subject_message(subject, reason),
+            request_id,
+            subject,
         )
         self.reason = reason

@@ -35,7 +35,7 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   └── VerifyError (pushgrid.spark_stats.verify)                  verify               no
 ├── ProblemError (pushgrid.admin_api.problems)                     per status           per status
 │   └── MemberFailure (pushgrid.admin_api.member_client)           member_*             per kind
-│       └── JolokiaError (pushgrid.admin_api.member_client)        member_error         no
+│       └── MemberJolokiaError (pushgrid.admin_api.member_client)  member_error         no
 └── ClientError (pushgrid.protocol.exceptions)                     client               no
     ├── ConnectFailed (pushgrid.client.client)                     connect_failed       no
     ├── StateError (pushgrid.client.protocol)                      client_state         no

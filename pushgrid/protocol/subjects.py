@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import unicodedata
 
-from .errors import InvalidSubject
+from .errors import InvalidSubject, invalid_subject_message
 
 MAX_SUBJECT_BYTES = 1024
+
+
+def subject_problem(subject: object) -> str | None:
+    """The whole error message when ``subject`` is not valid, or None when it is."""
+    reason = subject_error(subject)
+    return None if reason is None else invalid_subject_message(subject, reason)
 
 
 def subject_error(subject: object) -> str | None:

@@ -4,20 +4,23 @@ the membership heartbeats. Engines built on NATS share one link."""
 from __future__ import annotations
 
 import logging
+import ssl
 import time
+from typing import Any
 
 import nats
 from msgspec.structs import replace
 from nats.aio.client import Client as Nats
 
-from ..engine.nats_wire import Announcement
+from .announcement import Announcement
+from .credentials import CLIENT_USER, BusCredentials
 from .errors import ClusterError
 from .membership import Membership
 from .natsnode import NatsNode
 from .status import MemberView
-from .topology import Topology
+from .topology import BusOptions, Topology
 
-log = logging.getLogger("pushgrid.cluster")
+log = logging.getLogger(__name__)
 
 
 class ClusterLink:
@@ -28,12 +31,14 @@ class ClusterLink:
         topology: Topology | None,
         node: NatsNode | None,
         urls: list[str],
+        credentials: BusCredentials,
     ) -> None:
         self.name = name
         self.mode = mode
         self.topology = topology
         self.node = node
         self._urls = urls
+        self._credentials = credentials
         self._announcement = Announcement(
             name=name,
             index=topology.own_index if topology is not None else 0,
@@ -58,12 +63,19 @@ class ClusterLink:
 
     async def start(self) -> None:
         urls = self._urls
+        login: dict[str, Any] = {}
         if self.node is not None:
             await self.node.start()
             urls = [self.node.client_url]
+            # Our own node only, never anonymous (NatsServers URLs carry their own login).
+            login = {"user": CLIENT_USER, "password": self._credentials.client_password}
+            tls = self._client_tls(self.node.bus)
+            if tls is not None:
+                login["tls"] = tls
         try:
             self._nc = await nats.connect(
                 servers=urls,
+                **login,
                 name=f"pushgrid {self.name}",
                 connect_timeout=2,
                 reconnect_time_wait=0.25,
@@ -77,9 +89,24 @@ class ClusterLink:
         except Exception as exc:
             raise ClusterError(f"NatsServers: cannot connect to {', '.join(urls)}: {exc}") from exc
         source = self.node.meta_leader if self.node is not None else None
-        self._membership = Membership(self._nc, self._announcement, self.topology, source)
+        self._membership = Membership(
+            self._nc, self._announcement, self.topology, self._credentials, source
+        )
         self._membership.announce(self._announcement)
         await self._membership.start()
+
+    @staticmethod
+    def _client_tls(bus: BusOptions) -> ssl.SSLContext | None:
+        """TLS to our own node's client port when ``ClusterTLSCertificate`` is set: the node's
+        certificate is checked against ``ClusterTLSCA`` (or is itself the trust anchor); the
+        host name is not (the member connects to its own node, on the address it bound)."""
+        if bus.tls_certificate is None:
+            return None
+        context = ssl.create_default_context(cafile=str(bus.tls_ca or bus.tls_certificate))
+        context.check_hostname = False
+        if bus.tls_key is not None:
+            context.load_cert_chain(str(bus.tls_certificate), str(bus.tls_key))
+        return context
 
     def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
         """Tell the other members where this member's clients and monitoring connect.

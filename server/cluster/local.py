@@ -4,17 +4,23 @@ Member 1 runs in the ``pushgrid up`` process; members 2..N run as ``pushgrid ser
 that die with it. Every member reads the same configuration file; what differs between them is
 given as ``PUSHGRID_*`` variables (which win over the file): member ``i`` listens on the client
 and monitoring ports of the file plus ``i - 1``, and its cluster endpoint is
-``127.0.0.1:7100 + 10 * (i - 1)`` (each member uses three ports from there).
+``127.0.0.1:7100 + 10 * (i - 1)`` (each member uses three ports from there). Without a
+``ClusterPassword`` in the file, the members share a random one kept in
+``ClusterDataDir/local-cluster.secret`` (0600), handed to them as ``PUSHGRID_CLUSTERPASSWORD``:
+the bus is never anonymous, not even on a laptop.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import sys
 from pathlib import Path
 
-from ..config import Settings, env_name, parse_address
+from ..addresses import parse_address
+from ..config import Settings, env_name
 from ..periodic import run_child
-from .natsnode import die_with_parent
+from .natsnode import die_with_parent, write_private
 
 CLUSTER_BASE_PORT = 7100
 CLUSTER_PORT_STEP = 10
@@ -30,10 +36,23 @@ def cluster_endpoints(count: int) -> list[str]:
     return [f"127.0.0.1:{CLUSTER_BASE_PORT + CLUSTER_PORT_STEP * i}" for i in range(count)]
 
 
+def local_cluster_password(settings: Settings) -> str:
+    """The configured ``ClusterPassword``, else this machine's random one (made once, 0600)."""
+    if settings.cluster_password:
+        return settings.cluster_password
+    path = settings.cluster_data_dir / "local-cluster.secret"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_private(path, secrets.token_urlsafe(32))
+    os.chmod(path, 0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
 def member_overrides(settings: Settings, count: int, index: int, mode: str) -> dict[str, str]:
     """The configuration keys of member ``index`` (1-based) of a local cluster of ``count``."""
     offset = index - 1
     return {
+        "ClusterPassword": local_cluster_password(settings),
         "Listen": ", ".join(_shift(a, offset) for a in settings.listen) or _shift("*:8800", offset),
         "MonitorHTTP.Listen": ", ".join(_shift(a, offset) for a in settings.monitor_http_listen),
         "ServerName": f"m{index}",

@@ -4,6 +4,11 @@ A member is *up* while its heartbeats arrive (within ``DOWN_AFTER`` seconds). At
 asks who is there (``pg.hello``) and refuses to start when another member runs with a different
 ``ClusterMembers`` list or seed count: two halves of a cluster that disagree on the seeds would
 disagree on the quorum.
+
+Every membership message is signed (header ``Pg-Sig``: HMAC-SHA256 with a key derived from
+``ClusterPassword``, bound to the message's kind); an unsigned or wrongly signed one is dropped
+and counted (``forged``), so a connection to the bus without the cluster secret cannot make a
+member (or the admin API behind it) believe in a member that does not exist.
 """
 
 from __future__ import annotations
@@ -20,22 +25,24 @@ from msgspec.structs import replace
 from nats.aio.client import Client as Nats
 from nats.aio.msg import Msg
 
-from ..engine.nats_wire import (
+from .announcement import (
     HELLO_SUBJECT,
     MEMBERS_SUBJECT,
     Announcement,
     decode_announcement,
     encode_announcement,
 )
+from .credentials import SIGNATURE_HEADER, BusCredentials
 from .errors import ClusterError
 from .status import MemberView
 from .topology import Topology
 
-log = logging.getLogger("pushgrid.cluster.members")
+log = logging.getLogger(__name__)
 
 HEARTBEAT = 1.0
 DOWN_AFTER = 3.5
 HELLO_WAIT = 0.6
+HELLO_REPLY = "pg.hello.reply"  # the kind a hello's answer is signed as (it goes to an inbox)
 
 
 @dataclass(slots=True)
@@ -50,9 +57,12 @@ class Membership:
         nc: Nats,
         me: Announcement,
         topology: Topology | None,
+        credentials: BusCredentials,
         meta_leader_source: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self._nc = nc
+        self._credentials = credentials
+        self.forged = 0  # membership messages dropped for a missing or wrong signature
         self._me = me
         self._topology = topology
         self._meta_leader_source = meta_leader_source
@@ -84,7 +94,7 @@ class Membership:
         """Ask the members already up; refuse to join a cluster configured differently."""
         inbox = self._nc.new_inbox()
         replies = await self._nc.subscribe(inbox)
-        await self._nc.publish(HELLO_SUBJECT, encode_announcement(self._me), reply=inbox)
+        await self._send(HELLO_SUBJECT, HELLO_SUBJECT, self._me, reply=inbox)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + HELLO_WAIT
         try:
@@ -93,7 +103,7 @@ class Membership:
                     msg = await replies.next_msg(timeout=remaining)
                 except TimeoutError:
                     break
-                peer = self._decode(msg)
+                peer = self._decode(msg, HELLO_REPLY)
                 if peer is not None and peer.fingerprint != self._me.fingerprint:
                     raise ClusterError(
                         f"ClusterMembers: member {peer.name!r} runs with a different "
@@ -104,13 +114,13 @@ class Membership:
             await replies.unsubscribe()
 
     async def _on_hello(self, msg: Msg) -> None:
-        peer = self._decode(msg)
+        peer = self._decode(msg, HELLO_SUBJECT)
         if peer is None or peer.name == self._me.name or not msg.reply:
             return
-        await self._nc.publish(msg.reply, encode_announcement(self._me))
+        await self._send(msg.reply, HELLO_REPLY, self._me)
 
     async def _on_heartbeat(self, msg: Msg) -> None:
-        peer = self._decode(msg)
+        peer = self._decode(msg, MEMBERS_SUBJECT)
         if peer is None:
             return
         self._heard[peer.name] = _Heard(peer, time.monotonic())
@@ -118,8 +128,23 @@ class Membership:
             self.mismatched.add(peer.name)
             log.error("member %s runs with a different ClusterMembers list", peer.name)
 
-    @staticmethod
-    def _decode(msg: Msg) -> Announcement | None:
+    async def _send(self, subject: str, kind: str, me: Announcement, reply: str = "") -> None:
+        data = encode_announcement(me)
+        headers = {SIGNATURE_HEADER: self._credentials.sign(kind, data)}
+        await self._nc.publish(subject, data, reply=reply, headers=headers)
+
+    def _decode(self, msg: Msg, kind: str) -> Announcement | None:
+        signature = (msg.headers or {}).get(SIGNATURE_HEADER)
+        if not self._credentials.verify(kind, msg.data, signature):
+            self.forged += 1
+            if self.forged == 1 or self.forged % 1000 == 0:
+                log.warning(
+                    "dropped %d membership message(s) without a valid signature on %s (a "
+                    "member with another ClusterPassword, or a forgery)",
+                    self.forged,
+                    msg.subject,
+                )
+            return None
         try:
             return decode_announcement(msg.data)
         except msgspec.DecodeError:
@@ -132,7 +157,7 @@ class Membership:
                 leader = await self._meta_leader_source()
                 self._me = replace(self._me, meta_leader=leader)
             with contextlib.suppress(Exception):  # a reconnecting link drops one beat, no more
-                await self._nc.publish(MEMBERS_SUBJECT, encode_announcement(self._me))
+                await self._send(MEMBERS_SUBJECT, MEMBERS_SUBJECT, self._me)
             await asyncio.sleep(HEARTBEAT)
 
     def meta_leader(self) -> str | None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import ctypes
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -20,9 +21,9 @@ from pathlib import Path
 import httpx
 
 from .errors import ClusterError
-from .topology import CLIENT_OFFSET, MONITOR_OFFSET, Topology, nats_config
+from .topology import CLIENT_OFFSET, MONITOR_OFFSET, BusOptions, Topology, nats_config
 
-log = logging.getLogger("pushgrid.cluster.nats")
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _RESTART_PAUSE = 1.0
@@ -43,6 +44,15 @@ def find_binary(name: str) -> str:
     return found
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` readable by its owner only (0600), whatever the umask and the file's
+    previous mode: the node's config holds the bus passwords."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this (child) process when its parent dies (fork -> exec)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -55,41 +65,47 @@ class NatsNode:
         topology: Topology,
         data_dir: Path,
         binary: str,
-        password: str | None,
+        bus: BusOptions,
         jetstream: bool,
+        sync_interval: str = "2m",
     ) -> None:
         self.topology = topology
         self.directory = data_dir / topology.me.node_name
         self._binary = binary
-        self._password = password
+        self.bus = bus
         self._jetstream = jetstream
+        self._sync_interval = sync_interval
         self._process: asyncio.subprocess.Process | None = None
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
-        self.restarts = 0
+
+    @property
+    def client_host(self) -> str:
+        host = self.bus.client_host
+        return "127.0.0.1" if host in ("0.0.0.0", "", "*") else host.strip("[]")
 
     @property
     def client_url(self) -> str:
-        me = self.topology.me
-        return (
-            f"nats://127.0.0.1:{me.port + CLIENT_OFFSET}"
-            if me.host
-            in (
-                "0.0.0.0",
-                "",
-            )
-            else me.client_url
-        )
+        """Where this member connects (no credentials in it: they go as connect options)."""
+        host = self.client_host
+        host = f"[{host}]" if ":" in host else host
+        scheme = "tls" if self.bus.tls_certificate is not None else "nats"
+        return f"{scheme}://{host}:{self.topology.me.port + CLIENT_OFFSET}"
 
     async def start(self) -> None:
         binary = find_binary(self._binary)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.chmod(0o700)  # config, log and JetStream storage: the service user's
         config = self.directory / "nats.conf"
-        config.write_text(
+        write_private(
+            config,
             nats_config(
-                self.topology, self.directory / "jetstream", self._password, self._jetstream
+                self.topology,
+                self.directory / "jetstream",
+                self.bus,
+                self._jetstream,
+                self._sync_interval,
             ),
-            encoding="utf-8",
         )
         self._command = [binary, "-c", str(config)]
         await self._spawn()
@@ -110,7 +126,7 @@ class NatsNode:
 
     async def _wait_ready(self, wait: float = 15.0) -> None:
         me = self.topology.me
-        host = "127.0.0.1" if me.host in ("0.0.0.0", "") else me.host
+        host = self.client_host
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while loop.time() < deadline:
@@ -131,7 +147,6 @@ class NatsNode:
             code = await self._process.wait()
             if self._stopping:
                 return
-            self.restarts += 1
             log.warning("nats-server exited with %s; restarting in %.0f s", code, _RESTART_PAUSE)
             await asyncio.sleep(_RESTART_PAUSE)
             try:

@@ -5,7 +5,8 @@ cluster endpoint (``host:port``), the same on every member. A member at ``host:P
 ports, as the spec's "up to three other ports for inter-cluster communication":
 
 - ``P``: NATS routes between the members' NATS nodes (must be reachable from the other members);
-- ``P+1``: the NATS client port the member itself connects to (bound to ``host``);
+- ``P+1``: the NATS client port the member itself connects to (bound to loopback unless
+  ``ClusterClientHost`` says otherwise; password required);
 - ``P+2``: the NATS node's monitoring port (``/healthz``, ``/jsz``, ``/routez``; loopback).
 
 The first ``ClusterSeedMemberCount`` members are seeds: their NATS nodes run JetStream and form
@@ -19,7 +20,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import parse_address
+from ..addresses import parse_address, resolve_self
+from ..config import default_seed_count
+from .credentials import CLIENT_USER, ROUTE_USER, BusCredentials
 
 ROUTE_OFFSET = 0
 CLIENT_OFFSET = 1
@@ -54,26 +57,6 @@ class Member:
         return f"http://{self.host}:{self.port + MONITOR_OFFSET}"
 
 
-def default_seed_count(members: int) -> int:
-    """Spec: 3 seeds for clusters of three and four members, 5 for five and more."""
-    return 5 if members >= 5 else 3
-
-
-def resolve_self(entries: list[str], own: str) -> int:
-    """The 1-based index of ``own`` (a position or a ``host:port`` entry) in ``entries``."""
-    text = own.strip()
-    if text.isdigit():
-        index = int(text)
-        if not 1 <= index <= len(entries):
-            raise ValueError(f"position {index} is outside ClusterMembers (1-{len(entries)})")
-        return index
-    wanted = parse_address(text)
-    for index, entry in enumerate(entries, start=1):
-        if parse_address(entry) == wanted:
-            return index
-    raise ValueError(f"{text!r} is not one of ClusterMembers ({', '.join(entries)})")
-
-
 @dataclass(frozen=True, slots=True)
 class Topology:
     members: tuple[Member, ...]
@@ -106,19 +89,32 @@ class Topology:
         text = json.dumps([[m.address for m in self.members], len(self.seeds)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def member_by_node(self, node_name: str) -> Member | None:
-        for member in self.members:
-            if member.node_name == node_name:
-                return member
-        return None
+
+@dataclass(frozen=True, slots=True)
+class BusOptions:
+    """How this member's NATS node guards the bus (docs/cluster.md, "Authentication")."""
+
+    credentials: BusCredentials
+    client_host: str = "127.0.0.1"  # where P+1 binds: loopback unless configured otherwise
+    tls_certificate: Path | None = None  # TLS on the routes (and the client port) when set
+    tls_key: Path | None = None
+    tls_ca: Path | None = None  # the CA the other members' route certificates must chain to
 
 
-def nats_config(topology: Topology, store_dir: Path, password: str | None, jetstream: bool) -> str:
+def nats_config(
+    topology: Topology, store_dir: Path, bus: BusOptions, jetstream: bool, sync_interval: str = "2m"
+) -> str:
     """The nats-server configuration of this member's node (JSON is valid NATS config).
 
-    ``jetstream`` is false in Standard delivery mode, which needs no storage at all."""
+    Never anonymous: clients (this member) log in as ``pushgrid-member`` and routes as
+    ``pushgrid-route``, with passwords derived from ``ClusterPassword`` (hex: safe in a URL).
+    ``no_advertise`` keeps the node from telling clients about the other nodes' client ports:
+    each member uses its own node only. ``jetstream`` is false in Standard delivery mode,
+    which needs no storage at all. ``sync_interval`` is JetStream's fsync policy (``always`` or
+    an interval)."""
     me = topology.me
-    auth = f"pushgrid:{password}@" if password else ""
+    secrets = bus.credentials
+    auth = f"{ROUTE_USER}:{secrets.route_password}@"
     routes = [
         f"nats-route://{auth}{m.host}:{m.port + ROUTE_OFFSET}"
         for m in topology.members
@@ -130,19 +126,38 @@ def nats_config(topology: Topology, store_dir: Path, password: str | None, jetst
         "routes": routes,
         # Members come and go (elasticity): keep retrying routes to absent ones quietly.
         "connect_retries": 0,
+        "no_advertise": True,
+        "authorization": {"user": ROUTE_USER, "password": secrets.route_password, "timeout": 2},
     }
-    if password:
-        cluster["authorization"] = {"user": "pushgrid", "password": password, "timeout": 2}
     config: dict[str, object] = {
         "server_name": me.node_name,
-        "host": me.host,
+        "host": bus.client_host,
         "port": me.port + CLIENT_OFFSET,
         "http": f"127.0.0.1:{me.port + MONITOR_OFFSET}",
+        "authorization": {
+            "users": [{"user": CLIENT_USER, "password": secrets.client_password}],
+            "timeout": 2,
+        },
         # A subject of 1,024 UTF-8 bytes is 1,366 base64 characters; leave room for headers.
         "max_control_line": 8192,
         "max_payload": 8 * 1024 * 1024,
         "cluster": cluster,
     }
+    if bus.tls_certificate is not None and bus.tls_key is not None:
+        tls: dict[str, object] = {
+            "cert_file": str(bus.tls_certificate),
+            "key_file": str(bus.tls_key),
+            "timeout": 2,
+        }
+        if bus.tls_ca is not None:
+            tls["ca_file"] = str(bus.tls_ca)
+        # Routes verify each other's certificates (mutual TLS) against ClusterTLSCA.
+        cluster["tls"] = {**tls, "verify": bus.tls_ca is not None}
+        config["tls"] = tls
     if me.seed and jetstream:
-        config["jetstream"] = {"store_dir": str(store_dir), "max_memory_store": 256 * 1024 * 1024}
+        config["jetstream"] = {
+            "store_dir": str(store_dir),
+            "max_memory_store": 256 * 1024 * 1024,
+            "sync_interval": sync_interval,
+        }
     return json.dumps(config, indent=2)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.errors import ErrorCode
 
 from ..engine.base import Snapshot
@@ -44,10 +45,6 @@ class PublishLimits:
 class Refusal:
     code: ErrorCode
     reason: str
-
-
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 class PublishGuard:
@@ -100,7 +97,7 @@ class PublishGuard:
                 f"the snapshot of {subject} would hold {len(merged)} fields, above "
                 f"MaxFieldsPerSubject {limits.max_fields_per_subject}",
             )
-        size = _utf8(content) + sum(_utf8(k) + _utf8(v) for k, v in merged.items())
+        size = message_size(content, merged)
         if size > limits.max_snapshot_size:
             return Refusal(
                 ErrorCode.SNAPSHOT_TOO_LARGE,

@@ -12,7 +12,13 @@ import time
 from dataclasses import dataclass
 
 from pushgrid.protocol.codec import Limits, decode_client_frame
-from pushgrid.protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
+from pushgrid.protocol.errors import (
+    CloseCode,
+    ErrorCode,
+    InvalidSubject,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
 from pushgrid.protocol.frames import (
     Error,
     Ping,
@@ -289,14 +295,7 @@ class Session:
         subject = item.subject
         reason = subject_error(subject)
         if reason is not None:
-            self._reject(
-                RemoteProtocolError(
-                    ErrorCode.INVALID_SUBJECT,
-                    f"invalid subject {subject!r}: {reason}",
-                    request_id,
-                    subject,
-                )
-            )
+            self._reject(InvalidSubject(subject, reason, request_id))
             return
         (denial,) = await self.entitlement.subscribe_denials(self.grant, self.remote, [subject])
         if denial is not None:

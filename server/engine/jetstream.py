@@ -13,11 +13,14 @@ How the Engine guarantees hold here (docs/cluster.md, ADR 011):
    refused attempts). The stream republishes every stored record on ``pg.r.>``; each member
    delivers them in stream order, and fills any gap (a dropped connection, a missed republish)
    from the stream with batched direct gets before going on, and polls the stream's last sequence
-   once a second for a gap at the end.
+   once a second for a gap at the end. A member never skips a record the stream holds: past the
+   last record its own replica returns (a replica still catching up after a partition answers
+   with what it has), the stream leader is read, and only the leader says a record is gone.
 3. **Publish returns after acceptance**: after the PubAck, i.e. once the record is stored on a
    quorum of the seed members. Retries reuse the ``Nats-Msg-Id``, so a retry after a lost ack is
    answered as a duplicate instead of being stored twice.
-4. **Recovery** reads the subject's records back from the stream (any member, any replica).
+4. **Recovery** reads the subject's records back from the stream (any member, any replica;
+   what the replica does not have yet comes from the stream leader).
 5. **Snapshot**: every record carries the subject's merged snapshot after it.
 
 Reads (position, snapshot, recovery, history) wait until this member has delivered the record
@@ -71,7 +74,7 @@ from .nats_wire import (
     token_subject,
 )
 
-log = logging.getLogger("pushgrid.engine.jetstream")
+log = logging.getLogger(__name__)
 
 WRONG_LAST_SEQUENCE = (10071, 10164)
 # One publish attempt waits 0.5 s, then 1, 1.5, 2 s: an attempt sent to a leader that is just
@@ -83,6 +86,9 @@ _READ_TIMEOUT = 5.0
 _BATCH = 256
 _REPLY_TIMEOUT = 1.0  # between two replies of one batched read
 _READ_ATTEMPTS = 3
+# Records read one by one from the stream leader before this member's replica is asked again
+# (it is catching up meanwhile, and answers 256 records per request).
+_LEADER_RUN = 64
 _START_WAIT = 30.0
 
 
@@ -347,18 +353,69 @@ class JetStreamEngine(Engine):
             self._handle(StoredRecord(stream_seq, subject, decode_record(msg.data)))
 
     async def _fill(self, through: int) -> None:
-        """Deliver the stored records after ``_delivered`` up to ``through``, from the stream."""
+        """Deliver the stored records after ``_delivered`` up to ``through``, from the stream.
+
+        This member's replica answers first (batched direct gets). A record it returns proves
+        it applied the stream up to that record, so a sequence it lacks below one it returns
+        was removed on every replica (the per-subject limit). Past its last record it may just
+        be behind: NATS keeps a replica answering while it catches up after a partition, so
+        an empty or short read never means "removed"; the stream leader decides
+        (:meth:`_fill_from_leader`)."""
         while self._delivered < through:
-            batch = await self._direct_batch(
-                self._delivered + 1, min(_BATCH, through - self._delivered)
-            )
-            if not batch:
-                self._advance(through)  # the rest was removed by the per-subject limit
-                return
+            wanted = min(_BATCH, through - self._delivered)
+            batch = await self._direct_batch(self._delivered + 1, wanted)
             for stored in batch:
                 if stored.stream_seq > through:
                     return
                 self._handle(stored)
+            if len(batch) < wanted and self._delivered < through:
+                await self._fill_from_leader(through)
+
+    async def _fill_from_leader(self, through: int) -> None:
+        """Deliver up to ``_LEADER_RUN`` records after ``_delivered`` read from the stream
+        leader, or advance to ``through`` when the leader holds none of them any more."""
+        for _ in range(_LEADER_RUN):
+            stored = await self._leader_next(self._delivered + 1, GUARANTEED_PREFIX + ">")
+            if stored is not None and stored.stream_seq <= through:
+                self._handle(stored)
+                if self._delivered >= through:
+                    return
+                continue
+            if stored is None:
+                await self._leader_applied(through)
+            # The leader holds nothing between _delivered and through, and has applied past
+            # them: they were removed by the per-subject limit.
+            self._advance(through)
+            return
+
+    async def _leader_applied(self, through: int) -> None:
+        """Raise unless the stream leader has applied the stream up to ``through`` (a leader
+        that has not, a stale one cut off by a partition, cannot say a record was removed)."""
+        try:
+            info = await self.link.nc.jsm().stream_info(self.stream)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"cannot ask the stream leader: {exc}") from exc
+        if info.state.last_seq < through:
+            raise EngineUnavailable(
+                f"the stream leader has applied {info.state.last_seq} < {through}: retry later"
+            )
+
+    async def _leader_next(self, start: int, nats_subject: str) -> StoredRecord | None:
+        """The first record at or after ``start`` on ``nats_subject`` (a wildcard for any), read
+        from the stream leader (a non-direct get), or None when the leader holds none."""
+        try:
+            raw = await self.link.nc.jsm().get_msg(
+                self.stream, seq=start, subject=nats_subject, next=True, direct=False
+            )
+        except nats.js.errors.NotFoundError:
+            return None
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"cannot read from the stream leader: {exc}") from exc
+        if raw.seq is None or raw.subject is None or raw.data is None:
+            raise EngineUnavailable(f"the stream leader answered an empty record at {start}")
+        return StoredRecord(
+            raw.seq, token_subject(raw.subject[len(GUARANTEED_PREFIX) :]), decode_record(raw.data)
+        )
 
     def _handle(self, stored: StoredRecord) -> None:
         self._remember(stored.subject, Head(stored.stream_seq, stored.record))
@@ -483,6 +540,12 @@ class JetStreamEngine(Engine):
 
     async def recover(self, subject: str, since: Position) -> Recovery:
         head = await self._current(subject)
+        if _client_ahead(head, since, self.empty_epoch):
+            # The client saw more than this member knows: this member is behind (a replica
+            # catching up, a partition), not the stream; the leader knows the real head.
+            head = await self._read_head(subject, direct=False)
+            if head is not None:
+                await self._caught_up(head.stream_seq)
         if head is None:
             return _recover_empty(self.empty_epoch, since)
         epoch, seq = head.record.e, head.record.s
@@ -519,14 +582,36 @@ class JetStreamEngine(Engine):
         return out[-self._max_cached :] if self._max_cached > 0 else []
 
     async def _subject_records(self, subject: str, start: int, through: int) -> list[StoredRecord]:
+        """The subject's records from ``start`` through ``through`` (its head, which the stream
+        holds: a subject's last record is never removed). A replica still catching up ends its
+        answer before the head; the rest then comes from the stream leader, so a recovery is
+        never refused for records the stream holds."""
         nats_subject = GUARANTEED_PREFIX + subject_token(subject)
         records: list[StoredRecord] = []
         while start <= through:
             batch = await self._direct_batch(start, _BATCH, nats_subject)
             records.extend(r for r in batch if r.stream_seq <= through)
-            if len(batch) < _BATCH or batch[-1].stream_seq >= through:
-                break
+            if batch and batch[-1].stream_seq >= through:
+                return records
+            if len(batch) < _BATCH:
+                break  # this replica's end, before the head: behind
             start = batch[-1].stream_seq + 1
+        start = records[-1].stream_seq + 1 if records else start
+        return records + await self._leader_records(nats_subject, start, through)
+
+    async def _leader_records(
+        self, nats_subject: str, start: int, through: int
+    ) -> list[StoredRecord]:
+        """The subject's records from ``start`` through ``through``, one by one from the leader."""
+        records: list[StoredRecord] = []
+        while start <= through:
+            stored = await self._leader_next(start, nats_subject)
+            if stored is None:
+                raise EngineUnavailable("the stream leader does not hold the subject's head yet")
+            if stored.stream_seq > through:
+                break
+            records.append(stored)
+            start = stored.stream_seq + 1
         return records
 
     async def _direct_batch(
@@ -684,6 +769,13 @@ def _contiguous(messages: list[Published], after: int) -> bool:
             return False
         expected += 1
     return bool(messages)
+
+
+def _client_ahead(head: Head | None, since: Position, empty_epoch: str) -> bool:
+    """The client's position is past ``head`` in the same epoch."""
+    if head is None:
+        return since.epoch == empty_epoch and since.seq > 0
+    return since.epoch == head.record.e and since.seq > head.record.s
 
 
 def _recover_empty(empty_epoch: str, since: Position) -> Recovery:

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.frames import Position, QoS
 
 from .base import (
@@ -37,12 +38,8 @@ class _Subject:
     cached_bytes: int = 0
 
 
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def _message_bytes(message: Published) -> int:
-    return _utf8(message.content) + sum(_utf8(k) + _utf8(v) for k, v in message.fields.items())
+    return message_size(message.content, message.fields)
 
 
 class MemoryEngine(Engine):

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.frames import QoS
 
 from .base import Published, PublishRequest, Snapshot
@@ -24,8 +25,6 @@ from .base import Published, PublishRequest, Snapshot
 GUARANTEED_PREFIX = "pg.g."
 REPUBLISH_PREFIX = "pg.r."
 STANDARD_PREFIX = "pg.s."
-MEMBERS_SUBJECT = "pg.members"
-HELLO_SUBJECT = "pg.hello"
 
 
 def subject_token(subject: str) -> str:
@@ -85,13 +84,9 @@ class Record(msgspec.Struct, frozen=True, omit_defaults=True):
         return Snapshot(subject, self.sc, dict(self.sf), self.e, self.s, self.st, self.sq)
 
 
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def item_bytes(item: Item) -> int:
     """The message's size as MaxMessageSize counts it: UTF-8 of content, field names, values."""
-    return _utf8(item.c) + sum(_utf8(k) + _utf8(v) for k, v in item.f.items())
+    return message_size(item.c, item.f)
 
 
 _encoder = msgspec.json.Encoder()
@@ -128,28 +123,3 @@ def next_record(
             snap_ts = ts
             snap_qos = request.qos
     return Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts, sq=snap_qos)
-
-
-class Announcement(msgspec.Struct, frozen=True):
-    """A member's heartbeat on ``pg.members`` (also the answer to ``pg.hello``)."""
-
-    name: str  # ServerName
-    index: int  # position in ClusterMembers, 0 when the cluster is external
-    fingerprint: str  # of ClusterMembers + seed count
-    client_urls: list[str]
-    monitor_urls: list[str]
-    mode: str
-    started: float
-    meta_leader: str = ""  # a seed's view of the JetStream meta leader ("" unknown)
-
-
-_announce_encoder = msgspec.json.Encoder()
-_announce_decoder = msgspec.json.Decoder(Announcement)
-
-
-def encode_announcement(value: Announcement) -> bytes:
-    return _announce_encoder.encode(value)
-
-
-def decode_announcement(data: bytes) -> Announcement:
-    return _announce_decoder.decode(data)

@@ -20,7 +20,7 @@ def _memory(settings: Settings) -> Engine:
 
 
 def _nats(settings: Settings) -> Engine:
-    from ..cluster.factory import build_cluster_engine
+    from .cluster_factory import build_cluster_engine
 
     return build_cluster_engine(settings)
 

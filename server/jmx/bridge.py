@@ -24,7 +24,8 @@ from typing import Final
 
 from pushgrid.protocol.exceptions import MonitoringError
 
-from ..config import Settings, parse_address
+from ..addresses import parse_address
+from ..config import Settings
 
 BRIDGE_SOURCE: Final = Path(__file__).resolve().parents[2] / "deploy" / "jmx" / "Bridge.java"
 JAVA_HINT: Final = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pushgrid.protocol.errors import CloseCode
-from pushgrid.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_problem
 from pushgrid.server.framing.wsframe import frame_payload
 
 from ..core.hub import Hub
@@ -86,9 +86,9 @@ class ServerOperations:
         return True
 
     async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
-        reason = subject_error(subject)
-        if reason is not None:
-            raise ValueError(f"invalid subject {subject!r}: {reason}")
+        problem = subject_problem(subject)
+        if problem is not None:
+            raise ValueError(problem)
         snapshot = await self.engine.snapshot(subject)
         if snapshot is None:
             return None

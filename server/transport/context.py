@@ -51,6 +51,7 @@ class TransportLimits:
     max_outbound_buffer_size: int
     slow_consumer_close_timeout: float
     shutdown_timeout: float
+    finish_timeout: float
     max_connections: int
     max_frame_size: int
 
@@ -67,6 +68,9 @@ class TransportLimits:
             max_outbound_buffer_size=settings.max_outbound_buffer_size,
             slow_consumer_close_timeout=settings.slow_consumer_close_timeout,
             shutdown_timeout=settings.shutdown_timeout,
+            # after the client's close frame, the requests it sent before may take as long as
+            # a publish may wait for the cluster, and the answers ShutdownTimeout to leave
+            finish_timeout=settings.cluster_publish_timeout + settings.shutdown_timeout,
             max_connections=settings.max_connections,
             max_frame_size=max_frame_size,
         )

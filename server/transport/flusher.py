@@ -19,7 +19,7 @@ from typing import Protocol
 from pushgrid.metrics.delays import DelayHistogram
 
 # The rest after a flush, in flushes: 2 lets a long enough tick bring the flushing down to
-# about a third of the loop (docs/benchmarks.md, "Flush tick on by default"), while a cheap
+# about a third of the loop (benchmarks/NOTES.md, "Flush tick on by default"), while a cheap
 # flush still rests only microseconds.
 REST_PER_FLUSH = 2.0
 

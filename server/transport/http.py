@@ -6,10 +6,11 @@ WebSocket protocol uses (docs/protocol.md).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import resources
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,7 +22,7 @@ from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import publish_size
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position, Publish, SubscribeItem
-from pushgrid.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import subject_problem
 
 from ..cluster.status import ClusterStatus
 from ..config import Settings
@@ -136,15 +137,7 @@ async def handle(
     method = request.method.decode("ascii", "replace")
     if method == "OPTIONS":
         return Response(204, b"", list(CORS))
-    routes: dict[str, tuple[str, Route]] = {
-        "/health": ("GET", _health),
-        "/snapshot": ("GET", _snapshot),
-        "/publish": ("POST", _publish),
-        "/events": ("GET", _events),
-        "/pushgrid.js": ("GET", _static("pushgrid.js", "text/javascript; charset=utf-8")),
-        "/demo": ("GET", _static("demo.html", "text/html; charset=utf-8")),
-    }
-    route = routes.get(url.path)
+    route = _ROUTES.get(url.path)
     if route is None:
         return problem(404, "not_found", f"no resource at {url.path}")
     if method != route[0] and not (method == "HEAD" and route[0] == "GET"):
@@ -174,9 +167,9 @@ async def _snapshot(
     app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     subject = query.get("subject", [""])[0]
-    reason = subject_error(subject)
-    if reason is not None:
-        return problem(400, ErrorCode.INVALID_SUBJECT, f"invalid subject {subject!r}: {reason}")
+    invalid = subject_problem(subject)
+    if invalid is not None:
+        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
     grant = app.entitlement.grant(_token(request, query))
     (denial,) = await app.entitlement.subscribe_denials(grant, remote, [subject])
     if denial is not None:
@@ -217,11 +210,9 @@ async def _publish(
         return problem(400, ErrorCode.INVALID_FRAME, f"body: {exc}")
     if data.qos not in ("standard", "guaranteed"):
         return problem(400, ErrorCode.INVALID_FRAME, "qos must be 'standard' or 'guaranteed'")
-    reason = subject_error(data.subject)
-    if reason is not None:
-        return problem(
-            400, ErrorCode.INVALID_SUBJECT, f"invalid subject {data.subject!r}: {reason}"
-        )
+    invalid = subject_problem(data.subject)
+    if invalid is not None:
+        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
     op = Publish(data.subject, data.content, data.fields, data.retained)
     size = publish_size(op)
     if size > app.settings.max_message_size:
@@ -319,7 +310,13 @@ async def _events(
     return SseRequest(items, _token(request, query), positions)
 
 
-_JS_DIR = Path(__file__).resolve().parents[2] / "client" / "js"
+@functools.cache
+def _client_file(name: str) -> bytes | None:
+    """A file of the browser client (``pushgrid.client/js``), read once per process."""
+    try:
+        return resources.files("pushgrid.client").joinpath("js", name).read_bytes()
+    except OSError:
+        return None
 
 
 def _static(name: str, content_type: str) -> Route:
@@ -330,12 +327,22 @@ def _static(name: str, content_type: str) -> Route:
         body: bytes,
         remote: str,
     ) -> Response:
-        try:
-            data = (_JS_DIR / name).read_bytes()
-        except OSError:
+        data = _client_file(name)
+        if data is None:
             return problem(404, "not_found", f"{name} is not installed")
         return Response(
             200, data, [("content-type", content_type), ("cache-control", "no-cache"), *CORS]
         )
 
     return serve
+
+
+#: path -> (method, handler): built once, not per request
+_ROUTES: dict[str, tuple[str, Route]] = {
+    "/health": ("GET", _health),
+    "/snapshot": ("GET", _snapshot),
+    "/publish": ("POST", _publish),
+    "/events": ("GET", _events),
+    "/pushgrid.js": ("GET", _static("pushgrid.js", "text/javascript; charset=utf-8")),
+    "/demo": ("GET", _static("demo.html", "text/html; charset=utf-8")),
+}

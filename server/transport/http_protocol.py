@@ -14,15 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, cast
 from urllib.parse import parse_qs, urlsplit
 
 import h11
 
+from ..config import Settings
 from ..core.throttle import host_of
 from . import handshake, http
 from .connection import Connection
 from .event_stream import SseConnection
+from .limits import PendingConnections
 from .request_head import parse_upgrade_head
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState
@@ -81,11 +84,10 @@ class HttpConnection(Connection):
         self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.transport.set_write_buffer_limits(high=self.ctx.limits.max_outbound_buffer_size)
         self.ctx.connections.add(self)
-        if self.client_port:  # the monitoring port is private
-            if not self.ctx.pending.admit(host_of(self.remote)):
-                self._refuse_pending()
-                return
-            self._pending = True
+        if not self._pending_pool().admit(host_of(self.remote)):
+            self._refuse_pending()
+            return
+        self._pending = True
         self._start_request_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -122,9 +124,22 @@ class HttpConnection(Connection):
 
     # -- pending connections and the request timer -------------------------------------------
 
+    def _pending_pool(self) -> PendingConnections:
+        """Where this port counts its pending connections (MaxPendingConnections*)."""
+        return self.ctx.pending
+
+    def _max_body(self) -> int:
+        return self.ctx.limits.max_http_body
+
     def _refuse_pending(self) -> None:
-        """Too many connections not upgraded yet (from this address or in all): 503, close."""
+        """Too many connections not upgraded yet (from this address or in all): 503, close;
+        logged at most once per REFUSAL_LOG_INTERVAL (server/transport/limits.py)."""
         self.ctx.security.pending_refused_total += 1
+        pending = self._pending_pool()
+        loop = asyncio.get_running_loop()
+        due = pending.report_due(loop.time())
+        if due is not None:
+            loop.call_at(due, _log_refusals, pending, loop)
         body = b"too many connections waiting for a request or an upgrade; retry later\n"
         self._to(ConnEvent.REFUSE)
         self._write(
@@ -136,7 +151,7 @@ class HttpConnection(Connection):
     def _release_pending(self) -> None:
         if self._pending:
             self._pending = False
-            self.ctx.pending.release(host_of(self.remote))
+            self._pending_pool().release(host_of(self.remote))
 
     def _start_request_timer(self) -> None:
         """A request must arrive whole within HttpHeaderTimeout of its first byte (or of the
@@ -155,36 +170,50 @@ class HttpConnection(Connection):
             except h11.RemoteProtocolError as exc:
                 self._http_fail(exc)
                 return
-            if event is h11.NEED_DATA:
+            if not self._on_http_event(event):
                 return
-            if event is h11.PAUSED:
-                if self._request is not None and self._wants_upgrade():
-                    self._upgrade(self._request)
-                return
-            if isinstance(event, h11.Request):
-                self._request, self._body, self._body_size = event, [], 0
-                headers = list(event.headers)
-                upgrade = http.is_websocket_upgrade(headers)
-                self._upgrade_headers = headers if upgrade else None
-                refusal = self._head_refusal(event, headers, upgrade)
-                if refusal is not None:
-                    self.ctx.security.http_refused_total += 1
-                    self._to(ConnEvent.REFUSE)
-                    self._respond(refusal, close_after=False)
-                    self._shut()
-                    return
-            elif isinstance(event, h11.Data):
-                self._body_size += len(event.data)
-                if self._body_size > self.ctx.limits.max_http_body:
-                    self._reject_body()
-                    return
-                self._body.append(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                self._request_done()
-                return
-            elif isinstance(event, h11.ConnectionClosed):
-                self._shut()
-                return
+
+    def _on_http_event(self, event: object) -> bool:
+        """Act on one h11 event; False when reading stops (more bytes needed, or answered)."""
+        if event is h11.NEED_DATA:
+            return False
+        if event is h11.PAUSED:
+            if self._request is not None and self._wants_upgrade():
+                self._upgrade(self._request)
+            return False
+        if isinstance(event, h11.Request):
+            return self._on_request(event)
+        if isinstance(event, h11.Data):
+            return self._on_body(event.data)
+        if isinstance(event, h11.EndOfMessage):
+            self._request_done()
+            return False
+        if isinstance(event, h11.ConnectionClosed):
+            self._shut()
+            return False
+        return True
+
+    def _on_request(self, event: h11.Request) -> bool:
+        self._request, self._body, self._body_size = event, [], 0
+        headers = list(event.headers)
+        upgrade = http.is_websocket_upgrade(headers)
+        self._upgrade_headers = headers if upgrade else None
+        refusal = self._head_refusal(event, headers, upgrade)
+        if refusal is None:
+            return True
+        self.ctx.security.http_refused_total += 1
+        self._to(ConnEvent.REFUSE)
+        self._respond(refusal, close_after=False)
+        self._shut()
+        return False
+
+    def _on_body(self, data: bytes) -> bool:
+        self._body_size += len(data)
+        if self._body_size > self._max_body():
+            self._reject_body()
+            return False
+        self._body.append(data)
+        return True
 
     def _request_done(self) -> None:
         request = self._request
@@ -203,7 +232,7 @@ class HttpConnection(Connection):
     def _reject_body(self) -> None:
         """Answer 413 and close once the client has stopped sending: reading on (and dropping
         the rest of the body) lets the client receive the answer instead of a reset."""
-        limit = self.ctx.limits.max_http_body
+        limit = self._max_body()
         self._to(ConnEvent.REFUSE)
         response = http.problem(413, "body_too_large", f"request body above {limit} bytes")
         self._respond(response, close_after=False)
@@ -326,7 +355,12 @@ class HttpConnection(Connection):
         try:
             accepted = handshake.accept(request.method, self._upgrade_headers or [])
         except handshake.HandshakeError as exc:
-            self._respond(http.problem(400, "bad_handshake", f"invalid WebSocket handshake: {exc}"))
+            refusal = http.problem(
+                exc.status, "bad_handshake", f"invalid WebSocket handshake: {exc}"
+            )
+            self._respond(
+                http.Response(refusal.status, refusal.body, [*refusal.headers, *exc.headers])
+            )
             self._shut()
             return
         trailing, _closed = self._parser().trailing_data
@@ -351,9 +385,43 @@ class HttpConnection(Connection):
         await events.start(head, stream.token, stream.items)
 
 
-class MonitorConnection(HttpConnection):
-    """A connection on the monitoring port: HTTP only, private (no pending limit, no upgrade),
-    and its bytes are not client traffic."""
+def _log_refusals(pending: PendingConnections, loop: asyncio.AbstractEventLoop) -> None:
+    message = pending.report(loop.time())
+    if message is not None:
+        log.warning("%s", message)
 
-    __slots__ = ()
+
+@dataclass(frozen=True, slots=True)
+class MonitorLimits:
+    """The monitoring port's own bounds (issue 22): its pending connections are counted apart
+    from the client port's (MonitorMaxPendingConnections*), its bodies are small Jolokia
+    requests (MonitorMaxRequestBody)."""
+
+    pending: PendingConnections
+    max_body: int
+
+    @staticmethod
+    def from_settings(settings: Settings) -> MonitorLimits:
+        pending = PendingConnections(
+            settings.monitor_max_pending_connections,
+            settings.monitor_max_pending_connections_per_address,
+        )
+        return MonitorLimits(pending, settings.monitor_max_request_body)
+
+
+class MonitorConnection(HttpConnection):
+    """A connection on the monitoring port: HTTP only (no upgrade, no event stream), its bytes
+    are not client traffic, and its pending connections and bodies have their own bounds."""
+
+    __slots__ = ("_monitor_limits",)
     client_port: ClassVar[bool] = False
+
+    def __init__(self, ctx: ConnectionContext, handler: HttpHandler, limits: MonitorLimits) -> None:
+        super().__init__(ctx, handler)
+        self._monitor_limits = limits
+
+    def _pending_pool(self) -> PendingConnections:
+        return self._monitor_limits.pending
+
+    def _max_body(self) -> int:
+        return self._monitor_limits.max_body

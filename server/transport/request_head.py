@@ -3,8 +3,10 @@
 Under a connection storm h11 spent ~30% of the server's Python time on the connect path (its
 receive buffer, event objects, state machine and header normalisation) for a request of a few
 hundred bytes that arrives whole in the first read. :func:`parse_upgrade_head` reads such a
-head with **h11's own grammar** (the compiled ``request_line`` and ``header_field`` regexes of
-``h11._abnf``, matched whole as h11 does) and returns it only when it is the plain case: an
+head with **h11's grammar** (the ``request_line`` and ``header_field`` rules of RFC 9110/9112 as
+h11 writes them, matched whole as h11 does; ``tests/unit/test_transport_request_head.py``
+checks that they equal h11's private ones, so an h11 upgrade that changes them fails a test
+instead of drifting) and returns it only when it is the plain case: an
 ``HTTP/1.1 GET`` with one ``Host``, no ``Content-Length`` or ``Transfer-Encoding``, no
 obsolete line folding, only CRLF line ends, within the head limits. Anything else returns
 ``None`` and the caller gives the same bytes to h11, which accepts or refuses them exactly as
@@ -16,10 +18,16 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from h11._abnf import header_field, request_line
+# RFC 9110 5.6.2 token, 5.5 field-value (h11 also accepts obs-text), RFC 9112 3 request-line.
+_TCHARS = r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
+_FIELD_CONTENT = r"[^\x00\s]+(?:[ \t]+[^\x00\s]+)*"
+HEADER_FIELD_RULE = rf"(?P<field_name>{_TCHARS}):[ \t]*(?P<field_value>({_FIELD_CONTENT})?)[ \t]*"
+REQUEST_LINE_RULE = (
+    rf"(?P<method>{_TCHARS}) (?P<target>[\x21-\x7e]+) HTTP/(?P<http_version>[0-9]\.[0-9])"
+)
 
-_REQUEST_LINE = re.compile(request_line.encode("ascii"))
-_HEADER_FIELD = re.compile(header_field.encode("ascii"))
+_REQUEST_LINE = re.compile(REQUEST_LINE_RULE.encode("ascii"))
+_HEADER_FIELD = re.compile(HEADER_FIELD_RULE.encode("ascii"))
 _END = b"\r\n\r\n"
 # Headers whose presence sends the request to h11: framing a body (h11 validates the values
 # and refuses conflicts), or a second Host (h11 refuses it).

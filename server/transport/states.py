@@ -26,6 +26,10 @@ class ConnState(enum.Enum):
     OPEN = "open"  # WebSocket with a session, reading
     PAUSED = "paused"  # WebSocket, reading paused: the session's inbox is full
     STREAMING = "streaming"  # event stream (SSE): a session that only writes
+    # WebSocket: the client's close frame (or end of input) arrived. Nothing more is read; the
+    # requests received before it are still handled and answered in order, then the close
+    # answer leaves (RFC 6455 5.5.1 lets an endpoint finish its messages first).
+    FINISHING = "finishing"
     CLOSING = "closing"  # closing: nothing more is sent but a close frame / final chunk
     CLOSED = "closed"  # the transport is gone
 
@@ -37,6 +41,7 @@ class ConnEvent(enum.Enum):
     HAND_OVER = "hand_over"  # upgrade to WebSocket, or the handler started an event stream
     PAUSE = "pause"  # inbound backlog above the high-water mark
     RESUME = "resume"  # inbound backlog below the low-water mark
+    PEER_CLOSE = "peer_close"  # the client's close frame or end of input (WebSocket)
     CLOSE = "close"  # we close (close frame, last chunk, or transport.close())
     LOST = "lost"  # connection_lost: the transport is gone
 
@@ -59,15 +64,21 @@ TRANSITIONS: Final[dict[ConnState, dict[ConnEvent, ConnState]]] = {
     },
     S.DRAINING: {E.CLOSE: S.CLOSING, E.LOST: S.CLOSED},
     S.SWITCHED: {},  # the object is out of use: its transport belongs to another one
-    S.OPEN: {E.PAUSE: S.PAUSED, E.CLOSE: S.CLOSING, E.LOST: S.CLOSED},
-    S.PAUSED: {E.RESUME: S.OPEN, E.CLOSE: S.CLOSING, E.LOST: S.CLOSED},
+    S.OPEN: {E.PAUSE: S.PAUSED, E.PEER_CLOSE: S.FINISHING, E.CLOSE: S.CLOSING, E.LOST: S.CLOSED},
+    S.PAUSED: {
+        E.RESUME: S.OPEN,
+        E.PEER_CLOSE: S.FINISHING,
+        E.CLOSE: S.CLOSING,
+        E.LOST: S.CLOSED,
+    },
+    S.FINISHING: {E.CLOSE: S.CLOSING, E.LOST: S.CLOSED},
     S.STREAMING: {E.CLOSE: S.CLOSING, E.LOST: S.CLOSED},
     S.CLOSING: {E.LOST: S.CLOSED},
     S.CLOSED: {},
 }
 
 # States in which a session exists and frames may still be queued for the client.
-SENDING: Final = frozenset({S.OPEN, S.PAUSED, S.STREAMING})
+SENDING: Final = frozenset({S.OPEN, S.PAUSED, S.FINISHING, S.STREAMING})
 
 
 class TransportStateError(LocalProtocolError):

@@ -1,9 +1,16 @@
 """A WebSocket connection after the handshake: frames in (wsproto), the session's frames out.
 
-Complete text messages go to the connection's :class:`~server.core.session.Session`, one at a
-time and in order; above ``_INBOX_PAUSE`` queued messages the socket is no longer read
-(``PAUSED``). Broken framing is answered with a close frame (1002, or 1007 for invalid UTF-8)
-before the connection ends. Idle, the object holds no inbox, no fragment list and no task.
+Everything the client sends goes through one inbox, in the order it arrived: complete text
+messages (to the connection's :class:`~server.core.session.Session`, one at a time), binary
+messages (refused by the session), pings (answered with a pong after the answers to earlier
+requests) and the client's close frame. Above ``_INBOX_PAUSE`` queued items the socket is no
+longer read (``PAUSED``). When the client's close frame (or the end of its input) arrives, the
+connection is ``FINISHING``: nothing more is read, what came before is handled and answered,
+and only then does the close answer leave (a publish sent just before a close is stored and
+answered). Broken framing is answered with a close frame (1002, or 1007 for invalid UTF-8)
+before the connection ends; a message whose declared length passes the hard frame limit is
+refused with 1009 at its frame header, before its payload is read (:class:`_MessageSizeGuard`).
+Idle, the object holds no inbox, no fragment list and no task.
 
 Until the client sends anything else, its whole masked text frames (and pongs) are read here
 without wsproto (:func:`_plain_frames`, ADR 019): a connection storm's subscribe frames cost a
@@ -24,6 +31,8 @@ from wsproto import ConnectionType
 from wsproto.connection import Connection as FrameConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
+from wsproto.extensions import Extension
+from wsproto.frame_protocol import CloseReason, FrameDecoder, FrameProtocol, Opcode, RsvBits
 
 try:
     from websockets.speedups import apply_mask
@@ -44,13 +53,60 @@ log = logging.getLogger(__name__)
 _INBOX_PAUSE = 1000  # queued inbound messages at which we stop reading from the socket
 _INBOX_RESUME = 100
 _FAIR_SHARE = 8  # requests of one connection handled before the others get their turn
-_OPEN, _PAUSED = ConnState.OPEN, ConnState.PAUSED
+_OPEN, _PAUSED, _FINISHING = ConnState.OPEN, ConnState.PAUSED, ConnState.FINISHING
 _CLOSING, _CLOSED = ConnState.CLOSING, ConnState.CLOSED
 _TEXT, _PONG = 0x81, 0x8A  # first header byte: FIN, no RSV bits, opcode text / pong
+_NO_RSV = RsvBits(False, False, False)
+_BINARY = BytesMessage(data=b"")  # a whole binary message in the inbox (its bytes are dropped)
+# What the inbox holds, in arrival order: a text message, or a wsproto event (Ping, a binary
+# message, the client's CloseConnection).
+InboxItem = str | Ping | BytesMessage | CloseConnection
+
+
+class _MessageSizeGuard(Extension):
+    """Refuses a data frame at its header when the message it belongs to would pass ``limit``
+    bytes (the hard frame limit): wsproto then reports a 1009 close before reading the payload.
+
+    wsproto's extension hooks are the one place it shows a frame's declared length; this
+    "extension" is never offered to the client and uses no RSV bit.
+    """
+
+    name = "pushgrid-message-size"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._message = 0  # declared bytes of the data frames of the current message
+
+    def enabled(self) -> bool:
+        return True
+
+    def offer(self) -> bool:
+        return False
+
+    def frame_inbound_header(
+        self,
+        proto: FrameDecoder | FrameProtocol,
+        opcode: Opcode,
+        rsv: RsvBits,
+        payload_length: int,
+    ) -> CloseReason | RsvBits:
+        if opcode.iscontrol():
+            return _NO_RSV  # may come between fragments: the message goes on
+        if opcode is Opcode.CONTINUATION:
+            self._message += payload_length
+        else:
+            self._message = payload_length  # a text or binary frame starts a message
+        return CloseReason.MESSAGE_TOO_BIG if self._message > self.limit else _NO_RSV
+
+
+def _pong(payload: bytes) -> bytes:
+    """An unmasked pong frame (a ping's payload is at most 125 bytes): built here because
+    wsproto sends none once the client's close frame has arrived."""
+    return bytes((_PONG, len(payload))) + payload
 
 
 class WebSocketConnection(Connection):
-    __slots__ = ("_framed", "_inbox", "_parts", "_parts_size", "_reader", "_ws")
+    __slots__ = ("_framed", "_inbox", "_parts", "_reader", "_ws")
 
     initial: ClassVar[ConnState] = ConnState.OPEN
 
@@ -59,8 +115,7 @@ class WebSocketConnection(Connection):
         self._ws: FrameConnection | None = None  # wsproto, created when first needed
         self._framed = False  # wsproto has read input: every byte goes to it from now on
         self._parts: list[str] | None = None  # the fragments of an unfinished message
-        self._parts_size = 0
-        self._inbox: deque[str] | None = None  # messages waiting for the session
+        self._inbox: deque[InboxItem] | None = None  # what waits for the session, in order
         self._reader: asyncio.Task[None] | None = None
 
     def start(self, accepted: bytes, token: str | None, trailing: bytes) -> None:
@@ -78,6 +133,8 @@ class WebSocketConnection(Connection):
 
     def data_received(self, data: bytes) -> None:
         self._count_in(len(data))
+        if self.state is _FINISHING:
+            return  # after the client's close frame: nothing more is read
         self._receive(data)
 
     def _receive(self, data: bytes) -> None:
@@ -90,9 +147,15 @@ class WebSocketConnection(Connection):
         self._ws_events()
 
     def eof_received(self) -> bool | None:
-        self._framed = True
-        self.ws.receive_data(None)
-        self._ws_events()
+        if self.state is not _FINISHING:
+            self._framed = True
+            self.ws.receive_data(None)
+            self._ws_events()
+        # Still answering what the client sent before its close (or its end of input): keep
+        # the transport open for writing (TCP half-close; a TLS transport closes regardless).
+        transport = self.transport
+        if self.state is _FINISHING and transport is not None:
+            return transport.get_extra_info("sslcontext") is None
         return None
 
     @property
@@ -100,23 +163,33 @@ class WebSocketConnection(Connection):
         """wsproto's frame connection (framing, close handshake), made on first use."""
         ws = self._ws
         if ws is None:
-            ws = self._ws = FrameConnection(ConnectionType.SERVER)
+            guard = _MessageSizeGuard(self.ctx.limits.max_frame_size)
+            ws = self._ws = FrameConnection(ConnectionType.SERVER, extensions=[guard])
         return ws
 
     # -- output -----------------------------------------------------------------------------
 
     def close(self, code: int, reason: str) -> None:
         """Send a close frame after what is queued and stop sending anything else."""
-        if self.state is _CLOSING or self.state is _CLOSED or self.transport is None:
+        state = self.state
+        if state is _CLOSING or state is _CLOSED or self.transport is None:
             return
-        if self.ws.state is not ConnectionState.OPEN:
+        ws = self.ws
+        if ws.state is not ConnectionState.OPEN and ws.state is not ConnectionState.REMOTE_CLOSING:
             self._shut()
             return
         self.flush()
-        if self.state is not _OPEN and self.state is not _PAUSED:
+        if self.state is not state:
             return  # the flush found a slow consumer, which closed already
+        frame = ws.send(CloseConnection(code=code, reason=reason))
+        if state is _FINISHING:
+            # The client's close came first: ours completes the handshake (what is still in
+            # the inbox is dropped: a shutdown, a server fault or a slow consumer).
+            self._write(frame)
+            self._shut()
+            return
         self._to(ConnEvent.CLOSE)
-        self._write(self.ws.send(CloseConnection(code=code, reason=reason)))
+        self._write(frame)
         self.deadline = self.ctx.tick + self.ctx.limits.shutdown_timeout + 1.0
 
     def ping(self) -> None:
@@ -130,111 +203,140 @@ class WebSocketConnection(Connection):
     def _plain_frames(self, data: bytes) -> bytes:
         """Read the whole masked text and pong frames at the start of ``data`` (pongs are
         ignored, as with wsproto); return the rest, from the first byte left to wsproto."""
-        pos, end = 0, len(data)
-        while pos < end and (self.state is _OPEN or self.state is _PAUSED):
-            if end - pos < 6:
+        pos = 0
+        while pos < len(data) and (self.state is _OPEN or self.state is _PAUSED):
+            frame = _plain_frame_at(data, pos)
+            if frame is None:
                 break
-            first, second = data[pos], data[pos + 1]
-            length = second & 0x7F
-            start = pos + 6
-            if second < 0x80 or length == 127:
-                break  # unmasked (wsproto refuses it) or a 64-bit length
-            if length == 126:
-                start += 2
-                if start > end:
-                    break
-                length = int.from_bytes(data[pos + 2 : pos + 4], "big")
-                if length < 126:
-                    break  # not the shortest length encoding: wsproto refuses it
-            stop = start + length
-            if stop > end:
-                break  # a partial frame: wsproto buffers it
+            first, start, stop = frame
             if first == _TEXT:
                 try:
                     text = apply_mask(data[start:stop], data[start - 4 : start]).decode()
                 except UnicodeDecodeError:
                     break  # wsproto answers 1007
-                self._message(text, length, True)
-            elif first != _PONG or length > 125:
+                self._message(text, True)
+            elif first != _PONG or stop - start > 125:
                 break
             pos = stop
         return data[pos:] if pos else data
 
     def _ws_events(self) -> None:
-        ws = self.ws
-        for event in ws.events():
+        for event in self.ws.events():
             if isinstance(event, TextMessage):
                 self._text(event)
             elif isinstance(event, BytesMessage):
-                if event.message_finished and self.session is not None and self._reading():
-                    self.session.handle_binary()
+                if event.message_finished:
+                    self._request(_BINARY)
             elif isinstance(event, Ping):
-                if ws.state is ConnectionState.OPEN:
-                    self._write(ws.send(event.response()))
+                self._request(event)  # answered in turn: after the answers to earlier requests
             elif isinstance(event, CloseConnection):
                 self._closed_by_client(event)
                 return
 
     def _closed_by_client(self, event: CloseConnection) -> None:
         ws = self.ws
-        if ws.state is ConnectionState.REMOTE_CLOSING:
-            self.flush()
-            self._write(ws.send(event.response()))
-        elif ws.state is ConnectionState.OPEN:
-            # wsproto could not parse the client's frames (its state stays OPEN): say why
-            # with a close frame (1002 framing, 1007 invalid UTF-8), then end.
+        if ws.state is ConnectionState.OPEN:
+            self._refuse_frames(event)
+            return
+        if not self._reading():
+            self._shut()  # the answer to our close frame (or the end of input after it)
+            return
+        # The client's close frame (REMOTE_CLOSING) or the end of its input (CLOSED): what it
+        # sent before is answered first, then the close (FINISHING).
+        self._to(ConnEvent.PEER_CLOSE)
+        self.deadline = self.ctx.tick + self.ctx.limits.finish_timeout
+        if self._reader is None:
+            self._finish(event)
+        else:
+            self._queue(event)
+
+    def _refuse_frames(self, event: CloseConnection) -> None:
+        """wsproto could not parse the client's frames (its state stays OPEN): say why with a
+        close frame (1002 framing, 1007 invalid UTF-8, 1009 a message above the limit), end."""
+        ws = self.ws
+        if event.code == CloseCode.FRAME_TOO_LARGE:
+            reason = "message above the frame size limit"
+        else:
             self.ctx.security.protocol_errors_total += 1
-            self.flush()
-            self._write(ws.send(CloseConnection(code=event.code, reason=event.reason)))
+            reason = event.reason or ""
+        self.flush()
+        self._write(ws.send(CloseConnection(code=event.code, reason=reason)))
+        self._shut()
+
+    def _finish(self, event: CloseConnection) -> None:
+        """Everything the client sent before its close is answered: answer the close, end."""
+        ws = self.ws
+        self.flush()
+        if ws.state is ConnectionState.REMOTE_CLOSING:
+            self._write(ws.send(event.response()))
         self._shut()
 
     def _reading(self) -> bool:
+        """The client's input is still read (no close frame from either side yet)."""
         return self.state is _OPEN or self.state is _PAUSED
 
-    def _text(self, event: TextMessage) -> None:
-        data = event.data
-        size = len(data) if data.isascii() else len(data.encode("utf-8", "replace"))
-        self._message(data, size, event.message_finished)
+    def _serving(self) -> bool:
+        """Requests already received are still handled and answered."""
+        state = self.state
+        return state is _OPEN or state is _PAUSED or state is _FINISHING
 
-    def _message(self, data: str, size: int, finished: bool) -> None:
-        """A text message, or a fragment of one (``size``: its UTF-8 bytes)."""
-        size += self._parts_size
-        if size > self.ctx.limits.max_frame_size:
-            self._parts, self._parts_size = None, 0
-            self.close(CloseCode.FRAME_TOO_LARGE, "message above the frame size limit")
-            return
+    def _text(self, event: TextMessage) -> None:
+        self._message(event.data, event.message_finished)
+
+    def _message(self, data: str, finished: bool) -> None:
+        """A text message, or a fragment of one (the hard frame limit was checked on the
+        frame headers, by _MessageSizeGuard)."""
         parts = self._parts
         if not finished:
             if parts is None:
                 parts = self._parts = []
             parts.append(data)
-            self._parts_size = size
             return
         if parts is not None:
             parts.append(data)
             data = "".join(parts)
             self._parts = None
-        self._parts_size = 0
-        if self.session is None or not self._reading():
-            return
-        self._queue(self.session, data)
+        self._request(data)
 
-    def _queue(self, session: Session, text: str) -> None:
+    def _request(self, item: InboxItem) -> None:
+        """Something the client sent, handled in turn (dropped once input is no longer read)."""
+        if self.session is not None and self._reading():
+            self._queue(item)
+
+    def _queue(self, item: InboxItem) -> None:
+        session = self.session
+        if session is None:
+            return
         inbox = self._inbox
         if inbox is None:
             inbox = self._inbox = deque()
-        inbox.append(text)
+        inbox.append(item)
         if len(inbox) >= _INBOX_PAUSE and self.state is _OPEN and self.transport is not None:
             self._to(ConnEvent.PAUSE)
             self.transport.pause_reading()
         if self._reader is None:
             self._reader = asyncio.get_running_loop().create_task(self._read_inbox(session, inbox))
 
-    async def _read_inbox(self, session: Session, inbox: deque[str]) -> None:
+    def _answer(self, session: Session, item: Ping | BytesMessage | CloseConnection) -> None:
+        """An inbox item other than a text message, in its turn."""
+        if isinstance(item, Ping):
+            self.flush()  # the answers to earlier requests leave first
+            if self._serving():  # (the flush may have found a slow consumer, now closed)
+                self._write(_pong(bytes(item.payload)))
+        elif isinstance(item, CloseConnection):
+            self._finish(item)
+        else:
+            session.handle_binary()
+
+    async def _read_inbox(self, session: Session, inbox: deque[InboxItem]) -> None:
         handled = 0
         try:
-            while inbox and self._reading():
-                await session.handle_text(inbox.popleft())
+            while inbox and self._serving():
+                item = inbox.popleft()
+                if isinstance(item, str):
+                    await session.handle_text(item)
+                else:
+                    self._answer(session, item)
                 handled += 1
                 if handled % _FAIR_SHARE == 0:
                     # An in-memory publish never suspends: without this, one client's backlog
@@ -250,3 +352,28 @@ class WebSocketConnection(Connection):
             self._reader = None
             if not inbox and self._inbox is inbox:
                 self._inbox = None  # idle: no deque kept
+
+
+def _plain_frame_at(data: bytes, pos: int) -> tuple[int, int, int] | None:
+    """(first byte, payload start, payload stop) of the whole masked frame at ``pos`` when the
+    fast path may read it; None leaves it to wsproto (short, unmasked, 64-bit or non-shortest
+    length, or partial)."""
+    end = len(data)
+    if end - pos < 6:
+        return None
+    first, second = data[pos], data[pos + 1]
+    length = second & 0x7F
+    start = pos + 6
+    if second < 0x80 or length == 127:
+        return None  # unmasked (wsproto refuses it) or a 64-bit length
+    if length == 126:
+        start += 2
+        if start > end:
+            return None
+        length = int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if length < 126:
+            return None  # not the shortest length encoding: wsproto refuses it
+    stop = start + length
+    if stop > end:
+        return None  # a partial frame: wsproto buffers it
+    return first, start, stop

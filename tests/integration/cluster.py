@@ -20,6 +20,7 @@ import httpx
 from .pgtest import ServerProcess
 
 CLUSTER_START_TIMEOUT = 60.0
+CLUSTER_PASSWORD = "test-cluster-secret"  # the bus is never anonymous (issue 22)
 
 
 def free_port_block(size: int = 3) -> int:
@@ -58,15 +59,7 @@ class Cluster:
         self.members = [
             ServerProcess(
                 _mkdir(tmp / f"m{index}"),
-                {
-                    "ServerName": f"m{index}",
-                    "ClusterMembers": ", ".join(self.endpoints),
-                    "ClusterMember": index,
-                    "ClusterDeliveryMode": mode,
-                    "MetricsArchive": "",
-                    "MetaSubjectInterval": 0,
-                    **settings,
-                },
+                member_settings(self.endpoints, index, mode, settings),
                 port=shared_port,
             )
             for index in range(1, configured + 1)
@@ -111,6 +104,22 @@ class Cluster:
     def kill_all(self) -> None:
         for member in self.members:
             member.kill()
+
+
+def member_settings(
+    endpoints: list[str], index: int, mode: str, settings: dict[str, Any]
+) -> dict[str, Any]:
+    """The configuration of member ``index`` (1-based) of ``endpoints``, plus ``settings``."""
+    return {
+        "ServerName": f"m{index}",
+        "ClusterMembers": ", ".join(endpoints),
+        "ClusterMember": index,
+        "ClusterDeliveryMode": mode,
+        "MetricsArchive": "",
+        "MetaSubjectInterval": 0,
+        "ClusterPassword": CLUSTER_PASSWORD,
+        **settings,
+    }
 
 
 def cluster_status(member: ServerProcess) -> dict[str, Any]:

@@ -106,6 +106,8 @@ class ServerProcess:
     """One ``pushgrid server --config FILE`` child process on 127.0.0.1:``port``."""
 
     host = "127.0.0.1"
+    #: runs the server through it (``ip netns exec NS``: a member in a network namespace)
+    prefix: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -166,7 +168,7 @@ class ServerProcess:
         self._log_paths.append(log_path)
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [*PUSHGRID, "server", "--config", str(self.config_path)],
+                [*self.prefix, *PUSHGRID, "server", "--config", str(self.config_path)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.workdir,
@@ -1277,6 +1279,7 @@ class AdminHarness:
             "admin_members": list(members),
             "metrics_archive": str(workdir / "no-archive"),
             "stats_warehouse": str(workdir / "warehouse"),
+            "admin_secret_key_file": str(workdir / "admin-secret.key"),
             "log_level": "WARNING",
             **settings,
         }

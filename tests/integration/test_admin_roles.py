@@ -63,7 +63,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("DELETE", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
     ("GET", "/api/v1/members/{name}/sessions/{session_id}"): Role.OPERATOR,
 }
-PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/docs/oauth2-redirect", "/metrics"}
+PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/api/docs/assets/{name}", "/metrics"}
 
 
 def api_routes(app: FastAPI) -> Iterator[tuple[str, str, APIRoute]]:
@@ -147,7 +147,9 @@ async def test_each_role_gets_exactly_what_it_should(harness):
             response = await anonymous.request(**request)
         assert_problem(response, 401, "unauthorized")
         assert response.headers["www-authenticate"].startswith("Bearer"), (method, path)
-        async with harness.client(None, headers={"authorization": "Bearer pgt_forged"}) as forged:
+        # a new forged token per route: one token refused again and again is throttled (429)
+        forged_token = f"Bearer pgt_{checked:08x}forged"
+        async with harness.client(None, headers={"authorization": forged_token}) as forged:
             assert_problem(await forged.request(**request), 401)
         for name in ADMIN_ROLES:
             role = Role(name)

@@ -23,7 +23,7 @@ from pushgrid.client.backoff import BackoffPolicy
 from pushgrid.client.models import Status, StatusEvent
 
 from . import pgtest
-from .cluster import Cluster, cluster_status, free_port_block
+from .cluster import CLUSTER_PASSWORD, Cluster, cluster_status, free_port_block
 from .pgtest import AdminHarness, ServerProcess, WsClient, member_entry
 
 pytestmark = pytest.mark.timeout(240)
@@ -440,6 +440,7 @@ def test_a_member_with_another_member_list_is_refused(cluster: Cluster, tmp_path
             "ServerName": "stranger",
             "ClusterMembers": ", ".join([*cluster.endpoints, extra]),
             "ClusterMember": 5,
+            "ClusterPassword": CLUSTER_PASSWORD,
             "MetricsArchive": "",
         },
     )

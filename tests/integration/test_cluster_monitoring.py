@@ -87,6 +87,7 @@ async def test_a_member_uses_an_existing_nats_cluster(server_factory, nats_url: 
     server = server_factory(
         ServerName="external",
         NatsServers=nats_url,
+        ClusterPassword="signs-the-heartbeats",
         ClusterStreamReplicas=1,
         ClusterDeliveryMode="Guaranteed",
         MetaSubjectInterval=0,

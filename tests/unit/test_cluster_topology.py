@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
 
-from pushgrid.server.cluster.topology import Topology, default_seed_count, nats_config, resolve_self
+from pushgrid.server.addresses import resolve_self
+from pushgrid.server.cluster.credentials import BusCredentials
+from pushgrid.server.cluster.local import member_overrides
+from pushgrid.server.cluster.topology import BusOptions, Topology, nats_config
+from pushgrid.server.config import default_seed_count, load_settings
 from pushgrid.server.engine.base import PublishRequest
 from pushgrid.server.engine.nats_wire import (
     Record,
@@ -52,28 +57,79 @@ def test_fingerprint_changes_with_the_list_or_the_seeds() -> None:
     assert Topology.build(list(reversed(MEMBERS)), "1", None).fingerprint() != base
 
 
+SECRETS = BusCredentials.derive("secret")
+BUS = BusOptions(SECRETS)
+
+
 def test_seed_node_runs_jetstream_and_routes_to_everyone(tmp_path: Path) -> None:
     topology = Topology.build(MEMBERS[:3], "1", None)
-    config = json.loads(nats_config(topology, tmp_path, "secret", jetstream=True))
+    config = json.loads(nats_config(topology, tmp_path, BUS, jetstream=True))
     assert config["server_name"] == "pushgrid-m1"
     assert config["port"] == 7011
+    assert config["host"] == "127.0.0.1"
     assert config["http"] == "127.0.0.1:7012"
     assert config["cluster"]["listen"] == "127.0.0.1:7010"
-    assert config["cluster"]["routes"] == [
-        "nats-route://pushgrid:secret@127.0.0.1:7020",
-        "nats-route://pushgrid:secret@127.0.0.1:7030",
-    ]
-    assert config["cluster"]["authorization"]["password"] == "secret"
+    route = f"nats-route://pushgrid-route:{SECRETS.route_password}@127.0.0.1"
+    assert config["cluster"]["routes"] == [f"{route}:7020", f"{route}:7030"]
+    assert config["cluster"]["authorization"]["password"] == SECRETS.route_password
     assert config["jetstream"]["store_dir"] == str(tmp_path)
+    assert config["jetstream"]["sync_interval"] == "2m"  # nats-server's own default, said
+
+
+def test_the_fsync_policy_reaches_the_seed_node(tmp_path: Path) -> None:
+    topology = Topology.build(MEMBERS[:3], "2", None)
+    config = json.loads(nats_config(topology, tmp_path, BUS, True, sync_interval="always"))
+    assert config["jetstream"]["sync_interval"] == "always"
+
+
+def test_the_bus_is_never_anonymous_and_advertises_no_other_node(tmp_path: Path) -> None:
+    """Issue 22: client port and routes need the passwords derived from ClusterPassword, the
+    client port binds loopback whatever the member's cluster address, and the node does not
+    hand its clients the other nodes' client ports."""
+    topology = Topology.build(["10.0.0.1:7100", "10.0.0.2:7100"], "2", None)
+    config = json.loads(nats_config(topology, tmp_path, BUS, jetstream=False))
+    assert config["host"] == "127.0.0.1"
+    assert config["cluster"]["listen"] == "10.0.0.2:7100"
+    assert config["authorization"]["users"] == [
+        {"user": "pushgrid-member", "password": SECRETS.client_password}
+    ]
+    assert config["cluster"]["no_advertise"] is True
+    assert "secret" not in json.dumps(config)  # derived values only, never the secret itself
+    assert len({SECRETS.client_password, SECRETS.route_password}) == 2
+    public = json.loads(nats_config(topology, tmp_path, BusOptions(SECRETS, "0.0.0.0"), False))
+    assert public["host"] == "0.0.0.0"
+
+
+def test_route_tls_when_configured(tmp_path: Path) -> None:
+    bus = BusOptions(
+        SECRETS, tls_certificate=Path("c.pem"), tls_key=Path("k.pem"), tls_ca=Path("ca")
+    )
+    config = json.loads(nats_config(Topology.build(MEMBERS[:2], "1", None), tmp_path, bus, False))
+    assert config["cluster"]["tls"] == {
+        "cert_file": "c.pem",
+        "key_file": "k.pem",
+        "ca_file": "ca",
+        "timeout": 2,
+        "verify": True,
+    }
+    assert config["tls"]["cert_file"] == "c.pem"
+
+
+def test_membership_signatures() -> None:
+    other = BusCredentials.derive("another")
+    signature = SECRETS.sign("pg.members", b"{}")
+    assert SECRETS.verify("pg.members", b"{}", signature)
+    assert not SECRETS.verify("pg.hello", b"{}", signature)  # bound to the kind
+    assert not SECRETS.verify("pg.members", b"{} ", signature)
+    assert not other.verify("pg.members", b"{}", signature)
+    assert not SECRETS.verify("pg.members", b"{}", None)
+    assert "secret" not in repr(SECRETS)
 
 
 def test_non_seed_and_standard_nodes_run_no_jetstream(tmp_path: Path) -> None:
-    fourth = json.loads(nats_config(Topology.build(MEMBERS[:4], "4", None), tmp_path, None, True))
+    fourth = json.loads(nats_config(Topology.build(MEMBERS[:4], "4", None), tmp_path, BUS, True))
     assert "jetstream" not in fourth
-    assert "authorization" not in fourth["cluster"]
-    standard = json.loads(
-        nats_config(Topology.build(MEMBERS[:2], "1", None), tmp_path, None, False)
-    )
+    standard = json.loads(nats_config(Topology.build(MEMBERS[:2], "1", None), tmp_path, BUS, False))
     assert "jetstream" not in standard
 
 
@@ -118,3 +174,17 @@ def test_one_record_numbers_a_batch_in_order() -> None:
     ]
     assert (record.s, record.sc, record.sf) == (2, "c", {"k": "1", "j": "2"})
     assert [item_bytes(item) for item in record.i] == [3, 1, 3]
+
+
+def test_a_local_cluster_shares_one_random_private_password(tmp_path: Path) -> None:
+    """``pushgrid up --members N`` without ClusterPassword: one random secret, 0600, reused."""
+    settings = load_settings(None, environ={}, cluster_data_dir=str(tmp_path / "cluster"))
+    first = member_overrides(settings, 3, 1, "Guaranteed")["ClusterPassword"]
+    assert len(first) >= 32
+    assert {member_overrides(settings, 3, i, "Guaranteed")["ClusterPassword"] for i in (2, 3)} == {
+        first
+    }
+    secret = tmp_path / "cluster" / "local-cluster.secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    given = load_settings(None, environ={}, cluster_password="mine")
+    assert member_overrides(given, 3, 1, "Guaranteed")["ClusterPassword"] == "mine"

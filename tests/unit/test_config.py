@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from pushgrid.server.addresses import parse_address
 from pushgrid.server.config import (
     ConfigError,
     Settings,
     env_name,
     load_settings,
-    parse_address,
     read_config_file,
 )
 
@@ -470,7 +470,7 @@ def test_dotted_key_errors_name_origin_and_key(tmp_path: Path) -> None:
 
 def _cluster(tmp_path: Path, extra: str) -> str:
     members = "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200, 127.0.0.1:7300\n"
-    return _error(_write(tmp_path, members + extra))
+    return _error(_write(tmp_path, members + extra + "ClusterPassword = s3cret\n"))
 
 
 def test_cluster_member_must_be_named(tmp_path: Path) -> None:
@@ -485,7 +485,10 @@ def test_cluster_member_must_be_in_the_list(tmp_path: Path) -> None:
 
 
 def test_guaranteed_needs_the_seed_members(tmp_path: Path) -> None:
-    path = _write(tmp_path, "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200\nClusterMember = 1\n")
+    path = _write(
+        tmp_path,
+        "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200\nClusterMember = 1\nClusterPassword = s\n",
+    )
     message = _error(path)
     assert "Guaranteed needs at least 3 ClusterMembers" in message
     standard = load_settings(path, environ={}, cluster_delivery_mode="Standard")
@@ -511,11 +514,27 @@ def test_a_valid_cluster_member(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
         "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200, 127.0.0.1:7300\n"
-        "ClusterMember = 127.0.0.1:7200\nClusterDeliveryMode = guaranteed\n",
+        "ClusterMember = 127.0.0.1:7200\nClusterDeliveryMode = guaranteed\n"
+        "ClusterPasswordFile = " + str(_write(tmp_path, "from-a-file\n", "cluster.secret")) + "\n",
     )
     settings = load_settings(path, environ={})
+    assert settings.cluster_password == "from-a-file"
     assert settings.engine_name == "nats"
     assert settings.cluster_member == "127.0.0.1:7200"
+
+
+def test_the_fsync_policy_is_always_or_an_interval(tmp_path: Path) -> None:
+    members = (
+        "ClusterMembers = 127.0.0.1:7100, 127.0.0.1:7200, 127.0.0.1:7300\n"
+        "ClusterMember = 1\nClusterPassword = s3cret\n"
+    )
+    for value in ("always", "2m", "100ms", "10s"):
+        path = _write(tmp_path, members + f"ClusterSyncInterval = {value}\n")
+        assert load_settings(path, environ={}).cluster_sync_interval == value
+    assert load_settings(_write(tmp_path, members), environ={}).cluster_sync_interval == "2m"
+    assert "ClusterSyncInterval" in _cluster(
+        tmp_path, "ClusterMember = 1\nClusterSyncInterval = 0\n"
+    )
 
 
 def test_secrets_from_files(tmp_path: Path) -> None:
@@ -537,3 +556,21 @@ def test_secrets_from_files(tmp_path: Path) -> None:
     (tmp_path / "empty").write_text("", encoding="utf-8")
     with pytest.raises(ConfigError, match="is empty"):
         load_settings(None, environ={}, entitlement_jwt_secret_file=str(tmp_path / "empty"))
+
+
+def test_a_cluster_needs_its_password(tmp_path: Path) -> None:
+    """Issue 22: the cluster bus is never anonymous, so a cluster without ClusterPassword does
+    not start, naming the key."""
+    path = _write(tmp_path, "ClusterMembers = 127.0.0.1:7100\nClusterMember = 1\n")
+    message = _error(path, cluster_delivery_mode="Standard")
+    assert "ClusterPassword: required" in message
+    assert "ClusterPasswordFile" in message
+    external = _error(_write(tmp_path, "NatsServers = nats://n:4222\n", "ext.conf"))
+    assert "ClusterPassword: required" in external
+    half_tls = _error(
+        path,
+        cluster_delivery_mode="Standard",
+        cluster_password="p",
+        cluster_tls_certificate="c.pem",
+    )
+    assert "ClusterTLSCertificate and ClusterTLSKey" in half_tls

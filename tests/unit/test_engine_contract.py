@@ -17,6 +17,7 @@ import pytest
 from natsserver import delete_streams
 
 from pushgrid.protocol.frames import Position
+from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
 from pushgrid.server.engine.base import Engine, Published, PublishRequest, Recovery
 from pushgrid.server.engine.jetstream import JetStreamEngine
@@ -86,7 +87,9 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
     """Guaranteed mode on a real one-node JetStream (``nats_url``), in a fresh stream."""
     url: str = request.getfixturevalue("nats_url")
     await delete_streams(url)
-    link = ClusterLink("contract", "guaranteed", None, None, [url])
+    link = ClusterLink(
+        "contract", "guaranteed", None, None, [url], BusCredentials.derive("contract")
+    )
     return JetStreamEngine(
         link,
         stream="CONTRACT",
@@ -101,7 +104,7 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
 async def _standard_engine(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
     """Standard mode: core NATS fan-out into a local cache."""
     url: str = request.getfixturevalue("nats_url")
-    link = ClusterLink("contract", "standard", None, None, [url])
+    link = ClusterLink("contract", "standard", None, None, [url], BusCredentials.derive("contract"))
     return StandardClusterEngine(
         link, max_cached=CACHE_LIMIT, expire_seconds=EXPIRE_SECONDS, clock=clock
     )

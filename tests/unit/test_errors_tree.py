@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 import pushgrid.protocol.exceptions
-from pushgrid.admin_api.member_client import JolokiaError as MemberJolokiaError
-from pushgrid.admin_api.member_client import Member, MemberFailure
+from pushgrid.admin_api.member_client import Member, MemberFailure, MemberJolokiaError
 from pushgrid.admin_api.problems import ProblemError
 from pushgrid.client.client import ConnectFailed
 from pushgrid.client.closecodes import rule_for_close

@@ -99,9 +99,55 @@ RULES = (
             "pushgrid.metrics.indicators",
             "pushgrid.metrics.window_spec",
             "pushgrid.server.config",
+            "pushgrid.server.addresses",
             "pushgrid.protocol.exceptions",
         ),
         "the console talks only to the admin API (names and settings are shared, data is not)",
+    ),
+    Rule(
+        "pushgrid.server.core",
+        (
+            "pushgrid.server.core",
+            "pushgrid.server.engine.base",
+            "pushgrid.server.framing",
+            "pushgrid.protocol",
+            "pushgrid.metrics",
+        ),
+        "sessions and the hub see the engine through its interface (engine.base) only",
+    ),
+    Rule(
+        "pushgrid.server.cluster",
+        (
+            "pushgrid.server.cluster",
+            "pushgrid.server.config",
+            "pushgrid.server.addresses",
+            "pushgrid.server.periodic",
+            "pushgrid.protocol",
+        ),
+        "the cluster (topology, NATS node, membership, link) knows nothing of engines, sessions or"
+        " views: the cluster engines build on it (engine.cluster_factory), never the reverse",
+    ),
+    Rule(
+        "pushgrid.admin_api",
+        (
+            "pushgrid.admin_api",
+            "pushgrid.console.mount",
+            "pushgrid.console.security",
+            "pushgrid.client",
+            "pushgrid.metrics",
+            "pushgrid.protocol",
+            "pushgrid.spark_stats.locking",
+            "pushgrid.server.config",
+            "pushgrid.server.addresses",
+            "pushgrid.server.cli_support",
+            "pushgrid.server.core.throttle",
+            "pushgrid.server.jmx.query",
+            "pushgrid.server.periodic",
+            "pushgrid.server.redaction",
+        ),
+        "the admin API reads members over HTTP and the SQL store; of the server it shares settings,"
+        " CLI helpers and pure pieces (throttle, JMX query, periodic runner, secret redaction),"
+        " never a live server; of the console its mount and the browser security headers",
     ),
 )
 
@@ -193,3 +239,68 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     node = ast.parse("from . import hub").body[0]
     assert isinstance(node, ast.ImportFrom)
     assert _resolve("pushgrid.server.core", node, True) == "pushgrid.server.core"
+
+
+def _node(module: str) -> str:
+    """The unit of the cycle check: a subpackage of a part (``pushgrid.server.engine``) or a
+    module at a part's top (``pushgrid.server.config``)."""
+    return ".".join(module.split(".")[:3])
+
+
+def _import_graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in _sources():
+        here = _node(_module_name(path))
+        for _line, name in _imports(path):
+            if _ours(name) and name != "pushgrid" and _node(name) != here:
+                edges.setdefault(here, set()).add(_node(name))
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_package_imports_itself_back() -> None:
+    """Every import statement counts (lazy ones too): a cycle hidden in a function is still one."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert _cycles(edges) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -45,11 +45,6 @@ def test_connection_header_may_list_several_tokens() -> None:
         (b"GET", without(b"connection"), "Missing header, 'Connection: Upgrade'"),
         (b"GET", replaced(b"connection", b"keep-alive"), "Missing header, 'Connection: Upgrade'"),
         (b"GET", without(b"sec-websocket-version"), "Missing header, 'Sec-WebSocket-Version'"),
-        (
-            b"GET",
-            replaced(b"sec-websocket-version", b"8"),
-            "Missing header, 'Sec-WebSocket-Version'",
-        ),
         (b"GET", without(b"sec-websocket-key"), "Missing header, 'Sec-WebSocket-Key'"),
         (b"GET", replaced(b"upgrade", b"h2c"), "Missing header, 'Upgrade: websocket'"),
         (b"GET", without(b"host"), "Missing header, 'Host'"),
@@ -60,3 +55,19 @@ def test_invalid_handshakes_are_refused(
 ) -> None:
     with pytest.raises(HandshakeError, match=message.replace("(", r"\(")):
         accept(method, headers)
+
+
+def test_a_missing_version_is_400_naming_ours() -> None:
+    with pytest.raises(HandshakeError) as info:
+        accept(b"GET", without(b"sec-websocket-version"))
+    assert info.value.status == 400
+    assert info.value.headers == (("sec-websocket-version", "13"),)
+
+
+@pytest.mark.parametrize("version", [b"8", b"7", b"14", b"13, 8", b""])
+def test_another_version_is_426_upgrade_required_naming_13(version: bytes) -> None:
+    """RFC 6455 4.4: not 400 "Missing header" but 426 with ``Sec-WebSocket-Version: 13``."""
+    with pytest.raises(HandshakeError, match="is not supported: this server speaks 13") as info:
+        accept(b"GET", replaced(b"sec-websocket-version", version))
+    assert info.value.status == 426
+    assert info.value.headers == (("sec-websocket-version", "13"),)

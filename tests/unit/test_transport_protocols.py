@@ -30,12 +30,16 @@ from pushgrid.server.core.hub import Hub, Peer
 from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.framing.outframe import OutFrame
-from pushgrid.server.transport import http
+from pushgrid.server.transport import http, limits
 from pushgrid.server.transport.connection import Connection
 from pushgrid.server.transport.context import Batching, TransportLimits
 from pushgrid.server.transport.event_stream import SseConnection
 from pushgrid.server.transport.flusher import Flusher
-from pushgrid.server.transport.http_protocol import HttpConnection, MonitorConnection
+from pushgrid.server.transport.http_protocol import (
+    HttpConnection,
+    MonitorConnection,
+    MonitorLimits,
+)
 from pushgrid.server.transport.limits import PendingConnections, SecurityCounters
 from pushgrid.server.transport.states import ConnState
 from pushgrid.server.transport.websocket import WebSocketConnection
@@ -53,6 +57,7 @@ class FakeTransport:
     def __init__(self, protocol: Any) -> None:
         self.protocol = protocol
         self.written: list[bytes] = []
+        self.after_close: list[bytes] = []
         self.closed = False
         self.aborted = False
         self.reading = True
@@ -66,6 +71,8 @@ class FakeTransport:
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.written.append(data)
+        else:  # a real transport would still send it, before the FIN
+            self.after_close.append(data)
 
     def is_closing(self) -> bool:
         return self.closed
@@ -160,7 +167,11 @@ async def ctx() -> AsyncIterator[FakeContext]:
 def connect(
     ctx: FakeContext, cls: type[HttpConnection] = HttpConnection
 ) -> tuple[Any, FakeTransport]:
-    conn = cls(ctx, health)  # mypy checks FakeContext against ConnectionContext
+    if cls is MonitorConnection:
+        limits = MonitorLimits(PendingConnections(2, 2), 64 * 1024)
+        conn: HttpConnection = MonitorConnection(ctx, health, limits)
+    else:
+        conn = cls(ctx, health)  # mypy checks FakeContext against ConnectionContext
     transport = FakeTransport(conn)
     conn.connection_made(transport)  # type: ignore[arg-type]
     return conn, transport
@@ -315,6 +326,24 @@ async def test_pending_limit_answers_503(ctx: FakeContext) -> None:
     assert ctx.pending.total == 0
 
 
+async def test_pending_refusals_are_logged_once_per_storm(
+    ctx: FakeContext, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "REFUSAL_GATHER", 0.0)  # the report is due at once
+    ctx.pending = PendingConnections(max_total=100, max_per_address=1)
+    connect(ctx)
+    for _ in range(3):
+        connect(ctx)
+    assert caplog.records == []  # not one line per refusal: one report, scheduled
+    await settle()
+    (record,) = [r for r in caplog.records if r.name.endswith("http_protocol")]
+    assert record.levelname == "WARNING"
+    message = record.getMessage()
+    assert "refused 3 client connections with 503" in message
+    assert "3 above MaxPendingConnectionsPerAddress = 1" in message
+    assert message.endswith("by address: 127.0.0.5 3")
+
+
 async def test_monitor_connection_serves_upgrades_as_http_and_is_not_client_traffic(
     ctx: FakeContext,
 ) -> None:
@@ -433,6 +462,7 @@ def _slot_values(obj: object) -> list[Any]:
 async def test_trailing_bytes_after_the_request_are_read(ctx: FakeContext) -> None:
     frame = WsClient(ConnectionType.CLIENT).send(Ping(payload=b"early"))
     _ws, client = await upgraded(ctx, UPGRADE + frame)
+    await settle()
     events = client.events()
     assert any(isinstance(e, Pong) and e.payload == b"early" for e in events)
 
@@ -488,6 +518,129 @@ async def test_client_close_is_answered_and_closes(ctx: FakeContext) -> None:
     assert ctx.counters.sessions == 0
 
 
+# -- what the client sent before its close is answered first (issue 23 item 5) --------------
+
+
+def publish(subject: str, content: str, request_id: int = 3) -> bytes:
+    frame = {"op": "publish", "id": request_id, "subject": subject, "content": content}
+    return json.dumps(frame).encode()
+
+
+@pytest.mark.parametrize("fast", [True, False])  # fast path (ADR 019), or wsproto from the start
+async def test_a_publish_and_a_close_in_one_read_are_both_served(
+    ctx: FakeContext, fast: bool
+) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    if not fast:
+        client.send(Ping(payload=b"first"))  # from now on every byte goes to wsproto
+        await settle()
+        client.events()
+    data = masked(publish("/unit/closing", "last words"))
+    ws.data_received(data + WsClient(ConnectionType.CLIENT).send(CloseConnection(code=1000)))
+    assert state_of(ws) is ConnState.FINISHING
+    assert ws.deadline == ctx.tick + ctx.limits.finish_timeout
+    assert not client.transport.closed
+    await settle()
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["TextMessage", "CloseConnection"]
+    result = json.loads(events[0].data)
+    assert (result["type"], result["result"], result["id"]) == ("publish_result", "ok", 3)
+    assert events[1].code == 1000
+    assert state_of(ws) is ConnState.CLOSING
+    assert client.transport.closed
+    snapshot = await ctx.engine.snapshot("/unit/closing")
+    assert snapshot is not None
+    assert snapshot.content == "last words"
+
+
+async def test_input_after_the_close_frame_is_not_read(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    close = WsClient(ConnectionType.CLIENT).send(CloseConnection(code=1000))
+    ws.data_received(masked(publish("/unit/a", "1", 1)) + close)
+    ws.data_received(masked(publish("/unit/b", "2", 2)))  # after the close: dropped
+    await settle()
+    frames = client.frames()
+    assert [f["id"] for f in frames] == [1]
+    assert await ctx.engine.snapshot("/unit/b") is None
+
+
+async def test_a_ping_after_a_request_is_answered_after_it(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    client.send(Ping(payload=b"p0"))  # wsproto from now on
+    await settle()
+    client.events()
+    request = json.dumps({"op": "ping", "id": 9}).encode()
+    wire = WsClient(ConnectionType.CLIENT)
+    ws.data_received(wire.send(TextMessage(data=request.decode())) + wire.send(Ping(b"p1")))
+    await settle()
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["TextMessage", "Pong"]
+    assert json.loads(events[0].data) == {"type": "pong", "id": 9}
+    assert events[1].payload == b"p1"
+
+
+async def test_a_ping_before_the_close_is_answered_before_the_close(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    wire = WsClient(ConnectionType.CLIENT)
+    ws.data_received(
+        masked(publish("/unit/pc", "x"))
+        + wire.send(Ping(b"p"))
+        + wire.send(CloseConnection(code=1001))
+    )
+    await settle()
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["TextMessage", "Pong", "CloseConnection"]
+    assert events[2].code == 1001
+
+
+async def test_no_pong_after_the_close_of_a_slow_consumer(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    client.send(Ping(payload=b"p0"))  # wsproto from now on
+    await settle()
+    client.events()
+    client.transport.buffered = ctx.limits.max_outbound_buffer_size  # the client stopped reading
+    wire = WsClient(ConnectionType.CLIENT)
+    request = json.dumps({"op": "ping", "id": 1})
+    ws.data_received(wire.send(TextMessage(data=request)) + wire.send(Ping(b"p1")))
+    await settle()  # the pong's flush finds the buffer full: 4001, and nothing after it
+    events = client.events()
+    assert [(type(e).__name__, getattr(e, "code", None)) for e in events] == [
+        ("CloseConnection", 4001)
+    ]
+    assert client.transport.after_close == []
+
+
+async def test_end_of_input_after_a_request_still_answers_it(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ws.data_received(masked(publish("/unit/eof", "half-closed")))
+    assert ws.eof_received() is True  # TCP half-close: we may still write
+    assert state_of(ws) is ConnState.FINISHING
+    await settle()
+    (result,) = client.frames()  # no close frame after an end of input (1006 is never sent)
+    assert result["result"] == "ok"
+    assert client.transport.closed
+
+
+async def test_a_shutdown_while_finishing_closes_at_once(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    close = WsClient(ConnectionType.CLIENT).send(CloseConnection(code=1000))
+    ws.data_received(masked(publish("/unit/sd", "x")) + close)
+    ws.close(1001, "server shutting down")
+    events = client.events()
+    assert [(type(e).__name__, e.code) for e in events] == [("CloseConnection", 1001)]
+    assert state_of(ws) is ConnState.CLOSING
+    assert client.transport.closed
+    await settle()  # the reader stops: nothing is written after the close
+    assert client.transport.take() == b""
+
+
 async def test_invalid_utf8_is_closed_1007(ctx: FakeContext) -> None:
     ws, client = await upgraded(ctx)
     client.frames()
@@ -506,7 +659,55 @@ async def test_message_above_the_frame_limit_is_closed_1009(ctx: FakeContext) ->
     closes = [e for e in client.events() if isinstance(e, CloseConnection)]
     assert [c.code for c in closes] == [1009]
     assert state_of(ws) is ConnState.CLOSING
-    assert ws.deadline is not None
+    assert client.transport.closed
+    assert ctx.security.protocol_errors_total == 0  # a limit, not broken framing
+
+
+def _header(first: int, length: int) -> bytes:
+    """A masked client frame header (zero mask key) declaring ``length`` payload bytes."""
+    return bytes([first, 0xFF]) + length.to_bytes(8, "big") + b"\x00\x00\x00\x00"
+
+
+@pytest.mark.parametrize("first", [0x82, 0x81, 0x02])  # binary, text, a binary fragment
+async def test_a_message_declared_above_the_limit_is_refused_at_its_header(
+    ctx: FakeContext, first: int
+) -> None:
+    """1009 as soon as the header declares too much: the payload is never read or buffered."""
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ws.data_received(_header(first, ctx.limits.max_frame_size + 1))
+    events = client.events()
+    assert [(type(e).__name__, getattr(e, "code", None)) for e in events] == [
+        ("CloseConnection", 1009)
+    ]
+    assert state_of(ws) is ConnState.CLOSING
+    assert ws._inbox is None  # no binary_not_supported answer either
+
+
+async def test_fragments_declared_above_the_limit_together_are_1009(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    half = ctx.limits.max_frame_size // 2 + 1
+    ws.data_received(_header(0x02, half) + b"\x00" * half)  # binary, not final
+    ws.data_received(masked(b"pushgrid", first=0x89))  # a ping between the fragments
+    assert [type(e).__name__ for e in client.events()] == []  # nothing answered yet
+    ws.data_received(_header(0x80, half))  # the final continuation: the message is too big
+    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
+    assert [c.code for c in closes] == [1009]
+
+
+async def test_a_binary_message_within_the_limit_is_answered_in_turn(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    ping = json.dumps({"op": "ping", "id": 7}).encode()
+    ws.data_received(masked(ping) + masked(b"\x00" * 10, first=0x82) + masked(ping))
+    await settle()
+    frames = client.frames()
+    assert [(f["type"], f.get("code")) for f in frames] == [
+        ("pong", None),
+        ("error", "binary_not_supported"),
+        ("pong", None),
+    ]
 
 
 async def test_close_sends_a_close_frame_after_what_is_queued_and_nothing_after(
@@ -649,6 +850,16 @@ async def test_invalid_handshake_is_400(ctx: FakeContext) -> None:
     assert isinstance(transport.protocol, HttpConnection)
 
 
+async def test_another_websocket_version_is_426_with_ours(ctx: FakeContext) -> None:
+    conn, transport = connect(ctx)
+    conn.data_received(UPGRADE.replace(b"sec-websocket-version: 13", b"sec-websocket-version: 8"))
+    ((status, headers, body),) = responses(transport.take())
+    assert status == 426
+    assert headers["sec-websocket-version"] == "13"
+    assert "speaks 13" in json.loads(body)["detail"]
+    assert state_of(conn) is ConnState.CLOSING
+
+
 # -- the fast paths (ADR 019) ----------------------------------------------------------------------
 
 
@@ -714,9 +925,14 @@ async def test_several_frames_in_one_read_and_a_close_behind_a_frame(ctx: FakeCo
     assert [f["type"] for f in client.frames()] == ["subscribed", "subscribed"]
     assert not ws._framed
     ws.data_received(masked(sub("/unit/b").encode()) + close)
-    closes = [e for e in client.events() if isinstance(e, CloseConnection)]
-    assert [c.code for c in closes] == [1000]
     assert ws._framed  # the close went to wsproto
+    assert state_of(ws) is ConnState.FINISHING  # the subscribe before it is answered first
+    await settle()
+    events = client.events()
+    assert [type(e).__name__ for e in events] == ["TextMessage", "CloseConnection"]
+    assert json.loads(events[0].data)["subject"] == "/unit/b"
+    assert events[1].code == 1000
+    assert state_of(ws) is ConnState.CLOSING
 
 
 async def test_a_frame_split_across_reads_goes_to_wsproto(ctx: FakeContext) -> None:

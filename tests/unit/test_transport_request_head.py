@@ -116,3 +116,14 @@ def test_mutated_heads_are_never_accepted_where_h11_refuses() -> None:
             accepted += 1
             assert fast == h11_parse(raw), raw
     assert accepted > 100  # the mutations also hit values the fast path takes
+
+
+def test_the_grammar_is_h11s() -> None:
+    """The fast path must accept exactly what h11 accepts: our copy of its rules (we do not import
+    h11's private module in the server) must stay equal to h11's own."""
+    from h11 import _abnf
+
+    from pushgrid.server.transport.request_head import HEADER_FIELD_RULE, REQUEST_LINE_RULE
+
+    assert _abnf.header_field == HEADER_FIELD_RULE
+    assert _abnf.request_line == REQUEST_LINE_RULE

@@ -33,11 +33,15 @@ LEGAL = {
     (S.DRAINING, E.CLOSE): S.CLOSING,
     (S.DRAINING, E.LOST): S.CLOSED,
     (S.OPEN, E.PAUSE): S.PAUSED,
+    (S.OPEN, E.PEER_CLOSE): S.FINISHING,
     (S.OPEN, E.CLOSE): S.CLOSING,
     (S.OPEN, E.LOST): S.CLOSED,
     (S.PAUSED, E.RESUME): S.OPEN,
+    (S.PAUSED, E.PEER_CLOSE): S.FINISHING,
     (S.PAUSED, E.CLOSE): S.CLOSING,
     (S.PAUSED, E.LOST): S.CLOSED,
+    (S.FINISHING, E.CLOSE): S.CLOSING,
+    (S.FINISHING, E.LOST): S.CLOSED,
     (S.STREAMING, E.CLOSE): S.CLOSING,
     (S.STREAMING, E.LOST): S.CLOSED,
     (S.CLOSING, E.LOST): S.CLOSED,
@@ -89,4 +93,5 @@ def test_every_live_state_can_be_lost_and_closed() -> None:
 
 
 def test_sending_states_hold_a_session() -> None:
-    assert {S.OPEN, S.PAUSED, S.STREAMING} == SENDING
+    # FINISHING: the client closed, the answers to what it sent before still leave
+    assert {S.OPEN, S.PAUSED, S.FINISHING, S.STREAMING} == SENDING

@@ -1,14 +1,20 @@
-"""Settings -> the cluster engine of this member (its NATS node, link and delivery mode)."""
+"""Settings -> the cluster engine of this member (its NATS node, link and delivery mode).
+
+It lives with the engines: the cluster engines build on the cluster package, which imports
+nothing of the engines (no package cycle; tests/unit/test_import_rules.py).
+"""
 
 from __future__ import annotations
 
+from ..cluster.credentials import BusCredentials
+from ..cluster.errors import ClusterError
+from ..cluster.link import ClusterLink
+from ..cluster.natsnode import NatsNode
+from ..cluster.topology import BusOptions, Topology
 from ..config import Settings
-from ..engine.base import Engine
-from ..engine.jetstream import JetStreamEngine
-from ..engine.standard import StandardClusterEngine
-from .link import ClusterLink
-from .natsnode import NatsNode
-from .topology import Topology
+from .base import Engine
+from .jetstream import JetStreamEngine
+from .standard import StandardClusterEngine
 
 
 def build_cluster_engine(settings: Settings) -> Engine:
@@ -18,14 +24,25 @@ def build_cluster_engine(settings: Settings) -> Engine:
             settings.cluster_members, settings.cluster_member, settings.cluster_seed_member_count
         )
     guaranteed = settings.cluster_delivery_mode == "guaranteed"
+    if not settings.cluster_password:  # the settings refuse this already: never anonymous
+        raise ClusterError("ClusterPassword is required with a cluster")
+    credentials = BusCredentials.derive(settings.cluster_password)
     node = None
     if topology is not None and not settings.nats_servers:
+        bus = BusOptions(
+            credentials,
+            client_host=settings.cluster_client_host,
+            tls_certificate=settings.cluster_tls_certificate,
+            tls_key=settings.cluster_tls_key,
+            tls_ca=settings.cluster_tls_ca,
+        )
         node = NatsNode(
             topology,
             settings.cluster_data_dir,
             settings.nats_server_binary,
-            settings.cluster_password,
+            bus,
             jetstream=guaranteed,
+            sync_interval=settings.cluster_sync_interval,
         )
     link = ClusterLink(
         settings.server_name,
@@ -33,6 +50,7 @@ def build_cluster_engine(settings: Settings) -> Engine:
         topology,
         node,
         list(settings.nats_servers),
+        credentials,
     )
     if not guaranteed:
         return StandardClusterEngine(
