@@ -123,9 +123,11 @@ RULES = (
             "pushgrid.server.addresses",
             "pushgrid.server.periodic",
             "pushgrid.protocol",
+            "pushgrid.metrics.health",
         ),
         "the cluster (topology, NATS node, membership, link) knows nothing of engines, sessions or"
-        " views: the cluster engines build on it (engine.cluster_factory), never the reverse",
+        " views: the cluster engines build on it (engine.cluster_factory), never the reverse;"
+        " status computes its health with the one health model (metrics.health, pure)",
     ),
     Rule(
         "pushgrid.admin_api",
