@@ -56,7 +56,6 @@ class Sampler:
             monotonic = time.monotonic if clock is time.time else clock
         self.monotonic = monotonic
         self.latest = Sample(0, dict.fromkeys(INDICATOR_NAMES, 0.0))
-        self.samples_taken = 0
         # For the "archive not written" alert: when the last line reached the archive.
         self.archive_last_write = 0.0
         self.archive_write_errors = 0
@@ -83,7 +82,6 @@ class Sampler:
         for ts, values in emitted:
             sample = Sample(ts, values, round(self.per_second.last_period, 6))
             self.latest = sample
-            self.samples_taken += 1
             self.windows.add_sample(ts, values)
             if self.archive is not None:
                 try:

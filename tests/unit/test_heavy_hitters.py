@@ -30,11 +30,13 @@ def check_guarantees(sketch: SpaceSaving, exact: dict[str, float]) -> None:
     assert sketch.total == pytest.approx(total)
     assert len(sketch) <= sketch.capacity
     bound = total / sketch.capacity
+    floor = sketch.min_count()
+    assert floor <= bound + 1e-6  # 2: min_count <= total / capacity
     for entry in sketch.top(sketch.capacity):
         true = exact.get(entry.item, 0.0)
         assert true <= entry.count + 1e-6, entry  # 1: never under-estimated
         assert entry.count - entry.error <= true + 1e-6, entry
-        assert entry.error <= bound + 1e-6  # 2
+        assert entry.error <= floor + 1e-6  # 2: error <= min_count
     for item, true in exact.items():  # 3: heavy items are monitored
         if true > bound + 1e-6:
             assert sketch.get(item) is not None, (item, true, bound)
