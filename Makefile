@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz
+.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz faults
 
 install: $(STAMP)
 
@@ -37,12 +37,16 @@ system-deps:
 	  else echo "missing Debian packages:$$missing (not root): their tests will be skipped"; fi; \
 	fi
 
+# The client port on loopback only (docs/security.md): `make up LISTEN='*:8800'` serves the
+# network (it is the `Listen` key, given as PUSHGRID_LISTEN).
+LISTEN ?= 127.0.0.1:8800
+
 up: $(STAMP)
-	$(BIN)/pushgrid up
+	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up
 
 # A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
 cluster: $(STAMP)
-	$(BIN)/pushgrid up --members 3
+	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -72,6 +76,11 @@ fuzz: $(STAMP)
 # pushgrid vs every peer, one table, JSON lines in benchmarks/results/. Niced: the machine is shared.
 bench: $(STAMP)
 	nice -n 10 $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
+# The fault campaign (docs/benchmarks.md, "Faults"): kill, pause and partition a 3-member cluster
+# in network namespaces (root, iproute2, nftables), every acknowledged message checked.
+faults: $(STAMP) system-deps
+	nice -n 5 $(BIN)/python benchmarks/faults.py $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -5,8 +5,10 @@
 
 The database schema must be migrated first (``pushgrid admin`` does it at start:
 ``metrics.sqlstore.upgrade``). OpenAPI is served at ``/api/v1/openapi.json`` and the
-interactive docs at ``/api/docs``; both are public (they hold no data), every ``/api/v1`` route
-needs a token.
+interactive docs at ``/api/docs`` (assets served locally, admin_api/docs.py); both are public
+(they hold no data), every ``/api/v1`` route needs a token. Every answer carries the browser
+security headers (:class:`SecurityHeaders`); log lines never carry a secret
+(:func:`install_log_redaction`).
 """
 
 from __future__ import annotations
@@ -23,14 +25,20 @@ from fastapi.routing import APIRoute
 from sqlalchemy import inspect, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pushgrid import __version__
+from pushgrid.console.security import COMMON_HEADERS, DATA_POLICY
 from pushgrid.metrics.sqlstore import make_session_factory
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
+from pushgrid.metrics.sqlstore.engine import private_database_file
 from pushgrid.server.config import Settings
 from pushgrid.server.core.throttle import AuthThrottle
+from pushgrid.server.redaction import RedactingFilter
 
 from .audit import AuditMiddleware
+from .docs import add_docs
 from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
@@ -77,12 +85,56 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return schema
 
 
+class SecurityHeaders:
+    """Every answer gets the browser security headers (console/security.py); one that set its
+    own Content-Security-Policy (a page: the docs, the console) keeps it, the others are data
+    (``default-src 'none'``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in COMMON_HEADERS.items():
+                    headers.setdefault(name, value)
+                headers.setdefault("Content-Security-Policy", DATA_POLICY)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+#: loggers whose lines may carry a URL with a secret: uvicorn's access log (``?token=`` a
+#: client put in a query string), httpx (every request URL: members, the alert webhook)
+REDACTED_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx", "httpcore", "pushgrid")
+
+
+def install_log_redaction(settings: Settings) -> None:
+    """Mask secrets in those loggers' lines: query-string tokens and URL passwords always, and
+    the configured secrets (the alert webhook URL, member passwords) wherever they appear.
+    Logger filters survive uvicorn's logging set-up; installing again replaces them."""
+    secrets = [
+        s for s in (settings.alerts_webhook, settings.admin_member_password) if s is not None
+    ]
+    redaction = RedactingFilter(secrets)
+    for name in REDACTED_LOGGERS:
+        logger = logging.getLogger(name)
+        for old in [f for f in logger.filters if isinstance(f, RedactingFilter)]:
+            logger.removeFilter(old)
+        logger.addFilter(redaction)
+
+
 def _operation_id(route: APIRoute) -> str:
     """The route's name (``members.register``), which the audit log calls its action."""
     return route.name
 
 
-log = logging.getLogger("pushgrid.admin")
+log = logging.getLogger(__name__)
 
 
 def protect_store(settings: Settings, factory: sessionmaker[Session]) -> None:
@@ -93,7 +145,7 @@ def protect_store(settings: Settings, factory: sessionmaker[Session]) -> None:
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         path = Path(url.database)
         if path.exists():
-            path.chmod(0o600)
+            private_database_file(path)  # (make_engine creates it so; an older one is re-moded)
     secret_box(settings)
     try:
         with factory() as db:
@@ -137,10 +189,9 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         openapi_url=OPENAPI_URL,
-        docs_url=DOCS_URL,
+        docs_url=None,  # served by add_docs: local assets, no persisted token
         redoc_url=None,
         lifespan=lifespan,
-        swagger_ui_parameters={"persistAuthorization": True},
         generate_unique_id_function=_operation_id,
     )
     app.state.settings = settings
@@ -154,9 +205,12 @@ def create_app(
         settings.auth_failures_before_backoff, settings.auth_backoff_max
     )
     install(app)
+    add_docs(app, DOCS_URL, OPENAPI_URL)
     app.include_router(api_router)
     app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness
     app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
+    app.add_middleware(SecurityHeaders)
+    install_log_redaction(settings)
 
     def openapi() -> dict[str, Any]:
         return _openapi(app)

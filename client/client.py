@@ -71,7 +71,7 @@ from .servers import ServerAddress, ServerPool, parse_servers
 
 __all__ = ["ConnectFailed", "MessageCallback", "PushgridClient", "StatusCallback"]
 
-logger = logging.getLogger("pushgrid.client")
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -448,7 +448,7 @@ class PushgridClient:
         except (_Dead, _BadWelcome) as exc:
             return Ended(str(exc), up_for())
         except Exception as exc:  # a bug in the client: log it, keep the client alive
-            logger.exception(
+            log.exception(
                 "pushgrid: unexpected error in the connection to %s", self._protocol.server
             )
             return Ended(f"client error: {_describe(exc)}", up_for(), rule=BACKOFF)
@@ -535,7 +535,7 @@ class PushgridClient:
             await self._dispatch.put(message)
 
     async def _notify_status(self, event: StatusEvent) -> None:
-        logger.debug("pushgrid status: %s", event)
+        log.debug("pushgrid status: %s", event)
         if self._on_status is not None and self._dispatcher is not None:
             await self._dispatch.put(event)
 
@@ -558,7 +558,7 @@ class PushgridClient:
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(_STOP)
         self._stop_event = event
-        logger.debug("pushgrid status: %s", event)
+        log.debug("pushgrid status: %s", event)
         dispatcher = self._dispatcher
         if dispatcher is None or dispatcher is asyncio.current_task():
             # close() from a callback (or before connect): report now, drop what is queued
@@ -583,7 +583,7 @@ async def _call(callback: Callable[[_T], Awaitable[None] | None], arg: _T, name:
     except asyncio.CancelledError:
         raise
     except Exception:
-        logger.exception("pushgrid: %s callback raised", name)
+        log.exception("pushgrid: %s callback raised", name)
 
 
 async def _abort(ws: ClientConnection) -> None:

@@ -85,7 +85,7 @@ __all__ = [
     "subject_list",
 ]
 
-logger = logging.getLogger("pushgrid.client")
+log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -292,7 +292,7 @@ class ClientProtocol:
         self._tracker.cancel_recoveries()
         self._resyncing.clear()
         server = str(self.server)
-        logger.info(
+        log.info(
             "pushgrid: connected to %s (%s, session %s)", server, welcome.server, welcome.session
         )
         items = [self._resubscribe_item(name, o) for name, o in self._subscriptions.items()]
@@ -318,7 +318,7 @@ class ClientProtocol:
         if ended.up_for >= self._backoff.policy.stable_after:
             self._backoff.reset()
         delay = 0.0 if ended.rule.immediate else self._backoff.next_delay()
-        logger.info("pushgrid: %s down (%s); retry in %.2f s", server, ended.detail, delay)
+        log.info("pushgrid: %s down (%s); retry in %.2f s", server, ended.detail, delay)
         return [*actions, Notify(_down_event(server, ended, delay)), Reconnect(delay)]
 
     def close(self) -> list[ClientAction]:
@@ -445,7 +445,7 @@ class ClientProtocol:
         try:
             decoded = _decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            logger.warning("pushgrid: ignoring an unreadable frame: %s", exc)
+            log.warning("pushgrid: ignoring an unreadable frame: %s", exc)
             return []
         actions: list[ClientAction] = []
         for frame in decoded if isinstance(decoded, list) else (decoded,):
@@ -466,7 +466,7 @@ class ClientProtocol:
         if isinstance(frame, Welcome):
             self.welcome = frame
         elif not isinstance(frame, Keepalive | Pong | Unsubscribed):  # pragma: no cover
-            logger.debug("pushgrid: ignoring %s", type(frame).__name__)
+            log.debug("pushgrid: ignoring %s", type(frame).__name__)
         return []
 
     def _message(self, frame: MessageFrame) -> list[ClientAction]:
@@ -476,12 +476,12 @@ class ClientProtocol:
         if decision.action is Action.DELIVER:
             return [Deliver(_message(frame))]
         if decision.action is Action.DROP:
-            logger.debug(
+            log.debug(
                 "pushgrid: %s seq %d dropped (%s)", frame.subject, frame.seq, decision.reason
             )
             return []
         options = self._subscriptions[frame.subject]
-        logger.info("pushgrid: %s: %s -> %s", frame.subject, decision.reason, decision.action)
+        log.info("pushgrid: %s: %s -> %s", frame.subject, decision.reason, decision.action)
         if decision.action is Action.RECOVER:
             item = SubscribeItem(frame.subject, decision.recover, 0, options.conflation)
         else:
@@ -517,7 +517,7 @@ class ClientProtocol:
         if frame.id is not None and frame.id in self._publishes:
             return self._answer(frame.id, _error_result(frame))
         if frame.id is None or frame.id not in self._sub_requests:
-            logger.warning("pushgrid: server error %s", text)
+            log.warning("pushgrid: server error %s", text)
             return [Notify(StatusEvent(Status.ERROR, detail=text))]
         subjects = self._sub_requests.pop(frame.id)
         if frame.code == "engine_unavailable":  # a cluster without quorum: try again

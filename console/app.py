@@ -33,6 +33,7 @@ from .pages import (
     trace,
     trends,
 )
+from .security import page_headers
 
 ASSETS = Path(__file__).parent / "assets"
 PAGES: tuple[Page, ...] = (
@@ -96,7 +97,24 @@ def create_dash_app(
     for module in _MODULES:
         module.register(app, providers)
     _register_shell(app)
+    _security_headers(app)
     return app
+
+
+def _security_headers(app: Dash) -> None:
+    """CSP (scripts from the console itself and its inline scripts' hashes), no framing, no
+    sniffing, no referrer on every answer (console/security.py). The hashes are taken at the
+    first request, when every inline script (Dash's renderer) is known."""
+    headers: dict[str, str] = {}
+
+    def add(response: Any) -> Any:
+        if not headers:
+            headers.update(page_headers(app.csp_hashes()))
+        for name, value in headers.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    app.server.after_request(add)
 
 
 def shell(app: Dash) -> Component:

@@ -42,18 +42,18 @@ from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
 from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
-from .monitoring.routes import MonitorRoutes
+from .monitoring.routes import Boundary, MonitorRoutes
 from .rlimits import raise_open_file_limit
 from .transport import http, timers
 from .transport.connection import Connection
 from .transport.context import Batching, TransportLimits
 from .transport.flusher import Flusher
-from .transport.http_protocol import HttpConnection, MonitorConnection
+from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorLimits
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
 
-log = logging.getLogger("pushgrid.server")
+log = logging.getLogger(__name__)
 
 _ISOLATION_CHECK_PERIOD = 0.25  # seconds between two looks at the cluster
 _ISOLATED_REASON = "this member lost its cluster: reconnect to another server, recover"
@@ -183,8 +183,17 @@ class PushServer:
         operations = ServerOperations(self.hub, self.engine)
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
-            self, self.jolokia, self.prometheus, self.auth_throttle, _credentials(settings)
+            self,
+            self.jolokia,
+            self.prometheus,
+            self.auth_throttle,
+            _credentials(settings),
+            Boundary.of(
+                settings.monitor_allowed_hosts,
+                [h for h, _ in settings.monitor_addresses + settings.monitor_tls_addresses],
+            ),
         )
+        self.monitor_limits = MonitorLimits.from_settings(settings)
         self.tick: float = 0.0
         self.stopping = False
         self.isolation_detector = IsolationDetector(settings.cluster_isolation_timeout)
@@ -247,7 +256,7 @@ class PushServer:
         return HttpConnection(self, self._http_handler)
 
     def _monitor_protocol(self) -> MonitorConnection:
-        return MonitorConnection(self, self.monitor)
+        return MonitorConnection(self, self.monitor, self.monitor_limits)
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
         session = Session(

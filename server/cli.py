@@ -18,6 +18,7 @@ from pushgrid import __version__
 from .cli_support import fail, settings_or_exit
 from .config import Settings
 from .extras import extra_for, install_hint, missing_modules
+from .redaction import redact_text
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from .app import PushServer
@@ -165,7 +166,7 @@ def up(
                     *(
                         [
                             f"Statistics pipeline: every {settings.stats_interval:g} s into "
-                            f"{settings.database} (log: data/logs/stats.log;"
+                            f"{redact_text(settings.database)} (log: data/logs/stats.log;"
                             " pushgrid stats status)",
                         ]
                         if settings.stats_interval > 0

@@ -30,6 +30,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pushgrid.protocol.exceptions import PushgridError
 
 from .addresses import parse_address, resolve_self
+from .redaction import redact_setting, redact_text
 
 ENV_PREFIX = "PUSHGRID_"
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")
@@ -174,6 +175,26 @@ class Settings(BaseSettings):
     monitor_tls_key: Path | None = Field(default=None, alias="MonitorTLSKey")
     monitor_username: str | None = Field(default=None, alias="MonitorUsername")
     monitor_password: str | None = Field(default=None, alias="MonitorPassword")
+    # --- the monitoring port as a trust boundary (issue 22 item 2; docs/security.md) ----------
+    # Host names a request may name (IP addresses always pass: DNS rebinding needs a name);
+    # "*" turns the check off. A browser's request from another origin is refused in any case.
+    monitor_allowed_hosts: Annotated[list[str], BeforeValidator(_split_list)] = Field(
+        default=["localhost"], alias="MonitorAllowedHosts"
+    )
+    monitor_max_pending_connections: int = Field(
+        default=128, ge=1, alias="MonitorMaxPendingConnections"
+    )
+    monitor_max_pending_connections_per_address: int = Field(
+        default=32, ge=1, alias="MonitorMaxPendingConnectionsPerAddress"
+    )
+    monitor_max_request_body: int = Field(
+        default=64 * 1024, ge=1024, le=64 * 1024 * 1024, alias="MonitorMaxRequestBody"
+    )
+    jolokia_max_bulk_requests: int = Field(default=100, ge=1, alias="JolokiaMaxBulkRequests")
+    jolokia_max_answer_bytes: int = Field(
+        default=32 * 1024 * 1024, ge=64 * 1024, alias="JolokiaMaxAnswerBytes"
+    )
+    # --- end of the monitoring port boundary ----------------------------------------------------
     # --- JMX bridge (issue 14; docs/monitoring.md "JMX") ---------------------------------------
     jmx_listen: str = Field(default="127.0.0.1:9010", alias="JmxListen")
     jmx_username: str | None = Field(default=None, alias="JmxUsername")
@@ -550,7 +571,11 @@ def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> s
         message = error["msg"].removeprefix("Value error, ")
         if isinstance(loc, str) and loc in raw:
             value, origin = raw[loc]
-            lines.append(f"{origin.where}: {aliases.get(loc, loc)} = {value!r}: {message}")
+            key = aliases.get(loc, loc)
+            shown = redact_setting(key, value)  # an error message is configuration shown too
+            if isinstance(value, str) and value and shown != value:
+                message = message.replace(value, str(shown))
+            lines.append(f"{origin.where}: {key} = {shown!r}: {redact_text(message)}")
         elif isinstance(loc, str) and loc in aliases:
             lines.append(f"{aliases[loc]}: {message}")
         else:

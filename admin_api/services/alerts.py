@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import AlertEvent, AlertRule
 from pushgrid.server.config import Settings
+from pushgrid.server.redaction import redact_url_path
 
 from ..access import member_access
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
@@ -357,7 +358,10 @@ class AlertRunner:
                 reason = f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
                 reason = f"{type(exc).__name__}: {exc}"
-            log.warning("alert webhook %s failed (attempt %d): %s", url, attempt + 1, reason)
+            # the URL is a secret (Slack-style hooks carry their key in the path): its origin only
+            shown = redact_url_path(url)
+            reason = reason.replace(url, shown)
+            log.warning("alert webhook %s failed (attempt %d): %s", shown, attempt + 1, reason)
             if attempt < retries:
                 await asyncio.sleep(0.5 * 2**attempt)
 

@@ -12,6 +12,8 @@ rolls back by hand.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,13 +72,38 @@ def _sqlite_file(url: URL) -> Path | None:
     return Path(database)
 
 
+def private_database_file(path: Path) -> None:
+    """Create the SQLite file (or tighten an existing one) readable by its owner only, whatever
+    the umask: it holds admin token hashes and members' credentials (issue 22). SQLite gives its
+    ``-wal``/``-shm``/``-journal`` files the database file's mode; existing ones are tightened.
+
+    An existing file is never opened here: closing any descriptor of a database file drops the
+    POSIX locks every SQLite connection of this process holds on it (chmod needs none)."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:  # new: nobody in this process has it open
+        try:
+            os.fchmod(descriptor, 0o600)
+        finally:
+            os.close(descriptor)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        file = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
+
+
 def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
-    """An engine for ``url``; SQLite gets its directory, WAL and foreign keys."""
+    """An engine for ``url``; SQLite gets its directory, a private file (0600), WAL and
+    foreign keys."""
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         path = _sqlite_file(parsed)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            private_database_file(path)
         engine = create_engine(parsed, echo=echo, connect_args={"timeout": 30})
         wal = path is not None
 

@@ -20,7 +20,7 @@ from .natsnode import NatsNode
 from .status import MemberView
 from .topology import BusOptions, Topology
 
-log = logging.getLogger("pushgrid.cluster")
+log = logging.getLogger(__name__)
 
 
 class ClusterLink:

@@ -37,7 +37,7 @@ from .errors import ClusterError
 from .status import MemberView
 from .topology import Topology
 
-log = logging.getLogger("pushgrid.cluster.members")
+log = logging.getLogger(__name__)
 
 HEARTBEAT = 1.0
 DOWN_AFTER = 3.5

@@ -23,7 +23,7 @@ import httpx
 from .errors import ClusterError
 from .topology import CLIENT_OFFSET, MONITOR_OFFSET, BusOptions, Topology, nats_config
 
-log = logging.getLogger("pushgrid.cluster.nats")
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _RESTART_PAUSE = 1.0

@@ -75,7 +75,7 @@ from .nats_wire import (
     token_subject,
 )
 
-log = logging.getLogger("pushgrid.engine.jetstream")
+log = logging.getLogger(__name__)
 
 WRONG_LAST_SEQUENCE = (10071, 10164)
 # One publish attempt waits 0.5 s, then 1, 1.5, 2 s: an attempt sent to a leader that is just

@@ -38,7 +38,7 @@ from .base import (
 from .memory import MemoryEngine
 from .nats_wire import STANDARD_PREFIX, subject_token, token_subject
 
-log = logging.getLogger("pushgrid.engine.standard")
+log = logging.getLogger(__name__)
 
 _ECHO_TIMEOUT = 5.0
 

@@ -8,7 +8,10 @@ timeout (``JMXConnection.query`` blocks, and swallows timeouts into an empty ans
 Known limits of the jar, which shape what the bridge serves: CompositeData values come back one
 line per key (``attributeKey``) but nested ones lose the outer key; TabularData values are not
 printed (only their type); a null item inside a CompositeData sends it into endless recursion (the
-bridge leaves null items out). Its ``-p`` argument puts the password on the JVM's command line.
+bridge leaves null items out). Its ``-p`` argument would put the password on the JVM's command
+line, where ``ps`` shows it to every user of the machine: the login goes into a Java *argument
+file* instead (``java @file``, read by the launcher itself, so ``/proc/<pid>/cmdline`` shows
+only ``@file``), written 0600 in a private 0700 directory and removed when the JVM exits.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -93,7 +97,38 @@ async def _run_java(
         proc.kill()
         await proc.wait()
         raise JmxError("timeout", f"no answer within {seconds:g} s") from None
+    except asyncio.CancelledError:  # the caller gave up: the JVM must not outlive it
+        proc.kill()
+        await proc.wait()
+        raise
     return proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def argument_file_text(arguments: Sequence[str]) -> str:
+    """``arguments`` as a Java launcher argument file: one double-quoted argument per line
+    (inside quotes ``\\`` and ``\"`` escape, and ``\n``, ``\r``, ``\t`` stand for themselves)."""
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+    lines = ['"' + "".join(escapes.get(char, char) for char in arg) + '"' for arg in arguments]
+    return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def private_argument_file(arguments: Sequence[str]) -> Iterator[Path]:
+    """A Java argument file holding ``arguments`` (credentials included): mode 0600 in a 0700
+    directory of the per-user runtime directory (tmpfs) or the temporary directory, whatever the
+    umask; removed on exit."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = runtime if runtime and os.path.isdir(runtime) else None
+    directory = Path(tempfile.mkdtemp(prefix="pushgrid-jmx-", dir=base))  # 0700
+    path = directory / "args"
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(argument_file_text(arguments))
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _readings(output: str) -> list[Reading]:
@@ -134,12 +169,13 @@ async def query(
     """
     import jmxquery  # the [admin] extra: only a query needs it, `pushgrid --help` must not
 
-    command = [java, *FAST_START, *java_options, "-jar", jmxquery.JAR_PATH, "-url", url, "-json"]
+    arguments = [*FAST_START, *java_options, "-jar", jmxquery.JAR_PATH, "-url", url, "-json"]
     if username is not None:
-        command += ["-u", username, "-p", password or ""]
+        arguments += ["-u", username, "-p", password or ""]
     queries = ";".join(jmxquery.JMXQuery(pattern).to_query_string() for pattern in patterns)
-    command += ["-q", queries + ";"]
-    code, out, err = await _run_java(command, seconds)
+    arguments += ["-q", queries + ";"]
+    with private_argument_file(arguments) as argfile:
+        code, out, err = await _run_java([java, f"@{argfile}"], seconds)
     if code != 0 or not out.lstrip().startswith("["):
         raise _classify(err + "\n" + out)
     return _readings(out)

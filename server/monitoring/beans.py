@@ -35,21 +35,15 @@ from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from ..config import Settings
+from ..redaction import redact_setting
 from .cluster_view import cluster_bean
-from .jolokia import JolokiaAgent
+from .jolokia import JolokiaAgent, JolokiaLimits
 from .loop_bridge import LoopBridge
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
 from .operations import ALERTS_SUBJECT
 from .ports import LiveState, MonitoredNode, Operations
 
 DOMAIN = "pushgrid"
-_SECRET_KEYS = {
-    "monitor_password",
-    "entitlement_jwt_secret",
-    "jmx_password",
-    "jmx_tls_key_store_password",
-    "jmx_tls_trust_store_password",
-}
 
 # A row of an MBean table: name, Java-like type, description, getter over the source.
 ModelRow = tuple[str, str, str, Callable[[ReadModel], Any]]
@@ -94,6 +88,7 @@ def build_agent(
         agent_id=f"pushgrid-{settings.server_name}",
         version=__version__,
         extra_info={"server": settings.server_name},
+        limits=JolokiaLimits(settings.jolokia_max_bulk_requests, settings.jolokia_max_answer_bytes),
     )
 
 
@@ -309,15 +304,13 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
 
 
 def configuration(settings: Settings) -> dict[str, Any]:
-    """The effective settings by their pushgrid.conf names, secrets hidden."""
+    """The effective settings by their pushgrid.conf names, secrets hidden (server/redaction.py:
+    by key pattern, and credentials inside URLs and DSNs)."""
     out: dict[str, Any] = {}
     for field, info in type(settings).model_fields.items():
-        value = getattr(settings, field)
-        if field in _SECRET_KEYS and value is not None:
-            value = "********"
-        out[info.alias or field] = (
-            value if isinstance(value, (int, float, bool, str, type(None))) else str(value)
-        )
+        key = info.alias or field
+        value = redact_setting(key, getattr(settings, field))
+        out[key] = value if isinstance(value, (int, float, bool, str, type(None))) else str(value)
     return out
 
 

@@ -12,6 +12,12 @@ types: ``read``, ``exec``, ``search``, ``list``, ``version`` (``write`` is refus
 Per-request failures travel inside an HTTP 200 as ``{"status", "error", "error_type",
 "request", "timestamp"}``; only an unreadable POST body gets an HTTP 400.
 
+Bounds (:class:`JolokiaLimits`, docs/security.md): ``exec`` and ``write`` need a POST (a GET
+answers 405: a link or an image must not run an operation); a bulk POST holds at most
+``max_bulk_requests`` requests (HTTP 413 otherwise, one Jolokia error); an answer grows to at most
+``max_answer_bytes``: the answers past that point are replaced by Jolokia errors with status 413,
+so a bulk keeps one answer per request. The ``list`` tree is built once per set of MBeans.
+
 Inside GET path segments ``!/`` stands for ``/``, ``!!`` for ``!`` and ``!x`` for ``x``; ``[null]``
 and ``""`` are the null and empty-string tags for exec arguments.
 """
@@ -39,6 +45,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "JolokiaAgent",
     "JolokiaError",
+    "JolokiaLimits",
     "content_type",
     "convert_argument",
     "escape_segment",
@@ -60,6 +67,21 @@ UNSUPPORTED = "java.lang.UnsupportedOperationException"
 RUNTIME = "java.lang.RuntimeException"
 
 _encoder = msgspec.json.Encoder()
+
+#: request types a GET may not carry: they change something (Jolokia's own policy files allow
+#: the same restriction, ``<http><method>post</method></http>``)
+POST_ONLY = frozenset({"exec", "write"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JolokiaLimits:
+    """What one HTTP request may cost (JolokiaMaxBulkRequests, JolokiaMaxAnswerBytes)."""
+
+    max_bulk_requests: int = 100
+    max_answer_bytes: int = 32 * 1024 * 1024
+
+
+TOO_LARGE = 413
 
 
 class JolokiaError(MonitoringError):
@@ -409,7 +431,9 @@ def content_type(params: Mapping[str, str] | None = None) -> str:
 class JolokiaAgent:
     """Answers Jolokia requests from an :class:`MBeanRegistry`.
 
-    ``allow_exec=False`` refuses every ``exec`` request with 403 (read-only monitoring).
+    ``allow_exec=False`` refuses every ``exec`` request with 403 (read-only monitoring);
+    ``get_refused`` names the request types a GET may not carry (:data:`POST_ONLY`; an empty
+    set allows the whole URL form, as plain Jolokia agents do).
     MBean getters and operations run synchronously on the calling thread; an operation that
     needs async work should schedule it and return.
     """
@@ -426,8 +450,13 @@ class JolokiaAgent:
         allow_exec: bool = True,
         extra_info: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.time,
+        limits: JolokiaLimits | None = None,
+        get_refused: frozenset[str] = POST_ONLY,
     ) -> None:
         self.registry = registry
+        self.limits = limits or JolokiaLimits()
+        self.get_refused = get_refused
+        self._list_cache: tuple[int, dict[str, dict[str, Any]]] | None = None
         self.agent_id = agent_id
         self.version = version
         self.product = product
@@ -484,10 +513,16 @@ class JolokiaAgent:
         segments = [part for part in split_path(unquote(path)) if part]
         default_type = segments[0].lower() if segments else None
         if isinstance(payload, list):
-            answers = [self._answer(item, defaults, default_type) for item in payload]
-            return 200, self._encode(answers)
+            limit = self.limits.max_bulk_requests
+            if len(payload) > limit:
+                message = (
+                    f"a bulk request of {len(payload)} requests: at most {limit} per POST "
+                    "(JolokiaMaxBulkRequests); split it"
+                )
+                return TOO_LARGE, self._encode(self._failure(TOO_LARGE, BAD_REQUEST, message))
+            return 200, self._bulk(payload, defaults, default_type)
         if isinstance(payload, dict):
-            return 200, self._encode(self._answer(payload, defaults, default_type))
+            return 200, self._bounded(self._answer(payload, defaults, default_type), 0)
         message = "a Jolokia POST body must be a JSON object or array"
         return 400, self._encode(self._failure(400, BAD_REQUEST, message))
 
@@ -502,7 +537,38 @@ class JolokiaAgent:
         if segments and segments[-1] == "":
             segments.pop()
         request = _request_from_segments(segments)
-        return 200, self._encode(self._answer(request, dict(params), None))
+        if request["type"] in self.get_refused:
+            message = f"{request['type']} requests need a POST with a JSON body, not a GET"
+            return 405, self._encode(self._failure(405, FORBIDDEN, message))
+        return 200, self._bounded(self._answer(request, dict(params), None), 0)
+
+    def _bulk(
+        self, payload: list[Any], defaults: Mapping[str, Any], default_type: str | None
+    ) -> bytes:
+        """The bulk answer, encoded item by item so that it stops growing at the answer cap."""
+        parts: list[bytes] = []
+        size = 2
+        for item in payload:
+            encoded = self._bounded(self._answer(item, defaults, default_type), size)
+            size += len(encoded) + 1
+            parts.append(encoded)
+        return b"[" + b",".join(parts) + b"]"
+
+    def _bounded(self, answer: dict[str, Any], used: int) -> bytes:
+        """``answer`` encoded, or a 413 Jolokia error when it would take the HTTP answer (of
+        which ``used`` bytes are already taken) past JolokiaMaxAnswerBytes."""
+        encoded = self._encode(answer)
+        limit = self.limits.max_answer_bytes
+        if used + len(encoded) <= limit:
+            return encoded
+        message = (
+            f"the answer would exceed {limit} bytes (JolokiaMaxAnswerBytes): read fewer "
+            "MBeans or attributes per request, or fewer requests per bulk"
+        )
+        failure = self._failure(TOO_LARGE, UNSUPPORTED, message)
+        if "request" in answer:
+            failure["request"] = answer["request"]
+        return self._encode(failure)
 
     def _answer(
         self, request: Any, defaults: Mapping[str, Any], default_type: str | None
@@ -691,10 +757,17 @@ class JolokiaAgent:
         return value if depth is None else _truncate(value, depth)
 
     def _list_tree(self) -> dict[str, dict[str, Any]]:
+        """Built once per set of registered MBeans (the registry's generation); never mutated:
+        ``list`` answers are read-only views into it."""
+        generation = self.registry.generation
+        cached = self._list_cache
+        if cached is not None and cached[0] == generation:
+            return cached[1]
         tree: dict[str, dict[str, Any]] = {}
         for mbean in self.registry:
             name = mbean.object_name
             tree.setdefault(name.domain, {})[name.key_property_list] = _describe(mbean)
+        self._list_cache = (generation, tree)
         return tree
 
     def _version(self, request: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:

@@ -360,6 +360,8 @@ class MBeanRegistry:
     def __init__(self) -> None:
         self._beans: dict[str, MBean] = {}
         self._lock = threading.Lock()
+        #: changes at every register / unregister (what a cached ``list`` tree is keyed by)
+        self.generation = 0
 
     def register(self, mbean: MBean, *, replace: bool = False) -> MBean:
         key = mbean.object_name.canonical
@@ -367,12 +369,15 @@ class MBeanRegistry:
             if not replace and key in self._beans:
                 raise InstanceAlreadyExists(key)
             self._beans[key] = mbean
+            self.generation += 1
         return mbean
 
     def unregister(self, name: ObjectName | str) -> bool:
         """Remove one MBean; False if it was not registered."""
         with self._lock:
-            return self._beans.pop(as_object_name(name).canonical, None) is not None
+            removed = self._beans.pop(as_object_name(name).canonical, None) is not None
+            self.generation += removed
+            return removed
 
     def get(self, name: ObjectName | str) -> MBean | None:
         """The MBean with exactly this name (in any key order), or None."""

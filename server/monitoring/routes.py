@@ -4,6 +4,11 @@ Optional HTTP Basic authentication (MonitorUsername / MonitorPassword): a reques
 right credentials gets 401 and nothing else. After AuthFailuresBeforeBackoff failures from one
 address, its next attempts get 429 (Retry-After) without being checked, for a back-off that
 doubles per failure up to AuthBackoffMax seconds (brute-force protection, docs/security.md).
+
+Safe by default against a browser on the operator's machine (issue 22, :class:`Boundary`): the
+``Host`` must be an IP address or a name of MonitorAllowedHosts (DNS rebinding), a browser's
+``Origin`` must be this port's own (cross-site requests), a POST must be ``application/json``
+(no CORS-simple form or ``text/plain`` post), and no answer carries CORS headers.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ import asyncio
 import base64
 import binascii
 import hmac
+import ipaddress
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import h11
@@ -27,6 +35,110 @@ from .prometheus_exporter import CONTENT_TYPE, exposition
 from .stats_page import stats_document, stats_text
 
 JOLOKIA_BASE = "/jolokia"
+#: headers every monitoring answer carries (its JSON and text are data, never a page)
+SECURITY_HEADERS = (
+    ("x-content-type-options", "nosniff"),
+    ("content-security-policy", "default-src 'none'; frame-ancestors 'none'"),
+    ("referrer-policy", "no-referrer"),
+)
+#: media types a POST may carry (a CORS-"simple" text/plain or form body is refused)
+POST_MEDIA_TYPES = frozenset({"application/json"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "*", ""})
+
+
+def _host_name(value: str) -> str:
+    """``Host`` / netloc text -> the bare, lower-case host (``[::1]:8900`` -> ``::1``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].partition("]")[0]
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """Which ``Host`` names the monitoring port answers to: MonitorAllowedHosts (``.suffix``
+    entries allow every name under it) plus the names it listens on; any IP address (a
+    DNS-rebinding page can only send its own *name*); ``*`` answers every name."""
+
+    allowed_hosts: frozenset[str] = frozenset({"localhost"})
+
+    @staticmethod
+    def of(allowed: Iterable[str], listen_hosts: Iterable[str] = ()) -> Boundary:
+        names = {_host_name(h) for h in allowed} | {
+            _host_name(h) for h in listen_hosts if h not in WILDCARD_HOSTS
+        }
+        if "*" in {h.strip() for h in allowed}:
+            names.add("*")
+        return Boundary(frozenset(names))
+
+    def host_allowed(self, host: str) -> bool:
+        """An entry ``.example.com`` allows that name and every name under it."""
+        name = _host_name(host)
+        if "*" in self.allowed_hosts or name in self.allowed_hosts or _is_ip(name):
+            return True
+        return any(
+            entry.startswith(".") and (name.endswith(entry) or name == entry[1:])
+            for entry in self.allowed_hosts
+        )
+
+    def refusal(self, request: h11.Request) -> Response | None:
+        """403 for a foreign ``Host`` or ``Origin``, 415 for a POST that is not JSON."""
+        host = _header(request, b"host")
+        if host is not None and not self.host_allowed(host):
+            return problem(
+                403,
+                "host_not_allowed",
+                f"Host {host!r} is not one of this monitoring port's names: add it to "
+                "MonitorAllowedHosts (a check against DNS rebinding)",
+            )
+        origin = _header(request, b"origin")
+        if origin is not None and not _same_origin(origin, host):
+            return problem(
+                403,
+                "origin_not_allowed",
+                f"requests from {origin!r} (a page of another site) are refused: the "
+                "monitoring port serves no browser page but its own",
+            )
+        if request.method == b"POST":
+            media = (_header(request, b"content-type") or "").partition(";")[0].strip().lower()
+            if media not in POST_MEDIA_TYPES:
+                return problem(
+                    415,
+                    "unsupported_media_type",
+                    f"a POST needs Content-Type: application/json, not {media or 'none'!r}",
+                )
+        return None
+
+
+def _header(request: h11.Request, name: bytes) -> str | None:
+    for key, value in request.headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _same_origin(origin: str, host: str | None) -> bool:
+    """True when a browser's ``Origin`` is this port itself (``http(s)://`` + our ``Host``)."""
+    scheme, sep, netloc = origin.strip().lower().partition("://")
+    if not sep or scheme not in ("http", "https") or host is None:
+        return False  # "null" (sandboxed or file: pages), or no Host to compare with
+    return netloc.rstrip("/") == host.strip().lower()
+
+
+def _finish(response: Response) -> Response:
+    """No CORS header leaves this port; every answer gets :data:`SECURITY_HEADERS`."""
+    headers = [(k, v) for k, v in response.headers if not k.startswith("access-control-")]
+    return Response(response.status, response.body, [*headers, *SECURITY_HEADERS])
 
 
 def _has_credentials(request: h11.Request) -> bool:
@@ -43,8 +155,10 @@ class MonitorRoutes:
         prometheus: CollectorRegistry,
         throttle: AuthThrottle,
         credentials: tuple[str, str] | None,
+        boundary: Boundary | None = None,
     ) -> None:
         self.node = node
+        self.boundary = boundary or Boundary()
         self.jolokia = jolokia
         self.prometheus = prometheus
         self.throttle = throttle
@@ -54,7 +168,10 @@ class MonitorRoutes:
             self._credentials = f"{credentials[0]}:{credentials[1]}".encode()
 
     async def __call__(self, request: h11.Request, body: bytes, remote: str) -> Response:
-        refusal = self._authenticate(request, host_of(remote))
+        return _finish(await self._route(request, body, remote))
+
+    async def _route(self, request: h11.Request, body: bytes, remote: str) -> Response:
+        refusal = self.boundary.refusal(request) or self._authenticate(request, host_of(remote))
         if refusal is not None:
             return refusal
         raw_target = request.target.decode("utf-8", "replace")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..core.session import Session
     from .context import ConnectionContext
 
-log = logging.getLogger("pushgrid.server.transport.connection")
+log = logging.getLogger(__name__)
 
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
 _CLOSING, _CLOSED = ConnState.CLOSING, ConnState.CLOSED

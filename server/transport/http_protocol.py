@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, cast
 from urllib.parse import parse_qs, urlsplit
 
 import h11
 
+from ..config import Settings
 from ..core.throttle import host_of
 from . import handshake, http
 from .connection import Connection
@@ -82,11 +84,10 @@ class HttpConnection(Connection):
         self.remote = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.transport.set_write_buffer_limits(high=self.ctx.limits.max_outbound_buffer_size)
         self.ctx.connections.add(self)
-        if self.client_port:  # the monitoring port is private
-            if not self.ctx.pending.admit(host_of(self.remote)):
-                self._refuse_pending()
-                return
-            self._pending = True
+        if not self._pending_pool().admit(host_of(self.remote)):
+            self._refuse_pending()
+            return
+        self._pending = True
         self._start_request_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -123,11 +124,18 @@ class HttpConnection(Connection):
 
     # -- pending connections and the request timer -------------------------------------------
 
+    def _pending_pool(self) -> PendingConnections:
+        """Where this port counts its pending connections (MaxPendingConnections*)."""
+        return self.ctx.pending
+
+    def _max_body(self) -> int:
+        return self.ctx.limits.max_http_body
+
     def _refuse_pending(self) -> None:
         """Too many connections not upgraded yet (from this address or in all): 503, close;
         logged at most once per REFUSAL_LOG_INTERVAL (server/transport/limits.py)."""
         self.ctx.security.pending_refused_total += 1
-        pending = self.ctx.pending
+        pending = self._pending_pool()
         loop = asyncio.get_running_loop()
         due = pending.report_due(loop.time())
         if due is not None:
@@ -143,7 +151,7 @@ class HttpConnection(Connection):
     def _release_pending(self) -> None:
         if self._pending:
             self._pending = False
-            self.ctx.pending.release(host_of(self.remote))
+            self._pending_pool().release(host_of(self.remote))
 
     def _start_request_timer(self) -> None:
         """A request must arrive whole within HttpHeaderTimeout of its first byte (or of the
@@ -204,7 +212,7 @@ class HttpConnection(Connection):
 
     def _on_body(self, data: bytes) -> bool:
         self._body_size += len(data)
-        if self._body_size > self.ctx.limits.max_http_body:
+        if self._body_size > self._max_body():
             self._reject_body()
             return False
         self._body.append(data)
@@ -227,7 +235,7 @@ class HttpConnection(Connection):
     def _reject_body(self) -> None:
         """Answer 413 and close once the client has stopped sending: reading on (and dropping
         the rest of the body) lets the client receive the answer instead of a reset."""
-        limit = self.ctx.limits.max_http_body
+        limit = self._max_body()
         self._to(ConnEvent.REFUSE)
         response = http.problem(413, "body_too_large", f"request body above {limit} bytes")
         self._respond(response, close_after=False)
@@ -388,9 +396,37 @@ def _log_refusals(pending: PendingConnections, loop: asyncio.AbstractEventLoop) 
         log.warning("%s", message)
 
 
-class MonitorConnection(HttpConnection):
-    """A connection on the monitoring port: HTTP only, private (no pending limit, no upgrade),
-    and its bytes are not client traffic."""
+@dataclass(frozen=True, slots=True)
+class MonitorLimits:
+    """The monitoring port's own bounds (issue 22): its pending connections are counted apart
+    from the client port's (MonitorMaxPendingConnections*), its bodies are small Jolokia
+    requests (MonitorMaxRequestBody)."""
 
-    __slots__ = ()
+    pending: PendingConnections
+    max_body: int
+
+    @staticmethod
+    def from_settings(settings: Settings) -> MonitorLimits:
+        pending = PendingConnections(
+            settings.monitor_max_pending_connections,
+            settings.monitor_max_pending_connections_per_address,
+        )
+        return MonitorLimits(pending, settings.monitor_max_request_body)
+
+
+class MonitorConnection(HttpConnection):
+    """A connection on the monitoring port: HTTP only (no upgrade, no event stream), its bytes
+    are not client traffic, and its pending connections and bodies have their own bounds."""
+
+    __slots__ = ("_monitor_limits",)
     client_port: ClassVar[bool] = False
+
+    def __init__(self, ctx: ConnectionContext, handler: HttpHandler, limits: MonitorLimits) -> None:
+        super().__init__(ctx, handler)
+        self._monitor_limits = limits
+
+    def _pending_pool(self) -> PendingConnections:
+        return self._monitor_limits.pending
+
+    def _max_body(self) -> int:
+        return self._monitor_limits.max_body

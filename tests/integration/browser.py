@@ -308,9 +308,13 @@ def publish(
 def jolokia_disconnect(monitor_url: str, session: str) -> dict[str, Any]:
     """Close one session as an operator would (close code 4003)."""
     with httpx.Client(trust_env=False, timeout=DEFAULT_TIMEOUT) as http:
-        response = http.get(
-            f"{monitor_url}/jolokia/exec/pushgrid:type=Sessions/disconnect/{session}"
-        )
+        request = {
+            "type": "exec",
+            "mbean": "pushgrid:type=Sessions",
+            "operation": "disconnect",
+            "arguments": [session],
+        }
+        response = http.post(f"{monitor_url}/jolokia", json=request)
     answer: dict[str, Any] = response.json()
     assert answer.get("status") == 200, answer
     return answer

@@ -63,7 +63,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("DELETE", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
     ("GET", "/api/v1/members/{name}/sessions/{session_id}"): Role.OPERATOR,
 }
-PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/docs/oauth2-redirect", "/metrics"}
+PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/api/docs/assets/{name}", "/metrics"}
 
 
 def api_routes(app: FastAPI) -> Iterator[tuple[str, str, APIRoute]]:

@@ -132,6 +132,7 @@ RULES = (
         (
             "pushgrid.admin_api",
             "pushgrid.console.mount",
+            "pushgrid.console.security",
             "pushgrid.client",
             "pushgrid.metrics",
             "pushgrid.protocol",
@@ -142,9 +143,11 @@ RULES = (
             "pushgrid.server.core.throttle",
             "pushgrid.server.jmx.query",
             "pushgrid.server.periodic",
+            "pushgrid.server.redaction",
         ),
         "the admin API reads members over HTTP and the SQL store; of the server it shares settings,"
-        " CLI helpers and pure pieces (throttle, JMX query, periodic runner), never a live server",
+        " CLI helpers and pure pieces (throttle, JMX query, periodic runner, secret redaction),"
+        " never a live server; of the console its mount and the browser security headers",
     ),
 )
 

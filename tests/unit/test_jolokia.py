@@ -20,6 +20,7 @@ import pytest
 from pushgrid.server.monitoring.jolokia import (
     PROTOCOL_VERSION,
     JolokiaAgent,
+    JolokiaLimits,
     PathNotFound,
     content_type,
     convert_argument,
@@ -152,7 +153,11 @@ def fixture() -> Fixture:
 
 @pytest.fixture
 def agent(fixture: Fixture) -> JolokiaAgent:
-    return JolokiaAgent(fixture.registry, "pushgrid-test-1", "0.1.0", clock=lambda: NOW)
+    """An agent that also takes ``exec`` in the GET URL form (``get_refused`` empty), so the
+    URL form's parsing stays tested; the server's agent refuses it (test_get_exec_refused...)."""
+    return JolokiaAgent(
+        fixture.registry, "pushgrid-test-1", "0.1.0", clock=lambda: NOW, get_refused=frozenset()
+    )
 
 
 def decode(payload: bytes) -> Any:
@@ -601,7 +606,7 @@ def test_exec_on_pattern_or_unknown_mbean(agent: JolokiaAgent) -> None:
 
 
 def test_exec_can_be_forbidden(fixture: Fixture) -> None:
-    agent = JolokiaAgent(fixture.registry, "a", "1", allow_exec=False)
+    agent = JolokiaAgent(fixture.registry, "a", "1", allow_exec=False, get_refused=frozenset())
     answer = get(agent, "/exec/pushgrid:type=Sessions/disconnect/abc")
     assert answer["status"] == 403
     assert answer["error_type"] == "java.lang.SecurityException"
@@ -970,3 +975,88 @@ def test_navigate() -> None:
         navigate(data, ["a", "z"])
     with pytest.raises(PathNotFound):
         navigate(data, ["c", "-1"])
+
+
+# ------------------------------------------------------------------ bounds (issue 22 item 2)
+
+
+def bounded_agent(fixture: Fixture, **limits: int) -> JolokiaAgent:
+    """An agent as the server builds it: exec/write over GET refused, the given limits."""
+    return JolokiaAgent(
+        fixture.registry,
+        "pushgrid-test-1",
+        "0.1.0",
+        clock=lambda: NOW,
+        limits=JolokiaLimits(**limits),
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/exec/pushgrid:type=Sessions/disconnect/abc",
+        "/write/pushgrid:type=Server/Name/x",
+    ],
+)
+def test_get_exec_refused_by_default(fixture: Fixture, path: str) -> None:
+    agent = bounded_agent(fixture)
+    for status, payload in (
+        agent.handle_http("GET", path),
+        agent.handle_http("HEAD", path),
+        agent.handle_http("GET", "", f"p={path}"),
+    ):
+        assert status == 405
+        assert "need a POST" in decode(payload)["error"]
+    assert fixture.calls == [], "nothing ran"
+    status, payload = agent.handle_http(
+        "POST",
+        "",
+        "",
+        msgspec.json.encode(
+            {
+                "type": "exec",
+                "mbean": "pushgrid:type=Sessions",
+                "operation": "disconnect",
+                "arguments": ["abc"],
+            }
+        ),
+    )
+    assert (status, decode(payload)["value"]) == (200, True)
+
+
+def test_bulk_above_the_cap_is_one_jolokia_error(fixture: Fixture) -> None:
+    agent = bounded_agent(fixture, max_bulk_requests=3)
+    status, payload = agent.handle_post(msgspec.json.encode([{"type": "version"}] * 4))
+    answer = decode(payload)
+    assert status == 413
+    assert answer["status"] == 413
+    assert "4 requests: at most 3" in answer["error"]
+    status, payload = agent.handle_post(msgspec.json.encode([{"type": "version"}] * 3))
+    assert status == 200
+    assert [a["status"] for a in decode(payload)] == [200, 200, 200]
+
+
+def test_answer_cap_replaces_the_answers_past_it(fixture: Fixture) -> None:
+    size = len(bounded_agent(fixture).handle_post(b'{"type": "list"}')[1])
+    agent = bounded_agent(fixture, max_answer_bytes=2 * size + 10)
+    status, payload = agent.handle_post(msgspec.json.encode([{"type": "list"}] * 5))
+    answers = decode(payload)
+    assert status == 200
+    assert [a["status"] for a in answers] == [200, 200, 413, 413, 413]
+    assert "JolokiaMaxAnswerBytes" in answers[2]["error"]
+    assert answers[2]["request"] == {"type": "list"}
+    assert len(payload) < 2 * size + 10 + 3 * 1024
+    small = bounded_agent(fixture, max_answer_bytes=size - 1)
+    status, payload = small.handle_post(b'{"type": "list"}')
+    assert (status, decode(payload)["status"]) == (200, 413)
+
+
+def test_list_tree_built_once_per_registry_generation(fixture: Fixture) -> None:
+    agent = bounded_agent(fixture)
+    first = agent._list_tree()
+    assert agent._list_tree() is first, "the same tree, not rebuilt"
+    fixture.registry.register(MBean(ObjectName.of("pushgrid", type="Extra"), "extra", [], []))
+    second = agent._list_tree()
+    assert second is not first
+    assert "type=Extra" in second["pushgrid"]
+    assert value(post(agent, {"type": "list", "path": "pushgrid/type=Extra"}))["desc"] == "extra"

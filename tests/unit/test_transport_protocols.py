@@ -35,7 +35,11 @@ from pushgrid.server.transport.connection import Connection
 from pushgrid.server.transport.context import Batching, TransportLimits
 from pushgrid.server.transport.event_stream import SseConnection
 from pushgrid.server.transport.flusher import Flusher
-from pushgrid.server.transport.http_protocol import HttpConnection, MonitorConnection
+from pushgrid.server.transport.http_protocol import (
+    HttpConnection,
+    MonitorConnection,
+    MonitorLimits,
+)
 from pushgrid.server.transport.limits import PendingConnections, SecurityCounters
 from pushgrid.server.transport.states import ConnState
 from pushgrid.server.transport.websocket import WebSocketConnection
@@ -167,7 +171,11 @@ async def ctx() -> AsyncIterator[FakeContext]:
 def connect(
     ctx: FakeContext, cls: type[HttpConnection] = HttpConnection
 ) -> tuple[Any, FakeTransport]:
-    conn = cls(ctx, health)  # mypy checks FakeContext against ConnectionContext
+    if cls is MonitorConnection:
+        limits = MonitorLimits(PendingConnections(2, 2), 64 * 1024)
+        conn: HttpConnection = MonitorConnection(ctx, health, limits)
+    else:
+        conn = cls(ctx, health)  # mypy checks FakeContext against ConnectionContext
     transport = FakeTransport(conn)
     conn.connection_made(transport)  # type: ignore[arg-type]
     return conn, transport
