@@ -5,8 +5,10 @@ keeps answering its clients' pings but delivers nothing: its subscribers go stal
 signal. This module decides when that has lasted long enough to tell them (issue 23 item 2):
 
 - :func:`cluster_loss` reads one :class:`ClusterStatus`: why this member does not see its
-  cluster right now (no connection to its NATS node, fewer seed members heard than a quorum, no
-  stream leader with a quorum), or None.
+  cluster right now (no connection to its NATS node, fewer seed members heard than a quorum),
+  or None. A stream without a leader while the member hears a quorum of seeds is not a loss:
+  that is an election the whole cluster waits for (5-8 s), and sending clients to members that
+  wait just as well would only make them reconnect.
 - :class:`IsolationDetector` adds the member's own stream view (the last stream sequence it
   knows the stream holds, and the sequence it has delivered through): records the stream held
   ``timeout`` seconds ago and still not delivered mean this member is behind. A loss that lasts
@@ -50,7 +52,7 @@ def cluster_loss(status: ClusterStatus) -> str | None:
     up = sum(1 for m in seeds if m.state == "up")
     if seeds and up < status.quorum_size:
         return f"hears {up} of {len(seeds)} seed members, a quorum is {status.quorum_size}"
-    if not status.quorum:
+    if not seeds and not status.quorum:  # an external NATS cluster: no heartbeats of seeds
         return "no stream leader with a quorum of replicas"
     return None
 

@@ -14,9 +14,9 @@ messages within ``BOUND``. Now the member closes its sessions with 4007 after
 ``ClusterIsolationTimeout`` (2 s) beyond the 3.5 s its peers' heartbeats take to count as lost;
 the client reconnects at once to another member and recovers. The test prints its numbers
 (``nice -n 5 .venv/bin/pytest -s tests/integration/test_partition_failover.py``). Measured on a
-2-core machine shared with other work, three runs: the member told its subscriber 4.8-5.9 s
+2-core machine shared with other work, four runs: the member told its subscriber 4.8-5.9 s
 after the partition started; a follower's subscriber held every message acknowledged until
-then 4.9-5.6 s after the start (worst delivery lag 4.8-5.5 s); the leader's subscriber, whose
+then 4.9-5.9 s after the start (worst delivery lag 4.8-5.8 s); the leader's subscriber, whose
 cluster published nothing during the election, had a worst lag of 0.1 s. On the code before
 this change the subscriber had none of the 150-330 messages per subject acknowledged during
 the partition 30 s after it started, and the isolated member still upgraded (101).

@@ -42,7 +42,6 @@ def test_a_member_hearing_a_quorum_of_seeds_with_a_stream_leader_sees_its_cluste
     ("seen", "words"),
     [
         (status("up", "down", "down"), "hears 1 of 3 seed members"),
-        (status("up", "up", "up", quorum=False), "no stream leader"),
         (status("up", "up", "up", connected=False), "no connection to its NATS node"),
     ],
 )
@@ -50,6 +49,19 @@ def test_what_counts_as_a_lost_cluster(seen: ClusterStatus, words: str) -> None:
     loss = cluster_loss(seen)
     assert loss is not None
     assert words in loss
+
+
+def test_an_election_seen_with_a_quorum_of_seeds_is_not_a_loss() -> None:
+    """Every member waits for the new stream leader alike: no member is better to go to."""
+    assert cluster_loss(status("up", "up", "down", quorum=False)) is None
+
+
+def test_without_seed_members_a_stream_leader_with_a_quorum_decides() -> None:
+    external = replace(status("up"), members=(member(1, seed=False),), seeds=3, quorum_size=2)
+    assert cluster_loss(external) is None
+    loss = cluster_loss(replace(external, quorum=False))
+    assert loss is not None
+    assert "no stream leader" in loss
 
 
 def test_non_seed_members_do_not_count_towards_the_quorum() -> None:
