@@ -17,6 +17,7 @@ code     meaning                         client reaction
 4004     connection limit reached        another server, with backoff
 4005     too many invalid frames         stop: do not retry
 4006     token expired                   reconnect with backoff (with a fresh token)
+4007     member cut off from its cluster reconnect at once, to another server, recover
 none     network failure / no close      another server, with backoff
 other    unknown code                    reconnect with backoff
 =======  ==============================  =========================================
@@ -60,6 +61,7 @@ _RULES: dict[int, ReconnectRule] = {
     CloseCode.CONNECTION_LIMIT: OTHER_SERVER,
     CloseCode.TOO_MANY_ERRORS: STOP,
     CloseCode.TOKEN_EXPIRED: BACKOFF,
+    CloseCode.CLUSTER_ISOLATED: IMMEDIATE_OTHER,
     1006: OTHER_SERVER,  # abnormal closure: never on the wire, reported by the library
 }
 

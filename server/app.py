@@ -26,6 +26,7 @@ from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
 from pushgrid.server.framing.outframe import OutFrame
 
+from .cluster.isolation import Change, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
 from .config import ConfigError, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
@@ -54,6 +55,9 @@ from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
 
 log = logging.getLogger(__name__)
+
+_ISOLATION_CHECK_PERIOD = 0.25  # seconds between two looks at the cluster
+_ISOLATED_REASON = "this member lost its cluster: reconnect to another server, recover"
 
 
 def _addresses(servers: list[asyncio.Server]) -> list[str]:
@@ -194,6 +198,7 @@ class PushServer:
         self.tick: float = 0.0
         self.stopping = False
         self._member_states: dict[str, str] | None = None  # _watch_members' last look
+        self.isolation_detector = IsolationDetector(settings.cluster_isolation_timeout)
         self.flusher: Flusher
         self._servers: list[asyncio.Server] = []
         self._monitor_servers: list[asyncio.Server] = []
@@ -237,6 +242,8 @@ class PushServer:
             [f"http://{a}" for a in self.monitor_addresses()],
         )
         self.track(loop.create_task(self._ticker()))
+        if self.settings.cluster_isolation_timeout > 0:
+            self.track(loop.create_task(self._watch_cluster()))
         log.info(
             "pushgrid %s listening on %s (engine %s); monitoring on %s",
             __version__,
@@ -361,6 +368,39 @@ class PushServer:
         archive = self.sampler.read_model.archive
         state = ArchiveState(archive.enabled, archive.last_write, archive.last_error)
         return assessed(status, state, time.time(), self.stopping)
+
+    def isolation(self) -> str | None:
+        """Why this member refuses new sessions (it does not see its cluster), or None. An
+        isolated member looks again first, so it accepts as soon as it sees its cluster."""
+        if self.isolation_detector.isolated:
+            self._observe_cluster()
+        return self.isolation_detector.reason
+
+    def _observe_cluster(self) -> None:
+        status = self.engine.cluster_status()
+        loss = cluster_loss(status) if status is not None else None
+        change = self.isolation_detector.observe(
+            time.monotonic(), loss, self.engine.stream_progress()
+        )
+        if change is Change.ISOLATED:
+            sessions = [c for c in self.connections if c.session is not None]
+            log.warning(
+                "cut off from the cluster for %g s (%s): closing %d sessions with %d,"
+                " refusing new ones",
+                self.isolation_detector.timeout,
+                self.isolation_detector.reason,
+                len(sessions),
+                CloseCode.CLUSTER_ISOLATED,
+            )
+            for connection in sessions:
+                connection.close(CloseCode.CLUSTER_ISOLATED, _ISOLATED_REASON)
+        elif change is Change.REJOINED:
+            log.warning("sees its cluster again: accepting sessions")
+
+    async def _watch_cluster(self) -> None:
+        while True:
+            await asyncio.sleep(_ISOLATION_CHECK_PERIOD)
+            self._observe_cluster()
 
     def uptime(self) -> float:
         return round(time.time() - self.started_at, 3)

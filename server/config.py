@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     # --- end of the cluster bus keys ---
     cluster_data_dir: Path = Field(default=Path("data/cluster"), alias="ClusterDataDir")
     cluster_publish_timeout: float = Field(default=15.0, gt=0, alias="ClusterPublishTimeout")
+    # seconds a Guaranteed member may not see its cluster before it closes its clients with
+    # 4007 and refuses new ones (server/cluster/isolation.py); 0 never does
+    cluster_isolation_timeout: float = Field(default=2.0, ge=0, alias="ClusterIsolationTimeout")
     # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement) or an
     # interval ("2m", "10s", "100ms"; nats-server's own default is 2m). docs/cluster.md
     cluster_sync_interval: str = Field(

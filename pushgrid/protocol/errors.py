@@ -48,6 +48,9 @@ class CloseCode(IntEnum):
     CONNECTION_LIMIT = 4004  # server at MaxConnections: reconnect to another server, backoff
     TOO_MANY_ERRORS = 4005  # the client kept sending invalid frames: fix the client
     TOKEN_EXPIRED = 4006  # the token's exp passed without a refresh: get a new token, reconnect
+    # the member lost its cluster for ClusterIsolationTimeout (a partition): its subscriptions
+    # get nothing; reconnect to another server at once, then recover (docs/protocol.md 8.2)
+    CLUSTER_ISOLATED = 4007
 
 
 __all__ = [

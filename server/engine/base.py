@@ -17,6 +17,7 @@ from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Message, MessageKind, Position, QoS
 from pushgrid.server.framing.outframe import SETS, OutFrame
 
+from ..cluster.isolation import Progress
 from ..cluster.status import ClusterStatus
 
 
@@ -208,6 +209,11 @@ class Engine(abc.ABC):
 
     def cluster_status(self) -> ClusterStatus | None:
         """What this node sees of its cluster; None for a standalone engine."""
+        return None
+
+    def stream_progress(self) -> Progress | None:
+        """The cluster stream's last sequence this node knows of and the one it has delivered
+        through (server/cluster/isolation.py); None without a stream."""
         return None
 
 

@@ -50,6 +50,7 @@ from nats.js.api import DiscardPolicy, RePublish, StorageType, StreamConfig, Str
 
 from pushgrid.protocol.frames import Position
 
+from ..cluster.isolation import Progress
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus, ReplicaView
 from .base import (
@@ -680,6 +681,11 @@ class JetStreamEngine(Engine):
 
     def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
         self.link.advertise(client_urls, monitor_urls)
+
+    def stream_progress(self) -> Progress | None:
+        if self._info is None:
+            return None
+        return Progress(self._info.state.last_seq, self._delivered)
 
     def cluster_status(self) -> ClusterStatus:
         cluster = self._info.cluster if self._info is not None else None

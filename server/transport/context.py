@@ -89,6 +89,9 @@ class ConnectionContext(Protocol):
     @property
     def stopping(self) -> bool: ...
 
+    def isolation(self) -> str | None:
+        """Why this member refuses new sessions (cut off from its cluster), or None."""
+
     @property
     def counters(self) -> Counters: ...
 

@@ -59,6 +59,8 @@ class HttpServices(Protocol):
 
     def cluster_status(self) -> ClusterStatus: ...
 
+    def isolation(self) -> str | None: ...
+
     def may_publish(self, host: str) -> bool: ...
 
     def count_published(self, subject: str) -> None:
@@ -113,6 +115,17 @@ def problem(status: int, code: str, detail: str) -> Response:
     return Response(
         status, _json.encode(body), [("content-type", "application/problem+json"), *CORS]
     )
+
+
+def isolated_problem(reason: str) -> Response:
+    """The answer to a WebSocket upgrade or an event stream while this member does not see its
+    cluster (server/cluster/isolation.py): its subscriptions would get nothing."""
+    response = problem(
+        503,
+        "cluster_isolated",
+        f"this member does not see its cluster ({reason}): connect to another server",
+    )
+    return Response(503, response.body, [*response.headers, ("retry-after", "5")])
 
 
 def _header(request: h11.Request, name: bytes) -> str | None:
@@ -310,6 +323,15 @@ async def _events(
     return SseRequest(items, _token(request, query), positions)
 
 
+async def _events_unless_isolated(
+    app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
+) -> Response | SseRequest:
+    reason = app.isolation()
+    if reason is not None:
+        return isolated_problem(reason)
+    return await _events(app, request, query, body, remote)
+
+
 @functools.cache
 def _client_file(name: str) -> bytes | None:
     """A file of the browser client (``pushgrid.client/js``), read once per process."""
@@ -342,7 +364,7 @@ _ROUTES: dict[str, tuple[str, Route]] = {
     "/health": ("GET", _health),
     "/snapshot": ("GET", _snapshot),
     "/publish": ("POST", _publish),
-    "/events": ("GET", _events),
+    "/events": ("GET", _events_unless_isolated),
     "/pushgrid.js": ("GET", _static("pushgrid.js", "text/javascript; charset=utf-8")),
     "/demo": ("GET", _static("demo.html", "text/html; charset=utf-8")),
 }

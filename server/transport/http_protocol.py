@@ -199,6 +199,9 @@ class HttpConnection(Connection):
         upgrade = http.is_websocket_upgrade(headers)
         self._upgrade_headers = headers if upgrade else None
         refusal = self._head_refusal(event, headers, upgrade)
+        if refusal is None and upgrade and self.client_port:
+            reason = self.ctx.isolation()
+            refusal = http.isolated_problem(reason) if reason is not None else None
         if refusal is None:
             return True
         self.ctx.security.http_refused_total += 1
@@ -343,6 +346,8 @@ class HttpConnection(Connection):
         head = parse_upgrade_head(data, limits.max_http_headers, limits.max_http_header_size)
         if head is None or not http.is_websocket_upgrade(head.headers):
             return False
+        if self.ctx.isolation() is not None:
+            return False  # h11's path answers 503
         try:
             accepted = handshake.accept(b"GET", head.headers)
         except handshake.HandshakeError:

@@ -174,7 +174,8 @@ def test_backoff_delays_agree(page):
 
 
 def test_close_code_rules_agree(page):
-    codes = [None, 1000, 1001, 1002, 1005, 1006, 1009, 1011, 4001, 4002, 4003, 4004, 4005, 4999]
+    codes = [None, 1000, 1001, 1002, 1005, 1006, 1009, 1011, 4001, 4002, 4003, 4004, 4005]
+    codes += [4007, 4999]
     js = page.js(
         "return arguments[0].map((c) => { const r = Pushgrid.ruleForClose(c);"
         " return [r.retry, r.immediate, r.avoidServer]; })",

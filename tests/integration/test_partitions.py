@@ -49,7 +49,10 @@ def cluster(tmp_path: Path) -> Iterator[NetnsCluster]:
     if reason is not None:
         pytest.skip(f"partition test skipped: {reason}")
     net = Network(3).create()
-    nodes = NetnsCluster(tmp_path, net, ClusterPublishTimeout=20)
+    # The readers are plain connections that must stay on their member through the partitions
+    # (this test watches each member's own delivery): an isolated member must not send them
+    # elsewhere (ClusterIsolationTimeout; test_partition_failover.py tests that part).
+    nodes = NetnsCluster(tmp_path, net, ClusterPublishTimeout=20, ClusterIsolationTimeout=0)
     try:
         nodes.start()
         yield nodes

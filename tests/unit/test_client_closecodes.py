@@ -12,8 +12,9 @@ def test_do_not_retry(code: int) -> None:
     assert not rule_for_close(code).retry
 
 
-def test_going_away_reconnects_at_once_elsewhere() -> None:
-    rule = rule_for_close(1001)
+@pytest.mark.parametrize("code", [1001, 4007])
+def test_going_away_and_cluster_isolated_reconnect_at_once_elsewhere(code: int) -> None:
+    rule = rule_for_close(code)
     assert rule.retry
     assert rule.immediate
     assert rule.avoid_server

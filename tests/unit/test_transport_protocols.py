@@ -116,6 +116,7 @@ class FakeContext:
         self.batching = Batching.from_settings(conf)
         self.tick = 100.0
         self.stopping = False
+        self.isolated: str | None = None
         self.counters = Counters()
         self.security = SecurityCounters()
         self.pending = PendingConnections(
@@ -133,6 +134,9 @@ class FakeContext:
         if not isinstance(task, asyncio.Task):
             task = asyncio.get_running_loop().create_task(task)
         self.tasks.append(task)
+
+    def isolation(self) -> str | None:
+        return self.isolated
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
         self.tokens.append(token)
@@ -284,6 +288,26 @@ async def test_upgrade_by_post_is_405(ctx: FakeContext) -> None:
     ((status, _, _),) = responses(transport.take())
     assert status == 405
     assert state_of(conn) is ConnState.CLOSING
+
+
+async def test_an_upgrade_to_a_member_cut_off_from_its_cluster_is_503(ctx: FakeContext) -> None:
+    """Both upgrade paths (a whole head in one read, and h11's for a head in pieces)."""
+    ctx.isolated = "hears 1 of 3 seed members"
+    for pieces in ([UPGRADE], [UPGRADE[:20], UPGRADE[20:]]):
+        conn, transport = connect(ctx)
+        for piece in pieces:
+            conn.data_received(piece)
+        ((status, headers, body),) = responses(transport.take())
+        assert status == 503
+        assert headers["retry-after"] == "5"
+        problem = json.loads(body)
+        assert problem["code"] == "cluster_isolated"
+        assert "hears 1 of 3 seed members" in problem["detail"]
+        assert state_of(conn) is ConnState.CLOSING
+        transport.lose()
+    assert ctx.counters.sessions == 0
+    ctx.isolated = None  # it sees its cluster again
+    await upgraded(ctx)
 
 
 async def test_garbage_is_400_and_closes(ctx: FakeContext) -> None:
