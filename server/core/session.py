@@ -11,6 +11,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+import msgspec
+
 from pushgrid.protocol.codec import Limits, decode_client_frame
 from pushgrid.protocol.errors import (
     CloseCode,
@@ -249,7 +251,9 @@ class Session:
                 )
             )
             return
-        request = PublishRequest(op.subject, op.content, op.fields, op.retained, op.qos)
+        request = PublishRequest(
+            op.subject, op.content, op.fields, op.retained, op.qos, op.message_id
+        )
         try:
             published = await self.hub.engine.publish(request)
         except EngineUnavailable as exc:
@@ -265,6 +269,7 @@ class Session:
                 id=op.id,
                 epoch=published.epoch,
                 seq=published.seq,
+                duplicate=True if published.duplicate else msgspec.UNSET,
             )
         )
 
