@@ -50,13 +50,22 @@ class PublishStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class PublishResult:
-    """The answer to one publish. ``epoch`` / ``seq`` are set when ``result`` is OK."""
+    """The answer to one publish. ``epoch`` / ``seq`` are set when ``result`` is OK.
+
+    ``msg_id`` is the publish's idempotency key: publishing again with it within the server's
+    ``PublishDedupWindow`` stores the message at most once, and an OK answer to such a repeat
+    has ``duplicate`` set with the original's ``epoch`` / ``seq``. ``outcome_unknown``: the
+    request was sent and no answer came (it may have been stored): retry with ``msg_id``.
+    """
 
     result: PublishStatus
     subject: str
     epoch: str | None = None
     seq: int | None = None
     reason: str | None = None
+    msg_id: str | None = None
+    duplicate: bool = False
+    outcome_unknown: bool = False
 
     @property
     def ok(self) -> bool:
