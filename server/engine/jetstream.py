@@ -849,6 +849,10 @@ class JetStreamEngine(Engine):
             with contextlib.suppress(Exception):
                 await replies.unsubscribe()
 
+    def sweep(self) -> None:
+        """Forget the msg_ids older than the dedup window (called periodically)."""
+        self._dedup.expire(self._now_ms())
+
     # -- monitoring -------------------------------------------------------------------------
 
     def stats(self) -> EngineStats:
