@@ -424,15 +424,28 @@ class JetStreamEngine(Engine):
             try:
                 start = await self._first_in_window()
                 while start is not None and start <= through:
-                    batch = await self._direct_batch(start, _BATCH)
-                    for stored in batch:
-                        if stored.stream_seq <= through:
-                            self._note_ids(stored.subject, stored.record)
-                    start = batch[-1].stream_seq + 1 if len(batch) == _BATCH else None
+                    start = await self._load_ids_from(start, through)
                 return
             except EngineUnavailable as exc:
                 log.debug("reading recent msg_ids: %s", exc)
                 await asyncio.sleep(_backoff(attempt))
+
+    async def _load_ids_from(self, start: int, through: int) -> int | None:
+        """Note the msg_ids of a batch of records from ``start``; where to go on (None: done).
+        This member's replica answers first; past its end (it may be catching up) the next
+        record comes from the stream leader, as in :meth:`_fill`."""
+        batch = await self._direct_batch(start, _BATCH)
+        for stored in batch:
+            if stored.stream_seq <= through:
+                self._note_ids(stored.subject, stored.record)
+        if len(batch) == _BATCH or (batch and batch[-1].stream_seq >= through):
+            return batch[-1].stream_seq + 1
+        after = batch[-1].stream_seq + 1 if batch else start
+        leader = await self._leader_next(after, GUARANTEED_PREFIX + ">")
+        if leader is None or leader.stream_seq > through:
+            return None
+        self._note_ids(leader.subject, leader.record)
+        return leader.stream_seq + 1
 
     async def _first_in_window(self) -> int | None:
         """The stream sequence of the first record stored within the dedup window, if any."""

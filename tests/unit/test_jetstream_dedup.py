@@ -77,3 +77,18 @@ async def test_a_member_behind_the_chain_waits_for_it_before_storing(
         assert (await other.position(SUBJECT))[1] == 7
     finally:
         await other.close()
+
+
+async def test_a_member_started_later_reads_every_record_of_the_window(
+    first: JetStreamEngine, nats_url: str
+) -> None:
+    for n in range(300):  # more records than one batched read returns
+        await first.publish(PublishRequest(SUBJECT if n % 2 else "/Orders/US/1", "x", {}))
+    stored = await batch(first, ["a", "b"])  # the last record holds "b" among others
+    later = member(nats_url, "b")
+    await later.start(lambda message: None)
+    try:
+        (retry,) = await batch(later, ["b"])
+        assert (retry.seq, retry.duplicate) == (stored[1].seq, True)
+    finally:
+        await later.close()
