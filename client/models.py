@@ -72,14 +72,20 @@ class PublishResult:
         return self.result is PublishStatus.OK
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict: result, subject, epoch, seq, reason."""
-        return {
+        """A JSON-ready dict: result, subject, epoch, seq, reason, msg_id (when known), and
+        duplicate (only when true)."""
+        out: dict[str, object] = {
             "result": self.result.value,
             "subject": self.subject,
             "epoch": self.epoch,
             "seq": self.seq,
             "reason": self.reason,
         }
+        if self.msg_id is not None:
+            out["msg_id"] = self.msg_id
+        if self.duplicate:
+            out["duplicate"] = True
+        return out
 
 
 class Status(StrEnum):
