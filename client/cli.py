@@ -74,8 +74,12 @@ def publish_command(
     qos: QoS = "guaranteed",
     retained: bool = True,
     timeout: float = 10.0,
+    msg_id: str | None = None,
 ) -> int:
-    """Publish one message and print the result as JSON. Returns 0 on ``ok``, 1 otherwise."""
+    """Publish one message and print the result as JSON. Returns 0 on ``ok``, 1 otherwise.
+
+    ``msg_id``: the idempotency key (generated when None); publishing again with the one
+    printed stores the message at most once (docs/protocol.md 5.3.1)."""
     try:
         parsed = parse_fields(fields)
         client = PushgridClient(server, token, backoff=CLI_BACKOFF)
@@ -87,7 +91,7 @@ def publish_command(
         await client.connect(wait=False)
         try:
             result = await client.publish(
-                subject, content, parsed, retained=retained, qos=qos, timeout=timeout
+                subject, content, parsed, retained=retained, qos=qos, timeout=timeout, msg_id=msg_id
             )
         finally:
             await client.close()
@@ -240,13 +244,21 @@ def publish(
         bool, typer.Option("--retained/--not-retained", help="Whether it becomes the snapshot.")
     ] = True,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 10.0,
+    msg_id: Annotated[
+        str | None,
+        typer.Option(
+            "--msg-id", help="Idempotency key (default: a new one); retry with the printed one."
+        ),
+    ] = None,
 ) -> None:
     """Publish one message and print the result as JSON (exit 0 on ok, 1 otherwise)."""
     if qos not in ("guaranteed", "standard"):
         _error(f"--qos must be 'guaranteed' or 'standard', got {qos!r}")
         raise typer.Exit(1)
     qos_value: QoS = "standard" if qos == "standard" else "guaranteed"
-    code = publish_command(subject, content, field, server, token, qos_value, retained, timeout)
+    code = publish_command(
+        subject, content, field, server, token, qos_value, retained, timeout, msg_id
+    )
     raise typer.Exit(code)
 
 

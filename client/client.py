@@ -35,6 +35,7 @@ import contextlib
 import inspect
 import logging
 import random
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Literal, TypeVar
@@ -44,7 +45,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from pushgrid.protocol.exceptions import ClientError
-from pushgrid.protocol.frames import Position, TokenResult, Welcome
+from pushgrid.protocol.frames import Position, TokenResult, Welcome, msg_id_error
 
 from .backoff import Backoff, BackoffPolicy
 from .closecodes import BACKOFF
@@ -306,30 +307,39 @@ class PushgridClient:
         retained: bool = True,
         qos: QoS = "guaranteed",
         timeout: float = 10.0,  # noqa: ASYNC109 - also bounds waiting for a connection
+        msg_id: str | None = None,
     ) -> PublishResult:
         """Publish one message and return the server's answer within ``timeout`` seconds.
 
-        While disconnected, waits for a connection until the timeout. Returns TOO_LARGE without
-        sending when content + fields exceed the server's ``max_message_size``; FAILED on
-        timeout, on a lost connection, or once the client is closed. Raises ValueError for an
-        invalid subject, qos or fields.
+        While disconnected, waits for a connection until the timeout. Every publish carries an
+        idempotency key, ``msg_id`` (generated when not given; 1 to 128 visible ASCII
+        characters): when the connection is lost after the publish was sent, it is sent again
+        with the same ``msg_id`` on the next connection, and the server stores it at most once
+        (an OK answer to a repeat has ``duplicate`` set and the original's epoch and seq). To
+        retry yourself after FAILED, publish again with ``result.msg_id``.
+
+        Returns TOO_LARGE without sending when content + fields exceed the server's
+        ``max_message_size``; FAILED on timeout or once the client is closed. Raises
+        ValueError for an invalid subject, qos, fields or msg_id.
         """
         frame_fields = _publish_fields(subject, qos, fields)
+        key = _publish_msg_id(msg_id)
         sent: list[int] = []  # the request ids of the tries that reached the socket
         try:
             async with asyncio.timeout(timeout):
                 result = None
                 while result is None:
                     result = await self._publish_once(
-                        sent, subject, content, frame_fields, retained, qos
+                        sent, subject, content, frame_fields, retained, qos, key
                     )
-                return result if result.subject else replace(result, subject=subject)
+                return replace(result, subject=result.subject or subject, msg_id=key)
         except TimeoutError:
             if not sent:
                 failure = self._protocol.last_failure
                 last = f" (last failure: {failure})" if failure else ""
-                return _failed(subject, f"not connected within {timeout:g} s{last}")
-            return _failed(subject, f"no answer within {timeout:g} s")
+                return _failed(subject, f"not connected within {timeout:g} s{last}", key)
+            unknown = _failed(subject, f"no answer within {timeout:g} s", key)
+            return replace(unknown, outcome_unknown=True)
         finally:
             for request_id in sent:
                 self._pending.pop(request_id, None)
@@ -361,8 +371,10 @@ class PushgridClient:
         fields: dict[str, str],
         retained: bool,
         qos: QoS,
+        msg_id: str,
     ) -> PublishResult | None:
-        """One try: wait for a connection, send, wait for the answer. None: not sent, retry."""
+        """One try: wait for a connection, send, wait for the answer. None: retry (not sent,
+        or sent and the connection was lost before the answer: the same msg_id goes again)."""
         await self._ready.wait()
         if self._stopped or self._closing:
             return _failed(subject, "the client is closed")
@@ -370,7 +382,7 @@ class PushgridClient:
         if ws is None or self._protocol.state is not State.OPEN:  # between a loss and a welcome
             self._ready.clear()
             return None
-        request = self._protocol.publish_request(subject, content, fields, retained, qos)
+        request = self._protocol.publish_request(subject, content, fields, retained, qos, msg_id)
         if isinstance(request, PublishResult):
             return request
         request_id, frame = request
@@ -385,7 +397,10 @@ class PushgridClient:
                 self._ready.clear()
             return None
         sent.append(request_id)
-        return await future
+        result = await future
+        if result.outcome_unknown and not (self._stopped or self._closing):
+            return None  # the connection was lost: resend with the same msg_id
+        return result
 
     # --- connection loop ------------------------------------------------------------------------
 
@@ -606,8 +621,18 @@ def _publish_fields(subject: str, qos: str, fields: dict[str, str] | None) -> di
     return frame_fields
 
 
-def _failed(subject: str, reason: str) -> PublishResult:
-    return PublishResult(PublishStatus.FAILED, subject, reason=reason)
+def _publish_msg_id(msg_id: str | None) -> str:
+    """The publish's idempotency key: ``msg_id`` when valid (else ValueError), or a new one."""
+    if msg_id is None:
+        return secrets.token_urlsafe(16)
+    invalid = msg_id_error(msg_id)
+    if invalid is not None:
+        raise ValueError(invalid)
+    return msg_id
+
+
+def _failed(subject: str, reason: str, msg_id: str | None = None) -> PublishResult:
+    return PublishResult(PublishStatus.FAILED, subject, reason=reason, msg_id=msg_id)
 
 
 def _describe(exc: BaseException) -> str:

@@ -50,27 +50,42 @@ class PublishStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class PublishResult:
-    """The answer to one publish. ``epoch`` / ``seq`` are set when ``result`` is OK."""
+    """The answer to one publish. ``epoch`` / ``seq`` are set when ``result`` is OK.
+
+    ``msg_id`` is the publish's idempotency key: publishing again with it within the server's
+    ``PublishDedupWindow`` stores the message at most once, and an OK answer to such a repeat
+    has ``duplicate`` set with the original's ``epoch`` / ``seq``. ``outcome_unknown``: the
+    request was sent and no answer came (it may have been stored): retry with ``msg_id``.
+    """
 
     result: PublishStatus
     subject: str
     epoch: str | None = None
     seq: int | None = None
     reason: str | None = None
+    msg_id: str | None = None
+    duplicate: bool = False
+    outcome_unknown: bool = False
 
     @property
     def ok(self) -> bool:
         return self.result is PublishStatus.OK
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict: result, subject, epoch, seq, reason."""
-        return {
+        """A JSON-ready dict: result, subject, epoch, seq, reason, msg_id (when known), and
+        duplicate (only when true)."""
+        out: dict[str, object] = {
             "result": self.result.value,
             "subject": self.subject,
             "epoch": self.epoch,
             "seq": self.seq,
             "reason": self.reason,
         }
+        if self.msg_id is not None:
+            out["msg_id"] = self.msg_id
+        if self.duplicate:
+            out["duplicate"] = True
+        return out
 
 
 class Status(StrEnum):

@@ -334,7 +334,7 @@ class ClientProtocol:
     def _drop_requests(self, reason: str) -> list[ClientAction]:
         """Answer every open publish ``failed`` and every token request ``denied``."""
         failed: list[ClientAction] = [
-            Answer(i, PublishResult(PublishStatus.FAILED, "", reason=reason))
+            Answer(i, PublishResult(PublishStatus.FAILED, "", reason=reason, outcome_unknown=True))
             for i in sorted(self._publishes)
         ]
         failed += [
@@ -408,13 +408,22 @@ class ClientProtocol:
         return self._subscribe_frames(items)
 
     def publish_request(
-        self, subject: str, content: str, fields: dict[str, str], retained: bool, qos: QoS
+        self,
+        subject: str,
+        content: str,
+        fields: dict[str, str],
+        retained: bool,
+        qos: QoS,
+        msg_id: str | None = None,
     ) -> tuple[int, Publish] | PublishResult:
-        """A publish frame and its request id, or TOO_LARGE without sending. Only when OPEN."""
+        """A publish frame and its request id, or TOO_LARGE without sending. Only when OPEN.
+
+        ``msg_id``: the idempotency key (the same on every retry of one publish)."""
         if self.state is not State.OPEN:
             raise StateError(f"cannot publish in state {self.state}")
         request_id = next(self._ids)
-        frame = Publish(subject, content, fields, retained, qos, request_id)
+        key = msgspec.UNSET if msg_id is None else msg_id
+        frame = Publish(subject, content, fields, retained, qos, request_id, key)
         limit = self.welcome.max_message_size if self.welcome is not None else None
         size = publish_size(frame)
         if limit is not None and size > limit:
@@ -651,7 +660,12 @@ def _refused_event(server: ServerAddress, ended: Ended) -> StatusEvent:
 
 def _publish_result(frame: PublishResultFrame) -> PublishResult:
     return PublishResult(
-        PublishStatus(frame.result), frame.subject, frame.epoch, frame.seq, frame.reason
+        PublishStatus(frame.result),
+        frame.subject,
+        frame.epoch,
+        frame.seq,
+        frame.reason,
+        duplicate=frame.duplicate is True,
     )
 
 

@@ -119,6 +119,10 @@ class Settings(BaseSettings):
         default=1000, ge=0, alias="MaxCachedMessagesPerSubject"
     )
     cache_expire_time: float = Field(default=180.0, gt=0, alias="CacheExpireTime")
+    # a publish's msg_id is stored once within this window (0: no deduplication), at most
+    # PublishDedupMaxKeys remembered per member (docs/protocol.md 5.3)
+    publish_dedup_window: float = Field(default=120.0, ge=0, alias="PublishDedupWindow")
+    publish_dedup_max_keys: int = Field(default=100_000, ge=0, alias="PublishDedupMaxKeys")
     max_message_size: int = Field(default=64 * 1024, ge=1, alias="MaxMessageSize")
     max_subscriptions_per_connection: int = Field(
         default=10_000, ge=1, alias="MaxSubscriptionsPerConnection"

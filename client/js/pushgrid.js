@@ -470,8 +470,31 @@
     status, server: null, subject: null, detail: null, closeCode: null, closeReason: null, retryIn: null, ...fields,
   });
   const publishResult = (result, subject, fields = {}) => Object.freeze({
-    result, subject, epoch: null, seq: null, reason: null, ...fields, ok: result === PublishStatus.OK,
+    result, subject, epoch: null, seq: null, reason: null, msgId: null, duplicate: false, outcomeUnknown: false,
+    ...fields, ok: result === PublishStatus.OK,
   });
+
+  // A publish's idempotency key (docs/protocol.md 5.3): 1 to 128 visible ASCII characters.
+  const MSG_ID = /^[\x21-\x7e]*$/;
+  /** Why `msgId` is not a valid msg_id, or null (the server's rule, pushgrid/protocol/frames.py). */
+  const msgIdError = (msgId) => {
+    if (typeof msgId !== "string") return "'msg_id' must be a string";
+    if (msgId.length < 1 || msgId.length > 128) {
+      return `'msg_id' must hold 1 to 128 characters, got ${msgId.length}`;
+    }
+    return MSG_ID.test(msgId) ? null : "'msg_id' may hold only visible ASCII characters (0x21-0x7E)";
+  };
+  const checkMsgId = (msgId) => {
+    const error = msgIdError(msgId);
+    if (error) throw new Error(error);
+    return msgId;
+  };
+  const newMsgId = () => {
+    const bytes = new Uint8Array(16);
+    if (globalThis.crypto && globalThis.crypto.getRandomValues) globalThis.crypto.getRandomValues(bytes);
+    else for (let i = 0; i < bytes.length; i += 1) bytes[i] = Math.floor(Math.random() * 256);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  };
   const ERROR_RESULTS = { message_too_large: PublishStatus.TOO_LARGE, denied: PublishStatus.DENIED };
   const HTTP_RESULTS = { 403: PublishStatus.DENIED, 413: PublishStatus.TOO_LARGE };
 
@@ -654,13 +677,18 @@
     }
 
     /**
-     * Publish one message; resolves to {result, subject, epoch, seq, reason, ok} within `timeout`
-     * seconds. While disconnected (WebSocket) it waits for a connection until the timeout; over
-     * SSE it POSTs to /publish. TOO_LARGE without sending when content + fields exceed the
-     * server's max_message_size; FAILED on timeout, lost connection or once closed. Throws for an
-     * invalid subject, content, fields or qos.
+     * Publish one message; resolves to {result, subject, epoch, seq, reason, msgId, duplicate,
+     * ok} within `timeout` seconds. While disconnected (WebSocket) it waits for a connection
+     * until the timeout; over SSE it POSTs to /publish. Every publish carries an idempotency key,
+     * `msgId` (generated unless given; 1 to 128 visible ASCII characters): after a connection
+     * lost before the answer it is sent again with the same `msgId` on the next connection, and
+     * the server stores it at most once (an ok answer to a repeat has `duplicate: true` and the
+     * original's epoch and seq). To retry yourself after FAILED, publish again with
+     * `{msgId: result.msgId}`. TOO_LARGE without sending when content + fields exceed the
+     * server's max_message_size; FAILED on timeout or once closed. Throws for an invalid
+     * subject, content, fields, qos or msgId.
      */
-    publish(subject, content, { fields = {}, retained = true, qos = "guaranteed", timeout = 10 } = {}) {
+    publish(subject, content, { fields = {}, retained = true, qos = "guaranteed", timeout = 10, msgId = null } = {}) {
       checkSubject(subject);
       if (typeof content !== "string") throw new Error("content must be a string");
       if (qos !== "standard" && qos !== "guaranteed") {
@@ -670,7 +698,8 @@
       for (const [name, value] of Object.entries(frameFields)) {
         if (typeof value !== "string") throw new Error(`field ${JSON.stringify(name)}: values must be strings`);
       }
-      const message = { subject, content, fields: frameFields, retained: Boolean(retained), qos };
+      const msg_id = msgId == null ? newMsgId() : checkMsgId(msgId);
+      const message = { subject, content, fields: frameFields, retained: Boolean(retained), qos, msg_id };
       return this._publish(message, timeout);
     }
 
@@ -1022,7 +1051,10 @@
         case "publish_result":
           return this._resolve(frame.id, publishResult(
             Object.values(PublishStatus).includes(frame.result) ? frame.result : PublishStatus.FAILED,
-            frame.subject, { epoch: frame.epoch ?? null, seq: frame.seq ?? null, reason: frame.reason ?? null }));
+            frame.subject, {
+              epoch: frame.epoch ?? null, seq: frame.seq ?? null, reason: frame.reason ?? null,
+              duplicate: frame.duplicate === true,
+            }));
         case "error": return this._handleError(conn, frame);
         case "closing": // SSE: the close code a WebSocket would get; the stream ends next
           if (conn.kind !== "sse") return undefined;
@@ -1123,7 +1155,9 @@
     async _publish(message, timeout) {
       const { subject } = message;
       const deadline = now() + timeout;
-      const failed = (reason) => publishResult(PublishStatus.FAILED, subject, { reason });
+      const failed = (reason, extra = {}) => publishResult(PublishStatus.FAILED, subject, {
+        reason, msgId: message.msg_id, ...extra,
+      });
       while (true) {
         if (this._stopped || this._closing) return failed("the client is closed");
         if (this._sseMode()) return this._publishHttp(message, deadline);
@@ -1151,9 +1185,12 @@
         const result = await Promise.race([answer, expiry]);
         clearTimeout(timer);
         this._pending.delete(id);
-        if (result === null) return failed(`no answer within ${timeout} s`);
-        if (result.subject) return result;
-        return publishResult(result.result, subject, { epoch: result.epoch, seq: result.seq, reason: result.reason });
+        if (result === null) return failed(`no answer within ${timeout} s`, { outcomeUnknown: true });
+        if (result.outcomeUnknown && !(this._stopped || this._closing)) continue; // same msg_id again
+        return publishResult(result.result, result.subject || subject, {
+          epoch: result.epoch, seq: result.seq, reason: result.reason, duplicate: result.duplicate,
+          msgId: message.msg_id, outcomeUnknown: result.outcomeUnknown,
+        });
       }
     }
 
@@ -1177,7 +1214,9 @@
       if (this._token) headers.authorization = `Bearer ${this._token}`;
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), Math.max(0, deadline - now()) * 1000);
-      const failed = (reason) => publishResult(PublishStatus.FAILED, message.subject, { reason });
+      const failed = (reason) => publishResult(PublishStatus.FAILED, message.subject, {
+        reason, msgId: message.msg_id, outcomeUnknown: true,
+      });
       try {
         const response = await fetch(server.httpUrl("/publish"), {
           method: "POST", headers, body: JSON.stringify(message), signal: abort.signal, cache: "no-store",
@@ -1187,11 +1226,13 @@
           body = await response.json();
         } catch (err) { /* not JSON: keep the status alone */ }
         if (response.ok && body.result === "ok") {
-          return publishResult(PublishStatus.OK, message.subject, { epoch: body.epoch, seq: body.seq });
+          return publishResult(PublishStatus.OK, message.subject, {
+            epoch: body.epoch, seq: body.seq, duplicate: body.duplicate === true, msgId: message.msg_id,
+          });
         }
         const result = HTTP_RESULTS[response.status] || PublishStatus.FAILED;
         const reason = body.code ? `${body.code}: ${body.detail || body.title || ""}` : `HTTP ${response.status}`;
-        return publishResult(result, message.subject, { reason });
+        return publishResult(result, message.subject, { reason, msgId: message.msg_id });
       } catch (err) {
         return failed(abort.signal.aborted ? "no answer in time" : `cannot reach ${server}: ${describe(err)}`);
       } finally {
@@ -1232,7 +1273,7 @@
     _failPending(reason) {
       const pending = Array.from(this._pending.values());
       this._pending.clear();
-      pending.forEach((resolve) => resolve(publishResult(PublishStatus.FAILED, "", { reason })));
+      pending.forEach((resolve) => resolve(publishResult(PublishStatus.FAILED, "", { reason, outcomeUnknown: true })));
     }
 
     _stop(event) {
@@ -1275,6 +1316,6 @@
   return {
     VERSION, PushgridClient, ConnectFailed, Status, MessageType, PublishStatus,
     ServerAddress, ServerPool, parseServer, parseServers, Backoff, backoffPolicy, DEFAULT_BACKOFF,
-    ruleForClose, RecoveryTracker, subjectError,
+    ruleForClose, RecoveryTracker, subjectError, msgIdError,
   };
 });

@@ -17,6 +17,7 @@ from .frames import (
     ServerFrame,
     Subscribe,
     Unsubscribe,
+    msg_id_error,
 )
 from .subjects import validate_subject
 
@@ -87,36 +88,47 @@ def _decode_json_object(data: bytes | str) -> dict[str, Any]:
 
 def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
     if isinstance(frame, Publish):
-        validate_subject(frame.subject, request_id)
-        size = publish_size(frame)
-        if size > limits.max_message_size:
-            raise RemoteProtocolError(
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"message of {size} bytes exceeds MaxMessageSize {limits.max_message_size}",
-                request_id,
-                frame.subject,
-            )
+        _check_publish(frame, limits, request_id)
     elif isinstance(frame, Subscribe | Unsubscribe):
-        count = len(frame.subjects)
-        if count == 0 or count > limits.max_subjects_per_request:
-            raise RemoteProtocolError(
-                ErrorCode.INVALID_FRAME,
-                f"{frame.__struct_config__.tag}: 'subjects' must hold 1 to "
-                f"{limits.max_subjects_per_request} entries, got {count}",
-                request_id,
-            )
-        if isinstance(frame, Subscribe):
-            for item in frame.subjects:
-                if not 0 <= item.history <= limits.max_history:
-                    raise RemoteProtocolError(
-                        ErrorCode.INVALID_FRAME,
-                        f"subscribe: 'history' must be 0 to {limits.max_history}",
-                        request_id,
-                    )
-                if item.conflation < 0:
-                    raise RemoteProtocolError(
-                        ErrorCode.INVALID_FRAME, "subscribe: 'conflation' must be >= 0", request_id
-                    )
+        _check_subjects(frame, limits, request_id)
+
+
+def _check_publish(frame: Publish, limits: Limits, request_id: int | None) -> None:
+    validate_subject(frame.subject, request_id)
+    invalid = msg_id_error(frame.msg_id) if isinstance(frame.msg_id, str) else None
+    if invalid is not None:
+        raise RemoteProtocolError(ErrorCode.INVALID_FRAME, f"publish: {invalid}", request_id)
+    size = publish_size(frame)
+    if size > limits.max_message_size:
+        raise RemoteProtocolError(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"message of {size} bytes exceeds MaxMessageSize {limits.max_message_size}",
+            request_id,
+            frame.subject,
+        )
+
+
+def _check_subjects(frame: Subscribe | Unsubscribe, limits: Limits, request_id: int | None) -> None:
+    count = len(frame.subjects)
+    if count == 0 or count > limits.max_subjects_per_request:
+        raise RemoteProtocolError(
+            ErrorCode.INVALID_FRAME,
+            f"{frame.__struct_config__.tag}: 'subjects' must hold 1 to "
+            f"{limits.max_subjects_per_request} entries, got {count}",
+            request_id,
+        )
+    if isinstance(frame, Subscribe):
+        for item in frame.subjects:
+            if not 0 <= item.history <= limits.max_history:
+                raise RemoteProtocolError(
+                    ErrorCode.INVALID_FRAME,
+                    f"subscribe: 'history' must be 0 to {limits.max_history}",
+                    request_id,
+                )
+            if item.conflation < 0:
+                raise RemoteProtocolError(
+                    ErrorCode.INVALID_FRAME, "subscribe: 'conflation' must be >= 0", request_id
+                )
 
 
 def message_size(content: str, fields: Mapping[str, str]) -> int:

@@ -19,6 +19,21 @@ PublishResultCode = Literal["ok", "denied", "failed", "too_large", "rate_limited
 MAX_SAFE_INTEGER = 2**53 - 1
 RequestId = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
+# A publish's idempotency key (``msg_id``): chosen by the client, 1 to MSG_ID_MAX_LENGTH visible
+# ASCII characters (0x21-0x7E). The server stores a message once per (subject, msg_id) within
+# PublishDedupWindow seconds and answers a repeat with the original (epoch, seq).
+MSG_ID_MAX_LENGTH = 128
+MSG_ID_CHARACTERS = "visible ASCII characters (0x21-0x7E)"
+
+
+def msg_id_error(value: str) -> str | None:
+    """Why ``value`` is not a valid ``msg_id``, or None when it is."""
+    if not 1 <= len(value) <= MSG_ID_MAX_LENGTH:
+        return f"'msg_id' must hold 1 to {MSG_ID_MAX_LENGTH} characters, got {len(value)}"
+    if not all("!" <= char <= "~" for char in value):
+        return f"'msg_id' may hold only {MSG_ID_CHARACTERS}"
+    return None
+
 
 # --- client -> server -------------------------------------------------------------------------
 
@@ -64,6 +79,12 @@ class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True):
     retained: bool = True
     qos: QoS = "guaranteed"
     id: RequestId | None = None
+    # the idempotency key; absent (UNSET) is not encoded, so frames without it keep their bytes
+    msg_id: str | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def message_id(self) -> str | None:
+        return None if isinstance(self.msg_id, msgspec.UnsetType) else self.msg_id
 
 
 class Ping(msgspec.Struct, tag_field="op", tag="ping", frozen=True):
@@ -131,6 +152,8 @@ class PublishResult(msgspec.Struct, tag_field="type", tag="publish_result"):
     seq: int | None = None
     code: str | None = None
     reason: str | None = None
+    # true on the answer to a repeated msg_id (the original's epoch and seq); absent otherwise
+    duplicate: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class TokenResult(msgspec.Struct, tag_field="type", tag="token_result"):

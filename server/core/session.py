@@ -11,6 +11,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+import msgspec
+
 from pushgrid.protocol.codec import Limits, decode_client_frame
 from pushgrid.protocol.errors import (
     CloseCode,
@@ -249,7 +251,9 @@ class Session:
                 )
             )
             return
-        request = PublishRequest(op.subject, op.content, op.fields, op.retained, op.qos)
+        request = PublishRequest(
+            op.subject, op.content, op.fields, op.retained, op.qos, op.message_id
+        )
         try:
             published = await self.hub.engine.publish(request)
         except EngineUnavailable as exc:
@@ -257,7 +261,8 @@ class Session:
             self.send(PublishResult(result="failed", subject=op.subject, id=op.id, reason=str(exc)))
             return
         self.messages_in += 1
-        self.hub.count_published(op.subject)
+        if not published.duplicate:  # a retry's original was counted when it came in
+            self.hub.count_published(op.subject)
         self.send(
             PublishResult(
                 result="ok",
@@ -265,6 +270,7 @@ class Session:
                 id=op.id,
                 epoch=published.epoch,
                 seq=published.seq,
+                duplicate=True if published.duplicate else msgspec.UNSET,
             )
         )
 

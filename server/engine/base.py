@@ -30,6 +30,7 @@ class PublishRequest:
     fields: dict[str, str]
     retained: bool = True
     qos: QoS = "guaranteed"
+    msg_id: str | None = None  # the client's idempotency key (guarantee 7)
 
 
 @dataclass(slots=True)
@@ -51,6 +52,8 @@ class Published:
     seq: int
     ts: int
     _update: OutFrame | None = field(default=None, repr=False, compare=False)
+    #: True on the answer to a repeated msg_id: the original's epoch, seq and ts (guarantee 7)
+    duplicate: bool = field(default=False, compare=False)
 
     def to_message(self, kind: MessageKind) -> Message:
         return Message(
@@ -163,6 +166,12 @@ class Engine(abc.ABC):
     5. **Snapshot** is the merge of all retained messages of the subject (spec 4.1.2), with the
        position of the last guaranteed message at the time it was read.
     6. **History** returns up to ``limit`` most recent cached guaranteed messages, oldest first.
+    7. **A message id is stored once.** A publish whose request carries a ``msg_id`` already
+       accepted for the same subject less than the dedup window ago (``PublishDedupWindow``)
+       is neither numbered, cached, put in the snapshot nor delivered again: :meth:`publish`
+       returns the original's epoch, seq and ts with ``duplicate`` set. The memory and
+       Guaranteed engines hold this whoever retries (in a Guaranteed cluster through any
+       member); a Standard cluster holds it per member (docs/cluster.md).
     """
 
     name: str = "engine"

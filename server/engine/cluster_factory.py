@@ -57,6 +57,8 @@ def build_cluster_engine(settings: Settings) -> Engine:
             link,
             max_cached=settings.max_cached_messages_per_subject,
             expire_seconds=settings.cache_expire_time,
+            dedup_window=settings.publish_dedup_window,
+            dedup_max_keys=settings.publish_dedup_max_keys,
         )
     replicas = settings.cluster_stream_replicas or (
         len(topology.seeds) if topology is not None else 3
@@ -67,4 +69,6 @@ def build_cluster_engine(settings: Settings) -> Engine:
         max_cached=settings.max_cached_messages_per_subject,
         expire_seconds=settings.cache_expire_time,
         publish_timeout=settings.cluster_publish_timeout,
+        dedup_window=settings.publish_dedup_window,
+        dedup_max_keys=settings.publish_dedup_max_keys,
     )

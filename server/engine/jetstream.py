@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import datetime
 import hashlib
 import json
 import logging
@@ -46,7 +47,14 @@ import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import DiscardPolicy, RePublish, StorageType, StreamConfig, StreamInfo
+from nats.js.api import (
+    DiscardPolicy,
+    PubAck,
+    RePublish,
+    StorageType,
+    StreamConfig,
+    StreamInfo,
+)
 
 from pushgrid.protocol.frames import Position
 
@@ -63,6 +71,7 @@ from .base import (
     Recovery,
     Snapshot,
 )
+from .dedup import DedupTable, Original, duplicate_of
 from .nats_wire import (
     GUARANTEED_PREFIX,
     REPUBLISH_PREFIX,
@@ -128,6 +137,8 @@ class JetStreamEngine(Engine):
         expire_seconds: float = 180.0,
         publish_timeout: float = 15.0,
         clock: Callable[[], float] = time.time,
+        dedup_window: float = 120.0,
+        dedup_max_keys: int = 100_000,
     ) -> None:
         self.link = link
         self.stream = stream
@@ -153,6 +164,12 @@ class JetStreamEngine(Engine):
         self._member_tag = secrets.token_hex(4)
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
+        self._dedup = DedupTable(dedup_window, dedup_max_keys)
+        # subject -> stream seq through which this member knows the subject's msg_ids from
+        # records it stored itself (delivered records: through ``_delivered``)
+        self._chain: dict[str, int] = {}
+        self._ids_loader: asyncio.Task[None] | None = None
+        self._in_flight: dict[tuple[str, str], asyncio.Future[Published]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -182,7 +199,9 @@ class JetStreamEngine(Engine):
             max_msgs_per_subject=max(1, self._max_cached),
             discard=DiscardPolicy.OLD,
             allow_direct=True,
-            duplicate_window=120.0,
+            # the engine's own retries (same Msg-Id) need ~ClusterPublishTimeout; clients'
+            # msg_ids PublishDedupWindow (guarantee 7)
+            duplicate_window=max(120.0, self._dedup.window_ms / 1000),
             republish=RePublish(src=GUARANTEED_PREFIX + ">", dest=REPUBLISH_PREFIX + ">"),
         )
         js = self.link.nc.jsm()
@@ -202,6 +221,9 @@ class JetStreamEngine(Engine):
                 await asyncio.sleep(0.5)
         # Records stored before this member started are history (recovery), not live messages.
         self._delivered = max(self._delivered, info.state.last_seq)
+        if self._ids_loader is None and self._dedup.window_ms > 0:
+            loader = asyncio.get_running_loop().create_task(self._load_ids(self._delivered))
+            self._ids_loader = loader
         self._adopt(info)
         if info.config.max_msgs_per_subject != max(1, self._max_cached):
             log.warning(
@@ -221,6 +243,8 @@ class JetStreamEngine(Engine):
             return
         self._closed = True
         self._deliver = None
+        if self._ids_loader is not None:
+            self._ids_loader.cancel()
         for task in [*self._tasks, *self._drains]:
             task.cancel()
         for _, waiter in self._waiters:
@@ -242,7 +266,24 @@ class JetStreamEngine(Engine):
             drain = asyncio.get_running_loop().create_task(self._drain(request.subject, queue))
             self._drains.add(drain)
             drain.add_done_callback(self._drains.discard)
+        if request.msg_id is not None:
+            return await self._publish_once(request, queue)
         done: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
+        queue.append((request, done))
+        return await done
+
+    async def _publish_once(self, request: PublishRequest, queue: list[_Queued]) -> Published:
+        """A publish with a msg_id already on its way here waits for it and answers its
+        position (guarantee 7 inside one batch); otherwise it is queued like any other."""
+        assert request.msg_id is not None
+        key = (request.subject, request.msg_id)
+        earlier = self._in_flight.get(key)
+        if earlier is not None:
+            first = await asyncio.shield(earlier)
+            return duplicate_of(request, Original(first.epoch, first.seq, first.ts))
+        done: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = done
+        done.add_done_callback(lambda _: self._in_flight.pop(key, None))
         queue.append((request, done))
         return await done
 
@@ -269,32 +310,23 @@ class JetStreamEngine(Engine):
     async def _store(self, subject: str, requests: list[PublishRequest]) -> list[Published]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._publish_timeout
-        self._msg_ids += 1
-        msg_id = f"{self._member_tag}-{self._msg_ids}"
+        msg_id = self._record_msg_id(subject, requests)
         head: Head | None = self._heads.get(subject)
         fresh = head is not None  # else: read it first (directly from any replica)
         from_leader = False
         attempt = 0
-        record, expected = self._next(head, requests)
+        plan: _Plan | None = None
         while True:
             attempt += 1
             try:
                 if not fresh:
                     head = await self._read_head(subject, direct=not from_leader)
-                    record, expected = self._next(head, requests)
-                    fresh = True
-                ack = await self.link.nc.jetstream().publish(
-                    GUARANTEED_PREFIX + subject_token(subject),
-                    encode_record(record),
-                    timeout=min(
-                        _ATTEMPT_TIMEOUTS[min(attempt, len(_ATTEMPT_TIMEOUTS)) - 1],
-                        max(0.1, deadline - loop.time()),
-                    ),
-                    headers={
-                        "Nats-Msg-Id": msg_id,
-                        "Nats-Expected-Last-Subject-Sequence": str(expected),
-                    },
-                )
+                    fresh, plan = True, None
+                if plan is None:  # built once per head, so a retry resends the same record
+                    plan = await self._plan(subject, head, requests)
+                if plan.record is None:
+                    return plan.answers([])
+                ack = await self._send(subject, plan, msg_id, attempt, deadline - loop.time())
             except nats.js.errors.APIError as exc:
                 if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last" in str(exc).lower():
                     # Another member's record got in first: nothing of ours was stored
@@ -310,8 +342,170 @@ class JetStreamEngine(Engine):
                 await asyncio.sleep(_backoff(attempt))
                 continue
             self._quorum = True
-            self._remember(subject, Head(ack.seq, record))
-            return record.messages(subject)
+            if ack.duplicate and msg_id.startswith(_CLIENT_MSG_ID):
+                # a retry of a client's publish stored earlier (through any member)
+                return [await self._original_at(subject, ack.seq, requests[0])]
+            self._stored_own(subject, plan, ack.seq)
+            return plan.answers(plan.record.messages(subject))
+
+    async def _send(
+        self, subject: str, plan: _Plan, msg_id: str, attempt: int, left: float
+    ) -> PubAck:
+        assert plan.record is not None
+        return await self.link.nc.jetstream().publish(
+            GUARANTEED_PREFIX + subject_token(subject),
+            encode_record(plan.record),
+            timeout=min(
+                _ATTEMPT_TIMEOUTS[min(attempt, len(_ATTEMPT_TIMEOUTS)) - 1], max(0.1, left)
+            ),
+            headers={
+                "Nats-Msg-Id": msg_id,
+                "Nats-Expected-Last-Subject-Sequence": str(plan.expected),
+            },
+        )
+
+    def _record_msg_id(self, subject: str, requests: list[PublishRequest]) -> str:
+        """The record's ``Nats-Msg-Id``: a client's publish alone in its record gets one derived
+        from its msg_id, so JetStream (whose duplicate window is stream-wide) answers its retry
+        through any member as a duplicate; otherwise one of this member's own, reused by its
+        own retries of the record."""
+        if len(requests) == 1 and requests[0].msg_id is not None and self._dedup.window_ms > 0:
+            return client_msg_id(subject, requests[0].msg_id)
+        self._msg_ids += 1
+        return f"{self._member_tag}-{self._msg_ids}"
+
+    async def _plan(self, subject: str, head: Head | None, requests: list[PublishRequest]) -> _Plan:
+        """The record to store on top of ``head``. Requests whose msg_id the subject's chain
+        already holds (up to ``head``: this member waits until it knows every record of the
+        subject through it) are answered with the original and left out. The store is
+        conditional on ``head``, so no record with that msg_id can get in between."""
+        if all(request.msg_id is None for request in requests):
+            record, expected = self._next(head, requests)
+            return _Plan(record, expected, [None] * len(requests))
+        await self._ids_known_through(subject, head)
+        now = self._now_ms()
+        originals: list[Published | None] = []
+        for request in requests:
+            original = None
+            if request.msg_id is not None:
+                found = self._dedup.get(subject, request.msg_id, now)
+                original = duplicate_of(request, found) if found is not None else None
+            originals.append(original)
+        fresh = [r for r, o in zip(requests, originals, strict=True) if o is None]
+        if not fresh:
+            return _Plan(None, 0, originals)
+        record, expected = self._next(head, fresh)
+        return _Plan(record, expected, originals)
+
+    async def _ids_known_through(self, subject: str, head: Head | None) -> None:
+        """Wait until this member's dedup table holds the msg_ids of every record of
+        ``subject`` through ``head``: those delivered, those it stored itself, those it read
+        from the stream when it started."""
+        await self._ids_loaded()
+        if head is None or self._ids_known(subject, head.stream_seq):
+            return
+        await self._caught_up(head.stream_seq)
+
+    async def _ids_loaded(self) -> None:
+        """Wait until the msg_ids stored before this member started are known."""
+        loader = self._ids_loader
+        if loader is None or loader.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(loader), _READ_TIMEOUT)
+        except TimeoutError:
+            raise EngineUnavailable("still reading the recent msg_ids from the stream") from None
+
+    async def _load_ids(self, through: int) -> None:
+        """Read the msg_ids of the records stored within the dedup window before this member
+        started (through stream sequence ``through``), retrying until it has them all."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                start = await self._first_in_window()
+                while start is not None and start <= through:
+                    start = await self._load_ids_from(start, through)
+                return
+            except EngineUnavailable as exc:
+                log.debug("reading recent msg_ids: %s", exc)
+                await asyncio.sleep(_backoff(attempt))
+
+    async def _load_ids_from(self, start: int, through: int) -> int | None:
+        """Note the msg_ids of a batch of records from ``start``; where to go on (None: done).
+        This member's replica answers first; past its end (it may be catching up) the next
+        record comes from the stream leader, as in :meth:`_fill`."""
+        batch = await self._direct_batch(start, _BATCH)
+        for stored in batch:
+            if stored.stream_seq <= through:
+                self._note_ids(stored.subject, stored.record)
+        if len(batch) == _BATCH or (batch and batch[-1].stream_seq >= through):
+            return batch[-1].stream_seq + 1
+        after = batch[-1].stream_seq + 1 if batch else start
+        leader = await self._leader_next(after, GUARANTEED_PREFIX + ">")
+        if leader is None or leader.stream_seq > through:
+            return None
+        self._note_ids(leader.subject, leader.record)
+        return leader.stream_seq + 1
+
+    async def _first_in_window(self) -> int | None:
+        """The stream sequence of the first record stored within the dedup window, if any."""
+        since = (self._now_ms() - self._dedup.window_ms) / 1000
+        start_time = datetime.datetime.fromtimestamp(since, datetime.UTC).isoformat()
+        try:
+            reply = await self.link.nc.request(
+                f"$JS.API.DIRECT.GET.{self.stream}",
+                json.dumps({"start_time": start_time.replace("+00:00", "Z")}).encode(),
+                timeout=_READ_TIMEOUT,
+            )
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"cannot read the stream: {exc}") from exc
+        headers = reply.headers or {}
+        if headers.get("Status") == "404":
+            return None
+        try:
+            return int(headers["Nats-Sequence"])
+        except (KeyError, ValueError) as exc:
+            raise EngineUnavailable(f"the stream answered {headers}") from exc
+
+    def _ids_known(self, subject: str, stream_seq: int) -> bool:
+        return stream_seq <= self._delivered or stream_seq <= self._chain.get(subject, 0)
+
+    def _stored_own(self, subject: str, plan: _Plan, stream_seq: int) -> None:
+        """This member's record is stored at ``stream_seq``: on top of ``plan.expected``, with
+        nothing of the subject in between, so the subject's known ids run through it when
+        they ran through ``plan.expected``."""
+        assert plan.record is not None
+        if self._ids_known(subject, plan.expected):
+            self._chain[subject] = max(self._chain.get(subject, 0), stream_seq)
+        self._note_ids(subject, plan.record)
+        self._remember(subject, Head(stream_seq, plan.record))
+
+    def _note_ids(self, subject: str, record: Record) -> None:
+        now = self._now_ms()
+        for item in record.i:
+            if item.m is not None:
+                self._dedup.add(subject, item.m, Original(record.e, item.s, item.t), now)
+
+    async def _original_at(
+        self, subject: str, stream_seq: int, request: PublishRequest
+    ) -> Published:
+        """The answer to a publish JetStream found a duplicate of: the record at
+        ``stream_seq`` holds the original (read from the stream leader)."""
+        assert request.msg_id is not None
+        try:
+            raw = await self.link.nc.jsm().get_msg(self.stream, seq=stream_seq, direct=False)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"cannot read the original message: {exc}") from exc
+        if raw.data is not None:
+            record = decode_record(raw.data)
+            self._note_ids(subject, record)
+        found = self._dedup.get(subject, request.msg_id, self._now_ms())
+        if found is None:
+            raise EngineUnavailable(
+                "stored earlier with this msg_id, but its record is gone from the stream"
+            )
+        return duplicate_of(request, found)
 
     def _next(self, head: Head | None, requests: list[PublishRequest]) -> tuple[Record, int]:
         # A subject's numbering starts once, in the stream's epoch: its last record is never
@@ -419,6 +613,7 @@ class JetStreamEngine(Engine):
         )
 
     def _handle(self, stored: StoredRecord) -> None:
+        self._note_ids(stored.subject, stored.record)
         self._remember(stored.subject, Head(stored.stream_seq, stored.record))
         if self._deliver is not None:
             for message in stored.record.messages(stored.subject):
@@ -668,6 +863,10 @@ class JetStreamEngine(Engine):
             with contextlib.suppress(Exception):
                 await replies.unsubscribe()
 
+    def sweep(self) -> None:
+        """Forget the msg_ids older than the dedup window (called periodically)."""
+        self._dedup.expire(self._now_ms())
+
     # -- monitoring -------------------------------------------------------------------------
 
     def stats(self) -> EngineStats:
@@ -736,6 +935,30 @@ def _stored(headers: dict[str, str], data: bytes) -> StoredRecord:
 
 
 _Queued = tuple[PublishRequest, "asyncio.Future[Published]"]
+_CLIENT_MSG_ID = "pg-"
+
+
+def client_msg_id(subject: str, msg_id: str) -> str:
+    """The ``Nats-Msg-Id`` of a client's publish stored alone: the same on every member."""
+    digest = hashlib.sha256(f"{subject}\0{msg_id}".encode("utf-8", "surrogatepass"))
+    return _CLIENT_MSG_ID + digest.hexdigest()[:40]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one store sends: ``record`` (None: every request is a duplicate) on top of the
+    subject's record ``expected``; ``originals`` answers the duplicates, in request order."""
+
+    record: Record | None
+    expected: int
+    originals: list[Published | None]
+
+    def answers(self, stored: list[Published]) -> list[Published]:
+        """One answer per request: its original, else the next stored message."""
+        fresh = iter(stored)
+        return [o if o is not None else next(fresh) for o in self.originals]
+
+
 _BATCH_MESSAGES = 256
 _BATCH_BYTES = 256 * 1024
 

@@ -25,6 +25,7 @@ from .base import (
     Recovery,
     Snapshot,
 )
+from .dedup import DedupTable, Original, duplicate_of
 
 
 @dataclass(slots=True)
@@ -51,6 +52,8 @@ class MemoryEngine(Engine):
         expire_seconds: float = 180.0,
         clock: Callable[[], float] = time.time,
         epoch: str | None = None,
+        dedup_window: float = 120.0,
+        dedup_max_keys: int = 100_000,
     ) -> None:
         self._max_cached = max_cached
         self._expire_ms = int(expire_seconds * 1000)
@@ -60,6 +63,7 @@ class MemoryEngine(Engine):
         self._deliver: Deliver | None = None
         self._cached_messages = 0
         self._cached_bytes = 0
+        self._dedup = DedupTable(dedup_window, dedup_max_keys)
 
     async def start(self, deliver: Deliver) -> None:
         self._deliver = deliver
@@ -72,10 +76,14 @@ class MemoryEngine(Engine):
 
     def publish_now(self, request: PublishRequest) -> Published:
         """Synchronous publish: the memory engine never waits."""
+        now = self._now_ms()
+        if request.msg_id is not None:
+            original = self._dedup.get(request.subject, request.msg_id, now)
+            if original is not None:
+                return duplicate_of(request, original)
         state = self._subjects.get(request.subject)
         if state is None:
             state = self._subjects[request.subject] = _Subject()
-        now = self._now_ms()
         if request.qos == "guaranteed":
             state.seq += 1
         message = Published(
@@ -95,6 +103,10 @@ class MemoryEngine(Engine):
             state.snapshot_qos = request.qos
         if request.qos == "guaranteed":
             self._cache(state, message, now)
+        if request.msg_id is not None:
+            self._dedup.add(
+                request.subject, request.msg_id, Original(self.epoch, state.seq, now), now
+            )
         if self._deliver is not None:
             self._deliver(message)
         return message
@@ -128,6 +140,7 @@ class MemoryEngine(Engine):
         now = self._now_ms()
         for state in self._subjects.values():
             self._expire(state, now)
+        self._dedup.expire(now)
 
     async def snapshot(self, subject: str) -> Snapshot | None:
         state = self._subjects.get(subject)

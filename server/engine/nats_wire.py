@@ -45,6 +45,7 @@ class Item(msgspec.Struct, frozen=True, omit_defaults=True):
     f: dict[str, str] = {}  # fields
     r: bool = True  # retained
     q: QoS = "guaranteed"
+    m: str | None = None  # the publisher's msg_id (guarantee 7); absent when it gave none
 
     def published(self, subject: str, epoch: str) -> Published:
         return Published(
@@ -116,7 +117,17 @@ def next_record(
     for request in requests:
         if request.qos == "guaranteed":
             seq += 1
-        items.append(Item(request.content, seq, ts, request.fields, request.retained, request.qos))
+        items.append(
+            Item(
+                request.content,
+                seq,
+                ts,
+                request.fields,
+                request.retained,
+                request.qos,
+                request.msg_id,
+            )
+        )
         if request.retained:
             snap_content = request.content
             snap_fields.update(request.fields)

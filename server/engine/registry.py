@@ -16,6 +16,8 @@ def _memory(settings: Settings) -> Engine:
     return MemoryEngine(
         max_cached=settings.max_cached_messages_per_subject,
         expire_seconds=settings.cache_expire_time,
+        dedup_window=settings.publish_dedup_window,
+        dedup_max_keys=settings.publish_dedup_max_keys,
     )
 
 

@@ -49,6 +49,7 @@ class _Wire(msgspec.Struct, frozen=True, array_like=True):
     fields: dict[str, str]
     retained: bool
     qos: QoS
+    msg_id: str | None = None  # the publisher's idempotency key: every member drops a repeat
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -66,9 +67,17 @@ class StandardClusterEngine(Engine):
         max_cached: int = 1000,
         expire_seconds: float = 180.0,
         clock: Callable[[], float] = time.time,
+        dedup_window: float = 120.0,
+        dedup_max_keys: int = 100_000,
     ) -> None:
         self.link = link
-        self.local = MemoryEngine(max_cached=max_cached, expire_seconds=expire_seconds, clock=clock)
+        self.local = MemoryEngine(
+            max_cached=max_cached,
+            expire_seconds=expire_seconds,
+            clock=clock,
+            dedup_window=dedup_window,
+            dedup_max_keys=dedup_max_keys,
+        )
         self._tag = secrets.token_hex(4)
         self._numbers = itertools.count(1)
         self._echoes: dict[str, asyncio.Future[Published]] = {}
@@ -95,7 +104,9 @@ class StandardClusterEngine(Engine):
         origin = f"{self._tag}-{next(self._numbers)}"
         echo: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
         self._echoes[origin] = echo
-        wire = _Wire(origin, request.content, request.fields, request.retained, request.qos)
+        wire = _Wire(
+            origin, request.content, request.fields, request.retained, request.qos, request.msg_id
+        )
         try:
             await self.link.nc.publish(
                 STANDARD_PREFIX + subject_token(request.subject), _encoder.encode(wire)
@@ -114,7 +125,7 @@ class StandardClusterEngine(Engine):
             log.warning("ignored a malformed message on %s", msg.subject)
             return
         published = self.local.publish_now(
-            PublishRequest(subject, wire.content, wire.fields, wire.retained, wire.qos)
+            PublishRequest(subject, wire.content, wire.fields, wire.retained, wire.qos, wire.msg_id)
         )
         echo = self._echoes.get(wire.origin)
         if echo is not None and not echo.done():

@@ -21,7 +21,7 @@ from pushgrid import __version__
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import publish_size
 from pushgrid.protocol.errors import ErrorCode
-from pushgrid.protocol.frames import Position, Publish, SubscribeItem
+from pushgrid.protocol.frames import Position, Publish, SubscribeItem, msg_id_error
 from pushgrid.protocol.subjects import subject_problem
 
 from ..cluster.status import ClusterStatus
@@ -212,6 +212,20 @@ class _HttpPublish(msgspec.Struct, frozen=True):
     fields: dict[str, str] = msgspec.field(default_factory=dict)
     retained: bool = True
     qos: str = "guaranteed"
+    msg_id: str | None = None  # the idempotency key (docs/protocol.md 5.3)
+
+
+def _body_problem(data: _HttpPublish) -> Response | None:
+    """What is wrong with a decoded publish body, as the answer; None when nothing is."""
+    if data.qos not in ("standard", "guaranteed"):
+        return problem(400, ErrorCode.INVALID_FRAME, "qos must be 'standard' or 'guaranteed'")
+    invalid = subject_problem(data.subject)
+    if invalid is not None:
+        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
+    invalid = msg_id_error(data.msg_id) if data.msg_id is not None else None
+    if invalid is not None:
+        return problem(400, ErrorCode.INVALID_FRAME, invalid)
+    return None
 
 
 async def _publish(
@@ -221,11 +235,9 @@ async def _publish(
         data = msgspec.json.decode(body, type=_HttpPublish)
     except msgspec.DecodeError as exc:
         return problem(400, ErrorCode.INVALID_FRAME, f"body: {exc}")
-    if data.qos not in ("standard", "guaranteed"):
-        return problem(400, ErrorCode.INVALID_FRAME, "qos must be 'standard' or 'guaranteed'")
-    invalid = subject_problem(data.subject)
-    if invalid is not None:
-        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
+    invalid_body = _body_problem(data)
+    if invalid_body is not None:
+        return invalid_body
     op = Publish(data.subject, data.content, data.fields, data.retained)
     size = publish_size(op)
     if size > app.settings.max_message_size:
@@ -243,13 +255,18 @@ async def _publish(
         data.fields,
         data.retained,
         "standard" if data.qos == "standard" else "guaranteed",
+        data.msg_id,
     )
     try:
         published = await app.engine.publish(publish_request)
     except EngineUnavailable as exc:
         return problem(503, "engine_unavailable", str(exc))
-    app.count_published(data.subject)
-    return json_response(200, {"result": "ok", "epoch": published.epoch, "seq": published.seq})
+    answer: dict[str, object] = {"result": "ok", "epoch": published.epoch, "seq": published.seq}
+    if published.duplicate:
+        answer["duplicate"] = True  # already counted when the original came in
+    else:
+        app.count_published(data.subject)
+    return json_response(200, answer)
 
 
 _REFUSAL_STATUS = {

@@ -253,6 +253,43 @@ def test_close_codes_1001_reconnects_at_once_and_4005_stops(server, browser, fak
     assert not browser.console_errors()
 
 
+def test_a_publish_lost_with_its_connection_is_resent_with_the_same_msg_id(server, browser, fake):
+    async def script(conn: Conn, index: int) -> None:
+        await conn.send(welcome())
+        publish = await conn.recv("publish")
+        if index == 0:  # stored, perhaps; the answer never leaves
+            await conn.ws.close(1011, "crashed")
+            return
+        await conn.send(
+            {
+                "type": "publish_result",
+                "result": "ok",
+                "subject": S,
+                "id": publish["id"],
+                "epoch": EPOCH,
+                "seq": 5,
+                "code": None,
+                "reason": None,
+                "duplicate": True,
+            }
+        )
+        await conn.drain()
+
+    srv = fake(script)
+    open_page(browser, server, srv)
+    result = browser.driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "window.pgDemo.client.publish(arguments[0], 'x').then(done);",
+        S,
+    )
+    assert (result["result"], result["seq"], result["duplicate"]) == ("ok", 5, True)
+    sent = [[f for f in log if f.get("op") == "publish"] for log in srv.connections]
+    (first,), (second,) = sent
+    assert first["msg_id"] == second["msg_id"] == result["msgId"]
+    assert len(first["msg_id"]) == 32
+    assert not browser.console_errors()
+
+
 def test_a_first_frame_other_than_welcome_is_refused(server, browser, fake):
     async def script(conn: Conn, index: int) -> None:
         if index == 0:

@@ -18,7 +18,7 @@ from pushgrid.client.backoff import Backoff, BackoffPolicy
 from pushgrid.client.closecodes import rule_for_close
 from pushgrid.client.recovery import RecoveryTracker
 from pushgrid.client.servers import parse_server
-from pushgrid.protocol.frames import Message, Subscribed
+from pushgrid.protocol.frames import Message, Subscribed, msg_id_error
 from pushgrid.protocol.subjects import subject_error
 
 from .browser import Browser, missing
@@ -131,6 +131,14 @@ SUBJECTS = [
 def test_subject_validation_agrees(page):
     js = page.js("return arguments[0].map((s) => Pushgrid.subjectError(s))", SUBJECTS)
     assert js == [subject_error(s) for s in SUBJECTS]
+
+
+MSG_IDS = ["k", "order-17", "~" * 128, "x" * 129, "", "a b", "é", "a\u200bb", "tab\t", "😀"]
+
+
+def test_msg_id_validation_agrees(page):
+    js = page.js("return arguments[0].map((s) => Pushgrid.msgIdError(s))", MSG_IDS)
+    assert js == [msg_id_error(s) for s in MSG_IDS]
 
 
 class ListRandom(random.Random):

@@ -99,3 +99,16 @@ def test_publish_to_unreachable_server_fails_within_timeout():
     )
     assert result.returncode == 1
     assert json.loads(result.stdout)["result"] == "failed"
+
+
+def test_publish_again_with_the_printed_msg_id_is_stored_once(server, subject):
+    s = subject("d")
+    first = json.loads(run_cli("publish", s, "once", "--server", server.address).stdout)
+    again = run_cli("publish", s, "once", "--server", server.address, "--msg-id", first["msg_id"])
+    assert again.returncode == 0, again.stderr
+    repeat = json.loads(again.stdout)
+    assert (repeat["seq"], repeat["epoch"], repeat["duplicate"]) == (1, first["epoch"], True)
+    assert "duplicate" not in first
+    bad = run_cli("publish", s, "x", "--server", server.address, "--msg-id", "a b")
+    assert bad.returncode == 1
+    assert "visible ASCII" in bad.stderr

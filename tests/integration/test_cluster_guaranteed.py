@@ -45,21 +45,23 @@ def subject() -> str:
     return f"/cluster/{uuid.uuid4().hex[:10]}"
 
 
-async def http_publish(member: ServerProcess, subject: str, content: str) -> dict[str, Any]:
-    response = await pgtest.http_publish(member, subject, content)
+async def http_publish(
+    member: ServerProcess, subject: str, content: str, **extra: Any
+) -> dict[str, Any]:
+    response = await pgtest.http_publish(member, subject, content, **extra)
     body: dict[str, Any] = response.json()
     body["status"] = response.status_code
     return body
 
 
 async def publish_until_ok(
-    members: list[ServerProcess], subject: str, content: str
+    members: list[ServerProcess], subject: str, content: str, **extra: Any
 ) -> dict[str, Any]:
     """Publish through the first member that accepts it (the publisher's own failover)."""
     for _ in range(200):
         for member in members:
             with contextlib.suppress(httpx.HTTPError):
-                result = await http_publish(member, subject, content)
+                result = await http_publish(member, subject, content, **extra)
                 if result["status"] == 200:
                     return result
         await asyncio.sleep(0.2)
@@ -448,3 +450,90 @@ def test_a_member_with_another_member_list_is_refused(cluster: Cluster, tmp_path
         stranger.start()
     assert "ClusterMembers: member" in stranger.log()
     assert "different ClusterMembers list" in stranger.log()
+
+
+# --- exactly-once publish across retries (issue 23 item 4) -------------------------------------
+
+
+async def ws_publish(
+    member: ServerProcess, topic: str, content: str, msg_id: str
+) -> dict[str, Any]:
+    client = await WsClient.connect(member)
+    try:
+        request_id = client.next_id()
+        frame = {"op": "publish", "id": request_id, "subject": topic, "content": content}
+        await client.send({**frame, "msg_id": msg_id})
+        return await client.expect("publish_result", timeout=30, id=request_id)
+    finally:
+        await client.close()
+
+
+async def test_a_retry_through_another_member_is_stored_once_with_the_original_position(
+    cluster: Cluster,
+) -> None:
+    topic = subject()
+    readers = [await WsClient.connect(cluster.member(i)) for i in (1, 2, 3)]
+    try:
+        for reader in readers:
+            await reader.subscribe(topic)
+        first = await http_publish(cluster.member(1), topic, "order", msg_id="order-17")
+        retry = await ws_publish(cluster.member(2), topic, "order", "order-17")
+        again = await http_publish(cluster.member(3), topic, "order", msg_id="order-17")
+        after = await http_publish(cluster.member(2), topic, "next")
+        assert (first["status"], "duplicate" in first) == (200, False)
+        assert (retry["result"], retry["duplicate"]) == ("ok", True)
+        assert (again["status"], again["duplicate"]) == (200, True)
+        original = (first["epoch"], first["seq"])
+        assert (retry["epoch"], retry["seq"]) == (again["epoch"], again["seq"]) == original
+        assert (after["epoch"], after["seq"]) == (first["epoch"], 2)
+        for reader in readers:  # every member delivered it once, then the next message
+            assert positions(await reader.messages(2, topic)) == [
+                (first["epoch"], 1, "order"),
+                (first["epoch"], 2, "next"),
+            ]
+            await reader.sync()
+            assert not [f for f in reader.buffer if f.get("subject") == topic]
+    finally:
+        for reader in readers:
+            await reader.close()
+
+
+async def test_concurrent_retries_through_every_member_are_stored_once(cluster: Cluster) -> None:
+    topic = subject()
+    for round_ in range(5):
+        results = await asyncio.gather(
+            *(
+                http_publish(cluster.member(1 + n % 3), topic, f"r{round_}", msg_id=f"k{round_}")
+                for n in range(6)
+            )
+        )
+        assert {r["status"] for r in results} == {200}
+        assert len({(r["epoch"], r["seq"]) for r in results}) == 1
+        assert sum(1 for r in results if not r.get("duplicate")) == 1
+    reader = await WsClient.connect(cluster.member(3))
+    try:
+        await reader.subscribe(topic, history=10)
+        history = await reader.messages(5, topic)
+        assert [(f["seq"], f["content"]) for f in history] == [(n + 1, f"r{n}") for n in range(5)]
+    finally:
+        await reader.close()
+
+
+async def test_invalid_msg_id_is_refused_by_http_publish(cluster: Cluster) -> None:
+    response = await pgtest.http_publish(cluster.member(1), subject(), "x", msg_id="a b")
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_frame"
+    assert "visible ASCII" in response.json()["detail"]
+
+
+async def test_a_restarted_member_knows_the_msg_ids_stored_before_it_started(
+    cluster: Cluster,
+) -> None:
+    topic = subject()
+    first = await http_publish(cluster.member(1), topic, "before", msg_id="early")
+    await cluster.member(3).astop(signal.SIGTERM)
+    await cluster.member(3).astart()
+    await asyncio.to_thread(cluster.wait_healthy)
+    retry = await publish_until_ok([cluster.member(3)], topic, "before", msg_id="early")
+    assert (retry["epoch"], retry["seq"], retry["duplicate"]) == (first["epoch"], 1, True)
+    assert (await http_publish(cluster.member(3), topic, "after"))["seq"] == 2

@@ -120,3 +120,27 @@ async def test_members_on_one_host_share_the_client_port(
                 await client.close()
     finally:
         pair.kill_all()
+
+
+async def test_a_retry_with_the_same_msg_id_is_delivered_once_by_every_member(
+    cluster: Cluster,
+) -> None:
+    topic = subject()
+    readers = [await WsClient.connect(cluster.member(i)) for i in (1, 2)]
+    try:
+        for reader in readers:
+            await reader.subscribe(topic)
+        first = await http_publish(cluster.member(1), topic, "order", msg_id="order-17")
+        seen = [await reader.messages(1, topic) for reader in readers]  # both have the original
+        retry = await http_publish(cluster.member(2), topic, "order", msg_id="order-17")
+        await http_publish(cluster.member(1), topic, "next")
+        assert (first.status_code, retry.status_code) == (200, 200)
+        assert "duplicate" not in first.json()
+        assert retry.json()["duplicate"] is True
+        assert retry.json()["seq"] == 1  # member 2's own numbering of the original
+        for reader, original in zip(readers, seen, strict=True):
+            frames = original + await reader.messages(1, topic)
+            assert [(f["content"], f["seq"]) for f in frames] == [("order", 1), ("next", 2)]
+    finally:
+        for reader in readers:
+            await reader.close()

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from pushgrid.client.backoff import Backoff, BackoffPolicy
 from pushgrid.client.closecodes import rule_for_close
+from pushgrid.client.models import PublishResult as Answered
 from pushgrid.client.models import PublishStatus, Status
 from pushgrid.client.protocol import (
     DEAD_FACTOR,
@@ -271,6 +272,33 @@ def test_publish_answers_too_large_and_lost_connections() -> None:
     assert failed.result.result is PublishStatus.FAILED
     with pytest.raises(StateError):
         p.publish_request(S, "z", {}, True, "guaranteed")
+
+
+def test_publish_carries_its_msg_id_and_a_repeat_is_answered_duplicate() -> None:
+    p = opened()
+    request = p.publish_request(S, "x", {}, True, "guaranteed", "order-17")
+    assert isinstance(request, tuple)
+    request_id, frame = request
+    assert frame.message_id == "order-17"
+    assert b'"msg_id":"order-17"' in msgspec.json.encode(frame)
+    reply = PublishResult("ok", S, request_id, "e1", 7, duplicate=True)
+    (answer,) = p.data_received(wire(reply), 0.0)
+    assert isinstance(answer, Answer)
+    assert isinstance(answer.result, Answered)
+    assert (answer.result.seq, answer.result.duplicate) == (7, True)
+    plain = p.publish_request(S, "y", {}, True, "guaranteed")
+    assert isinstance(plain, tuple)
+    assert b"msg_id" not in msgspec.json.encode(plain[1])
+
+
+def test_a_publish_lost_with_its_connection_has_an_unknown_outcome() -> None:
+    p = opened()
+    pending = p.publish_request(S, "y", {}, True, "guaranteed", "k")
+    assert isinstance(pending, tuple)
+    (failed,) = [a for a in p.connection_lost(Ended("lost")) if isinstance(a, Answer)]
+    assert isinstance(failed.result, Answered)
+    assert failed.result.result is PublishStatus.FAILED
+    assert failed.result.outcome_unknown
 
 
 def test_token_update_adopts_only_an_accepted_token_and_drops_revoked_subjects() -> None:

@@ -1,4 +1,4 @@
-"""The Engine contract (server/engine/base.py, guarantees 1-6), run against every implementation.
+"""The Engine contract (server/engine/base.py, guarantees 1-7), run against every implementation.
 
 Every test here is written against the ``engine`` fixture only (plus ``clock`` and ``delivered``),
 never against one implementation's internals. To run the suite against another engine, add one
@@ -155,8 +155,9 @@ async def publish(
     subject: str = SUBJECT,
     retained: bool = True,
     qos: str = "guaranteed",
+    msg_id: str | None = None,
 ) -> Published:
-    request = PublishRequest(subject, content, dict(fields or {}), retained, qos)  # type: ignore[arg-type]
+    request = PublishRequest(subject, content, dict(fields or {}), retained, qos, msg_id)  # type: ignore[arg-type]
     return await engine.publish(request)
 
 
@@ -602,3 +603,70 @@ async def test_stats_cached_bytes_are_utf8_bytes(engine: Engine) -> None:
     await publish(engine, "日本", {"é": "😀"})  # 6 + 2 + 4
     await publish(engine, "abc", {"k": "v"}, subject=OTHER)  # 3 + 1 + 1
     assert engine.stats().cached_bytes == 12 + 5
+
+
+# --- 7. a message id is stored once -----------------------------------------------------------
+
+
+async def test_repeated_msg_id_is_stored_once_and_answered_with_the_original(
+    engine: Engine, delivered: Delivered
+) -> None:
+    first = await publish(engine, "193", {"bid": "1"}, msg_id="order-17")
+    await publish(engine, "194")
+    again = await publish(engine, "193", {"bid": "1"}, msg_id="order-17")
+    assert not first.duplicate
+    assert again.duplicate
+    assert (again.epoch, again.seq, again.ts) == (first.epoch, first.seq, first.ts)
+    assert await engine.position(SUBJECT) == (first.epoch, 2)
+    await delivered.wait_for(2)
+    assert [m.content for m in delivered.of(SUBJECT)] == ["193", "194"]
+    assert [m.content for m in await engine.history(SUBJECT, 10)] == ["193", "194"]
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.seq) == ("194", 2)
+
+
+async def test_a_repeat_never_changes_the_snapshot(engine: Engine) -> None:
+    await publish(engine, "a", {"f": "1"}, msg_id="k")
+    await publish(engine, "b", {"g": "2"})
+    await publish(engine, "a", {"f": "1"}, msg_id="k")
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields, snapshot.seq) == ("b", {"f": "1", "g": "2"}, 2)
+
+
+async def test_msg_ids_are_per_subject_and_distinct_ids_are_distinct_messages(
+    engine: Engine,
+) -> None:
+    a = await publish(engine, "a", msg_id="k1")
+    b = await publish(engine, "b", msg_id="k1", subject=OTHER)
+    c = await publish(engine, "c", msg_id="k2")
+    assert [(m.seq, m.duplicate) for m in (a, b, c)] == [(1, False), (1, False), (2, False)]
+    assert (await engine.position(OTHER))[1] == 1
+
+
+async def test_concurrent_repeats_are_stored_once(engine: Engine, delivered: Delivered) -> None:
+    answers = await asyncio.gather(
+        *(publish(engine, f"m{i % 3}", msg_id=f"k{i % 3}") for i in range(9))
+    )
+    originals = [m for m in answers if not m.duplicate]
+    assert sorted(m.seq for m in originals) == [1, 2, 3]
+    by_id = {m.content: (m.epoch, m.seq) for m in originals}
+    assert all((m.epoch, m.seq) == by_id[m.content] for m in answers)
+    await delivered.wait_for(3)
+    assert sorted(m.content for m in delivered.of(SUBJECT)) == ["m0", "m1", "m2"]
+    recovery = await engine.recover(SUBJECT, Position(originals[0].epoch, 0))
+    assert [m.seq for m in recovery.messages] == [1, 2, 3]
+
+
+async def test_a_standard_message_with_a_msg_id_is_delivered_once(
+    engine: Engine, delivered: Delivered
+) -> None:
+    await publish(engine, "g")
+    first = await publish(engine, "s", qos="standard", msg_id="k")
+    again = await publish(engine, "s", qos="standard", msg_id="k")
+    assert again.duplicate
+    assert (again.epoch, again.seq) == (first.epoch, first.seq) == (first.epoch, 1)
+    await publish(engine, "g2")
+    await delivered.wait_for(3)
+    assert [m.content for m in delivered.of(SUBJECT)] == ["g", "s", "g2"]
