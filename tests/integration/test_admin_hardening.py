@@ -37,6 +37,9 @@ def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminProcess]:
             "Admin.Listen": f"127.0.0.1:{port}",
             "MetricsArchive": "off",
             "StatsInterval": 0,
+            # uvicorn writes its access log only at DEBUG (the admin API is quiet by default):
+            # the query-string test needs the access lines to check what they hold
+            "LogLevel": "DEBUG",
         },
     )
     previous = os.umask(0o022)  # the usual umask: files are world-readable unless made private

@@ -118,7 +118,8 @@ def test_wheel_outside_the_checkout_migrates_runs_and_serves(tmp_path: Path) -> 
         f"Admin.Listen = 127.0.0.1:{port}\n"
     )
     upgraded = _run(venv, outside, "db", "upgrade", "--config", str(conf))
-    assert "revision 0004" in upgraded, upgraded
+    newest = max(path.name[:4] for path in (REPO / "alembic" / "versions").glob("[0-9]*.py"))
+    assert f"revision {newest}" in upgraded, upgraded
     _run(venv, outside, "stats", "run", "--config", str(conf), timeout=300)
     assert (outside / "data" / "pushgrid.db").is_file()
 
