@@ -193,7 +193,7 @@ MemberNamePath = Annotated[str, Path(max_length=255, description="The member's n
 async def get_members(db: SqlSession, settings: SettingsDep, http: HttpDep) -> list[Member]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
     return await with_discovered(
-        http, MemberService(db, settings).all(), settings.admin_discover_allow
+        http, MemberService(db, settings.admin, settings.jmx).all(), settings.admin_discover_allow
     )
 
 
@@ -201,7 +201,7 @@ async def get_member(
     name: MemberNamePath, db: SqlSession, settings: SettingsDep, http: HttpDep
 ) -> Member:
     """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
-    service = MemberService(db, settings)
+    service = MemberService(db, settings.admin, settings.jmx)
     try:
         return service.get(name)
     except ProblemError as exc:
