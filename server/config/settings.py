@@ -7,7 +7,6 @@ parts out, and the views that show the configuration.
 
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -89,38 +88,39 @@ class Settings(
         return self
 
     def _part(self, part: type[_Part]) -> _Part:
-        # already validated as a whole: the part is a copy of its fields' values
+        # already validated as a whole: a part is a copy of its fields' values, made on each
+        # access (a cache would outlive a model_copy; a copy is a handful of references)
         return part.model_construct(**{name: getattr(self, name) for name in part.model_fields})
 
-    @cached_property
+    @property
     def server(self) -> ServerSettings:
         return self._part(ServerSettings)
 
-    @cached_property
+    @property
     def cluster(self) -> ClusterSettings:
         return self._part(ClusterSettings)
 
-    @cached_property
+    @property
     def monitoring(self) -> MonitoringSettings:
         return self._part(MonitoringSettings)
 
-    @cached_property
+    @property
     def jmx(self) -> JmxSettings:
         return self._part(JmxSettings)
 
-    @cached_property
+    @property
     def admin(self) -> AdminSettings:
         return self._part(AdminSettings)
 
-    @cached_property
+    @property
     def stats(self) -> StatsSettings:
         return self._part(StatsSettings)
 
-    @cached_property
+    @property
     def alerts(self) -> AlertsSettings:
         return self._part(AlertsSettings)
 
-    @cached_property
+    @property
     def trace(self) -> TraceSettings:
         return self._part(TraceSettings)
 
