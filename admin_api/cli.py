@@ -147,7 +147,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
     from pushgrid.console.mount import mount_console
 
     app = create_app(settings)
-    mount_console(app, settings, api_url=base)
+    mount_console(app, settings.admin, api_url=base)
     try:
         uvicorn.run(
             app,

@@ -21,7 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from pushgrid.server.config import Settings
+from pushgrid.server.config import AdminSettings, Settings
 from pushgrid.server.core.throttle import AuthThrottle
 
 from .member_client import Member, new_http_client
@@ -35,6 +35,11 @@ from .services.tokens import TokenService
 
 def get_settings(request: Request) -> Settings:
     return cast(Settings, request.app.state.settings)
+
+
+def get_admin_settings(request: Request) -> AdminSettings:
+    """The admin API's own part of the settings (routes that need nothing else take this)."""
+    return get_settings(request).admin
 
 
 def get_session_factory(request: Request) -> sessionmaker[Session]:
@@ -61,6 +66,7 @@ def get_job_runner(request: Request) -> JobRunner:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+AdminSettingsDep = Annotated[AdminSettings, Depends(get_admin_settings)]
 SqlSession = Annotated[Session, Depends(get_db)]
 SqlSessionFactory = Annotated["sessionmaker[Session]", Depends(get_session_factory)]
 HttpDep = Annotated[httpx.AsyncClient, Depends(get_http)]
@@ -193,7 +199,7 @@ MemberNamePath = Annotated[str, Path(max_length=255, description="The member's n
 async def get_members(db: SqlSession, settings: SettingsDep, http: HttpDep) -> list[Member]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
     return await with_discovered(
-        http, MemberService(db, settings).all(), settings.admin_discover_allow
+        http, MemberService(db, settings.admin, settings.jmx).all(), settings.admin_discover_allow
     )
 
 
@@ -201,7 +207,7 @@ async def get_member(
     name: MemberNamePath, db: SqlSession, settings: SettingsDep, http: HttpDep
 ) -> Member:
     """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
-    service = MemberService(db, settings)
+    service = MemberService(db, settings.admin, settings.jmx)
     try:
         return service.get(name)
     except ProblemError as exc:

@@ -147,11 +147,11 @@ def protect_store(settings: Settings, factory: sessionmaker[Session]) -> None:
         path = Path(url.database)
         if path.exists():
             private_database_file(path)  # (make_engine creates it so; an older one is re-moded)
-    secret_box(settings)
+    secret_box(settings.admin)
     try:
         with factory() as db:
             if inspect(db.get_bind()).has_table(RegisteredMember.__tablename__):
-                encrypted = MemberService(db, settings).encrypt_stored()
+                encrypted = MemberService(db, settings.admin, settings.jmx).encrypt_stored()
                 if encrypted:
                     log.warning("encrypted %d member password(s) stored in clear", encrypted)
     except SQLAlchemyError as exc:  # the routes report an unusable store themselves
@@ -170,9 +170,13 @@ def create_app(
     """
     factory = session_factory or make_session_factory(settings.database)
     protect_store(settings, factory)
-    runner = job_runner or JobRunner(settings)
-    alerts = AlertRunner(settings, lambda: app.state.session_factory())
-    traces = TraceHub(settings)
+    runner = job_runner or JobRunner(settings.stats, settings.metrics_archive)
+    alerts = AlertRunner(
+        settings.alerts,
+        lambda: app.state.session_factory(),
+        lambda db: MemberService(db, settings.admin, settings.jmx).all(),
+    )
+    traces = TraceHub(settings.trace)
     watch = MemberWatch(lambda: _members(app, settings))
 
     @asynccontextmanager
@@ -227,4 +231,4 @@ def _members(app: FastAPI, settings: Settings) -> list[Any]:
     from .services.members import MemberService
 
     with app.state.session_factory() as db:
-        return MemberService(db, settings).all()
+        return MemberService(db, settings.admin, settings.jmx).all()

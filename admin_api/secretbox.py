@@ -22,7 +22,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from pushgrid.server.config import ConfigError, Settings
+from pushgrid.server.config import AdminSettings, ConfigError
 
 from .problems import ProblemError
 
@@ -89,6 +89,6 @@ def _box(secret: str | None, key_file: Path) -> SecretBox:
     return SecretBox(_derived_key(secret) if secret else _file_key(key_file))
 
 
-def secret_box(settings: Settings) -> SecretBox:
+def secret_box(settings: AdminSettings) -> SecretBox:
     """The box of these settings (made once per key)."""
     return _box(settings.admin_secret_key, settings.admin_secret_key_file)

@@ -67,7 +67,7 @@ def console(
     else:
         if api is None:
             try:
-                api = api_url_of(load_settings(config))
+                api = api_url_of(load_settings(config).admin)
             except ConfigError as exc:
                 typer.echo(f"pushgrid: configuration error\n{exc}", err=True)
                 raise typer.Exit(2) from None

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
 from pushgrid.server.addresses import parse_address
-from pushgrid.server.config import Settings
+from pushgrid.server.config import AdminSettings
 
 from .app import create_dash_app
 from .http_provider import HttpProvider
@@ -52,7 +52,7 @@ class ProviderCache:
             self._providers.clear()
 
 
-def api_url_of(settings: Settings) -> str:
+def api_url_of(settings: AdminSettings) -> str:
     """The admin API's own URL from ``Admin.Listen`` (a wildcard host means loopback)."""
     host, port = parse_address(settings.admin_listen)
     if host in ("", "0.0.0.0", "::", "*"):
@@ -62,7 +62,9 @@ def api_url_of(settings: Settings) -> str:
     return f"http://{host}:{port}"
 
 
-def mount_console(fastapi_app: FastAPI, settings: Settings, api_url: str | None = None) -> Dash:
+def mount_console(
+    fastapi_app: FastAPI, settings: AdminSettings, api_url: str | None = None
+) -> Dash:
     """Serve the console at ``/console/`` of the admin API (a2wsgi around Dash's Flask server).
 
     The console calls the admin API over HTTP at ``api_url`` (default: from ``Admin.Listen``),

@@ -167,10 +167,12 @@ class PushServer:
             max_subscriptions=settings.max_subscriptions_per_connection,
             publish_snapshot=settings.publish_snapshot_message,
         )
-        self.limits = TransportLimits.from_settings(settings)
+        self.limits = TransportLimits.from_settings(
+            settings.server, settings.cluster_publish_timeout
+        )
         # TLS contexts are built before anything starts: a bad file is a ConfigError (exit 2)
         self._client_tls, self._monitor_tls = build_tls_contexts(settings)
-        self.batching = Batching.from_settings(settings)
+        self.batching = Batching.from_settings(settings.server)
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
         ]
@@ -194,7 +196,7 @@ class PushServer:
                 [h for h, _ in settings.monitor_addresses + settings.monitor_tls_addresses],
             ),
         )
-        self.monitor_limits = MonitorLimits.from_settings(settings)
+        self.monitor_limits = MonitorLimits.from_settings(settings.monitoring)
         self.tick: float = 0.0
         self.stopping = False
         self._member_states: dict[str, str] | None = None  # _watch_members' last look

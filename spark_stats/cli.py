@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
     from rich.table import Table
 
-    from pushgrid.server.config import Settings
+    from pushgrid.server.config import StatsSettings
 
     from .jobs import JobOutcome
     from .results import PipelineResult
@@ -519,7 +519,7 @@ def stats_verify(
             warehouse if warehouse is not None else settings.stats_warehouse,
             master or settings.spark_master,
             live.ts,
-            settings,
+            settings.stats,
         )
     except StoreBusyError as exc:
         raise fail(f"{exc}: a statistics run is going on, try again when it ends") from None
@@ -536,15 +536,15 @@ def _moment(ts: int) -> datetime:
 
 
 def _pipeline_as_of(
-    archive: Path, warehouse: Path, master: str, as_of: int, settings: Settings
+    archive: Path, warehouse: Path, master: str, as_of: int, stats: StatsSettings
 ) -> PipelineResult:
     from .pipeline import run_pipeline
     from .spark_session import build_spark_session
 
     spark = build_spark_session(
         master,
-        driver_memory=settings.spark_driver_memory,
-        driver_host=settings.spark_driver_host,
+        driver_memory=stats.spark_driver_memory,
+        driver_host=stats.spark_driver_host,
     )
     try:
         return run_pipeline(spark, archive, warehouse, as_of, include_open=True)

@@ -57,7 +57,7 @@ async def register_member(
     The member need not be up: the answer says whether it is reachable.
     """
     audit_target(request, data.name, f"monitor_url={data.monitor_url}")
-    member = MemberService(db, settings).register(data, principal.name)
+    member = MemberService(db, settings.admin, settings.jmx).register(data, principal.name)
     response.headers["Location"] = f"{request.url.path.rstrip('/')}/{member.name}"
     return await describe(http, member)
 
@@ -86,5 +86,5 @@ def remove_member(
 ) -> Response:
     """Forget a registered member (configured members are read-only: 409)."""
     audit_target(request, name)
-    MemberService(db, settings).remove(name)
+    MemberService(db, settings.admin, settings.jmx).remove(name)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from ..deps import GuardedRoute, SettingsDep, SqlSession, Viewer
+from ..deps import AdminSettingsDep, GuardedRoute, SqlSession, Viewer
 from ..problems import ProblemError, problem_responses
 from ..schemas import IndicatorName, TrendSeries, UnixSeconds, WindowName, WindowStatList
 from ..services.statistics import StatisticsService
@@ -33,7 +33,7 @@ Scope = Annotated[
 def get_window_stats(
     principal: Viewer,
     db: SqlSession,
-    settings: SettingsDep,
+    admin: AdminSettingsDep,
     scope: Scope | None = None,
     indicator: IndicatorName | None = None,
     window: WindowName | None = None,
@@ -44,7 +44,7 @@ def get_window_stats(
     (older than Admin.StaleAfter). Sorted cluster first, then nodes; indicators and windows in
     their documented order.
     """
-    service = StatisticsService(db, settings.admin_stale_after)
+    service = StatisticsService(db, admin.admin_stale_after)
     return service.window_stats(scope=scope, indicator=indicator, window=window)
 
 
@@ -52,7 +52,7 @@ def get_window_stats(
 def get_trend(
     principal: Viewer,
     db: SqlSession,
-    settings: SettingsDep,
+    admin: AdminSettingsDep,
     indicator: IndicatorName,
     window: WindowName,
     scope: Scope = "cluster",
@@ -62,5 +62,5 @@ def get_trend(
     """The trend series of one (scope, indicator, window), oldest first, for charts."""
     if since is not None and until is not None and since > until:
         raise ProblemError(422, f"since ({since}) is after until ({until})")
-    service = StatisticsService(db, settings.admin_stale_after)
+    service = StatisticsService(db, admin.admin_stale_after)
     return service.trend(scope, indicator, window, since=since, until=until)

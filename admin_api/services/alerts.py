@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import AlertEvent, AlertRule
-from pushgrid.server.config import Settings
+from pushgrid.server.config import AlertsSettings
 from pushgrid.server.redaction import redact_url_path
 
 from ..access import member_access
@@ -36,7 +36,6 @@ from ..schemas import MemberLive
 from ..schemas_ops import AlertEventOut, AlertOut, RuleIn, RuleOut
 from .cluster import cluster_views
 from .live import live_stats
-from .members import MemberService
 
 log = logging.getLogger(__name__)
 
@@ -228,9 +227,16 @@ def announcement(change: Change) -> dict[str, Any]:
 class AlertRunner:
     """Evaluates the enabled rules every ``Alerts.Interval`` seconds (while there are any)."""
 
-    def __init__(self, settings: Settings, session_factory: Callable[[], Session]) -> None:
+    def __init__(
+        self,
+        settings: AlertsSettings,
+        session_factory: Callable[[], Session],
+        members_of: Callable[[Session], list[Member]],
+    ) -> None:
+        """``members_of``: the members the rules are evaluated on, read in a store session."""
         self.settings = settings
         self.session_factory = session_factory
+        self.members_of = members_of
         self.evaluator = Evaluator()
         self.evaluations = 0
         self._task: asyncio.Task[None] | None = None
@@ -297,7 +303,7 @@ class AlertRunner:
     def _load(self) -> tuple[list[Rule], list[Member]]:
         with self.session_factory() as db:
             rules = RuleService(db).enabled()
-            members = MemberService(db, self.settings).all() if rules else []
+            members = self.members_of(db) if rules else []
             return rules, members
 
     async def evaluate_once(self, http: httpx.AsyncClient) -> list[Change]:

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pushgrid.metrics.sqlstore import running_run
 from pushgrid.metrics.sqlstore.models import RUN_STATUSES, JobRun, utc_now
-from pushgrid.server.config import Settings
+from pushgrid.server.config import StatsSettings
 from pushgrid.spark_stats.locking import warehouse_busy
 
 from ..problems import ProblemError, conflict, not_found
@@ -90,13 +90,16 @@ class JobRunner:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: StatsSettings,
+        archive: Path | None,
         log_path: Path = DEFAULT_LOG,
         *,
         python: str = sys.executable,
         start_timeout: float = START_TIMEOUT,
     ) -> None:
+        """``archive``: the metrics archive the runs read (``MetricsArchive``; None: off)."""
         self.settings = settings
+        self.archive = archive
         self.log_path = log_path
         self.python = python
         self.start_timeout = start_timeout
@@ -106,8 +109,8 @@ class JobRunner:
     def argv(self, as_of: int | None = None) -> list[str]:
         settings = self.settings
         argv = [self.python, "-m", "pushgrid.server", "stats", "run", "--db", settings.database]
-        if settings.metrics_archive is not None:
-            argv += ["--archive", str(settings.metrics_archive)]
+        if self.archive is not None:
+            argv += ["--archive", str(self.archive)]
         argv += ["--warehouse", str(settings.stats_warehouse), "--master", settings.spark_master]
         if as_of is not None:
             argv += ["--as-of", str(as_of)]
@@ -138,7 +141,7 @@ class JobRunner:
                     f"(pid {self._process.pid})",
                     "job_running",
                 )
-            if self.settings.metrics_archive is None:
+            if self.archive is None:
                 raise conflict(
                     "MetricsArchive is off: the pipeline has no input", "no_metrics_archive"
                 )

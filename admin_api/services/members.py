@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.models import utc_now
-from pushgrid.server.config import Settings
+from pushgrid.server.config import AdminSettings, JmxSettings
 
 from ..access import is_jmx, member_access
 from ..member_client import (
@@ -46,10 +46,10 @@ SERVER_ATTRIBUTES = (
 )
 
 
-def configured_members(settings: Settings) -> list[Member]:
+def configured_members(admin: AdminSettings, jmx_login: JmxSettings) -> list[Member]:
     """``Admin.Members`` (``name=URL`` entries), in their order."""
     members: list[Member] = []
-    for entry in settings.admin_members:
+    for entry in admin.admin_members:
         name, _, url = entry.partition("=")
         try:
             monitor_url = check_monitor_url(url)
@@ -62,8 +62,8 @@ def configured_members(settings: Settings) -> list[Member]:
                 name=name.strip(),
                 monitor_url=monitor_url,
                 source="config",
-                username=settings.jmx_username if jmx else settings.admin_member_username,
-                password=settings.jmx_password if jmx else settings.admin_member_password,
+                username=jmx_login.jmx_username if jmx else admin.admin_member_username,
+                password=jmx_login.jmx_password if jmx else admin.admin_member_password,
             )
         )
     return members
@@ -84,20 +84,21 @@ def _registered(row: RegisteredMember, box: SecretBox) -> Member:
 class MemberService:
     """The member directory (database part owned here)."""
 
-    def __init__(self, db: Session, settings: Settings) -> None:
+    def __init__(self, db: Session, admin: AdminSettings, jmx: JmxSettings) -> None:
+        """``jmx``: the JMX login, for configured members reached over their JMX bridge."""
         self.db = db
-        self.settings = settings
-        self.box = secret_box(settings)
+        self.configured = configured_members(admin, jmx)
+        self.box = secret_box(admin)
 
     def all(self) -> list[Member]:
         """Configured members first (in configuration order), then registered ones by name."""
-        configured = configured_members(self.settings)
+        configured = self.configured
         names = {member.name for member in configured}
         rows = self.db.scalars(select(RegisteredMember).order_by(RegisteredMember.name))
         return configured + [_registered(row, self.box) for row in rows if row.name not in names]
 
     def get(self, name: str) -> Member:
-        for member in configured_members(self.settings):
+        for member in self.configured:
             if member.name == name:
                 return member
         row = self.db.get(RegisteredMember, name)
@@ -106,7 +107,7 @@ class MemberService:
         return _registered(row, self.box)
 
     def register(self, data: MemberCreate, created_by: str | None) -> Member:
-        if any(member.name == data.name for member in configured_members(self.settings)):
+        if any(member.name == data.name for member in self.configured):
             raise conflict(f"member {data.name!r} is configured in Admin.Members", "member_exists")
         if self.db.get(RegisteredMember, data.name) is not None:
             raise conflict(f"member {data.name!r} is already registered", "member_exists")
@@ -139,7 +140,7 @@ class MemberService:
         return len(rows)
 
     def remove(self, name: str) -> None:
-        if any(member.name == name for member in configured_members(self.settings)):
+        if any(member.name == name for member in self.configured):
             raise conflict(
                 f"member {name!r} is configured in Admin.Members (read-only): remove it from the "
                 "configuration",

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from pushgrid.client import Message, PushgridClient, Status, StatusEvent
 from pushgrid.client.backoff import BackoffPolicy
-from pushgrid.server.config import Settings
+from pushgrid.server.config import TraceSettings
 
 from ..member_client import Member
 from ..problems import ProblemError, conflict, not_found
@@ -146,7 +146,7 @@ class Trace:
 class TraceHub:
     """The open traces of the admin API process."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: TraceSettings) -> None:
         self.settings = settings
         self.traces: dict[str, Trace] = {}
         self._reaper: asyncio.Task[None] | None = None

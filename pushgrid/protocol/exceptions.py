@@ -8,7 +8,7 @@ also catch as a built-in keeps that built-in as a second base (``ValueError``, `
 ``tests/unit/test_errors_tree.py`` checks this tree against the classes themselves.
 
 PushgridError (pushgrid.protocol.exceptions)                       error                no
-├── ConfigError (pushgrid.server.config)                           config               no
+├── ConfigError (pushgrid.server.config.loader)                    config               no
 ├── PluginError (pushgrid.server.core.custom_entitlement)          plugin               no
 ├── ClusterError (pushgrid.server.cluster.errors)                  cluster              no
 ├── ProtocolError (pushgrid.protocol.exceptions)                   protocol             no

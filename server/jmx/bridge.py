@@ -25,7 +25,7 @@ from typing import Final
 from pushgrid.protocol.exceptions import MonitoringError
 
 from ..addresses import parse_address
-from ..config import Settings
+from ..config import JmxSettings, MonitoringSettings
 
 BRIDGE_SOURCE: Final = Path(__file__).resolve().parents[2] / "deploy" / "jmx" / "Bridge.java"
 JAVA_HINT: Final = (
@@ -65,23 +65,27 @@ def find_java(java: str) -> str:
     return found
 
 
-def _jolokia_url(settings: Settings) -> str:
-    if not settings.monitor_addresses:
+def _jolokia_url(monitoring: MonitoringSettings) -> str:
+    if not monitoring.monitor_addresses:
         raise BridgeError(
             "the member has no plain monitoring port: set MonitorHTTP.Listen (the bridge reads "
             "its Jolokia endpoint)"
         )
-    host, port = settings.monitor_addresses[0]
+    host, port = monitoring.monitor_addresses[0]
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     return f"http://{host}:{port}/jolokia"
 
 
-def _credentials(settings: Settings) -> tuple[str, str] | None:
+def _credentials(jmx: JmxSettings, monitoring: MonitoringSettings) -> tuple[str, str] | None:
     """The JMX login configured by JmxUsername/JmxPassword, else the monitoring one."""
-    if settings.jmx_username is not None and settings.jmx_password is not None:
-        return settings.jmx_username, settings.jmx_password
-    if settings.monitor_username is not None and settings.monitor_password is not None:
-        return settings.monitor_username, settings.monitor_password
+    if jmx.jmx_username is not None and jmx.jmx_password is not None:
+        return jmx.jmx_username, jmx.jmx_password
+    return _monitor_login(monitoring)
+
+
+def _monitor_login(monitoring: MonitoringSettings) -> tuple[str, str] | None:
+    if monitoring.monitor_username is not None and monitoring.monitor_password is not None:
+        return monitoring.monitor_username, monitoring.monitor_password
     return None
 
 
@@ -93,9 +97,11 @@ def _write_private(path: Path, text: str) -> Path:
     return path
 
 
-def _user_files(settings: Settings, workdir: Path) -> tuple[Path, Path]:
+def _user_files(
+    settings: JmxSettings, monitoring: MonitoringSettings, workdir: Path
+) -> tuple[Path, Path]:
     """(password file, access file): the configured ones or ones written for JmxUsername."""
-    login = _credentials(settings)
+    login = _credentials(settings, monitoring)
     if settings.jmx_password_file is not None:
         password_file = settings.jmx_password_file
         if not password_file.is_file():
@@ -125,7 +131,7 @@ def _user_files(settings: Settings, workdir: Path) -> tuple[Path, Path]:
     return password_file, access
 
 
-def _tls_properties(settings: Settings, workdir: Path) -> list[str]:
+def _tls_properties(settings: JmxSettings, workdir: Path) -> list[str]:
     if not settings.jmx_tls:
         return ["com.sun.management.jmxremote.ssl=false"]
     ssl = [
@@ -149,21 +155,24 @@ def _tls_properties(settings: Settings, workdir: Path) -> list[str]:
     ]
 
 
-def rmi_port(settings: Settings) -> int:
+def rmi_port(settings: JmxSettings) -> int:
     """The port of the RMI objects: JmxListen's, or the next one with TLS (see above)."""
     port = parse_address(settings.jmx_listen)[1]
     return port + 1 if settings.jmx_tls else port
 
 
-def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
-    """Write the private JMX agent files into ``workdir`` and return how to run the bridge."""
+def prepare(settings: JmxSettings, monitoring: MonitoringSettings, workdir: Path) -> BridgeLaunch:
+    """Write the private JMX agent files into ``workdir`` and return how to run the bridge.
+
+    The bridge serves the member's monitoring port over JMX: of the monitoring part it reads
+    that port's address and login."""
     java = find_java(settings.jmx_java)
     if not BRIDGE_SOURCE.is_file():
         raise BridgeError(f"the bridge source {BRIDGE_SOURCE} is missing (reinstall pushgrid)")
     workdir.mkdir(parents=True, exist_ok=True)
     os.chmod(workdir, 0o700)
     host, port = parse_address(settings.jmx_listen)
-    password_file, access_file = _user_files(settings, workdir)
+    password_file, access_file = _user_files(settings, monitoring, workdir)
     properties = [
         f"com.sun.management.jmxremote.port={port}",
         f"com.sun.management.jmxremote.rmi.port={rmi_port(settings)}",
@@ -178,7 +187,7 @@ def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
     # The stubs handed to clients carry this name: on a wildcard JmxListen, the machine's name
     # (clients must resolve it to this machine; set JmxListen to the address to use otherwise).
     public_host = socket.getfqdn() if host in ("0.0.0.0", "::") else host
-    jolokia = _jolokia_url(settings)
+    jolokia = _jolokia_url(monitoring)
     command = [
         java,
         f"-Djava.rmi.server.hostname={public_host}",
@@ -195,9 +204,9 @@ def prepare(settings: Settings, workdir: Path) -> BridgeLaunch:
         f"{settings.jmx_refresh_interval:g}",
     ]
     env = {key: value for key, value in os.environ.items() if not key.startswith("PUSHGRID_")}
-    if settings.monitor_username is not None and settings.monitor_password is not None:
-        env["PUSHGRID_JOLOKIA_USERNAME"] = settings.monitor_username
-        env["PUSHGRID_JOLOKIA_PASSWORD"] = settings.monitor_password
+    monitor_login = _monitor_login(monitoring)
+    if monitor_login is not None:
+        env["PUSHGRID_JOLOKIA_USERNAME"], env["PUSHGRID_JOLOKIA_PASSWORD"] = monitor_login
     return BridgeLaunch(command, env, jmx_url(public_host, port), jolokia)
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..cli_support import fail, settings_or_exit
-from ..config import Settings
+from ..config import JmxSettings, Settings
 from .bridge import BridgeError, BridgeLaunch, prepare, run, run_alongside
 from .check import Range, Status, evaluate
 from .query import JmxError, Reading, nest, query
@@ -46,7 +46,7 @@ UserOption = Annotated[
 
 def prepare_or_exit(settings: Settings, workdir: Path) -> BridgeLaunch:
     try:
-        return prepare(settings, workdir)
+        return prepare(settings.jmx, settings.monitoring, workdir)
     except BridgeError as exc:
         raise fail(f"JMX bridge: {exc}", 2) from None
 
@@ -61,7 +61,7 @@ def bridge_alongside(settings: Settings) -> Iterator[Coroutine[Any, Any, None]]:
         yield run_alongside(launch)
 
 
-def _login(settings: Settings, username: str | None) -> tuple[str | None, str | None]:
+def _login(settings: JmxSettings, username: str | None) -> tuple[str | None, str | None]:
     return (username or settings.jmx_username), settings.jmx_password
 
 
@@ -78,7 +78,7 @@ JavaOption = Annotated[
 def _query_or_exit(
     url: str,
     patterns: list[str],
-    settings: Settings,
+    settings: JmxSettings,
     username: str | None,
     unknown: int,
     java_options: list[str] | None = None,
@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the values of the matching MBeans as JSON (one jmxquery JVM run)."""
         settings = settings_or_exit(config)
-        readings = _query_or_exit(url, patterns, settings, username, 1, java_option)
+        readings = _query_or_exit(url, patterns, settings.jmx, username, 1, java_option)
         typer.echo(json.dumps(nest(readings), indent=2, sort_keys=True))
 
     @jmx.command("check")
@@ -149,7 +149,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(Status.UNKNOWN) from None
         settings = settings_or_exit(config)
         wanted = [f"{pattern}/{attribute}"]
-        readings = _query_or_exit(url, wanted, settings, username, 3, java_option)
+        readings = _query_or_exit(url, wanted, settings.jmx, username, 3, java_option)
         chosen = [r for r in readings if r.attribute == attribute and r.key == key]
         outcome = evaluate(chosen, ranges[0], ranges[1])
         typer.echo(outcome.line)

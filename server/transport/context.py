@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pushgrid.metrics.counters import Counters
 
-from ..config import Settings
+from ..config import ServerSettings
 from .flusher import Flusher
 from .limits import PendingConnections, SecurityCounters
 
@@ -34,7 +34,7 @@ class Batching:
     max_size: int
 
     @staticmethod
-    def from_settings(settings: Settings) -> Batching | None:
+    def from_settings(settings: ServerSettings) -> Batching | None:
         if settings.batching_time == 0 and settings.batching_max_size == 0:
             return None
         return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
@@ -56,7 +56,8 @@ class TransportLimits:
     max_frame_size: int
 
     @staticmethod
-    def from_settings(settings: Settings) -> TransportLimits:
+    def from_settings(settings: ServerSettings, publish_timeout: float) -> TransportLimits:
+        """``publish_timeout``: how long a publish may wait for the engine (the cluster's)."""
         # A frame may hold a message of MaxMessageSize escaped as JSON (up to 6 bytes a
         # character) plus the envelope; above that the frame itself is refused with 1009.
         max_frame_size = max(1 << 20, 8 * settings.max_message_size)
@@ -70,7 +71,7 @@ class TransportLimits:
             shutdown_timeout=settings.shutdown_timeout,
             # after the client's close frame, the requests it sent before may take as long as
             # a publish may wait for the cluster, and the answers ShutdownTimeout to leave
-            finish_timeout=settings.cluster_publish_timeout + settings.shutdown_timeout,
+            finish_timeout=publish_timeout + settings.shutdown_timeout,
             max_connections=settings.max_connections,
             max_frame_size=max_frame_size,
         )

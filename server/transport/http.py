@@ -25,7 +25,7 @@ from pushgrid.protocol.frames import Position, Publish, SubscribeItem, msg_id_er
 from pushgrid.protocol.subjects import subject_problem
 
 from ..cluster.status import ClusterStatus
-from ..config import Settings
+from ..config import ServerSettings
 from ..core.entitlement import Entitlement
 from ..core.publishing import PublishGuard, Refusal
 from ..core.throttle import host_of
@@ -37,7 +37,7 @@ class HttpServices(Protocol):
     """What the client port's HTTP endpoints need from the server (PushServer satisfies it)."""
 
     @property
-    def settings(self) -> Settings: ...
+    def settings(self) -> ServerSettings: ...  # of the settings, the push server's part
 
     @property
     def stopping(self) -> bool: ...

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import h11
 
-from ..config import Settings
+from ..config import MonitoringSettings
 from ..core.throttle import host_of
 from . import handshake, http
 from .connection import Connection
@@ -398,7 +398,7 @@ def _log_refusals(pending: PendingConnections, loop: asyncio.AbstractEventLoop) 
 
 @dataclass(frozen=True, slots=True)
 class MonitorLimits:
-    """The monitoring port's own bounds (issue 22): its pending connections are counted apart
+    """The monitoring port's own bounds: its pending connections are counted apart
     from the client port's (MonitorMaxPendingConnections*), its bodies are small Jolokia
     requests (MonitorMaxRequestBody)."""
 
@@ -406,7 +406,7 @@ class MonitorLimits:
     max_body: int
 
     @staticmethod
-    def from_settings(settings: Settings) -> MonitorLimits:
+    def from_settings(settings: MonitoringSettings) -> MonitorLimits:
         pending = PendingConnections(
             settings.monitor_max_pending_connections,
             settings.monitor_max_pending_connections_per_address,

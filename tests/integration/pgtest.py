@@ -1293,7 +1293,9 @@ class AdminHarness:
                 created = TokenService(session).create(f"test-{role}", Role(role))
                 self.tokens[role] = created.token
                 self.token_ids[role] = created.id
-        self.job_runner = JobRunner(self.settings, workdir / "admin-stats.log")
+        self.job_runner = JobRunner(
+            self.settings.stats, self.settings.metrics_archive, workdir / "admin-stats.log"
+        )
         self.app = create_app(
             self.settings, self.session_factory, self.job_runner, member_timeout=member_timeout
         )

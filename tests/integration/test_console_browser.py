@@ -214,9 +214,9 @@ def stack(
     app = create_app(
         settings,
         session_factory=factory,
-        job_runner=JobRunner(settings, log_path=work / "stats.log"),
+        job_runner=JobRunner(settings.stats, settings.metrics_archive, log_path=work / "stats.log"),
     )
-    mount_console(app, settings)
+    mount_console(app, settings.admin)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )

@@ -254,7 +254,7 @@ def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
     )
     engine = make_engine(url)
     factory = make_session_factory(engine)
-    runner = JobRunner(settings, tmp_path / "stats.log")
+    runner = JobRunner(settings.stats, settings.metrics_archive, tmp_path / "stats.log")
     try:
         # 1. the driver of a run is SIGKILLed once its JVM is up: the JVM does not survive it
         first = runner.trigger(factory, None, "test")

@@ -147,7 +147,8 @@ def test_revoked_tokens_no_longer_authenticate(factory: sessionmaker[Session]) -
 
 
 def test_configured_members_use_the_shared_credentials(tmp_path: Path) -> None:
-    members = configured_members(_settings(tmp_path))
+    settings = _settings(tmp_path)
+    members = configured_members(settings.admin, settings.jmx)
     assert [(m.name, m.monitor_url, m.source) for m in members] == [
         ("a", "http://10.0.0.1:8900", "config"),
         ("b", "http://10.0.0.2:8900", "config"),
@@ -160,7 +161,7 @@ def test_registered_members_merge_after_configured_ones(
 ) -> None:
     settings = _settings(tmp_path)
     with factory() as session:
-        service = MemberService(session, settings)
+        service = MemberService(session, settings.admin, settings.jmx)
         service.register(
             MemberCreate(name="z", monitor_url="http://10.0.0.9:8900", username="u", password="p"),
             "admin",
@@ -243,7 +244,7 @@ def test_audit_page_filters_newest_first(factory: sessionmaker[Session]) -> None
 
 def test_job_runner_command(tmp_path: Path) -> None:
     settings = _settings(tmp_path, metrics_archive=str(tmp_path / "arch"), spark_master="local[2]")
-    runner = JobRunner(settings, tmp_path / "log")
+    runner = JobRunner(settings.stats, settings.metrics_archive, tmp_path / "log")
     assert runner.argv(123) == [
         sys.executable, "-m", "pushgrid.server", "stats", "run",
         "--db", settings.database,
@@ -256,13 +257,22 @@ def test_job_runner_command(tmp_path: Path) -> None:
 
 
 def test_job_runner_refusals(tmp_path: Path, url: str, factory: sessionmaker[Session]) -> None:
-    off = JobRunner(_settings(tmp_path, metrics_archive="off", database=url), tmp_path / "log")
+    no_archive_settings = _settings(tmp_path, metrics_archive="off", database=url)
+    off = JobRunner(
+        no_archive_settings.stats, no_archive_settings.metrics_archive, tmp_path / "log"
+    )
     with pytest.raises(ProblemError) as no_archive:
         off.trigger(factory, None, "t")
     assert (no_archive.value.status, no_archive.value.code) == (409, "no_metrics_archive")
 
     settings = _settings(tmp_path, metrics_archive=str(tmp_path), database=url)
-    broken = JobRunner(settings, tmp_path / "log", python="/bin/false", start_timeout=5)
+    broken = JobRunner(
+        settings.stats,
+        settings.metrics_archive,
+        tmp_path / "log",
+        python="/bin/false",
+        start_timeout=5,
+    )
     with pytest.raises(ProblemError) as failed:
         broken.trigger(factory, None, "t")
     assert (failed.value.status, failed.value.code) == (500, "job_not_started")
@@ -276,7 +286,7 @@ def test_job_runner_refusals(tmp_path: Path, url: str, factory: sessionmaker[Ses
         assert JobService(session).page().total == 2
         assert JobService(session).page(status="succeeded").total == 0
         assert [r.id for r in JobService(session).page().items] == [old.id, run.id]
-    runner = JobRunner(settings, tmp_path / "log")
+    runner = JobRunner(settings.stats, settings.metrics_archive, tmp_path / "log")
     # a run holds the warehouse lock: refused, naming the newest running run
     with warehouse_lock(settings.stats_warehouse), pytest.raises(ProblemError) as running:
         runner.trigger(factory, None, "t")

@@ -127,14 +127,14 @@ def test_a_restarted_runner_takes_back_open_alerts(tmp_path: Path) -> None:
             ),
             "t",
         )
-    first = AlertRunner(settings, factory)
+    first = AlertRunner(settings.alerts, factory, lambda _db: [])
     readings = {"m1": {KEY: 50.0}}
     with factory() as session:
         rules = RuleService(session).enabled()
         RuleService(session).record(first.evaluator.evaluate(rules, readings, 100.0))
         RuleService(session).delete(gone.id)
 
-    second = AlertRunner(settings, factory)  # the admin API restarted
+    second = AlertRunner(settings.alerts, factory, lambda _db: [])  # the admin API restarted
     resolved = second.restore()
     assert [(c.alert.rule.name, c.state) for c in resolved] == [("Gone", "resolved")]
     assert [(a.rule.name, a.state, a.target) for a in second.evaluator.active()] == [

@@ -40,6 +40,6 @@ def test_bad_options_are_refused_before_anything_starts() -> None:
 
 def test_api_url_comes_from_admin_listen() -> None:
     settings = load_settings(None, environ={}, admin_listen="0.0.0.0:9090")
-    assert api_url_of(settings) == "http://127.0.0.1:9090"
+    assert api_url_of(settings.admin) == "http://127.0.0.1:9090"
     settings = load_settings(None, environ={}, admin_listen="10.1.2.3:8080")
-    assert api_url_of(settings) == "http://10.1.2.3:8080"
+    assert api_url_of(settings.admin) == "http://10.1.2.3:8080"

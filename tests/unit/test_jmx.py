@@ -124,7 +124,7 @@ def test_prepare_writes_private_files_and_keeps_secrets_off_the_command_line(
         jmx_username="ops",
         jmx_password="ops-secret",
     )
-    launch = prepare(settings, tmp_path / "jmx")
+    launch = prepare(settings.jmx, settings.monitoring, tmp_path / "jmx")
     assert launch.jmx_url == "service:jmx:rmi:///jndi/rmi://127.0.0.1:9011/jmxrmi"
     assert not any("secret" in part for part in launch.command)
     assert launch.env["PUSHGRID_JOLOKIA_PASSWORD"] == "mon-secret"
@@ -139,11 +139,12 @@ def test_prepare_writes_private_files_and_keeps_secrets_off_the_command_line(
 
 
 def test_prepare_refuses_without_credentials_or_java(tmp_path: Path) -> None:
+    bare = load_settings(environ={})
     with pytest.raises(BridgeError, match="JMX needs credentials"):
-        prepare(load_settings(environ={}), tmp_path)
+        prepare(bare.jmx, bare.monitoring, tmp_path)
     settings = load_settings(environ={}, jmx_java="no-such-java-here")
     with pytest.raises(BridgeError, match="openjdk-17-jdk-headless"):
-        prepare(settings, tmp_path)
+        prepare(settings.jmx, settings.monitoring, tmp_path)
 
 
 def test_prepare_refuses_a_password_file_others_can_read(tmp_path: Path) -> None:
@@ -152,7 +153,7 @@ def test_prepare_refuses_a_password_file_others_can_read(tmp_path: Path) -> None
     loose.chmod(0o644)
     settings = load_settings(environ={}, jmx_password_file=loose, jmx_access_file=loose)
     with pytest.raises(BridgeError, match="chmod 600"):
-        prepare(settings, tmp_path / "jmx")
+        prepare(settings.jmx, settings.monitoring, tmp_path / "jmx")
 
 
 def test_jmx_url_brackets_ipv6() -> None:
@@ -184,7 +185,7 @@ def test_a_jmx_member_gets_the_jmx_access_and_the_jmx_login() -> None:
         jmx_username="ops",
         jmx_password="o",
     )
-    jmx_member, jolokia_member = configured_members(settings)
+    jmx_member, jolokia_member = configured_members(settings.admin, settings.jmx)
     assert (jmx_member.username, jolokia_member.username) == ("ops", "mon")
     assert is_jmx(jmx_member.monitor_url)
     assert isinstance(member_access(None, jmx_member), JmxMember)  # type: ignore[arg-type]

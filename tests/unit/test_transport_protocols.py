@@ -112,8 +112,8 @@ class FakeContext:
 
     def __init__(self, **settings: Any) -> None:
         conf = load_settings(**settings)
-        self.limits = TransportLimits.from_settings(conf)
-        self.batching = Batching.from_settings(conf)
+        self.limits = TransportLimits.from_settings(conf.server, conf.cluster_publish_timeout)
+        self.batching = Batching.from_settings(conf.server)
         self.tick = 100.0
         self.stopping = False
         self.isolated: str | None = None

@@ -1,0 +1,144 @@
+"""The one Settings object: every part composed, validated together at start-up.
+
+Each subsystem receives only its part (``settings.server``, ``settings.cluster``, ...: the
+classes in this package); the whole object is for the loader, the start-up code that hands the
+parts out, and the views that show the configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .admin import AdminSettings
+from .alerts import AlertsSettings, TraceSettings
+from .cluster import ClusterSettings
+from .jmx import JmxSettings
+from .monitoring import MonitoringSettings
+from .push import ServerSettings
+from .stats import StatsSettings
+
+PARTS: dict[str, type[BaseModel]] = {
+    "server": ServerSettings,
+    "cluster": ClusterSettings,
+    "monitoring": MonitoringSettings,
+    "jmx": JmxSettings,
+    "admin": AdminSettings,
+    "stats": StatsSettings,
+    "alerts": AlertsSettings,
+    "trace": TraceSettings,
+}
+"""Attribute of :class:`Settings` -> the part it hands out (every key is in exactly one)."""
+
+_Part = TypeVar("_Part", bound=BaseModel)
+
+
+class Settings(
+    AdminSettings,
+    StatsSettings,
+    TraceSettings,
+    AlertsSettings,
+    JmxSettings,
+    MonitoringSettings,
+    ClusterSettings,
+    ServerSettings,
+    BaseSettings,
+):
+    """Every setting. The alias is the key in pushgrid.conf (see docs/configuration.md)."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid", populate_by_name=True, validate_default=True, frozen=True
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Values come only from load_settings(), which tracks where each one came from.
+        return (init_settings,)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets_from_files(cls, data: Any) -> Any:
+        """``...File`` keys of secrets: the secret is the file's content (one trailing newline
+        dropped), so it need not sit in the shared config."""
+        if not isinstance(data, dict):
+            return data
+        for part in (ServerSettings, MonitoringSettings, ClusterSettings):
+            for file_key, key in part.secret_files:
+                data = _secret_from_file(cls, data, file_key, key)
+        return data
+
+    @model_validator(mode="after")
+    def _parts_consistent(self) -> Settings:
+        """Checks across parts: the monitoring TLS listeners fall back on the client TLS files."""
+        if self.monitor_https_listen and not (
+            (self.monitor_tls_certificate or self.tls_certificate)
+            and (self.monitor_tls_key or self.tls_key)
+        ):
+            raise ValueError("MonitorHTTPS.Listen needs MonitorTLSCertificate and MonitorTLSKey")
+        return self
+
+    def _part(self, part: type[_Part]) -> _Part:
+        # already validated as a whole: a part is a copy of its fields' values, made on each
+        # access (a cache would outlive a model_copy; a copy is a handful of references)
+        return part.model_construct(**{name: getattr(self, name) for name in part.model_fields})
+
+    @property
+    def server(self) -> ServerSettings:
+        return self._part(ServerSettings)
+
+    @property
+    def cluster(self) -> ClusterSettings:
+        return self._part(ClusterSettings)
+
+    @property
+    def monitoring(self) -> MonitoringSettings:
+        return self._part(MonitoringSettings)
+
+    @property
+    def jmx(self) -> JmxSettings:
+        return self._part(JmxSettings)
+
+    @property
+    def admin(self) -> AdminSettings:
+        return self._part(AdminSettings)
+
+    @property
+    def stats(self) -> StatsSettings:
+        return self._part(StatsSettings)
+
+    @property
+    def alerts(self) -> AlertsSettings:
+        return self._part(AlertsSettings)
+
+    @property
+    def trace(self) -> TraceSettings:
+        return self._part(TraceSettings)
+
+
+def _secret_from_file(
+    cls: type[BaseModel], data: dict[str, Any], file_key: str, key: str
+) -> dict[str, Any]:
+    path = data.get(file_key)
+    if path in (None, ""):
+        return data
+    fields = cls.model_fields
+    file_alias, alias = fields[file_key].alias, fields[key].alias
+    if data.get(key) not in (None, ""):
+        raise ValueError(f"set {alias} or {file_alias}, not both")
+    try:
+        secret = Path(path).read_text(encoding="utf-8").removesuffix("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{file_alias} = {path}: cannot read the secret file: {exc}") from None
+    if not secret:
+        raise ValueError(f"{file_alias} = {path}: the secret file is empty")
+    return {**data, key: secret}
