@@ -35,7 +35,7 @@ from .base import (
     Recovery,
     Snapshot,
 )
-from .memory import MemoryEngine
+from .memory import SWEEP_BATCH, MemoryEngine
 from .nats_wire import STANDARD_PREFIX, subject_token, token_subject
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class StandardClusterEngine(Engine):
         dedup_max_keys: int = 100_000,
         max_subjects: int = 0,
         max_retained_bytes: int = 0,
+        sweep_batch: int = SWEEP_BATCH,
     ) -> None:
         self.link = link
         self.local = MemoryEngine(
@@ -81,6 +82,7 @@ class StandardClusterEngine(Engine):
             dedup_max_keys=dedup_max_keys,
             max_subjects=max_subjects,
             max_retained_bytes=max_retained_bytes,
+            sweep_batch=sweep_batch,
         )
         self._tag = secrets.token_hex(4)
         self._numbers = itertools.count(1)
