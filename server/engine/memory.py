@@ -24,6 +24,7 @@ from pushgrid.protocol.codec import message_size, utf8_len
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position, QoS
 
+from . import trim
 from .base import (
     Deliver,
     Engine,
@@ -40,6 +41,8 @@ from .dedup import DedupTable, Original, duplicate_of
 SWEEP_BATCH = 2000
 #: idle subjects a publish may evict inline when a bound is reached
 INLINE_EVICTIONS = 16
+#: evictions after which the sweep gives the freed heap back to the OS, once eviction paused
+TRIM_AFTER = 10_000
 
 
 def _nobody(subject: str) -> bool:
@@ -98,6 +101,7 @@ class MemoryEngine(Engine):
         self._generation = 0
         self._evicted = False  # since the current epoch was drawn
         self.evictions = 0
+        self._untrimmed = 0  # evictions since the heap was last trimmed
         self._dedup = DedupTable(dedup_window, dedup_max_keys)
 
     async def start(self, deliver: Deliver) -> None:
@@ -261,8 +265,13 @@ class MemoryEngine(Engine):
         """Evict idle subjects from the front of the table, at most ``sweep_batch`` per call
         (guarantees 9 and 10); a busy subject's cache expires on its next publish or read."""
         now = self._now_ms()
+        before = self.evictions
         self._evict_idle(now, self._sweep_batch)
         self._dedup.expire(now)
+        self._untrimmed += self.evictions - before
+        if self._untrimmed >= TRIM_AFTER and self.evictions - before < self._sweep_batch:
+            self._untrimmed = 0  # a flood's subjects are gone: give their memory back
+            trim.release()
 
     def _evict_idle(self, now: int, budget: int) -> None:
         limit = now - self._expire_ms
