@@ -2,12 +2,16 @@
 of one-shot subjects and after they expire, /health latency meanwhile, and the sweep's cost.
 
     .venv/bin/python benchmarks/subject_memory.py process -n 200000 --expire 10
+    .venv/bin/python benchmarks/subject_memory.py process -n 1000000 --expire 600 --hold 30
+    .venv/bin/python benchmarks/subject_memory.py process ... --legacy --pushgrid OTHER/pushgrid
     .venv/bin/python benchmarks/subject_memory.py sweep -n 200000 1000000
 
 ``process`` starts ``pushgrid server`` as a child (MaxSubjects above ``-n``, no rate limit, no
 meta-subjects), publishes ``-n`` subjects once each over one WebSocket (pipelined, retained, 8
 bytes of content and one field), polls ``/health`` every 20 ms throughout, and prints the
 child's RSS (baseline, after the flood, after expiry) with the /health max and p99 per phase.
+``--hold S`` measures /health for S seconds with the subjects idle and stops (no expiry wait);
+``--pushgrid`` runs another build (``--legacy``: one without MaxSubjects/MaxRetainedBytes).
 ``sweep`` times ``MemoryEngine.sweep()`` per call with ``-n`` subjects: all fresh (nothing to
 evict: the per-tick cost while they exist) and all expired (a full batch evicted per call).
 Numbers are printed, never asserted.
@@ -58,9 +62,7 @@ class HealthProbe:
             while True:
                 start = time.perf_counter()
                 await http.get(self.url)
-                self.samples.setdefault(self.phase, []).append(
-                    (time.perf_counter() - start) * 1000
-                )
+                self.samples.setdefault(self.phase, []).append((time.perf_counter() - start) * 1000)
                 await asyncio.sleep(0.02)
 
     def report(self) -> None:
@@ -93,7 +95,9 @@ async def flood(ws_url: str, count: int) -> None:
             sent += batch
 
 
-def start_server(workdir: Path, port: int, count: int, expire: float) -> subprocess.Popen[bytes]:
+def start_server(
+    workdir: Path, port: int, count: int, expire: float, args: argparse.Namespace
+) -> subprocess.Popen[bytes]:
     conf = workdir / "pushgrid.conf"
     settings = {
         "Listen": f"127.0.0.1:{port}",
@@ -106,8 +110,10 @@ def start_server(workdir: Path, port: int, count: int, expire: float) -> subproc
         "PublishRatePerConnection": 0,
         "PublishRatePerAddress": 0,
     }
+    if args.legacy:
+        del settings["MaxSubjects"], settings["MaxRetainedBytes"]
     conf.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
-    pushgrid = ROOT / ".venv" / "bin" / "pushgrid"
+    pushgrid = args.pushgrid or ROOT / ".venv" / "bin" / "pushgrid"
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the child
     return subprocess.Popen(
         [str(pushgrid), "server", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT
@@ -126,17 +132,18 @@ async def wait_health(url: str) -> None:
     raise SystemExit("server not ready")
 
 
-async def process(count: int, expire: float, port: int) -> None:
+async def process(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        child = start_server(Path(tmp), port, count, expire)
+        child = start_server(Path(tmp), args.port, args.n, args.expire, args)
         try:
-            await _measure(child.pid, f"http://127.0.0.1:{port}", count, expire)
+            url = f"http://127.0.0.1:{args.port}"
+            await _measure(child.pid, url, args.n, args.expire, args.hold)
         finally:
             child.terminate()
             child.wait(15)
 
 
-async def _measure(pid: int, url: str, count: int, expire: float) -> None:
+async def _measure(pid: int, url: str, count: int, expire: float, hold: float) -> None:
     await wait_health(url + "/health")
     probe = HealthProbe(url + "/health")
     task = asyncio.create_task(probe.run())
@@ -148,6 +155,12 @@ async def _measure(pid: int, url: str, count: int, expire: float) -> None:
     took = time.perf_counter() - start
     probe.phase = "idle subjects"
     flooded = rss_mib(pid)
+    if hold:
+        await asyncio.sleep(hold)
+        task.cancel()
+        print(f"{count} subjects in {took:.1f} s: RSS {baseline:.1f} -> {flooded:.1f} MiB")
+        probe.report()
+        return
     await asyncio.sleep(max(0.0, expire - (time.perf_counter() - start) - 1))
     probe.phase = "eviction"
     # the sweep evicts SWEEP_BATCH subjects a tick: count / batch seconds after expiry
@@ -204,11 +217,14 @@ def main() -> None:
     proc.add_argument("-n", type=int, default=200_000)
     proc.add_argument("--expire", type=float, default=10.0)
     proc.add_argument("--port", type=int, default=18_931)
+    proc.add_argument("--hold", type=float, default=0.0)
+    proc.add_argument("--pushgrid", type=Path, default=None)
+    proc.add_argument("--legacy", action="store_true")
     sweep = sub.add_parser("sweep")
     sweep.add_argument("-n", type=int, nargs="+", default=[200_000, 1_000_000])
     args = parser.parse_args()
     if args.what == "process":
-        asyncio.run(process(args.n, args.expire, args.port))
+        asyncio.run(process(args))
     else:
         sweep_cost(args.n)
 
