@@ -101,7 +101,7 @@ def start_server(
     conf = workdir / "pushgrid.conf"
     settings = {
         "Listen": f"127.0.0.1:{port}",
-        "MonitorHTTP.Listen": "",
+        "MonitorHTTP.Listen": f"127.0.0.1:{port + 1}",
         "MetricsArchive": "",
         "MetaSubjectInterval": 0,
         "MaxSubjects": count + 1000,
@@ -169,6 +169,13 @@ async def _measure(pid: int, url: str, count: int, expire: float, hold: float) -
     await asyncio.sleep(3)
     after = rss_mib(pid)
     task.cancel()
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+        stats = (
+            await http.get(
+                url.rsplit(":", 1)[0] + f":{int(url.rsplit(':', 1)[1]) + 1}/stats?format=json"
+            )
+        ).json()
+    print(f"  the server after expiry: {stats['gauges']}")
     print(f"{count} one-shot subjects published in {took:.1f} s, CacheExpireTime {expire} s")
     print(
         f"  RSS baseline {baseline:.1f} MiB, after the flood {flooded:.1f} MiB "
