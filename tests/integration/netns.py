@@ -21,6 +21,8 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +230,22 @@ class NetnsCluster(Cluster):
         if node_name and node_name.startswith("pushgrid-m") and node_name[10:].isdigit():
             return int(node_name[10:])
         return None
+
+
+@contextmanager
+def running_cluster(tmp_path: Path, what: str, **settings: Any) -> Iterator[NetnsCluster]:
+    """A started 3-member cluster in namespaces, always killed and removed after; skips ``what``
+    (the test's name for itself) with the reason where namespaces cannot be made."""
+    import pytest
+
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"{what} skipped: {reason}")
+    net = Network(3).create()
+    nodes = NetnsCluster(tmp_path, net, **settings)
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.kill_all()
+        net.remove()

@@ -44,7 +44,7 @@ from pushgrid.client import PushgridClient
 from pushgrid.client.backoff import BackoffPolicy
 from pushgrid.client.models import StatusEvent
 
-from .netns import NetnsCluster, Network, unavailable_reason
+from .netns import NetnsCluster, running_cluster
 from .pgtest import WsClient
 from .test_partitions import stream_leader
 
@@ -57,17 +57,8 @@ REJOIN = 40.0  # seconds the healed member has to accept clients again
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[NetnsCluster]:
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"partition failover test skipped: {reason}")
-    net = Network(3).create()
-    nodes = NetnsCluster(tmp_path, net)
-    try:
-        nodes.start()
+    with running_cluster(tmp_path, "partition failover test") as nodes:
         yield nodes
-    finally:
-        nodes.kill_all()
-        net.remove()
 
 
 @dataclass

@@ -31,7 +31,7 @@ import httpx
 import pytest
 
 from .cluster import cluster_status
-from .netns import NetnsCluster, Network, unavailable_reason
+from .netns import NetnsCluster, running_cluster
 from .pgtest import ServerProcess, WsClient
 
 SUBJECTS = 12
@@ -45,20 +45,13 @@ CONVERGE = 30.0  # seconds every member has to deliver the last acknowledged mes
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[NetnsCluster]:
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"partition test skipped: {reason}")
-    net = Network(3).create()
     # The readers are plain connections that must stay on their member through the partitions
     # (this test watches each member's own delivery): an isolated member must not send them
     # elsewhere (ClusterIsolationTimeout; test_partition_failover.py tests that part).
-    nodes = NetnsCluster(tmp_path, net, ClusterPublishTimeout=20, ClusterIsolationTimeout=0)
-    try:
-        nodes.start()
+    with running_cluster(
+        tmp_path, "partition test", ClusterPublishTimeout=20, ClusterIsolationTimeout=0
+    ) as nodes:
         yield nodes
-    finally:
-        nodes.kill_all()
-        net.remove()
 
 
 @dataclass
