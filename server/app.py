@@ -150,7 +150,6 @@ class PushServer:
         self.counters = Counters()
         self.engine = engine or build_engine(settings)
         self.hub = Hub(self.engine, self.counters)
-        self.engine.use_interest(self.hub.has_subscribers)  # idle-subject eviction (guarantee 9)
         self.entitlement = build_entitlement(settings)
         self.publish_guard = build_publish_guard(settings, self.engine)
         self.auth_throttle = AuthThrottle(

@@ -153,10 +153,6 @@ class Hub:
             len(table.get(subject, ())) for table in (self._live, self._pending, self._conflated)
         )
 
-    def has_subscribers(self, subject: str) -> bool:
-        """Does a session of this node subscribe to ``subject`` (or is it subscribing)?"""
-        return subject in self._live or subject in self._pending or subject in self._conflated
-
     def subjects(self) -> Iterator[str]:
         return iter(self._live.keys() | self._pending.keys() | self._conflated.keys())
 
