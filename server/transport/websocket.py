@@ -23,7 +23,6 @@ when the server first sends a ping or a close.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from typing import TYPE_CHECKING, ClassVar
@@ -62,10 +61,6 @@ _BINARY = BytesMessage(data=b"")  # a whole binary message in the inbox (its byt
 # What the inbox holds, in arrival order: a text message, or a wsproto event (Ping, a binary
 # message, the client's CloseConnection).
 InboxItem = str | Ping | BytesMessage | CloseConnection
-
-
-#: how long a refused client may go on sending before we cut: enough for a few MB on a LAN
-LINGER_SECONDS = 2.0
 
 
 class _MessageSizeGuard(Extension):
@@ -111,7 +106,7 @@ def _pong(payload: bytes) -> bytes:
 
 
 class WebSocketConnection(Connection):
-    __slots__ = ("_framed", "_inbox", "_lingering", "_parts", "_reader", "_ws")
+    __slots__ = ("_framed", "_inbox", "_parts", "_reader", "_ws")
 
     initial: ClassVar[ConnState] = ConnState.OPEN
 
@@ -122,7 +117,6 @@ class WebSocketConnection(Connection):
         self._parts: list[str] | None = None  # the fragments of an unfinished message
         self._inbox: deque[InboxItem] | None = None  # what waits for the session, in order
         self._reader: asyncio.Task[None] | None = None
-        self._lingering = False  # refused frames: input is read and dropped until the client ends
 
     def start(self, accepted: bytes, token: str | None, trailing: bytes) -> None:
         """Send the 101 answer, open the session, then read what followed the request."""
@@ -139,8 +133,8 @@ class WebSocketConnection(Connection):
 
     def data_received(self, data: bytes) -> None:
         self._count_in(len(data))
-        if self.state is _FINISHING or self._lingering:
-            return  # after the client's close frame, or ours refusing its frames: dropped
+        if self.state is _FINISHING:
+            return  # after the client's close frame: nothing more is read
         self._receive(data)
 
     def _receive(self, data: bytes) -> None:
@@ -153,8 +147,6 @@ class WebSocketConnection(Connection):
         self._ws_events()
 
     def eof_received(self) -> bool | None:
-        if self._lingering:
-            return None  # the client ended after our refusal: close now
         if self.state is not _FINISHING:
             self._framed = True
             self.ws.receive_data(None)
@@ -269,22 +261,7 @@ class WebSocketConnection(Connection):
             reason = event.reason or ""
         self.flush()
         self._write(ws.send(CloseConnection(code=event.code, reason=reason)))
-        self._linger()
-
-    def _linger(self) -> None:
-        """Close after a refusal without resetting: a client still sending (the rest of an
-        oversized message) would get a TCP reset instead of our close frame if we closed with
-        its bytes unread. Send FIN after the close frame, drop what still comes, and close at
-        the client's end of input or after LINGER_SECONDS (the ticker aborts at the deadline)."""
-        transport = self.transport
-        if transport is None or transport.get_extra_info("sslcontext") is not None:
-            self._shut()  # TLS cannot half-close: close as before
-            return
-        self._lingering = True
-        self._to(ConnEvent.CLOSE)
-        self.deadline = self.ctx.tick + LINGER_SECONDS
-        with contextlib.suppress(OSError, RuntimeError):
-            transport.write_eof()
+        self._shut()
 
     def _finish(self, event: CloseConnection) -> None:
         """Everything the client sent before its close is answered: answer the close, end."""
