@@ -63,6 +63,12 @@ _BINARY = BytesMessage(data=b"")  # a whole binary message in the inbox (its byt
 InboxItem = str | Ping | BytesMessage | CloseConnection
 
 
+#: how long a refused client may go on sending before we cut: enough for a few MB on a LAN
+LINGER_SECONDS = 2.0
+#: input quiet this long after a refusal: the client has stopped sending, closing resets nothing
+LINGER_QUIET = 0.2
+
+
 class _MessageSizeGuard(Extension):
     """Refuses a data frame at its header when the message it belongs to would pass ``limit``
     bytes (the hard frame limit): wsproto then reports a 1009 close before reading the payload.
@@ -106,7 +112,7 @@ def _pong(payload: bytes) -> bytes:
 
 
 class WebSocketConnection(Connection):
-    __slots__ = ("_framed", "_inbox", "_parts", "_reader", "_ws")
+    __slots__ = ("_framed", "_heard", "_inbox", "_lingering", "_parts", "_reader", "_ws")
 
     initial: ClassVar[ConnState] = ConnState.OPEN
 
@@ -117,6 +123,8 @@ class WebSocketConnection(Connection):
         self._parts: list[str] | None = None  # the fragments of an unfinished message
         self._inbox: deque[InboxItem] | None = None  # what waits for the session, in order
         self._reader: asyncio.Task[None] | None = None
+        self._lingering = False  # refused frames: input is read and dropped until the client ends
+        self._heard = 0.0  # loop time of the last input while lingering
 
     def start(self, accepted: bytes, token: str | None, trailing: bytes) -> None:
         """Send the 101 answer, open the session, then read what followed the request."""
@@ -133,6 +141,9 @@ class WebSocketConnection(Connection):
 
     def data_received(self, data: bytes) -> None:
         self._count_in(len(data))
+        if self._lingering:
+            self._heard = asyncio.get_running_loop().time()
+            return  # after our close frame refusing its frames: dropped
         if self.state is _FINISHING:
             return  # after the client's close frame: nothing more is read
         self._receive(data)
@@ -147,6 +158,8 @@ class WebSocketConnection(Connection):
         self._ws_events()
 
     def eof_received(self) -> bool | None:
+        if self._lingering:
+            return None  # the client ended after our refusal: close now
         if self.state is not _FINISHING:
             self._framed = True
             self.ws.receive_data(None)
@@ -261,7 +274,35 @@ class WebSocketConnection(Connection):
             reason = event.reason or ""
         self.flush()
         self._write(ws.send(CloseConnection(code=event.code, reason=reason)))
-        self._shut()
+        self._linger()
+
+    def _linger(self) -> None:
+        """Close after a refusal without resetting. Closing a socket with input unread sends a
+        TCP reset, which can destroy our close frame before a client still sending (the rest of
+        an oversized message) reads it. So what still comes is read and dropped, and the socket
+        closes once input has been quiet for LINGER_QUIET, at the client's end of input, or at
+        the latest after LINGER_SECONDS (the ticker aborts at the deadline). No half-close: a
+        client that reads our FIN while its own writes are pending can fail in its teardown
+        (asyncio's transport, under the `websockets` library, seen in test_websocket_close)."""
+        if self.transport is None:
+            return
+        self._lingering = True
+        self._to(ConnEvent.CLOSE)
+        self.deadline = self.ctx.tick + LINGER_SECONDS
+        loop = asyncio.get_running_loop()
+        self._heard = loop.time()
+        loop.call_later(LINGER_QUIET, self._close_when_quiet)
+
+    def _close_when_quiet(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        loop = asyncio.get_running_loop()
+        quiet = loop.time() - self._heard
+        if quiet >= LINGER_QUIET:
+            transport.close()
+        else:
+            loop.call_later(LINGER_QUIET - quiet, self._close_when_quiet)
 
     def _finish(self, event: CloseConnection) -> None:
         """Everything the client sent before its close is answered: answer the close, end."""

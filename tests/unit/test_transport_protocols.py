@@ -42,7 +42,7 @@ from pushgrid.server.transport.http_protocol import (
 )
 from pushgrid.server.transport.limits import PendingConnections, SecurityCounters
 from pushgrid.server.transport.states import ConnState
-from pushgrid.server.transport.websocket import WebSocketConnection
+from pushgrid.server.transport.websocket import LINGER_QUIET, WebSocketConnection
 
 KEY = base64.b64encode(b"0123456789abcdef")
 UPGRADE = (
@@ -683,7 +683,19 @@ async def test_message_above_the_frame_limit_is_closed_1009(ctx: FakeContext) ->
     closes = [e for e in client.events() if isinstance(e, CloseConnection)]
     assert [c.code for c in closes] == [1009]
     assert state_of(ws) is ConnState.CLOSING
+    # Lingering close: the socket stays open while the client goes on sending (closing with its
+    # input unread would reset the connection before it reads the 1009); it closes once the
+    # input has been quiet for LINGER_QUIET, and the ticker cuts a client that never stops
+    assert not client.transport.closed
+    assert ws.deadline is not None
+    for _ in range(3):
+        ws.data_received(b"rest of the oversized message" * 100)  # dropped, nothing answered
+        await asyncio.sleep(LINGER_QUIET / 2)
+        assert not client.transport.closed
+    assert client.transport.take() == b""
+    await asyncio.sleep(LINGER_QUIET * 2)
     assert client.transport.closed
+    assert not client.transport.aborted
     assert ctx.security.protocol_errors_total == 0  # a limit, not broken framing
 
 
