@@ -219,7 +219,16 @@ class WindowStatOut(BaseModel):
     indicator: str
     window: str
     as_of: datetime = Field(description="The instant the statistics describe")
-    count: int
+    count: int = Field(ge=0, description="Seconds of the window that hold a sample")
+    coverage: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="count / the seconds the window spans at as_of (docs/monitoring.md, "
+        "Coverage): the share of the window the statistics describe",
+    )
+    low_coverage: bool = Field(
+        description="coverage below 0.9: max/avg/stddev describe only the seconds present"
+    )
     max: float | None
     avg: float | None
     stddev: float | None
@@ -237,6 +246,7 @@ class WindowStatList(BaseModel):
 class TrendPointOut(BaseModel):
     as_of: datetime
     count: int
+    coverage: float = Field(ge=0.0, le=1.0, description="As for window statistics")
     max: float | None
     avg: float | None
     stddev: float | None

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
-from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
 
 from .provider import (
     CLUSTER,
@@ -118,6 +118,9 @@ class DemoProvider:
     def scopes(self) -> list[str]:
         return [CLUSTER, *(f"node:{m}" for m in self.members)]
 
+    def member_names(self) -> list[str]:
+        return list(self.members)
+
     def window_stats(self, scope: str) -> WindowStatistics:
         as_of = int(time.time()) // 300 * 300
         rows = [
@@ -128,6 +131,7 @@ class DemoProvider:
                 _BASE[ind] * 1.8 * (1 + j / 20),
                 _BASE[ind] * (1 + j / 40),
                 _BASE[ind] * 0.12,
+                coverage(w, 60 * (j + 1), as_of),
             )
             for ind in INDICATOR_NAMES
             for j, w in enumerate(WINDOW_NAMES)

@@ -107,6 +107,19 @@ def trend_figure(
 ) -> go.Figure:
     """A trend series: average as a line, the ±σ band around it, the maximum dotted."""
     figure = go.Figure(layout=_layout(440, showlegend=True))
+    if not points:  # no axes from -1 to 6 around nothing: say so (the summary says when)
+        figure.update_xaxes(visible=False)
+        figure.update_yaxes(visible=False)
+        figure.add_annotation(
+            text="no trend points yet",
+            showarrow=False,
+            font={"size": 15},
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+        )
+        return figure
     xs = [chart_time(p.as_of) for p in points]
     avg = [p.avg for p in points]
     upper = [None if p.avg is None else p.avg + (p.stddev or 0.0) for p in points]

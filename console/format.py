@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, cast
 
 from pushgrid.metrics.indicators import INDICATORS, Indicator
-from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
 
 from .provider import CLUSTER, LiveOverview, Member, StatRow, WindowStatistics
 
@@ -161,6 +161,12 @@ class StatCell:
     window: str
     value: float | None
     count: int
+    coverage: float = 1.0
+
+    @property
+    def partial(self) -> bool:
+        """The window is mostly without samples: its value describes the seconds present."""
+        return self.value is not None and self.coverage < LOW_COVERAGE
 
     @property
     def text(self) -> str:
@@ -192,7 +198,10 @@ def stats_matrix(
             for window in windows:
                 row = by_key.get((indicator, window))
                 value = None if row is None else getattr(row, stat)
-                cells.append(StatCell(window, value, 0 if row is None else row.count))
+                if row is None:
+                    cells.append(StatCell(window, None, 0))
+                else:
+                    cells.append(StatCell(window, value, row.count, row.coverage))
             lines.append(StatLine(indicator, stat, cells))
     return lines
 
@@ -208,15 +217,28 @@ def freshness(stats: WindowStatistics, now: float) -> tuple[bool, str]:
     return False, text
 
 
-def scope_label(scope: str) -> str:
+def scope_label(scope: str, members: Collection[str] | None = None) -> str:
+    """A scope's name; with ``members`` (the members configured now), a node that is not one
+    of them says so: its statistics are history, not a live member's."""
     if scope == CLUSTER:
         return "Cluster"
-    return scope.removeprefix("node:")
+    name = scope.removeprefix("node:")
+    if members is not None and name not in members:
+        return f"{name} (not a member now)"
+    return name
 
 
-def scope_options(scopes: Iterable[str]) -> list[dict[str, str]]:
+def scope_options(
+    scopes: Iterable[str], members: Collection[str] | None = None
+) -> list[dict[str, str]]:
     ordered = sorted(set(scopes), key=lambda s: (s != CLUSTER, s))
-    return [{"label": scope_label(s), "value": s} for s in ordered]
+    return [{"label": scope_label(s, members), "value": s} for s in ordered]
+
+
+def coverage_text(cell: StatCell) -> str:
+    """``covers 4 min of 1d (0.3%)``: a cell's share of its window, for its tooltip."""
+    covered = duration(cell.count)
+    return f"covers {covered} of {cell.window} ({cell.coverage:.1%})"
 
 
 # --- overview -------------------------------------------------------------------------------

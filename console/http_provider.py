@@ -165,6 +165,9 @@ class HttpProvider(OpsHttpMixin):
     def scopes(self) -> list[str]:
         return [stats.scope for stats in self.all_window_stats()]
 
+    def member_names(self) -> list[str]:
+        return [member.name for member in self.members()]
+
     def trend(
         self,
         scope: str,
@@ -344,6 +347,7 @@ def window_statistics(data: Mapping[str, Any]) -> list[WindowStatistics]:
                         i.get("max"),
                         i.get("avg"),
                         i.get("stddev"),
+                        float(i.get("coverage", 1.0)),
                     )
                     for i in items
                 ],

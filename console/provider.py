@@ -243,6 +243,7 @@ class StatRow(_Json):
     max: float | None
     avg: float | None
     stddev: float | None
+    coverage: float = 1.0  # share of the window's seconds with a sample (docs/monitoring.md)
 
 
 @dataclass(frozen=True)
@@ -426,6 +427,10 @@ class ConsoleProvider(Protocol):
 
     def scopes(self) -> list[str]:
         """The scopes the pipeline wrote statistics for (cluster first)."""
+        ...
+
+    def member_names(self) -> list[str]:
+        """The members the admin API manages now (a scope of another node is history)."""
         ...
 
     def all_window_stats(self) -> list[WindowStatistics]:

@@ -31,6 +31,15 @@ Missing seconds are *absent*, not zero: a window's ``count`` is the number of sa
 covers and its statistics are those of these samples only. A window without samples is
 :meth:`Moments.empty` (``count == 0``).
 
+Coverage
+--------
+At ``now`` a window spans ``span = now - window_start + 1`` seconds (between ``W - r + 1`` and
+``W``: its current bucket is partial). Its *coverage* is ``count / span``, the share of those
+seconds that had a sample: 1.0 for a member that sampled every second of the window, 4 / 1440
+for a "1d" window over 4 minutes of data. ``avg`` and ``stddev`` are the mean and population
+standard deviation of the ``count`` samples present, so a window with low coverage describes
+those seconds only, never the whole window; below :data:`LOW_COVERAGE` every view marks it.
+
 Levels and pieces
 -----------------
 The resolutions form four bucket *levels* (:data:`LEVELS`: ``s``, ``m``, ``h``, ``d``); a level
@@ -51,6 +60,7 @@ __all__ = [
     "DAY",
     "HOUR",
     "LEVELS",
+    "LOW_COVERAGE",
     "MAX_BUCKETS",
     "MINUTE",
     "MONTH",
@@ -59,8 +69,10 @@ __all__ = [
     "Level",
     "Piece",
     "Window",
+    "coverage",
     "level_of",
     "pieces",
+    "span",
     "whole_pieces",
     "window_start",
     "windows_of",
@@ -142,6 +154,24 @@ def window_start(window: Window | str, now: int) -> int:
     """Smallest timestamp covered by ``window`` at ``now``: ``(now // r - (W // r - 1)) * r``."""
     w = _window(window)
     return (now // w.resolution - (w.buckets - 1)) * w.resolution
+
+
+#: Below this coverage a window's statistics are marked partial in every view (the admin API's
+#: ``low_coverage``, the console): 90% allows a member's restart or a few missed samples.
+LOW_COVERAGE = 0.9
+
+
+def span(window: Window | str, now: int) -> int:
+    """Seconds ``window`` spans at ``now``: ``now - window_start + 1`` (its last bucket is
+    partial, so from ``W - r + 1`` to ``W``)."""
+    return now - window_start(window, now) + 1
+
+
+def coverage(window: Window | str, count: int, now: int) -> float:
+    """Share of the window's seconds at ``now`` that hold a sample (0.0 to 1.0)."""
+    if count <= 0:
+        return 0.0
+    return min(1.0, count / span(window, now))
 
 
 class Piece(NamedTuple):

@@ -15,7 +15,8 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from pushgrid.metrics import sqlstore
-from pushgrid.metrics.sqlstore.models import TrendPoint, WindowStat, utc_now
+from pushgrid.metrics.sqlstore.models import TrendPoint, WindowStat, to_unix, utc_now
+from pushgrid.metrics.window_spec import LOW_COVERAGE, coverage
 
 from ..schemas import TrendPointOut, TrendSeries, WindowStatList, WindowStatOut
 
@@ -26,12 +27,15 @@ def _finite(value: float | None) -> float | None:
 
 def window_stat_out(row: WindowStat, now: datetime, stale_after: float) -> WindowStatOut:
     age = max(0.0, (now - row.computed_at).total_seconds())
+    covered = _coverage(row)
     return WindowStatOut(
         scope=row.scope,
         indicator=row.indicator,
         window=row.window,
         as_of=row.as_of,
         count=row.count,
+        coverage=covered,
+        low_coverage=covered < LOW_COVERAGE,
         max=_finite(row.max),
         avg=_finite(row.avg),
         stddev=_finite(row.stddev),
@@ -42,10 +46,16 @@ def window_stat_out(row: WindowStat, now: datetime, stale_after: float) -> Windo
     )
 
 
+def _coverage(row: WindowStat | TrendPoint) -> float:
+    """The share of the window's seconds with a sample, from the stored count and as-of."""
+    return coverage(row.window, row.count, to_unix(row.as_of))
+
+
 def trend_point_out(row: TrendPoint) -> TrendPointOut:
     return TrendPointOut(
         as_of=row.as_of,
         count=row.count,
+        coverage=_coverage(row),
         max=_finite(row.max),
         avg=_finite(row.avg),
         stddev=_finite(row.stddev),

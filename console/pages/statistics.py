@@ -12,6 +12,8 @@ from typing import Any
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
+from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
+
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header
 from ..ids import Ids
@@ -105,28 +107,61 @@ def render_table(stats: WindowStatistics | None) -> Component:
         cells.append(html.Td(labels[line.stat], className="stat-name"))
         values = [c.value for c in line.cells if c.value is not None]
         low, top = (min(values), max(values)) if values else (0.0, 0.0)
-        for cell in line.cells:
-            cells.append(
-                html.Td(
-                    cell.text,
-                    className="num" + (" empty-cell" if cell.value is None else ""),
-                    style=heat(cell.value, low, top),
-                    title=f"{line.indicator} {line.stat} {cell.window}: {cell.value!r}"
-                    f" (n={cell.count})",
-                    **attrs(
-                        {
-                            "data-indicator": line.indicator,
-                            "data-window": cell.window,
-                            "data-stat": line.stat,
-                            "data-value": "" if cell.value is None else repr(cell.value),
-                        }
-                    ),
-                )
-            )
+        cells.extend(stat_cell(line, cell, low, top) for cell in line.cells)
         band = (position // len(fmt.STATS)) % 2
         body.append(html.Tr(cells, className=f"band-{band}" + (" band-start" if first else "")))
     return html.Table(
         [head, html.Tbody(body)], className="stats-table", **attrs({"data-scope": stats.scope})
+    )
+
+
+#: The mark of a window whose statistics describe under 90% of its seconds (fmt.LOW_COVERAGE)
+PARTIAL_MARK = "◔"
+
+
+def stat_cell(line: fmt.StatLine, cell: fmt.StatCell, low: float, top: float) -> Component:
+    """One value; a window mostly without samples is marked, its tooltip says how much it
+    covers (its value describes those seconds only, never the whole window)."""
+    classes = "num" + (" empty-cell" if cell.value is None else "")
+    title = f"{line.indicator} {line.stat} {cell.window}: {cell.value!r} (n={cell.count})"
+    children: str | list[Component | str] = cell.text
+    if cell.partial:
+        classes += " partial"
+        title += f", {fmt.coverage_text(cell)}"
+        children = [cell.text, html.Sup(PARTIAL_MARK, className="partial-mark")]
+    return html.Td(
+        children,
+        className=classes,
+        style=heat(cell.value, low, top),
+        title=title,
+        **attrs(
+            {
+                "data-indicator": line.indicator,
+                "data-window": cell.window,
+                "data-stat": line.stat,
+                "data-value": "" if cell.value is None else repr(cell.value),
+                "data-coverage": f"{cell.coverage:.6f}",
+            }
+        ),
+    )
+
+
+def coverage_note(stats: WindowStatistics | None) -> Component | None:
+    """Under the as-of line: which windows are partial, and what that means."""
+    if stats is None:
+        return None
+    partial = sorted(
+        {r.window for r in stats.rows if r.coverage < LOW_COVERAGE and r.count > 0},
+        key=WINDOW_NAMES.index,
+    )
+    if not partial:
+        return None
+    return html.Div(
+        f"{PARTIAL_MARK} {', '.join(partial)}: less than {LOW_COVERAGE:.0%} of the window has "
+        "samples yet; max, avg and σ describe only the seconds with data (hover a value for "
+        "its coverage)",
+        className="coverage-note muted",
+        **attrs({"data-partial-windows": " ".join(partial)}),
     )
 
 
@@ -162,6 +197,7 @@ def register(app: Dash, providers: Providers) -> None:
         provider = providers(token)
         try:
             every = provider.all_window_stats()
+            members = provider.member_names()
         except ProviderError as exc:
             return no_update, no_update, no_update, alert([exc])
         scopes = [s.scope for s in every] or [CLUSTER]
@@ -175,7 +211,7 @@ def register(app: Dash, providers: Providers) -> None:
             )
         return (
             [s.to_json() for s in every],
-            fmt.scope_options(scopes),
+            fmt.scope_options(scopes, members),
             chosen,
             alert(problems, "warn"),
         )
@@ -190,7 +226,7 @@ def register(app: Dash, providers: Providers) -> None:
         if data is None:
             return html.Div("loading…", className="asof"), no_update
         stats = pick([WindowStatistics.from_json(d) for d in data], scope)
-        return render_asof(stats, time.time()), render_table(stats)
+        return [render_asof(stats, time.time()), coverage_note(stats)], render_table(stats)
 
 
 PAGE = Page(PATH, TITLE, "▦", layout)

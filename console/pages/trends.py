@@ -111,9 +111,21 @@ def time_range(name: str | None, now: float) -> tuple[int | None, int | None]:
     return (None if seconds is None else int(now) - seconds), None
 
 
-def render_summary(points: Sequence[TrendPoint], indicator: str) -> Component:
+def first_points_text(now: float) -> str:
+    """When an empty series will get its first point: the pipeline writes one per closed UTC
+    hour of the archive (docs/pipeline.md), on its next run after that hour ends."""
+    next_hour = (int(now) // 3600 + 1) * 3600
+    return (
+        "No trend points yet for this range. The statistics pipeline writes one point per "
+        "closed UTC hour of archive data: the next hour closes at "
+        f"{fmt.timestamp(next_hour)}, and its point appears after the next statistics run "
+        "(Jobs page) following that time."
+    )
+
+
+def render_summary(points: Sequence[TrendPoint], indicator: str, now: float) -> Component:
     if not points:
-        return html.Span("no points", className="muted")
+        return html.Span(first_points_text(now), className="muted", **attrs({"data-points": "0"}))
     averages = [p.avg for p in points if p.avg is not None]
     maxima = [p.max for p in points if p.max is not None]
     facts = [
@@ -150,9 +162,10 @@ def register(app: Dash, providers: Providers) -> None:
         provider = providers(token)
         try:
             names = provider.scopes()
+            members = provider.member_names()
         except ProviderError:
             return no_update  # the graph callback shows the error
-        return fmt.scope_options(names or [CLUSTER])
+        return fmt.scope_options(names or [CLUSTER], members)
 
     @app.callback(
         Output(Ids.TRENDS_GRAPH, "figure"),
@@ -175,7 +188,7 @@ def register(app: Dash, providers: Providers) -> None:
             return trend_figure([], indicator, window, scope), no_update, alert([exc])
         return (
             trend_figure(points, indicator, window, scope),
-            render_summary(points, indicator),
+            render_summary(points, indicator, time.time()),
             [],
         )
 

@@ -1374,3 +1374,19 @@ class SilentTcpServer:
             self._server.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 3)
+
+
+#: (length, resolution) of each window in seconds, from the table in docs/monitoring.md
+WINDOW_SIZES = {
+    "1m": (60, 1), "5m": (300, 1), "15m": (900, 1),
+    "1h": (3600, 60), "5h": (18000, 60), "15h": (54000, 60),
+    "1d": (86400, 3600), "5d": (432000, 3600), "15d": (1296000, 3600),
+    "1mo": (2592000, 86400), "5mo": (12960000, 86400), "15mo": (38880000, 86400),
+}  # fmt: skip
+
+
+def window_coverage(window: str, count: int, as_of: int) -> float:
+    """A window's coverage computed here, independently of metrics.window_spec: ``count`` over
+    the partial current bucket (``as_of % r + 1`` seconds) plus the ``W / r - 1`` whole ones."""
+    length, resolution = WINDOW_SIZES[window]
+    return min(1.0, count / (as_of % resolution + 1 + length - resolution)) if count else 0.0

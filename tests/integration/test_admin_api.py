@@ -34,6 +34,7 @@ from .pgtest import (
     assert_problem,
     down_member_entry,
     member_entry,
+    window_coverage,
 )
 
 API = "/api/v1"
@@ -515,6 +516,9 @@ async def test_window_statistics_written_by_the_pipeline_come_back_unchanged(adm
             row = expected[(item["scope"], item["indicator"], item["window"])]
             assert datetime.fromisoformat(item["as_of"]).timestamp() == as_of
             assert item["count"] == row["count"]
+            share = window_coverage(item["window"], row["count"], as_of)
+            assert item["coverage"] == pytest.approx(share)
+            assert item["low_coverage"] is (item["coverage"] < 0.9)
             assert item["max"] == row["max"]  # exactly: floats survive JSON unchanged
             assert item["avg"] == row["avg"]
             assert item["stddev"] == row["stddev"]

@@ -29,7 +29,7 @@ import pytest
 from sqlalchemy import delete, update
 
 from .browser import CHROMEDRIVER, CHROMIUM, FLAGS, missing
-from .pgtest import DEFAULT_TIMEOUT, ServerProcess, free_port
+from .pgtest import DEFAULT_TIMEOUT, ServerProcess, free_port, window_coverage
 
 REPO = Path(__file__).resolve().parents[2]
 # Screenshots go to docs/img/ with CONSOLE_SCREENSHOTS=1 (to refresh the documentation), else to
@@ -612,6 +612,14 @@ def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
         "return Array.from(document.querySelectorAll('#stats-scope input')).map(e => e.value)"
     )
     assert options == scopes
+    labels = console.js(
+        "return Array.from(document.querySelectorAll('#stats-scope label')).map(e => e.innerText)"
+    )
+    assert [label.strip() for label in labels] == [
+        "Cluster",
+        *NODES,
+        "old-node (not a member now)",  # its statistics are history, not a live member's
+    ]
     for scope in scopes:
         console.js(
             "document.querySelector(`#stats-scope input[value='${arguments[0]}']`).click()", scope
@@ -631,15 +639,19 @@ def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
         cells = console.js(
             "return Array.from(document.querySelectorAll('#stats-table td[data-stat]'))"
             ".map(c => [c.dataset.indicator, c.dataset.window, c.dataset.stat, c.dataset.value,"
-            " c.innerText])"
+            " c.innerText, c.dataset.coverage])"
         )
-        shown = {(i, w, s): (v, text) for i, w, s, v, text in cells}
+        shown = {(i, w, s): (v, text, cov) for i, w, s, v, text, cov in cells}
         assert len(shown) == 7 * 12 * 3
         for row in expected:
+            share = window_coverage(row["window"], row["count"], row["as_of"])
             for stat in ("max", "avg", "stddev"):
-                value, text = shown[(row["indicator"], row["window"], stat)]
+                value, text, covered = shown[(row["indicator"], row["window"], stat)]
                 assert value == repr(row[stat]), (scope, row, stat)
-                assert text == exact(row[stat])
+                assert float(covered) == pytest.approx(share, abs=1e-6)
+                # a window with little data is marked (and only such a window)
+                marked = share < 0.9 and row[stat] is not None
+                assert text == exact(row[stat]) + ("◔" if marked else ""), (row, stat, text)
         stale = console.js(
             "return document.querySelector('#stats-asof [data-stale]').dataset.stale"
         )
