@@ -44,6 +44,7 @@ from .monitoring.operations import ServerOperations
 from .monitoring.ports import LiveState
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
+from .occupancy import OccupancyService
 from .rlimits import raise_open_file_limit
 from .transport import http, timers
 from .transport.connection import Connection
@@ -150,6 +151,10 @@ class PushServer:
         self.counters = Counters()
         self.engine = engine or build_engine(settings)
         self.hub = Hub(self.engine, self.counters)
+        bus = self.engine.member_bus()
+        self.occupancy = OccupancyService(
+            settings.server_name, self.hub, bus, settings.occupancy, self.engine
+        )
         self.entitlement = build_entitlement(settings)
         self.publish_guard = build_publish_guard(settings, self.engine)
         self.auth_throttle = AuthThrottle(
@@ -183,7 +188,7 @@ class PushServer:
         self.hot_subjects = self._hot_subjects()
         self.loop_bridge = LoopBridge()
         self.prometheus = build_registry(self)
-        operations = ServerOperations(self.hub, self.engine)
+        operations = ServerOperations(self.hub, self.engine, self.occupancy.table)
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
             self,
@@ -296,6 +301,7 @@ class PushServer:
         self.track(loop.create_task(self.sampler.run()))
         if settings.meta_subject_interval > 0:
             self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
+        self.track(self.occupancy.run())
 
     def _watch_members(self, _seconds: Sequence[int]) -> None:
         """Once a second: one WARNING per member of the cluster that went down or came up."""
@@ -454,7 +460,13 @@ class PushServer:
         if not isinstance(task, asyncio.Task):
             task = asyncio.get_running_loop().create_task(task)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        """A background task ended: an exception is logged, never lost."""
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_coro(), exc_info=task.exception())
 
     def may_publish(self, host: str) -> bool:
         if not self._publish_networks:

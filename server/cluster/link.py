@@ -6,14 +6,16 @@ from __future__ import annotations
 import logging
 import ssl
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import nats
 from msgspec.structs import replace
 from nats.aio.client import Client as Nats
+from nats.aio.msg import Msg
 
 from .announcement import Announcement
-from .credentials import CLIENT_USER, BusCredentials
+from .credentials import CLIENT_USER, SIGNATURE_HEADER, BusCredentials
 from .errors import ClusterError
 from .membership import Membership
 from .natsnode import NatsNode
@@ -50,6 +52,7 @@ class ClusterLink:
         )
         self._nc: Nats | None = None
         self._membership: Membership | None = None
+        self.forged = 0  # member messages (not membership) dropped for a bad signature
 
     @property
     def nc(self) -> Nats:
@@ -138,6 +141,33 @@ class ClusterLink:
 
     def mismatched(self) -> tuple[str, ...]:
         return tuple(sorted(self._membership.mismatched)) if self._membership else ()
+
+    # -- signed messages between members (engine.base.MemberBus) ----------------------------
+
+    def up_members(self) -> list[str]:
+        """The names of the members whose heartbeats arrive, this one included."""
+        return [m.name for m in self.members() if m.state == "up" or m.is_self] or [self.name]
+
+    async def publish_signed(self, subject: str, data: bytes) -> None:
+        """Send ``data`` to every member, signed like the membership messages."""
+        headers = {SIGNATURE_HEADER: self._credentials.sign(subject, data)}
+        await self.nc.publish(subject, data, headers=headers)
+
+    async def subscribe_signed(
+        self, subject: str, handler: Callable[[bytes], Awaitable[None]]
+    ) -> None:
+        """Hand ``handler`` what members send on ``subject``; unsigned or forged: dropped."""
+
+        async def verified(msg: Msg) -> None:
+            signature = (msg.headers or {}).get(SIGNATURE_HEADER)
+            if not self._credentials.verify(subject, msg.data, signature):
+                self.forged += 1
+                if self.forged == 1 or self.forged % 1000 == 0:
+                    log.warning("dropped %d unsigned message(s) on %s", self.forged, subject)
+                return
+            await handler(msg.data)
+
+        await self.nc.subscribe(subject, cb=verified)
 
     async def close(self) -> None:
         if self._membership is not None:

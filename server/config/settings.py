@@ -18,6 +18,7 @@ from .alerts import AlertsSettings, TraceSettings
 from .cluster import ClusterSettings
 from .jmx import JmxSettings
 from .monitoring import MonitoringSettings
+from .occupancy import OccupancySettings
 from .push import ServerSettings
 from .stats import StatsSettings
 
@@ -30,6 +31,7 @@ PARTS: dict[str, type[BaseModel]] = {
     "stats": StatsSettings,
     "alerts": AlertsSettings,
     "trace": TraceSettings,
+    "occupancy": OccupancySettings,
 }
 """Attribute of :class:`Settings` -> the part it hands out (every key is in exactly one)."""
 
@@ -37,6 +39,7 @@ _Part = TypeVar("_Part", bound=BaseModel)
 
 
 class Settings(
+    OccupancySettings,
     AdminSettings,
     StatsSettings,
     TraceSettings,
@@ -72,7 +75,7 @@ class Settings(
         dropped), so it need not sit in the shared config."""
         if not isinstance(data, dict):
             return data
-        for part in (ServerSettings, MonitoringSettings, ClusterSettings):
+        for part in (ServerSettings, MonitoringSettings, ClusterSettings, OccupancySettings):
             for file_key, key in part.secret_files:
                 data = _secret_from_file(cls, data, file_key, key)
         return data
@@ -123,6 +126,10 @@ class Settings(
     @property
     def trace(self) -> TraceSettings:
         return self._part(TraceSettings)
+
+    @property
+    def occupancy(self) -> OccupancySettings:
+        return self._part(OccupancySettings)
 
 
 def _secret_from_file(

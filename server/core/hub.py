@@ -58,6 +58,9 @@ class Hub:
         # Sessions an operator watches (live trace): their last frames (as WebSocket frames),
         # newest last. Recording wraps only these sessions' send, so the others pay nothing.
         self.watched: dict[Session, deque[tuple[float, bytes]]] = {}
+        # Subjects whose subscriptions changed since the occupancy service last looked
+        # (server/occupancy.py): one set add per subscribe or unsubscribe, never per message.
+        self.touched: set[str] = set()
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -102,6 +105,7 @@ class Hub:
     def begin_subscribe(self, session: Session, subject: str) -> None:
         """Start buffering live messages of ``subject`` for ``session``."""
         self._drop(session, subject)
+        self.touched.add(subject)
         self._pending.setdefault(subject, {})[session] = []
         if subject not in session.subjects:
             session.subjects[subject] = None
@@ -134,6 +138,7 @@ class Hub:
             return False
         del session.subjects[subject]
         self._drop(session, subject)
+        self.touched.add(subject)
         self.counters.subscriptions -= 1
         return True
 
@@ -160,6 +165,11 @@ class Hub:
         """(subject, local subscribers) of every subscribed subject."""
         for subject in self.subjects():
             yield subject, self.subscriber_count(subject)
+
+    def take_touched(self) -> set[str]:
+        """The subjects whose subscriptions changed since the last call (a new set starts)."""
+        touched, self.touched = self.touched, set()
+        return touched
 
     def take_tally(self) -> dict[str, list[int]]:
         """The per-subject deltas counted since the last call (the hub starts a new dict)."""

@@ -8,9 +8,9 @@ and the NATS JetStream engine (cluster) implement it, and one test suite
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from pushgrid.protocol.codec import encode
 from pushgrid.protocol.exceptions import EngineError
@@ -224,6 +224,25 @@ class Engine(abc.ABC):
         """The cluster stream's last sequence this node knows of and the one it has delivered
         through (server/cluster/isolation.py); None without a stream."""
         return None
+
+    def member_bus(self) -> MemberBus | None:
+        """Signed messages between the members (occupancy); None for a standalone engine."""
+        return None
+
+
+class MemberBus(Protocol):
+    """What the cluster offers the server's cluster-wide services (server/occupancy.py): who is
+    up, and signed messages to every member (server/cluster/link.py implements it)."""
+
+    name: str
+
+    def up_members(self) -> list[str]: ...
+
+    async def publish_signed(self, subject: str, data: bytes) -> None: ...
+
+    async def subscribe_signed(
+        self, subject: str, handler: Callable[[bytes], Awaitable[None]]
+    ) -> None: ...
 
 
 class EngineUnavailable(EngineError):

@@ -886,6 +886,9 @@ class JetStreamEngine(Engine):
             return None
         return Progress(self._info.state.last_seq, self._delivered)
 
+    def member_bus(self) -> ClusterLink:
+        return self.link
+
     def cluster_status(self) -> ClusterStatus:
         cluster = self._info.cluster if self._info is not None else None
         replicas: list[ReplicaView] = []

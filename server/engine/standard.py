@@ -152,6 +152,9 @@ class StandardClusterEngine(Engine):
     def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
         self.link.advertise(client_urls, monitor_urls)
 
+    def member_bus(self) -> ClusterLink:
+        return self.link
+
     def cluster_status(self) -> ClusterStatus:
         topology = self.link.topology
         return ClusterStatus(

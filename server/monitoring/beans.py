@@ -18,7 +18,8 @@ pushgrid:type=Indicator,name=<Name>     one per spec indicator: Current, Total a
 pushgrid:type=Cache                     cache size and limits, recovery outcomes
 pushgrid:type=Sessions                  Count; ops ``list()``, ``disconnect(String id)``
 pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
-                                        ``subscriberCount(String subject)``
+                                        ``subscriberCount(String subject)``,
+                                        ``occupancy(String subject)``; Occupied
 pushgrid:type=HotSubjects               top subjects by messages in/out, bytes out and
                                         subscribers (metrics/hotsubjects.py)
 =====================================  =====================================================
@@ -262,6 +263,12 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
             "Subjects with at least one local subscriber",
             wrap(ops.subscribed_subjects),
         ),
+        Attribute(
+            "Occupied",
+            "long",
+            "Subjects with at least one subscriber in the cluster (docs/occupancy.md)",
+            wrap(ops.occupied_subjects),
+        ),
         *tables.live(
             [
                 (
@@ -288,6 +295,13 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
             "int",
             "Local subscribers of a subject",
             wrap(ops.subscriber_count),
+        ),
+        Operation(
+            "occupancy",
+            subject,
+            "java.util.Map",
+            "Subscribers of a subject in the whole cluster and per member",
+            wrap(ops.subject_occupancy),
         ),
         Operation(
             "publishAlert",

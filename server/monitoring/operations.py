@@ -12,6 +12,7 @@ from pushgrid.protocol.subjects import subject_problem
 from pushgrid.server.framing.wsframe import frame_payload
 
 from ..core.hub import Hub
+from ..core.occupancy import OccupancyTable
 from ..engine.base import Published, PublishRequest, Snapshot
 
 ALERTS_SUBJECT = "/pushgrid/alerts"
@@ -45,9 +46,12 @@ def frame_info(at: float, frame: bytes) -> dict[str, Any]:
 class ServerOperations:
     """:class:`~server.monitoring.ports.Operations` over a hub and an engine."""
 
-    def __init__(self, hub: Hub, engine: MessageStore) -> None:
+    def __init__(
+        self, hub: Hub, engine: MessageStore, occupancy: OccupancyTable | None = None
+    ) -> None:
         self.hub = hub
         self.engine = engine
+        self.occupancy = occupancy or OccupancyTable()
 
     def session_list(self) -> list[dict[str, Any]]:
         """Every session: id, remote, connected_since (ms), subjects, messages and bytes."""
@@ -106,6 +110,17 @@ class ServerOperations:
 
     def subscribed_subjects(self) -> int:
         return sum(1 for _ in self.hub.subjects())
+
+    def subject_occupancy(self, subject: str) -> dict[str, Any]:
+        """The cluster's subscribers of ``subject``, in all and per member (docs/occupancy.md)."""
+        return {
+            "subject": subject,
+            "subscribers": self.occupancy.subscribers(subject),
+            "members": self.occupancy.by_member(subject),
+        }
+
+    def occupied_subjects(self) -> int:
+        return self.occupancy.occupied()
 
     async def publish_alert(self, summary: str, fields: Any) -> int:
         """The admin API's alert announcement: retained, qos standard, on the server's own

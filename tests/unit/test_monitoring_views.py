@@ -139,6 +139,12 @@ class NoOperations:
     def subscribed_subjects(self) -> int:
         return 7
 
+    def subject_occupancy(self, subject: str) -> dict[str, Any]:
+        return {"subject": subject, "subscribers": 0, "members": {}}
+
+    def occupied_subjects(self) -> int:
+        return 0
+
     async def publish_alert(self, summary: str, fields: Any) -> int:
         return 0
 

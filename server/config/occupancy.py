@@ -1,0 +1,52 @@
+"""The occupancy part: cluster-wide subscriber counts, their events and the signed webhook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class OccupancySettings(BaseModel):
+    """What the occupancy service (server/occupancy.py) and its webhook sender need."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    secret_files: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("occupancy_webhook_secret_file", "occupancy_webhook_secret"),
+    )
+
+    # how often a member reports its changed counts to the others (and checks who left)
+    occupancy_interval: float = Field(default=0.5, gt=0, le=60, alias="Occupancy.Interval")
+    # occupied/vacated events on the meta-subject /pushgrid/occupancy
+    occupancy_events: bool = Field(default=True, alias="Occupancy.Events")
+    occupancy_webhook: str | None = Field(default=None, alias="Occupancy.Webhook")
+    occupancy_webhook_secret: str | None = Field(default=None, alias="Occupancy.WebhookSecret")
+    occupancy_webhook_secret_file: Path | None = Field(
+        default=None, alias="Occupancy.WebhookSecretFile"
+    )
+    occupancy_webhook_queue: int = Field(
+        default=10_000, ge=1, le=1_000_000, alias="Occupancy.WebhookQueue"
+    )
+    occupancy_webhook_retries: int = Field(default=5, ge=0, le=20, alias="Occupancy.WebhookRetries")
+    occupancy_webhook_timeout: float = Field(
+        default=5.0, gt=0, le=120, alias="Occupancy.WebhookTimeout"
+    )
+
+    @field_validator("occupancy_webhook")
+    @classmethod
+    def _webhook(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.strip().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s):// URL")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _signed(self) -> OccupancySettings:
+        if self.occupancy_webhook and not self.occupancy_webhook_secret:
+            raise ValueError(
+                "Occupancy.Webhook needs Occupancy.WebhookSecret (or Occupancy.WebhookSecretFile):"
+                " every request is signed"
+            )
+        return self
