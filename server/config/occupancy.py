@@ -33,9 +33,11 @@ class OccupancySettings(BaseModel):
         default=5.0, gt=0, le=120, alias="Occupancy.WebhookTimeout"
     )
 
+    # Validator names are unique across the parts: Settings inherits them all, and a same name in
+    # another part would replace the other's validator (tests/unit/test_settings_parts.py).
     @field_validator("occupancy_webhook")
     @classmethod
-    def _webhook(cls, value: str | None) -> str | None:
+    def _occupancy_webhook(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
         if not value.strip().startswith(("http://", "https://")):
@@ -43,7 +45,7 @@ class OccupancySettings(BaseModel):
         return value.strip()
 
     @model_validator(mode="after")
-    def _signed(self) -> OccupancySettings:
+    def _occupancy_webhook_signed(self) -> OccupancySettings:
         if self.occupancy_webhook and not self.occupancy_webhook_secret:
             raise ValueError(
                 "Occupancy.Webhook needs Occupancy.WebhookSecret (or Occupancy.WebhookSecretFile):"

@@ -72,3 +72,14 @@ def test_a_part_is_the_values_of_the_whole() -> None:
         view = getattr(settings, name)
         assert type(view) is part
         assert view.model_dump() == {f: getattr(settings, f) for f in part.model_fields}
+
+
+def test_no_two_parts_share_a_validator_name() -> None:
+    """Settings inherits every part: a validator named like another part's replaces it in the
+    MRO, and that part's keys go unchecked (Occupancy's `_webhook` once hid Alerts')."""
+    seen: dict[str, str] = {}
+    for name, part in PARTS.items():
+        decorators = part.__pydantic_decorators__
+        for validator in [*decorators.field_validators, *decorators.model_validators]:
+            assert validator not in seen, f"{name} and {seen[validator]} both define {validator}"
+            seen[validator] = name
