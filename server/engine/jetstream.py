@@ -316,6 +316,7 @@ class JetStreamEngine(Engine):
         from_leader = False
         attempt = 0
         plan: _Plan | None = None
+        sent: list[_Plan] = []  # every record sent with msg_id, oldest first
         while True:
             attempt += 1
             try:
@@ -326,6 +327,8 @@ class JetStreamEngine(Engine):
                     plan = await self._plan(subject, head, requests)
                 if plan.record is None:
                     return plan.answers([])
+                if not sent or sent[-1] is not plan:
+                    sent.append(plan)
                 ack = await self._send(subject, plan, msg_id, attempt, deadline - loop.time())
             except nats.js.errors.APIError as exc:
                 if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last" in str(exc).lower():
@@ -345,8 +348,40 @@ class JetStreamEngine(Engine):
             if ack.duplicate and msg_id.startswith(_CLIENT_MSG_ID):
                 # a retry of a client's publish stored earlier (through any member)
                 return [await self._original_at(subject, ack.seq, requests[0])]
+            if ack.duplicate and len(sent) > 1:
+                plan = await self._plan_stored(subject, ack.seq, sent)
             self._stored_own(subject, plan, ack.seq)
             return plan.answers(plan.record.messages(subject))
+
+    async def _plan_stored(self, subject: str, stream_seq: int, sent: list[_Plan]) -> _Plan:
+        """Which of the records sent with one ``Nats-Msg-Id`` JetStream stored at
+        ``stream_seq``, read from the stream leader.
+
+        An attempt whose acknowledgement was lost (a leader election) may be stored after all,
+        and the retry refused "wrong last sequence" (the new leader applied the lost attempt
+        first). The record is then re-planned on the new head, with other numbers, and sent
+        with the same Msg-Id: JetStream answers it as a duplicate of the earlier record, and
+        the publishers must be told the numbers that record holds, not the re-planned ones."""
+        try:
+            raw = await self.link.nc.jsm().get_msg(self.stream, seq=stream_seq, direct=False)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(
+                f"cannot read back the stored record (outcome unknown): {exc}"
+            ) from exc
+        for plan in reversed(sent):
+            assert plan.record is not None
+            if raw.data == encode_record(plan.record):
+                if plan is not sent[-1]:
+                    log.info(
+                        "%s: a lost acknowledgement's record was stored at %d; answering its "
+                        "numbers, not the retry's",
+                        subject,
+                        stream_seq,
+                    )
+                return plan
+        raise EngineUnavailable(
+            f"stream sequence {stream_seq} holds none of the records sent (outcome unknown)"
+        )
 
     async def _send(
         self, subject: str, plan: _Plan, msg_id: str, attempt: int, left: float
