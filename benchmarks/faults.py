@@ -25,9 +25,13 @@ gets the fault for ``--fault-time`` seconds, then the cluster must be healthy ag
 The table: acknowledged and failed publishes; messages lost (an acknowledged message missing from
 a member's history, summed over members, or never delivered to a subscriber), duplicated and
 reordered (history or subscriber); data resyncs (a subscriber's recovery refused and a snapshot
-sent instead: what it missed counts as lost (delivered)); publish outage (the longest time
-without any acknowledgement during a fault and its settle time); subscriber recovery (the
-longest time from a message's acknowledgement to its delivery, over every subscriber). Every
+sent instead: what it missed counts as lost (delivered)); lost acks (records whose PubAck was
+lost in an election and whose retry was re-planned: stored once, answered with the stored
+numbers, from the members' logs); seq told twice (two publishes acknowledged with one seq: the
+second overwrites the first in the ledger, so one of them also counts as lost); publish outage
+(the longest time without any acknowledgement during a fault and its settle time); subscriber
+recovery (the longest time from a message's acknowledgement to its delivery, over every
+subscriber). Every
 acknowledged message some member or subscriber lacks is printed after the scenario (subject, seq,
 content, msg_id, the member that acknowledged it, and per member/subscriber what it holds at that
 seq and at which seq it holds the content). JSON lines go to ``--json-out`` (default
@@ -81,6 +85,9 @@ app = typer.Typer(add_completion=False)
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "faults.jsonl"
 SCENARIOS = ("kill", "pause", "partition")
 HISTORY = 1000  # the most a subscribe asks for: members are checked on each subject's newest
+# what a member logs when a record whose acknowledgement was lost turned out stored after all
+# (server/engine/jetstream.py, _plan_stored): the table's "lost acks" column
+LOST_ACK_LOG = "a lost acknowledgement's record was stored"
 
 
 @dataclass
@@ -94,6 +101,7 @@ class Params:
     warmup: float
     publish_timeout: float
     msg_ids: bool
+    sync_interval: str
 
 
 @dataclass
@@ -106,6 +114,8 @@ class Ledger:
     ack_times: list[float] = field(default_factory=list)
     msg_ids: dict[str, str] = field(default_factory=dict)
     answered_by: dict[str, int] = field(default_factory=dict)
+    # (subject, seq, content told first, content told later): one seq acknowledged twice
+    told_twice: list[tuple[str, int, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -209,7 +219,11 @@ async def _publish_one(
         ledger.failed += 1
         return
     now = time.monotonic()
-    ledger.acked.setdefault(subject, {})[response.json()["seq"]] = (content, now)
+    seq = response.json()["seq"]
+    earlier = ledger.acked.setdefault(subject, {}).get(seq)
+    if earlier is not None:
+        ledger.told_twice.append((subject, seq, earlier[0], content))
+    ledger.acked[subject][seq] = (content, now)
     ledger.ack_times.append(now)
     ledger.answered_by[content] = which
 
@@ -397,6 +411,7 @@ async def _check(
         "duplicated": held.duplicated + delivered.duplicated,
         "reordered": held.reordered + delivered.reordered,
         "resyncs": [r for one in received for r in one.resyncs],
+        "told_twice": ledger.told_twice,
         "missing": missing,
     }
 
@@ -448,6 +463,8 @@ def _where(view: list[tuple[int, str]], seq: int, content: str) -> str:
 
 def print_missing(row: dict[str, Any], limit: int = 40) -> None:
     """The acknowledged messages some member or subscriber lacks, one line each."""
+    for subject, seq, first, later in row.get("told_twice", []):
+        console.print(f"[bold red]{subject} seq {seq} acknowledged to {first} and to {later}[/]")
     missing = row.get("missing", [])
     if not missing:
         return
@@ -471,10 +488,13 @@ def run_scenario(scenario: str, params: Params, tmp: Path) -> dict[str, Any]:
         ClusterPublishTimeout=params.publish_timeout,
         MaxCachedMessagesPerSubject=100_000,
         CacheExpireTime=3600,
+        **({"ClusterSyncInterval": params.sync_interval} if params.sync_interval else {}),
     )
     try:
         cluster.start()
-        return asyncio.run(campaign(scenario, cluster, params))
+        row = asyncio.run(campaign(scenario, cluster, params))
+        row["lost_acks"] = sum(m.log().count(LOST_ACK_LOG) for m in cluster.members)
+        return row
     finally:
         cluster.kill_all()
         net.remove()
@@ -587,6 +607,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         ("duplicated", lambda r: r["duplicated"]),
         ("reordered", lambda r: r["reordered"]),
         ("resyncs", lambda r: len(r["resyncs"])),
+        ("seq told twice", lambda r: len(r.get("told_twice", []))),
+        ("lost acks", lambda r: r.get("lost_acks", "-")),
         ("publish outage s", lambda r: r["publish_outage_s"]),
         ("subscriber recovery s", lambda r: r["subscriber_recovery_s"]),
     ]
@@ -623,6 +645,9 @@ def main(
     msg_ids: Annotated[
         bool, typer.Option(help="send a msg_id with each publish (as both clients do)")
     ] = True,
+    sync_interval: Annotated[
+        str, typer.Option(help="ClusterSyncInterval of the campaign clusters (default: the key)")
+    ] = "",
     json_out: Annotated[Path, typer.Option()] = DEFAULT_JSON,
 ) -> None:
     reason = unavailable_reason()
@@ -634,7 +659,16 @@ def main(
     if unknown:
         raise typer.BadParameter(f"unknown scenarios {unknown}; choose from {SCENARIOS}")
     params = Params(
-        rate, subjects, workers, faults, fault_time, settle, warmup, publish_timeout, msg_ids
+        rate,
+        subjects,
+        workers,
+        faults,
+        fault_time,
+        settle,
+        warmup,
+        publish_timeout,
+        msg_ids,
+        sync_interval,
     )
     rows = []
     with tempfile.TemporaryDirectory(prefix="pushgrid-faults-") as tmp:
