@@ -510,6 +510,7 @@ async def throughput(
     message after the other (with a msg_id when ``msg_ids``), subjects and members in turn."""
     tag = uuid.uuid4().hex[:6]
     names = [f"/fsync/{tag}/s{k}" for k in range(subjects)]
+    refused: dict[str, int] = {}  # answer or error -> count
     done = 0
     deadline = time.monotonic() + seconds
 
@@ -523,11 +524,21 @@ async def throughput(
                 body = {"subject": names[(k + n) % len(names)], "content": f"w{k}.{n}"}
                 if msg_ids:
                     body["msg_id"] = f"{tag}-w{k}.{n}"
-                if (await http.post(f"{member.url}/publish", json=body)).status_code == 200:
+                try:
+                    response = await http.post(f"{member.url}/publish", json=body)
+                except httpx.HTTPError as exc:
+                    refused[type(exc).__name__] = refused.get(type(exc).__name__, 0) + 1
+                    continue
+                if response.status_code == 200:
                     done += 1
+                else:
+                    code = f"{response.status_code} {response.json().get('code', '')}"
+                    refused[code] = refused.get(code, 0) + 1
 
     started = time.monotonic()
     await asyncio.gather(*(worker(k) for k in range(workers)))
+    if refused:
+        console.print(f"  {workers} publishers, {subjects} subjects: not acknowledged {refused}")
     return done / (time.monotonic() - started)
 
 

@@ -80,7 +80,8 @@ async def test_the_publisher_is_told_the_numbers_the_stream_holds(
         )
     )
     after = await faulty.publish(PublishRequest(SUBJECT, "d", {}))
-    assert isinstance(faulty, LostAck) and faulty.attempts >= 3  # both faults happened
+    assert isinstance(faulty, LostAck)
+    assert faulty.attempts >= 3  # both faults happened
     told = {m.content: m.seq for m in [*answers, after]}
     history = {m.content: m.seq for m in await reader.history(SUBJECT, 100)}
     assert told == history, f"acknowledged {told}, the stream holds {history}"
