@@ -10,7 +10,8 @@ cluster: three members, each in a network namespace of its own on a bridge
 (``tests/integration/netns.py``), clients in the root namespace. The publisher publishes at
 ``--rate`` messages/s over ``--subjects`` subjects through the members the fault does not touch
 (a client that knows which member is down), at most ``--workers`` publishes in flight, each
-message once (no retry: a retried "outcome unknown" may be stored twice, issue 23 item 4). One
+message once (no retry), with a msg_id as both clients send one (``--no-msg-ids``: without, the
+path of a publisher that sends none). One
 ``PushgridClient`` per member prefers that member (weight 100 vs 1) and subscribes to every
 subject; it fails over and recovers by itself. ``--faults`` times, the member leading the stream
 gets the fault for ``--fault-time`` seconds, then the cluster must be healthy again and
@@ -24,16 +25,24 @@ gets the fault for ``--fault-time`` seconds, then the cluster must be healthy ag
 The table: acknowledged and failed publishes; messages lost (an acknowledged message missing from
 a member's history, summed over members, or never delivered to a subscriber), duplicated and
 reordered (history or subscriber); data resyncs (a subscriber's recovery refused and a snapshot
-sent instead: what it missed counts as lost (delivered)); publish outage (the longest time
-without any acknowledgement during a fault and its settle time); subscriber recovery (the
-longest time from a message's acknowledgement to its delivery, over every subscriber). JSON
-lines go to ``--json-out``
-(default benchmarks/results/faults.jsonl).
+sent instead: what it missed counts as lost (delivered)); lost acks (records whose PubAck was
+lost in an election and whose retry was re-planned: stored once, answered with the stored
+numbers, from the members' logs); seq told twice (two publishes acknowledged with one seq: the
+second overwrites the first in the ledger, so one of them also counts as lost); publish outage
+(the longest time without any acknowledgement during a fault and its settle time); subscriber
+recovery (the longest time from a message's acknowledgement to its delivery, over every
+subscriber). Every
+acknowledged message some member or subscriber lacks is printed after the scenario (subject, seq,
+content, msg_id, the member that acknowledged it, and per member/subscriber what it holds at that
+seq and at which seq it holds the content). JSON lines go to ``--json-out`` (default
+benchmarks/results/faults.jsonl).
 
 ``--sync-intervals 2m,always`` measures the cost of fsync instead: for each
 ``ClusterSyncInterval``, a fresh cluster and ``--workers`` unpaced HTTP publishers (members in
 turn) for ``--sync-seconds`` over 20 subjects, then over one hot subject; acknowledged
-publishes per second.
+publishes per second. ``--sync-workers 64,256`` repeats it with more publishers (bigger
+records: the group commit), ``--sync-msg-ids off,on`` without and with a msg_id per publish
+(the dedup check's cost).
 """
 
 from __future__ import annotations
@@ -76,6 +85,9 @@ app = typer.Typer(add_completion=False)
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "faults.jsonl"
 SCENARIOS = ("kill", "pause", "partition")
 HISTORY = 1000  # the most a subscribe asks for: members are checked on each subject's newest
+# what a member logs when a record whose acknowledgement was lost turned out stored after all
+# (server/engine/jetstream.py, _plan_stored): the table's "lost acks" column
+LOST_ACK_LOG = "a lost acknowledgement's record was stored"
 
 
 @dataclass
@@ -88,15 +100,22 @@ class Params:
     settle: float
     warmup: float
     publish_timeout: float
+    msg_ids: bool
+    sync_interval: str
 
 
 @dataclass
 class Ledger:
-    """What the publisher was told, and when: subject -> seq -> (content, ack time)."""
+    """What the publisher was told, and when: subject -> seq -> (content, ack time); the
+    msg_id each content was published with (when ``--msg-ids``), and who answered it."""
 
     acked: dict[str, dict[int, tuple[str, float]]] = field(default_factory=dict)
     failed: int = 0
     ack_times: list[float] = field(default_factory=list)
+    msg_ids: dict[str, str] = field(default_factory=dict)
+    answered_by: dict[str, int] = field(default_factory=dict)
+    # (subject, seq, content told first, content told later): one seq acknowledged twice
+    told_twice: list[tuple[str, int, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -168,7 +187,12 @@ async def publish(
             members = faults.reachable()
             member = members[next(turn) % len(members)]
             subject = subjects[n % len(subjects)]
-            task = asyncio.create_task(_publish_one(http, member, subject, f"m{n}", ledger))
+            if params.msg_ids:
+                ledger.msg_ids[f"m{n}"] = f"faults-{n}"
+            which = faults.cluster.members.index(member) + 1
+            task = asyncio.create_task(
+                _publish_one(http, (which, member), subject, f"m{n}", ledger)
+            )
             tasks.add(task)
             task.add_done_callback(tasks.discard)
             task.add_done_callback(lambda _: slots.release())
@@ -176,12 +200,18 @@ async def publish(
 
 
 async def _publish_one(
-    http: httpx.AsyncClient, member: ServerProcess, subject: str, content: str, ledger: Ledger
+    http: httpx.AsyncClient,
+    through: tuple[int, ServerProcess],
+    subject: str,
+    content: str,
+    ledger: Ledger,
 ) -> None:
+    which, member = through
+    body = {"subject": subject, "content": content}
+    if content in ledger.msg_ids:
+        body["msg_id"] = ledger.msg_ids[content]
     try:
-        response = await http.post(
-            f"{member.url}/publish", json={"subject": subject, "content": content}
-        )
+        response = await http.post(f"{member.url}/publish", json=body)
     except httpx.HTTPError:
         ledger.failed += 1
         return
@@ -189,8 +219,13 @@ async def _publish_one(
         ledger.failed += 1
         return
     now = time.monotonic()
-    ledger.acked.setdefault(subject, {})[response.json()["seq"]] = (content, now)
+    seq = response.json()["seq"]
+    earlier = ledger.acked.setdefault(subject, {}).get(seq)
+    if earlier is not None:
+        ledger.told_twice.append((subject, seq, earlier[0], content))
+    ledger.acked[subject][seq] = (content, now)
     ledger.ack_times.append(now)
+    ledger.answered_by[content] = which
 
 
 async def subscriber(
@@ -357,13 +392,17 @@ async def _check(
     cluster: NetnsCluster, subjects: list[str], ledger: Ledger, received: list[Received]
 ) -> dict[str, Any]:
     held, delivered = Tally(), Tally()
+    missing: list[dict[str, Any]] = []
     for subject in subjects:
         acked = ledger.acked.get(subject, {})
         newest = {seq: v for seq, v in acked.items() if seq > max(acked, default=0) - HISTORY}
-        for member in cluster.members:
-            held.add(await member_history(member, subject), newest)
-        for one in received:
-            delivered.add(subscriber_view(one, subject), acked)
+        histories = [await member_history(member, subject) for member in cluster.members]
+        views = [subscriber_view(one, subject) for one in received]
+        for history in histories:
+            held.add(history, newest)
+        for view in views:
+            delivered.add(view, acked)
+        missing += _missing(subject, ledger, newest, histories, acked, views)
     return {
         "acked": sum(len(per) for per in ledger.acked.values()),
         "failed": ledger.failed,
@@ -372,7 +411,73 @@ async def _check(
         "duplicated": held.duplicated + delivered.duplicated,
         "reordered": held.reordered + delivered.reordered,
         "resyncs": [r for one in received for r in one.resyncs],
+        "told_twice": ledger.told_twice,
+        "missing": missing,
     }
+
+
+def _missing(
+    subject: str,
+    ledger: Ledger,
+    newest: dict[int, tuple[str, float]],
+    histories: list[list[tuple[int, str]]],
+    acked: dict[int, tuple[str, float]],
+    views: list[list[tuple[int, str]]],
+) -> list[dict[str, Any]]:
+    """Each acknowledged (seq, content) some member's history or some subscriber lacks: who
+    lacks it, what they hold at that seq instead, and where (which seq) they hold its content."""
+    out = []
+    for seq, (content, _) in sorted(acked.items()):
+        lacking = {
+            f"m{k} history": _where(history, seq, content)
+            for k, history in enumerate(histories, 1)
+            if seq in newest and dict(history).get(seq) != content
+        }
+        lacking |= {
+            f"m{k} subscriber": _where(view, seq, content)
+            for k, view in enumerate(views, 1)
+            if dict(view).get(seq) != content
+        }
+        if lacking:
+            out.append(
+                {
+                    "subject": subject,
+                    "seq": seq,
+                    "content": content,
+                    "msg_id": ledger.msg_ids.get(content),
+                    "answered_by": f"m{ledger.answered_by.get(content)}",
+                    "lacking": lacking,
+                }
+            )
+    return out
+
+
+def _where(view: list[tuple[int, str]], seq: int, content: str) -> str:
+    at_seq = [c for s, c in view if s == seq]
+    elsewhere = [s for s, c in view if c == content]
+    holds = f"holds {at_seq[0]!r} at {seq}" if at_seq else f"nothing at {seq}"
+    found = f", its content at seq {elsewhere}" if elsewhere else ", its content nowhere"
+    span = f" (holds seq {view[0][0]}..{view[-1][0]})" if view else " (holds nothing)"
+    return holds + found + span
+
+
+def print_missing(row: dict[str, Any], limit: int = 40) -> None:
+    """The acknowledged messages some member or subscriber lacks, one line each."""
+    for subject, seq, first, later in row.get("told_twice", []):
+        console.print(f"[bold red]{subject} seq {seq} acknowledged to {first} and to {later}[/]")
+    missing = row.get("missing", [])
+    if not missing:
+        return
+    console.print(f"[bold red]{row['scenario']}: {len(missing)} acknowledged messages missing[/]")
+    for entry in missing[:limit]:
+        console.print(
+            f"  {entry['subject']} seq {entry['seq']} {entry['content']} "
+            f"msg_id={entry['msg_id']} acked by {entry['answered_by']}:"
+        )
+        for who, what in entry["lacking"].items():
+            console.print(f"      {who}: {what}")
+    if len(missing) > limit:
+        console.print(f"  ... {len(missing) - limit} more in the JSON output")
 
 
 def run_scenario(scenario: str, params: Params, tmp: Path) -> dict[str, Any]:
@@ -383,10 +488,13 @@ def run_scenario(scenario: str, params: Params, tmp: Path) -> dict[str, Any]:
         ClusterPublishTimeout=params.publish_timeout,
         MaxCachedMessagesPerSubject=100_000,
         CacheExpireTime=3600,
+        **({"ClusterSyncInterval": params.sync_interval} if params.sync_interval else {}),
     )
     try:
         cluster.start()
-        return asyncio.run(campaign(scenario, cluster, params))
+        row = asyncio.run(campaign(scenario, cluster, params))
+        row["lost_acks"] = sum(m.log().count(LOST_ACK_LOG) for m in cluster.members)
+        return row
     finally:
         cluster.kill_all()
         net.remove()
@@ -395,11 +503,14 @@ def run_scenario(scenario: str, params: Params, tmp: Path) -> dict[str, Any]:
 # --- the cost of fsync ---------------------------------------------------------------------------
 
 
-async def throughput(cluster: NetnsCluster, subjects: int, workers: int, seconds: float) -> float:
+async def throughput(
+    cluster: NetnsCluster, subjects: int, workers: int, seconds: float, msg_ids: bool
+) -> float:
     """Acknowledged publishes per second, unpaced: ``workers`` publishers, each publishing one
-    message after the other, subjects and members in turn."""
+    message after the other (with a msg_id when ``msg_ids``), subjects and members in turn."""
     tag = uuid.uuid4().hex[:6]
     names = [f"/fsync/{tag}/s{k}" for k in range(subjects)]
+    refused: dict[str, int] = {}  # answer or error -> count
     done = 0
     deadline = time.monotonic() + seconds
 
@@ -411,48 +522,83 @@ async def throughput(cluster: NetnsCluster, subjects: int, workers: int, seconds
                 if time.monotonic() >= deadline:
                     return
                 body = {"subject": names[(k + n) % len(names)], "content": f"w{k}.{n}"}
-                if (await http.post(f"{member.url}/publish", json=body)).status_code == 200:
+                if msg_ids:
+                    body["msg_id"] = f"{tag}-w{k}.{n}"
+                try:
+                    response = await http.post(f"{member.url}/publish", json=body)
+                except httpx.HTTPError as exc:
+                    refused[type(exc).__name__] = refused.get(type(exc).__name__, 0) + 1
+                    continue
+                if response.status_code == 200:
                     done += 1
+                else:
+                    code = f"{response.status_code} {response.json().get('code', '')}"
+                    refused[code] = refused.get(code, 0) + 1
 
     started = time.monotonic()
     await asyncio.gather(*(worker(k) for k in range(workers)))
+    if refused:
+        console.print(f"  {workers} publishers, {subjects} subjects: not acknowledged {refused}")
     return done / (time.monotonic() - started)
 
 
-def run_sync_cost(interval: str, workers: int, seconds: float, tmp: Path) -> dict[str, Any]:
-    """Guaranteed publish throughput with ``ClusterSyncInterval = interval`` on a fresh cluster."""
+@dataclass
+class Load:
+    """One throughput measurement: publishers, and whether each publish carries a msg_id."""
+
+    workers: int
+    msg_ids: bool
+
+
+def run_sync_cost(
+    interval: str, loads: list[Load], seconds: float, tmp: Path
+) -> list[dict[str, Any]]:
+    """Guaranteed publish throughput with ``ClusterSyncInterval = interval`` on a fresh cluster,
+    one row per load: over 20 subjects, then over one hot subject."""
     net = Network(3).create()
     cluster = NetnsCluster(tmp / f"sync-{interval}", net, ClusterSyncInterval=interval)
+    rows = []
     try:
         cluster.start()
-        many = asyncio.run(throughput(cluster, 20, workers, seconds))
-        hot = asyncio.run(throughput(cluster, 1, workers, seconds))
+        for load in loads:
+            many = asyncio.run(throughput(cluster, 20, load.workers, seconds, load.msg_ids))
+            hot = asyncio.run(throughput(cluster, 1, load.workers, seconds, load.msg_ids))
+            rows.append(
+                {
+                    "bench": "faults-fsync",
+                    "sync_interval": interval,
+                    "workers": load.workers,
+                    "msg_ids": load.msg_ids,
+                    "seconds": seconds,
+                    "publishes_per_s_20_subjects": round(many, 1),
+                    "publishes_per_s_1_subject": round(hot, 1),
+                    "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                }
+            )
     finally:
         cluster.kill_all()
         net.remove()
-    return {
-        "bench": "faults-fsync",
-        "sync_interval": interval,
-        "workers": workers,
-        "seconds": seconds,
-        "publishes_per_s_20_subjects": round(many, 1),
-        "publishes_per_s_1_subject": round(hot, 1),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-    }
+    return rows
 
 
 def print_sync_table(rows: list[dict[str, Any]]) -> None:
+    """One line per (interval, publishers, msg ids); ratios against the first interval's row
+    with the same publishers and msg ids."""
     table = Table(title="Guaranteed publish throughput by ClusterSyncInterval (acknowledged/s)")
-    for name in ("ClusterSyncInterval", "20 subjects", "1 hot subject", "vs first row"):
+    names = ("ClusterSyncInterval", "publishers", "msg ids", "20 subjects", "1 hot subject")
+    for name in (*names, "vs first interval"):
         table.add_column(name, justify="left" if name == "ClusterSyncInterval" else "right")
-    base = rows[0]
+    first = rows[0]["sync_interval"]
+    base = {(r["workers"], r["msg_ids"]): r for r in rows if r["sync_interval"] == first}
     for row in rows:
         many, hot = row["publishes_per_s_20_subjects"], row["publishes_per_s_1_subject"]
+        ref = base[(row["workers"], row["msg_ids"])]
         ratio = (
-            f"{many / base['publishes_per_s_20_subjects'] - 1:+.0%} / "
-            f"{hot / base['publishes_per_s_1_subject'] - 1:+.0%}"
+            f"{many / ref['publishes_per_s_20_subjects'] - 1:+.0%} / "
+            f"{hot / ref['publishes_per_s_1_subject'] - 1:+.0%}"
         )
-        table.add_row(row["sync_interval"], str(many), str(hot), ratio)
+        ids = "on" if row["msg_ids"] else "off"
+        table.add_row(row["sync_interval"], str(row["workers"]), ids, str(many), str(hot), ratio)
     console.print(table)
 
 
@@ -463,6 +609,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     table = Table(title="Guaranteed cluster under faults (3 members in network namespaces)")
     columns: list[tuple[str, Callable[[dict[str, Any]], object]]] = [
         ("scenario", lambda r: r["scenario"]),
+        ("msg ids", lambda r: "on" if r["params"].get("msg_ids") else "off"),
         ("faults", lambda r: len(r["victims"])),
         ("acked", lambda r: r["acked"]),
         ("failed", lambda r: r["failed"]),
@@ -471,11 +618,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         ("duplicated", lambda r: r["duplicated"]),
         ("reordered", lambda r: r["reordered"]),
         ("resyncs", lambda r: len(r["resyncs"])),
+        ("seq told twice", lambda r: len(r.get("told_twice", []))),
+        ("lost acks", lambda r: r.get("lost_acks", "-")),
         ("publish outage s", lambda r: r["publish_outage_s"]),
         ("subscriber recovery s", lambda r: r["subscriber_recovery_s"]),
     ]
     for name, _ in columns:
-        table.add_column(name, justify="left" if name == "scenario" else "right")
+        table.add_column(name, justify="left" if name in ("scenario", "msg ids") else "right")
     for row in rows:
         table.add_row(*(str(value(row)) for _, value in columns))
     console.print(table)
@@ -498,6 +647,18 @@ def main(
         str, typer.Option(help="measure throughput per ClusterSyncInterval instead, e.g. 2m,always")
     ] = "",
     sync_seconds: Annotated[float, typer.Option(help="seconds per throughput run")] = 20.0,
+    sync_workers: Annotated[
+        str, typer.Option(help="publishers per throughput run, e.g. 64,256 (default --workers)")
+    ] = "",
+    sync_msg_ids: Annotated[
+        str, typer.Option(help="throughput runs with msg ids: on, off or off,on")
+    ] = "on",
+    msg_ids: Annotated[
+        bool, typer.Option(help="send a msg_id with each publish (as both clients do)")
+    ] = True,
+    sync_interval: Annotated[
+        str, typer.Option(help="ClusterSyncInterval of the campaign clusters (default: the key)")
+    ] = "",
     json_out: Annotated[Path, typer.Option()] = DEFAULT_JSON,
 ) -> None:
     reason = unavailable_reason()
@@ -508,20 +669,38 @@ def main(
     unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown:
         raise typer.BadParameter(f"unknown scenarios {unknown}; choose from {SCENARIOS}")
-    params = Params(rate, subjects, workers, faults, fault_time, settle, warmup, publish_timeout)
+    params = Params(
+        rate,
+        subjects,
+        workers,
+        faults,
+        fault_time,
+        settle,
+        warmup,
+        publish_timeout,
+        msg_ids,
+        sync_interval,
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="pushgrid-faults-") as tmp:
         if sync_intervals:
+            loads = [
+                Load(int(w), ids == "on")
+                for w in (sync_workers or str(workers)).split(",")
+                for ids in sync_msg_ids.split(",")
+            ]
             for interval in sync_intervals.split(","):
                 console.print(f"[bold]ClusterSyncInterval = {interval}[/] ...")
-                rows.append(run_sync_cost(interval.strip(), workers, sync_seconds, Path(tmp)))
-                _emit(rows[-1], json_out)
+                for row in run_sync_cost(interval.strip(), loads, sync_seconds, Path(tmp)):
+                    rows.append(row)
+                    _emit(row, json_out)
             print_sync_table(rows)
             return
         for scenario in chosen:
             console.print(f"[bold]{scenario}[/]: {faults} x {fault_time:g} s ...")
             rows.append(run_scenario(scenario, params, Path(tmp)))
             _emit(rows[-1], json_out)
+            print_missing(rows[-1])
     print_table(rows)
 
 

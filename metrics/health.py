@@ -13,6 +13,9 @@ code                status     when
 =================== ========== ==================================================================
 ``stopping``        down       the member is closing its clients (SIGTERM)
 ``nats_disconnected`` down     the member lost its NATS server: it cannot deliver cluster traffic
+``cluster_isolated`` down      the member has not seen its cluster for ClusterIsolationTimeout (a
+                               partition): it sent its clients elsewhere and refuses sessions
+                               and publishes until it sees it again (server/cluster/isolation.py)
 ``no_quorum``       degraded   the member cannot store guaranteed messages (seed quorum lost);
                                it still serves Standard subjects (do not restart it for that)
 ``member_down``     degraded   a member of the cluster is not heard (or cannot be read)
@@ -36,10 +39,11 @@ HealthStatus = Literal["ok", "degraded", "down"]
 STREAM_LAG_LIMIT: Final = 1000  # records
 ARCHIVE_STALE: Final = 10.0  # seconds without an archived sample while the archive is on
 
-_DOWN: Final = frozenset({"stopping", "nats_disconnected"})
+_DOWN: Final = frozenset({"stopping", "nats_disconnected", "cluster_isolated"})
 _ORDER: Final = (
     "stopping",
     "nats_disconnected",
+    "cluster_isolated",
     "no_quorum",
     "member_down",
     "stream_lag",
@@ -61,6 +65,7 @@ class Reason:
         return {
             "stopping": f"{about} is stopping",
             "nats_disconnected": f"{about} lost its NATS server",
+            "cluster_isolated": f"{about} is cut off from its cluster (sends clients elsewhere)",
             "no_quorum": f"{about} has no quorum (cannot store guaranteed messages)",
             "member_down": f"member {about} is down",
             "stream_lag": f"stream replica {about} is behind",
@@ -140,11 +145,14 @@ def member_health(
     archive: ArchiveState | None = None,
     now: float = 0.0,
     stopping: bool = False,
+    isolated: bool = False,
 ) -> Health:
     """A member's health from what it knows (pure)."""
     reasons: list[Reason] = []
     if stopping:
         reasons.append(Reason("stopping", name))
+    if isolated:
+        reasons.append(Reason("cluster_isolated", name))
     if not nats_connected:
         reasons.append(Reason("nats_disconnected", name))
     elif not quorum:

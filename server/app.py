@@ -375,7 +375,8 @@ class PushServer:
             status = standalone_status(self.settings.server_name)
         archive = self.sampler.read_model.archive
         state = ArchiveState(archive.enabled, archive.last_write, archive.last_error)
-        return assessed(status, state, time.time(), self.stopping)
+        isolated = self.isolation_detector.isolated
+        return assessed(status, state, time.time(), self.stopping, isolated)
 
     def isolation(self) -> str | None:
         """Why this member refuses new sessions (it does not see its cluster), or None. An

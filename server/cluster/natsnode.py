@@ -67,7 +67,7 @@ class NatsNode:
         binary: str,
         bus: BusOptions,
         jetstream: bool,
-        sync_interval: str = "2m",
+        sync_interval: str = "always",
     ) -> None:
         self.topology = topology
         self.directory = data_dir / topology.me.node_name

@@ -71,6 +71,7 @@ def assessed(
     archive: ArchiveState | None = None,
     now: float = 0.0,
     stopping: bool = False,
+    isolated: bool = False,
 ) -> ClusterStatus:
     """``status`` with its health computed (metrics.health.member_health) and kept in it."""
     me = next((m.name for m in status.members if m.is_self), "")
@@ -84,6 +85,7 @@ def assessed(
         archive=archive,
         now=now,
         stopping=stopping,
+        isolated=isolated,
     )
     return replace(status, report=report)
 

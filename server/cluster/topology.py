@@ -102,7 +102,11 @@ class BusOptions:
 
 
 def nats_config(
-    topology: Topology, store_dir: Path, bus: BusOptions, jetstream: bool, sync_interval: str = "2m"
+    topology: Topology,
+    store_dir: Path,
+    bus: BusOptions,
+    jetstream: bool,
+    sync_interval: str = "always",
 ) -> str:
     """The nats-server configuration of this member's node (JSON is valid NATS config).
 

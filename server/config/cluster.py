@@ -46,10 +46,11 @@ class ClusterSettings(BaseModel):
     # seconds a Guaranteed member may not see its cluster before it closes its clients with
     # 4007 and refuses new ones (server/cluster/isolation.py); 0 never does
     cluster_isolation_timeout: float = Field(default=2.0, ge=0, alias="ClusterIsolationTimeout")
-    # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement) or an
-    # interval ("2m", "10s", "100ms"; nats-server's own default is 2m). docs/cluster.md
+    # JetStream's fsync policy on the seeds: "always" (fsync before each acknowledgement: an
+    # "ok" survives a power loss of the seeds; ADR 023) or an interval ("2m", "10s", "100ms";
+    # nats-server's own default is 2m). docs/cluster.md, "Durability"
     cluster_sync_interval: str = Field(
-        default="2m", pattern=r"^(always|[1-9][0-9]*(ms|s|m|h))$", alias="ClusterSyncInterval"
+        default="always", pattern=r"^(always|[1-9][0-9]*(ms|s|m|h))$", alias="ClusterSyncInterval"
     )
     nats_servers: AddressList = Field(default=[], alias="NatsServers")
     nats_server_binary: str = Field(default="nats-server", alias="NatsServerBinary")

@@ -18,7 +18,8 @@ How the Engine guarantees hold here (docs/cluster.md, ADR 011):
    with what it has), the stream leader is read, and only the leader says a record is gone.
 3. **Publish returns after acceptance**: after the PubAck, i.e. once the record is stored on a
    quorum of the seed members. Retries reuse the ``Nats-Msg-Id``, so a retry after a lost ack is
-   answered as a duplicate instead of being stored twice.
+   answered as a duplicate instead of being stored twice, and the publishers are told the
+   numbers of the record JetStream holds (a retry may have been re-planned on a newer head).
 4. **Recovery** reads the subject's records back from the stream (any member, any replica;
    what the replica does not have yet comes from the stream leader).
 5. **Snapshot**: every record carries the subject's merged snapshot after it.
@@ -316,6 +317,7 @@ class JetStreamEngine(Engine):
         from_leader = False
         attempt = 0
         plan: _Plan | None = None
+        sent: list[_Plan] = []  # every record sent with msg_id, oldest first
         while True:
             attempt += 1
             try:
@@ -325,12 +327,20 @@ class JetStreamEngine(Engine):
                 if plan is None:  # built once per head, so a retry resends the same record
                     plan = await self._plan(subject, head, requests)
                 if plan.record is None:
+                    if sent:  # every msg_id is in the chain now: the lost attempt's record
+                        _log_lost_ack(subject, plan.originals)
                     return plan.answers([])
+                if not sent or sent[-1] is not plan:
+                    sent.append(plan)
                 ack = await self._send(subject, plan, msg_id, attempt, deadline - loop.time())
+                self._quorum = True
+                return await self._acknowledged(subject, requests, msg_id, ack, sent)
             except nats.js.errors.APIError as exc:
                 if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last" in str(exc).lower():
-                    # Another member's record got in first: nothing of ours was stored
-                    # (JetStream checks Msg-Id duplicates before the expected sequence).
+                    # Another record got in first. Nothing of this attempt was stored; an
+                    # earlier attempt whose acknowledgement was lost may have been (a new
+                    # leader applied it after checking this one): the re-planned record keeps
+                    # the Msg-Id, so JetStream answers it as that one's duplicate.
                     fresh, from_leader = False, True
                     await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
                     continue
@@ -341,12 +351,50 @@ class JetStreamEngine(Engine):
                 self._give_up_if_late(loop.time(), deadline, exc)
                 await asyncio.sleep(_backoff(attempt))
                 continue
-            self._quorum = True
-            if ack.duplicate and msg_id.startswith(_CLIENT_MSG_ID):
-                # a retry of a client's publish stored earlier (through any member)
-                return [await self._original_at(subject, ack.seq, requests[0])]
-            self._stored_own(subject, plan, ack.seq)
-            return plan.answers(plan.record.messages(subject))
+
+    async def _acknowledged(
+        self,
+        subject: str,
+        requests: list[PublishRequest],
+        msg_id: str,
+        ack: PubAck,
+        sent: list[_Plan],
+    ) -> list[Published]:
+        """The answers to a stored record: the numbers of the record JetStream holds."""
+        if ack.duplicate and msg_id.startswith(_CLIENT_MSG_ID):
+            # a retry of a client's publish stored earlier (through any member)
+            return [await self._original_at(subject, ack.seq, requests[0])]
+        plan = sent[-1]
+        if ack.duplicate and len(sent) > 1:
+            plan = await self._plan_stored(subject, ack.seq, sent)
+        assert plan.record is not None
+        self._stored_own(subject, plan, ack.seq)
+        return plan.answers(plan.record.messages(subject))
+
+    async def _plan_stored(self, subject: str, stream_seq: int, sent: list[_Plan]) -> _Plan:
+        """Which of the records sent with one ``Nats-Msg-Id`` JetStream stored at
+        ``stream_seq``, read from the stream leader.
+
+        An attempt whose acknowledgement was lost (a leader election) may be stored after all,
+        and the retry refused "wrong last sequence" (the new leader applied the lost attempt
+        first). The record is then re-planned on the new head, with other numbers, and sent
+        with the same Msg-Id: JetStream answers it as a duplicate of the earlier record, and
+        the publishers must be told the numbers that record holds, not the re-planned ones."""
+        try:
+            raw = await self.link.nc.jsm().get_msg(self.stream, seq=stream_seq, direct=False)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(
+                f"cannot read back the stored record (outcome unknown): {exc}"
+            ) from exc
+        for plan in reversed(sent):
+            assert plan.record is not None
+            if raw.data == encode_record(plan.record):
+                if plan is not sent[-1]:
+                    _log_lost_ack(subject, plan.originals, stream_seq)
+                return plan
+        raise EngineUnavailable(
+            f"stream sequence {stream_seq} holds none of the records sent (outcome unknown)"
+        )
 
     async def _send(
         self, subject: str, plan: _Plan, msg_id: str, attempt: int, left: float
@@ -1016,6 +1064,24 @@ def _recover_empty(empty_epoch: str, since: Position) -> Recovery:
     if since.seq == 0:
         return Recovery("up_to_date", empty_epoch, 0)
     return Recovery("failed", empty_epoch, 0)
+
+
+def _log_lost_ack(subject: str, originals: list[Published | None], at: int = 0) -> None:
+    """A record whose acknowledgement was lost turned out stored after all (benchmarks/faults.py
+    counts these lines)."""
+    where = (
+        f" at stream sequence {at}"
+        if at
+        else " (its msg_ids are in the subject's chain; or a retry stored them through another"
+        " member)"
+    )
+    log.info(
+        "%s: a lost acknowledgement's record was stored%s; answering its numbers, not the "
+        "retry's (%d messages)",
+        subject,
+        where,
+        len(originals),
+    )
 
 
 def _backoff(attempt: int) -> float:

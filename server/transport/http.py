@@ -117,13 +117,14 @@ def problem(status: int, code: str, detail: str) -> Response:
     )
 
 
-def isolated_problem(reason: str) -> Response:
-    """The answer to a WebSocket upgrade or an event stream while this member does not see its
-    cluster (server/cluster/isolation.py): its subscriptions would get nothing."""
+def isolated_problem(reason: str, what: str = "connect") -> Response:
+    """The answer to a WebSocket upgrade, an event stream or a publish while this member does
+    not see its cluster (server/cluster/isolation.py): its subscriptions would get nothing, its
+    publishes would wait for a quorum it cannot reach (nothing was stored)."""
     response = problem(
         503,
         "cluster_isolated",
-        f"this member does not see its cluster ({reason}): connect to another server",
+        f"this member does not see its cluster ({reason}): {what} through another server",
     )
     return Response(503, response.body, [*response.headers, ("retry-after", "5")])
 
@@ -246,6 +247,12 @@ async def _publish(
             ErrorCode.MESSAGE_TOO_LARGE,
             f"message of {size} bytes exceeds MaxMessageSize {app.settings.max_message_size}",
         )
+    isolated = app.isolation()
+    if isolated is not None:
+        # Nothing is sent to the cluster, so the outcome is "not stored": the publisher retries
+        # through another member at once instead of waiting ClusterPublishTimeout for a quorum
+        # this member cannot reach.
+        return isolated_problem(isolated, "publish")
     refusal = await _publish_refusal(app, request, query, data, remote)
     if refusal is not None:
         return refusal

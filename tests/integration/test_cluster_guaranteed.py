@@ -21,6 +21,7 @@ import pytest
 from pushgrid.client import PushgridClient
 from pushgrid.client.backoff import BackoffPolicy
 from pushgrid.client.models import Status, StatusEvent
+from pushgrid.server.cluster.topology import MONITOR_OFFSET
 
 from . import pgtest
 from .cluster import CLUSTER_PASSWORD, Cluster, cluster_status, free_port_block
@@ -450,6 +451,19 @@ def test_a_member_with_another_member_list_is_refused(cluster: Cluster, tmp_path
         stranger.start()
     assert "ClusterMembers: member" in stranger.log()
     assert "different ClusterMembers list" in stranger.log()
+
+
+def test_every_seed_fsyncs_each_record_before_it_counts(cluster: Cluster) -> None:
+    """The default ClusterSyncInterval (``always``, docs/cluster.md "Durability") reaches each
+    seed's nats-server: its JetStream says ``sync_always``, so an ``ok`` means on the disk of a
+    quorum, not in the page cache until the next 2-minute flush (nats-server's own default,
+    which was pushgrid's too: this test failed on it)."""
+    for endpoint in cluster.endpoints[:3]:  # the seeds
+        host, port = endpoint.rsplit(":", 1)
+        varz = httpx.get(
+            f"http://{host}:{int(port) + MONITOR_OFFSET}/varz", timeout=5, trust_env=False
+        ).json()
+        assert varz["jetstream"]["config"]["sync_always"] is True, varz["jetstream"]["config"]
 
 
 # --- exactly-once publish across retries (issue 23 item 4) -------------------------------------

@@ -21,6 +21,10 @@ cluster published nothing during the election, had a worst lag of 0.1 s. On the 
 this change the subscriber had none of the 150-330 messages per subject acknowledged during
 the partition 30 s after it started, and the isolated member still upgraded (101).
 
+A publish to the isolated member is refused at once (503 ``cluster_isolated``: nothing was
+sent to the cluster, publish through another member); before, it waited ``ClusterPublishTimeout``
+(15 s) and failed ``engine_unavailable`` with an unknown outcome.
+
 Skipped, saying why, where network namespaces are not allowed (not root, no ``ip netns``).
 """
 
@@ -44,6 +48,7 @@ from pushgrid.client import PushgridClient
 from pushgrid.client.backoff import BackoffPolicy
 from pushgrid.client.models import StatusEvent
 
+from .cluster import cluster_status
 from .netns import NetnsCluster, running_cluster
 from .pgtest import WsClient
 from .test_partitions import stream_leader
@@ -185,6 +190,17 @@ async def upgrade_status(address: str) -> int:
         return (await http.get(f"http://{address}/ws", headers=headers)).status_code
 
 
+async def publish_refusal(address: str) -> tuple[int, str, float]:
+    """Status, problem code and seconds of a ``POST /publish`` to ``address``."""
+    started = time.monotonic()
+    async with httpx.AsyncClient(timeout=60, trust_env=False) as http:
+        response = await http.post(
+            f"http://{address}/publish", json={"subject": "/failover/refused/x", "content": "x"}
+        )
+    code = response.json().get("code", "") if response.status_code != 200 else ""
+    return response.status_code, code, round(time.monotonic() - started, 2)
+
+
 async def wait_accepting(nodes: NetnsCluster, index: int) -> float:
     """Seconds until member ``index`` opens a session again (bounded by ``REJOIN``)."""
     started = time.monotonic()
@@ -226,6 +242,8 @@ async def test_a_subscriber_on_an_isolated_member_fails_over_and_gets_every_mess
         held = Received(list(received.messages), list(received.events))
         measured = timings(held, ledger, started)
         refused = await upgrade_status(cluster.member(victim).address)
+        publish = await publish_refusal(cluster.member(victim).address)
+        health = await asyncio.to_thread(cluster_status, cluster.member(victim))
         cluster.net.heal()
         rejoined = await wait_accepting(cluster, victim)
     finally:
@@ -236,11 +254,15 @@ async def test_a_subscriber_on_an_isolated_member_fails_over_and_gets_every_mess
     total = sum(len(acked) for acked in ledger.acked.values())
     print(
         f"\nisolated m{victim} ({victim_role}): {total} acknowledged, {ledger.failed} failed;"
-        f" {measured}; upgrade during the partition: {refused}; accepting {rejoined:.1f} s"
-        " after the heal"
+        f" {measured}; upgrade during the partition: {refused}; publish: {publish};"
+        f" accepting {rejoined:.1f} s after the heal"
     )
     assert total > 0
     wrong = problems(held, ledger)
     assert not wrong, f"{total} acknowledged, {measured}:\n" + "\n".join(wrong)
     assert measured["told_s"] is not None, "the isolated member never closed with 4007"
     assert refused == 503
+    # refused at once with the retryable code, not after ClusterPublishTimeout (engine_unavailable)
+    assert publish[:2] == (503, "cluster_isolated"), publish
+    assert health["health"] == "down"
+    assert "cluster_isolated" in [r["code"] for r in health["healthReasons"]], health

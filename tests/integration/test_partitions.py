@@ -140,27 +140,71 @@ async def converge(readers: list[WsClient], out: Published) -> None:
 
 def problems(name: str, got: list[tuple[int, str]], acked: dict[int, str]) -> list[str]:
     """What is wrong with one member's view of one subject: every seq from 1 exactly once, in
-    order, with the acknowledged content at each acknowledged seq."""
+    order, with the acknowledged content at each acknowledged seq. Each problem says what the
+    view holds (:func:`described`), so a failure shows what was read, not only that it was
+    wrong."""
     seqs = [seq for seq, _ in got]
     found = dict(got)
     lost = [seq for seq in acked if found.get(seq) != acked[seq]]
     out = []
     if lost:
-        out.append(f"{name}: {len(lost)} acknowledged lost (seq {lost[0]}..{lost[-1]})")
+        out.append(f"{name}: {len(lost)} acknowledged lost (seq {_ranges(sorted(lost))})")
     if len(seqs) != len(set(seqs)):
         out.append(f"{name}: {len(seqs) - len(set(seqs))} duplicated")
     if seqs != sorted(seqs):
         out.append(f"{name}: out of order")
     if seqs and seqs != list(range(1, seqs[-1] + 1)):
         out.append(f"{name}: numbering not contiguous")
-    return out
+    return [f"{problem}\n    read: {described(got, acked)}" for problem in out]
 
 
-async def held(member: ServerProcess, topic: str) -> tuple[list[tuple[int, str]], dict[str, Any]]:
-    """The member's history (fresh connection) and snapshot of ``topic``."""
+def described(got: list[tuple[int, str]], acked: dict[int, str]) -> str:
+    """A view in one line: how many messages, which seqs, each gap or step back with the
+    message ids on both sides, and acknowledged messages held at another seq."""
+    if not got:
+        return "nothing"
+    jumps = [
+        f"{a}->{b} ({_id(x)} then {_id(y)})"
+        for (a, x), (b, y) in itertools.pairwise(got)
+        if b != a + 1
+    ]
+    where = {content: seq for seq, content in got}
+    moved = [
+        f"{_id(content)} acknowledged as {seq}, held at {where[content]}"
+        for seq, content in sorted(acked.items())
+        if content in where and where[content] != seq
+    ]
+    text = f"{len(got)} messages, seq {got[0][0]}..{got[-1][0]}"
+    text += f"; jumps: {', '.join(jumps[:10])}" if jumps else "; no jump"
+    if moved:
+        text += f"; {len(moved)} held at another seq: {', '.join(moved[:10])}"
+    return text
+
+
+def _id(content: str) -> str:
+    return content.split(" ", 1)[0].rsplit("/", 1)[-1]  # "s3#517", without the padding
+
+
+def _ranges(seqs: list[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` as ``1..3, 7, 9..10`` (at most 10 ranges shown)."""
+    runs: list[list[int]] = []
+    for seq in seqs:
+        if runs and seq == runs[-1][1] + 1:
+            runs[-1][1] = seq
+        else:
+            runs.append([seq, seq])
+    shown = [f"{a}..{b}" if a != b else str(a) for a, b in runs[:10]]
+    return ", ".join(shown) + (f" (+{len(runs) - 10} more ranges)" if len(runs) > 10 else "")
+
+
+async def held(
+    member: ServerProcess, topic: str
+) -> tuple[list[tuple[int, str]], dict[str, Any], dict[str, Any]]:
+    """The member's history (fresh connection), the ``subscribed`` frame that answered it, and
+    the member's snapshot of ``topic``."""
     reader = await WsClient.connect(member)
     try:
-        _, frames = await reader.subscribe_all(topic, history=1000, timeout=30)
+        subscribed, frames = await reader.subscribe_all(topic, history=1000, timeout=30)
         history = [(f["seq"], f["content"]) for f in frames if f.get("type") == "message"]
     finally:
         await reader.close()
@@ -168,7 +212,7 @@ async def held(member: ServerProcess, topic: str) -> tuple[list[tuple[int, str]]
         response = await http.get(
             "/snapshot", params={"subject": topic}, headers={"accept": "application/json"}
         )
-    return history, response.json()
+    return history, subscribed, response.json()
 
 
 @pytest.mark.timeout(150)  # the suite's 90 s is tight for three partitions on a busy machine
@@ -205,8 +249,11 @@ async def test_isolating_the_stream_leader_loses_nothing(cluster: NetnsCluster) 
                 if not found and got != delivered(readers[0], topic):
                     found.append(f"{tag} delivered {topic}: not the numbering m1 delivered")
                 wrong += found
-                history, snapshot = await held(member, topic)
-                wrong += problems(f"{tag} history {topic}", history, acked)
+                history, subscribed, snapshot = await held(member, topic)
+                found = problems(f"{tag} history {topic}", history, acked)
+                if found:
+                    found[-1] += f"\n    history answered by {subscribed}"
+                wrong += found
                 if history and (snapshot.get("seq"), snapshot.get("content")) != history[-1]:
                     wrong.append(f"{tag} snapshot {topic}: {snapshot} after {history[-1]}")
         total = sum(len(a) for a in out.acked.values())

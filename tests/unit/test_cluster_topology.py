@@ -73,13 +73,13 @@ def test_seed_node_runs_jetstream_and_routes_to_everyone(tmp_path: Path) -> None
     assert config["cluster"]["routes"] == [f"{route}:7020", f"{route}:7030"]
     assert config["cluster"]["authorization"]["password"] == SECRETS.route_password
     assert config["jetstream"]["store_dir"] == str(tmp_path)
-    assert config["jetstream"]["sync_interval"] == "2m"  # nats-server's own default, said
+    assert config["jetstream"]["sync_interval"] == "always"  # fsync before each ack (ADR 023)
 
 
 def test_the_fsync_policy_reaches_the_seed_node(tmp_path: Path) -> None:
     topology = Topology.build(MEMBERS[:3], "2", None)
-    config = json.loads(nats_config(topology, tmp_path, BUS, True, sync_interval="always"))
-    assert config["jetstream"]["sync_interval"] == "always"
+    config = json.loads(nats_config(topology, tmp_path, BUS, True, sync_interval="2m"))
+    assert config["jetstream"]["sync_interval"] == "2m"
 
 
 def test_the_bus_is_never_anonymous_and_advertises_no_other_node(tmp_path: Path) -> None:

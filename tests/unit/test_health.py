@@ -55,6 +55,17 @@ def test_statuses_and_reasons() -> None:
     assert member_health("m1", config_mismatch=["m2"]).status == "degraded"
 
 
+def test_an_isolated_member_is_down_and_says_why() -> None:
+    health = member_health("m1", isolated=True, quorum=False, members_down=["m2", "m3"])
+    assert health.status == "down"  # it refuses sessions and publishes: send no one there
+    assert health.reasons[0] == Reason("cluster_isolated", "m1")
+    assert "cut off from its cluster" in health.summary
+    assert (
+        cluster_health({"m1": health, "m2": member_health("m2", members_down=["m1"])}).status
+        == "degraded"
+    )
+
+
 def test_archive_failing() -> None:
     fresh = ArchiveState(True, NOW - 1, 0.0)
     assert member_health("m1", archive=fresh, now=NOW).status == "ok"
