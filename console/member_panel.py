@@ -14,8 +14,6 @@ from typing import Any, Final, Literal
 
 from dash import html
 
-from pushgrid.metrics.health import STREAM_LAG_LIMIT
-
 from . import format as fmt
 from .components import attrs
 
@@ -25,6 +23,9 @@ Level = Literal["ok", "warn", "bad"]
 OPEN_FILES_LEVELS: Final = (0.8, 0.95)
 LOOP_LAG_LEVELS: Final = (0.1, 1.0)
 FLUSH_P99_LEVELS: Final = (0.05, 0.25)
+# records: the health model's stream_lag limit (metrics/health.py STREAM_LAG_LIMIT, which the
+# console may not import; a unit test keeps the two equal)
+REPLICA_LAG_LIMIT: Final = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ def _replica_lag(panel: Mapping[str, Any]) -> Fact:
     lag = panel.get("replica_lag_max")
     if lag is None:
         return Fact("replica_lag", "replica lag", "no stream")
-    level: Level = "bad" if lag > STREAM_LAG_LIMIT else "warn" if lag > 0 else "ok"
+    level: Level = "bad" if lag > REPLICA_LAG_LIMIT else "warn" if lag > 0 else "ok"
     return Fact("replica_lag", "replica lag", f"{lag:,} records", level)
 
 

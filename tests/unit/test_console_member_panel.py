@@ -8,7 +8,7 @@ from typing import Any
 from dash import html
 
 from pushgrid.console.http_provider import member_of
-from pushgrid.console.member_panel import panel_facts, render_panel
+from pushgrid.console.member_panel import REPLICA_LAG_LIMIT, panel_facts, render_panel
 from pushgrid.console.pages import overview
 
 PANEL: dict[str, Any] = {
@@ -93,3 +93,9 @@ def test_member_card_shows_the_panel_of_a_member_that_is_up() -> None:
     ]
     assert _panel_keys(cards[1]) == []
     assert _panel_keys(render_panel(None)) == []
+
+
+def test_replica_lag_level_is_the_health_model_s() -> None:
+    from pushgrid.metrics.health import STREAM_LAG_LIMIT
+
+    assert REPLICA_LAG_LIMIT == STREAM_LAG_LIMIT

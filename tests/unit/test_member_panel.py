@@ -113,3 +113,11 @@ def test_open_files_ratio_and_json() -> None:
 def test_window_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         PanelTracker(window=0)
+
+
+def test_open_files_are_counted_less_often_as_they_grow() -> None:
+    from pushgrid.server.monitoring.probe import files_refresh_after
+
+    assert files_refresh_after(20) == 1.0
+    assert files_refresh_after(10_000) == 10.0
+    assert files_refresh_after(100_000) == 30.0
