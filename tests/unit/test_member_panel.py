@@ -4,7 +4,9 @@ the window only, slow consumers of the window."""
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 
 import pytest
 
@@ -121,3 +123,29 @@ def test_open_files_are_counted_less_often_as_they_grow() -> None:
     assert files_refresh_after(20) == 1.0
     assert files_refresh_after(10_000) == 10.0
     assert files_refresh_after(100_000) == 30.0
+
+
+def _block(seconds: float) -> None:
+    """A handler that holds the loop (what the probe exists to see)."""
+    time.sleep(seconds)
+
+
+async def test_the_probe_sees_a_blocked_loop() -> None:
+    """The real probe on a real loop: a callback that blocks 300 ms shows as lag; with a 0.1 s
+    probe sleep, at least 0.3 - 0.1 s of it ends past the sleep."""
+    from pushgrid.server.monitoring.probe import PanelProbe
+
+    probe = PanelProbe(lambda: DelayHistogram().snapshot(), lambda: 0, dict, period=0.1)
+    task = asyncio.create_task(probe.run())
+    try:
+        await asyncio.sleep(0.35)  # a few probes
+        assert probe.panel.cpu_percent is not None
+        asyncio.get_running_loop().call_soon(_block, 0.3)
+        await asyncio.sleep(0.3)
+        panel = probe.panel
+    finally:
+        task.cancel()
+    assert panel.loop_lag_max_seconds is not None
+    assert panel.loop_lag_max_seconds >= 0.19
+    assert panel.open_files > 0
+    assert panel.rss_bytes > 0
