@@ -14,6 +14,7 @@ port of the machine is taken. One deployment per mode, shared by its blocks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -145,8 +146,17 @@ class Deployment:
         return code, out_path.read_text(encoding="utf-8", errors="replace")
 
     def stop(self) -> None:
+        """Ctrl-C, as a reader would; then whatever is left of every process it started (the
+        stats run, a Spark JVM, lives in a session of its own, outside the group)."""
         if self.proc is not None:
+            try:
+                started = psutil.Process(self.proc.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                started = []
             _end_group(self.proc, signal.SIGINT, grace=20.0)
+            for process in started:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
         subprocess.run(["ip", "netns", "del", self.namespace], check=False, timeout=10)
 
 
