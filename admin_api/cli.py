@@ -229,13 +229,14 @@ def admin_argv(config: Path | None = None, bootstrap: bool = True) -> list[str]:
     return argv
 
 
-async def run_alongside(config: Path | None = None, env: dict[str, str] | None = None) -> None:
-    """Run the admin API as a child process until cancelled (for ``pushgrid up``).
+async def run_alongside(config: Path | None = None, env: dict[str, str] | None = None) -> int:
+    """Run the admin API as a child process until it exits (its exit code) or is cancelled (for
+    ``pushgrid up``, which restarts it: server/periodic.py ``supervised``).
 
     Its output goes to this terminal (so the first admin token is seen); cancelling terminates
     the child.
     """
-    await run_child(admin_argv(config), env=env)
+    return await run_child(admin_argv(config), env=env)
 
 
 @admin_app.command("export-rules")

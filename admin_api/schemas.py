@@ -128,6 +128,27 @@ class ClusterOut(BaseModel):
     members: list[ClusterMemberOut]
 
 
+class MemberPanelOut(BaseModel):
+    """The member's operator panel (MBean ``pushgrid:type=MemberPanel``; docs/monitoring.md,
+    "Member panel"). Window numbers cover the last ``window_seconds``; null: not measured yet
+    or not applicable (``replica_lag_max`` without a JetStream stream)."""
+
+    window_seconds: float
+    cpu_percent: float | None = Field(description="Process CPU over the last second, % of one core")
+    cpu_seconds_total: float
+    rss_bytes: int = Field(ge=0, description="Resident set size")
+    open_files: int = Field(ge=0)
+    max_open_files: int = Field(ge=0, description="Soft open-file limit (0: unlimited)")
+    loop_lag_seconds: float | None = Field(description="How late the last 1 s probe sleep ended")
+    loop_lag_max_seconds: float | None
+    flush_delay_p50_seconds: float | None
+    flush_delay_p99_seconds: float | None
+    flushes_window: int = Field(ge=0)
+    slow_consumers_window: int = Field(ge=0)
+    slow_consumers_total: int = Field(ge=0)
+    replica_lag_max: int | None = Field(description="Largest JetStream replica lag (records)")
+
+
 class MemberOut(BaseModel):
     """A member and what its Jolokia agent says about it right now."""
 
@@ -153,6 +174,9 @@ class MemberOut(BaseModel):
     delivery_mode: str | None = None
     connected_users: int | None = None
     subscriptions: int | None = None
+    panel: MemberPanelOut | None = Field(
+        default=None, description="The operator panel (null: not readable from this member)"
+    )
 
 
 class MemberList(BaseModel):

@@ -273,6 +273,7 @@ def member_of(item: Mapping[str, Any]) -> Member:
         engine=item.get("engine"),
         connected_users=item.get("connected_users"),
         subscriptions=item.get("subscriptions"),
+        panel=item.get("panel"),
     )
 
 

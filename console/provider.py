@@ -86,6 +86,8 @@ class Member(_Json):
     engine: str | None = None
     connected_users: int | None = None
     subscriptions: int | None = None
+    # the admin API's member panel (CPU, RSS, open files, loop lag, ...; console/member_panel.py)
+    panel: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

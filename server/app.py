@@ -42,6 +42,7 @@ from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
 from .monitoring.ports import LiveState
+from .monitoring.probe import PanelProbe
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
 from .occupancy import OccupancyService
@@ -187,6 +188,11 @@ class PushServer:
         self.sampler = Sampler(self.counters, self._archive_writer())
         self.hot_subjects = self._hot_subjects()
         self.loop_bridge = LoopBridge()
+        self.panel_probe = PanelProbe(
+            lambda: self.flusher.delays.snapshot(),
+            lambda: self.counters.slow_consumer_disconnects_total,
+            self._replica_lags,
+        )
         self.prometheus = build_registry(self)
         operations = ServerOperations(self.hub, self.engine, self.occupancy.table)
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
@@ -299,6 +305,7 @@ class PushServer:
                 self._monitor_servers.append(server)
         self.sampler.listeners.append(self._watch_members)
         self.track(loop.create_task(self.sampler.run()))
+        self.track(loop.create_task(self.panel_probe.run()))
         if settings.meta_subject_interval > 0:
             self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
         self.track(self.occupancy.run())
@@ -364,7 +371,13 @@ class PushServer:
                 "http_refused": security.http_refused_total,
             },
             flush_delay=self.flusher.delays.snapshot(),
+            panel=self.panel_probe.panel,
         )
+
+    def _replica_lags(self) -> dict[str, int]:
+        """The JetStream stream replicas' lags this member sees (none without a stream)."""
+        status = self.engine.cluster_status()
+        return {} if status is None else {r.name: r.lag for r in status.replicas}
 
     def count_published(self, subject: str) -> None:
         self.hub.count_published(subject)

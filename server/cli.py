@@ -7,6 +7,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -182,12 +183,14 @@ def up(
     from pushgrid.admin_api.cli import run_alongside
 
     from .jmx.cli import bridge_alongside
-    from .periodic import run_periodically
+    from .periodic import run_periodically, supervised
 
     with contextlib.ExitStack() as stack:
         # The bridge is prepared first: a problem (no java, no credentials) stops `up` at once.
         background = [stack.enter_context(bridge_alongside(settings))] if jmx else []
-        background += [run_alongside(config, admin_env), *children]
+        # a child that exits is said (WARNING) and restarted with a back-off (ADR 027)
+        admin = supervised("admin API", partial(run_alongside, config, admin_env))
+        background += [admin, *children]
         if settings.stats_interval > 0:
             stats = [sys.executable, "-m", "pushgrid.server", "stats", "run"]
             if config is not None:
@@ -213,6 +216,7 @@ def _local_cluster(
 
     from .cluster.local import admin_members, as_environment, member_overrides, run_member
     from .config import ConfigError, load_settings
+    from .periodic import supervised
 
     environ = dict(os.environ)
     try:
@@ -223,11 +227,16 @@ def _local_cluster(
     except ConfigError as exc:
         raise fail(f"configuration error\n{exc}", 2) from None
     children = [
-        run_member(
-            config,
-            as_environment(member_overrides(settings, count, index, mode)),
+        supervised(
+            f"member m{index}",
+            partial(
+                run_member,
+                config,
+                as_environment(member_overrides(settings, count, index, mode)),
+                Path(f"data/logs/member-{index}.log"),
+                environ,
+            ),
             Path(f"data/logs/member-{index}.log"),
-            environ,
         )
         for index in range(2, count + 1)
     ]

@@ -3,6 +3,12 @@ other members of a local cluster), or every N seconds (the stats job).
 
 A child is a separate process so a Spark JVM never shares the push server's event loop or
 memory; a periodic run still going when the next is due is not doubled.
+
+A long-running child that exits on its own is said at WARNING, naming it and how it ended (exit
+code or signal), and :func:`supervised` restarts it after a back-off that doubles (1 s to 30 s),
+or says it will not: after a clean exit (code 0: it was stopped on purpose), or when it already
+restarted :attr:`RestartPolicy.limit` times within :attr:`RestartPolicy.period` (a child that
+cannot start is not restarted forever). ADR 027.
 """
 
 from __future__ import annotations
@@ -12,7 +18,10 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -57,10 +66,10 @@ async def run_child(
     log_path: Path | None = None,
     preexec: Callable[[], None] | None = None,
     grace: float = 5.0,
-) -> None:
-    """Run ``argv`` until it exits or this coroutine is cancelled; then SIGTERM it, and SIGKILL
-    it after ``grace`` seconds. ``env`` adds variables; output goes to ``log_path`` (else to
-    this process's terminal)."""
+) -> int:
+    """Run ``argv`` until it exits (its exit code: negative for a signal) or this coroutine is
+    cancelled; then SIGTERM it, and SIGKILL it after ``grace`` seconds. ``env`` adds variables;
+    output goes to ``log_path`` (else to this process's terminal)."""
     output = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +87,7 @@ async def run_child(
         if output is not None:
             output.close()
     try:
-        await process.wait()
+        return await process.wait()
     finally:
         if process.returncode is None:
             process.terminate()
@@ -95,3 +104,82 @@ async def _end_group(process: asyncio.subprocess.Process, grace: float = 10.0) -
             os.killpg(process.pid, signum)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(process.wait()), grace)
+
+
+def exit_text(code: int) -> str:
+    """``exited with code 1``, ``was killed by signal SIGKILL (9)``."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = "signal"
+    return f"was killed by signal {name} ({-code})"
+
+
+@dataclass
+class RestartPolicy:
+    """When to restart a child that exited: after ``delays[n]`` seconds for the ``n``-th restart
+    in a row (the last delay repeats), at most ``limit`` restarts within ``period`` seconds. A
+    child that ran ``stable`` seconds starts over at the first delay."""
+
+    delays: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+    limit: int = 5
+    period: float = 300.0
+    stable: float = 60.0
+    _restarts: deque[float] = field(default_factory=deque)
+    _streak: int = 0
+
+    def next_delay(self, now: float, ran_for: float) -> float | None:
+        """Seconds to wait before the restart (and count it), or None: do not restart."""
+        while self._restarts and now - self._restarts[0] > self.period:
+            self._restarts.popleft()
+        if len(self._restarts) >= self.limit:
+            return None
+        self._streak = 0 if ran_for >= self.stable else self._streak
+        delay = self.delays[min(self._streak, len(self.delays) - 1)]
+        self._streak += 1
+        self._restarts.append(now)
+        return delay
+
+    @property
+    def recent(self) -> int:
+        return len(self._restarts)
+
+
+async def supervised(
+    name: str,
+    run: Callable[[], Awaitable[int]],
+    log_path: Path | None = None,
+    policy: RestartPolicy | None = None,
+) -> None:
+    """Run a child with ``run()`` (which returns its exit code) until cancelled, restarting it by
+    ``policy`` when it exits with a failure; every exit is one WARNING naming the child."""
+    policy = policy or RestartPolicy()
+    see = f" (see {log_path})" if log_path is not None else ""
+    while True:
+        started = time.monotonic()
+        code = await run()
+        now = time.monotonic()
+        ended = f"pushgrid up: {name} {exit_text(code)} after {now - started:.1f} s{see}"
+        if code == 0:
+            log.warning("%s; not restarting it: it stopped cleanly (on purpose)", ended)
+            return
+        delay = policy.next_delay(now, now - started)
+        if delay is None:
+            log.warning(
+                "%s; not restarting it: it already restarted %d times within %g s",
+                ended,
+                policy.recent,
+                policy.period,
+            )
+            return
+        log.warning(
+            "%s; restarting it in %g s (restart %d of at most %d within %g s)",
+            ended,
+            delay,
+            policy.recent,
+            policy.limit,
+            policy.period,
+        )
+        await asyncio.sleep(delay)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -31,9 +32,10 @@ from ..member_client import (
     parse_listen,
 )
 from ..problems import ProblemError, conflict, not_found
-from ..schemas import MemberCreate, MemberList, MemberOut
+from ..schemas import MemberCreate, MemberList, MemberOut, MemberPanelOut
 from ..secretbox import SecretBox, is_sealed, secret_box
 
+PANEL_MBEAN = "pushgrid:type=MemberPanel"
 SERVER_ATTRIBUTES = (
     "ServerName",
     "Version",
@@ -184,11 +186,25 @@ def _listen(server: dict[str, Any]) -> list[str]:
     return parse_listen(configuration.get("Listen") if isinstance(configuration, dict) else None)
 
 
+async def read_panel(http: httpx.AsyncClient, member: Member) -> MemberPanelOut | None:
+    """The member's operator panel; None when it has none (an older member) or it cannot be
+    read (the member view says why through ``reachable``/``error``). Not read through a JMX
+    bridge: each JMX read starts a JVM, and the Jolokia port has the panel for less."""
+    if is_jmx(member.monitor_url):
+        return None
+    try:
+        values = await member_access(http, member).read(PANEL_MBEAN, ["Panel"])
+        return MemberPanelOut.model_validate(values.get("Panel"))
+    except (MemberFailure, ValidationError):
+        return None
+
+
 async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
     """The member and its state; a member that cannot be read is ``reachable: false``."""
     try:
-        server = await member_access(http, member).read(
-            SERVER_MBEAN, [*SERVER_ATTRIBUTES, "Configuration"]
+        server, panel = await asyncio.gather(
+            member_access(http, member).read(SERVER_MBEAN, [*SERVER_ATTRIBUTES, "Configuration"]),
+            read_panel(http, member),
         )
     except MemberFailure as exc:
         return MemberOut(**_base(member), reachable=False, error=exc.detail)
@@ -205,6 +221,7 @@ async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
         delivery_mode=_text(server.get("DeliveryMode")),
         connected_users=_integer(server.get("ConnectedUsers")),
         subscriptions=_integer(server.get("Subscriptions")),
+        panel=panel,
     )
 
 

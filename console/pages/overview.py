@@ -17,6 +17,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill
 from ..figures import LIVE_POINTS, live_figure
 from ..ids import Ids, indicator_id
+from ..member_panel import render_panel
 from ..provider import (
     LIVE_WINDOWS,
     ClusterView,
@@ -158,6 +159,7 @@ def render_members(members: Sequence[Member]) -> list[Component]:
                     ),
                     html.Div(member.url, className="muted small"),
                     html.Div(facts, className="facts"),
+                    render_panel(member.panel if member.up else None),
                 ],
                 class_name="member-card" + ("" if member.up else " member-down"),
                 **attrs({"data-member": member.name, "data-up": "true" if member.up else "false"}),

@@ -76,12 +76,13 @@ def admin_members(settings: Settings, count: int) -> str:
 
 async def run_member(
     config: Path | None, environment: dict[str, str], log_path: Path, base_env: dict[str, str]
-) -> None:
-    """Run one ``pushgrid server`` child until cancelled; it dies with this process."""
+) -> int:
+    """Run one ``pushgrid server`` child until it exits (its exit code) or is cancelled; it dies
+    with this process."""
     argv = [sys.executable, "-m", "pushgrid.server", "server"]
     if config is not None:
         argv += ["--config", str(config)]
-    await run_child(
+    return await run_child(
         argv,
         env={**base_env, **environment},
         log_path=log_path,

@@ -22,6 +22,9 @@ pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
                                         ``occupancy(String subject)``; Occupied
 pushgrid:type=HotSubjects               top subjects by messages in/out, bytes out and
                                         subscribers (metrics/hotsubjects.py)
+pushgrid:type=MemberPanel               process CPU, RSS, open files, event-loop lag, flush
+                                        delay p50/p99, slow consumers, replica lag
+                                        (metrics/member_panel.py)
 =====================================  =====================================================
 """
 
@@ -105,6 +108,7 @@ def server_beans(
         _subjects_bean(tables, operations),
         cluster_bean(node, bridge.wrap),
         hot_subjects_bean(tables),
+        member_panel_bean(tables),
     ]
 
 
@@ -377,3 +381,62 @@ HOT_ROWS: tuple[ModelRow, ...] = (
 def hot_subjects_bean(tables: _Tables) -> MBean:
     name = ObjectName.of(DOMAIN, type="HotSubjects")
     return MBean(name, "Hot subjects", tables.model(HOT_ROWS))
+
+
+# attribute, type, description, key of MemberPanel.as_dict()
+PANEL_ROWS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "CpuPercent",
+        "double",
+        "Process CPU, percent of one core, over the last second",
+        "cpu_percent",
+    ),
+    (
+        "CpuSeconds",
+        "double",
+        "Process CPU seconds (user + system) since start",
+        "cpu_seconds_total",
+    ),
+    ("ResidentBytes", "long", "Resident set size (bytes)", "rss_bytes"),
+    ("OpenFiles", "long", "Open file descriptors (connections, files, pipes)", "open_files"),
+    ("MaxOpenFiles", "long", "Soft open-file limit (0: unlimited)", "max_open_files"),
+    ("EventLoopLag", "double", "Seconds the last 1 s probe sleep ended late", "loop_lag_seconds"),
+    ("EventLoopLagMax", "double", "Largest event-loop lag over the window", "loop_lag_max_seconds"),
+    (
+        "FlushDelayP50",
+        "double",
+        "Median flush delay over the window (s)",
+        "flush_delay_p50_seconds",
+    ),
+    (
+        "FlushDelayP99",
+        "double",
+        "99th percentile flush delay over the window (s)",
+        "flush_delay_p99_seconds",
+    ),
+    ("Flushes", "long", "Flushes observed over the window", "flushes_window"),
+    ("SlowConsumers", "long", "Slow consumers closed over the window", "slow_consumers_window"),
+    (
+        "SlowConsumerDisconnects",
+        "long",
+        "Slow consumers closed since start",
+        "slow_consumers_total",
+    ),
+    (
+        "ReplicaLagMax",
+        "long",
+        "Largest JetStream replica lag in records (null: no stream)",
+        "replica_lag_max",
+    ),
+    ("Window", "double", "Seconds the window-based attributes cover", "window_seconds"),
+)
+
+
+def member_panel_bean(tables: _Tables) -> MBean:
+    def read(key: str) -> Callable[[LiveState], Any]:
+        return lambda s: s.panel.as_dict()[key]
+
+    rows: list[LiveRow] = [(name, type_, text, read(key)) for name, type_, text, key in PANEL_ROWS]
+    rows.append(("Panel", "java.util.Map", "Every number above", lambda s: s.panel.as_dict()))
+    name = ObjectName.of(DOMAIN, type="MemberPanel")
+    return MBean(name, "The operator's member panel", tables.live(rows))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pushgrid.metrics.delays import DelaySnapshot
+from pushgrid.metrics.member_panel import EMPTY_PANEL, MemberPanel
 from pushgrid.metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
@@ -40,6 +41,8 @@ class LiveState:
     refusals: Mapping[str, int]
     # per flush, how long its oldest queued frame waited for the write (ADR 012)
     flush_delay: DelaySnapshot
+    # the operator's member panel (metrics/member_panel.py), built once a second by the probe
+    panel: MemberPanel = EMPTY_PANEL
 
 
 class MonitoredNode(Protocol):

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from pushgrid.metrics.delays import DelaySnapshot
 from pushgrid.metrics.hotsubjects import RANKINGS
 from pushgrid.metrics.indicators import INDICATORS
+from pushgrid.metrics.member_panel import MemberPanel
 from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
 
 from .cluster_view import cluster_metrics
@@ -106,6 +107,38 @@ def live_metrics(live: LiveState) -> Iterator[Metric]:
         "pushgrid_flush_delay_seconds",
         "Per flush, how long its oldest queued frame waited before the write (FlushTick)",
         live.flush_delay,
+    )
+    yield from panel_metrics(live.panel)
+
+
+def panel_metrics(panel: MemberPanel) -> Iterator[Metric]:
+    """The member panel's numbers Prometheus does not already have: process CPU, resident
+    memory and open files are the standard ``process_*`` metrics (ProcessCollector), and flush
+    quantiles over any range come from the histogram (``histogram_quantile``)."""
+    window = f"{panel.window_seconds:g} s"
+    yield _gauge(
+        "pushgrid_event_loop_lag_seconds",
+        "How late the last 1 s probe sleep of the event loop ended",
+        _or_zero(panel.loop_lag_seconds),
+    )
+    yield _gauge(
+        "pushgrid_event_loop_lag_max_seconds",
+        f"Largest event-loop lag over the last {window}",
+        _or_zero(panel.loop_lag_max_seconds),
+    )
+    for label, value in (
+        ("p50", panel.flush_delay_p50_seconds),
+        ("p99", panel.flush_delay_p99_seconds),
+    ):
+        yield _gauge(
+            f"pushgrid_flush_delay_{label}_seconds",
+            f"Flush delay {label} over the last {window} (upper bucket bound; NaN: no flush)",
+            float("nan") if value is None else value,
+        )
+    yield _gauge(
+        "pushgrid_slow_consumer_disconnects_window",
+        f"Slow consumers closed over the last {window}",
+        panel.slow_consumers_window,
     )
 
 

@@ -45,6 +45,7 @@ def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
         },
         "indicators": indicators,
         "hot_subjects": dict(model.hot),
+        "panel": live.panel.as_dict(),
     }
 
 
@@ -61,4 +62,6 @@ def stats_text(document: dict[str, Any]) -> str:
                 value = stats[stat]
                 text = "U" if value is None else number_text(value)
                 lines.append(f"{name}.{window}.{stat} {text}")
+    for name, value in document["panel"].items():
+        lines.append(f"panel.{name} {'U' if value is None else number_text(value)}")
     return "\n".join(lines) + "\n"

@@ -98,8 +98,15 @@ async def test_members_list_reports_each_member_and_a_down_one(admin, push1):
     assert one["client_url"] == push1.url  # derived from the member's Listen setting
     started = datetime.fromisoformat(one["started_at"])
     assert abs((datetime.now(UTC) - started).total_seconds() - one["uptime_seconds"]) < 60
+    panel = one["panel"]  # the operator panel, read from the member's MemberPanel MBean
+    assert panel["rss_bytes"] > 0
+    assert panel["open_files"] > 0
+    assert panel["max_open_files"] >= panel["open_files"]
+    assert panel["window_seconds"] == 60
+    assert panel["replica_lag_max"] is None
     down = by_name["down"]
     assert down["reachable"] is False
+    assert down["panel"] is None
     assert "unreachable" in down["error"]
     assert "'down'" in down["error"]
     assert down["version"] is None

@@ -568,6 +568,35 @@ def test_overview_shows_health_and_live_charts_follow_new_traffic(
     console.assert_no_errors()
 
 
+def test_overview_member_panel_shows_each_member_s_process(console: Console, stack: Stack) -> None:
+    """Each member card carries its operator panel: the member's own numbers, read through the
+    admin API (console/member_panel.py; docs/monitoring.md, "Member panel")."""
+    console.goto("overview", "#overview-health .health-card")
+    script = (
+        "return Array.from(document.querySelectorAll('.member-card')).map(card => ["
+        "card.dataset.member, Object.fromEntries(Array.from("
+        "card.querySelectorAll('[data-panel]')).map(f => [f.dataset.panel, "
+        "f.lastElementChild.textContent]))])"
+    )
+    panels = console.wait(
+        lambda: (
+            (found := dict(console.js(script)))
+            and all(found.get(name, {}).get("cpu", "—") != "—" for name in NODES)
+            and found
+        ),
+        "every member's panel with a CPU reading",
+    )
+    for name in NODES:
+        panel = panels[name]
+        assert panel["rss"].endswith("MiB"), panel
+        files, limit = panel["open_files"].split(" (")[0].split(" / ")
+        assert 0 < int(files.replace(",", "")) < int(limit.replace(",", "")), panel
+        assert panel["loop_lag"].endswith(")"), panel
+        assert panel["replica_lag"] == "no stream"  # standalone members
+    console.screenshot("overview-member-panel")
+    console.assert_no_errors()
+
+
 def test_a_member_down_is_shown_not_swallowed(console: Console, stack: Stack) -> None:
     answer = stack.api(
         "POST", "/members", json={"name": "ghost", "monitor_url": f"http://127.0.0.1:{free_port()}"}

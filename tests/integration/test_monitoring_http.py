@@ -22,6 +22,7 @@ from jolokia import JolokiaClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.member_panel import EMPTY_PANEL
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from .pgtest import (
@@ -109,6 +110,7 @@ async def test_stats_text_lists_every_indicator_window_and_statistic(srv):
         assert name in values, name
         assert int(values[name]) >= 0, name
     expected = {"uptime_seconds", *TOTALS, *GAUGES}
+    expected |= {f"panel.{key}" for key in EMPTY_PANEL.as_dict()}  # the member panel
     for indicator in INDICATOR_NAMES:
         expected.add(indicator)
         for window in WINDOW_NAMES:

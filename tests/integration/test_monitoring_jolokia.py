@@ -26,6 +26,7 @@ ALL_BEANS = sorted(
         "pushgrid:type=Cluster",
         "pushgrid:type=Cache",
         "pushgrid:type=HotSubjects",
+        "pushgrid:type=MemberPanel",
         "pushgrid:type=Server",
         "pushgrid:type=Sessions",
         "pushgrid:type=Subjects",

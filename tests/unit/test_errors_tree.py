@@ -27,7 +27,13 @@ from pushgrid.server.jmx.query import JmxError
 ROOT = Path(__file__).resolve().parents[2]
 #: the folders of the pushgrid namespace (each installs as pushgrid.<folder>), and its own root
 PACKAGES = (
-    "server", "client", "admin_api", "spark_stats", "metrics", "console", "pushgrid/protocol"
+    "server",
+    "client",
+    "admin_api",
+    "spark_stats",
+    "metrics",
+    "console",
+    "pushgrid/protocol",
 )
 
 # Private exceptions that never leave their module: control flow, not errors a caller sees.
