@@ -49,7 +49,7 @@ from .occupancy import OccupancyService
 from .rlimits import raise_open_file_limit
 from .transport import http, timers
 from .transport.connection import Connection
-from .transport.context import Batching, TransportLimits
+from .transport.context import Batching, Deflate, TransportLimits
 from .transport.flusher import Flusher
 from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorLimits
 from .transport.limits import PendingConnections, SecurityCounters
@@ -179,6 +179,7 @@ class PushServer:
         # TLS contexts are built before anything starts: a bad file is a ConfigError (exit 2)
         self._client_tls, self._monitor_tls = build_tls_contexts(settings)
         self.batching = Batching.from_settings(settings.server)
+        self.deflate = Deflate.from_settings(settings.server)
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
         ]

@@ -91,6 +91,18 @@ class ServerSettings(BaseModel):
     slow_consumer_close_timeout: float = Field(default=5.0, ge=0, alias="SlowConsumerCloseTimeout")
     batching_time: int = Field(default=0, ge=0, le=60_000, alias="BatchingTime")
     batching_max_size: int = Field(default=0, ge=0, alias="BatchingMaxSize")
+    # permessage-deflate (RFC 7692, ADR 028), negotiated when the client offers it
+    per_message_deflate: bool = Field(default=True, alias="PerMessageDeflate")
+    deflate_server_no_context_takeover: bool = Field(
+        default=True, alias="DeflateServerNoContextTakeover"
+    )
+    deflate_client_no_context_takeover: bool = Field(
+        default=True, alias="DeflateClientNoContextTakeover"
+    )
+    deflate_max_window_bits: int = Field(default=15, ge=9, le=15, alias="DeflateMaxWindowBits")
+    deflate_min_size: int = Field(default=128, ge=0, alias="DeflateMinSize")
+    deflate_level: int = Field(default=6, ge=1, le=9, alias="DeflateLevel")
+    deflate_max_contexts: int = Field(default=1000, ge=0, alias="DeflateMaxContexts")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )

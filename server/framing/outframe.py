@@ -43,6 +43,9 @@ class OutFrame(msgspec.Struct, gc=False):
     seq: int = 0
     #: the WebSocket frame once :meth:`ws` built it (hot paths read it before calling)
     ws_frame: bytes | None = None
+    #: the permessage-deflate frame without context (or the plain one where compression does
+    #: not pay), built once by the first such connection and shared (ADR 028)
+    wsz_frame: bytes | None = None
 
     def ws(self) -> bytes:
         """The WebSocket text frame (unmasked, valid for every connection), built once."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pushgrid.metrics.counters import Counters
+from pushgrid.server.framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 
 from ..config import ServerSettings
 from .flusher import Flusher
@@ -38,6 +39,43 @@ class Batching:
         if settings.batching_time == 0 and settings.batching_max_size == 0:
             return None
         return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
+
+
+class Deflate:
+    """permessage-deflate as configured (ADR 028): the answer to a client's offer, the shared
+    compressors, and how many connections keep zlib state (at most ``max_contexts``; past it
+    new connections agree to no context takeover either way, which keeps none)."""
+
+    __slots__ = ("_shared", "contexts", "max_contexts", "options")
+
+    def __init__(self, options: DeflateOptions, max_contexts: int) -> None:
+        self.options = options
+        self.max_contexts = max_contexts
+        self.contexts = 0
+        self._shared: dict[int, Compressor] = {}
+
+    @staticmethod
+    def from_settings(settings: ServerSettings) -> Deflate | None:
+        if not settings.per_message_deflate:
+            return None
+        options = DeflateOptions(
+            server_no_context_takeover=settings.deflate_server_no_context_takeover,
+            client_no_context_takeover=settings.deflate_client_no_context_takeover,
+            max_window_bits=settings.deflate_max_window_bits,
+            min_size=settings.deflate_min_size,
+            level=settings.deflate_level,
+        )
+        return Deflate(options, settings.deflate_max_contexts)
+
+    def negotiate(self, offers: str) -> Agreement | None:
+        return negotiate(offers, self.options, self.contexts < self.max_contexts)
+
+    def shared(self, bits: int) -> Compressor:
+        """The process's compressor for frames without context (one per window size)."""
+        compressor = self._shared.get(bits)
+        if compressor is None:
+            compressor = self._shared[bits] = Compressor(self.options, bits, keep=False)
+        return compressor
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +145,10 @@ class ConnectionContext(Protocol):
 
     @property
     def flusher(self) -> Flusher: ...
+
+    @property
+    def deflate(self) -> Deflate | None:
+        """permessage-deflate, or None when ``PerMessageDeflate`` is off."""
 
     @property
     def connections(self) -> MutableSet[Connection]:

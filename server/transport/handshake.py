@@ -5,17 +5,23 @@ the request and its headers, for the life of the socket (ADR 013: ~3 KiB per idl
 The checks here are wsproto's, in the same order and with the same messages, except that a
 ``Sec-WebSocket-Version`` other than 13 is answered ``426 Upgrade Required`` with
 ``Sec-WebSocket-Version: 13`` (RFC 6455 section 4.4) where wsproto says "Missing header"; the
-frames are then handled by a bare ``wsproto.connection.Connection``. No subprotocol or
-extension is negotiated.
+frames are then handled by a bare ``wsproto.connection.Connection``. No subprotocol is
+negotiated; permessage-deflate is, when the client offers it and the server allows it
+(ADR 028, :mod:`server.framing.deflate`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from wsproto.utilities import generate_accept_token
 
 from pushgrid.protocol.exceptions import ProtocolError
+from pushgrid.server.framing.deflate import Agreement
+
+if TYPE_CHECKING:
+    from .context import Deflate
 
 _VERSION = b"13"
 
@@ -60,12 +66,31 @@ def _check_version(version: bytes | None) -> None:
         )
 
 
-def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
-    """The ``101 Switching Protocols`` answer to a request; HandshakeError when invalid."""
+_EXTENSIONS = b"sec-websocket-extensions"
+
+
+def _read(headers: Iterable[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], list[bytes]]:
+    """The headers the handshake reads and the extension offers. h11 lower-cases header names;
+    a repeated header counts by its last value, except extensions, whose repeated headers make
+    one list (RFC 6455 9.1)."""
+    found: dict[bytes, bytes] = {}
+    offers: list[bytes] = []
+    for name, value in headers:
+        if name in _READ:
+            found[name] = value
+        elif name == _EXTENSIONS:
+            offers.append(value)
+    return found, offers
+
+
+def accept(
+    method: bytes, headers: Iterable[tuple[bytes, bytes]], deflate: Deflate | None = None
+) -> tuple[bytes, Agreement | None]:
+    """The ``101 Switching Protocols`` answer to a request and the permessage-deflate
+    agreement (None: not offered or not allowed); HandshakeError when invalid."""
     if method != b"GET":
         raise HandshakeError("Request method must be GET")
-    # h11 lower-cases header names; a repeated header counts by its last value
-    found = {name: value for name, value in headers if name in _READ}
+    found, offers = _read(headers)
     if not _has_token(found.get(b"connection", b""), b"upgrade"):
         raise HandshakeError("Missing header, 'Connection: Upgrade'")
     _check_version(found.get(b"sec-websocket-version"))
@@ -76,7 +101,14 @@ def accept(method: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
         raise HandshakeError("Missing header, 'Upgrade: websocket'")
     if b"host" not in found:
         raise HandshakeError("Missing header, 'Host'")
-    return (
+    agreement = None
+    if deflate is not None and offers:
+        agreement = deflate.negotiate(b",".join(offers).decode("latin-1"))
+    extension = b""
+    if agreement is not None:
+        extension = _EXTENSIONS + b": " + agreement.response().encode() + b"\r\n"
+    head = (
         b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
-        b"sec-websocket-accept: " + generate_accept_token(key) + b"\r\n\r\n"
+        b"sec-websocket-accept: " + generate_accept_token(key) + b"\r\n" + extension + b"\r\n"
     )
+    return head, agreement

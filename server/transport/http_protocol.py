@@ -30,8 +30,11 @@ from .request_head import parse_upgrade_head
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState
 from .websocket import WebSocketConnection
+from .wsdeflate import DeflateWebSocketConnection
 
 if TYPE_CHECKING:
+    from pushgrid.server.framing.deflate import Agreement
+
     from .context import ConnectionContext
 
 log = logging.getLogger(__name__)
@@ -349,7 +352,7 @@ class HttpConnection(Connection):
         if self.ctx.isolation() is not None:
             return False  # h11's path answers 503
         try:
-            accepted = handshake.accept(b"GET", head.headers)
+            accepted = handshake.accept(b"GET", head.headers, self.ctx.deflate)
         except handshake.HandshakeError:
             return False  # h11's path answers 400 with the reason
         self.deadline = None  # the whole request arrived in time
@@ -358,7 +361,9 @@ class HttpConnection(Connection):
 
     def _upgrade(self, request: h11.Request) -> None:
         try:
-            accepted = handshake.accept(request.method, self._upgrade_headers or [])
+            accepted = handshake.accept(
+                request.method, self._upgrade_headers or [], self.ctx.deflate
+            )
         except handshake.HandshakeError as exc:
             refusal = http.problem(
                 exc.status, "bad_handshake", f"invalid WebSocket handshake: {exc}"
@@ -371,15 +376,22 @@ class HttpConnection(Connection):
         trailing, _closed = self._parser().trailing_data
         self._switch(accepted, request.target, trailing)
 
-    def _switch(self, accepted: bytes, target: bytes, trailing: bytes) -> None:
+    def _switch(
+        self, accepted: tuple[bytes, Agreement | None], target: bytes, trailing: bytes
+    ) -> None:
         """Hand the transport to a WebSocket connection, which answers ``accepted`` (101)."""
         token = None
         if b"?" in target:
             query = parse_qs(urlsplit(target.decode("latin-1")).query)
             token = query.get("token", [None])[0]
-        websocket = WebSocketConnection(self.ctx)
+        head, agreement = accepted
+        websocket = (
+            WebSocketConnection(self.ctx)
+            if agreement is None
+            else DeflateWebSocketConnection(self.ctx, agreement)
+        )
         self._hand_over(websocket)
-        websocket.start(accepted, token, trailing)
+        websocket.start(head, token, trailing)
 
     async def _start_sse(self, request: h11.Request, stream: http.SseRequest) -> None:
         """Answer ``GET /events`` with an endless event stream carrying a session."""

@@ -176,9 +176,12 @@ class WebSocketConnection(Connection):
         """wsproto's frame connection (framing, close handshake), made on first use."""
         ws = self._ws
         if ws is None:
-            guard = _MessageSizeGuard(self.ctx.limits.max_frame_size)
-            ws = self._ws = FrameConnection(ConnectionType.SERVER, extensions=[guard])
+            ws = self._ws = FrameConnection(ConnectionType.SERVER, extensions=self._extensions())
         return ws
+
+    def _extensions(self) -> list[Extension]:
+        """What wsproto runs on incoming frames: the size guard (and, agreed, inflation)."""
+        return [_MessageSizeGuard(self.ctx.limits.max_frame_size)]
 
     # -- output -----------------------------------------------------------------------------
 

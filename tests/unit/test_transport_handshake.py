@@ -26,11 +26,12 @@ def replaced(name: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def test_the_rfc_example_is_accepted() -> None:
-    answer = accept(b"GET", VALID)
+    answer, agreement = accept(b"GET", VALID)
     assert answer.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
     assert b"\r\nsec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n" in answer
     assert b"\r\nupgrade: websocket\r\n" in answer
     assert answer.endswith(b"\r\n\r\n")
+    assert agreement is None  # no extension offered
 
 
 def test_connection_header_may_list_several_tokens() -> None:

@@ -32,7 +32,7 @@ from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.framing.outframe import OutFrame
 from pushgrid.server.transport import http, limits
 from pushgrid.server.transport.connection import Connection
-from pushgrid.server.transport.context import Batching, TransportLimits
+from pushgrid.server.transport.context import Batching, Deflate, TransportLimits
 from pushgrid.server.transport.event_stream import SseConnection
 from pushgrid.server.transport.flusher import Flusher
 from pushgrid.server.transport.http_protocol import (
@@ -114,6 +114,7 @@ class FakeContext:
         conf = load_settings(**settings)
         self.limits = TransportLimits.from_settings(conf.server, conf.cluster_publish_timeout)
         self.batching = Batching.from_settings(conf.server)
+        self.deflate = Deflate.from_settings(conf.server)
         self.tick = 100.0
         self.stopping = False
         self.isolated: str | None = None

@@ -1,0 +1,135 @@
+"""permessage-deflate without I/O (server/framing/deflate.py, ADR 028): which offer is accepted
+with which parameters, and frames any RFC 7692 client inflates."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import pytest
+
+from pushgrid.server.framing.deflate import Compressor, DeflateOptions, negotiate
+from pushgrid.server.transport.context import Deflate
+from pushgrid.server.transport.handshake import accept
+
+DEFAULTS = DeflateOptions()
+KEEP = DeflateOptions(server_no_context_takeover=False, client_no_context_takeover=False)
+# what Chromium and the websockets library offer
+BROWSER = "permessage-deflate; client_max_window_bits"
+WEBSOCKETS = "permessage-deflate; server_max_window_bits=12; client_max_window_bits=12"
+
+
+def test_the_defaults_keep_no_context_either_way() -> None:
+    agreement = negotiate(BROWSER, DEFAULTS)
+    assert agreement is not None
+    assert agreement.response() == (
+        "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
+        "server_max_window_bits=15; client_max_window_bits=15"
+    )
+    assert not agreement.holds_context
+
+
+def test_window_bits_are_the_smaller_of_offer_and_configuration() -> None:
+    agreement = negotiate(WEBSOCKETS, KEEP)
+    assert agreement is not None
+    assert (agreement.server_bits, agreement.client_bits) == (12, 12)
+    assert agreement.holds_context
+    small = negotiate(WEBSOCKETS, DeflateOptions(max_window_bits=10))
+    assert small is not None
+    assert (small.server_bits, small.client_bits) == (10, 10)
+
+
+def test_a_client_asking_for_no_server_context_gets_it() -> None:
+    agreement = negotiate("permessage-deflate; server_no_context_takeover", KEEP)
+    assert agreement is not None
+    assert agreement.server_no_context_takeover
+    assert not agreement.client_no_context_takeover
+    assert agreement.client_bits is None  # not offered: never named in the answer
+    assert "client_max_window_bits" not in agreement.response()
+
+
+def test_without_room_for_contexts_nothing_is_kept() -> None:
+    agreement = negotiate(BROWSER, KEEP, room=False)
+    assert agreement is not None
+    assert not agreement.holds_context
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        "x-webkit-deflate-frame",
+        "permessage-deflate; server_max_window_bits=8",  # zlib cannot: declined
+        "permessage-deflate; server_max_window_bits=16",
+        "permessage-deflate; server_max_window_bits",
+        "permessage-deflate; client_max_window_bits=abc",
+        "permessage-deflate; server_no_context_takeover=1",
+        "permessage-deflate; mystery",
+        "permessage-deflate; client_max_window_bits; client_max_window_bits",
+    ],
+)
+def test_offers_we_cannot_honour_are_declined(offer: str) -> None:
+    assert negotiate(offer, DEFAULTS) is None
+
+
+def test_the_first_acceptable_offer_wins() -> None:
+    offers = "permessage-deflate; mystery, permessage-deflate; server_max_window_bits=11"
+    agreement = negotiate(offers, KEEP)
+    assert agreement is not None
+    assert agreement.server_bits == 11
+
+
+def _inflate(frame: bytes, inflater: zlib._Decompress | None = None) -> bytes:
+    assert frame[0] == 0xC1  # FIN, RSV1, text
+    length = frame[1]
+    body = frame[2:] if length < 126 else frame[4:]
+    inflater = inflater or zlib.decompressobj(-15)
+    return inflater.decompress(body + b"\x00\x00\xff\xff")
+
+
+PAYLOAD = b'{"type":"message","subject":"/FX/EURUSD","fields":{"bid":"1.0842","ask":"1.0844"}}' * 3
+
+
+def test_shared_frames_inflate_on_their_own_in_any_order() -> None:
+    """No server context: each frame inflates with a fresh inflater, whatever came before."""
+    compressor = Compressor(DEFAULTS, 15, keep=False)
+    frames = [compressor.frame(PAYLOAD + str(i).encode()) for i in range(3)]
+    for i, frame in reversed(list(enumerate(frames))):
+        assert frame is not None
+        assert _inflate(frame) == PAYLOAD + str(i).encode()
+    assert len(frames[2] or b"") < len(PAYLOAD) / 2
+
+
+def test_context_takeover_frames_need_their_predecessors_and_shrink() -> None:
+    compressor = Compressor(KEEP, 15, keep=True)
+    shared = Compressor(KEEP, 15, keep=False)
+    first, second = compressor.frame(PAYLOAD), compressor.frame(PAYLOAD)
+    assert first is not None
+    assert second is not None
+    inflater = zlib.decompressobj(-15)
+    assert _inflate(first, inflater) == PAYLOAD
+    assert _inflate(second, inflater) == PAYLOAD
+    assert len(second) < len(shared.frame(PAYLOAD) or b"") / 2
+
+
+def test_small_or_incompressible_payloads_stay_plain() -> None:
+    compressor = Compressor(DeflateOptions(min_size=100), 15, keep=False)
+    assert compressor.frame(b'{"type":"pong"}') is None
+    noise = random.Random(7).randbytes(200)
+    assert compressor.frame(noise) is None  # would not shrink
+
+
+def test_the_handshake_answers_the_agreement() -> None:
+    headers = [
+        (b"host", b"h"),
+        (b"upgrade", b"websocket"),
+        (b"connection", b"Upgrade"),
+        (b"sec-websocket-key", b"dGhlIHNhbXBsZSBub25jZQ=="),
+        (b"sec-websocket-version", b"13"),
+        (b"sec-websocket-extensions", b"x-unknown"),
+        (b"sec-websocket-extensions", BROWSER.encode()),
+    ]
+    deflate = Deflate(DEFAULTS, max_contexts=10)
+    head, agreement = accept(b"GET", headers, deflate)
+    assert agreement is not None
+    assert b"\r\nsec-websocket-extensions: permessage-deflate; server_no_context" in head
+    assert accept(b"GET", headers, None)[1] is None  # PerMessageDeflate = false
