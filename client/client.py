@@ -110,7 +110,8 @@ class PushgridClient:
 
     ``servers``: a list of ``"[weight ]host[:port]"`` entries (or ``ws://`` / ``wss://`` URLs), or
     one comma-separated string of them. ``token`` is sent as the ``token`` query parameter.
-    Raises ValueError for an invalid server list.
+    ``compression``: offer permessage-deflate (the server agrees unless it is configured off;
+    docs/protocol.md 2.3). Raises ValueError for an invalid server list.
     """
 
     def __init__(
@@ -128,6 +129,7 @@ class PushgridClient:
         queue_size: int = 10_000,
         max_recoveries: int = 2,
         proxy: str | Literal[True] | None = True,
+        compression: bool = True,
     ) -> None:
         rng = rng if rng is not None else random.Random()
         self._protocol = ClientProtocol(
@@ -143,6 +145,7 @@ class PushgridClient:
         self._close_timeout = close_timeout
         self._max_frame_size = max_frame_size
         self._proxy = proxy
+        self._compression: Literal["deflate"] | None = "deflate" if compression else None
         self._pending: dict[int, asyncio.Future[PublishResult]] = {}
         self._token_answers: dict[int, asyncio.Future[TokenResult]] = {}
         self._queue: asyncio.Queue[Message | _Stop] = asyncio.Queue(maxsize=queue_size)
@@ -420,7 +423,7 @@ class PushgridClient:
         try:
             ws = await connect(
                 self._protocol.url(),
-                compression=None,
+                compression=self._compression,
                 max_size=self._max_frame_size,
                 open_timeout=self._open_timeout,
                 close_timeout=self._close_timeout,

@@ -578,6 +578,12 @@
     get transport() {
       return this._sseMode() ? "sse" : "websocket";
     }
+    /** The WebSocket extensions the server agreed to on the current connection
+     * ("permessage-deflate; ..." when the browser's compression offer was accepted), or "". */
+    get extensions() {
+      const c = this._conn;
+      return (this.connected && c && c.extensions) || "";
+    }
     /** Subjects currently subscribed (renewed on each reconnect). */
     get subjects() {
       return Array.from(this._subscriptions.keys());
@@ -824,7 +830,10 @@
             if (!conn.done && conn.up) this._resubscribeAll(conn);
           });
         };
-        ws.onopen = () => { conn.opened = true; };
+        ws.onopen = () => {
+          conn.opened = true;
+          conn.extensions = ws.extensions;
+        };
         ws.onclose = (event) => {
           if (!conn.opened) return conn.finish(OTHER_SERVER, "cannot connect: the WebSocket handshake failed");
           if (event.code === 1006) return conn.finish(OTHER_SERVER, "connection lost");

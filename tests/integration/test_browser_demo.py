@@ -300,3 +300,19 @@ def test_keepalives_keep_an_idle_connection_up(server_factory, browser, subject,
     assert message["type"] == "update"
     assert browser.client("counters.welcomes") == 1
     no_console_errors(browser)
+
+
+def test_chromium_negotiates_deflate_and_reads_compressed_updates(server, browser, subject):
+    """Chromium offers permessage-deflate by itself; the server agrees and compresses frames of
+    DeflateMinSize bytes or more (ADR 028); the page sees the messages whole."""
+    s = subject("deflate")
+    browser.open_demo(server.url, subject=s, transport="websocket")
+    browser.wait_status("subscribe_allow", s)
+    extensions = browser.client("extensions")
+    assert extensions.startswith("permessage-deflate"), extensions
+    assert "server_no_context_takeover" in extensions
+    fields = {f"f{i}": f"{1000 + i}.{i:04d}" for i in range(10)}
+    publish(server.url, s, "x" * 300, fields)
+    (message,) = browser.wait_messages(s, 1)
+    assert (message["content"], message["fields"]) == ("x" * 300, fields)
+    no_console_errors(browser)

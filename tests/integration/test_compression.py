@@ -22,6 +22,8 @@ from websockets.extensions.permessage_deflate import (
     PerMessageDeflate,
 )
 
+from pushgrid.client import PushgridClient
+
 from .pgtest import DEFAULT_TIMEOUT, ServerProcess, WsClient
 
 FIELDS = {f"f{i}": f"{1000 + i}.{i * 7:04d}" for i in range(10)}
@@ -130,6 +132,7 @@ async def test_batches_are_compressed_whole(
     name = subject("q")
     ws = await connect_deflating(batching)
     try:
+        assert ws.protocol.extensions, "permessage-deflate was not negotiated"
         await ws.recv()  # the welcome
         await ws.send(json.dumps({"op": "subscribe", "id": 1, "subjects": [{"subject": name}]}))
         await ws.recv()  # subscribed
@@ -237,3 +240,19 @@ async def test_small_frames_are_plain_and_large_ones_compressed_on_the_wire(
         assert len(body) < len(json.dumps(message)) * 0.8
     finally:
         writer.close()
+
+
+async def test_the_python_client_offers_deflate_and_reads_compressed_messages(
+    server: ServerProcess, subject: Callable[[str], str]
+) -> None:
+    name = subject("q")
+    async with PushgridClient([server.address], proxy=None) as client:
+        assert client._ws is not None
+        assert client._ws.protocol.extensions, "the client did not negotiate permessage-deflate"
+        await client.subscribe(name)
+        assert (await client.publish(name, "x" * 500, FIELDS)).ok
+        message = await asyncio.wait_for(anext(client.messages()), DEFAULT_TIMEOUT)
+        assert (message.content, message.fields) == ("x" * 500, FIELDS)
+    async with PushgridClient([server.address], proxy=None, compression=False) as plain:
+        assert plain._ws is not None
+        assert not plain._ws.protocol.extensions
