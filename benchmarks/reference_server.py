@@ -115,8 +115,12 @@ async def handler(ws: ServerConnection) -> None:
             SUBSCRIBERS[subject].discard(ws)
 
 
-async def main(host: str, port: int) -> None:
-    async with serve(handler, host, port, compression=None) as server:
+async def main(host: str, port: int, compression: bool = False) -> None:
+    # --compression: the library's permessage-deflate (context takeover both ways, its default;
+    # benchmarks/compression.py compares it with pushgrid's)
+    async with serve(
+        handler, host, port, compression="deflate" if compression else None
+    ) as server:
         await server.serve_forever()
 
 
@@ -124,6 +128,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8900)
+    parser.add_argument("--compression", action="store_true", help="negotiate permessage-deflate")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        uvloop.run(main(args.host, args.port))
+        uvloop.run(main(args.host, args.port, args.compression))

@@ -111,7 +111,7 @@ class PushgridClient:
     ``servers``: a list of ``"[weight ]host[:port]"`` entries (or ``ws://`` / ``wss://`` URLs), or
     one comma-separated string of them. ``token`` is sent as the ``token`` query parameter.
     ``compression``: offer permessage-deflate (the server agrees unless it is configured off;
-    docs/protocol.md 2.3). Raises ValueError for an invalid server list.
+    docs/protocol.md 1.1). Raises ValueError for an invalid server list.
     """
 
     def __init__(

@@ -11,6 +11,7 @@ that much memory and one chunk of CPU).
 
 from __future__ import annotations
 
+import zlib
 from typing import TYPE_CHECKING
 
 from wsproto.extensions import Extension, PerMessageDeflate
@@ -56,7 +57,7 @@ class BoundedInflate(PerMessageDeflate):
         assert decompressor is not None  # set by frame_inbound_header for compressed messages
         try:
             out = decompressor.decompress(data, self.limit - self._inflated + 1)
-        except Exception:  # zlib.error
+        except zlib.error:
             return CloseReason.INVALID_FRAME_PAYLOAD_DATA
         self._inflated += len(out)
         return CloseReason.MESSAGE_TOO_BIG if self._inflated > self.limit else out

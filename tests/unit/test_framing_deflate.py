@@ -7,10 +7,15 @@ import random
 import zlib
 
 import pytest
+from wsproto import ConnectionType
+from wsproto.connection import Connection as FrameConnection
+from wsproto.events import CloseConnection, TextMessage
+from wsproto.extensions import PerMessageDeflate
 
-from pushgrid.server.framing.deflate import Compressor, DeflateOptions, negotiate
+from pushgrid.server.framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 from pushgrid.server.transport.context import Deflate
 from pushgrid.server.transport.handshake import accept
+from pushgrid.server.transport.wsdeflate import BoundedInflate
 
 DEFAULTS = DeflateOptions()
 KEEP = DeflateOptions(server_no_context_takeover=False, client_no_context_takeover=False)
@@ -133,3 +138,63 @@ def test_the_handshake_answers_the_agreement() -> None:
     assert agreement is not None
     assert b"\r\nsec-websocket-extensions: permessage-deflate; server_no_context" in head
     assert accept(b"GET", headers, None)[1] is None  # PerMessageDeflate = false
+
+
+def _server(agreement: Agreement, limit: int = 1 << 20) -> FrameConnection:
+    return FrameConnection(ConnectionType.SERVER, extensions=[BoundedInflate(agreement, limit)])
+
+
+def _client_frames(text: str, keep: bool, count: int = 1) -> bytes:
+    """What an RFC 7692 client sends: compressed, masked text messages."""
+    extension = PerMessageDeflate(client_no_context_takeover=not keep)
+    extension.finalize("permessage-deflate" + ("" if keep else "; client_no_context_takeover"))
+    client = FrameConnection(ConnectionType.CLIENT, extensions=[extension])
+    return b"".join(client.send(TextMessage(data=text)) for _ in range(count))
+
+
+def _texts(server: FrameConnection) -> list[str | int]:
+    found: list[str | int] = []
+    for event in server.events():
+        if isinstance(event, TextMessage):
+            found.append(event.data)
+        elif isinstance(event, CloseConnection):
+            found.append(event.code)
+    return found
+
+
+def _agreement(options: DeflateOptions) -> Agreement:
+    agreement = negotiate(BROWSER, options)
+    assert agreement is not None
+    return agreement
+
+
+AGREED = _agreement(DEFAULTS)
+KEPT = _agreement(KEEP)
+
+
+@pytest.mark.parametrize(("agreement", "keep"), [(AGREED, False), (KEPT, True)])
+def test_compressed_client_messages_are_inflated(agreement: Agreement, keep: bool) -> None:
+    server = _server(agreement)
+    text = '{"op":"publish","subject":"/a","content":"' + "x" * 300 + '"}'
+    server.receive_data(_client_frames(text, keep, count=3))
+    assert _texts(server) == [text, text, text]
+
+
+def test_an_inflated_message_past_the_limit_is_refused_1009() -> None:
+    server = _server(AGREED, limit=10_000)
+    wire = _client_frames(" " * 10_001, keep=False)
+    assert len(wire) < 100  # the frame header check alone would let it in
+    server.receive_data(wire)
+    assert _texts(server) == [1009]
+    exact = _server(AGREED, limit=10_000)
+    exact.receive_data(_client_frames(" " * 10_000, keep=False))
+    assert _texts(exact) == [" " * 10_000]
+
+
+def test_a_corrupt_deflate_stream_is_refused_1007() -> None:
+    server = _server(AGREED)
+    payload = b"\xff\xff\xff\xff"  # not a deflate block
+    mask = b"\x01\x02\x03\x04"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    server.receive_data(bytes((0xC1, 0x80 | len(payload))) + mask + masked)
+    assert _texts(server) == [1007]
