@@ -254,15 +254,22 @@ class PushgridClient:
         await self.close()
 
     async def subscribe(
-        self, subjects: list[str] | str, history: int = 0, conflation_ms: int = 0
+        self,
+        subjects: list[str] | str,
+        history: int = 0,
+        conflation_ms: int = 0,
+        *,
+        delta: bool = False,
     ) -> None:
         """Subscribe to ``subjects`` (kept across reconnects until :meth:`unsubscribe`).
 
         Returns once the request is sent, or at once while disconnected (it is sent on connect).
         The outcome arrives per subject as a status event: SUBSCRIBE_ALLOW or SUBSCRIBE_DENY.
         ``history`` = N asks for the N last cached messages (type historical) instead of the
-        snapshot; ``conflation_ms`` asks the server to conflate updates. Raises ValueError for an
-        invalid subject or option, RuntimeError if the client is closed.
+        snapshot; ``conflation_ms`` asks the server to conflate updates. ``delta`` asks the server
+        for the changed fields only (docs/protocol.md 5.1.2): the client merges them, and every
+        message handed to the application still holds the subject's full field set. Raises
+        ValueError for an invalid subject or option, RuntimeError if the client is closed.
         """
         names = subject_list(subjects)
         if history < 0:
@@ -270,7 +277,7 @@ class PushgridClient:
         if conflation_ms < 0:
             raise ValueError(f"conflation_ms must be >= 0, got {conflation_ms}")
         self._check_open()
-        await self._apply(self._protocol.subscribe(names, history, conflation_ms))
+        await self._apply(self._protocol.subscribe(names, history, conflation_ms, delta))
 
     async def unsubscribe(self, subjects: list[str] | str) -> None:
         """Stop receiving ``subjects``; messages of them still in flight are dropped."""

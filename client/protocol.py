@@ -219,6 +219,8 @@ class Ended:
 class _SubOptions:
     history: int
     conflation: int
+    #: field deltas (docs/protocol.md 5.1.2): the client merges them into full field sets
+    delta: bool = False
 
 
 # --- the state machine ----------------------------------------------------------------------
@@ -243,6 +245,8 @@ class ClientProtocol:
         self._pool, self._backoff, self._rng = pool, backoff, rng
         self._tracker = RecoveryTracker(max_recoveries)
         self._subscriptions: dict[str, _SubOptions] = {}
+        # delta subscriptions: every field received so far with its latest value, per subject
+        self._fields: dict[str, dict[str, str]] = {}
         self._resyncing: set[str] = set()
         self._sub_requests: dict[int, set[str]] = {}
         self._publishes: set[int] = set()
@@ -377,18 +381,23 @@ class ClientProtocol:
 
     # --- application requests -------------------------------------------------------------------
 
-    def subscribe(self, names: list[str], history: int, conflation_ms: int) -> list[ClientAction]:
+    def subscribe(
+        self, names: list[str], history: int, conflation_ms: int, delta: bool = False
+    ) -> list[ClientAction]:
         """Record the subscriptions (kept across reconnects); the frames to send if open."""
-        options = _SubOptions(history, conflation_ms)
+        options = _SubOptions(history, conflation_ms, delta)
         for name in names:
             self._subscriptions[name] = options
             self._resyncing.discard(name)
-        items = [SubscribeItem(name, None, history, conflation_ms) for name in names]
+            if not delta:
+                self._fields.pop(name, None)
+        items = [SubscribeItem(name, None, history, conflation_ms, delta) for name in names]
         return self._subscribe_frames(items)
 
     def unsubscribe(self, names: list[str]) -> list[ClientAction]:
         for name in names:
             self._subscriptions.pop(name, None)
+            self._fields.pop(name, None)
             self._tracker.forget(name)
             self._resyncing.discard(name)
         if self.state is not State.OPEN:
@@ -483,6 +492,8 @@ class ClientProtocol:
             return []  # unsubscribed while in flight
         decision = self._tracker.on_message(frame)
         if decision.action is Action.DELIVER:
+            if self._subscriptions[frame.subject].delta:
+                return [Deliver(_message(frame, self._merged(frame)))]
             return [Deliver(_message(frame))]
         if decision.action is Action.DROP:
             log.debug(
@@ -492,10 +503,12 @@ class ClientProtocol:
         options = self._subscriptions[frame.subject]
         log.info("pushgrid: %s: %s -> %s", frame.subject, decision.reason, decision.action)
         if decision.action is Action.RECOVER:
-            item = SubscribeItem(frame.subject, decision.recover, 0, options.conflation)
+            item = SubscribeItem(
+                frame.subject, decision.recover, 0, options.conflation, options.delta
+            )
         else:
             self._resyncing.add(frame.subject)
-            item = SubscribeItem(frame.subject, None, 0, options.conflation)
+            item = SubscribeItem(frame.subject, None, 0, options.conflation, options.delta)
         return self._subscribe_frames([item])
 
     def _subscribed(self, frame: Subscribed) -> list[ClientAction]:
@@ -567,6 +580,15 @@ class ClientProtocol:
 
     # --- helpers --------------------------------------------------------------------------------
 
+    def _merged(self, frame: MessageFrame) -> dict[str, str]:
+        """A delta subscription's full field set after ``frame``: a snapshot replaces what was
+        held, anything else (a delta, a whole update, recovered history) is merged into it."""
+        held = self._fields.get(frame.subject)
+        if held is None or frame.kind == "snapshot":
+            held = self._fields[frame.subject] = {}
+        held.update(frame.fields)
+        return dict(held)  # the application's copy
+
     def _subject_event(self, status: Status, subject: str, detail: str | None) -> Notify:
         server = str(self.server) if self.server is not None else None
         return Notify(StatusEvent(status, server=server, subject=subject, detail=detail))
@@ -574,8 +596,8 @@ class ClientProtocol:
     def _resubscribe_item(self, subject: str, options: _SubOptions) -> SubscribeItem:
         position = self._tracker.position(subject)
         if position is not None:
-            return SubscribeItem(subject, position, 0, options.conflation)
-        return SubscribeItem(subject, None, options.history, options.conflation)
+            return SubscribeItem(subject, position, 0, options.conflation, options.delta)
+        return SubscribeItem(subject, None, options.history, options.conflation, options.delta)
 
     def _subscribe_frames(self, items: list[SubscribeItem]) -> list[ClientAction]:
         """Subscribe frames of at most SUBJECTS_PER_FRAME items; none unless open (the
@@ -622,11 +644,11 @@ def _chunks(items: list[_T], size: int) -> Iterable[list[_T]]:
         yield items[start : start + size]
 
 
-def _message(frame: MessageFrame) -> Message:
+def _message(frame: MessageFrame, fields: dict[str, str] | None = None) -> Message:
     return Message(
         subject=frame.subject,
         content=frame.content,
-        fields=frame.fields,
+        fields=frame.fields if fields is None else fields,
         type=MessageType(frame.kind),
         epoch=frame.epoch,
         seq=frame.seq,

@@ -540,7 +540,8 @@
       this._fallback = transport === "sse";
       this._wsFailures = 0;
       this._tracker = new RecoveryTracker(o.maxRecoveries ?? 2);
-      this._subscriptions = new Map(); // subject -> {history, conflation}
+      this._subscriptions = new Map(); // subject -> {history, conflation, delta}
+      this._fields = new Map(); // delta subscriptions: subject -> every field received, latest values
       this._resyncing = new Set();
       this._subRequests = new Map(); // request id -> Set of subjects not answered yet
       this._pending = new Map(); // publish request id -> resolve function
@@ -640,25 +641,29 @@
      * Subscribe to `subjects` (kept across reconnects until unsubscribe). The outcome arrives per
      * subject as SUBSCRIBE_ALLOW or SUBSCRIBE_DENY. `history` = N asks for the N last cached
      * messages (type historical) instead of the snapshot; `conflationMs` asks the server to
-     * conflate updates. Throws for invalid arguments; resolves once the request is sent (or at
-     * once while disconnected: it is sent on connect).
+     * conflate updates. `delta: true` asks for the changed fields only (docs/protocol.md
+     * 5.1.2): the client merges them and onMessage still gets the subject's full field set.
+     * Throws for invalid arguments; resolves once the request is sent (or at once while
+     * disconnected: it is sent on connect).
      */
-    subscribe(subjects, { history = 0, conflationMs = 0 } = {}) {
+    subscribe(subjects, { history = 0, conflationMs = 0, delta = false } = {}) {
       const names = subjectList(subjects);
       for (const [name, value] of [["history", history], ["conflationMs", conflationMs]]) {
         if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be an integer >= 0, got ${value}`);
       }
       this._checkOpen();
       for (const name of names) {
-        this._subscriptions.set(name, { history, conflation: conflationMs });
+        this._subscriptions.set(name, { history, conflation: conflationMs, delta: delta === true });
         this._resyncing.delete(name);
+        if (delta !== true) this._fields.delete(name);
       }
       const conn = this._conn;
       if (conn && conn.kind === "sse") {
         names.forEach((name) => this._tracker.forget(name)); // a fresh start, as on WebSocket
         conn.reopen();
       } else if (conn && conn.up) {
-        this._sendSubscribe(conn, names.map((subject) => ({ subject, history, conflation: conflationMs })));
+        const extra = delta === true ? { delta: true } : {};
+        this._sendSubscribe(conn, names.map((subject) => ({ subject, history, conflation: conflationMs, ...extra })));
       }
       return Promise.resolve();
     }
@@ -669,6 +674,7 @@
       this._checkOpen();
       for (const name of names) {
         this._subscriptions.delete(name);
+        this._fields.delete(name);
         this._tracker.forget(name);
         this._resyncing.delete(name);
       }
@@ -1007,9 +1013,11 @@
 
     _resubscribeItem(subject, options) {
       const position = this._tracker.position(subject);
-      return position
+      const item = position
         ? { subject, recover: position, history: 0, conflation: options.conflation }
         : { subject, history: options.history, conflation: options.conflation };
+      if (options.delta) item.delta = true;
+      return item;
     }
 
     _retrySubscribe(conn, subjects) {
@@ -1082,8 +1090,9 @@
       if (!options) return;
       const decision = this._tracker.onMessage(frame);
       if (decision.action === "deliver") {
+        const fields = options.delta ? this._merged(frame) : frame.fields || {};
         const message = Object.freeze({
-          subject: frame.subject, content: frame.content, fields: frame.fields || {},
+          subject: frame.subject, content: frame.content, fields,
           type: frame.kind, epoch: frame.epoch, seq: frame.seq, qos: frame.qos,
           retained: frame.retained, ts: frame.ts, conflated: frame.conflated === true,
         });
@@ -1094,8 +1103,21 @@
       if (decision.action === "resync") this._resyncing.add(frame.subject);
       if (conn.kind === "sse") return conn.reopen(); // positions go in the URL
       const item = { subject: frame.subject, history: 0, conflation: options.conflation };
+      if (options.delta) item.delta = true;
       if (decision.action === "recover") item.recover = decision.recover;
       this._sendSubscribe(conn, [item]);
+    }
+
+    /** A delta subscription's full field set after `frame`: a snapshot replaces what is held,
+     * anything else (a delta, a whole update, recovered history) is merged into it. */
+    _merged(frame) {
+      let held = this._fields.get(frame.subject);
+      if (!held || frame.kind === "snapshot") {
+        held = {};
+        this._fields.set(frame.subject, held);
+      }
+      Object.assign(held, frame.fields || {});
+      return { ...held }; // the application's copy
     }
 
     _handleSubscribed(conn, frame) {

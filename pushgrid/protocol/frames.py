@@ -50,6 +50,8 @@ class SubscribeItem(msgspec.Struct, frozen=True):
     recover: Position | None = None
     history: int = 0
     conflation: int = 0
+    #: live updates carry only the fields that changed (docs/protocol.md 5.1.1)
+    delta: bool = False
 
     @property
     def conflation_period(self) -> int:

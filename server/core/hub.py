@@ -21,6 +21,7 @@ from pushgrid.server.framing.outframe import OutFrame
 
 from ..engine.base import Engine, Published
 from .conflation import ConflatedSubscription, Conflator
+from .deltas import SubjectDeltas
 
 if TYPE_CHECKING:
     from .session import Session
@@ -46,6 +47,8 @@ class Hub:
         self._live: dict[str, dict[Session, Callable[[OutFrame], None]]] = {}
         self._pending: dict[str, dict[Session, list[Published]]] = {}
         self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
+        # subscriptions that asked for field deltas (server/core/deltas.py), per subject
+        self._deltas: dict[str, SubjectDeltas] = {}
         self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
         # Hot subjects (metrics/hotsubjects.py): per-subject [messages in, messages out, bytes
@@ -86,6 +89,10 @@ class Hub:
             for subscribers in self._live.values():
                 if session in subscribers:
                     subscribers[session] = self._sender(session)
+            for deltas in self._deltas.values():
+                subscriber = deltas.subscribers.get(session)
+                if subscriber is not None:
+                    subscriber.send = self._sender(session)
         return recorded
 
     def _sender(self, session: Session) -> Callable[[OutFrame], None]:
@@ -112,11 +119,12 @@ class Hub:
             self.counters.subscriptions += 1
 
     def finish_subscribe(
-        self, session: Session, subject: str, conflation_ms: int = 0
+        self, session: Session, subject: str, conflation_ms: int = 0, delta: bool = False
     ) -> list[Published]:
         """Make the subscription live; return what was buffered meanwhile, in order.
 
-        With ``conflation_ms`` > 0 live messages go through the conflator instead.
+        With ``conflation_ms`` > 0 live messages go through the conflator instead; otherwise,
+        with ``delta``, they carry only the fields that changed (after a first full one).
         """
         pending = self._pending.get(subject)
         buffered = pending.pop(session, []) if pending is not None else []
@@ -128,6 +136,11 @@ class Hub:
             anchor = asyncio.get_running_loop().time()
             subscription = ConflatedSubscription(session.peer.send, conflation_ms, anchor)
             self._conflated.setdefault(subject, {})[session] = subscription
+        elif delta:
+            deltas = self._deltas.get(subject)
+            if deltas is None:
+                deltas = self._deltas[subject] = SubjectDeltas()
+            deltas.add(session, self._sender(session))
         else:
             self._live.setdefault(subject, {})[session] = self._sender(session)
         return buffered
@@ -152,14 +165,20 @@ class Hub:
                 del subscribers[session]
                 if not subscribers:
                     del table[subject]
+        deltas = self._deltas.get(subject)
+        if deltas is not None and deltas.remove(session):
+            del self._deltas[subject]  # its field values go with the last subscriber
 
     def subscriber_count(self, subject: str) -> int:
+        deltas = self._deltas.get(subject)
         return sum(
             len(table.get(subject, ())) for table in (self._live, self._pending, self._conflated)
-        )
+        ) + (len(deltas.subscribers) if deltas is not None else 0)
 
     def subjects(self) -> Iterator[str]:
-        return iter(self._live.keys() | self._pending.keys() | self._conflated.keys())
+        return iter(
+            self._live.keys() | self._pending.keys() | self._conflated.keys() | self._deltas.keys()
+        )
 
     def subscriber_counts(self) -> Iterator[tuple[str, int]]:
         """(subject, local subscribers) of every subscribed subject."""
@@ -209,6 +228,12 @@ class Hub:
         if conflated:
             for subscription in conflated.values():
                 self.conflator.absorb(subscription, message)
+        deltas = self._deltas.get(subject)
+        if deltas is not None:
+            sent, size = deltas.deliver(message)
+            self.counters.messages_out_total += sent
+            counts[1] += sent
+            counts[2] += size
         live = self._live.get(subject)
         if not live:
             return

@@ -347,7 +347,7 @@ class Session:
             return
         self.send(status)
         self.send_messages(frames)
-        buffered = self.hub.finish_subscribe(self, subject, item.conflation_period)
+        buffered = self.hub.finish_subscribe(self, subject, item.conflation_period, item.delta)
         self.send_messages([m.update() for m in buffered if not _already_sent(m, epoch, last_seq)])
 
     async def _initial(

@@ -316,3 +316,23 @@ def test_chromium_negotiates_deflate_and_reads_compressed_updates(server, browse
     (message,) = browser.wait_messages(s, 1)
     assert (message["content"], message["fields"]) == ("x" * 300, fields)
     no_console_errors(browser)
+
+
+def test_the_browser_client_merges_field_deltas_into_full_field_sets(server, browser, subject):
+    """``delta=1``: the page subscribes with field deltas; the publisher sends one or two fields
+    at a time, the server sends the changed ones, and every message the page gets holds every
+    field with its latest value (docs/protocol.md 5.1.2)."""
+    s = subject("delta")
+    publish(server.url, s, "0", {"bid": "1", "ask": "2", "last": "3"})
+    browser.open_demo(server.url, subject=s, transport="websocket", delta="1")
+    browser.wait_status("subscribe_allow", s)
+    steps = [{"bid": "1.5"}, {"ask": "2.5", "last": "3.5"}, {"bid": "1.5"}, {"volume": "9"}]
+    merged = {"bid": "1", "ask": "2", "last": "3"}
+    expected = [dict(merged)]
+    for fields in steps:
+        publish(server.url, s, "x", fields)
+        merged.update(fields)
+        expected.append(dict(merged))
+    messages = browser.wait_messages(s, len(expected))
+    assert [m["fields"] for m in messages] == expected
+    no_console_errors(browser)

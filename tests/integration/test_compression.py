@@ -256,3 +256,41 @@ async def test_the_python_client_offers_deflate_and_reads_compressed_messages(
     async with PushgridClient([server.address], proxy=None, compression=False) as plain:
         assert plain._ws is not None
         assert not plain._ws.protocol.extensions
+
+
+async def test_field_deltas_on_the_wire_and_merged_by_the_python_client(
+    server: ServerProcess,
+    connect: Callable[..., Awaitable[WsClient]],
+    subject: Callable[[str], str],
+) -> None:
+    """The publisher sends whole 10-field records; a delta subscription gets the whole record
+    first, then the changed fields; the Python client hands the application full records."""
+    name = subject("q")
+    publisher = await connect(server)
+    await publisher.publish_ok(name, "0", FIELDS)
+    wire = await connect(server)
+    request_id = wire.next_id()
+    await wire.send(
+        {"op": "subscribe", "id": request_id, "subjects": [{"subject": name, "delta": True}]}
+    )
+    got: list[Any] = []
+    async with PushgridClient([server.address], proxy=None) as client:
+        await client.subscribe(name, delta=True)
+        messages = client.messages()
+        snapshot = await asyncio.wait_for(anext(messages), DEFAULT_TIMEOUT)
+        assert snapshot.fields == FIELDS
+        records = [{**FIELDS, "f1": str(i), "f2": "x" if i % 2 else "y"} for i in range(4)]
+        for i, record in enumerate(records):
+            await publisher.publish_ok(name, str(i), record)
+        for _ in records:
+            message = await asyncio.wait_for(anext(messages), DEFAULT_TIMEOUT)
+            got.append(message.fields)
+    assert got == records
+    frames = await wire.messages(5, name)
+    assert frames[0]["kind"] == "snapshot"
+    assert [f["fields"] for f in frames[1:]] == [
+        records[0],  # the first live message is whole
+        {"f1": "1", "f2": "x"},
+        {"f1": "2", "f2": "y"},
+        {"f1": "3", "f2": "x"},
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -689,3 +690,81 @@ async def test_frames_before_the_welcome_are_a_local_protocol_error(world: World
         session.welcome()
     session.send(Pong(id=2))
     assert peer.take() == [{"type": "pong", "id": 2}]
+
+
+# --- field deltas (server/core/deltas.py, issue 25) --------------------------------------------
+
+RECORD = {"bid": "10.00", "ask": "10.02", "last": "10.01", "volume": "100"}
+
+
+def _fields(frames: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [f["fields"] for f in frames if f["type"] == "message"]
+
+
+async def test_a_delta_subscriber_gets_a_full_message_then_only_changes(world: World) -> None:
+    await world.publish("a", **RECORD)
+    delta, dpeer = world.session()
+    plain, ppeer = world.session()
+    await delta.handle_text(subscribe({"subject": SUBJECT, "delta": True}))
+    await plain.handle_text(subscribe({"subject": SUBJECT}))
+    assert _fields(dpeer.take()) == [RECORD]  # the snapshot, whole
+    ppeer.take()
+    await world.publish("b", **{**RECORD, "bid": "10.01", "volume": "200"})
+    await world.publish("c", **{**RECORD, "bid": "10.01", "volume": "300"})
+    await world.publish("d", **{**RECORD, "bid": "10.01", "volume": "300"})
+    full = {**RECORD, "bid": "10.01", "volume": "200"}
+    assert _fields(dpeer.take()) == [full, {"volume": "300"}, {}]
+    # the plain subscriber gets what was published, whole
+    assert _fields(ppeer.take()) == [full, {**full, "volume": "300"}, {**full, "volume": "300"}]
+    assert world.hub.subscriber_count(SUBJECT) == 2
+
+
+async def test_a_new_subscription_starts_with_a_full_message_again(world: World) -> None:
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT, "delta": True}))
+    await world.publish("1", **RECORD)
+    await world.publish("2", **{**RECORD, "ask": "10.03"})
+    assert _fields(peer.take()) == [RECORD, {"ask": "10.03"}]
+    # recovery after a reconnect: a new subscription, and its first live message is whole
+    await session.handle_text(
+        subscribe({"subject": SUBJECT, "delta": True, "recover": {"epoch": EPOCH, "seq": 2}})
+    )
+    peer.take()
+    await world.publish("3", **{**RECORD, "ask": "10.03", "last": "10.02"})
+    assert _fields(peer.take()) == [{**RECORD, "ask": "10.03", "last": "10.02"}]
+
+
+async def test_conflated_subscriptions_never_get_deltas(world: World) -> None:
+    session, peer = world.session()
+    item = {"subject": SUBJECT, "delta": True, "conflation": 100}
+    await session.handle_text(subscribe(item))
+    await world.publish("1", **RECORD)
+    await world.publish("2", **RECORD)
+    for _ in range(40):
+        if _fields(peer.decoded()):
+            break
+        await asyncio.sleep(0.05)
+    assert _fields(peer.take()) == [RECORD]
+
+
+async def test_applied_deltas_always_equal_the_merged_fields(world: World) -> None:
+    """A client applying deltas holds every field at its latest value, through re-subscribes."""
+    rng = random.Random(25)
+    names = [f"f{i}" for i in range(10)]
+    session, peer = world.session()
+    merged: dict[str, str] = {}
+    held: dict[str, str] = {}
+    for step in range(300):
+        if step % 50 == 0:
+            await session.handle_text(subscribe({"subject": SUBJECT, "delta": True}))
+        fields = {name: str(rng.randrange(3)) for name in rng.sample(names, rng.randint(1, 10))}
+        merged.update(fields)
+        await world.publish(str(step), **fields)
+        for frame in peer.take():
+            if frame["type"] == "message":
+                if frame["kind"] == "snapshot":
+                    held = {}
+                held.update(frame["fields"])
+        assert held == merged, step
+    world.hub.remove_session(session)
+    assert world.hub._deltas == {}
