@@ -13,8 +13,9 @@ server's CPU time (user + system, from /proc) is read before and after the strea
 Targets (the same stream, the same subscriber code):
 
 - pushgrid with compression off, with the defaults (no context takeover: one compressed frame
-  per message, shared), with context takeover both ways, and the publisher sending only the
-  changed fields (the bytes field deltas would save: ``fields`` holds 1-3 fields);
+  per message, shared), with context takeover both ways; the publisher sending only the
+  changed fields (``fields`` holds 2-4 fields); the subscribers asking for field deltas while
+  the publisher sends whole records (the server drops the unchanged fields);
 - NATS (nats-server, WebSocket listener for the subscribers, ``compression: true`` or not;
   publisher on the plain port), payload ``{"content","fields"}``;
 - the ``websockets`` reference server (benchmarks/reference_server.py) with and without its
@@ -119,6 +120,7 @@ class Target:
     config: dict[str, str]
     offer: bool  # subscribers offer permessage-deflate
     changed_only: bool = False
+    delta: bool = False  # subscribers ask for field deltas (docs/protocol.md 5.1.2)
 
 
 TARGETS = [
@@ -142,6 +144,14 @@ TARGETS = [
         True,
     ),
     Target("pushgrid, changed fields only, deflate (defaults)", "pushgrid", {}, True, True),
+    Target(
+        "pushgrid, field deltas (subscribe option), no compression",
+        "pushgrid",
+        {"PerMessageDeflate": "false"},
+        False,
+        delta=True,
+    ),
+    Target("pushgrid, field deltas, deflate (defaults)", "pushgrid", {}, True, delta=True),
     Target("NATS, no compression", "nats", {}, False),
     Target("NATS, compression", "nats", {"compression": "true"}, True),
     Target("websockets reference, no compression", "reference", {}, False),
@@ -290,7 +300,9 @@ class Subscriber:
                 pass
         else:
             await ws.recv()  # welcome
-            items = [{"subject": f"/md/S{i}"} for i in range(SUBJECTS)]
+            items = [
+                {"subject": f"/md/S{i}", "delta": server.target.delta} for i in range(SUBJECTS)
+            ]
             await ws.send(json.dumps({"op": "subscribe", "id": 1, "subjects": items}))
             for _ in range(SUBJECTS):
                 await ws.recv()  # subscribed (no snapshot yet: nothing was published)

@@ -32,10 +32,6 @@ _FLAGS = ("server_no_context_takeover", "client_no_context_takeover")
 _BITS = ("server_max_window_bits", "client_max_window_bits")
 
 
-class OfferError(ValueError):
-    """One permessage-deflate offer we cannot accept (the next one may be)."""
-
-
 @dataclass(frozen=True, slots=True)
 class DeflateOptions:
     """What the server is configured to agree to (docs/configuration.md, ``Deflate*``)."""
@@ -95,42 +91,45 @@ def _offers(header: str) -> list[dict[str, str | None]]:
     return found
 
 
-def _bits(value: str | None, name: str) -> int:
-    if value is None or not value.isdigit() or not _MIN_BITS <= int(value) <= _MAX_BITS:
-        raise OfferError(f"{name}={value}")
-    return int(value)
+def _bits(value: str | None, default: int | None = None) -> int | None:
+    """Window bits 9-15 from a parameter's value (``default`` when it has none), else None."""
+    if value is None:
+        return default
+    return int(value) if value.isdigit() and _MIN_BITS <= int(value) <= _MAX_BITS else None
 
 
-def _accept(offer: dict[str, str | None], options: DeflateOptions, room: bool) -> Agreement:
-    """The agreement for one offer; ``room``: a connection may still keep zlib state."""
+def _accept(offer: dict[str, str | None], options: DeflateOptions, room: bool) -> Agreement | None:
+    """The agreement for one offer, None when we cannot honour it; ``room``: a connection may
+    still keep zlib state."""
     for key, value in offer.items():
         if (key in _FLAGS and value is not None) or key not in _FLAGS + _BITS:
-            raise OfferError(key)
-    server_bits = options.max_window_bits
+            return None
+    server_bits: int | None = options.max_window_bits
     if "server_max_window_bits" in offer:
-        server_bits = min(server_bits, _bits(offer["server_max_window_bits"], "server bits"))
+        server_bits = _bits(offer["server_max_window_bits"])
     client_bits = None
     if "client_max_window_bits" in offer:
-        value = offer["client_max_window_bits"]
-        client_bits = options.max_window_bits if value is None else _bits(value, "client bits")
-        client_bits = min(client_bits, options.max_window_bits)
+        client_bits = _bits(offer["client_max_window_bits"], options.max_window_bits)
+        if client_bits is None:
+            return None
+    if server_bits is None:
+        return None
     return Agreement(
         server_no_context_takeover=(
             options.server_no_context_takeover or not room or "server_no_context_takeover" in offer
         ),
         client_no_context_takeover=options.client_no_context_takeover or not room,
-        server_bits=server_bits,
-        client_bits=client_bits,
+        server_bits=min(server_bits, options.max_window_bits),
+        client_bits=None if client_bits is None else min(client_bits, options.max_window_bits),
     )
 
 
 def negotiate(header: str, options: DeflateOptions, room: bool = True) -> Agreement | None:
     """The first permessage-deflate offer of ``header`` we accept, or None (no compression)."""
     for offer in _offers(header):
-        try:
-            return _accept(offer, options, room)
-        except OfferError:
-            continue
+        agreement = _accept(offer, options, room)
+        if agreement is not None:
+            return agreement
     return None
 
 
