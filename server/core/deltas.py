@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from pushgrid.protocol.codec import encode
 from pushgrid.server.framing.outframe import OutFrame
 
 if TYPE_CHECKING:
@@ -87,7 +86,4 @@ def _with_fields(message: Published, fields: dict[str, str]) -> OutFrame:
     """``message``'s update with ``fields`` in place of its own (its shared frame when equal)."""
     if fields == message.fields:
         return message.update()
-    update = message.update()
-    # the update with other fields: its position rule, subject, epoch and seq are the same
-    payload = encode(msgspec.structs.replace(message.to_message("update"), fields=fields))
-    return OutFrame(payload, update.move, update.subject, update.epoch, update.seq)
+    return OutFrame.message(msgspec.structs.replace(message.to_message("update"), fields=fields))

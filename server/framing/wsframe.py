@@ -1,9 +1,10 @@
 """Server-side WebSocket frame encoding (RFC 6455 section 5.2), for encode-once fan-out.
 
-Server frames are never masked and we negotiate no extension, so one encoded frame is valid for
-every connection: it is built once per message (:meth:`OutFrame.ws
-<server.protocol.outframe.OutFrame.ws>`) and the same bytes are written to each subscriber.
-Incoming frames (masked, possibly fragmented) are parsed by wsproto.
+Server frames are never masked, so one encoded frame is valid for every connection: it is
+built once per message (:meth:`OutFrame.ws <server.protocol.outframe.OutFrame.ws>`) and the same
+bytes are written to each subscriber (permessage-deflate frames are built next to it,
+:mod:`server.framing.deflate`, ADR 028). Incoming frames (masked, possibly fragmented) are
+parsed by wsproto.
 """
 
 from __future__ import annotations
