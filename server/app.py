@@ -156,6 +156,7 @@ class PushServer:
         self.occupancy = OccupancyService(
             settings.server_name, self.hub, bus, settings.occupancy, self.engine
         )
+        self.engine.use_interest(self.hub.has_subscribers)  # idle-subject eviction (guarantee 9)
         self.entitlement = build_entitlement(settings)
         self.publish_guard = build_publish_guard(settings, self.engine)
         self.auth_throttle = AuthThrottle(

@@ -142,5 +142,10 @@ def publish_size(frame: Publish) -> int:
     return message_size(frame.content, frame.fields)
 
 
+def utf8_len(text: str) -> int:
+    """UTF-8 bytes of ``text`` as :func:`message_size` counts them."""
+    return _utf8_len(text)
+
+
 def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))

@@ -31,6 +31,8 @@ class ErrorCode(StrEnum):
     RESERVED_SUBJECT = "reserved_subject"  # /pushgrid/... meta-subjects are server-owned
     INTERNAL = "internal"
     ENGINE_UNAVAILABLE = "engine_unavailable"  # cluster without quorum: retry with backoff
+    TOO_MANY_SUBJECTS = "too_many_subjects"  # the node holds MaxSubjects: retry much later
+    RETAINED_BYTES_EXCEEDED = "retained_bytes_exceeded"  # the node holds MaxRetainedBytes
 
 
 class CloseCode(IntEnum):
@@ -65,7 +67,13 @@ __all__ = [
 
 # Error frames a client may answer by sending the same request again after a backoff.
 RETRYABLE_CODES = frozenset(
-    {ErrorCode.RATE_LIMITED, ErrorCode.ENGINE_UNAVAILABLE, ErrorCode.INTERNAL}
+    {
+        ErrorCode.RATE_LIMITED,
+        ErrorCode.ENGINE_UNAVAILABLE,
+        ErrorCode.INTERNAL,
+        ErrorCode.TOO_MANY_SUBJECTS,
+        ErrorCode.RETAINED_BYTES_EXCEEDED,
+    }
 )
 
 

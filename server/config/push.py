@@ -40,6 +40,9 @@ class ServerSettings(BaseModel):
         default=1000, ge=0, alias="MaxCachedMessagesPerSubject"
     )
     cache_expire_time: float = Field(default=180.0, gt=0, alias="CacheExpireTime")
+    # memory bounds of the subject table (docs/configuration.md, docs/security.md); 0: no bound
+    max_subjects: int = Field(default=100_000, ge=0, alias="MaxSubjects")
+    max_retained_bytes: int = Field(default=256 * 1024 * 1024, ge=0, alias="MaxRetainedBytes")
     # a publish's msg_id is stored once within this window (0: no deduplication), at most
     # PublishDedupMaxKeys remembered per member (docs/protocol.md 5.3)
     publish_dedup_window: float = Field(default=120.0, ge=0, alias="PublishDedupWindow")

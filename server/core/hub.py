@@ -175,6 +175,10 @@ class Hub:
             len(table.get(subject, ())) for table in (self._live, self._pending, self._conflated)
         ) + (len(deltas.subscribers) if deltas is not None else 0)
 
+    def has_subscribers(self, subject: str) -> bool:
+        """Does a session of this node subscribe to ``subject`` (or is it subscribing)?"""
+        return subject in self._live or subject in self._pending or subject in self._conflated
+
     def subjects(self) -> Iterator[str]:
         return iter(
             self._live.keys() | self._pending.keys() | self._conflated.keys() | self._deltas.keys()

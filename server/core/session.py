@@ -41,7 +41,7 @@ from pushgrid.protocol.frames import (
 from pushgrid.protocol.subjects import subject_error
 from pushgrid.server.framing.outframe import OutFrame
 
-from ..engine.base import EngineUnavailable, Published, PublishRequest
+from ..engine.base import EngineFull, EngineUnavailable, Published, PublishRequest
 from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
 from .publishing import PublishGuard, PublishLimits, Refusal
@@ -259,6 +259,18 @@ class Session:
         except EngineUnavailable as exc:
             self.hub.counters.publish_rejected_total += 1
             self.send(PublishResult(result="failed", subject=op.subject, id=op.id, reason=str(exc)))
+            return
+        except EngineFull as exc:  # a memory bound of the node (guarantee 8)
+            self.hub.counters.publish_rejected_total += 1
+            self.send(
+                PublishResult(
+                    result="failed",
+                    subject=op.subject,
+                    id=op.id,
+                    code=exc.code,
+                    reason=exc.message,
+                )
+            )
             return
         self.messages_in += 1
         if not published.duplicate:  # a retry's original was counted when it came in

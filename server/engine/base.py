@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from pushgrid.protocol.codec import encode
+from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Message, MessageKind, Position, QoS
 from pushgrid.server.framing.outframe import SETS, OutFrame
@@ -172,6 +173,21 @@ class Engine(abc.ABC):
        returns the original's epoch, seq and ts with ``duplicate`` set. The memory and
        Guaranteed engines hold this whoever retries (in a Guaranteed cluster through any
        member); a Standard cluster holds it per member (docs/cluster.md).
+    8. **Memory is bounded.** A publish that would create a subject beyond ``max_subjects``
+       (``MaxSubjects``) raises :class:`EngineFull` with ``too_many_subjects``; one that would
+       make the node hold more than ``max_retained_bytes`` (``MaxRetainedBytes``: snapshots plus
+       cached messages, UTF-8 bytes as MaxMessageSize counts them) raises it with
+       ``retained_bytes_exceeded``. A refused publish changes nothing (no seq, snapshot, cache
+       or delivery); an accepted one is never dropped for a bound. Idle subjects are evicted
+       first, so a bound refuses only while the live subjects really fill it.
+    9. **Idle subjects are evicted.** A subject is *idle* when nothing was published on it for
+       ``CacheExpireTime`` (so its cache is empty) and no session of this node subscribes to
+       it (:meth:`use_interest`). An idle subject is forgotten, retained snapshot included: it
+       reads as never published (``snapshot`` None, ``history`` empty). A subject with a
+       subscriber is never evicted (its snapshot stays). A subject published again after
+       eviction starts in a new epoch, so no (epoch, seq) ever names two messages.
+    10. **The sweep is incremental.** :meth:`sweep` does at most ``sweep_batch`` subjects of
+        work per call whatever the number of subjects; eviction completes over later calls.
     """
 
     name: str = "engine"
@@ -211,7 +227,11 @@ class Engine(abc.ABC):
         """Cheap counts for monitoring."""
 
     def sweep(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
-        """Forget expired cache entries; the server calls it about once a second."""
+        """Forget expired entries and idle subjects, a bounded amount per call (guarantee 10);
+        the server calls it about once a second."""
+
+    def use_interest(self, in_use: Callable[[str], bool]) -> None:  # noqa: B027
+        """``in_use(subject)``: does a session of this node subscribe to it (guarantee 9)."""
 
     def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:  # noqa: B027
         """Tell the cluster where this node serves clients and monitoring (once bound)."""
@@ -250,3 +270,17 @@ class EngineUnavailable(EngineError):
 
     code = "engine_unavailable"
     retryable = True
+
+
+class EngineFull(EngineError):
+    """The node holds as much as its memory bounds allow (guarantee 8): the message is refused,
+    nothing else changes. ``code`` is ``too_many_subjects`` (``MaxSubjects``) or
+    ``retained_bytes_exceeded`` (``MaxRetainedBytes``); retry later, when idle subjects are gone."""
+
+    retryable = True
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.error_code = code
+        self.code = code.value
+        self.message = message

@@ -59,6 +59,8 @@ def build_cluster_engine(settings: Settings) -> Engine:
             expire_seconds=settings.cache_expire_time,
             dedup_window=settings.publish_dedup_window,
             dedup_max_keys=settings.publish_dedup_max_keys,
+            max_subjects=settings.max_subjects,
+            max_retained_bytes=settings.max_retained_bytes,
         )
     replicas = settings.cluster_stream_replicas or (
         len(topology.seeds) if topology is not None else 3

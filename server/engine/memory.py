@@ -3,22 +3,32 @@
 The epoch is drawn at start, so a restarted server has a new epoch for every subject and clients
 resynchronise from the snapshot. The cache keeps at most ``max_cached`` guaranteed messages per
 subject and forgets those older than ``expire_seconds``.
+
+Memory is bounded (guarantees 8-10 of :class:`Engine`): subjects sit in an ordered table, least
+recently published first, so the sweep looks only at the front, at most ``sweep_batch`` subjects
+per call. A subject whose last publish is older than ``expire_seconds`` is evicted there unless a
+session subscribes (then its cache is cleared and it goes to the back). A subject created after an
+eviction gets a new epoch (``<start epoch>-<n>``), so a position held from before reads as
+``new_epoch``.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pushgrid.protocol.codec import message_size
+from pushgrid.protocol.codec import message_size, utf8_len
+from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position, QoS
 
+from . import trim
 from .base import (
     Deliver,
     Engine,
+    EngineFull,
     EngineStats,
     Published,
     PublishRequest,
@@ -27,9 +37,21 @@ from .base import (
 )
 from .dedup import DedupTable, Original, duplicate_of
 
+#: subjects the sweep looks at per call (guarantee 10): a few ms of work at most
+SWEEP_BATCH = 2000
+#: idle subjects a publish may evict inline when a bound is reached
+INLINE_EVICTIONS = 16
+#: evictions after which the sweep gives the freed heap back to the OS, once eviction paused
+TRIM_AFTER = 10_000
+
+
+def _nobody(subject: str) -> bool:
+    return False
+
 
 @dataclass(slots=True)
 class _Subject:
+    epoch: str
     seq: int = 0
     content: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
@@ -37,6 +59,8 @@ class _Subject:
     snapshot_qos: QoS = "guaranteed"
     cache: deque[Published] = field(default_factory=deque)
     cached_bytes: int = 0
+    retained_bytes: int = 0  # of the snapshot: content and merged fields
+    touched: int = 0  # ms of the last publish (or of the sweep's last look, when subscribed)
 
 
 def _message_bytes(message: Published) -> int:
@@ -54,15 +78,30 @@ class MemoryEngine(Engine):
         epoch: str | None = None,
         dedup_window: float = 120.0,
         dedup_max_keys: int = 100_000,
+        *,
+        max_subjects: int = 0,
+        max_retained_bytes: int = 0,
+        sweep_batch: int = SWEEP_BATCH,
     ) -> None:
         self._max_cached = max_cached
         self._expire_ms = int(expire_seconds * 1000)
         self._clock = clock
         self.epoch = epoch or secrets.token_hex(6)
-        self._subjects: dict[str, _Subject] = {}
+        self._max_subjects = max_subjects
+        self._max_bytes = max_retained_bytes
+        self._sweep_batch = sweep_batch
+        # least recently published first (the sweep's order)
+        self._subjects: OrderedDict[str, _Subject] = OrderedDict()
         self._deliver: Deliver | None = None
         self._cached_messages = 0
         self._cached_bytes = 0
+        self._retained_bytes = 0
+        self._in_use: Callable[[str], bool] = _nobody
+        self._current_epoch = self.epoch
+        self._generation = 0
+        self._evicted = False  # since the current epoch was drawn
+        self.evictions = 0
+        self._untrimmed = 0  # evictions since the heap was last trimmed
         self._dedup = DedupTable(dedup_window, dedup_max_keys)
 
     async def start(self, deliver: Deliver) -> None:
@@ -71,19 +110,25 @@ class MemoryEngine(Engine):
     async def close(self) -> None:
         self._deliver = None
 
+    def use_interest(self, in_use: Callable[[str], bool]) -> None:
+        self._in_use = in_use
+
     async def publish(self, request: PublishRequest) -> Published:
         return self.publish_now(request)
 
-    def publish_now(self, request: PublishRequest) -> Published:
-        """Synchronous publish: the memory engine never waits."""
+    def publish_now(self, request: PublishRequest, *, enforce: bool = True) -> Published:
+        """Synchronous publish: the memory engine never waits. ``enforce=False`` skips the
+        memory bounds (a cluster member applying a message another member already accepted)."""
         now = self._now_ms()
         if request.msg_id is not None:
             original = self._dedup.get(request.subject, request.msg_id, now)
             if original is not None:
                 return duplicate_of(request, original)
         state = self._subjects.get(request.subject)
-        if state is None:
-            state = self._subjects[request.subject] = _Subject()
+        delta = self._snapshot_delta(state, request)
+        if enforce:
+            self._admit(state, request, delta, now)
+        state = self._touch(request.subject, state, now)
         if request.qos == "guaranteed":
             state.seq += 1
         message = Published(
@@ -92,24 +137,103 @@ class MemoryEngine(Engine):
             fields=request.fields,
             retained=request.retained,
             qos=request.qos,
-            epoch=self.epoch,
+            epoch=state.epoch,
             seq=state.seq,
             ts=now,
         )
         if request.retained:
-            state.content = request.content
-            state.fields.update(request.fields)
-            state.snapshot_ts = now
-            state.snapshot_qos = request.qos
+            self._retain(state, request, delta, now)
         if request.qos == "guaranteed":
             self._cache(state, message, now)
         if request.msg_id is not None:
             self._dedup.add(
-                request.subject, request.msg_id, Original(self.epoch, state.seq, now), now
+                request.subject, request.msg_id, Original(state.epoch, state.seq, now), now
             )
         if self._deliver is not None:
             self._deliver(message)
         return message
+
+    def admit(self, request: PublishRequest) -> None:
+        """Raise :class:`EngineFull` when ``request`` would break a memory bound (guarantee 8)."""
+        state = self._subjects.get(request.subject)
+        self._admit(state, request, self._snapshot_delta(state, request), self._now_ms())
+
+    # -- memory bounds ---------------------------------------------------------------------
+
+    @staticmethod
+    def _snapshot_delta(state: _Subject | None, request: PublishRequest) -> int:
+        """How much ``request`` grows the subject's snapshot (0 when not retained); the work is
+        that of the request's own fields, never of the whole snapshot."""
+        if not request.retained:
+            return 0
+        if state is None:
+            return message_size(request.content, request.fields)
+        old_content = state.content or ""
+        delta = utf8_len(request.content) - utf8_len(old_content)
+        for name, value in request.fields.items():
+            old = state.fields.get(name)
+            delta += utf8_len(value) - (utf8_len(old) if old is not None else -utf8_len(name))
+        return delta
+
+    def _growth(self, state: _Subject | None, request: PublishRequest, delta: int) -> int:
+        growth = delta
+        if request.qos == "guaranteed" and self._max_cached > 0:
+            growth += message_size(request.content, request.fields)
+            if state is not None and len(state.cache) >= self._max_cached:
+                growth -= _message_bytes(state.cache[0])
+        return growth
+
+    def _admit(
+        self,
+        state: _Subject | None,
+        request: PublishRequest,
+        delta: int,
+        now: int,
+    ) -> None:
+        if state is None and self._max_subjects and len(self._subjects) >= self._max_subjects:
+            self._evict_idle(now, INLINE_EVICTIONS)
+            if len(self._subjects) >= self._max_subjects:
+                raise EngineFull(
+                    ErrorCode.TOO_MANY_SUBJECTS,
+                    f"this node holds MaxSubjects ({self._max_subjects}) subjects",
+                )
+        if not self._max_bytes:
+            return
+        growth = self._growth(state, request, delta)
+        if growth > 0 and self._held_bytes() + growth > self._max_bytes:
+            self._evict_idle(now, INLINE_EVICTIONS)
+            if self._held_bytes() + growth > self._max_bytes:
+                raise EngineFull(
+                    ErrorCode.RETAINED_BYTES_EXCEEDED,
+                    f"this node holds MaxRetainedBytes ({self._max_bytes}) bytes of snapshots "
+                    "and cached messages",
+                )
+
+    def _held_bytes(self) -> int:
+        return self._retained_bytes + self._cached_bytes
+
+    def _touch(self, subject: str, state: _Subject | None, now: int) -> _Subject:
+        """The subject's state, created if new, moved to the back of the sweep's order."""
+        if state is None:
+            if self._evicted:  # a subject evicted before may come back: never reuse its epoch
+                self._generation += 1
+                self._current_epoch = f"{self.epoch}-{self._generation}"
+                self._evicted = False
+            state = self._subjects[subject] = _Subject(self._current_epoch)
+        else:
+            self._subjects.move_to_end(subject)
+        state.touched = now
+        return state
+
+    def _retain(self, state: _Subject, request: PublishRequest, delta: int, now: int) -> None:
+        state.retained_bytes += delta
+        self._retained_bytes += delta
+        state.content = request.content
+        state.fields.update(request.fields)
+        state.snapshot_ts = now
+        state.snapshot_qos = request.qos
+
+    # -- cache -----------------------------------------------------------------------------
 
     def _cache(self, state: _Subject, message: Published, now: int) -> None:
         if self._max_cached <= 0:
@@ -135,12 +259,45 @@ class MemoryEngine(Engine):
         while state.cache and state.cache[0].ts < limit:
             self._drop_oldest(state)
 
+    # -- sweep -----------------------------------------------------------------------------
+
     def sweep(self) -> None:
-        """Forget expired cache entries of every subject (called periodically by the server)."""
+        """Evict idle subjects from the front of the table, at most ``sweep_batch`` per call
+        (guarantees 9 and 10); a busy subject's cache expires on its next publish or read."""
         now = self._now_ms()
-        for state in self._subjects.values():
-            self._expire(state, now)
+        before = self.evictions
+        self._evict_idle(now, self._sweep_batch)
         self._dedup.expire(now)
+        self._untrimmed += self.evictions - before
+        if self._untrimmed >= TRIM_AFTER and self.evictions - before < self._sweep_batch:
+            self._untrimmed = 0  # a flood's subjects are gone: give their memory back
+            trim.release()
+
+    def _evict_idle(self, now: int, budget: int) -> None:
+        limit = now - self._expire_ms
+        subjects = self._subjects
+        for _ in range(budget):
+            if not subjects:
+                return
+            subject, state = next(iter(subjects.items()))
+            if state.touched >= limit:
+                return  # everything behind was published more recently
+            if self._in_use(subject):
+                self._expire(state, now)  # every cached message is older than the window
+                state.touched = now
+                subjects.move_to_end(subject)
+            else:
+                del subjects[subject]
+                self._forget(state)
+
+    def _forget(self, state: _Subject) -> None:
+        self._cached_messages -= len(state.cache)
+        self._cached_bytes -= state.cached_bytes
+        self._retained_bytes -= state.retained_bytes
+        self._evicted = True
+        self.evictions += 1
+
+    # -- reads -----------------------------------------------------------------------------
 
     async def snapshot(self, subject: str) -> Snapshot | None:
         state = self._subjects.get(subject)
@@ -150,7 +307,7 @@ class MemoryEngine(Engine):
             subject=subject,
             content=state.content,
             fields=dict(state.fields),
-            epoch=self.epoch,
+            epoch=state.epoch,
             seq=state.seq,
             ts=state.snapshot_ts,
             qos=state.snapshot_qos,
@@ -158,22 +315,24 @@ class MemoryEngine(Engine):
 
     async def position(self, subject: str) -> tuple[str, int]:
         state = self._subjects.get(subject)
-        return self.epoch, state.seq if state is not None else 0
+        if state is None:
+            return self._current_epoch, 0
+        return state.epoch, state.seq
 
     async def recover(self, subject: str, since: Position) -> Recovery:
         state = self._subjects.get(subject)
-        seq = state.seq if state is not None else 0
-        if since.epoch != self.epoch:
-            return Recovery("new_epoch", self.epoch, seq)
+        epoch, seq = (state.epoch, state.seq) if state is not None else (self._current_epoch, 0)
+        if since.epoch != epoch:
+            return Recovery("new_epoch", epoch, seq)
         if since.seq == seq:
-            return Recovery("up_to_date", self.epoch, seq)
+            return Recovery("up_to_date", epoch, seq)
         if state is None or since.seq > seq or since.seq < 0:
-            return Recovery("failed", self.epoch, seq)
+            return Recovery("failed", epoch, seq)
         self._expire(state, self._now_ms())
         missed = [m for m in state.cache if m.seq > since.seq]
         if not missed or missed[0].seq != since.seq + 1:
-            return Recovery("failed", self.epoch, seq)
-        return Recovery("recovered", self.epoch, seq, tuple(missed))
+            return Recovery("failed", epoch, seq)
+        return Recovery("recovered", epoch, seq, tuple(missed))
 
     async def history(self, subject: str, limit: int) -> list[Published]:
         state = self._subjects.get(subject)

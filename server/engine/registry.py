@@ -18,6 +18,8 @@ def _memory(settings: Settings) -> Engine:
         expire_seconds=settings.cache_expire_time,
         dedup_window=settings.publish_dedup_window,
         dedup_max_keys=settings.publish_dedup_max_keys,
+        max_subjects=settings.max_subjects,
+        max_retained_bytes=settings.max_retained_bytes,
     )
 
 

@@ -35,7 +35,7 @@ from .base import (
     Recovery,
     Snapshot,
 )
-from .memory import MemoryEngine
+from .memory import SWEEP_BATCH, MemoryEngine
 from .nats_wire import STANDARD_PREFIX, subject_token, token_subject
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,9 @@ class StandardClusterEngine(Engine):
         clock: Callable[[], float] = time.time,
         dedup_window: float = 120.0,
         dedup_max_keys: int = 100_000,
+        max_subjects: int = 0,
+        max_retained_bytes: int = 0,
+        sweep_batch: int = SWEEP_BATCH,
     ) -> None:
         self.link = link
         self.local = MemoryEngine(
@@ -77,6 +80,9 @@ class StandardClusterEngine(Engine):
             clock=clock,
             dedup_window=dedup_window,
             dedup_max_keys=dedup_max_keys,
+            max_subjects=max_subjects,
+            max_retained_bytes=max_retained_bytes,
+            sweep_batch=sweep_batch,
         )
         self._tag = secrets.token_hex(4)
         self._numbers = itertools.count(1)
@@ -101,6 +107,9 @@ class StandardClusterEngine(Engine):
     async def publish(self, request: PublishRequest) -> Published:
         if not self.link.connected:
             raise EngineUnavailable("this member is not connected to the cluster")
+        # the bounds are checked where the message comes in (guarantee 8); every member then
+        # applies it, so none drops a message another member accepted
+        self.local.admit(request)
         origin = f"{self._tag}-{next(self._numbers)}"
         echo: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
         self._echoes[origin] = echo
@@ -125,7 +134,10 @@ class StandardClusterEngine(Engine):
             log.warning("ignored a malformed message on %s", msg.subject)
             return
         published = self.local.publish_now(
-            PublishRequest(subject, wire.content, wire.fields, wire.retained, wire.qos, wire.msg_id)
+            PublishRequest(
+                subject, wire.content, wire.fields, wire.retained, wire.qos, wire.msg_id
+            ),
+            enforce=False,
         )
         echo = self._echoes.get(wire.origin)
         if echo is not None and not echo.done():
@@ -145,6 +157,9 @@ class StandardClusterEngine(Engine):
 
     def sweep(self) -> None:
         self.local.sweep()
+
+    def use_interest(self, in_use: Callable[[str], bool]) -> None:
+        self.local.use_interest(in_use)
 
     def stats(self) -> EngineStats:
         return self.local.stats()

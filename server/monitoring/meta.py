@@ -24,7 +24,7 @@ from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
-from ..engine.base import EngineUnavailable, Published, PublishRequest
+from ..engine.base import EngineFull, EngineUnavailable, Published, PublishRequest
 from .cluster_view import meta_fields
 from .numbers import number_text
 from .ports import LiveState, MonitoredNode
@@ -91,6 +91,6 @@ async def publish_meta_subjects(node: MonitoredNode, engine: Publisher, interval
         for message in round_:
             try:
                 await engine.publish(message)
-            except EngineUnavailable as exc:
+            except (EngineUnavailable, EngineFull) as exc:
                 log.warning("meta-subjects not published: %s", exc)
                 break

@@ -29,7 +29,7 @@ from ..config import ServerSettings
 from ..core.entitlement import Entitlement
 from ..core.publishing import PublishGuard, Refusal
 from ..core.throttle import host_of
-from ..engine.base import Engine, EngineUnavailable, PublishRequest
+from ..engine.base import Engine, EngineFull, EngineUnavailable, PublishRequest
 from .sse import parse_last_event_id, parse_position
 
 
@@ -268,6 +268,8 @@ async def _publish(
         published = await app.engine.publish(publish_request)
     except EngineUnavailable as exc:
         return problem(503, "engine_unavailable", str(exc))
+    except EngineFull as exc:  # the node's memory bound, not the client's rate: 507
+        return problem(507, exc.code, exc.message)
     answer: dict[str, object] = {"result": "ok", "epoch": published.epoch, "seq": published.seq}
     if published.duplicate:
         answer["duplicate"] = True  # already counted when the original came in

@@ -211,6 +211,8 @@ ERROR_CODE_RETRY: dict[ErrorCode, bool] = {
     ErrorCode.RESERVED_SUBJECT: False,
     ErrorCode.INTERNAL: True,  # a server fault: again with backoff (as close code 1011)
     ErrorCode.ENGINE_UNAVAILABLE: True,  # no quorum yet: subscribe again with backoff
+    ErrorCode.TOO_MANY_SUBJECTS: True,  # MaxSubjects: idle subjects are evicted meanwhile
+    ErrorCode.RETAINED_BYTES_EXCEEDED: True,  # MaxRetainedBytes: likewise
 }
 HTTP_RETRY: dict[int, bool] = {
     0: True,  # no answer at all

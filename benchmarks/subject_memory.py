@@ -1,0 +1,240 @@
+"""Memory of the subject table (issue 22 item 3): RSS of a real server before and after a flood
+of one-shot subjects and after they expire, /health latency meanwhile, and the sweep's cost.
+
+    .venv/bin/python benchmarks/subject_memory.py process -n 200000 --expire 10
+    .venv/bin/python benchmarks/subject_memory.py process -n 1000000 --expire 600 --hold 30
+    .venv/bin/python benchmarks/subject_memory.py process ... --legacy --pushgrid OTHER/pushgrid
+    .venv/bin/python benchmarks/subject_memory.py sweep -n 200000 1000000
+
+``process`` starts ``pushgrid server`` as a child (MaxSubjects above ``-n``, no rate limit, no
+meta-subjects), publishes ``-n`` subjects once each over one WebSocket (pipelined, retained, 8
+bytes of content and one field), polls ``/health`` every 20 ms throughout, and prints the
+child's RSS (baseline, after the flood, after expiry) with the /health max and p99 per phase.
+``--hold S`` measures /health for S seconds with the subjects idle and stops (no expiry wait);
+``--pushgrid`` runs another build (``--legacy``: one without MaxSubjects/MaxRetainedBytes).
+``sweep`` times ``MemoryEngine.sweep()`` per call with ``-n`` subjects: all fresh (nothing to
+evict: the per-tick cost while they exist) and all expired (a full batch evicted per call).
+Numbers are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import websockets
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT.parent))
+
+from pushgrid.server.engine.base import PublishRequest  # noqa: E402
+from pushgrid.server.engine.memory import SWEEP_BATCH, MemoryEngine  # noqa: E402
+
+PIPELINE = 2000
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class HealthProbe:
+    """GET /health every 20 ms; latencies (ms) per phase."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.phase = "baseline"
+        self.samples: dict[str, list[float]] = {}
+
+    async def run(self) -> None:
+        async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+            while True:
+                start = time.perf_counter()
+                await http.get(self.url)
+                self.samples.setdefault(self.phase, []).append((time.perf_counter() - start) * 1000)
+                await asyncio.sleep(0.02)
+
+    def report(self) -> None:
+        for phase, values in self.samples.items():
+            values = sorted(values)
+            p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+            print(
+                f"  /health {phase:<14} n={len(values):<5} median={statistics.median(values):.1f} "
+                f"p99={p99:.1f} max={values[-1]:.1f} ms"
+            )
+
+
+async def flood(ws_url: str, count: int) -> None:
+    async with websockets.connect(ws_url, max_size=None) as ws:
+        await ws.recv()  # the server's hello
+        sent = 0
+        while sent < count:
+            batch = min(PIPELINE, count - sent)
+            for i in range(sent, sent + batch):
+                frame = {"op": "publish", "id": i, "subject": f"/flood/s{i}", "content": "12345678"}
+                frame["fields"] = {"f": "v"}
+                await ws.send(json.dumps(frame))
+            answered = 0
+            while answered < batch:
+                answer = json.loads(await ws.recv())
+                if answer.get("type") == "publish_result":
+                    answered += 1
+                    if answer.get("result") != "ok":
+                        raise SystemExit(f"refused: {answer}")
+            sent += batch
+
+
+def start_server(
+    workdir: Path, port: int, count: int, expire: float, args: argparse.Namespace
+) -> subprocess.Popen[bytes]:
+    conf = workdir / "pushgrid.conf"
+    settings = {
+        "Listen": f"127.0.0.1:{port}",
+        "MonitorHTTP.Listen": f"127.0.0.1:{port + 1}",
+        "MetricsArchive": "",
+        "MetaSubjectInterval": 0,
+        "MaxSubjects": count + 1000,
+        "MaxRetainedBytes": 0,
+        "CacheExpireTime": expire,
+        "PublishRatePerConnection": 0,
+        "PublishRatePerAddress": 0,
+    }
+    if args.legacy:
+        del settings["MaxSubjects"], settings["MaxRetainedBytes"]
+    conf.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
+    pushgrid = args.pushgrid or ROOT / ".venv" / "bin" / "pushgrid"
+    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the child
+    return subprocess.Popen(
+        [str(pushgrid), "server", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+async def wait_health(url: str) -> None:
+    async with httpx.AsyncClient(trust_env=False, timeout=2) as http:
+        for _ in range(300):
+            try:
+                if (await http.get(url)).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit("server not ready")
+
+
+async def process(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        child = start_server(Path(tmp), args.port, args.n, args.expire, args)
+        try:
+            url = f"http://127.0.0.1:{args.port}"
+            await _measure(child.pid, url, args.n, args.expire, args.hold)
+        finally:
+            child.terminate()
+            child.wait(15)
+
+
+async def _measure(pid: int, url: str, count: int, expire: float, hold: float) -> None:
+    await wait_health(url + "/health")
+    probe = HealthProbe(url + "/health")
+    task = asyncio.create_task(probe.run())
+    await asyncio.sleep(3)
+    baseline = rss_mib(pid)
+    probe.phase = "flood"
+    start = time.perf_counter()
+    await flood(url.replace("http", "ws") + "/ws", count)
+    took = time.perf_counter() - start
+    probe.phase = "idle subjects"
+    flooded = rss_mib(pid)
+    if hold:
+        await asyncio.sleep(hold)
+        task.cancel()
+        print(f"{count} subjects in {took:.1f} s: RSS {baseline:.1f} -> {flooded:.1f} MiB")
+        probe.report()
+        return
+    await asyncio.sleep(max(0.0, expire - (time.perf_counter() - start) - 1))
+    probe.phase = "eviction"
+    # the sweep evicts SWEEP_BATCH subjects a tick: count / batch seconds after expiry
+    await asyncio.sleep(expire + count / 2000 + 5)
+    probe.phase = "after"
+    await asyncio.sleep(3)
+    after = rss_mib(pid)
+    task.cancel()
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+        stats = (
+            await http.get(
+                url.rsplit(":", 1)[0] + f":{int(url.rsplit(':', 1)[1]) + 1}/stats?format=json"
+            )
+        ).json()
+    print(f"  the server after expiry: {stats['gauges']}")
+    print(f"{count} one-shot subjects published in {took:.1f} s, CacheExpireTime {expire} s")
+    print(
+        f"  RSS baseline {baseline:.1f} MiB, after the flood {flooded:.1f} MiB "
+        f"(+{flooded - baseline:.1f}: {(flooded - baseline) * 1024 * 1024 / count:.0f} B/subject), "
+        f"after expiry {after:.1f} MiB (+{after - baseline:.1f})"
+    )
+    probe.report()
+
+
+def sweep_cost(counts: list[int]) -> None:
+    for count in counts:
+        clock = FakeClock()
+        engine = MemoryEngine(expire_seconds=180, clock=clock, max_cached=1000)
+        for i in range(count):
+            engine.publish_now(PublishRequest(f"/flood/s{i}", "12345678", {"f": "v"}))
+        fresh = _time_sweeps(engine, 50)
+        clock.now += 181
+        evicting = _time_sweeps(engine, 50)
+        print(
+            f"{count} subjects: sweep per call (median / max of 50) {fresh} ms while none is "
+            f"idle, {evicting} ms while evicting a batch of {SWEEP_BATCH}"
+        )
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _time_sweeps(engine: MemoryEngine, calls: int) -> str:
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        engine.sweep()
+        times.append((time.perf_counter() - start) * 1000)
+    return f"{statistics.median(times):.3f} / {max(times):.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    proc = sub.add_parser("process")
+    proc.add_argument("-n", type=int, default=200_000)
+    proc.add_argument("--expire", type=float, default=10.0)
+    proc.add_argument("--port", type=int, default=18_931)
+    proc.add_argument("--hold", type=float, default=0.0)
+    proc.add_argument("--pushgrid", type=Path, default=None)
+    proc.add_argument("--legacy", action="store_true")
+    sweep = sub.add_parser("sweep")
+    sweep.add_argument("-n", type=int, nargs="+", default=[200_000, 1_000_000])
+    args = parser.parse_args()
+    if args.what == "process":
+        asyncio.run(process(args))
+    else:
+        sweep_cost(args.n)
+
+
+if __name__ == "__main__":
+    main()

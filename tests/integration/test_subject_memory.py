@@ -1,0 +1,93 @@
+"""Memory bounds of the subject table (issue 22 item 3) against a real server: MaxSubjects
+refuses a new subject with ``too_many_subjects`` (WebSocket ``publish_result``, HTTP 507
+problem+json) without disturbing other clients, MaxRetainedBytes refuses with
+``retained_bytes_exceeded``, and idle subjects are evicted after CacheExpireTime unless
+subscribed. Numbers (RSS, sweep cost, /health latency) come from benchmarks/subject_memory.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from .pgtest import ServerProcess, WsClient, http_publish
+
+pytestmark = pytest.mark.timeout(120)
+
+LIMIT = 30
+EXPIRE = 1.0
+
+
+@pytest.fixture(scope="module")
+def bounded(module_server_factory: Callable[..., ServerProcess]) -> ServerProcess:
+    return module_server_factory(
+        ServerName="it-subject-memory",
+        MaxSubjects=LIMIT,
+        MaxRetainedBytes=200_000,
+        CacheExpireTime=EXPIRE,
+        MetaSubjectInterval=0,
+    )
+
+
+async def _publish_until_ok(client: WsClient, subject: str, deadline: float = 30) -> dict[str, Any]:
+    """Publish until accepted (idle subjects are evicted about once a second): a hang guard."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while True:
+        result = await client.publish(subject, "after expiry")
+        if result.get("result") == "ok" or loop.time() > end:
+            return result
+        await asyncio.sleep(0.2)
+
+
+async def test_subjects_beyond_max_subjects_are_refused_then_evicted(
+    bounded: ServerProcess, connect: Callable[..., Awaitable[WsClient]]
+) -> None:
+    watcher = await connect(bounded)
+    publisher = await connect(bounded)
+    kept = "/mem/kept"
+    await publisher.publish_ok(kept, "kept snapshot", {"f": "1"})
+    await watcher.subscribe(kept)
+    await watcher.expect("message", subject=kept)  # its snapshot
+    for i in range(LIMIT - 1):
+        await publisher.publish_ok(f"/mem/s{i}", "x")
+
+    refused = await publisher.publish("/mem/one-too-many", "x")
+    assert (refused["result"], refused["code"]) == ("failed", "too_many_subjects")
+    answer = await http_publish(bounded, "/mem/http-too-many", "x")
+    assert answer.status_code == 507
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "too_many_subjects"
+
+    # other clients are unaffected: a known subject still publishes and reaches its subscriber
+    await publisher.publish_ok(kept, "still live")
+    update = await watcher.expect("message", subject=kept, content="still live")
+    assert update["kind"] == "update"
+
+    # after CacheExpireTime the idle subjects go; the subscribed one keeps its snapshot
+    accepted = await _publish_until_ok(publisher, "/mem/after-expiry")
+    assert accepted["result"] == "ok"
+    late = await connect(bounded)
+    await late.subscribe(kept)
+    snapshot = await late.expect("message", subject=kept)
+    assert (snapshot["kind"], snapshot["content"]) == ("snapshot", "still live")
+
+
+async def test_retained_bytes_beyond_the_bound_are_refused(
+    server_factory: Callable[..., ServerProcess], connect: Callable[..., Awaitable[WsClient]]
+) -> None:
+    bounded = server_factory(
+        ServerName="it-retained-bytes", MaxRetainedBytes=200_000, MetaSubjectInterval=0
+    )
+    client = await connect(bounded)
+    big = "y" * 50_000
+    results = [await client.publish(f"/mem/big{i}", big) for i in range(4)]
+    codes = [(r["result"], r.get("code")) for r in results]
+    # a guaranteed 50 kB message is held twice (snapshot and cache): the second one fits
+    assert codes == [("ok", None), ("ok", None)] + [("failed", "retained_bytes_exceeded")] * 2
+    answer = await http_publish(bounded, "/mem/big-http", big)
+    assert answer.status_code == 507
+    assert answer.json()["code"] == "retained_bytes_exceeded"
