@@ -73,4 +73,6 @@ def build_cluster_engine(settings: Settings) -> Engine:
         publish_timeout=settings.cluster_publish_timeout,
         dedup_window=settings.publish_dedup_window,
         dedup_max_keys=settings.publish_dedup_max_keys,
+        max_subjects=settings.max_subjects,
+        max_retained_bytes=settings.max_retained_bytes,
     )

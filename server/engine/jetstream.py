@@ -57,6 +57,7 @@ from nats.js.api import (
     StreamInfo,
 )
 
+from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.frames import Position
 
 from ..cluster.isolation import Progress
@@ -73,6 +74,8 @@ from .base import (
     Snapshot,
 )
 from .dedup import DedupTable, Original, duplicate_of
+from .member_table import SubjectTable, snapshot_growth
+from .memory import SWEEP_BATCH
 from .nats_wire import (
     GUARANTEED_PREFIX,
     REPUBLISH_PREFIX,
@@ -140,6 +143,9 @@ class JetStreamEngine(Engine):
         clock: Callable[[], float] = time.time,
         dedup_window: float = 120.0,
         dedup_max_keys: int = 100_000,
+        max_subjects: int = 0,
+        max_retained_bytes: int = 0,
+        sweep_batch: int = SWEEP_BATCH,
     ) -> None:
         self.link = link
         self.stream = stream
@@ -171,6 +177,13 @@ class JetStreamEngine(Engine):
         self._chain: dict[str, int] = {}
         self._ids_loader: asyncio.Task[None] | None = None
         self._in_flight: dict[tuple[str, str], asyncio.Future[Published]] = {}
+        # the subjects of _heads/_recent/_chain, for the memory bounds (guarantees 8-10)
+        self._table = SubjectTable(
+            max_subjects=max_subjects,
+            max_bytes=max_retained_bytes,
+            expire_ms=self._expire_ms,
+            sweep_batch=sweep_batch,
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -261,6 +274,7 @@ class JetStreamEngine(Engine):
         message, and the subject's order is the queue's order)."""
         if self._info is None:
             raise EngineUnavailable("the cluster stream is not available yet")
+        self._admit(request)
         queue = self._queues.get(request.subject)
         if queue is None:
             queue = self._queues[request.subject] = []
@@ -714,6 +728,7 @@ class JetStreamEngine(Engine):
         known = self._heads.get(subject)
         if known is None or known.stream_seq < head.stream_seq:
             self._heads[subject] = head
+            self._table.seen(subject, head.record)
             if self._max_cached > 0:
                 self._note_recent(subject, head)
 
@@ -911,9 +926,48 @@ class JetStreamEngine(Engine):
             with contextlib.suppress(Exception):
                 await replies.unsubscribe()
 
+    # -- memory bounds (guarantees 8-10; server/engine/member_table.py) ---------------------
+
     def sweep(self) -> None:
-        """Forget the msg_ids older than the dedup window (called periodically)."""
-        self._dedup.expire(self._now_ms())
+        """Evict idle subjects (a bounded number per call) and forget the msg_ids older than
+        the dedup window (called about once a second)."""
+        now = self._now_ms()
+        self._table.sweep(now, self._forget_subject)
+        self._dedup.expire(now)
+
+    def use_interest(self, in_use: Callable[[str], bool]) -> None:
+        self._table.in_use = in_use
+
+    def _admit(self, request: PublishRequest) -> None:
+        head = self._heads.get(request.subject)
+        growth = snapshot_growth(head.record if head is not None else None, request)
+        if request.qos == "guaranteed" and self._max_cached > 0:
+            growth += message_size(request.content, request.fields)
+            recent = self._recent.get(request.subject)
+            if recent is not None and len(recent) == recent.maxlen:
+                growth -= recent[0][2]
+        self._table.admit(
+            request.subject, growth, self._held_bytes, self._now_ms(), self._forget_subject
+        )
+
+    def _held_bytes(self) -> int:
+        return self._table.snapshot_bytes + self._cached_bytes
+
+    def _forget_subject(self, subject: str) -> bool:
+        """Drop this member's state of an idle subject; the stream keeps its records, so a
+        later read or publish fetches its head again (as for a subject not seen since this
+        member started). False while the subject is busy: a publish queued, or a record of
+        it not delivered here yet (then its msg_id chain may still matter)."""
+        head = self._heads.get(subject)
+        if subject in self._queues or (head is not None and head.stream_seq > self._delivered):
+            return False
+        self._heads.pop(subject, None)
+        self._chain.pop(subject, None)  # <= head.stream_seq <= _delivered: adds nothing now
+        recent = self._recent.pop(subject, None)
+        if recent:
+            self._cached_messages -= len(recent)
+            self._cached_bytes -= sum(entry[2] for entry in recent)
+        return True
 
     # -- monitoring -------------------------------------------------------------------------
 

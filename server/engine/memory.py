@@ -4,12 +4,17 @@ The epoch is drawn at start, so a restarted server has a new epoch for every sub
 resynchronise from the snapshot. The cache keeps at most ``max_cached`` guaranteed messages per
 subject and forgets those older than ``expire_seconds``.
 
-Memory is bounded (guarantees 8-10 of :class:`Engine`): subjects sit in an ordered table, least
-recently published first, so the sweep looks only at the front, at most ``sweep_batch`` subjects
-per call. A subject whose last publish is older than ``expire_seconds`` is evicted there unless a
-session subscribes (then its cache is cleared and it goes to the back). A subject created after an
-eviction gets a new epoch (``<start epoch>-<n>``), so a position held from before reads as
-``new_epoch``.
+Memory is bounded (guarantees 8-10 of :class:`Engine`; ADR 022): live subjects sit in an ordered
+table, least recently published first, so the sweep looks only at the front, at most
+``sweep_batch`` subjects per call. A subject whose last publish is older than ``expire_seconds``
+is evicted there unless a session subscribes (then its cache is cleared and it goes to the back).
+Eviction keeps what the recovery contract needs: a subject with a retained snapshot becomes
+*dormant* (its snapshot, epoch and seq stay, in a second table, without cache or deque), so a
+client recovering after CacheExpireTime still gets ``failed`` and the snapshot; a subject without
+one is forgotten. Dormant subjects count in ``max_subjects`` and ``max_retained_bytes``; when a
+publish needs room, the least recently published dormant ones give theirs up. A subject created
+after anything was forgotten gets a new epoch (``<start epoch>-<n>``), so a position held from
+before reads as ``new_epoch``.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ class _Subject:
     fields: dict[str, str] = field(default_factory=dict)
     snapshot_ts: int = 0
     snapshot_qos: QoS = "guaranteed"
-    cache: deque[Published] = field(default_factory=deque)
+    cache: deque[Published] | None = None  # made on the first cached message; None when dormant
     cached_bytes: int = 0
     retained_bytes: int = 0  # of the snapshot: content and merged fields
     touched: int = 0  # ms of the last publish (or of the sweep's last look, when subscribed)
@@ -90,8 +95,10 @@ class MemoryEngine(Engine):
         self._max_subjects = max_subjects
         self._max_bytes = max_retained_bytes
         self._sweep_batch = sweep_batch
-        # least recently published first (the sweep's order)
+        # live subjects, least recently published first (the sweep's order)
         self._subjects: OrderedDict[str, _Subject] = OrderedDict()
+        # evicted subjects that keep their snapshot, in the order they were evicted
+        self._dormant: OrderedDict[str, _Subject] = OrderedDict()
         self._deliver: Deliver | None = None
         self._cached_messages = 0
         self._cached_bytes = 0
@@ -100,7 +107,8 @@ class MemoryEngine(Engine):
         self._current_epoch = self.epoch
         self._generation = 0
         self._evicted = False  # since the current epoch was drawn
-        self.evictions = 0
+        self.evictions = 0  # subjects evicted from the live table (made dormant or forgotten)
+        self.dropped_snapshots = 0  # dormant snapshots given up to make room
         self._untrimmed = 0  # evictions since the heap was last trimmed
         self._dedup = DedupTable(dedup_window, dedup_max_keys)
 
@@ -124,7 +132,7 @@ class MemoryEngine(Engine):
             original = self._dedup.get(request.subject, request.msg_id, now)
             if original is not None:
                 return duplicate_of(request, original)
-        state = self._subjects.get(request.subject)
+        state = self._state(request.subject)
         delta = self._snapshot_delta(state, request)
         if enforce:
             self._admit(state, request, delta, now)
@@ -155,8 +163,12 @@ class MemoryEngine(Engine):
 
     def admit(self, request: PublishRequest) -> None:
         """Raise :class:`EngineFull` when ``request`` would break a memory bound (guarantee 8)."""
-        state = self._subjects.get(request.subject)
+        state = self._state(request.subject)
         self._admit(state, request, self._snapshot_delta(state, request), self._now_ms())
+
+    def _state(self, subject: str) -> _Subject | None:
+        state = self._subjects.get(subject)
+        return state if state is not None else self._dormant.get(subject)
 
     # -- memory bounds ---------------------------------------------------------------------
 
@@ -179,7 +191,7 @@ class MemoryEngine(Engine):
         growth = delta
         if request.qos == "guaranteed" and self._max_cached > 0:
             growth += message_size(request.content, request.fields)
-            if state is not None and len(state.cache) >= self._max_cached:
+            if state is not None and state.cache and len(state.cache) >= self._max_cached:
                 growth -= _message_bytes(state.cache[0])
         return growth
 
@@ -190,9 +202,9 @@ class MemoryEngine(Engine):
         delta: int,
         now: int,
     ) -> None:
-        if state is None and self._max_subjects and len(self._subjects) >= self._max_subjects:
-            self._evict_idle(now, INLINE_EVICTIONS)
-            if len(self._subjects) >= self._max_subjects:
+        if state is None and self._max_subjects and self._count() >= self._max_subjects:
+            self._make_room(now, request.subject, need_slot=True)
+            if self._count() >= self._max_subjects:
                 raise EngineFull(
                     ErrorCode.TOO_MANY_SUBJECTS,
                     f"this node holds MaxSubjects ({self._max_subjects}) subjects",
@@ -201,7 +213,7 @@ class MemoryEngine(Engine):
             return
         growth = self._growth(state, request, delta)
         if growth > 0 and self._held_bytes() + growth > self._max_bytes:
-            self._evict_idle(now, INLINE_EVICTIONS)
+            self._make_room(now, request.subject, growth=growth)
             if self._held_bytes() + growth > self._max_bytes:
                 raise EngineFull(
                     ErrorCode.RETAINED_BYTES_EXCEEDED,
@@ -212,6 +224,34 @@ class MemoryEngine(Engine):
     def _held_bytes(self) -> int:
         return self._retained_bytes + self._cached_bytes
 
+    def _count(self) -> int:
+        return len(self._subjects) + len(self._dormant)
+
+    def _full(self, need_slot: bool, growth: int) -> bool:
+        if need_slot and self._max_subjects and self._count() >= self._max_subjects:
+            return True
+        return bool(self._max_bytes) and self._held_bytes() + growth > self._max_bytes
+
+    def _make_room(
+        self, now: int, publishing: str, *, need_slot: bool = False, growth: int = 0
+    ) -> None:
+        """Evict idle subjects, then, while still full, give up the least recently published
+        dormant snapshots (at most ``INLINE_EVICTIONS`` of each per publish), never the one of
+        the subject being published nor of one a session subscribes to."""
+        self._evict_idle(now, INLINE_EVICTIONS)
+        dormant = self._dormant
+        for _ in range(INLINE_EVICTIONS):
+            if not dormant or not self._full(need_slot, growth):
+                return
+            subject, state = next(iter(dormant.items()))
+            if subject == publishing or self._in_use(subject):
+                dormant.move_to_end(subject)
+                continue
+            del dormant[subject]
+            self._retained_bytes -= state.retained_bytes
+            self._evicted = True
+            self.dropped_snapshots += 1
+
     def _touch(self, subject: str, state: _Subject | None, now: int) -> _Subject:
         """The subject's state, created if new, moved to the back of the sweep's order."""
         if state is None:
@@ -220,8 +260,11 @@ class MemoryEngine(Engine):
                 self._current_epoch = f"{self.epoch}-{self._generation}"
                 self._evicted = False
             state = self._subjects[subject] = _Subject(self._current_epoch)
-        else:
+        elif subject in self._subjects:
             self._subjects.move_to_end(subject)
+        else:  # dormant, or evicted by this publish's own room-making: live again, same epoch
+            self._dormant.pop(subject, None)
+            self._subjects[subject] = state
         state.touched = now
         return state
 
@@ -238,6 +281,8 @@ class MemoryEngine(Engine):
     def _cache(self, state: _Subject, message: Published, now: int) -> None:
         if self._max_cached <= 0:
             return
+        if state.cache is None:
+            state.cache = deque()
         state.cache.append(message)
         size = _message_bytes(message)
         state.cached_bytes += size
@@ -248,6 +293,7 @@ class MemoryEngine(Engine):
         self._expire(state, now)
 
     def _drop_oldest(self, state: _Subject) -> None:
+        assert state.cache is not None
         old = state.cache.popleft()
         size = _message_bytes(old)
         state.cached_bytes -= size
@@ -256,7 +302,8 @@ class MemoryEngine(Engine):
 
     def _expire(self, state: _Subject, now: int) -> None:
         limit = now - self._expire_ms
-        while state.cache and state.cache[0].ts < limit:
+        cache = state.cache
+        while cache and cache[0].ts < limit:
             self._drop_oldest(state)
 
     # -- sweep -----------------------------------------------------------------------------
@@ -288,19 +335,26 @@ class MemoryEngine(Engine):
                 subjects.move_to_end(subject)
             else:
                 del subjects[subject]
-                self._forget(state)
+                self._evict(subject, state)
 
-    def _forget(self, state: _Subject) -> None:
-        self._cached_messages -= len(state.cache)
-        self._cached_bytes -= state.cached_bytes
-        self._retained_bytes -= state.retained_bytes
-        self._evicted = True
+    def _evict(self, subject: str, state: _Subject) -> None:
+        """Drop the cache; keep the snapshot, epoch and seq when there is a snapshot (dormant:
+        recovery then says ``failed`` with the snapshot, as before eviction), else forget all."""
+        if state.cache is not None:
+            self._cached_messages -= len(state.cache)
+            self._cached_bytes -= state.cached_bytes
+            state.cache = None
+            state.cached_bytes = 0
         self.evictions += 1
+        if state.content is not None:
+            self._dormant[subject] = state
+        else:  # nothing to resynchronise from: the subject reads as never published
+            self._evicted = True
 
     # -- reads -----------------------------------------------------------------------------
 
     async def snapshot(self, subject: str) -> Snapshot | None:
-        state = self._subjects.get(subject)
+        state = self._state(subject)
         if state is None or state.content is None:
             return None
         return Snapshot(
@@ -314,13 +368,13 @@ class MemoryEngine(Engine):
         )
 
     async def position(self, subject: str) -> tuple[str, int]:
-        state = self._subjects.get(subject)
+        state = self._state(subject)
         if state is None:
             return self._current_epoch, 0
         return state.epoch, state.seq
 
     async def recover(self, subject: str, since: Position) -> Recovery:
-        state = self._subjects.get(subject)
+        state = self._state(subject)
         epoch, seq = (state.epoch, state.seq) if state is not None else (self._current_epoch, 0)
         if since.epoch != epoch:
             return Recovery("new_epoch", epoch, seq)
@@ -329,14 +383,14 @@ class MemoryEngine(Engine):
         if state is None or since.seq > seq or since.seq < 0:
             return Recovery("failed", epoch, seq)
         self._expire(state, self._now_ms())
-        missed = [m for m in state.cache if m.seq > since.seq]
+        missed = [m for m in state.cache or () if m.seq > since.seq]
         if not missed or missed[0].seq != since.seq + 1:
             return Recovery("failed", epoch, seq)
         return Recovery("recovered", epoch, seq, tuple(missed))
 
     async def history(self, subject: str, limit: int) -> list[Published]:
-        state = self._subjects.get(subject)
-        if state is None or limit <= 0:
+        state = self._subjects.get(subject)  # a dormant subject has no cache
+        if state is None or state.cache is None or limit <= 0:
             return []
         self._expire(state, self._now_ms())
         cached = list(state.cache)
@@ -344,7 +398,7 @@ class MemoryEngine(Engine):
 
     def stats(self) -> EngineStats:
         return EngineStats(
-            subjects=len(self._subjects),
+            subjects=self._count(),
             cached_messages=self._cached_messages,
             cached_bytes=self._cached_bytes,
         )

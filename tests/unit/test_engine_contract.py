@@ -6,8 +6,7 @@ async factory to ``ENGINE_FACTORIES``: it gets the fake ``clock`` and must build
 cache keeps at most ``CACHE_LIMIT`` guaranteed messages per subject, forgets them
 ``EXPIRE_SECONDS`` after their receive time, and reads the time (for ``ts`` and expiry) from
 ``clock``; its memory bounds (guarantees 8-10) are ``SUBJECT_LIMIT`` subjects, ``BYTES_LIMIT``
-retained bytes and ``SWEEP_BATCH`` subjects of sweep work per call. An engine that does not bound
-this node's memory yet is listed in ``UNBOUNDED`` with the reason (docs/cluster.md).
+retained bytes and ``SWEEP_BATCH`` subjects of sweep work per call.
 """
 
 from __future__ import annotations
@@ -34,11 +33,6 @@ OTHER = "/Stocks/NYSE/MSFT"
 SUBJECT_LIMIT = 40
 BYTES_LIMIT = 30_000
 SWEEP_BATCH = 10
-#: engines whose guarantees 8-10 do not hold yet, with the reason
-UNBOUNDED = {
-    "nats-guaranteed": "JetStream: the stream is the store (MaxMsgsPerSubject, MaxAge); the per-"
-    "member head cache is not bounded yet (docs/cluster.md)",
-}
 
 
 class FakeClock:
@@ -116,6 +110,9 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
         expire_seconds=EXPIRE_SECONDS,
         publish_timeout=5,
         clock=clock,
+        max_subjects=SUBJECT_LIMIT,
+        max_retained_bytes=BYTES_LIMIT,
+        sweep_batch=SWEEP_BATCH,
     )
 
 
@@ -161,7 +158,6 @@ async def engine(
     request: pytest.FixtureRequest, clock: FakeClock, delivered: Delivered
 ) -> AsyncIterator[Engine]:
     instance = await ENGINE_FACTORIES[request.param](clock, request)
-    instance.contract_name = request.param  # type: ignore[attr-defined]
     await instance.start(delivered)
     try:
         yield instance
@@ -700,25 +696,18 @@ async def test_a_standard_message_with_a_msg_id_is_delivered_once(
 # --- 8-10. memory is bounded ------------------------------------------------------------------
 
 
-def bounded(engine: Engine) -> None:
-    reason = UNBOUNDED.get(getattr(engine, "contract_name", ""))
-    if reason is not None:
-        pytest.skip(reason)
-
-
 def subject_of(i: int) -> str:
     return f"/flood/s{i}"
 
 
-async def fill_subjects(engine: Engine, count: int) -> None:
+async def fill_subjects(engine: Engine, count: int, *, retained: bool = True) -> None:
     for i in range(count):
-        await publish(engine, "x", subject=subject_of(i))
+        await publish(engine, "x", subject=subject_of(i), retained=retained)
 
 
 async def test_a_subject_beyond_max_subjects_is_refused_and_changes_nothing(
     engine: Engine, delivered: Delivered
 ) -> None:
-    bounded(engine)
     await fill_subjects(engine, SUBJECT_LIMIT)
     await delivered.wait_for(SUBJECT_LIMIT)
     with pytest.raises(EngineFull) as refused:
@@ -734,9 +723,11 @@ async def test_a_subject_beyond_max_subjects_is_refused_and_changes_nothing(
     assert SUBJECT not in {m.subject for m in messages}
 
 
-async def test_an_idle_subject_makes_room_for_a_new_one(engine: Engine, clock: FakeClock) -> None:
-    bounded(engine)
+async def test_an_idle_subject_makes_room_for_a_new_one(
+    engine: Engine, clock: FakeClock, delivered: Delivered
+) -> None:
     await fill_subjects(engine, SUBJECT_LIMIT)
+    await delivered.wait_for(SUBJECT_LIMIT)
     clock.advance(EXPIRE_SECONDS + 1)
     # no sweep ran: the publish itself evicts an idle subject
     accepted = await publish(engine, "fits", subject=SUBJECT)
@@ -745,7 +736,6 @@ async def test_an_idle_subject_makes_room_for_a_new_one(engine: Engine, clock: F
 
 
 async def test_retained_bytes_beyond_the_bound_are_refused(engine: Engine) -> None:
-    bounded(engine)
     half = "x" * (BYTES_LIMIT // 2)
     await publish(engine, half, qos="standard")
     # replacing a snapshot by one of the same size does not grow the node
@@ -759,29 +749,80 @@ async def test_retained_bytes_beyond_the_bound_are_refused(engine: Engine) -> No
         await publish(engine, half + "x", subject=SUBJECT)
 
 
-async def test_an_idle_subject_is_evicted_with_its_snapshot(
-    engine: Engine, clock: FakeClock
+async def test_an_idle_subject_keeps_its_snapshot_and_position(
+    engine: Engine, clock: FakeClock, delivered: Delivered
 ) -> None:
-    bounded(engine)
+    """Eviction frees the cache, never the recovery contract: after CacheExpireTime a client
+    still gets ``failed`` and the snapshot, and a new publish continues the numbering."""
     first = await publish(engine, "a", {"f": "1"})
+    last = await publish(engine, "b", {"g": "2"})
+    await delivered.wait_for(2)
+    clock.advance(EXPIRE_SECONDS + 1)
+    engine.sweep()
+    assert engine.stats().cached_messages == 0
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields) == ("b", {"f": "1", "g": "2"})
+    assert (snapshot.epoch, snapshot.seq) == (last.epoch, last.seq)
+    assert await engine.position(SUBJECT) == (last.epoch, last.seq)
+    assert await engine.history(SUBJECT, 10) == []
+    recovery = await engine.recover(SUBJECT, Position(first.epoch, first.seq))
+    assert_refused(recovery, "failed", last.epoch, last.seq)
+    up_to_date = await engine.recover(SUBJECT, Position(last.epoch, last.seq))
+    assert (up_to_date.outcome, up_to_date.seq) == ("up_to_date", last.seq)
+    again = await publish(engine, "c")
+    assert (again.epoch, again.seq) == (last.epoch, last.seq + 1)
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields) == ("c", {"f": "1", "g": "2"})
+
+
+async def test_an_idle_subject_without_a_snapshot_is_forgotten(
+    engine: Engine, clock: FakeClock, delivered: Delivered
+) -> None:
+    first = await publish(engine, "a", retained=False)
+    await delivered.wait_for(1)
     clock.advance(EXPIRE_SECONDS + 1)
     engine.sweep()
     assert engine.stats().subjects == 0
     assert engine.stats().cached_messages == 0
-    assert await engine.snapshot(SUBJECT) is None
     assert await engine.history(SUBJECT, 10) == []
-    # published again: a new epoch, so the old position never names a new message
-    again = await publish(engine, "b")
-    assert again.seq == 1
-    assert again.epoch != first.epoch
-    recovery = await engine.recover(SUBJECT, Position(first.epoch, first.seq))
-    assert_refused(recovery, "new_epoch", again.epoch, 1)
+    # published again: the old position never names another message
+    again = await publish(engine, "b", retained=False)
+    if again.epoch == first.epoch:  # the engine's store still knew the subject (a stream)
+        assert again.seq == first.seq + 1
+    else:  # forgotten: a new epoch
+        assert again.seq == 1
+        recovery = await engine.recover(SUBJECT, Position(first.epoch, first.seq))
+        assert_refused(recovery, "new_epoch", again.epoch, 1)
+
+
+async def test_a_node_full_of_idle_snapshots_still_takes_a_new_subject(
+    engine: Engine, clock: FakeClock, delivered: Delivered
+) -> None:
+    """The memory engine keeps idle snapshots and gives up the oldest unsubscribed one for
+    room (tests/unit/test_memory_bounds.py); a stream keeps them all. Either way a subscribed
+    subject's snapshot stays, and no snapshot is ever altered."""
+    await fill_subjects(engine, SUBJECT_LIMIT)
+    await delivered.wait_for(SUBJECT_LIMIT)
+    clock.advance(EXPIRE_SECONDS + 1)
+    for _ in range(SUBJECT_LIMIT // SWEEP_BATCH + 1):
+        engine.sweep()
+    engine.use_interest(lambda subject: subject == subject_of(0))
+    accepted = await publish(engine, "fits", subject=SUBJECT)
+    assert accepted.seq == 1
+    assert engine.stats().subjects <= SUBJECT_LIMIT
+    subscribed = await engine.snapshot(subject_of(0))
+    assert subscribed is not None
+    assert (subscribed.content, subscribed.seq) == ("x", 1)
+    for i in range(1, SUBJECT_LIMIT):
+        snapshot = await engine.snapshot(subject_of(i))
+        assert snapshot is None or (snapshot.content, snapshot.seq) == ("x", 1)
 
 
 async def test_a_subject_is_not_idle_before_its_cache_expires(
     engine: Engine, clock: FakeClock
 ) -> None:
-    bounded(engine)
     await publish(engine, "a")
     clock.advance(EXPIRE_SECONDS - 1)
     engine.sweep()
@@ -790,26 +831,29 @@ async def test_a_subject_is_not_idle_before_its_cache_expires(
     assert snapshot.content == "a"
 
 
-async def test_a_subscribed_subject_is_never_evicted(engine: Engine, clock: FakeClock) -> None:
-    bounded(engine)
+async def test_a_subscribed_subject_is_never_evicted(
+    engine: Engine, clock: FakeClock, delivered: Delivered
+) -> None:
+    """Observable on subjects without a snapshot: the subscribed one stays in the node's memory
+    with its position, the other goes."""
     engine.use_interest(lambda subject: subject == SUBJECT)
-    await publish(engine, "kept", {"f": "1"})
-    await publish(engine, "gone", subject=OTHER)
+    kept = await publish(engine, "kept", {"f": "1"}, retained=False)
+    await publish(engine, "gone", subject=OTHER, retained=False)
+    await delivered.wait_for(2)
     for _ in range(3):
         clock.advance(EXPIRE_SECONDS + 1)
         engine.sweep()
-    snapshot = await engine.snapshot(SUBJECT)
-    assert snapshot is not None
-    assert (snapshot.content, snapshot.fields) == ("kept", {"f": "1"})
-    assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
-    assert await engine.snapshot(OTHER) is None
     assert engine.stats().subjects == 1
+    assert await engine.position(SUBJECT) == (kept.epoch, kept.seq)
+    assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
 
 
-async def test_sweep_work_per_call_is_bounded(engine: Engine, clock: FakeClock) -> None:
-    bounded(engine)
+async def test_sweep_work_per_call_is_bounded(
+    engine: Engine, clock: FakeClock, delivered: Delivered
+) -> None:
     count = SWEEP_BATCH * 3 + 5
-    await fill_subjects(engine, count)
+    await fill_subjects(engine, count, retained=False)  # nothing to keep: all are forgotten
+    await delivered.wait_for(count)
     looked: list[str] = []
 
     def in_use(subject: str) -> bool:

@@ -1,0 +1,78 @@
+"""The memory engine's own side of guarantees 8-9 (ADR 022), beyond the shared contract: idle
+subjects with a snapshot stay *dormant* (snapshot, epoch and seq, no cache), count in the
+bounds, and the least recently published unsubscribed ones give up their room when needed."""
+
+from __future__ import annotations
+
+from pushgrid.server.engine.base import Published, PublishRequest
+from pushgrid.server.engine.memory import MemoryEngine
+
+EXPIRE = 60.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _engine(clock: Clock, *, max_subjects: int = 0, max_retained_bytes: int = 0) -> MemoryEngine:
+    return MemoryEngine(
+        max_cached=5,
+        expire_seconds=EXPIRE,
+        clock=clock,
+        max_subjects=max_subjects,
+        max_retained_bytes=max_retained_bytes,
+    )
+
+
+def _publish(
+    engine: MemoryEngine, subject: str, content: str = "x", retained: bool = True
+) -> Published:
+    return engine.publish_now(PublishRequest(subject, content, {}, retained))
+
+
+async def test_the_oldest_unsubscribed_dormant_snapshot_makes_room() -> None:
+    clock = Clock()
+    engine = _engine(clock, max_subjects=3)
+    first = {name: _publish(engine, f"/{name}") for name in ("a", "b", "c")}
+    clock.now += EXPIRE + 1
+    engine.sweep()
+    assert engine.stats().subjects == 3  # dormant: snapshots kept
+    assert engine.stats().cached_messages == 0
+    engine.use_interest(lambda subject: subject == "/a")
+    _publish(engine, "/new")
+    assert await engine.snapshot("/a") is not None  # subscribed: kept
+    assert await engine.snapshot("/b") is None  # least recently published: gave up its room
+    assert await engine.snapshot("/c") is not None
+    assert engine.dropped_snapshots == 1
+    # a dropped subject comes back in a new epoch: its old position never names a new message
+    epoch, seq = await engine.position("/b")
+    assert (seq, epoch != first["b"].epoch) == (0, True)
+
+
+async def test_a_dormant_subject_published_again_continues_its_numbering() -> None:
+    clock = Clock()
+    engine = _engine(clock, max_subjects=10)
+    first = _publish(engine, "/a")
+    clock.now += EXPIRE + 1
+    engine.sweep()
+    again = _publish(engine, "/a")
+    assert (again.epoch, again.seq) == (first.epoch, 2)
+    assert engine.stats().subjects == 1
+    assert len(await engine.history("/a", 10)) == 1
+
+
+async def test_a_publish_whose_own_subject_is_evicted_for_room_goes_on() -> None:
+    """Making room may evict the publishing subject itself (idle, nothing retained)."""
+    clock = Clock()
+    engine = _engine(clock, max_retained_bytes=100)
+    first = _publish(engine, "/a", "y" * 60, retained=False)
+    clock.now += EXPIRE + 1
+    again = _publish(engine, "/a", "z" * 60, retained=False)
+    assert again.epoch == first.epoch
+    assert again.seq == 2
+    assert engine.stats().subjects == 1
+    assert engine.stats().cached_bytes == 60
