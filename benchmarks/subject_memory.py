@@ -5,16 +5,25 @@ of one-shot subjects and after they expire, /health latency meanwhile, and the s
     .venv/bin/python benchmarks/subject_memory.py process -n 1000000 --expire 600 --hold 30
     .venv/bin/python benchmarks/subject_memory.py process ... --legacy --pushgrid OTHER/pushgrid
     .venv/bin/python benchmarks/subject_memory.py sweep -n 200000 1000000
+    .venv/bin/python benchmarks/subject_memory.py throughput --rounds 3
 
 ``process`` starts ``pushgrid server`` as a child (MaxSubjects above ``-n``, no rate limit, no
 meta-subjects), publishes ``-n`` subjects once each over one WebSocket (pipelined, retained, 8
-bytes of content and one field), polls ``/health`` every 20 ms throughout, and prints the
-child's RSS (baseline, after the flood, after expiry) with the /health max and p99 per phase.
+bytes of content and one field; ``--not-retained``: not retained), polls ``/health`` every 20 ms
+throughout, and prints the child's RSS (baseline, after the flood, after expiry) with the
+/health max and p99 per phase. A retained subject stays *dormant* after expiry (its snapshot,
+epoch and seq: ADR 022); a not-retained one is forgotten. Run it with ``PYTHONMALLOC=malloc`` in
+the environment to measure the server on the C allocator (the child inherits it).
 ``--hold S`` measures /health for S seconds with the subjects idle and stops (no expiry wait);
 ``--pushgrid`` runs another build (``--legacy``: one without MaxSubjects/MaxRetainedBytes).
 ``sweep`` times ``MemoryEngine.sweep()`` per call with ``-n`` subjects: all fresh (nothing to
 evict: the per-tick cost while they exist) and all expired (a full batch evicted per call).
-Numbers are printed, never asserted.
+``throughput`` compares the server on the default allocator (pymalloc) and on
+``PYTHONMALLOC=malloc`` in the same run, interleaved: each round starts one server per allocator
+(order alternating) and publishes ``-m`` messages (100 bytes, pipelined) to 100 subjects, each
+delivered to ``--subscribers`` connections, then a flood of ``-n`` one-shot subjects; it prints the
+wall time and the server's CPU time per message (``/proc/<pid>/stat``: what the allocator costs,
+whatever else the machine runs). Numbers are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -75,7 +85,7 @@ class HealthProbe:
             )
 
 
-async def flood(ws_url: str, count: int) -> None:
+async def flood(ws_url: str, count: int, retained: bool = True) -> None:
     async with websockets.connect(ws_url, max_size=None) as ws:
         await ws.recv()  # the server's hello
         sent = 0
@@ -84,6 +94,8 @@ async def flood(ws_url: str, count: int) -> None:
             for i in range(sent, sent + batch):
                 frame = {"op": "publish", "id": i, "subject": f"/flood/s{i}", "content": "12345678"}
                 frame["fields"] = {"f": "v"}
+                if not retained:
+                    frame["retained"] = False
                 await ws.send(json.dumps(frame))
             answered = 0
             while answered < batch:
@@ -96,7 +108,12 @@ async def flood(ws_url: str, count: int) -> None:
 
 
 def start_server(
-    workdir: Path, port: int, count: int, expire: float, args: argparse.Namespace
+    workdir: Path,
+    port: int,
+    count: int,
+    expire: float,
+    args: argparse.Namespace,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     conf = workdir / "pushgrid.conf"
     settings = {
@@ -110,13 +127,16 @@ def start_server(
         "PublishRatePerConnection": 0,
         "PublishRatePerAddress": 0,
     }
-    if args.legacy:
+    if getattr(args, "legacy", False):
         del settings["MaxSubjects"], settings["MaxRetainedBytes"]
     conf.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
-    pushgrid = args.pushgrid or ROOT / ".venv" / "bin" / "pushgrid"
+    pushgrid = getattr(args, "pushgrid", None) or ROOT / ".venv" / "bin" / "pushgrid"
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the child
     return subprocess.Popen(
-        [str(pushgrid), "server", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT
+        [str(pushgrid), "server", "--config", str(conf)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
     )
 
 
@@ -137,13 +157,15 @@ async def process(args: argparse.Namespace) -> None:
         child = start_server(Path(tmp), args.port, args.n, args.expire, args)
         try:
             url = f"http://127.0.0.1:{args.port}"
-            await _measure(child.pid, url, args.n, args.expire, args.hold)
+            await _measure(child.pid, url, args.n, args.expire, args.hold, not args.not_retained)
         finally:
             child.terminate()
             child.wait(15)
 
 
-async def _measure(pid: int, url: str, count: int, expire: float, hold: float) -> None:
+async def _measure(
+    pid: int, url: str, count: int, expire: float, hold: float, retained: bool
+) -> None:
     await wait_health(url + "/health")
     probe = HealthProbe(url + "/health")
     task = asyncio.create_task(probe.run())
@@ -151,7 +173,7 @@ async def _measure(pid: int, url: str, count: int, expire: float, hold: float) -
     baseline = rss_mib(pid)
     probe.phase = "flood"
     start = time.perf_counter()
-    await flood(url.replace("http", "ws") + "/ws", count)
+    await flood(url.replace("http", "ws") + "/ws", count, retained)
     took = time.perf_counter() - start
     probe.phase = "idle subjects"
     flooded = rss_mib(pid)
@@ -183,6 +205,90 @@ async def _measure(pid: int, url: str, count: int, expire: float, hold: float) -
         f"after expiry {after:.1f} MiB (+{after - baseline:.1f})"
     )
     probe.report()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` (``/proc/<pid>/stat`` fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _count_messages(ws: websockets.ClientConnection, expected: int) -> None:
+    got = 0
+    while got < expected:
+        frame = await ws.recv()
+        got += str(frame).count('"type":"message"')
+
+
+async def hot_publishes(ws_url: str, count: int, subscribers: int, pid: int) -> tuple[float, float]:
+    """``count`` publishes to 100 subjects, each delivered to every subscriber connection:
+    (wall seconds, server CPU seconds) from the first publish to the last delivery."""
+    subjects = [f"/hot/s{i}" for i in range(100)]
+    readers = []
+    for _ in range(subscribers):
+        ws = await websockets.connect(ws_url, max_size=None)
+        await ws.recv()  # hello
+        items = [{"subject": s} for s in subjects]
+        await ws.send(json.dumps({"op": "subscribe", "id": 1, "subjects": items}))
+        readers.append(ws)
+    await asyncio.sleep(1)  # subscribed (nothing published yet: no snapshots)
+    counting = [asyncio.create_task(_count_messages(ws, count)) for ws in readers]
+    content = "x" * 100
+    async with websockets.connect(ws_url, max_size=None) as pub:
+        await pub.recv()
+        cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
+        sent = 0
+        while sent < count:
+            batch = min(PIPELINE, count - sent)
+            for i in range(sent, sent + batch):
+                frame = {"op": "publish", "id": i, "subject": subjects[i % 100], "content": content}
+                await pub.send(json.dumps(frame))
+            answered = 0
+            while answered < batch:
+                if '"publish_result"' in str(await pub.recv()):
+                    answered += 1
+            sent += batch
+    await asyncio.gather(*counting)
+    took = (time.perf_counter() - wall0, cpu_seconds(pid) - cpu0)
+    for ws in readers:
+        await ws.close()
+    return took
+
+
+async def _one_allocator(args: argparse.Namespace, malloc: bool, port: int) -> str:
+    env = dict(os.environ)
+    env.pop("PYTHONMALLOC", None)
+    if malloc:
+        env["PYTHONMALLOC"] = "malloc"
+    with tempfile.TemporaryDirectory() as tmp:
+        child = start_server(Path(tmp), port, args.n, 600, args, env)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            await wait_health(url + "/health")
+            ws_url = url.replace("http", "ws") + "/ws"
+            hot_wall, hot_cpu = await hot_publishes(ws_url, args.m, args.subscribers, child.pid)
+            cpu1, wall1 = cpu_seconds(child.pid), time.perf_counter()
+            await flood(ws_url, args.n)
+            cpu2, wall2 = cpu_seconds(child.pid), time.perf_counter()
+        finally:
+            child.terminate()
+            child.wait(15)
+    name = "malloc  " if malloc else "pymalloc"
+    return (
+        f"{name} hot: {args.m / hot_wall:8.0f} publishes/s, server CPU "
+        f"{hot_cpu / args.m * 1e6:6.1f} us/publish ({args.subscribers} deliveries each) | "
+        f"one-shot flood: {args.n / (wall2 - wall1):8.0f} subjects/s, server CPU "
+        f"{(cpu2 - cpu1) / args.n * 1e6:6.1f} us/subject"
+    )
+
+
+async def throughput(args: argparse.Namespace) -> None:
+    for round_ in range(args.rounds):
+        order = (False, True) if round_ % 2 == 0 else (True, False)
+        for offset, malloc in enumerate(order):
+            line = await _one_allocator(args, malloc, args.port + 2 * offset)
+            print(f"round {round_ + 1} {line}", flush=True)
 
 
 def sweep_cost(counts: list[int]) -> None:
@@ -227,11 +333,20 @@ def main() -> None:
     proc.add_argument("--hold", type=float, default=0.0)
     proc.add_argument("--pushgrid", type=Path, default=None)
     proc.add_argument("--legacy", action="store_true")
+    proc.add_argument("--not-retained", action="store_true")
+    thr = sub.add_parser("throughput")
+    thr.add_argument("--rounds", type=int, default=3)
+    thr.add_argument("-m", type=int, default=100_000)
+    thr.add_argument("-n", type=int, default=100_000)
+    thr.add_argument("--subscribers", type=int, default=4)
+    thr.add_argument("--port", type=int, default=18_941)
     sweep = sub.add_parser("sweep")
     sweep.add_argument("-n", type=int, nargs="+", default=[200_000, 1_000_000])
     args = parser.parse_args()
     if args.what == "process":
         asyncio.run(process(args))
+    elif args.what == "throughput":
+        asyncio.run(throughput(args))
     else:
         sweep_cost(args.n)
 
