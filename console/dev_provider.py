@@ -159,7 +159,8 @@ class DemoProvider:
             points.append(TrendPoint(ts, 3600, base * 1.7, base, base * 0.15))
         return sorted(points, key=lambda p: p.as_of)
 
-    def subject(self, subject: str) -> SubjectInfo:
+    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
+        # the demo's members have no entitlement: the token is not needed
         return SubjectInfo(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
 
     def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:

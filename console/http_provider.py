@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import httpx
 
-from .ops_provider import OpsHttpMixin
+from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditEntry,
@@ -110,10 +110,11 @@ class HttpProvider(OpsHttpMixin):
         path: str,
         params: Mapping[str, Any] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:
-            response = self._http.request(method, path, params=clean, json=body)
+            response = self._http.request(method, path, params=clean, json=body, headers=headers)
         except httpx.TimeoutException:
             raise ProviderError(
                 0, "Admin API timeout", f"{method} {self.base_url}{API}{path} took too long"
@@ -191,9 +192,11 @@ class HttpProvider(OpsHttpMixin):
             for p in data["points"]
         ]
 
-    def subject(self, subject: str) -> SubjectInfo:
+    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
         """The subject on every member: the snapshot (the first member that has one) and the
-        subscribers of each; members that fail are reported in ``errors``."""
+        subscribers of each; members that fail (a member with entitlement refuses without a
+        granting ``entitlement_token``: 403) are reported in ``errors``."""
+        headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
         snapshot: Snapshot | None = None
         subscribers: dict[str, int] = {}
         errors: dict[str, str] = {}
@@ -203,7 +206,9 @@ class HttpProvider(OpsHttpMixin):
                 errors[member.name] = member.error or "unreachable"
                 continue
             try:
-                data = self._get(f"/members/{member.name}/subjects", subject=subject)
+                data = self._request(
+                    "GET", f"/members/{member.name}/subjects", {"subject": subject}, headers=headers
+                )
             except ProviderError as exc:
                 if exc.status in (400, 422):  # the subject itself is wrong: say so once
                     raise

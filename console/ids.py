@@ -54,6 +54,7 @@ class Ids(StrEnum):
     SUBJECT_ALERT = "subject-alert"
     SUBJECT_INPUT = "subject-input"
     SUBJECT_LOOKUP = "subject-lookup"
+    SUBJECT_ENTITLEMENT = "subject-entitlement"  # the operator's entitlement token (issue 22)
     SUBJECT_CURRENT = "subject-current"  # dcc.Store: the subject being watched
     SUBJECT_INTERVAL = "subject-interval"
     SUBJECT_SNAPSHOT = "subject-snapshot"

@@ -8,7 +8,10 @@ these methods (the demo data provider) makes the pages say so instead of failing
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
+
+#: the header the admin API reads the operator's entitlement token from (admin_api's TOKEN_HEADER)
+ENTITLEMENT_HEADER: Final = "X-Entitlement-Token"
 
 
 @runtime_checkable
@@ -29,7 +32,11 @@ class OpsProvider(Protocol):
 
     def close_trace(self, trace_id: str) -> None: ...
 
-    def session_detail(self, member: str, session_id: str) -> dict[str, Any]: ...
+    def session_detail(
+        self, member: str, session_id: str, entitlement_token: str | None = None
+    ) -> dict[str, Any]:
+        """``entitlement_token``: frames of subjects it does not grant come redacted."""
+        ...
 
 
 class _Requests(Protocol):
@@ -39,6 +46,7 @@ class _Requests(Protocol):
         path: str,
         params: Mapping[str, Any] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any: ...
 
 
@@ -70,5 +78,9 @@ class OpsHttpMixin:
     def close_trace(self: _Requests, trace_id: str) -> None:
         self._request("DELETE", f"/traces/{trace_id}")
 
-    def session_detail(self: _Requests, member: str, session_id: str) -> dict[str, Any]:
-        return dict(self._request("GET", f"/members/{member}/sessions/{session_id}"))
+    def session_detail(
+        self: _Requests, member: str, session_id: str, entitlement_token: str | None = None
+    ) -> dict[str, Any]:
+        headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
+        path = f"/members/{member}/sessions/{session_id}"
+        return dict(self._request("GET", path, headers=headers))

@@ -36,6 +36,13 @@ def layout() -> Component:
                         className="input grow",
                         n_submit=0,
                     ),
+                    dcc.Input(
+                        id=Ids.SUBJECT_ENTITLEMENT,
+                        type="password",
+                        placeholder="entitlement token (members with entitlement)",
+                        debounce=False,
+                        className="input",
+                    ),
                     html.Button(
                         "Look up", id=Ids.SUBJECT_LOOKUP, className="button primary", n_clicks=0
                     ),
@@ -243,6 +250,7 @@ def register(app: Dash, providers: Providers) -> None:
         State(Ids.SUBJECT_LOG, "data"),
         State(Ids.SUBJECT_PUBLISHED, "data"),
         State(Ids.TOKEN, "data"),
+        State(Ids.SUBJECT_ENTITLEMENT, "value"),
     )
     def watch(
         subject: str | None,
@@ -250,12 +258,13 @@ def register(app: Dash, providers: Providers) -> None:
         log: list[dict[str, Any]] | None,
         published: dict[str, Any] | None,
         token: str | None,
+        entitlement: str | None,
     ) -> tuple[Any, ...]:
         if not subject:
             return (no_update,) * 6
         provider = providers(token)
         try:
-            info = provider.subject(subject)
+            info = provider.subject(subject, (entitlement or "").strip() or None)
         except ProviderError as exc:
             return no_update, no_update, no_update, no_update, no_update, alert([exc])
         now = time.time()

@@ -313,12 +313,21 @@ def _wire_view(app: Dash, providers: Providers) -> None:
         State(OpsIds.TRACE_MEMBER, "value"),
         State(OpsIds.TRACE_SESSION, "value"),
         State(Ids.TOKEN, "data"),
+        State(OpsIds.TRACE_TOKEN, "value"),
         prevent_initial_call=True,
     )
-    def session(_n: int, member: str | None, session_id: str | None, token: str | None) -> Any:
+    def session(
+        _n: int,
+        member: str | None,
+        session_id: str | None,
+        token: str | None,
+        entitlement: str | None,
+    ) -> Any:
         try:
             detail = _ops(providers, token).session_detail(
-                (member or "").strip(), (session_id or "").strip()
+                (member or "").strip(),
+                (session_id or "").strip(),
+                (entitlement or "").strip() or None,
             )
         except ProviderError as exc:
             return alert([exc])

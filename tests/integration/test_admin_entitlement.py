@@ -9,14 +9,25 @@ belongs to the token that opened it.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import jwt
+import pytest
 
-from .pgtest import AdminHarness, ServerProcess, WsClient, assert_problem, member_entry
+from .pgtest import (
+    AdminHarness,
+    ServerProcess,
+    WsClient,
+    assert_problem,
+    free_port,
+    member_entry,
+)
 
 API = "/api/v1"
 SECRET = "admin-entitlement-secret-0123456789abcdef"
@@ -92,6 +103,67 @@ async def test_a_member_without_entitlement_shows_subjects_to_viewers(
             answer = await api.get(f"{API}/members/open/subjects", params={"subject": "/open/a"})
             assert answer.status_code == 200, answer.text
             assert answer.json()["snapshot"]["content"] == "public"
+    finally:
+        admin.close()
+
+
+@contextmanager
+def admin_on_a_port(admin: AdminHarness) -> Iterator[str]:
+    """The harness's admin API under uvicorn on a free loopback port (the console's provider
+    is a plain HTTP client): its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(admin.app, host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, name="admin-api", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the admin API did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+async def test_the_console_passes_the_operators_entitlement_token(
+    tmp_path: Path,
+    server_factory: Callable[..., ServerProcess],
+    connect: Callable[..., Awaitable[WsClient]],
+) -> None:
+    """The console's Subjects page (and the trace page's session detail) send the token typed
+    in its entitlement field; without one an entitled member refuses the subject (403)."""
+    from pushgrid.console.http_provider import HttpProvider
+    from pushgrid.console.provider import ProviderError
+
+    push = entitled_member(server_factory)
+    publisher = await connect(push, SECRET_HOLDER)
+    await publisher.publish_ok("/secret/c", SECRET_CONTENT)
+    subscriber = await connect(push, SECRET_HOLDER)
+    await subscriber.subscribe("/secret/c")
+    admin = AdminHarness(tmp_path / "admin", [member_entry("a", push)])
+    try:
+        with admin_on_a_port(admin) as url, HttpProvider(url, admin.tokens["operator"]) as console:
+            with pytest.raises(ProviderError) as refused:
+                await asyncio.to_thread(console.subject, "/secret/c")
+            assert "Forbidden" in str(refused.value)
+            assert "X-Entitlement-Token" in str(refused.value)
+            assert SECRET_CONTENT not in str(refused.value)
+            info = await asyncio.to_thread(console.subject, "/secret/c", SECRET_HOLDER)
+            assert info.snapshot is not None
+            assert info.snapshot.content == SECRET_CONTENT
+            session = str(subscriber.welcome["session"])
+            await asyncio.to_thread(console.session_detail, "a", session)  # starts recording
+            await publisher.publish_ok("/secret/c", SECRET_CONTENT + "-2")
+            await subscriber.messages(2, "/secret/c")
+            hidden = await asyncio.to_thread(console.session_detail, "a", session)
+            assert SECRET_CONTENT not in str(hidden)
+            shown = await asyncio.to_thread(console.session_detail, "a", session, SECRET_HOLDER)
+            assert SECRET_CONTENT + "-2" in str(shown)
     finally:
         admin.close()
 
