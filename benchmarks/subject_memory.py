@@ -6,6 +6,7 @@ of one-shot subjects and after they expire, /health latency meanwhile, and the s
     .venv/bin/python benchmarks/subject_memory.py process ... --legacy --pushgrid OTHER/pushgrid
     .venv/bin/python benchmarks/subject_memory.py sweep -n 200000 1000000
     .venv/bin/python benchmarks/subject_memory.py throughput --rounds 3
+    .venv/bin/python benchmarks/subject_memory.py table -n 200000
 
 ``process`` starts ``pushgrid server`` as a child (MaxSubjects above ``-n``, no rate limit, no
 meta-subjects), publishes ``-n`` subjects once each over one WebSocket (pipelined, retained, 8
@@ -23,7 +24,9 @@ evict: the per-tick cost while they exist) and all expired (a full batch evicted
 (order alternating) and publishes ``-m`` messages (100 bytes, pipelined) to 100 subjects, each
 delivered to ``--subscribers`` connections, then a flood of ``-n`` one-shot subjects; it prints the
 wall time and the server's CPU time per message (``/proc/<pid>/stat``: what the allocator costs,
-whatever else the machine runs). Numbers are printed, never asserted.
+whatever else the machine runs). ``table`` counts the engine's own allocations per subject
+(``tracemalloc``, in-process): live one-shot subjects, the same once evicted (dormant with their
+snapshot, or forgotten when not retained). Numbers are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -291,6 +294,33 @@ async def throughput(args: argparse.Namespace) -> None:
             print(f"round {round_ + 1} {line}", flush=True)
 
 
+def table_bytes(count: int) -> None:
+    import tracemalloc
+
+    for retained in (True, False):
+        clock = FakeClock()
+        engine = MemoryEngine(expire_seconds=180, clock=clock, max_cached=1000)
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        for i in range(count):
+            engine.publish_now(PublishRequest(f"/flood/s{i}", "12345678", {"f": "v"}, retained))
+        live = tracemalloc.get_traced_memory()[0] - base
+        clock.now += 181
+        while engine.stats().cached_messages or engine.evictions < count:
+            before = engine.evictions
+            engine.sweep()
+            if engine.evictions == before:
+                break
+        evicted = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+        kind = "retained (dormant after eviction)" if retained else "not retained (forgotten)"
+        print(
+            f"{count} one-shot subjects, {kind}: live {live / count:.0f} B/subject, "
+            f"after eviction {evicted / count:.0f} B/subject "
+            f"(subjects {engine.stats().subjects}, cached {engine.stats().cached_messages})"
+        )
+
+
 def sweep_cost(counts: list[int]) -> None:
     for count in counts:
         clock = FakeClock()
@@ -340,6 +370,8 @@ def main() -> None:
     thr.add_argument("-n", type=int, default=100_000)
     thr.add_argument("--subscribers", type=int, default=4)
     thr.add_argument("--port", type=int, default=18_941)
+    tab = sub.add_parser("table")
+    tab.add_argument("-n", type=int, default=200_000)
     sweep = sub.add_parser("sweep")
     sweep.add_argument("-n", type=int, nargs="+", default=[200_000, 1_000_000])
     args = parser.parse_args()
@@ -347,6 +379,8 @@ def main() -> None:
         asyncio.run(process(args))
     elif args.what == "throughput":
         asyncio.run(throughput(args))
+    elif args.what == "table":
+        table_bytes(args.n)
     else:
         sweep_cost(args.n)
 

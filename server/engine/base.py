@@ -178,14 +178,19 @@ class Engine(abc.ABC):
        make the node hold more than ``max_retained_bytes`` (``MaxRetainedBytes``: snapshots plus
        cached messages, UTF-8 bytes as MaxMessageSize counts them) raises it with
        ``retained_bytes_exceeded``. A refused publish changes nothing (no seq, snapshot, cache
-       or delivery); an accepted one is never dropped for a bound. Idle subjects are evicted
-       first, so a bound refuses only while the live subjects really fill it.
-    9. **Idle subjects are evicted.** A subject is *idle* when nothing was published on it for
-       ``CacheExpireTime`` (so its cache is empty) and no session of this node subscribes to
-       it (:meth:`use_interest`). An idle subject is forgotten, retained snapshot included: it
-       reads as never published (``snapshot`` None, ``history`` empty). A subject with a
-       subscriber is never evicted (its snapshot stays). A subject published again after
-       eviction starts in a new epoch, so no (epoch, seq) ever names two messages.
+       or delivery); a cached message is never dropped for a bound. Idle subjects are evicted
+       first, so a bound refuses only while the subjects in use really fill it.
+    9. **Idle subjects are evicted, the recovery contract stays.** A subject is *idle* when
+       nothing was published on it for ``CacheExpireTime`` (so its cache is empty) and no
+       session of this node subscribes to it (:meth:`use_interest`). Eviction frees its cache
+       and bookkeeping but keeps its retained snapshot, epoch and seq (the memory engine keeps
+       them in a compact *dormant* record, counted in both bounds; a stream keeps its last
+       record), so a client recovering after ``CacheExpireTime`` gets ``failed`` and the
+       snapshot, and a new publish continues the numbering. A subject with no snapshot may be
+       forgotten. Only to make room for a publish does the memory engine give up a dormant
+       snapshot (least recently published first, never a subscribed one). A subject published
+       again after it was forgotten continues its numbering or starts in a new epoch, so no
+       (epoch, seq) ever names two messages. A subject with a subscriber is never evicted.
     10. **The sweep is incremental.** :meth:`sweep` does at most ``sweep_batch`` subjects of
         work per call whatever the number of subjects; eviction completes over later calls.
     """
