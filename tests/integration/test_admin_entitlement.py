@@ -121,7 +121,8 @@ def admin_on_a_port(admin: AdminHarness) -> Iterator[str]:
     thread.start()
     deadline = time.monotonic() + 15
     while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the admin API did not start"
+        assert thread.is_alive(), "the admin API did not start"
+        assert time.monotonic() < deadline, "the admin API did not start in time"
         time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{port}"

@@ -2,7 +2,8 @@
 refuses a new subject with ``too_many_subjects`` (WebSocket ``publish_result``, HTTP 507
 problem+json) without disturbing other clients, MaxRetainedBytes refuses with
 ``retained_bytes_exceeded``, and idle subjects are evicted after CacheExpireTime unless
-subscribed. Numbers (RSS, sweep cost, /health latency) come from benchmarks/subject_memory.py.
+subscribed, keeping their snapshot until a new subject needs the room (ADR 022). Numbers (RSS,
+sweep cost, /health latency) come from benchmarks/subject_memory.py.
 """
 
 from __future__ import annotations
@@ -74,6 +75,17 @@ async def test_subjects_beyond_max_subjects_are_refused_then_evicted(
     await late.subscribe(kept)
     snapshot = await late.expect("message", subject=kept)
     assert (snapshot["kind"], snapshot["content"]) == ("snapshot", "still live")
+
+    # idle ones keep their snapshot (ADR 022); the least recently published one gave its room
+    frames = {}
+    for name in ("/mem/s0", "/mem/s1", f"/mem/s{LIMIT - 2}"):
+        reader = await connect(bounded)
+        _, frames[name] = await reader.subscribe_all(name)
+    assert frames["/mem/s0"] == []
+    for name in ("/mem/s1", f"/mem/s{LIMIT - 2}"):
+        assert [(f["kind"], f["content"], f["seq"]) for f in frames[name]] == [
+            ("snapshot", "x", 1)
+        ]
 
 
 async def test_retained_bytes_beyond_the_bound_are_refused(
