@@ -54,10 +54,11 @@ from pushgrid.server.engine.memory import SWEEP_BATCH, MemoryEngine  # noqa: E40
 PIPELINE = 2000
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, key: str = "VmRSS") -> float:
+    """The child's resident memory (``VmHWM``: its peak so far)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -192,7 +193,7 @@ async def _measure(
     await asyncio.sleep(expire + count / 2000 + 5)
     probe.phase = "after"
     await asyncio.sleep(3)
-    after = rss_mib(pid)
+    after, peak = rss_mib(pid), rss_mib(pid, "VmHWM")
     task.cancel()
     async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
         stats = (
@@ -205,7 +206,7 @@ async def _measure(
     print(
         f"  RSS baseline {baseline:.1f} MiB, after the flood {flooded:.1f} MiB "
         f"(+{flooded - baseline:.1f}: {(flooded - baseline) * 1024 * 1024 / count:.0f} B/subject), "
-        f"after expiry {after:.1f} MiB (+{after - baseline:.1f})"
+        f"after expiry {after:.1f} MiB (+{after - baseline:.1f}); peak {peak:.1f} MiB"
     )
     probe.report()
 
