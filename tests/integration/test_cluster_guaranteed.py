@@ -352,15 +352,21 @@ async def test_without_a_quorum_publishes_fail_clearly_then_recover(cluster: Clu
         refused = await http_publish(cluster.member(1), topic, "no quorum")
         assert refused["status"] == 503
         assert refused["code"] == "engine_unavailable"
-        for _ in range(100):
-            if cluster_status(cluster.member(1))["health"] == "degraded":
+        # Without a seed quorum the member is degraded (no_quorum); once that lasts
+        # ClusterIsolationTimeout (2 s) it is isolated: down, its clients sent elsewhere
+        # (metrics/health.py, server/cluster/isolation.py)
+        for _ in range(150):
+            if cluster_status(cluster.member(1))["health"] == "down":
                 break
             await asyncio.sleep(0.1)
         status = cluster_status(cluster.member(1))
-        assert status["health"] == "degraded"
+        assert status["health"] == "down"
         assert status["quorum"] is False
         async with cluster.member(1).http() as http:
-            assert (await http.get("/health")).json()["status"] == "degraded"
+            assert (await http.get("/health")).json()["status"] == "down"
+        async with httpx.AsyncClient(trust_env=False) as client:
+            monitor = (await client.get(f"{cluster.member(1).monitor_url}/health")).json()
+        assert {r["code"] for r in monitor["reasons"]} >= {"cluster_isolated", "no_quorum"}
         await cluster.member(2).astart()
         result = await publish_until_ok([cluster.member(1)], topic, "after")
         # A publish that timed out without a quorum has an unknown outcome (its proposal may be
