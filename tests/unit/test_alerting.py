@@ -116,8 +116,8 @@ def test_a_window_is_bounded_and_averages_what_it_holds() -> None:
     assert window.average() == pytest.approx(2.0, rel=1e-3)
     assert window.full(100_000.0)
     short = Window(span=2.0, first_seen=10.0)
-    for t, v in ((10.0, 1.0), (11.0, 2.0), (12.0, 6.0)):
-        short.add(t, v)
+    for at, v in ((10.0, 1.0), (11.0, 2.0), (12.0, 6.0)):
+        short.add(at, v)
     assert short.average() == 4.0  # (10, 12]: the samples of 11 and 12
     assert not Window(span=2.0, first_seen=10.0).full(11.0)
 
