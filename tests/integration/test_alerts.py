@@ -278,15 +278,18 @@ async def test_builtin_rules_on_a_killed_and_restarted_member(
             assert_problem(await api.post(f"{API}/alerts/acknowledgements", json=gone), 404)
 
             await cluster.member(3).astart()
+            ready = time.monotonic()
             restarted = await _until(
                 lambda: _alert(api, "MemberRestarted", "m3"), "MemberRestarted on m3"
             )
+            print(f"m3 ready to MemberRestarted firing: {time.monotonic() - ready:.2f} s")
             assert restarted["silenced_until"] is not None
 
             async def down_resolved() -> bool:
                 return await _alert(api, "MemberDown", "m3") is None
 
             await _until(down_resolved, "MemberDown resolved")
+            print(f"m3 ready to MemberDown resolved: {time.monotonic() - ready:.2f} s")
 
             async def announced() -> bool:
                 seen = {(b["rule"], b["target"], b["state"]) for b in webhook.bodies}
