@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import get_args
 
 from pushgrid.admin_api.alerting import SIGNALS
+from pushgrid.admin_api.schemas_ops import SignalName
 from pushgrid.console.pages import alert_actions as actions
 from pushgrid.console.pages.alerts import FORM_IDS, banner, clear_text, render_active
 from pushgrid.console.pages.alerts import SIGNALS as CONSOLE_SIGNALS
@@ -59,7 +61,7 @@ RULE = {
 
 
 def test_the_console_offers_every_signal_of_the_admin_api() -> None:
-    assert set(CONSOLE_SIGNALS) == set(SIGNALS)
+    assert set(CONSOLE_SIGNALS) == set(SIGNALS) == set(get_args(SignalName))
     assert len(FORM_IDS) == len(actions.FORM_KEYS)
 
 
