@@ -175,7 +175,7 @@ def test_jitter_around_a_level_below_the_threshold_never_fires(
     rule_ = rule(threshold=level * 1.2, for_seconds=10.0)
     ev = Evaluator()
     # a late sample counts the next one's messages: pairs (1 - e, 1 + e) around the level
-    values = [level * (1 + jitter * e * (-1) ** i) for i, e in enumerate(noise) for _ in (0, 1)]
+    values = [level * (1 + jitter * e * sign) for e in noise for sign in (1, -1)]
     changes = [
         c for i, v in enumerate(values) for c in ev.evaluate([rule_], {"m1": {KEY: v}}, float(i))
     ]
