@@ -348,6 +348,7 @@ class AlertRunner:
                 )
             if gone:
                 service.record(gone)
+                AckService(db).forget([(c.alert.rule.id, c.alert.target) for c in gone])
         return gone
 
     async def _run(self) -> None:
