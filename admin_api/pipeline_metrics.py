@@ -30,6 +30,12 @@ def _unix(moment: datetime | None) -> float:
     return moment.timestamp() if moment is not None else 0.0
 
 
+def last_run_failed(db: Session) -> bool:
+    """The most recent statistics run failed (the "statistics pipeline failing" signal too)."""
+    last_run = db.scalars(select(JobRun).order_by(JobRun.id.desc()).limit(1)).first()
+    return last_run is not None and last_run.status == "failed"
+
+
 def pipeline_families(db: Session) -> list[GaugeMetricFamily]:
     """The pipeline gauges, read from ``job_runs`` (a timestamp is 0 when there is no such run)."""
     rows = db.execute(select(JobRun.status, func.count()).group_by(JobRun.status))
@@ -37,7 +43,6 @@ def pipeline_families(db: Session) -> list[GaugeMetricFamily]:
     last_ok = db.scalars(
         select(JobRun).where(JobRun.status == "succeeded").order_by(JobRun.id.desc()).limit(1)
     ).first()
-    last_run = db.scalars(select(JobRun).order_by(JobRun.id.desc()).limit(1)).first()
     runs = GaugeMetricFamily(
         "pushgrid_stats_job_runs", "Statistics runs recorded, by status", labels=["status"]
     )
@@ -58,7 +63,7 @@ def pipeline_families(db: Session) -> list[GaugeMetricFamily]:
         GaugeMetricFamily(
             "pushgrid_stats_last_run_failed",
             "1 when the most recent statistics run failed",
-            value=1 if last_run is not None and last_run.status == "failed" else 0,
+            value=1 if last_run_failed(db) else 0,
         ),
     ]
 

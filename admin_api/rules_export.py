@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from .alerting import SIGNALS
 from .schemas_ops import RuleOut
 
 
@@ -34,8 +35,16 @@ def _duration(seconds: float) -> str:
 
 
 def prometheus_rules(rules: Sequence[RuleOut], group: str = "pushgrid") -> str:
-    lines = ["groups:", f"  - name: {json.dumps(group)}", "    rules:"]
-    enabled = [rule for rule in rules if rule.enabled]
+    """The enabled indicator rules. Rules on built-in signals (member down, restarts, ...) read
+    what only the admin API merges (the health model over every member): they are listed as
+    comments; deploy/prometheus has its own rules on the members' ``up`` and health gauges.
+
+    Prometheus compares the value itself over ``for`` (no average, no hysteresis): the admin API
+    is the one to trust for a jittery value."""
+    skipped = [rule.name for rule in rules if rule.enabled and rule.indicator in SIGNALS]
+    lines = [f"# {name}: a built-in signal, evaluated by the admin API only" for name in skipped]
+    lines += ["groups:", f"  - name: {json.dumps(group)}", "    rules:"]
+    enabled = [rule for rule in rules if rule.enabled and rule.indicator not in SIGNALS]
     if not enabled:
         lines[-1] = "    rules: []"
     for rule in enabled:

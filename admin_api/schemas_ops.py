@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from .alerting import SIGNALS, hysteresis_ok
 from .schemas import IndicatorName, Subject
 
 # --- hot subjects ------------------------------------------------------------------------------
@@ -52,26 +53,55 @@ Comparison = Literal[">", ">=", "<", "<=", "==", "!="]
 Severity = Literal["info", "warning", "critical"]
 Scope = Literal["member", "cluster"]
 AlertState = Literal["pending", "firing", "resolved"]
+SignalName = Literal[
+    "member_down",
+    "quorum_lost",
+    "member_restarted",
+    "slow_consumer_disconnects",
+    "archive_failing",
+    "stats_pipeline_failing",
+]
 RuleName = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$"), Field(examples=["HighFanout"])
 ]
 
 
 class RuleIn(BaseModel):
-    """An alert rule: ``stat(indicator over window) comparison threshold`` held for ``for_``."""
+    """An alert rule: ``stat(indicator over window) comparison threshold``, averaged over
+    ``for`` seconds, cleared with hysteresis (``clear_threshold``, ``clear_for``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: RuleName = Field(description="Letters, digits, '_'; a Prometheus alert name")
-    indicator: IndicatorName
+    indicator: IndicatorName | SignalName = Field(
+        description="One of the seven indicators, or a built-in signal (docs/alerts.md)"
+    )
     window: RuleWindow = Field(
-        default="current", description="'current' (last per-second sample) or a live window"
+        default="current",
+        description="'current' (last per-second sample) or a live window; signals: 'current'",
     )
     stat: RuleStat = Field(default="max", description="Ignored for window 'current'")
     comparison: Comparison = ">"
     threshold: float = Field(allow_inf_nan=False)
     for_: float = Field(
-        default=0, ge=0, le=86_400, alias="for", description="Seconds the condition must hold"
+        default=0,
+        ge=0,
+        le=86_400,
+        alias="for",
+        description="Seconds averaged: the rule compares the average of its value over them",
+    )
+    clear_threshold: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Hysteresis: the alert clears once its average no longer holds "
+        "'comparison clear_threshold' (on the quiet side of threshold; default: threshold)",
+    )
+    clear_for: float | None = Field(
+        default=None,
+        ge=0,
+        le=86_400,
+        description="Seconds the clear condition must hold before the alert resolves "
+        "(default: for)",
     )
     severity: Severity = "warning"
     scope: Scope = Field(
@@ -81,13 +111,49 @@ class RuleIn(BaseModel):
     description: Annotated[str, StringConstraints(max_length=1024)] = ""
     enabled: bool = True
 
+    @model_validator(mode="after")
+    def _coherent(self) -> RuleIn:
+        if not hysteresis_ok(self.comparison, self.threshold, self.clear_threshold):
+            raise ValueError(
+                f"clear_threshold {self.clear_threshold:g} is not on the quiet side of "
+                f"'{self.comparison} {self.threshold:g}'"
+            )
+        if self.indicator in SIGNALS:
+            if self.window != "current":
+                raise ValueError(f"signal {self.indicator} has window 'current' only")
+            only = SIGNALS[self.indicator][1]
+            if only and self.scope != only:
+                raise ValueError(f"signal {self.indicator} has scope {only!r} only")
+        return self
+
 
 class RuleOut(RuleIn):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     id: int
+    builtin: bool = Field(default=False, description="One of the built-in rules (docs/alerts.md)")
     created_at: datetime
     created_by: str | None
+
+
+class RulePatch(BaseModel):
+    """Some fields of a rule (``PATCH``): the others keep their values."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: RuleName | None = None
+    indicator: IndicatorName | SignalName | None = None
+    window: RuleWindow | None = None
+    stat: RuleStat | None = None
+    comparison: Comparison | None = None
+    threshold: float | None = Field(default=None, allow_inf_nan=False)
+    for_: float | None = Field(default=None, ge=0, le=86_400, alias="for")
+    clear_threshold: float | None = Field(default=None, allow_inf_nan=False)
+    clear_for: float | None = Field(default=None, ge=0, le=86_400)
+    severity: Severity | None = None
+    scope: Scope | None = None
+    description: Annotated[str, StringConstraints(max_length=1024)] | None = None
+    enabled: bool | None = None
 
 
 class RuleList(BaseModel):
@@ -102,10 +168,54 @@ class AlertOut(BaseModel):
     target: str
     state: AlertState
     severity: Severity
-    value: float | None
+    value: float | None = Field(description="The rule's value averaged over its for seconds")
     threshold: float
     since: datetime = Field(description="When it entered this state")
     summary: str
+    silenced_until: datetime | None = Field(
+        default=None, description="Not announced until then (a silence of its rule)"
+    )
+    acknowledged_by: str | None = None
+    acknowledged_at: datetime | None = None
+
+
+class SilenceIn(BaseModel):
+    """Silence a rule's alerts (on one target, or on all) until a time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule_id: int = Field(ge=1, le=2**31 - 1)
+    target: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
+        default=None, description="A member's name or 'cluster'; none: every target"
+    )
+    until: datetime = Field(description="When announcements start again (ISO 8601 with offset)")
+    comment: Annotated[str, StringConstraints(max_length=1024)] = ""
+
+
+class SilenceOut(SilenceIn):
+    id: int
+    rule: str
+    created_at: datetime
+    created_by: str | None
+
+
+class SilenceList(BaseModel):
+    items: list[SilenceOut]
+
+
+class AckIn(BaseModel):
+    """Acknowledge an active alert: it stays active (and listed) but leaves the banner."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule_id: int = Field(ge=1, le=2**31 - 1)
+    target: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    comment: Annotated[str, StringConstraints(max_length=1024)] = ""
+
+
+class AckOut(AckIn):
+    at: datetime
+    by: str | None
 
 
 class AlertList(BaseModel):

@@ -26,6 +26,18 @@ class OpsProvider(Protocol):
 
     def create_rule(self, rule: Mapping[str, Any]) -> dict[str, Any]: ...
 
+    def patch_rule(self, rule_id: int, changes: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def delete_rule(self, rule_id: int) -> None: ...
+
+    def acknowledge(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def silences(self) -> list[dict[str, Any]]: ...
+
+    def silence(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def end_silence(self, silence_id: int) -> None: ...
+
     def open_trace(self, member: str, subject: str, token: str | None) -> dict[str, Any]: ...
 
     def read_trace(self, trace_id: str, after: int) -> dict[str, Any]: ...
@@ -67,6 +79,24 @@ class OpsHttpMixin:
 
     def create_rule(self: _Requests, rule: Mapping[str, Any]) -> dict[str, Any]:
         return dict(self._request("POST", "/alerts/rules", body=dict(rule)))
+
+    def patch_rule(self: _Requests, rule_id: int, changes: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._request("PATCH", f"/alerts/rules/{rule_id}", body=dict(changes)))
+
+    def delete_rule(self: _Requests, rule_id: int) -> None:
+        self._request("DELETE", f"/alerts/rules/{rule_id}")
+
+    def acknowledge(self: _Requests, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._request("POST", "/alerts/acknowledgements", body=dict(body)))
+
+    def silences(self: _Requests) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/alerts/silences")["items"])
+
+    def silence(self: _Requests, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._request("POST", "/alerts/silences", body=dict(body)))
+
+    def end_silence(self: _Requests, silence_id: int) -> None:
+        self._request("DELETE", f"/alerts/silences/{silence_id}")
 
     def open_trace(self: _Requests, member: str, subject: str, token: str | None) -> dict[str, Any]:
         body = {"subject": subject, "entitlement_token": token or None}

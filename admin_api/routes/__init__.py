@@ -12,6 +12,7 @@ from fastapi.routing import APIRoute
 
 from ..deps import GuardedRoute
 from . import (
+    alert_silences,
     alerts,
     audit,
     cluster,
@@ -41,6 +42,7 @@ ROUTERS = (
     tokens,
     hot,
     alerts,
+    alert_silences,
     trace,
 )
 

@@ -6,12 +6,13 @@ from typing import Annotated, cast
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
 
 from ..deps import GuardedRoute, Operator, SqlSession, Viewer, audit_target
 from ..problems import problem_responses
 from ..rules_export import prometheus_rules
-from ..schemas_ops import AlertHistory, AlertList, RuleIn, RuleList, RuleOut
-from ..services.alerts import AlertRunner, RuleService, alert_out
+from ..schemas_ops import AlertHistory, AlertList, RuleIn, RuleList, RuleOut, RulePatch
+from ..services.alerts import AlertRunner, RuleService, active_alerts
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], route_class=GuardedRoute)
 
@@ -23,9 +24,11 @@ def _runner(request: Request) -> AlertRunner:
 
 
 @router.get("", name="alerts.active", response_model=AlertList, responses=problem_responses())
-async def active_alerts(principal: Viewer, request: Request) -> AlertList:
-    """Pending and firing alerts, firing first (evaluated every `Alerts.Interval` seconds)."""
-    return AlertList(items=[alert_out(a) for a in _runner(request).evaluator.active()])
+async def list_active(principal: Viewer, request: Request, db: SqlSession) -> AlertList:
+    """Pending and firing alerts, firing first (evaluated every `Alerts.Interval` seconds), with
+    their silence and acknowledgement."""
+    alerts = _runner(request).evaluator.active()  # on the loop that evaluates them
+    return AlertList(items=await run_in_threadpool(active_alerts, alerts, db))
 
 
 @router.get(
@@ -84,6 +87,22 @@ def update_rule(
     """Replace an alert rule; its alerts keep their state."""
     audit_target(request, data.name)
     return RuleService(db).update(rule_id, data)
+
+
+@router.patch(
+    "/rules/{rule_id}",
+    name="alerts.patch_rule",
+    response_model=RuleOut,
+    responses=problem_responses(404, 409),
+)
+def patch_rule(
+    principal: Operator, rule_id: RuleId, changes: RulePatch, db: SqlSession, request: Request
+) -> RuleOut:
+    """Change some fields of a rule (e.g. `{"enabled": false}` or a threshold); its alerts keep
+    their state. The rule as a whole is checked again (422)."""
+    fields = changes.model_dump(by_alias=True, exclude_unset=True)
+    audit_target(request, str(rule_id), ", ".join(f"{k}={v}" for k, v in sorted(fields.items())))
+    return RuleService(db).patch(rule_id, changes)
 
 
 @router.delete(

@@ -14,11 +14,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -29,11 +32,15 @@ from pushgrid.server.config import AlertsSettings
 from pushgrid.server.redaction import redact_url_path
 
 from ..access import member_access
+from ..alert_signals import key, merge
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
 from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
+from ..pipeline_metrics import last_run_failed
 from ..problems import conflict, not_found
 from ..schemas import MemberLive
-from ..schemas_ops import AlertEventOut, AlertOut, RuleIn, RuleOut
+from ..schemas_ops import AckOut, AlertEventOut, AlertOut, RuleIn, RuleOut, RulePatch
+from .alert_signals import SignalReader
+from .alert_silences import AckService, Mute, SilenceService, silenced_until
 from .cluster import cluster_views
 from .live import live_stats
 
@@ -60,6 +67,9 @@ def rule_out(row: AlertRule) -> RuleOut:
             "scope": row.scope,
             "description": row.description,
             "enabled": row.enabled,
+            "clear_threshold": row.clear_threshold,
+            "clear_for": row.clear_for,
+            "builtin": row.builtin,
             "created_at": row.created_at,
             "created_by": row.created_by,
         }
@@ -80,6 +90,8 @@ def as_rule(row: AlertRule | RuleOut) -> Rule:
         severity=row.severity,
         scope=row.scope,
         description=row.description,
+        clear_threshold=row.clear_threshold,
+        clear_for=row.clear_for,
     )
 
 
@@ -109,6 +121,7 @@ class RuleService:
         row.stat, row.comparison, row.threshold = data.stat, data.comparison, data.threshold
         row.for_seconds, row.severity, row.scope = data.for_, data.severity, data.scope
         row.description, row.enabled = data.description, data.enabled
+        row.clear_threshold, row.clear_for = data.clear_threshold, data.clear_for
 
     def _save(self, row: AlertRule, data: RuleIn) -> None:
         try:
@@ -125,6 +138,22 @@ class RuleService:
 
     def update(self, rule_id: int, data: RuleIn) -> RuleOut:
         row = self._row(rule_id)
+        self._save(row, data)
+        return rule_out(row)
+
+    def patch(self, rule_id: int, changes: RulePatch) -> RuleOut:
+        """Change some fields; the rule as a whole is checked again (422 when incoherent)."""
+        row = self._row(rule_id)
+        merged = {
+            **rule_out(row).model_dump(
+                by_alias=True, exclude={"id", "builtin", "created_at", "created_by"}
+            ),
+            **changes.model_dump(by_alias=True, exclude_unset=True),
+        }
+        try:
+            data = RuleIn.model_validate(merged)
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False)) from None
         self._save(row, data)
         return rule_out(row)
 
@@ -182,6 +211,7 @@ def readings_of(members: Sequence[MemberLive]) -> Readings:
     out: dict[str, dict[tuple[str, str, str], float | None]] = {}
     for member in members:
         if not member.reachable:
+            out[member.member] = {}  # its alerts keep their state: missing data
             continue
         values: dict[tuple[str, str, str], float | None] = {}
         for indicator in member.indicators:
@@ -194,7 +224,9 @@ def readings_of(members: Sequence[MemberLive]) -> Readings:
     return out
 
 
-def alert_out(alert: Alert) -> AlertOut:
+def alert_out(
+    alert: Alert, silenced_until: datetime | None = None, ack: AckOut | None = None
+) -> AlertOut:
     return AlertOut(
         rule_id=alert.rule.id,
         rule=alert.rule.name,
@@ -205,7 +237,25 @@ def alert_out(alert: Alert) -> AlertOut:
         threshold=alert.rule.threshold,
         since=datetime.fromtimestamp(alert.since, UTC),
         summary=alert.summary(),
+        silenced_until=silenced_until,
+        acknowledged_by=None if ack is None else ack.by,
+        acknowledged_at=None if ack is None else ack.at,
     )
+
+
+def active_alerts(alerts: Sequence[Alert], db: Session) -> list[AlertOut]:
+    """The runner's pending and firing alerts with their silences and acknowledgements."""
+    now = datetime.now(UTC)
+    mutes = SilenceService(db).mutes(now)
+    acks = AckService(db).all()
+    return [
+        alert_out(
+            a,
+            silenced_until(mutes, a.rule.id, a.target, now),
+            acks.get((a.rule.id, a.target)),
+        )
+        for a in alerts
+    ]
 
 
 def announcement(change: Change) -> dict[str, Any]:
@@ -224,8 +274,19 @@ def announcement(change: Change) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """What one evaluation reads from SQL."""
+
+    rules: list[Rule]
+    members: list[Member]
+    mutes: list[Mute]
+    cluster: Mapping[tuple[str, str, str], float | None]
+
+
 class AlertRunner:
-    """Evaluates the enabled rules every ``Alerts.Interval`` seconds (while there are any)."""
+    """Evaluates the enabled rules every ``Alerts.Interval`` seconds (while there are any; the
+    built-in rules are enabled unless an operator disabled them)."""
 
     def __init__(
         self,
@@ -238,6 +299,7 @@ class AlertRunner:
         self.session_factory = session_factory
         self.members_of = members_of
         self.evaluator = Evaluator()
+        self.signals = SignalReader()
         self.evaluations = 0
         self._task: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
@@ -286,6 +348,7 @@ class AlertRunner:
                 )
             if gone:
                 service.record(gone)
+                AckService(db).forget([(c.alert.rule.id, c.alert.target) for c in gone])
         return gone
 
     async def _run(self) -> None:
@@ -300,29 +363,46 @@ class AlertRunner:
                 elapsed = time.monotonic() - started
                 await asyncio.sleep(max(0.05, self.settings.alerts_interval - elapsed))
 
-    def _load(self) -> tuple[list[Rule], list[Member]]:
+    def _load(self) -> _Loaded:
         with self.session_factory() as db:
             rules = RuleService(db).enabled()
             members = self.members_of(db) if rules else []
-            return rules, members
+            pipeline = any(r.indicator == "stats_pipeline_failing" for r in rules)
+            failed = pipeline and last_run_failed(db)
+            mutes = SilenceService(db).mutes(datetime.now(UTC))
+            cluster = {key("stats_pipeline_failing"): 1.0 if failed else 0.0} if pipeline else {}
+            return _Loaded(rules, members, mutes, cluster)
 
     async def evaluate_once(self, http: httpx.AsyncClient) -> list[Change]:
-        rules, members = await asyncio.to_thread(self._load)
+        loaded = await asyncio.to_thread(self._load)
         readings: Readings = {}
-        if rules:
-            readings = readings_of((await live_stats(http, members)).members)
-        changes = self.evaluator.evaluate(rules, readings, time.time())
+        if loaded.rules:
+            live, signals = await asyncio.gather(
+                live_stats(http, loaded.members),
+                self.signals.read(http, loaded.members, loaded.rules),
+            )
+            readings = merge(readings_of(live.members), signals)
+        now = time.time()
+        changes = self.evaluator.evaluate(loaded.rules, readings, now, loaded.cluster)
         self.evaluations += 1
         if changes:
             await asyncio.to_thread(self._record, changes)
-            announced = [c for c in changes if c.state != "pending"]
+            at = datetime.fromtimestamp(now, UTC)
+            announced = [
+                c
+                for c in changes
+                if c.state != "pending"
+                and silenced_until(loaded.mutes, c.alert.rule.id, c.alert.target, at) is None
+            ]
             if announced:
-                self._send(self._announce(members, announced))
+                self._send(self._announce(loaded.members, announced))
         return changes
 
     def _record(self, changes: Sequence[Change]) -> None:
         with self.session_factory() as db:
             RuleService(db).record(changes)
+            resolved = [(c.alert.rule.id, c.alert.target) for c in changes if c.state == "resolved"]
+            AckService(db).forget(resolved)
 
     def _send(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

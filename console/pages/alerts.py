@@ -18,7 +18,7 @@ from ..components import alert, attrs, card, notice, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import Page, Providers
+from . import Page, Providers, alert_actions
 
 PATH = "alerts"
 TITLE = "Alerts"
@@ -26,11 +26,28 @@ REFRESH_MS = 2000
 BANNER_MS = 3000
 _KIND = {"firing": "bad", "pending": "warn", "resolved": "good"}
 WINDOWS = ("current", "1m", "5m", "15m", "1h")
+# the built-in signals a rule can read (admin_api.alerting.SIGNALS; a unit test keeps them equal:
+# the console shares names with the admin API, not code)
+SIGNALS = (
+    "member_down",
+    "quorum_lost",
+    "member_restarted",
+    "slow_consumer_disconnects",
+    "archive_failing",
+    "stats_pipeline_failing",
+)
 
 
 def banner(alerts: Sequence[Mapping[str, Any]]) -> list[Component]:
-    """The firing alerts, one line each, shown above every page (nothing when none fire)."""
-    firing = [a for a in alerts if a.get("state") == "firing"]
+    """The firing alerts nobody acknowledged or silenced, one line each, shown above every page
+    (nothing when none fire)."""
+    firing = [
+        a
+        for a in alerts
+        if a.get("state") == "firing"
+        and not a.get("acknowledged_by")
+        and not a.get("silenced_until")
+    ]
     return [
         html.Div(
             [pill(str(a["severity"]), "bad"), html.Span(f" {a['summary']}")],
@@ -51,12 +68,31 @@ def render_active(alerts: Sequence[Mapping[str, Any]]) -> Component:
             a["severity"],
             fmt.DASH if a.get("value") is None else f"{a['value']:g}",
             a["summary"],
+            a.get("acknowledged_by") or "",
+            fmt.iso_time(a["silenced_until"]) if a.get("silenced_until") else "",
         ]
         for a in alerts
     ]
-    props = [{"data-rule": a["rule"], "data-state": a["state"]} for a in alerts]
+    props = [
+        {
+            "data-rule": a["rule"],
+            "data-state": a["state"],
+            "data-acknowledged": "yes" if a.get("acknowledged_by") else "no",
+            "data-silenced": "yes" if a.get("silenced_until") else "no",
+        }
+        for a in alerts
+    ]
     return table(
-        ["state", "rule", "target", "severity", "value", "summary"],
+        [
+            "state",
+            "rule",
+            "target",
+            "severity",
+            "value",
+            "summary",
+            "acknowledged by",
+            "silenced until",
+        ],
         rows,
         row_props=props,
         empty="no alert is pending or firing",
@@ -73,20 +109,30 @@ def render_rules(rules: Sequence[Mapping[str, Any]]) -> Component:
         )
         rows.append(
             [
-                r["name"],
+                r["name"] + (" (built-in)" if r.get("builtin") else ""),
                 html.Code(f"{what} {r['comparison']} {r['threshold']:g}"),
-                f"{r['for']:g} s",
+                f"avg over {r['for']:g} s" if r["for"] else "last value",
+                clear_text(r),
                 r["severity"],
                 r["scope"],
                 "yes" if r["enabled"] else "no",
             ]
         )
     return table(
-        ["name", "condition", "for", "severity", "scope", "enabled"],
+        ["name", "condition", "window", "clears", "severity", "scope", "enabled"],
         rows,
-        row_props=[{"data-rule": r["name"]} for r in rules],
+        row_props=[
+            {"data-rule": r["name"], "data-enabled": str(r["enabled"]).lower()} for r in rules
+        ],
         empty="no rules yet",
     )
+
+
+def clear_text(rule: Mapping[str, Any]) -> str:
+    """When a firing alert of the rule resolves (its hysteresis), in words."""
+    at = rule["threshold"] if rule.get("clear_threshold") is None else rule["clear_threshold"]
+    seconds = rule["for"] if rule.get("clear_for") is None else rule["clear_for"]
+    return f"not {rule['comparison']} {at:g} for {seconds:g} s"
 
 
 def render_history(events: Sequence[Mapping[str, Any]]) -> Component:
@@ -115,6 +161,8 @@ def rule_body(values: Mapping[str, Any]) -> dict[str, Any]:
         "comparison": values.get("comparison") or ">",
         "threshold": values.get("threshold"),
         "for": values.get("for") or 0,
+        "clear_threshold": values.get("clear_threshold"),
+        "clear_for": values.get("clear_for"),
         "severity": values.get("severity") or "warning",
         "scope": values.get("scope") or "member",
     }
@@ -132,14 +180,19 @@ def _select(id_: str, label: str, options: Sequence[str], value: str) -> Compone
 def _form() -> Component:
     return card(
         [
-            html.H2("New rule"),
+            html.H2("New rule, or edit the one picked below"),
             html.Div(
                 [
                     _field(
                         "name",
                         dcc.Input(id=OpsIds.RULE_NAME, placeholder="HighFanout", className="input"),
                     ),
-                    _select(OpsIds.RULE_INDICATOR, "indicator", INDICATOR_NAMES, "connected_users"),
+                    _select(
+                        OpsIds.RULE_INDICATOR,
+                        "indicator or signal",
+                        (*INDICATOR_NAMES, *SIGNALS),
+                        "connected_users",
+                    ),
                     _select(OpsIds.RULE_WINDOW, "window", WINDOWS, "current"),
                     _select(OpsIds.RULE_STAT, "statistic", ("max", "avg", "stddev"), "max"),
                     _select(
@@ -153,9 +206,28 @@ def _form() -> Component:
                         dcc.Input(id=OpsIds.RULE_THRESHOLD, type="number", className="input"),
                     ),
                     _field(
-                        "for (seconds)",
+                        "for (seconds averaged)",
                         dcc.Input(
                             id=OpsIds.RULE_FOR, type="number", min=0, value=0, className="input"
+                        ),
+                    ),
+                    _field(
+                        "clear threshold",
+                        dcc.Input(
+                            id=OpsIds.RULE_CLEAR_THRESHOLD,
+                            type="number",
+                            placeholder="threshold",
+                            className="input",
+                        ),
+                    ),
+                    _field(
+                        "clear for (seconds)",
+                        dcc.Input(
+                            id=OpsIds.RULE_CLEAR_FOR,
+                            type="number",
+                            min=0,
+                            placeholder="for",
+                            className="input",
                         ),
                     ),
                     _select(
@@ -176,11 +248,22 @@ def _form() -> Component:
 def layout() -> Component:
     return html.Div(
         [
-            page_header(TITLE, "Rules over the live indicators, evaluated every second"),
+            page_header(
+                TITLE,
+                "Rules over the live indicators and the built-in signals, averaged over their "
+                "window and cleared with hysteresis, evaluated every second",
+            ),
             html.Div(id=OpsIds.ALERTS_ALERT, className="alerts"),
             card([html.H2("Pending and firing"), html.Div(id=OpsIds.ALERTS_ACTIVE)]),
+            alert_actions.alerts_card(),
             _form(),
-            card([html.H2("Rules"), html.Div(id=OpsIds.ALERTS_RULES)]),
+            card(
+                [
+                    html.H2("Rules"),
+                    html.Div(id=OpsIds.ALERTS_RULES),
+                    alert_actions.rules_actions(),
+                ]
+            ),
             card([html.H2("History"), html.Div(id=OpsIds.ALERTS_HISTORY)]),
             dcc.Interval(id=OpsIds.ALERTS_INTERVAL, interval=REFRESH_MS),
         ],
@@ -193,9 +276,25 @@ def _ops(providers: Providers, token: str | None) -> OpsProvider | None:
     return provider if isinstance(provider, OpsProvider) else None
 
 
+FORM_IDS = (
+    OpsIds.RULE_NAME,
+    OpsIds.RULE_INDICATOR,
+    OpsIds.RULE_WINDOW,
+    OpsIds.RULE_STAT,
+    OpsIds.RULE_COMPARISON,
+    OpsIds.RULE_THRESHOLD,
+    OpsIds.RULE_FOR,
+    OpsIds.RULE_CLEAR_THRESHOLD,
+    OpsIds.RULE_CLEAR_FOR,
+    OpsIds.RULE_SEVERITY,
+    OpsIds.RULE_SCOPE,
+)  # in alert_actions.FORM_KEYS order
+
+
 def register(app: Dash, providers: Providers) -> None:
     _wire_rules(app, providers)
     _wire_banner(app, providers)
+    alert_actions.register(app, providers, [State(i, "value") for i in FORM_IDS])
 
 
 def _wire_rules(app: Dash, providers: Providers) -> None:
@@ -204,19 +303,36 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
         Output(OpsIds.ALERTS_RULES, "children"),
         Output(OpsIds.ALERTS_HISTORY, "children"),
         Output(OpsIds.ALERTS_ALERT, "children"),
+        Output(OpsIds.ALERTS_SILENCES, "children"),
+        Output(OpsIds.ALERT_PICK, "options"),
+        Output(OpsIds.RULE_PICK, "options"),
+        Output(OpsIds.SILENCE_PICK, "options"),
         Input(OpsIds.ALERTS_INTERVAL, "n_intervals"),
         Input(OpsIds.RULE_RESULT, "children"),
+        Input(OpsIds.ALERT_ACTION_RESULT, "children"),
+        Input(OpsIds.RULE_ACTION_RESULT, "children"),
         State(Ids.TOKEN, "data"),
     )
-    def refresh(_n: int | None, _result: Any, token: str | None) -> tuple[Any, ...]:
+    def refresh(_n: int | None, _r: Any, _a: Any, _c: Any, token: str | None) -> tuple[Any, ...]:
         ops = _ops(providers, token)
+        unchanged = (no_update,) * 3
         if ops is None:
-            return no_update, no_update, no_update, alert(["no admin API behind this console"])
+            return (*unchanged, alert(["no admin API behind this console"]), *(no_update,) * 4)
         try:
             active, rules, history = ops.alerts(), ops.alert_rules(), ops.alert_history(50)
+            silences = ops.silences()
         except ProviderError as exc:
-            return no_update, no_update, no_update, alert([exc])
-        return render_active(active), render_rules(rules), render_history(history), []
+            return (*unchanged, alert([exc]), *(no_update,) * 4)
+        return (
+            render_active(active),
+            render_rules(rules),
+            render_history(history),
+            [],
+            alert_actions.render_silences(silences),
+            alert_actions.alert_options(active),
+            alert_actions.rule_options(rules),
+            alert_actions.silence_options(silences),
+        )
 
     @app.callback(
         Output(OpsIds.RULE_RESULT, "children"),
@@ -228,6 +344,8 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
         State(OpsIds.RULE_COMPARISON, "value"),
         State(OpsIds.RULE_THRESHOLD, "value"),
         State(OpsIds.RULE_FOR, "value"),
+        State(OpsIds.RULE_CLEAR_THRESHOLD, "value"),
+        State(OpsIds.RULE_CLEAR_FOR, "value"),
         State(OpsIds.RULE_SEVERITY, "value"),
         State(OpsIds.RULE_SCOPE, "value"),
         State(Ids.TOKEN, "data"),
@@ -235,17 +353,7 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
     )
     def create(_clicks: int, *values_and_token: Any) -> Any:
         *values, token = values_and_token
-        keys = (
-            "name",
-            "indicator",
-            "window",
-            "stat",
-            "comparison",
-            "threshold",
-            "for",
-            "severity",
-            "scope",
-        )
+        keys = alert_actions.FORM_KEYS
         ops = _ops(providers, token)
         if ops is None:
             return alert(["no admin API behind this console"])

@@ -11,10 +11,13 @@ table              content
 ``admin_audit``    one row per mutating request: who, what, when, outcome
 ``alert_rules``    alert rules (issue 17, migration ``0003_alerts.py``)
 ``alert_events``   alert state changes: pending, firing, resolved
+``alert_silences`` silences: a rule's alerts (on one target or all) are not announced until a time
+``alert_acks``     acknowledgements of active alerts (removed when the alert resolves)
 =================  ==============================================================================
 
 The schema is created by the Alembic migrations ``alembic/versions/0002_admin_api.py`` and
-``0003_alerts.py``; keep them in step (``tests/unit/test_admin_models.py`` compares them). The
+``0003_alerts.py`` (``0006_alert_operations.py``: hysteresis, built-in rules, silences and
+acknowledgements); keep them in step (``tests/unit/test_admin_models.py`` compares them). The
 tables live in the store, not in ``admin_api``, so the migrations see every table without
 importing the admin API (ADR 015).
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import Boolean, CheckConstraint, Float, Index, Integer, String, Text
+from sqlalchemy import Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, UTCDateTime, utc_now
@@ -33,8 +36,10 @@ __all__ = [
     "NAME_LENGTH",
     "ROLE_NAMES",
     "URL_LENGTH",
+    "AlertAck",
     "AlertEvent",
     "AlertRule",
+    "AlertSilence",
     "ApiToken",
     "AuditEntry",
     "Base",
@@ -138,6 +143,9 @@ class AlertRule(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+    clear_threshold: Mapped[float | None] = mapped_column(Float)  # None: the threshold
+    clear_for: Mapped[float | None] = mapped_column(Float)  # None: for_seconds
+    builtin: Mapped[bool] = mapped_column(Boolean, default=False)  # seeded by migration 0006
 
     def __repr__(self) -> str:
         return f"AlertRule(id={self.id!r}, name={self.name!r})"
@@ -157,3 +165,32 @@ class AlertEvent(Base):
     state: Mapped[str] = mapped_column(String(16))
     value: Mapped[float | None] = mapped_column(Float)
     summary: Mapped[str] = mapped_column(String(1024))
+
+
+class AlertSilence(Base):
+    """The alerts of a rule (on ``target``, or on every target when it is None) are evaluated and
+    recorded but not announced until ``until``."""
+
+    __tablename__ = "alert_silences"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    rule_id: Mapped[int] = mapped_column(ForeignKey("alert_rules.id", ondelete="CASCADE"))
+    target: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    until: Mapped[datetime] = mapped_column(UTCDateTime)
+    comment: Mapped[str] = mapped_column(String(1024), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+
+
+class AlertAck(Base):
+    """An operator has seen an active alert (a rule on a target); gone when it resolves."""
+
+    __tablename__ = "alert_acks"
+
+    rule_id: Mapped[int] = mapped_column(
+        ForeignKey("alert_rules.id", ondelete="CASCADE"), primary_key=True
+    )
+    target: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+    comment: Mapped[str] = mapped_column(String(1024), default="")

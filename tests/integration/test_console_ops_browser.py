@@ -42,25 +42,65 @@ def test_an_alert_fires_on_every_page_while_clients_connect(
             "return !!document.querySelector('#alerts-active tr[data-state=firing]')",
             "a firing row on the Alerts page",
         )
-        console.screenshot("alerts")
         console.goto("audit", "#audit-table")
         console.wait_text("#alert-banner", "BrowserBusy on console-1")  # on every page
         console.wait_text("#audit-table", "alerts.create_rule")  # the form's change is audited
+        console.goto("alerts", "#alert-pick")
+        rule_id = _rule_id(stack, "BrowserBusy")
+        console.wait_js(
+            "return !!document.querySelector('#alerts-active tr[data-state=firing]')",
+            "the firing row again",
+        )
+        console.select("alert-pick", f"{rule_id}|console-1")
+        console.br.find_element("#alert-ack").click()
+        console.wait_text("#alert-action-result", "console-1 acknowledged")
+        console.wait_js(
+            "return !!document.querySelector('#alerts-active tr[data-acknowledged=yes]')",
+            "the row acknowledged",
+        )
+        console.wait(lambda: "BrowserBusy" not in console.text("#alert-banner"), "banner quiet")
+        console.br.find_element("#alert-silence").click()
+        console.wait_text("#alert-action-result", "silenced until")
+        console.wait_text("#alerts-silences", "BrowserBusy")
+        console.screenshot("alerts")
         for client in clients:
             client.close()
-        console.goto("alerts", "#alerts-history")
         console.wait(
             lambda: "resolved" in console.text("#alerts-history").lower(), "a resolved event"
         )
-        console.wait(lambda: "BrowserBusy" not in console.text("#alert-banner"), "no banner")
+        # edit the rule in the form, disable it, delete it: each through the page
+        console.select("rule-pick", str(rule_id))
+        console.br.find_element("#rule-edit").click()
+        console.wait(
+            lambda: console.js("return document.getElementById('rule-threshold').value") == "3",
+            "the rule's threshold in the form",
+        )
+        console.br.find_element("#rule-toggle").click()
+        console.wait_text("#rule-action-result", "rule BrowserBusy disabled")
+        console.wait_js(
+            "return !!document.querySelector('#alerts-rules tr[data-enabled=false]')",
+            "the rule disabled",
+        )
+        console.br.find_element("#rule-delete").click()
+        console.wait_text("#rule-action-result", "rule BrowserBusy deleted")
+        console.wait(lambda: "BrowserBusy" not in console.text("#alerts-rules"), "rule gone")
+        console.goto("audit", "#audit-table")
+        for action in ("alerts.acknowledge", "alerts.silence", "alerts.patch_rule"):
+            console.wait_text("#audit-table", action)
         console.assert_no_errors()
     finally:
-        (found,) = [
+        left = [
             r
             for r in stack.api("GET", "/alerts/rules").json()["items"]
             if r["name"] == "BrowserBusy"
         ]
-        stack.api("DELETE", f"/alerts/rules/{found['id']}")
+        for rule in left:  # the page failed before deleting it
+            stack.api("DELETE", f"/alerts/rules/{rule['id']}")
+
+
+def _rule_id(stack: Stack, name: str) -> int:
+    (found,) = [r for r in stack.api("GET", "/alerts/rules").json()["items"] if r["name"] == name]
+    return int(found["id"])
 
 
 def test_a_traced_subject_shows_a_message_published_from_python(

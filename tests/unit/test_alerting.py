@@ -5,7 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pushgrid.admin_api.alerting import Evaluator, Rule, cluster_readings
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pushgrid.admin_api.alerting import (
+    MAX_BUCKETS,
+    Alert,
+    Evaluator,
+    Rule,
+    Window,
+    cluster_readings,
+    hysteresis_ok,
+)
 from pushgrid.admin_api.rules_export import prometheus_rules, promql
 from pushgrid.admin_api.schemas_ops import RuleIn, RuleOut
 from pushgrid.admin_api.services.alerts import AlertRunner, RuleService
@@ -39,23 +51,135 @@ def states(
     return [(c.alert.target, c.state) for c in evaluator.evaluate(rules, readings, now)]
 
 
-def test_pending_then_firing_after_for_then_resolved() -> None:
+def test_the_average_over_for_fires_once_the_window_is_full_and_clears_after_clear_for() -> None:
     ev = Evaluator()
-    rules = [rule()]
-    assert states(ev, rules, {"m1": 11, "m2": 3}, 100) == [("m1", "pending")]
+    rules = [rule()]  # avg over 5 s > 10, clear_for defaults to for (5 s)
+    assert states(ev, rules, {"m1": 11, "m2": 3}, 100) == []  # a partial window decides nothing
     assert states(ev, rules, {"m1": 12, "m2": 3}, 104) == []
     assert states(ev, rules, {"m1": 12, "m2": 3}, 105) == [("m1", "firing")]
     assert [a.state for a in ev.active()] == ["firing"]
-    assert states(ev, rules, {"m1": 9, "m2": 3}, 106) == [("m1", "resolved")]
+    assert states(ev, rules, {"m1": 0, "m2": 3}, 106) == []  # avg(12, 12, 0) = 8: clearing
+    assert states(ev, rules, {"m1": 0, "m2": 3}, 110) == []  # cleared 4 s < 5 s
+    assert states(ev, rules, {"m1": 0, "m2": 3}, 111) == [("m1", "resolved")]
     assert ev.active() == []
 
 
-def test_for_zero_fires_at_once_and_pending_can_resolve_without_firing() -> None:
+def test_a_spike_within_the_window_does_not_fire_and_a_dip_does_not_resolve() -> None:
+    ev = Evaluator()
+    rules = [rule(for_seconds=4.0)]
+    for t in range(100, 110):
+        assert states(ev, rules, {"m1": 5}, t) == []
+    assert states(ev, rules, {"m1": 20}, 110) == []  # one sample > 10; avg(5, 5, 5, 20) = 8.75
+    assert [c for t in range(111, 120) for c in states(ev, rules, {"m1": 5}, t)] == []
+    ev2 = Evaluator()
+    for t in range(100, 110):
+        assert states(ev2, rules, {"m1": 5}, t) == []
+    assert states(ev2, rules, {"m1": 20}, 110) == []  # avg(5, 5, 5, 20) = 8.75: quiet
+    changes = [c for t in range(111, 120) for c in states(ev2, rules, {"m1": 20}, t)]
+    assert changes == [("m1", "firing")]
+    # a late sample reads 0 then a double one (issue 21: 393 then 12,893 for a steady 4,500)
+    assert states(ev2, rules, {"m1": 0}, 120) == []
+    assert states(ev2, rules, {"m1": 40}, 121) == []
+    assert [a.state for a in ev2.active()] == ["firing"]
+
+
+def test_clear_threshold_is_hysteresis() -> None:
+    ev = Evaluator()
+    rules = [rule(for_seconds=0.0, clear_threshold=8.0, clear_for=0.0)]
+    assert states(ev, rules, {"m1": 11}, 1) == [("m1", "firing")]
+    assert states(ev, rules, {"m1": 9}, 2) == []  # below 10 but above 8: still firing
+    assert states(ev, rules, {"m1": 10.5}, 3) == []
+    assert states(ev, rules, {"m1": 8}, 4) == [("m1", "resolved")]
+    assert hysteresis_ok(">", 10, 8)
+    assert hysteresis_ok("<", 10, 12)
+    assert hysteresis_ok("==", 1, None)
+    assert not hysteresis_ok(">", 10, 12)
+    assert not hysteresis_ok("<=", 10, 9)
+    assert not hysteresis_ok("!=", 1, 2)
+
+
+def test_for_zero_fires_at_once_and_a_restored_pending_alert_fires_or_resolves() -> None:
     ev = Evaluator()
     assert states(ev, [rule(for_seconds=0)], {"m1": 11}, 1) == [("m1", "firing")]
-    ev2 = Evaluator()
-    assert states(ev2, [rule()], {"m1": 11}, 1) == [("m1", "pending")]
-    assert states(ev2, [rule()], {"m1": 1}, 2) == [("m1", "resolved")]
+    for value, after in ((11.0, "firing"), (1.0, "resolved")):
+        ev2 = Evaluator()
+        ev2.alerts[(1, "m1")] = Alert(rule(for_seconds=1), "m1", "pending", 0.0, 0.0, 11.0)
+        assert states(ev2, [rule(for_seconds=1)], {"m1": value}, 1) == []
+        assert states(ev2, [rule(for_seconds=1)], {"m1": value}, 2) == [("m1", after)]
+
+
+def test_a_window_is_bounded_and_averages_what_it_holds() -> None:
+    window = Window(span=86_400.0, first_seen=0.0)
+    for t in range(0, 100_000):
+        window.add(float(t), 1.0 if t % 2 else 3.0)
+    assert len(window.buckets) <= MAX_BUCKETS + 1
+    assert window.average() == pytest.approx(2.0, rel=1e-3)
+    assert window.full(100_000.0)
+    short = Window(span=2.0, first_seen=10.0)
+    for at, v in ((10.0, 1.0), (11.0, 2.0), (12.0, 6.0)):
+        short.add(at, v)
+    assert short.average() == 4.0  # (10, 12]: the samples of 11 and 12
+    assert not Window(span=2.0, first_seen=10.0).full(11.0)
+
+
+# --- hypothesis: a steady load with jitter never flaps -----------------------------------------
+
+
+@st.composite
+def steady_loads(draw: st.DrawFn) -> tuple[Rule, list[tuple[float, float]]]:
+    """A rule with hysteresis and a load whose samples stay in a band narrower than its gap,
+    read at jittered instants (late, early, skipped seconds)."""
+    threshold = draw(st.floats(10, 10_000))
+    gap = draw(st.floats(0.05, 0.5)) * threshold
+    width = draw(st.floats(0.0, 0.99)) * gap
+    low = draw(st.floats(threshold - gap - 2 * width, threshold + gap))
+    rule_ = rule(
+        for_seconds=draw(st.sampled_from([0.0, 1.0, 5.0, 10.0, 30.0])),
+        clear_threshold=threshold - gap,
+        clear_for=draw(st.sampled_from([None, 0.0, 3.0])),
+        threshold=threshold,
+    )
+    now = 0.0
+    samples = []
+    for _ in range(draw(st.integers(1, 80))):
+        now += draw(st.sampled_from([0.4, 0.9, 1.0, 1.0, 1.1, 1.6, 3.0]))
+        samples.append((now, low + draw(st.floats(0.0, 1.0)) * width))
+    return rule_, samples
+
+
+@settings(max_examples=120, deadline=None)
+@given(steady_loads())
+def test_a_steady_load_never_flaps(case: tuple[Rule, list[tuple[float, float]]]) -> None:
+    rule_, samples = case
+    ev = Evaluator()
+    seen = [c.state for now, v in samples for c in ev.evaluate([rule_], {"m1": {KEY: v}}, now)]
+    assert seen in ([], ["firing"]), seen
+    if all(v > rule_.threshold for _, v in samples) and samples[-1][0] - samples[0][0] > (
+        rule_.for_seconds
+    ):
+        assert seen[-1] == "firing"  # above the threshold throughout: it fires, once
+    if all(v <= rule_.threshold for _, v in samples):
+        assert seen == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.floats(100, 10_000),
+    st.floats(0.0, 0.3),
+    st.lists(st.floats(-1.0, 1.0), min_size=30, max_size=120),
+)
+def test_jitter_around_a_level_below_the_threshold_never_fires(
+    level: float, jitter: float, noise: list[float]
+) -> None:
+    """Single samples cross the threshold (jitter up to 30 %), their 10 s average never does."""
+    rule_ = rule(threshold=level * 1.2, for_seconds=10.0)
+    ev = Evaluator()
+    # a late sample counts the next one's messages: pairs (1 - e, 1 + e) around the level
+    values = [level * (1 + jitter * e * sign) for e in noise for sign in (1, -1)]
+    changes = [
+        c for i, v in enumerate(values) for c in ev.evaluate([rule_], {"m1": {KEY: v}}, float(i))
+    ]
+    assert changes == []
 
 
 def test_missing_data_keeps_the_state() -> None:

@@ -59,6 +59,8 @@ def test_rule_body_fills_defaults() -> None:
         "comparison": ">",
         "threshold": 5,
         "for": 0,
+        "clear_threshold": None,
+        "clear_for": None,
         "severity": "warning",
         "scope": "member",
     }

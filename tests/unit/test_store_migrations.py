@@ -21,7 +21,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0005"
+    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0006"
     engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
@@ -35,6 +35,8 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "admin_audit",
             "alert_rules",
             "alert_events",
+            "alert_silences",
+            "alert_acks",
             "job_runs",
             "window_stats",
             "trend_points",

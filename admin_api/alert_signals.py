@@ -1,0 +1,101 @@
+"""The numbers of the built-in signals (``alerting.SIGNALS``) from what the members report (pure).
+
+Member down, quorum lost and archive failing are the reasons of the one health model
+(:func:`pushgrid.metrics.health.cluster_health` over the members' own Cluster MBeans): a rule
+reads 1 while the model gives the reason for that member, 0 while it does not. The model is not
+re-derived here: whatever makes ``/health`` and ``GET /api/v1/cluster`` say "member m3 is down"
+makes ``member_down`` read 1 on target m3.
+
+A restart is a change of the member's ``StartTime`` (MBean ``pushgrid:type=Server``) between
+two looks; slow consumers are the member's ``slow_consumer_disconnects_total`` counter as a rate
+over the real time between two looks (a counter that goes back is a restart: no rate that look).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from pushgrid.metrics.health import Reason
+
+#: the reason of the health model each health signal reads
+HEALTH_SIGNALS: Final = {
+    "member_down": "member_down",
+    "quorum_lost": "no_quorum",
+    "archive_failing": "archive_failing",
+}
+SLOW_COUNTER: Final = "slow_consumer_disconnects_total"
+
+Key = tuple[str, str, str]
+
+
+def key(signal: str) -> Key:
+    return signal, "current", "current"
+
+
+def health_readings(
+    names: Iterable[str], readable: Iterable[str], reasons: Iterable[Reason]
+) -> dict[str, dict[Key, float | None]]:
+    """Per member: ``member_down`` (every member), ``quorum_lost`` and ``archive_failing``
+    (members that could be read; an unreadable member's quorum is unknown, not lost)."""
+    given = {(r.code, r.member) for r in reasons}
+    readable_set = set(readable)
+    out: dict[str, dict[Key, float | None]] = {}
+    for name in sorted({*names, *(m for code, m in given if code == "member_down" and m)}):
+        values: dict[Key, float | None] = {}
+        for signal, code in HEALTH_SIGNALS.items():
+            if signal == "member_down" or name in readable_set:
+                values[key(signal)] = 1.0 if (code, name) in given else 0.0
+        out[name] = values
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLook:
+    """What one look at a member's Server MBean gives (``at``: monotonic seconds)."""
+
+    at: float
+    start_time: float  # ms since the epoch
+    slow_disconnects: float
+
+
+@dataclass
+class MemberTracker:
+    """Restarts and counter rates of every member, between looks."""
+
+    last: dict[str, ServerLook] = field(default_factory=dict)
+
+    def readings(
+        self, looks: Mapping[str, ServerLook | None]
+    ) -> dict[str, dict[Key, float | None]]:
+        """``member_restarted`` and ``slow_consumer_disconnects`` of every member looked at
+        (None: it could not be read, its values are missing and its last look is kept)."""
+        out: dict[str, dict[Key, float | None]] = {}
+        for name, look in looks.items():
+            if look is None:
+                continue
+            before = self.last.get(name)
+            restarted = before is not None and look.start_time != before.start_time
+            out[name] = {
+                key("member_restarted"): 1.0 if restarted else 0.0,
+                key("slow_consumer_disconnects"): _rate(before, look, restarted),
+            }
+            self.last[name] = look
+        return out
+
+
+def _rate(before: ServerLook | None, look: ServerLook, restarted: bool) -> float | None:
+    if before is None or restarted or look.at <= before.at:
+        return None
+    delta = look.slow_disconnects - before.slow_disconnects
+    return None if delta < 0 else delta / (look.at - before.at)
+
+
+def merge(*parts: Mapping[str, Mapping[Key, float | None]]) -> dict[str, dict[Key, float | None]]:
+    """Readings of several sources, per member."""
+    out: dict[str, dict[Key, float | None]] = {}
+    for part in parts:
+        for name, values in part.items():
+            out.setdefault(name, {}).update(values)
+    return out

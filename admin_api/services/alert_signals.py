@@ -1,0 +1,77 @@
+"""Reading the built-in signals from the members (the numbers: ``admin_api/alert_signals.py``).
+
+One look per evaluation, only while an enabled rule reads a member signal: every member's Cluster
+MBean (its own health, as ``/health`` reports it) merged by the health model, and its Server
+MBean (``StartTime`` and the slow-consumer counter). A member managed over JMX has no Cluster
+MBean read (a JVM per look is too dear): it is down when its Server MBean cannot be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from pushgrid.metrics.health import OK, Health, cluster_health
+
+from ..access import is_jmx, member_access
+from ..alert_signals import SLOW_COUNTER, MemberTracker, ServerLook, health_readings, merge
+from ..alerting import SIGNALS, Readings, Rule
+from ..member_client import SERVER_MBEAN, Member, MemberFailure
+from .cluster import cluster_views, member_health_of
+
+MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != "cluster")
+
+
+async def server_look(http: httpx.AsyncClient, member: Member) -> ServerLook | None:
+    try:
+        value = await member_access(http, member).read(SERVER_MBEAN, ["StartTime", "Counters"])
+    except MemberFailure:
+        return None
+    counters = value.get("Counters")
+    start = value.get("StartTime")
+    if not isinstance(start, int | float) or not isinstance(counters, dict):
+        return None
+    slow = counters.get(SLOW_COUNTER)
+    return ServerLook(time.monotonic(), float(start), float(slow) if slow is not None else 0.0)
+
+
+def _names(members: Sequence[Member], views: Sequence[dict[str, Any] | None]) -> set[str]:
+    names = {m.name for m in members}
+    for view in views:
+        for entry in (view or {}).get("Members") or []:
+            if isinstance(entry.get("name"), str):
+                names.add(entry["name"])
+    return names
+
+
+class SignalReader:
+    """The member signals of every member, one look per call."""
+
+    def __init__(self) -> None:
+        self.tracker = MemberTracker()
+
+    async def read(
+        self, http: httpx.AsyncClient, members: Sequence[Member], rules: Sequence[Rule]
+    ) -> Readings:
+        if not any(rule.indicator in MEMBER_SIGNALS for rule in rules) or not members:
+            return {}
+        views, looks = await asyncio.gather(
+            cluster_views(http, members),
+            asyncio.gather(*(server_look(http, m) for m in members)),
+        )
+        healths: dict[str, Health | None] = {}
+        for member, view, look in zip(members, views, looks, strict=True):
+            if is_jmx(member.monitor_url):
+                healths[member.name] = None if look is None else OK
+            else:
+                healths[member.name] = None if view is None else member_health_of(view)
+        health = cluster_health(healths)
+        readable = [name for name, h in healths.items() if h is not None]
+        return merge(
+            health_readings(_names(members, views), readable, health.reasons),
+            self.tracker.readings({m.name: look for m, look in zip(members, looks, strict=True)}),
+        )
