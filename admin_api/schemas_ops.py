@@ -291,3 +291,76 @@ class SessionDetail(BaseModel):
     last_frames: list[dict[str, Any]] = Field(
         description="The last frames sent to the session (time, size, text), newest last"
     )
+
+
+# --- watched subjects --------------------------------------------------------------------------
+
+WatchOutcome = Literal["watched", "already_watched", "removed", "not_watched", "refused", "failed"]
+
+
+class WatchedWindow(BaseModel):
+    max: float | None = None
+    avg: float | None = None
+    stddev: float | None = None
+    count: int = 0
+
+
+class WatchedIndicator(BaseModel):
+    current: float
+    unit: str
+    windows: dict[str, WatchedWindow] = Field(default_factory=dict)
+
+
+class WatchedPattern(BaseModel):
+    pattern: str
+    source: str = Field(description="config (WatchedSubjects.Patterns) or runtime (admin API)")
+    sample_time: int = Field(description="UTC second of the last per-second values")
+    windows_time: int = Field(description="UTC second the windows were read for")
+    totals: dict[str, int] = Field(
+        description="messages_in_total, messages_out_total, bytes_in_total, bytes_out_total"
+    )
+    subscribers: int
+    subjects: int
+    indicators: dict[str, WatchedIndicator]
+
+
+class MemberWatched(BaseModel):
+    member: str
+    reachable: bool
+    error: str | None = None
+    max_patterns: int = 0
+    patterns: list[WatchedPattern] = Field(default_factory=list)
+
+
+class ClusterWatchedPattern(BaseModel):
+    pattern: str
+    members: int = Field(description="Reachable members watching the pattern")
+    totals: dict[str, int]
+    subscribers: int
+    current: dict[str, float] = Field(description="Last per-second values summed over members")
+
+
+class WatchedSubjects(BaseModel):
+    at: datetime
+    cluster: list[ClusterWatchedPattern] = Field(
+        description="Per pattern, the members' totals, subscribers and last rates summed "
+        "(incoming is counted once in the cluster, outgoing per member that delivered)"
+    )
+    members: list[MemberWatched]
+
+
+class WatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(max_length=1024, examples=["/Stocks/NYSE/*"])
+
+
+class MemberWatchResult(BaseModel):
+    member: str
+    outcome: WatchOutcome
+    detail: str | None = None
+
+
+class WatchChange(BaseModel):
+    pattern: str
+    members: list[MemberWatchResult]

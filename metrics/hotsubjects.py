@@ -62,7 +62,7 @@ class HotSubjects:
 
     def absorb(self) -> None:
         """Add the hub's deltas without decaying (the hub's tally is full mid-second)."""
-        for subject, (incoming, outgoing, size) in self.source.take_tally().items():
+        for subject, (incoming, outgoing, size, *_) in self.source.take_tally().items():
             sketches = self.sketches
             sketches["messages_in"].add(subject, incoming)
             sketches["messages_out"].add(subject, outgoing)
@@ -83,7 +83,7 @@ class HotSubjects:
         for ts in seconds:
             for sketch in self.sketches.values():
                 sketch.decay(self.factor)
-            for subject, (incoming, outgoing, size) in tally.items():
+            for subject, (incoming, outgoing, size, *_) in tally.items():
                 sketches = self.sketches
                 sketches["messages_in"].add(subject, incoming * share)
                 sketches["messages_out"].add(subject, outgoing * share)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -102,7 +102,9 @@ class PerSecond:
     next reading). A gauge is read as it is when its second is emitted.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, indicators: Sequence[Indicator] = INDICATORS) -> None:
+        # the quantities read (the seven indicators; a watched pattern's own, metrics/watched.py)
+        self._indicators = tuple(indicators)
         self._previous: Mapping[str, int] | None = None
         self._previous_tick = 0.0
         self._emitted_through: int | None = None  # the last second emitted
@@ -132,7 +134,7 @@ class PerSecond:
             for second in seconds
         ]
         weights = [(second, w) for second, w in weights if w > 0] or [(math.floor(end), 1.0)]
-        for indicator in INDICATORS:
+        for indicator in self._indicators:
             if not indicator.rate:
                 continue
             delta = current[indicator.counter] - self._previous[indicator.counter]
@@ -145,7 +147,7 @@ class PerSecond:
         for second in done:
             shares = self._pending.pop(second)
             values: dict[str, float] = {}
-            for indicator in INDICATORS:
+            for indicator in self._indicators:
                 if not indicator.rate:
                     values[indicator.name] = float(current[indicator.counter])
                     continue

@@ -85,6 +85,8 @@ class ReadModel:
     hot: Mapping[str, Any] = field(default_factory=dict)
     # the real (monotonic) seconds the rates of ``ts`` were measured over; 0.0: no rate yet
     interval: float = 0.0
+    # server.core.watch.Watchlist.document() after the reading of ``ts`` (watched subjects)
+    watched: Mapping[str, Any] = field(default_factory=dict)
 
     def current(self, indicator: str) -> float:
         return self.indicators[indicator].current
@@ -100,6 +102,7 @@ def build_read_model(
     archive: ArchiveReading,
     hot: Mapping[str, Any] | None = None,
     interval: float = 0.0,
+    watched: Mapping[str, Any] | None = None,
 ) -> ReadModel:
     """Freeze one second: ``windows`` is ``metrics.rolling_windows.IndicatorSet.snapshot()``."""
     indicators = {
@@ -109,4 +112,6 @@ def build_read_model(
         )
         for name in INDICATOR_NAMES
     }
-    return ReadModel(ts, MappingProxyType(indicators), archive, dict(hot or {}), interval)
+    return ReadModel(
+        ts, MappingProxyType(indicators), archive, dict(hot or {}), interval, dict(watched or {})
+    )

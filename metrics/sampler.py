@@ -66,6 +66,11 @@ class Sampler:
         self.listeners: list[Callable[[Sequence[int]], None]] = []
         # the hot-subject rankings copied into each read model (set by the server)
         self.hot: HotDocument | None = None
+        # the watched patterns' statistics, likewise (server/core/watch.py)
+        self.watched: HotDocument | None = None
+        # the last reading (Unix time, monotonic): listeners that keep rates of their own (the
+        # watched patterns) read at the same moment, so their seconds are the indicators'
+        self.last_reading = (0.0, 0.0)
         self.read_model: ReadModel = self._read_model()
 
     def sample(self) -> list[Sample]:
@@ -76,8 +81,9 @@ class Sampler:
         a call after a blocked event loop records every second it missed, and a second call
         within one second records nothing. The first call only takes the first reading.
         """
-        now = self.clock()
-        emitted = self.per_second.add(now, self.monotonic(), self.counters.as_dict())
+        now, tick = self.clock(), self.monotonic()
+        self.last_reading = (now, tick)
+        emitted = self.per_second.add(now, tick, self.counters.as_dict())
         samples: list[Sample] = []
         for ts, values in emitted:
             sample = Sample(ts, values, round(self.per_second.last_period, 6))
@@ -105,6 +111,11 @@ class Sampler:
         self.hot = hot
         self.read_model = self._read_model()
 
+    def attach_watched(self, watched: HotDocument) -> None:
+        """Copy ``watched``'s document into every read model from now on."""
+        self.watched = watched
+        self.read_model = self._read_model()
+
     def _read_model(self) -> ReadModel:
         ts = self.latest.ts
         archive = ArchiveReading(
@@ -114,6 +125,7 @@ class Sampler:
             self.archive_last_error,
         )
         hot = self.hot.document() if self.hot is not None else None
+        watched = self.watched.document() if self.watched is not None else None
         return build_read_model(
             ts,
             self.latest.values,
@@ -121,6 +133,7 @@ class Sampler:
             archive,
             hot,
             interval=self.latest.interval,
+            watched=watched,
         )
 
     async def run(self) -> None:

@@ -35,6 +35,7 @@ from .core.hub import Hub, Peer
 from .core.publishing import PublishGuard, PublishLimits
 from .core.session import Session, SessionPolicy
 from .core.throttle import AuthThrottle
+from .core.watch import WatchFeed, Watchlist
 from .engine.base import Engine
 from .engine.registry import build_engine
 from .monitoring.beans import build_agent
@@ -188,7 +189,10 @@ class PushServer:
         self._http_handler = partial(http.handle, self)
         self.started_at = time.time()
         self.sampler = Sampler(self.counters, self._archive_writer())
+        self.watchlist = self._watchlist()
+        self.watch_feed = WatchFeed(self.hub, self.watchlist)
         self.hot_subjects = self._hot_subjects()
+        self._watch_subjects()
         self.loop_bridge = LoopBridge()
         self.panel_probe = PanelProbe(
             lambda: self.flusher.delays.snapshot(),
@@ -196,7 +200,9 @@ class PushServer:
             self._replica_lags,
         )
         self.prometheus = build_registry(self)
-        operations = ServerOperations(self.hub, self.engine, self.occupancy.table)
+        operations = ServerOperations(
+            self.hub, self.engine, self.occupancy.table, watchlist=self.watchlist
+        )
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
             self,
@@ -327,7 +333,7 @@ class PushServer:
     def _hot_subjects(self) -> HotSubjects:
         settings = self.settings
         hot = HotSubjects(
-            self.hub,
+            self.watch_feed,  # the hub's tally, seen by the watched patterns on its way
             top_n=settings.hot_subjects_top_n,
             capacity=settings.hot_subjects_capacity,
             window=settings.hot_subjects_window,
@@ -338,6 +344,24 @@ class PushServer:
             self.sampler.listeners.append(hot.fold_seconds)
         self.sampler.attach_hot(hot)
         return hot
+
+    def _watchlist(self) -> Watchlist:
+        settings = self.settings
+        watchlist = Watchlist(
+            settings.watched_subjects_max_patterns, settings.watched_subjects_cache_size
+        )
+        for pattern in settings.watched_subjects_patterns:  # checked by the settings
+            watchlist.add(pattern, "config")
+        return watchlist
+
+    def _watch_subjects(self) -> None:
+        """Once a second, after the hot subjects took the hub's tally through the feed: the
+        deltas left, then one reading of every watched pattern (server/core/watch.py)."""
+        feed, sampler = self.watch_feed, self.sampler
+        if self.settings.hot_subjects_top_n == 0:
+            self.hub.on_tally_full = feed.drain
+        sampler.listeners.append(lambda _seconds: feed.read(*sampler.last_reading))
+        sampler.attach_watched(self.watchlist)
 
     def _archive_writer(self) -> ArchiveWriter | None:
         root = self.settings.metrics_archive
@@ -381,8 +405,8 @@ class PushServer:
         status = self.engine.cluster_status()
         return {} if status is None else {r.name: r.lag for r in status.replicas}
 
-    def count_published(self, subject: str) -> None:
-        self.hub.count_published(subject)
+    def count_published(self, subject: str, size: int = 0) -> None:
+        self.hub.count_published(subject, size)
 
     def cluster_status(self) -> ClusterStatus:
         status = self.engine.cluster_status()

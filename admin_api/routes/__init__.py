@@ -26,6 +26,7 @@ from . import (
     subjects,
     tokens,
     trace,
+    watched,
 )
 
 API_PREFIX = "/api/v1"
@@ -44,6 +45,7 @@ ROUTERS = (
     alerts,
     alert_silences,
     trace,
+    watched,
 )
 
 

@@ -74,3 +74,43 @@ def validate_subject(subject: str, request_id: int | None = None) -> str:
     if reason is not None:
         raise InvalidSubject(str(subject), reason, request_id)
     return subject
+
+
+# -- subject patterns -------------------------------------------------------------------------
+# One pattern syntax for the whole server: entitlement permissions (server/core/entitlement.py)
+# and watched subjects (server/core/watch.py). A segment ``*`` matches any one segment; a last
+# segment ``*`` also matches any deeper path (``/Stocks/*`` covers ``/Stocks/NYSE`` and
+# ``/Stocks/NYSE/IBM``); the pattern ``*`` alone matches every subject.
+
+ANY_SUBJECT = "*"
+
+
+def pattern_matches(pattern: str, subject: str) -> bool:
+    """Whether ``subject`` is covered by ``pattern`` (the syntax above)."""
+    if pattern == ANY_SUBJECT:
+        return True
+    pattern_parts = pattern.split("/")
+    subject_parts = subject.split("/")
+    last = len(pattern_parts) - 1
+    for index, part in enumerate(pattern_parts):
+        if index >= len(subject_parts):
+            return False
+        if part == "*":
+            if index == last:
+                return True
+            continue
+        if part != subject_parts[index]:
+            return False
+    return len(pattern_parts) == len(subject_parts)
+
+
+def pattern_error(pattern: object) -> str | None:
+    """Why ``pattern`` is not a valid subject pattern, or None when it is: ``*``, or a subject
+    whose segments may be ``*`` (a subject's rules otherwise: leading ``/``, two or more
+    non-empty segments, no invisible characters, at most MAX_SUBJECT_BYTES)."""
+    if pattern == ANY_SUBJECT:
+        return None
+    reason = subject_error(pattern)
+    if reason is not None:
+        return reason.replace("a subject", "a pattern")
+    return None

@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pushgrid.protocol.subjects import pattern_error
+
 from ..addresses import parse_address
 from .fields import AddressList, NameList, check_addresses
 
@@ -54,6 +56,15 @@ class MonitoringSettings(BaseModel):
         default=1000, ge=10, le=1_000_000, alias="HotSubjects.Capacity"
     )
     hot_subjects_window: float = Field(default=10.0, ge=1, le=3600, alias="HotSubjects.Window")
+    # watched subjects (server/core/watch.py): patterns with statistics of their own, their
+    # cap, and how many subjects the subject -> patterns cache holds
+    watched_subjects_patterns: NameList = Field(default=[], alias="WatchedSubjects.Patterns")
+    watched_subjects_max_patterns: int = Field(
+        default=100, ge=0, le=10_000, alias="WatchedSubjects.MaxPatterns"
+    )
+    watched_subjects_cache_size: int = Field(
+        default=100_000, ge=100, le=10_000_000, alias="WatchedSubjects.CacheSize"
+    )
     metrics_archive: Path | None = Field(default=Path("data/archive"), alias="MetricsArchive")
     metrics_archive_retention: int = Field(default=35, ge=0, alias="MetricsArchiveRetention")
 
@@ -71,6 +82,7 @@ class MonitoringSettings(BaseModel):
     def _monitoring_consistent(self) -> MonitoringSettings:
         if (self.monitor_username is None) != (self.monitor_password is None):
             raise ValueError("set both MonitorUsername and MonitorPassword, or neither")
+        _check_watched(self.watched_subjects_patterns, self.watched_subjects_max_patterns)
         return self
 
     @property
@@ -80,3 +92,18 @@ class MonitoringSettings(BaseModel):
     @property
     def monitor_tls_addresses(self) -> list[tuple[str, int]]:
         return [parse_address(a) for a in self.monitor_https_listen]
+
+
+def _check_watched(patterns: list[str], cap: int) -> None:
+    """WatchedSubjects.Patterns: valid, distinct, within WatchedSubjects.MaxPatterns."""
+    for pattern in patterns:
+        reason = pattern_error(pattern)
+        if reason is not None:
+            raise ValueError(f"WatchedSubjects.Patterns: {pattern!r}: {reason}")
+    if len(set(patterns)) != len(patterns):
+        raise ValueError("WatchedSubjects.Patterns lists a pattern twice")
+    if len(patterns) > cap:
+        raise ValueError(
+            f"WatchedSubjects.Patterns lists {len(patterns)} patterns, above"
+            f" WatchedSubjects.MaxPatterns ({cap})"
+        )

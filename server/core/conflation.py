@@ -68,7 +68,7 @@ class ConflatedSubscription:
 class Conflator:
     """Sends conflated messages when their periods end, on shared timers."""
 
-    def __init__(self, on_sent: Callable[[int], None]) -> None:
+    def __init__(self, on_sent: Callable[[str, OutFrame], None]) -> None:
         self._due: dict[float, list[ConflatedSubscription]] = {}
         self._on_sent = on_sent
 
@@ -85,10 +85,9 @@ class Conflator:
             waiting.append(subscription)
 
     def _fire(self, due: float) -> None:
-        sent = 0
         for subscription in self._due.pop(due, ()):
+            subject = subscription.last.subject if subscription.last is not None else ""
             frame = subscription.take_frame()
             if frame is not None:
                 subscription.send(frame)
-                sent += 1
-        self._on_sent(sent)
+                self._on_sent(subject, frame)  # counted per subject (hot, watched subjects)

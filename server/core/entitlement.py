@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import jwt
 
+from pushgrid.protocol.subjects import pattern_matches
+
 
 @dataclass(frozen=True, slots=True)
 class Grant:
@@ -38,20 +40,8 @@ ALLOW_ALL = Grant(subscribe=("*",), publish=("*",))
 
 
 def matches(pattern: str, subject: str) -> bool:
-    if pattern == "*":
-        return True
-    pattern_parts = pattern.split("/")
-    subject_parts = subject.split("/")
-    for index, part in enumerate(pattern_parts):
-        if index >= len(subject_parts):
-            return False
-        if part == "*":
-            if index == len(pattern_parts) - 1:
-                return True
-            continue
-        if part != subject_parts[index]:
-            return False
-    return len(pattern_parts) == len(subject_parts)
+    """The server's one pattern syntax (pushgrid/protocol/subjects.py)."""
+    return pattern_matches(pattern, subject)
 
 
 def allowed(patterns: tuple[str, ...], subject: str) -> bool:

@@ -51,10 +51,11 @@ class Hub:
         self._deltas: dict[str, SubjectDeltas] = {}
         self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
-        # Hot subjects (metrics/hotsubjects.py): per-subject [messages in, messages out, bytes
-        # out] since the sampler last took them. A few integer ops per message; the sketch work
-        # happens once a second in the sampler. ``tally_limit`` subjects at most: past it the
-        # hub hands the deltas over early through ``on_tally_full``.
+        # Hot and watched subjects (metrics/hotsubjects.py, server/core/watch.py): per-subject
+        # [messages in, messages out, bytes out, bytes in] since the sampler last took them. A
+        # few integer ops per message; the sketch and pattern work happen once a second.
+        # ``tally_limit`` subjects at most: past it the hub hands the deltas over early
+        # through ``on_tally_full``.
         self.tally: dict[str, list[int]] = {}
         self.tally_limit = 1000
         self.on_tally_full: Callable[[], None] | None = None
@@ -204,21 +205,23 @@ class Hub:
             if self.on_tally_full is not None:
                 self.on_tally_full()  # takes the deltas so far
             self.tally = {}  # (hot subjects off: nobody takes them; the memory stays bounded)
-        counts = self.tally[subject] = [0, 0, 0]
+        counts = self.tally[subject] = [0, 0, 0, 0]
         return counts
 
     # -- delivery ---------------------------------------------------------------------------
 
-    def count_published(self, subject: str) -> None:
+    def count_published(self, subject: str, size: int = 0) -> None:
         """A publisher's message was accepted *here* (WebSocket or HTTP ``POST /publish``).
 
         Incoming traffic is counted where it entered, once in the cluster: every member fans
         a message out (``deliver``), but only the member that accepted it counts it in, so the
         cluster's incoming rate and hot-subject ranking are the sum of the members' (issue 21).
+        ``size``: the message's size (UTF-8 content and fields), a watched pattern's bytes in.
         """
         self.counters.messages_in_total += 1
         counts = self.tally.get(subject) or self._new_tally(subject)
         counts[0] += 1
+        counts[3] += size
 
     def deliver(self, message: Published) -> None:
         """Engine callback: fan ``message`` out to the subject's subscribers."""
@@ -249,5 +252,9 @@ class Hub:
         counts[1] += sent
         counts[2] += sent * frame.ws_size()
 
-    def _count_conflated(self, sent: int) -> None:
-        self.counters.messages_out_total += sent
+    def _count_conflated(self, subject: str, frame: OutFrame) -> None:
+        """One conflated message sent (per subject, like a live delivery)."""
+        self.counters.messages_out_total += 1
+        counts = self.tally.get(subject) or self._new_tally(subject)
+        counts[1] += 1
+        counts[2] += frame.ws_size()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from pushgrid.protocol.codec import Limits, decode_client_frame
+from pushgrid.protocol.codec import Limits, decode_client_frame, publish_size
 from pushgrid.protocol.errors import (
     CloseCode,
     ErrorCode,
@@ -274,7 +274,7 @@ class Session:
             return
         self.messages_in += 1
         if not published.duplicate:  # a retry's original was counted when it came in
-            self.hub.count_published(op.subject)
+            self.hub.count_published(op.subject, publish_size(op))
         self.send(
             PublishResult(
                 result="ok",

@@ -25,6 +25,9 @@ pushgrid:type=HotSubjects               top subjects by messages in/out, bytes o
 pushgrid:type=MemberPanel               process CPU, RSS, open files, event-loop lag, flush
                                         delay p50/p99, slow consumers, replica lag
                                         (metrics/member_panel.py)
+pushgrid:type=WatchedSubjects           watched patterns: totals, rates, subscribers,
+                                        subjects, windows; ops ``watch(String pattern)``,
+                                        ``unwatch(String pattern)`` (server/core/watch.py)
 =====================================  =====================================================
 """
 
@@ -46,6 +49,7 @@ from .loop_bridge import LoopBridge
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
 from .operations import ALERTS_SUBJECT
 from .ports import LiveState, MonitoredNode, Operations
+from .watched_view import summary
 
 DOMAIN = "pushgrid"
 
@@ -109,6 +113,7 @@ def server_beans(
         cluster_bean(node, bridge.wrap),
         hot_subjects_bean(tables),
         member_panel_bean(tables),
+        watched_subjects_bean(tables, operations),
     ]
 
 
@@ -440,3 +445,56 @@ def member_panel_bean(tables: _Tables) -> MBean:
     rows.append(("Panel", "java.util.Map", "Every number above", lambda s: s.panel.as_dict()))
     name = ObjectName.of(DOMAIN, type="MemberPanel")
     return MBean(name, "The operator's member panel", tables.live(rows))
+
+
+WATCHED_ROWS: tuple[ModelRow, ...] = (
+    (
+        "MaxPatterns",
+        "int",
+        "Most patterns watched at once (WatchedSubjects.MaxPatterns)",
+        lambda m: m.watched.get("max_patterns", 0),
+    ),
+    (
+        "Patterns",
+        "java.util.List",
+        "Watched patterns, in the order they were added",
+        lambda m: [p["pattern"] for p in m.watched.get("patterns", ())],
+    ),
+    (
+        "Summary",
+        "java.util.List",
+        "Per pattern: totals, subscribers, subjects and the last per-second rates",
+        summary,
+    ),
+    (
+        "Document",
+        "java.util.Map",
+        "Everything, with each indicator's twelve windows",
+        lambda m: m.watched,
+    ),
+)
+
+
+def watched_subjects_bean(tables: _Tables, ops: Operations) -> MBean:
+    """Read-model rows; the operations change the watchlist on the event loop (the admin API
+    calls them, role-checked and audited)."""
+    wrap = tables.bridge.wrap
+    pattern = [("pattern", "java.lang.String", "Subject pattern (/Stocks/NYSE/*)")]
+    operations = [
+        Operation(
+            "watch",
+            pattern,
+            "java.util.Map",
+            "Start watching a pattern: {pattern, watched: true} or {pattern, error, detail}",
+            wrap(ops.watch),
+        ),
+        Operation(
+            "unwatch",
+            pattern,
+            "java.util.Map",
+            "Stop watching a pattern: {pattern, watched: false} or {pattern, error, detail}",
+            wrap(ops.unwatch),
+        ),
+    ]
+    name = ObjectName.of(DOMAIN, type="WatchedSubjects")
+    return MBean(name, "Watched subjects", tables.model(WATCHED_ROWS), operations)

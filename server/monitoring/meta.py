@@ -25,6 +25,7 @@ from pushgrid.metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
 from ..engine.base import EngineFull, EngineUnavailable, Published, PublishRequest
+from . import watched_view
 from .cluster_view import meta_fields
 from .numbers import number_text
 from .ports import LiveState, MonitoredNode
@@ -80,6 +81,8 @@ def meta_messages(
         fields = indicator_fields(model, indicator.name)
         messages.append(_message(f"{node}/{indicator.name}", fields["current"], fields))
     messages.append(_message(f"{node}/cluster", cluster.health, meta_fields(cluster)))
+    if model.watched.get("patterns"):
+        messages.extend(watched_view.meta_messages(model, node))
     return messages
 
 

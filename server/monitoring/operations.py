@@ -13,6 +13,7 @@ from pushgrid.server.framing.wsframe import frame_payload
 
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
+from ..core.watch import WatchError, Watchlist
 from ..engine.base import Published, PublishRequest, Snapshot
 
 ALERTS_SUBJECT = "/pushgrid/alerts"
@@ -47,11 +48,16 @@ class ServerOperations:
     """:class:`~server.monitoring.ports.Operations` over a hub and an engine."""
 
     def __init__(
-        self, hub: Hub, engine: MessageStore, occupancy: OccupancyTable | None = None
+        self,
+        hub: Hub,
+        engine: MessageStore,
+        occupancy: OccupancyTable | None = None,
+        watchlist: Watchlist | None = None,
     ) -> None:
         self.hub = hub
         self.engine = engine
         self.occupancy = occupancy or OccupancyTable()
+        self.watchlist = watchlist if watchlist is not None else Watchlist()
 
     def session_list(self) -> list[dict[str, Any]]:
         """Every session: id, remote, connected_since (ms), subjects, messages and bytes."""
@@ -128,3 +134,20 @@ class ServerOperations:
         values = {str(k): "" if v is None else str(v) for k, v in dict(fields or {}).items()}
         request = PublishRequest(ALERTS_SUBJECT, str(summary), values, True, "standard")
         return (await self.engine.publish(request)).seq
+
+    def watch(self, pattern: str) -> dict[str, Any]:
+        """Start watching ``pattern`` (admin API, audited there): ``{"pattern", "watched":
+        true}`` or ``{"pattern", "error": kind, "detail"}`` (kind: invalid, duplicate, cap)."""
+        try:
+            self.watchlist.add(str(pattern), "runtime")
+        except WatchError as exc:
+            return {"pattern": pattern, "error": exc.kind, "detail": str(exc)}
+        return {"pattern": pattern, "watched": True}
+
+    def unwatch(self, pattern: str) -> dict[str, Any]:
+        """Stop watching ``pattern``: ``{"pattern", "watched": false}`` or an error (unknown)."""
+        try:
+            self.watchlist.remove(str(pattern))
+        except WatchError as exc:
+            return {"pattern": pattern, "error": exc.kind, "detail": str(exc)}
+        return {"pattern": pattern, "watched": False}

@@ -25,6 +25,7 @@ from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.member_panel import MemberPanel
 from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
 
+from . import watched_view
 from .cluster_view import cluster_metrics
 from .ports import LiveState, MonitoredNode
 
@@ -230,6 +231,7 @@ class PushgridCollector(Collector):
         yield from archive_metrics(model.archive)
         yield from cluster_metrics(self.node.cluster_status())
         yield from hot_subject_metrics(model.hot)
+        yield from watched_view.prometheus_metrics(model.watched)
 
 
 # --- cluster gauges of a standalone member -----------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
+from . import watched_view
 from .numbers import number_text
 from .ports import LiveState
 
@@ -46,6 +47,7 @@ def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
         "indicators": indicators,
         "hot_subjects": dict(model.hot),
         "panel": live.panel.as_dict(),
+        "watched_subjects": dict(model.watched),
     }
 
 
@@ -64,4 +66,5 @@ def stats_text(document: dict[str, Any]) -> str:
                 lines.append(f"{name}.{window}.{stat} {text}")
     for name, value in document["panel"].items():
         lines.append(f"panel.{name} {'U' if value is None else number_text(value)}")
+    lines.extend(watched_view.stats_lines(document.get("watched_subjects", {})))
     return "\n".join(lines) + "\n"

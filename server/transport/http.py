@@ -63,7 +63,7 @@ class HttpServices(Protocol):
 
     def may_publish(self, host: str) -> bool: ...
 
-    def count_published(self, subject: str) -> None:
+    def count_published(self, subject: str, size: int = 0) -> None:
         """Count a message accepted here (incoming rate, hot subjects): once in the cluster."""
 
 
@@ -274,7 +274,7 @@ async def _publish(
     if published.duplicate:
         answer["duplicate"] = True  # already counted when the original came in
     else:
-        app.count_published(data.subject)
+        app.count_published(data.subject, size)
     return json_response(200, answer)
 
 

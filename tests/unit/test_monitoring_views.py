@@ -148,6 +148,12 @@ class NoOperations:
     async def publish_alert(self, summary: str, fields: Any) -> int:
         return 0
 
+    def watch(self, pattern: str) -> dict[str, Any]:
+        return {"pattern": pattern, "watched": True}
+
+    def unwatch(self, pattern: str) -> dict[str, Any]:
+        return {"pattern": pattern, "watched": False}
+
 
 STDDEV = statistics.pstdev(SAMPLES)
 

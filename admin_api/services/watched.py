@@ -1,0 +1,149 @@
+"""Watched subjects of the members (Jolokia ``pushgrid:type=WatchedSubjects``), summed for the
+cluster, and run-time changes (the MBean's ``watch``/``unwatch`` operations on every member).
+
+A change is applied member by member: a member that cannot be reached is reported, not retried,
+and keeps its patterns (a restart starts from WatchedSubjects.Patterns; docs/admin-api.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import httpx
+from pydantic import ValidationError
+
+from pushgrid.protocol.subjects import pattern_error
+
+from ..member_client import Member, MemberClient, MemberFailure
+from ..problems import ProblemError
+from ..schemas_ops import (
+    ClusterWatchedPattern,
+    MemberWatched,
+    MemberWatchResult,
+    WatchChange,
+    WatchedPattern,
+    WatchedSubjects,
+    WatchOutcome,
+)
+
+WATCHED_MBEAN: Final = "pushgrid:type=WatchedSubjects"
+#: a member's refusal -> what the change reports for it
+_REFUSALS: Final[dict[str, WatchOutcome]] = {
+    "duplicate": "already_watched",
+    "unknown": "not_watched",
+}
+
+
+def parse_watched(member: Member, value: Any) -> MemberWatched:
+    """The MBean's ``Document`` -> :class:`MemberWatched` (MemberFailure if malformed)."""
+    if not isinstance(value, Mapping):
+        raise MemberFailure(member, "error", "unexpected WatchedSubjects answer")
+    try:
+        patterns = [
+            WatchedPattern(
+                pattern=p["pattern"],
+                source=p["source"],
+                sample_time=p["ts"],
+                windows_time=p["windows_ts"],
+                totals=p["totals"],
+                subscribers=p["subscribers"],
+                subjects=p["subjects"],
+                indicators=p["indicators"],
+            )
+            for p in value.get("patterns", ())
+        ]
+        return MemberWatched(
+            member=member.name,
+            reachable=True,
+            max_patterns=int(value.get("max_patterns", 0)),
+            patterns=patterns,
+        )
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise MemberFailure(member, "error", f"unexpected WatchedSubjects answer: {exc}") from None
+
+
+async def member_watched(http: httpx.AsyncClient, member: Member) -> MemberWatched:
+    value = await MemberClient(http, member).request(
+        {"type": "read", "mbean": WATCHED_MBEAN, "attribute": "Document"}
+    )
+    return parse_watched(member, value)
+
+
+async def _member_or_error(http: httpx.AsyncClient, member: Member) -> MemberWatched:
+    try:
+        return await member_watched(http, member)
+    except MemberFailure as exc:
+        return MemberWatched(member=member.name, reachable=False, error=exc.detail)
+
+
+def merge(members: Sequence[MemberWatched]) -> list[ClusterWatchedPattern]:
+    """Per pattern (in first-seen order): totals, subscribers and current values summed."""
+    merged: dict[str, ClusterWatchedPattern] = {}
+    for member in members:
+        for p in member.patterns:
+            seen = merged.get(p.pattern)
+            if seen is None:
+                seen = merged[p.pattern] = ClusterWatchedPattern(
+                    pattern=p.pattern, members=0, totals={}, subscribers=0, current={}
+                )
+            seen.members += 1
+            seen.subscribers += p.subscribers
+            for name, value in p.totals.items():
+                seen.totals[name] = seen.totals.get(name, 0) + value
+            for name, indicator in p.indicators.items():
+                seen.current[name] = seen.current.get(name, 0.0) + indicator.current
+    return list(merged.values())
+
+
+async def watched_subjects(http: httpx.AsyncClient, members: Sequence[Member]) -> WatchedSubjects:
+    results = list(await asyncio.gather(*(_member_or_error(http, m) for m in members)))
+    return WatchedSubjects(at=datetime.now(UTC), cluster=merge(results), members=results)
+
+
+def check_pattern(pattern: str) -> None:
+    """422 ``invalid_pattern`` before any member is asked."""
+    reason = pattern_error(pattern)
+    if reason is not None:
+        raise ProblemError(422, f"invalid pattern {pattern!r}: {reason}", "invalid_pattern")
+
+
+async def _change(
+    http: httpx.AsyncClient, member: Member, operation: str, pattern: str, done: WatchOutcome
+) -> MemberWatchResult:
+    try:
+        answer = await MemberClient(http, member).execute(WATCHED_MBEAN, operation, pattern)
+    except MemberFailure as exc:
+        return MemberWatchResult(member=member.name, outcome="failed", detail=exc.detail)
+    if not isinstance(answer, Mapping):
+        return MemberWatchResult(member=member.name, outcome="failed", detail=str(answer))
+    kind = answer.get("error")
+    if kind is None:
+        return MemberWatchResult(member=member.name, outcome=done)
+    outcome = _REFUSALS.get(str(kind), "refused")
+    return MemberWatchResult(member=member.name, outcome=outcome, detail=answer.get("detail"))
+
+
+async def change(
+    http: httpx.AsyncClient, members: Sequence[Member], pattern: str, add: bool
+) -> WatchChange:
+    """Watch (``add``) or unwatch ``pattern`` on every member.
+
+    409 ``watch_cap`` when a member refused it (WatchedSubjects.MaxPatterns); 404 ``not_watched``
+    when no member watched it; otherwise the per-member outcomes (``failed`` for a member that
+    could not be reached: the change is not all-or-nothing, repeating it is harmless).
+    """
+    check_pattern(pattern)
+    done: WatchOutcome = "watched" if add else "removed"
+    operation = "watch" if add else "unwatch"
+    results = await asyncio.gather(*(_change(http, m, operation, pattern, done) for m in members))
+    answer = WatchChange(pattern=pattern, members=list(results))
+    refused = [r for r in results if r.outcome == "refused"]
+    if refused:
+        details = "; ".join(f"{r.member}: {r.detail}" for r in refused)
+        raise ProblemError(409, details, "watch_cap", extensions=answer.model_dump(mode="json"))
+    if not add and results and all(r.outcome == "not_watched" for r in results):
+        raise ProblemError(404, f"no member watches {pattern!r}", "not_watched")
+    return answer
