@@ -27,7 +27,8 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   ├── InstanceAlreadyExists (pushgrid.server.monitoring.mbeans)  instance_exists      no
 │   ├── JmxError (pushgrid.server.jmx.query)                       jmx                  per kind
 │   ├── BridgeError (pushgrid.server.jmx.bridge)                   jmx_bridge           no
-│   └── RrdError (pushgrid.metrics.rrd)                            rrd                  no
+│   ├── RrdError (pushgrid.metrics.rrd)                            rrd                  no
+│   └── WatchError (pushgrid.server.core.watch)                    watch                no
 ├── StatsError (pushgrid.protocol.exceptions)                      stats                no
 │   ├── StoreError (pushgrid.metrics.sqlstore.engine)              store                no
 │   ├── StoreBusyError (pushgrid.spark_stats.locking)              store_busy           yes

@@ -768,3 +768,20 @@ async def test_applied_deltas_always_equal_the_merged_fields(world: World) -> No
         assert held == merged, step
     world.hub.remove_session(session)
     assert world.hub._deltas == {}
+
+
+async def test_conflated_sends_are_counted_per_subject(world: World) -> None:
+    """A conflated subscription's sends count in the subject's tally (hot and watched
+    subjects), one per frame sent, with its bytes, like a live delivery."""
+    session, peer = world.session()
+    await session.handle_text(subscribe({"subject": SUBJECT, "conflation": 100}))
+    world.hub.take_tally()
+    for n in range(3):
+        await world.publish(str(n))
+    await asyncio.sleep(0.25)
+    sent = [f for f in peer.take() if f.get("type") == "message" and f.get("conflated")]
+    assert len(sent) == 1
+    counts = world.hub.take_tally()[SUBJECT]
+    assert counts[1] == 1
+    assert counts[2] > 0
+    assert world.counters.messages_out_total == 1
