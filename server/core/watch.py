@@ -26,7 +26,7 @@ from pushgrid.protocol.exceptions import MonitoringError
 from pushgrid.protocol.subjects import pattern_error, pattern_matches
 
 #: time a second's reading may spend reading the patterns' rolling windows (round-robin)
-WINDOW_BUDGET: Final = 0.010
+WINDOW_BUDGET: Final = 0.005
 
 
 class WatchError(MonitoringError, ValueError):

@@ -67,6 +67,10 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
     ("DELETE", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
     ("GET", "/api/v1/members/{name}/sessions/{session_id}"): Role.OPERATOR,
+    ("GET", "/api/v1/watched-subjects"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/watched-subjects"): Role.VIEWER,
+    ("POST", "/api/v1/watched-subjects"): Role.OPERATOR,
+    ("DELETE", "/api/v1/watched-subjects"): Role.OPERATOR,
 }
 PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/api/docs/assets/{name}", "/metrics"}
 
