@@ -63,7 +63,8 @@ def build(count: int, fanout: int, subjects: int) -> tuple[Hub, WatchFeed, list[
     messages = []
     for index in range(subjects):
         subject = f"/bench/g{index % GROUPS}/s{index // GROUPS}"
-        hub._live[subject] = {Sub(): sink.append for _ in range(fanout)}
+        live: dict[Any, Any] = {Sub(): sink.append for _ in range(fanout)}
+        hub._live[subject] = live  # subscribers without sessions: the fan-out loop only
         message = Published(subject, "x" * 100, {}, True, "guaranteed", "e", 1, 0)
         message.update()  # encoded once, as the engine does before fan-out
         messages.append(message)
