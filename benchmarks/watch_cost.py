@@ -17,8 +17,8 @@ one); 100 (those 10, 45 ``/bench/*/s<K>`` and 45 that match nothing). Timings us
 ``time.process_time`` after ``--warm`` readings (steady state: the 15-minute window's 900
 seconds filled), alternate the cases and keep the best of ``--repeat`` rounds. Output: one
 JSON line per case: ns per message (hot path + amortized second), the per-second work alone in
-ms, and the ratio to the 0-pattern case. ``--memory`` adds the memory of one pattern after a
-simulated day of readings (tracemalloc).
+ms, and the ratio to the 0-pattern case. ``--memory N`` adds the memory of one pattern after N
+one-second readings (tracemalloc).
 """
 
 from __future__ import annotations
@@ -127,7 +127,9 @@ def main() -> None:
     parser.add_argument("--fanout", type=int, default=1)
     parser.add_argument("--subjects", type=int, default=1000)
     parser.add_argument("--warm", type=int, default=900, help="readings before the timing")
-    parser.add_argument("--memory", action="store_true")
+    parser.add_argument(
+        "--memory", type=int, default=0, help="readings for the memory of one pattern (0: no)"
+    )
     options = parser.parse_args()
     cases = {
         count: Case(count, options.fanout, options.subjects, options.warm) for count in (0, 10, 100)
@@ -154,8 +156,8 @@ def main() -> None:
         }
         print(json.dumps(line), flush=True)
     if options.memory:
-        day = pattern_memory(86_400)
-        print(json.dumps({"pattern_memory_bytes_after_1_day": day}), flush=True)
+        size = pattern_memory(options.memory)
+        print(json.dumps({"readings": options.memory, "pattern_memory_bytes": size}), flush=True)
 
 
 if __name__ == "__main__":

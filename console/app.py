@@ -32,6 +32,7 @@ from .pages import (
     subjects,
     trace,
     trends,
+    watched,
 )
 from .security import page_headers
 
@@ -45,6 +46,7 @@ PAGES: tuple[Page, ...] = (
     jobs.PAGE,
     audit.PAGE,
     hot.PAGE,
+    watched.PAGE,
     alerts.PAGE,
     trace.PAGE,
 )
@@ -58,6 +60,7 @@ _MODULES = (
     audit,
     login,
     hot,
+    watched,
     alerts,
     trace,
 )

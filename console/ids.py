@@ -121,6 +121,15 @@ class OpsIds(StrEnum):
     HOT_INTERVAL = "hot-interval"
     HOT_TABLES = "hot-tables"
 
+    WATCHED_ALERT = "watched-alert"
+    WATCHED_SCOPE = "watched-scope"
+    WATCHED_INTERVAL = "watched-interval"
+    WATCHED_TABLE = "watched-table"
+    WATCHED_PATTERN = "watched-pattern"
+    WATCHED_ADD = "watched-add"
+    WATCHED_REMOVE = "watched-remove"
+    WATCHED_RESULT = "watched-result"
+
     ALERTS_ALERT = "alerts-alert"
     ALERTS_INTERVAL = "alerts-interval"
     ALERTS_ACTIVE = "alerts-active"

@@ -1,4 +1,4 @@
-"""What the operators' pages (hot subjects, alerts, live trace) need from the admin API.
+"""What the operators' pages (hot and watched subjects, alerts, live trace) need from the admin API.
 
 The answers stay the admin API's JSON (dicts): these pages only display them. Implemented by
 :class:`~console.http_provider.HttpProvider` through :class:`OpsHttpMixin`; a provider without
@@ -17,6 +17,12 @@ ENTITLEMENT_HEADER: Final = "X-Entitlement-Token"
 @runtime_checkable
 class OpsProvider(Protocol):
     def hot_subjects(self) -> dict[str, Any]: ...
+
+    def watched_subjects(self) -> dict[str, Any]: ...
+
+    def watch(self, pattern: str) -> dict[str, Any]: ...
+
+    def unwatch(self, pattern: str) -> dict[str, Any]: ...
 
     def alerts(self) -> list[dict[str, Any]]: ...
 
@@ -67,6 +73,15 @@ class OpsHttpMixin:
 
     def hot_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/hot-subjects"))
+
+    def watched_subjects(self: _Requests) -> dict[str, Any]:
+        return dict(self._request("GET", "/watched-subjects"))
+
+    def watch(self: _Requests, pattern: str) -> dict[str, Any]:
+        return dict(self._request("POST", "/watched-subjects", body={"pattern": pattern}))
+
+    def unwatch(self: _Requests, pattern: str) -> dict[str, Any]:
+        return dict(self._request("DELETE", "/watched-subjects", {"pattern": pattern}))
 
     def alerts(self: _Requests) -> list[dict[str, Any]]:
         return list(self._request("GET", "/alerts")["items"])

@@ -165,3 +165,28 @@ def test_a_trace_opened_while_the_member_is_slow_goes_live(console: Console, sta
     console.wait_text("#trace-messages", "after a slow open")
     console.br.find_element("#trace-stop").click()
     console.assert_no_errors()
+
+
+def test_a_pattern_watched_from_the_console_counts_what_is_published(
+    console: Console, stack: Stack
+) -> None:
+    """Watch a pattern from the form, publish under it from Python: the member's row counts
+    exactly those messages; then stop watching it from the same form."""
+    prefix = unique("watched")
+    pattern = f"{prefix}/*"
+    console.goto("watched", "#watched-add")
+    try:
+        console.br.find_element("#watched-pattern").send_keys(pattern)
+        console.br.find_element("#watched-add").click()
+        console.wait_text("#watched-result", f"{pattern}: watched on console-1")
+        for n in range(7):
+            publish(stack.servers[0], f"{prefix}/IBM", f"tick {n}")
+        console.select("watched-scope", "console-1")
+        row = f"#watched-table tr[data-pattern='{pattern}']"
+        console.wait(lambda: console.text(row).split()[6:7] == ["7"], "7 messages in on console-1")
+        console.screenshot("watched")
+        console.br.find_element("#watched-remove").click()
+        console.wait_text("#watched-result", f"{pattern}: removed on console-1")
+        console.assert_no_errors()
+    finally:
+        stack.api("DELETE", "/watched-subjects", params={"pattern": pattern})

@@ -364,6 +364,7 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         "jobs",
         "audit",
         "hot",
+        "watched",
         "alerts",
         "trace",
     ]

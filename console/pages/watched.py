@@ -1,0 +1,188 @@
+"""Watched subjects: per-pattern rates, subscribers and subjects; watch or stop watching a pattern.
+
+The table shows the cluster (the members summed per pattern) or one member (with the 1-minute
+average and 15-minute maximum of the incoming rate). The form calls the admin API's
+``POST``/``DELETE /watched-subjects`` (operator role; the answer says what each member did).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dash import Dash, Input, Output, State, callback_context, dcc, html, no_update
+from dash.development.base_component import Component
+
+from ..components import Child, alert, card, page_header, table
+from ..ids import Ids, OpsIds
+from ..ops_provider import OpsProvider
+from ..provider import ProviderError
+from . import Page, Providers
+
+PATH = "watched"
+TITLE = "Watched subjects"
+REFRESH_MS = 2000
+CLUSTER = "cluster"
+RATES: Final = (
+    ("incoming_messages_per_second", "in msg/s"),
+    ("outgoing_messages_per_second", "out msg/s"),
+    ("incoming_bytes_per_second", "in B/s"),
+    ("outgoing_bytes_per_second", "out B/s"),
+)
+HEADER: Final = [
+    "pattern",
+    *(label for _, label in RATES),
+    "subscribers",
+    "in total",
+    "out total",
+    "in msg/s 1m avg",
+    "in msg/s 15m max",
+]
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _window(pattern: Mapping[str, Any], window: str, stat: str) -> float | None:
+    windows = pattern["indicators"]["incoming_messages_per_second"].get("windows", {})
+    value = windows.get(window, {}).get(stat)
+    return None if value is None else float(value)
+
+
+def watched_rows(document: Mapping[str, Any], scope: str) -> list[list[str]]:
+    """One row of text per pattern of ``scope`` (the cluster or a member) in a
+    ``/watched-subjects`` answer, in the order the patterns were added."""
+    if scope == CLUSTER:
+        return [
+            [
+                p["pattern"],
+                *(_number(p["current"].get(name, 0.0)) for name, _ in RATES),
+                _number(p["subscribers"]),
+                _number(p["totals"].get("messages_in_total", 0)),
+                _number(p["totals"].get("messages_out_total", 0)),
+                "–",
+                "–",
+            ]
+            for p in document.get("cluster", [])
+        ]
+    for member in document.get("members", []):
+        if member.get("member") == scope:
+            return [
+                [
+                    p["pattern"],
+                    *(_number(p["indicators"][name]["current"]) for name, _ in RATES),
+                    _number(p["subscribers"]),
+                    _number(p["totals"].get("messages_in_total", 0)),
+                    _number(p["totals"].get("messages_out_total", 0)),
+                    _number(_window(p, "1m", "avg")),
+                    _number(_window(p, "15m", "max")),
+                ]
+                for p in member.get("patterns", [])
+            ]
+    return []
+
+
+def render_watched(rows: list[list[str]]) -> Component:
+    cells: list[list[Child]] = [[html.Code(row[0]), *row[1:]] for row in rows]
+    props = [{"data-pattern": row[0]} for row in rows]
+    return table(HEADER, cells, row_props=props, empty="no pattern watched")
+
+
+def change_text(answer: Mapping[str, Any]) -> str:
+    """``/Stocks/*: watched on push-1, already_watched on push-2`` from a change's answer."""
+    outcomes = ", ".join(f"{m['outcome']} on {m['member']}" for m in answer.get("members", []))
+    return f"{answer.get('pattern')}: {outcomes or 'no member'}"
+
+
+def layout() -> Component:
+    return html.Div(
+        [
+            page_header(
+                TITLE,
+                "Per-pattern rates, subscribers and totals (WatchedSubjects; `*` = one segment, "
+                "a last `*` any deeper path)",
+                dcc.Dropdown(
+                    id=OpsIds.WATCHED_SCOPE,
+                    value=CLUSTER,
+                    clearable=False,
+                    options=[{"label": "cluster", "value": CLUSTER}],
+                    style={"minWidth": "12rem"},
+                ),
+            ),
+            html.Div(id=OpsIds.WATCHED_ALERT, className="alerts"),
+            card(
+                [
+                    dcc.Input(
+                        id=OpsIds.WATCHED_PATTERN,
+                        type="text",
+                        placeholder="/Stocks/NYSE/*",
+                        debounce=False,
+                    ),
+                    html.Button("Watch", id=OpsIds.WATCHED_ADD, className="button"),
+                    html.Button("Stop watching", id=OpsIds.WATCHED_REMOVE, className="button"),
+                    html.Span(id=OpsIds.WATCHED_RESULT, className="result"),
+                ],
+                class_name="watched-form",
+            ),
+            card(html.Div(id=OpsIds.WATCHED_TABLE)),
+            dcc.Interval(id=OpsIds.WATCHED_INTERVAL, interval=REFRESH_MS),
+        ],
+        className="page page-watched",
+    )
+
+
+def register(app: Dash, providers: Providers) -> None:
+    @app.callback(
+        Output(OpsIds.WATCHED_TABLE, "children"),
+        Output(OpsIds.WATCHED_SCOPE, "options"),
+        Output(OpsIds.WATCHED_ALERT, "children"),
+        Input(OpsIds.WATCHED_INTERVAL, "n_intervals"),
+        Input(OpsIds.WATCHED_SCOPE, "value"),
+        State(Ids.TOKEN, "data"),
+    )
+    def refresh(_n: int | None, scope: str | None, token: str | None) -> tuple[Any, ...]:
+        provider = providers(token)
+        if not isinstance(provider, OpsProvider):
+            return [], no_update, alert(["this console has no admin API behind it"])
+        try:
+            document = provider.watched_subjects()
+        except ProviderError as exc:
+            return no_update, no_update, alert([exc])
+        scopes = [CLUSTER, *(m["member"] for m in document.get("members", []))]
+        down = [
+            f"{m['member']}: {m.get('error')}"
+            for m in document.get("members", [])
+            if not m.get("reachable")
+        ]
+        rows = watched_rows(document, scope or CLUSTER)
+        options = [{"label": s, "value": s} for s in scopes]
+        return render_watched(rows), options, alert(down, "warn")
+
+    @app.callback(
+        Output(OpsIds.WATCHED_RESULT, "children"),
+        Input(OpsIds.WATCHED_ADD, "n_clicks"),
+        Input(OpsIds.WATCHED_REMOVE, "n_clicks"),
+        State(OpsIds.WATCHED_PATTERN, "value"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def change(
+        _add: int | None, _remove: int | None, pattern: str | None, token: str | None
+    ) -> Any:
+        provider = providers(token)
+        if not isinstance(provider, OpsProvider):
+            return "this console has no admin API behind it"
+        if not pattern:
+            return "type a pattern first"
+        add = callback_context.triggered_id == OpsIds.WATCHED_ADD
+        try:
+            answer = provider.watch(pattern) if add else provider.unwatch(pattern)
+        except ProviderError as exc:
+            return str(exc)  # "409 Conflict: ... WatchedSubjects.MaxPatterns .."
+        return change_text(answer)
+
+
+PAGE = Page(PATH, "Watched", "◎", layout)  # short: the nav bar is full
