@@ -102,8 +102,8 @@ def layout() -> Component:
         [
             page_header(
                 TITLE,
-                "Per-pattern rates, subscribers and totals (WatchedSubjects; `*` = one segment, "
-                "a last `*` any deeper path)",
+                "Per-pattern rates, subscribers and totals. In a pattern, * is one segment; "
+                "a last * also any deeper path",
                 dcc.Dropdown(
                     id=OpsIds.WATCHED_SCOPE,
                     value=CLUSTER,
