@@ -139,7 +139,9 @@ async def test_one_pattern_counts_exactly_in_every_view(
     deadline = time.monotonic() + 3 * DEFAULT_TIMEOUT
     while True:
         await watcher.subscribe(meta)
-        frame = await watcher.wait_for(lambda f: f.get("subject") == meta, what=meta)
+        frame = await watcher.wait_for(
+            lambda f: f.get("type") == "message" and f.get("subject") == meta, what=meta
+        )
         if frame["fields"]["messages_in_total"] == str(N):
             break
         assert time.monotonic() < deadline, frame
