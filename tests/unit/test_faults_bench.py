@@ -10,8 +10,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import faults
 
@@ -23,18 +21,11 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_publishers_share_one_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_publishers_share_one_ssl_context(ssl_contexts_built: list[ssl.SSLContext]) -> None:
     """httpx builds an SSL context per client (the CA bundle: 0.1 s of the one event loop on a
     loaded machine). Built per publisher, 256 publishers held every first request for 15-30 s
     and the run read as a server collapse to 1-12 publishes/s."""
-    built: list[ssl.SSLContext] = []
-    original = ssl.create_default_context
-
-    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
-        built.append(original(*args, **kwargs))
-        return built[-1]
-
-    monkeypatch.setattr(ssl, "create_default_context", counted)
+    built = ssl_contexts_built
     member = SimpleNamespace(url=f"http://127.0.0.1:{_closed_port()}")
     cluster: Any = SimpleNamespace(members=[member])
     rate = asyncio.run(faults.throughput(cluster, 2, 16, 0.2, msg_ids=False))

@@ -7,9 +7,6 @@ import json
 import socket
 import ssl
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.natsnode import NatsNode
@@ -33,18 +30,11 @@ async def _jsz_server(leader: str) -> tuple[asyncio.Server, int]:
 
 
 def test_the_heartbeat_reads_the_leader_without_building_an_ssl_context_each_time(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ssl_contexts_built: list[ssl.SSLContext], tmp_path: Path
 ) -> None:
     """Each heartbeat (once a second) asks; an SSL context per request loads the CA bundle,
     20-110 ms of the member's event loop, stalling its publishes and deliveries."""
-    built: list[ssl.SSLContext] = []
-    original = ssl.create_default_context
-
-    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
-        built.append(original(*args, **kwargs))
-        return built[-1]
-
-    monkeypatch.setattr(ssl, "create_default_context", counted)
+    built = ssl_contexts_built
 
     async def ask() -> list[str]:
         server, port = await _jsz_server("pushgrid-m2")
