@@ -54,6 +54,7 @@ import json
 import os
 import platform
 import signal
+import ssl
 import sys
 import tempfile
 import time
@@ -507,17 +508,19 @@ async def throughput(
     cluster: NetnsCluster, subjects: int, workers: int, seconds: float, msg_ids: bool
 ) -> float:
     """Acknowledged publishes per second, unpaced: ``workers`` publishers, each publishing one
-    message after the other (with a msg_id when ``msg_ids``), subjects and members in turn."""
+    message after the other on a connection of its own (with a msg_id when ``msg_ids``),
+    subjects and members in turn."""
     tag = uuid.uuid4().hex[:6]
     names = [f"/fsync/{tag}/s{k}" for k in range(subjects)]
     refused: dict[str, int] = {}  # answer or error -> count
     done = 0
-    deadline = time.monotonic() + seconds
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(c) for c in publisher_clients(workers)]
+        deadline = time.monotonic() + seconds
 
-    async def worker(k: int) -> None:
-        nonlocal done
-        member = cluster.members[k % len(cluster.members)]
-        async with httpx.AsyncClient(timeout=30, trust_env=False) as http:
+        async def worker(k: int) -> None:
+            nonlocal done
+            member, http = cluster.members[k % len(cluster.members)], clients[k]
             for n in itertools.count():
                 if time.monotonic() >= deadline:
                     return
@@ -535,11 +538,24 @@ async def throughput(
                     code = f"{response.status_code} {response.json().get('code', '')}"
                     refused[code] = refused.get(code, 0) + 1
 
-    started = time.monotonic()
-    await asyncio.gather(*(worker(k) for k in range(workers)))
+        started = time.monotonic()
+        await asyncio.gather(*(worker(k) for k in range(workers)))
     if refused:
         console.print(f"  {workers} publishers, {subjects} subjects: not acknowledged {refused}")
     return done / (time.monotonic() - started)
+
+
+def publisher_clients(count: int, timeout: float = 30.0) -> list[httpx.AsyncClient]:
+    """``count`` HTTP clients (a connection each) sharing one SSL context.
+
+    httpx builds an SSL context per client, loading the CA bundle even for plain http: 0.1 s
+    of this one loop on a loaded 2-core machine. Built inside the measurement, 256 clients
+    held every publisher's first request for 15-30 s, which read as a server collapse to
+    1-12 publishes/s (docs/benchmarks.md "Faults")."""
+    context = ssl.create_default_context()
+    return [
+        httpx.AsyncClient(timeout=timeout, trust_env=False, verify=context) for _ in range(count)
+    ]
 
 
 @dataclass
