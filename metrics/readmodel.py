@@ -87,12 +87,19 @@ class ReadModel:
     interval: float = 0.0
     # server.core.watch.Watchlist.document() after the reading of ``ts`` (watched subjects)
     watched: Mapping[str, Any] = field(default_factory=dict)
+    # the last RECENT_SECONDS samples, oldest first, ``ts`` last: a reader polling less often
+    # than once a second (the admin API's history) still gets every second (ADR 026)
+    recent: tuple[tuple[int, Mapping[str, float]], ...] = ()
 
     def current(self, indicator: str) -> float:
         return self.indicators[indicator].current
 
     def window(self, indicator: str, window: str) -> WindowReading:
         return self.indicators[indicator].windows[window]
+
+    def recent_values(self, indicator: str) -> dict[str, float]:
+        """``{"<UTC second>": value}`` of ``indicator`` over the recent seconds (JSON keys)."""
+        return {str(ts): float(values[indicator]) for ts, values in self.recent}
 
 
 def build_read_model(
@@ -103,6 +110,7 @@ def build_read_model(
     hot: Mapping[str, Any] | None = None,
     interval: float = 0.0,
     watched: Mapping[str, Any] | None = None,
+    recent: tuple[tuple[int, Mapping[str, float]], ...] = (),
 ) -> ReadModel:
     """Freeze one second: ``windows`` is ``metrics.rolling_windows.IndicatorSet.snapshot()``."""
     indicators = {
@@ -113,5 +121,11 @@ def build_read_model(
         for name in INDICATOR_NAMES
     }
     return ReadModel(
-        ts, MappingProxyType(indicators), archive, dict(hot or {}), interval, dict(watched or {})
+        ts,
+        MappingProxyType(indicators),
+        archive,
+        dict(hot or {}),
+        interval,
+        dict(watched or {}),
+        recent,
     )

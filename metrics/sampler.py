@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,6 +23,10 @@ from .readmodel import ArchiveReading, ReadModel, build_read_model
 from .rolling_windows import IndicatorSet
 
 log = logging.getLogger(__name__)
+
+# Seconds of per-second samples every read model carries (the Indicator MBeans' ``Recent``):
+# a reader that polls every few seconds, or misses a poll, still reads each second's own value.
+RECENT_SECONDS = 60
 
 
 class HotDocument(Protocol):
@@ -61,6 +66,7 @@ class Sampler:
         self.archive_write_errors = 0
         self.archive_last_error = 0.0
         self.per_second = PerSecond()
+        self.recent: deque[Sample] = deque(maxlen=RECENT_SECONDS)
         # called with the seconds a reading completed (usually one; several after a blocked
         # loop): hot subjects fold their deltas, the server watches its cluster
         self.listeners: list[Callable[[Sequence[int]], None]] = []
@@ -88,6 +94,7 @@ class Sampler:
         for ts, values in emitted:
             sample = Sample(ts, values, round(self.per_second.last_period, 6))
             self.latest = sample
+            self.recent.append(sample)
             self.windows.add_sample(ts, values)
             if self.archive is not None:
                 try:
@@ -134,6 +141,7 @@ class Sampler:
             hot,
             interval=self.latest.interval,
             watched=watched,
+            recent=tuple((s.ts, s.values) for s in self.recent),
         )
 
     async def run(self) -> None:

@@ -146,6 +146,12 @@ def indicator_rows(indicator: Indicator) -> list[ModelRow]:
         ("Unit", "java.lang.String", "Unit", lambda m: indicator.unit),
         ("Current", "double", "Last per-second sample", lambda m: m.current(name)),
         ("SampleTime", "long", "UTC second of the last sample", lambda m: m.ts),
+        (
+            "Recent",
+            "java.util.Map",
+            "Per-second samples of the last minute: UTC second -> value",
+            lambda m: m.recent_values(name),
+        ),
     ]
     return rows
 

@@ -23,7 +23,7 @@ from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.delays import DelayHistogram, DelaySnapshot
 from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
 from pushgrid.metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
-from pushgrid.metrics.sampler import Sampler
+from pushgrid.metrics.sampler import RECENT_SECONDS, Sampler
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.server.cluster.status import ClusterStatus, standalone_status
 from pushgrid.server.config import Settings
@@ -110,8 +110,11 @@ class Node:
 
     stopping = False
 
+    def __init__(self, model: ReadModel | None = None) -> None:
+        self.model = model or hand_built()
+
     def read_model(self) -> ReadModel:
-        return hand_built()
+        return self.model
 
     def live_state(self) -> LiveState:
         return LIVE
@@ -294,8 +297,12 @@ def test_prometheus_formats_the_same_numbers() -> None:
 
 
 def beans() -> dict[str, MBean]:
+    return beans_of(hand_built())
+
+
+def beans_of(model: ReadModel) -> dict[str, MBean]:
     settings = Settings(ServerName="node-a", MonitorPassword="s3cret", MonitorUsername="ops")
-    made = server_beans(Node(), NoOperations(), settings, LoopBridge())
+    made = server_beans(Node(model), NoOperations(), settings, LoopBridge())
     return {bean.object_name.canonical: bean for bean in made}
 
 
@@ -308,8 +315,16 @@ def read(bean: MBean, attribute: str) -> Any:
 def test_indicator_bean_table() -> None:
     bean = beans()["pushgrid:name=ConnectionsPerSecond,type=Indicator"]
     names = [a.name for a in bean.attributes]
-    assert names[:6] == ["Description", "Unit", "Current", "SampleTime", "Total", "Windows"]
-    assert len(names) == 6 + 4 * len(WINDOW_NAMES)
+    assert names[:7] == [
+        "Description",
+        "Unit",
+        "Current",
+        "SampleTime",
+        "Recent",
+        "Total",
+        "Windows",
+    ]
+    assert len(names) == 7 + 4 * len(WINDOW_NAMES)
     assert read(bean, "Current") == 1.5
     assert read(bean, "SampleTime") == TS
     assert read(bean, "Total") == COUNTERS["connections_total"]
@@ -388,6 +403,30 @@ def test_sampler_publishes_a_read_model_per_second() -> None:
     assert_close(model.window("incoming_messages_per_second", "1m"), reading_of(rates))
     assert model.window("incoming_messages_per_second", "1h").count == 4
     assert model.archive == ArchiveReading(False, 0.0, 0)
+    assert model.recent_values("connected_users") == {
+        str(TS + step): users[step] for step in range(4)
+    }
+
+
+def test_recent_holds_every_second_of_the_last_minute_even_after_a_blocked_loop() -> None:
+    """The Indicator MBeans' ``Recent``: a poller that reads every few seconds (the admin API's
+    history) still gets each second's own value, including the seconds a late reading fills."""
+    counters = Counters()
+    clock = Clock(TS + 0.001)
+    sampler = Sampler(counters, clock=clock)
+    sampler.sample()
+    for step in range(1, 71):
+        counters.connections_total += step
+        clock.now = TS + step + 0.001
+        if step != 40:  # a blocked loop: second 39 is read late, with second 40
+            sampler.sample()
+    recent = sampler.read_model.recent_values("connections_per_second")
+    assert len(recent) == RECENT_SECONDS, "bounded: the last minute only"
+    assert list(recent) == [str(TS + s) for s in range(70 - RECENT_SECONDS, 70)]
+    assert recent[str(TS + 69)] == 70.0
+    assert recent[str(TS + 39)] + recent[str(TS + 40)] == 40.0 + 41.0
+    bean = beans_of(sampler.read_model)["pushgrid:name=ConnectionsPerSecond,type=Indicator"]
+    assert read(bean, "Recent") == recent
 
 
 def test_sampler_copies_the_hot_document() -> None:
