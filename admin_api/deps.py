@@ -28,6 +28,7 @@ from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role, throttle_key
 from .services.cluster import with_discovered
+from .services.history import HistoryCollector
 from .services.jobs import JobRunner
 from .services.members import MemberService
 from .services.tokens import TokenService
@@ -65,12 +66,17 @@ def get_job_runner(request: Request) -> JobRunner:
     return cast(JobRunner, request.app.state.job_runner)
 
 
+def get_history(request: Request) -> HistoryCollector:
+    return cast(HistoryCollector, request.app.state.history)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 AdminSettingsDep = Annotated[AdminSettings, Depends(get_admin_settings)]
 SqlSession = Annotated[Session, Depends(get_db)]
 SqlSessionFactory = Annotated["sessionmaker[Session]", Depends(get_session_factory)]
 HttpDep = Annotated[httpx.AsyncClient, Depends(get_http)]
 JobRunnerDep = Annotated[JobRunner, Depends(get_job_runner)]
+HistoryDep = Annotated[HistoryCollector, Depends(get_history)]
 
 bearer = HTTPBearer(
     auto_error=False,

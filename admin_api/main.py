@@ -39,6 +39,7 @@ from pushgrid.server.redaction import RedactingFilter
 
 from .audit import AuditMiddleware
 from .docs import add_docs
+from .history import HistoryStore
 from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
@@ -46,6 +47,7 @@ from .routes import API_PREFIX, api_router
 from .secretbox import secret_box
 from .services.alerts import AlertRunner
 from .services.cluster import MemberWatch
+from .services.history import HistoryCollector
 from .services.jobs import JobRunner
 from .services.members import MemberService
 from .services.trace import TraceHub
@@ -178,15 +180,22 @@ def create_app(
     )
     traces = TraceHub(settings.trace)
     watch = MemberWatch(lambda: _members(app, settings))
+    history = HistoryCollector(
+        HistoryStore(settings.admin.admin_history_seconds),
+        lambda: _members(app, settings),
+        settings.admin.admin_discover_allow,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         alerts.start()
         traces.start()
         watch.start()
+        history.start()
         try:
             yield
         finally:
+            await history.stop()
             await watch.stop()
             await alerts.stop()
             await traces.close()
@@ -208,6 +217,7 @@ def create_app(
     app.state.member_timeout = member_timeout
     app.state.alert_runner = alerts
     app.state.traces = traces
+    app.state.history = history
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
         settings.auth_failures_before_backoff, settings.auth_backoff_max

@@ -233,6 +233,27 @@ class LiveStats(BaseModel):
     members: list[MemberLive]
 
 
+class HistorySeriesOut(BaseModel):
+    """One scope's per-second samples: the seconds held (ascending) and each indicator's
+    values at those seconds (null: the member did not report that indicator then)."""
+
+    scope: str = Field(description="`cluster` or a member's name")
+    seconds: list[int] = Field(description="Unix seconds with a sample; a gap is a missing one")
+    values: dict[str, list[float | None]] = Field(description="indicator -> one value a second")
+
+
+class HistoryOut(BaseModel):
+    since: UnixSeconds
+    until: UnixSeconds
+    retention: int = Field(description="Seconds the admin API keeps (Admin.HistorySeconds)")
+    indicators: list[IndicatorName]
+    cluster: HistorySeriesOut = Field(
+        description="Each second's sum over the members that sampled it; it ends at the newest "
+        "second every member read in the last 5 s has reported"
+    )
+    members: list[HistorySeriesOut]
+
+
 # --- pipeline statistics -----------------------------------------------------------------------
 
 

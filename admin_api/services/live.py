@@ -32,9 +32,7 @@ from ..schemas import (
     WindowValue,
 )
 
-_NAME_BY_MBEAN: Final[dict[str, str]] = {
-    indicator.mbean: indicator.name for indicator in INDICATORS
-}
+NAME_BY_MBEAN: Final[dict[str, str]] = {indicator.mbean: indicator.name for indicator in INDICATORS}
 
 
 def _finite(value: Any) -> float | None:
@@ -44,7 +42,7 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _mbean_name(object_name: str) -> str | None:
+def mbean_name(object_name: str) -> str | None:
     """``pushgrid:name=ConnectedUsers,type=Indicator`` -> ``ConnectedUsers``."""
     _, _, keys = object_name.partition(":")
     for pair in keys.split(","):
@@ -75,8 +73,8 @@ def parse_indicators(value: Any) -> tuple[datetime | None, list[LiveIndicator]]:
     by_name: dict[str, Mapping[str, Any]] = {}
     if isinstance(value, Mapping):
         for object_name, attributes in value.items():
-            mbean = _mbean_name(str(object_name))
-            name = _NAME_BY_MBEAN.get(mbean or "")
+            mbean = mbean_name(str(object_name))
+            name = NAME_BY_MBEAN.get(mbean or "")
             if name is not None and isinstance(attributes, Mapping):
                 by_name[name] = attributes
     sample_times = [

@@ -24,6 +24,9 @@ class AdminSettings(BaseModel):
     admin_member_username: str | None = Field(default=None, alias="Admin.MemberUsername")
     admin_member_password: str | None = Field(default=None, alias="Admin.MemberPassword")
     admin_stale_after: float = Field(default=900.0, gt=0, alias="Admin.StaleAfter")
+    # every member's per-second samples kept in memory for the console's charts (ADR 026):
+    # 64 bytes a member-second, 230 KB a member-hour
+    admin_history_seconds: int = Field(default=3600, ge=60, le=86400, alias="Admin.HistorySeconds")
     # Trust (docs/security.md "Admin API"): discovered members whose monitoring URL matches
     # get the reporting member's credentials
     admin_discover_allow: NameList = Field(default=[], alias="Admin.DiscoverAllow")

@@ -35,6 +35,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/cluster"): Role.VIEWER,
     ("GET", "/api/v1/stats/live"): Role.VIEWER,
     ("GET", "/api/v1/stats/live/{name}"): Role.VIEWER,
+    ("GET", "/api/v1/stats/history"): Role.VIEWER,
     ("GET", "/api/v1/stats/windows"): Role.VIEWER,
     ("GET", "/api/v1/stats/trend"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/subjects"): Role.VIEWER,
