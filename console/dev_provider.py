@@ -19,6 +19,7 @@ from .provider import (
     AuditEntry,
     ClusterMemberState,
     ClusterView,
+    History,
     JobRun,
     JobStage,
     LiveIndicator,
@@ -29,6 +30,7 @@ from .provider import (
     Operator,
     ProviderError,
     PublishResult,
+    SecondSeries,
     SessionInfo,
     SessionPage,
     Snapshot,
@@ -114,6 +116,26 @@ class DemoProvider:
             ],
         )
         return LiveOverview(members, cluster, scopes, topology)
+
+    def history(self, since: int | None = None, until: int | None = None) -> History:
+        """The same waves as :meth:`live`, one sample a second over the last hour."""
+        end = int(time.time()) if until is None else until
+        start = max(end - 3599, end - 899 if since is None else since)
+        seconds = list(range(start, end + 1))
+        members = {
+            name: SecondSeries(
+                name,
+                seconds,
+                {n: [self._value(n, i, ts) for ts in seconds] for n in INDICATOR_NAMES},
+            )
+            for i, name in enumerate(self.members)
+        }
+        totals: dict[str, list[float | None]] = {
+            n: [sum(m.values[n][k] or 0.0 for m in members.values()) for k in range(len(seconds))]
+            for n in INDICATOR_NAMES
+        }
+        cluster = SecondSeries(CLUSTER, seconds, totals)
+        return History(start, end, 3600, cluster, members)
 
     def scopes(self) -> list[str]:
         return [CLUSTER, *(f"node:{m}" for m in self.members)]

@@ -6,8 +6,20 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from .format import chart_time, compact, duration, is_bytes, iso_unix, label, scope_label, unit
-from .provider import CLUSTER, JobRun, TrendPoint
+from .format import (
+    ChartTrace,
+    byte_unit,
+    chart_time,
+    compact,
+    duration,
+    is_bytes,
+    iso_unix,
+    kind,
+    label,
+    scope_label,
+    unit,
+)
+from .provider import JobRun, TrendPoint
 
 # One palette for CSS and charts (console/assets/console.css uses the same values).
 BACKGROUND = "#0b1220"
@@ -22,7 +34,6 @@ BAD = "#f87171"
 SERIES = ("#38bdf8", "#a78bfa", "#f472b6", "#34d399", "#fbbf24", "#fb923c", "#22d3ee")
 STATUS_COLORS = {"succeeded": GOOD, "failed": BAD, "running": ACCENT, "queued": MUTED}
 
-LIVE_POINTS = 300  # five minutes of one-second samples per live chart
 # Every live indicator is a whole number a second (sessions, messages, bytes): a live axis
 # always reaches at least this high, so plotly never picks a tick step below 1 (an empty or
 # flat axis used to read 0, 500m, 1 -- "500mB" on a byte chart).
@@ -58,47 +69,64 @@ def _rgba(color: str, alpha: float) -> str:
 
 def live_figure(
     indicator: str,
-    series: Sequence[str],
-    first: Sequence[tuple[int | None, float | None]] = (),
+    traces: Sequence[ChartTrace],
+    byte_unit: str = "B",
+    time_format: str = "%H:%M:%S",
 ) -> go.Figure:
-    """A live chart: one trace per series (the cluster filled, members as lines).
+    """A chart of one indicator: one line per trace (the first, the cluster, filled).
 
-    ``first`` holds each series' first point, if it has one.
-    """
-    several = len(series) > 1
+    Byte values come already divided into ``byte_unit`` (``format.byte_unit``), so the axis,
+    the hover and the card read the same KiB/MiB."""
+    several = len(traces) > 1
     figure = go.Figure(layout=_layout(170, showlegend=several))
     if several:
         figure.update_layout(margin={"t": 22})
-    for index, name in enumerate(series):
-        ts, value = first[index] if index < len(first) else (None, None)
+    for index, trace in enumerate(traces):
         color = SERIES[index % len(SERIES)]
-        cluster = name == CLUSTER
+        first = index == 0
         figure.add_trace(
             go.Scatter(
-                x=[] if ts is None else [chart_time(ts)],
-                y=[] if ts is None else [value],
-                name=scope_label(name),
+                x=list(trace.x),
+                y=list(trace.y),
+                name=scope_label(trace.name),
                 mode="lines",
-                line={"color": color, "width": 2 if cluster else 1.3, "shape": "hv"},
-                fill="tozeroy" if cluster else None,
-                fillcolor=_rgba(color, 0.12) if cluster else None,
-                hovertemplate=f"%{{y:.4~s}} {unit(indicator)}<extra>{scope_label(name)}</extra>",
+                line={"color": color, "width": 2 if first else 1.3, "shape": "hv"},
+                fill="tozeroy" if first else None,
+                fillcolor=_rgba(color, 0.12) if first else None,
+                connectgaps=False,
+                hovertemplate=f"{hover_format(indicator, byte_unit)}"
+                f"<extra>{scope_label(trace.name)}</extra>",
             )
         )
-    figure.update_yaxes(**live_value_axis(indicator))
-    figure.update_xaxes(tickformat="%H:%M:%S")
+    figure.update_yaxes(**live_value_axis(indicator, byte_unit))
+    figure.update_xaxes(tickformat=time_format, automargin=True, nticks=8)
     return figure
 
 
-def live_value_axis(indicator: str) -> dict[str, object]:
-    """The y axis of a live chart: from 0 to at least :data:`LIVE_AXIS_FLOOR`, so no tick is a
-    fraction of a unit; SI prefixes (``1.5k``, ``2M``), bytes with a ``B`` (``50kB``)."""
+def hover_format(indicator: str, byte_unit: str = "B") -> str:
+    """The hover text of a value, as :func:`console.format.number` writes it."""
+    how = kind(indicator)
+    if how == "bytes":
+        return f"%{{y:.4~g}} {byte_unit}"
+    if how == "rate":
+        return f"%{{y:.3~s}} {unit(indicator)}"
+    return f"%{{y:,.1~f}} {unit(indicator)}"
+
+
+def live_value_axis(indicator: str, byte_unit: str = "B") -> dict[str, object]:
+    """The y axis of a live chart, in the units of :func:`console.format.number`: bytes in
+    ``byte_unit`` (``512 B``, ``1.5 KiB``, ``20 MiB``: never kB or MB), rates and counts with SI
+    prefixes (``1.5k``). In whole units (bytes, counts, rates) the axis reaches at least
+    :data:`LIVE_AXIS_FLOOR`, so no tick is a fraction of a unit."""
+    floor = LIVE_AXIS_FLOOR if byte_unit == "B" or not is_bytes(indicator) else 1
     axis: dict[str, object] = {
-        "autorangeoptions": {"minallowed": 0, "include": [0, LIVE_AXIS_FLOOR]},
+        "autorangeoptions": {"minallowed": 0, "include": [0, floor]},
         "tickformat": "~s",
+        "automargin": True,
     }
     if is_bytes(indicator):
-        axis["ticksuffix"] = "B"
+        axis["tickformat"] = "~g"
+        axis["ticksuffix"] = f" {byte_unit}"
     return axis
 
 
@@ -120,10 +148,18 @@ def trend_figure(
             yref="paper",
         )
         return figure
+    peak = max((v for p in points for v in (p.max, p.avg) if v is not None), default=0.0)
+    divisor, byte_name = byte_unit(peak) if is_bytes(indicator) else (1.0, "B")
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else value / divisor
+
     xs = [chart_time(p.as_of) for p in points]
-    avg = [p.avg for p in points]
-    upper = [None if p.avg is None else p.avg + (p.stddev or 0.0) for p in points]
-    lower = [None if p.avg is None else max(0.0, p.avg - (p.stddev or 0.0)) for p in points]
+    avg = [scaled(p.avg) for p in points]
+    spread = [(p.stddev or 0.0) / divisor for p in points]
+    upper = [None if a is None else a + d for a, d in zip(avg, spread, strict=True)]
+    lower = [None if a is None else max(0.0, a - d) for a, d in zip(avg, spread, strict=True)]
+    value = hover_format(indicator, byte_name).replace("%{y", "%{customdata[0]")
     figure.add_trace(
         go.Scatter(
             x=xs, y=upper, mode="lines", line={"width": 0}, showlegend=False, hoverinfo="skip"
@@ -149,24 +185,28 @@ def trend_figure(
             name="average",
             line={"color": ACCENT, "width": 2},
             marker={"size": 5},
-            customdata=[[p.stddev, p.count] for p in points],
-            hovertemplate="avg %{y:.4~s}  σ %{customdata[0]:.3~s}  n=%{customdata[1]}"
-            "<extra></extra>",
+            customdata=[[d, p.count] for d, p in zip(spread, points, strict=True)],
+            hovertemplate="avg "
+            + hover_format(indicator, byte_name)
+            + "  σ "
+            + value
+            + "  n=%{customdata[1]}<extra></extra>",
         )
     )
     figure.add_trace(
         go.Scatter(
             x=xs,
-            y=[p.max for p in points],
+            y=[scaled(p.max) for p in points],
             mode="lines",
             name="max",
             line={"color": "#f472b6", "width": 1.5, "dash": "dot"},
-            hovertemplate="max %{y:.4~s}<extra></extra>",
+            hovertemplate="max " + hover_format(indicator, byte_name) + "<extra></extra>",
         )
     )
+    shown_unit = byte_name + "/s" if is_bytes(indicator) else unit(indicator)
     figure.update_yaxes(
-        title={"text": f"{label(indicator)} ({unit(indicator)})", "font": {"color": MUTED}},
-        tickformat="~s",
+        title={"text": f"{label(indicator)} ({shown_unit})", "font": {"color": MUTED}},
+        **live_value_axis(indicator, byte_name),
     )
     figure.update_layout(
         title={

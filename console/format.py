@@ -11,7 +11,7 @@ from typing import Literal, cast
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
 
-from .provider import CLUSTER, LiveOverview, Member, StatRow, WindowStatistics
+from .provider import CLUSTER, History, LiveOverview, Member, StatRow, TrendPoint, WindowStatistics
 
 INDICATOR_BY_NAME: dict[str, Indicator] = {i.name: i for i in INDICATORS}
 STATS: tuple[tuple[str, str], ...] = (("max", "max"), ("avg", "avg"), ("stddev", "σ"))
@@ -38,32 +38,86 @@ def is_bytes(indicator: str) -> bool:
     return "bytes" in indicator
 
 
+NumberKind = Literal["bytes", "rate", "count"]
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _BYTES = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
 
 
-def compact(value: float | None, indicator: str = "") -> str:
-    """A short human reading: ``1.23k``, ``4.5 MiB``, ``12``, ``0.25``; ``—`` for no value."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return DASH
+def kind(indicator: str) -> NumberKind:
+    """How an indicator's numbers read: ``bytes`` (KiB, MiB: powers of 1024), ``rate`` (SI
+    prefixes, k = 1000) or ``count`` (whole numbers with thousands separators)."""
     if is_bytes(indicator):
-        for byte_size, byte_suffix in _BYTES:
-            if abs(value) >= byte_size:
-                return f"{value / byte_size:.3g} {byte_suffix}"
-        return f"{value:.0f} B" if float(value).is_integer() else f"{value:.3g} B"
-    for size, suffix in _SI:
-        if abs(value) >= size:
-            return f"{value / size:.3g}{suffix}"
-    if float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.3g}"
+        return "bytes"
+    if indicator.endswith("_per_second") or indicator.startswith(("messages_", "rate")):
+        return "rate"
+    return "count"
 
 
-def exact(value: float | None) -> str:
-    """The statistics table's reading: thousands separators, two decimals; ``—`` for none."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def _digits(number: float, digits: int = 3) -> str:
+    """``number`` with ``digits`` significant digits at most, never an exponent, trailing
+    zeros dropped: ``1.5``, ``12.3``, ``252``, ``1010``; an integer is printed as one."""
+    if float(number).is_integer():
+        return f"{number:.0f}"
+    whole = len(str(int(abs(number)))) if abs(number) >= 1 else 1
+    decimals = max(0, digits - whole) if abs(number) >= 1 else digits - 1
+    if abs(number) < 1:  # 0.0123 -> 0.0123: keep ``digits`` significant digits
+        decimals = max(decimals, -math.floor(math.log10(abs(number))) + digits - 1)
+    text = f"{number:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def byte_unit(peak: float | None) -> tuple[float, str]:
+    """(divisor, unit) for byte values up to ``peak``: the largest binary unit it reaches."""
+    top = abs(peak or 0.0)
+    for size, suffix in _BYTES:
+        if top >= size:
+            return float(size), suffix
+    return 1.0, "B"
+
+
+def number(value: float | None, how: NumberKind = "count", digits: int = 3) -> str:
+    """The console's one number formatter (every page, every chart's hover and axis unit):
+
+    * ``bytes``: ``512 B``, ``2 KiB``, ``1.52 MiB`` (powers of 1024, a space, never kB or MB);
+    * ``rate``: ``12``, ``0.25``, ``4.5k``, ``1.2M`` (SI prefixes);
+    * ``count``: ``252``, ``1,234`` (an integer is an integer, never ``252.00``), ``252.5``;
+
+    ``digits`` significant digits at most, never an exponent; ``—`` for no value."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return DASH
-    return f"{value:,.2f}"
+    if how == "bytes":
+        return _bytes(value, digits)
+    if how == "rate" and abs(value) >= 999.5:
+        for size, prefix in _SI:
+            amount = value / size
+            if abs(float(_digits(amount, digits))) >= 1:
+                return f"{_digits(amount, digits)}{prefix}"
+    if float(value).is_integer():
+        return f"{value:,.0f}"
+    if how == "count" and abs(value) >= 10:
+        return f"{value:,.1f}"  # an average of users: 252.5
+    return _digits(value, digits)
+
+
+def _bytes(value: float, digits: int) -> str:
+    size, name = byte_unit(value)
+    text = _digits(value / size, digits)
+    bigger = [step for step in _BYTES if step[0] > size]
+    if abs(float(text)) >= 1024 and bigger:  # 1023.9 KiB rounds to 1024 KiB: say 1 MiB
+        size, name = bigger[-1]
+        text = _digits(value / size, digits)
+    return f"{text} {name}"
+
+
+def compact(value: float | None, indicator: str = "") -> str:
+    """An indicator's reading (cards, tables, hovers): :func:`number` of its :func:`kind`."""
+    return number(value, kind(indicator) if indicator else "rate")
+
+
+def exact(value: float | None, indicator: str = "") -> str:
+    """The statistics table's reading: four significant digits of :func:`number`; the cell's
+    title holds the value exactly as written."""
+    return number(value, kind(indicator) if indicator else "count", digits=4)
 
 
 def count(value: int | None) -> str:
@@ -162,6 +216,7 @@ class StatCell:
     value: float | None
     count: int
     coverage: float = 1.0
+    indicator: str = ""
 
     @property
     def partial(self) -> bool:
@@ -170,7 +225,7 @@ class StatCell:
 
     @property
     def text(self) -> str:
-        return exact(self.value)
+        return exact(self.value, self.indicator)
 
 
 @dataclass(frozen=True)
@@ -199,9 +254,9 @@ def stats_matrix(
                 row = by_key.get((indicator, window))
                 value = None if row is None else getattr(row, stat)
                 if row is None:
-                    cells.append(StatCell(window, None, 0))
+                    cells.append(StatCell(window, None, 0, indicator=indicator))
                 else:
-                    cells.append(StatCell(window, value, row.count, row.coverage))
+                    cells.append(StatCell(window, value, row.count, row.coverage, indicator))
             lines.append(StatLine(indicator, stat, cells))
     return lines
 
@@ -251,51 +306,129 @@ def series_names(overview: LiveOverview) -> list[str]:
     return [CLUSTER, *(m.name for m in overview.members)]
 
 
-def live_points(
-    overview: LiveOverview, series: Sequence[str], indicator: str
-) -> list[tuple[int | None, float | None]]:
-    """(sample second, value) of ``indicator`` for each series, in ``series`` order."""
-    out: list[tuple[int | None, float | None]] = []
-    for name in series:
-        scope = overview.cluster if name == CLUSTER else overview.scopes.get(name)
-        if scope is None or scope.error is not None:
-            out.append((None, None))
+# --- chart ranges and history (the Overview's charts) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChartRange:
+    """A time range of the Overview's charts: the admin API's per-second history up to its
+    retention, the statistics store's trend (one ``trend_window`` point a run) beyond it."""
+
+    key: str
+    label: str
+    seconds: int
+    trend_window: str | None = None
+
+
+RANGES: tuple[ChartRange, ...] = (
+    ChartRange("5m", "5 min", 300),
+    ChartRange("15m", "15 min", 900),
+    ChartRange("1h", "1 h", 3600),
+    ChartRange("24h", "24 h", 86400, "1h"),
+    ChartRange("7d", "7 d", 7 * 86400, "1d"),
+)
+DEFAULT_RANGE = "15m"
+
+
+def chart_range(key: str | None) -> ChartRange:
+    return next((r for r in RANGES if r.key == key), next(r for r in RANGES if r.key == "15m"))
+
+
+@dataclass(frozen=True)
+class ChartTrace:
+    """One line of a chart: x as chart times, y in the chart's unit (None breaks the line)."""
+
+    name: str
+    x: list[str]
+    y: list[float | None]
+
+
+def _points(
+    seconds: Sequence[int], values: Sequence[float | None], divisor: float, after: int
+) -> tuple[list[str], list[float | None]]:
+    """(x, y) of the seconds after ``after``; a missing second breaks the line (a None)."""
+    xs: list[str] = []
+    ys: list[float | None] = []
+    previous = after
+    for ts, value in zip(seconds, values, strict=False):
+        if ts <= after:
             continue
-        live = scope.indicators.get(indicator)
-        out.append((scope.ts, None if live is None else live.current))
-    return out
+        if previous >= 0 and ts > previous + 1:
+            xs.append(chart_time(previous + 1))
+            ys.append(None)
+        xs.append(chart_time(ts))
+        ys.append(None if value is None else value / divisor)
+        previous = ts
+    return xs, ys
 
 
-def live_extension(
-    overview: LiveOverview, series: Sequence[str], indicator: str, last: Mapping[str, int]
+def history_traces(
+    history: History, series: Sequence[str], indicator: str, divisor: float = 1.0
+) -> list[ChartTrace]:
+    """Each series' line (the cluster, then the members) of ``indicator``."""
+    traces = []
+    for name in series:
+        scope = history.scope(name)
+        seconds = [] if scope is None else scope.seconds
+        values = [] if scope is None else scope.values.get(indicator, [])
+        xs, ys = _points(seconds, values, divisor, -1)
+        traces.append(ChartTrace(name, xs, ys))
+    return traces
+
+
+def history_extension(
+    history: History,
+    series: Sequence[str],
+    indicator: str,
+    last: Mapping[str, int],
+    divisor: float = 1.0,
 ) -> tuple[dict[str, list[list[object]]], list[int]] | None:
-    """The ``extendData`` of one chart: points newer than ``last`` (series name -> second).
-
-    ``None`` when no series has a new sample (the chart is left as it is).
-    """
+    """The ``extendData`` of one chart: each series' seconds after ``last[name]``, a gap kept
+    as a break. ``None`` when no series has a new second."""
     xs: list[list[object]] = []
     ys: list[list[object]] = []
     traces: list[int] = []
-    for index, (name, (ts, value)) in enumerate(
-        zip(series, live_points(overview, series, indicator), strict=True)
-    ):
-        if ts is None or ts <= last.get(name, -1):
+    for index, name in enumerate(series):
+        scope = history.scope(name)
+        if scope is None:
             continue
-        xs.append([chart_time(ts)])
-        ys.append([value])
-        traces.append(index)
+        x, y = _points(scope.seconds, scope.values.get(indicator, []), divisor, last.get(name, -1))
+        if x:
+            xs.append(list(x))
+            ys.append(list(y))
+            traces.append(index)
     if not traces:
         return None
     return {"x": xs, "y": ys}, traces
 
 
-def newest_seconds(overview: LiveOverview, series: Sequence[str]) -> dict[str, int]:
+def history_newest(history: History, series: Sequence[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in series:
-        scope = overview.cluster if name == CLUSTER else overview.scopes.get(name)
-        if scope is not None and scope.ts is not None and scope.error is None:
-            out[name] = scope.ts
+        scope = history.scope(name)
+        if scope is not None and scope.seconds:
+            out[name] = scope.seconds[-1]
     return out
+
+
+def history_peak(history: History, indicator: str) -> float:
+    """The largest value of ``indicator`` in any series (0 without any)."""
+    scopes = [history.cluster, *history.members.values()]
+    values = [v for s in scopes for v in s.values.get(indicator, []) if v is not None]
+    return max(values, default=0.0)
+
+
+def trend_traces(points: Sequence[TrendPoint], window: str, divisor: float) -> list[ChartTrace]:
+    """The cluster's average and maximum over each run's ``window`` (the statistics store)."""
+    xs = [chart_time(p.as_of) for p in points]
+    return [
+        ChartTrace(
+            f"avg ({window})", xs, [None if p.avg is None else p.avg / divisor for p in points]
+        ),
+        ChartTrace(
+            f"max ({window})", xs, [None if p.max is None else p.max / divisor for p in points]
+        ),
+    ]
 
 
 def chart_time(ts: int) -> str:

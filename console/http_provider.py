@@ -20,6 +20,7 @@ from .provider import (
     CLUSTER,
     AuditEntry,
     ClusterView,
+    History,
     JobRun,
     JobStage,
     LiveIndicator,
@@ -154,6 +155,9 @@ class HttpProvider(OpsHttpMixin):
         except ProviderError:  # an older admin API: the page shows what the members say
             return overview
         return replace(overview, topology=topology)
+
+    def history(self, since: int | None = None, until: int | None = None) -> History:
+        return History.from_json(self._get("/stats/history", since=since, until=until))
 
     def window_stats(self, scope: str) -> WindowStatistics:
         data = self._get("/stats/windows", scope=scope)

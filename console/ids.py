@@ -32,6 +32,7 @@ class Ids(StrEnum):
     OVERVIEW_VALUE = "overview-value"  # the big current value of each indicator card
     OVERVIEW_WINDOWS = "overview-windows"  # the 1m/5m/15m statistics of each indicator card
     OVERVIEW_UPDATED = "overview-updated"
+    OVERVIEW_RANGE = "overview-range"  # the charts' time range (format.RANGES)
 
     # statistics
     STATS_ALERT = "stats-alert"

@@ -236,6 +236,61 @@ class LiveOverview:
 
 
 @dataclass(frozen=True)
+class SecondSeries:
+    """One scope's per-second samples: seconds held (ascending, a gap is a missing second) and
+    each indicator's values at them."""
+
+    scope: str
+    seconds: list[int] = field(default_factory=list)
+    values: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scope": self.scope, "seconds": list(self.seconds), "values": dict(self.values)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SecondSeries:
+        return cls(
+            str(data["scope"]),
+            [int(ts) for ts in data.get("seconds") or []],
+            {str(k): list(v) for k, v in (data.get("values") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class History:
+    """The admin API's per-second history (``GET /stats/history``): cluster sums and members."""
+
+    since: int
+    until: int
+    retention: int
+    cluster: SecondSeries
+    members: dict[str, SecondSeries] = field(default_factory=dict)
+
+    def scope(self, name: str) -> SecondSeries | None:
+        return self.cluster if name == CLUSTER else self.members.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "since": self.since,
+            "until": self.until,
+            "retention": self.retention,
+            "cluster": self.cluster.to_json(),
+            "members": [m.to_json() for m in self.members.values()],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> History:
+        members = [SecondSeries.from_json(m) for m in data.get("members") or []]
+        return cls(
+            int(data["since"]),
+            int(data["until"]),
+            int(data.get("retention") or 0),
+            SecondSeries.from_json(data["cluster"]),
+            {m.scope: m for m in members},
+        )
+
+
+@dataclass(frozen=True)
 class StatRow(_Json):
     """One (indicator, window) of the pipeline's window statistics."""
 
@@ -425,6 +480,10 @@ class ConsoleProvider(Protocol):
 
     def live(self) -> LiveOverview:
         """Members with their health and the live indicators of each member and the cluster."""
+        ...
+
+    def history(self, since: int | None = None, until: int | None = None) -> History:
+        """Every member's per-second samples the admin API keeps, and their cluster sums."""
         ...
 
     def scopes(self) -> list[str]:

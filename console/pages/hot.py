@@ -8,6 +8,7 @@ from typing import Any, Final
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
+from .. import format as fmt
 from ..components import Child, alert, card, page_header, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
@@ -38,8 +39,27 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(BARS[min(7, int(v / top * 7 + 0.5))] for v in values)
 
 
-def _number(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 or float(value).is_integer() else f"{value:,.2f}"
+# How each ranking's values read (console.format.number: one formatter on every page).
+KINDS: Final[dict[str, fmt.NumberKind]] = {
+    "messages_in": "rate",
+    "messages_out": "rate",
+    "bytes_out": "bytes",
+    "subscribers": "count",
+}
+
+
+def spark_label(rankings: Mapping[str, Any]) -> str:
+    """The sparkline column's heading: the seconds the sparklines really show (one point a
+    second, at most :data:`SPARK_POINTS`)."""
+    shown = max(
+        (
+            min(SPARK_POINTS, len(entry.get("history") or []))
+            for entries in rankings.values()
+            for entry in entries
+        ),
+        default=SPARK_POINTS,
+    )
+    return f"last {shown} s"
 
 
 def rankings_of(document: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
@@ -54,7 +74,9 @@ def rankings_of(document: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
 
 def render_hot(rankings: Mapping[str, Any]) -> list[Component]:
     cards: list[Component] = []
+    spark = spark_label(rankings)
     for name, title in RANKINGS.items():
+        how = KINDS[name]
         rows: list[list[Child]] = []
         props = []
         for rank, entry in enumerate(rankings.get(name, []), start=1):
@@ -63,8 +85,8 @@ def render_hot(rankings: Mapping[str, Any]) -> list[Component]:
                 [
                     str(rank),
                     html.Code(entry["subject"]),
-                    _number(entry["value"]),
-                    f"± {_number(error)}" if error else "exact",
+                    fmt.number(entry["value"], how),
+                    f"± {fmt.number(error, how)}" if error else "exact",
                     html.Span(
                         sparkline(entry.get("history", [])[-SPARK_POINTS:]), className="sparkline"
                     ),
@@ -76,7 +98,7 @@ def render_hot(rankings: Mapping[str, Any]) -> list[Component]:
                 [
                     html.H2(title),
                     table(
-                        ["#", "subject", "value", "error", f"last {SPARK_POINTS} s"],
+                        ["#", "subject", "value", "error", spark],
                         rows,
                         row_props=props,
                         empty="no traffic yet",

@@ -7,10 +7,12 @@ import pytest
 from pushgrid.console import format as fmt
 from pushgrid.console.provider import (
     CLUSTER,
+    History,
     LiveIndicator,
     LiveOverview,
     LiveScope,
     Member,
+    SecondSeries,
     StatRow,
     WindowStatistics,
 )
@@ -23,24 +25,62 @@ from pushgrid.metrics.window_spec import WINDOW_NAMES
     [
         (None, "", "—"),
         (float("nan"), "", "—"),
+        (float("inf"), "", "—"),
         (0, "", "0"),
         (12, "connected_users", "12"),
+        (252.0, "connected_users", "252"),  # an integer is an integer, never 252.00
+        (1234, "connected_users", "1,234"),
+        (252.5, "connected_users", "252.5"),
         (0.25, "", "0.25"),
         (1234, "", "1.23k"),
+        (999.7, "outgoing_messages_per_second", "1k"),  # rounded up: the next prefix
         (42_000, "outgoing_messages_per_second", "42k"),
         (3_500_000, "", "3.5M"),
         (512, "outgoing_bytes_per_second", "512 B"),
         (2048, "incoming_bytes_per_second", "2 KiB"),
+        (1_034_000, "outgoing_bytes_per_second", "1010 KiB"),  # was 1.01e+03 KiB
+        (1023.9 * 1024, "outgoing_bytes_per_second", "1 MiB"),  # not 1024 KiB
+        (1_597_465, "outgoing_bytes_per_second", "1.52 MiB"),  # was 1,597,465.00
         (9_500_000, "outgoing_bytes_per_second", "9.06 MiB"),
+        (3 * (1 << 30), "incoming_bytes_per_second", "3 GiB"),
     ],
 )
 def test_compact_readings(value: float | None, indicator: str, text: str) -> None:
     assert fmt.compact(value, indicator) == text
 
 
-def test_exact_keeps_two_decimals_and_separators() -> None:
-    assert fmt.exact(1234567.891) == "1,234,567.89"
-    assert fmt.exact(0.0) == "0.00"
+@pytest.mark.parametrize(
+    ("value", "how", "text"),
+    [
+        (0.0123, "rate", "0.0123"),
+        (12.34, "rate", "12.3"),
+        (-3.5, "rate", "-3.5"),
+        (2.5e12, "rate", "2.5T"),
+        (999_999, "rate", "1M"),
+        (0.47, "count", "0.47"),
+        (1_000_000, "count", "1,000,000"),
+        (1023.7, "bytes", "1 KiB"),
+    ],
+)
+def test_one_number_formatter_never_writes_an_exponent(value: float, how: str, text: str) -> None:
+    assert fmt.number(value, how) == text  # type: ignore[arg-type]
+    assert "e+" not in text
+    assert "e-" not in text
+
+
+def test_the_kind_of_each_indicator() -> None:
+    assert fmt.kind("outgoing_bytes_per_second") == "bytes"
+    assert fmt.kind("connections_per_second") == "rate"
+    assert fmt.kind("connected_users") == "count"
+    assert fmt.byte_unit(1536) == (1024.0, "KiB")
+    assert fmt.byte_unit(None) == (1.0, "B")
+
+
+def test_exact_reads_four_digits_in_the_indicators_unit() -> None:
+    assert fmt.exact(1234567.891, "incoming_messages_per_second") == "1.235M"
+    assert fmt.exact(1_597_465.0, "outgoing_bytes_per_second") == "1.523 MiB"
+    assert fmt.exact(252.0, "connected_users") == "252"
+    assert fmt.exact(0.0) == "0"
     assert fmt.exact(None) == "—"
 
 
@@ -163,27 +203,45 @@ def test_series_one_member_is_the_cluster_only() -> None:
     assert fmt.series_names(_overview(10, 1.0, ("a", "b"))) == [CLUSTER, "a", "b"]
 
 
-def test_live_extension_adds_only_new_samples() -> None:
-    overview = _overview(100, 7.0, ("a", "b"))
-    series = fmt.series_names(overview)
-    ext = fmt.live_extension(overview, series, "incoming_messages_per_second", {})
+def _history(until: int, members: tuple[str, ...], gap: int | None = None) -> History:
+    indicator = "incoming_messages_per_second"
+    seconds = [ts for ts in range(until - 4, until + 1) if ts != gap]
+    scopes = {
+        name: SecondSeries(name, seconds, {indicator: [7.0] * len(seconds)}) for name in members
+    }
+    cluster = SecondSeries(CLUSTER, seconds, {indicator: [7.0 * len(members)] * len(seconds)})
+    return History(until - 4, until, 3600, cluster, scopes)
+
+
+def test_history_traces_break_the_line_at_a_missing_second() -> None:
+    history = _history(104, ("a", "b"), gap=102)
+    traces = fmt.history_traces(history, [CLUSTER, "a"], "incoming_messages_per_second", 2.0)
+    assert [t.name for t in traces] == [CLUSTER, "a"]
+    assert traces[0].y == [7.0, 7.0, None, 7.0, 7.0]
+    assert traces[0].x[2] == fmt.chart_time(102)
+    assert fmt.history_newest(history, [CLUSTER, "a"]) == {CLUSTER: 104, "a": 104}
+    assert fmt.history_peak(history, "incoming_messages_per_second") == 14.0
+
+
+def test_history_extension_adds_only_the_seconds_each_series_lacks() -> None:
+    history = _history(104, ("a", "b"))
+    series = [CLUSTER, "a", "b"]
+    last = {CLUSTER: 101, "a": 104, "b": 98}
+    ext = fmt.history_extension(history, series, "incoming_messages_per_second", last)
     assert ext is not None
     data, traces = ext
-    assert traces == [0, 1, 2]
-    assert data["y"] == [[14.0], [7.0], [7.0]]
-    assert data["x"][0] == [fmt.chart_time(100)]
-    seen = fmt.newest_seconds(overview, series)
-    assert seen == {CLUSTER: 100, "a": 100, "b": 100}
-    assert fmt.live_extension(overview, series, "incoming_messages_per_second", seen) is None
-    # a member that could not be read gets no point
-    down = LiveOverview(
-        overview.members,
-        overview.cluster,
-        {**overview.scopes, "b": LiveScope("b", None, {}, "refused")},
-    )
-    ext = fmt.live_extension(down, series, "incoming_messages_per_second", {})
-    assert ext is not None
-    assert ext[1] == [0, 1]
+    assert traces == [0, 2]  # a has nothing new
+    assert data["x"][0] == [fmt.chart_time(ts) for ts in (102, 103, 104)]
+    assert data["y"][1] == [None, 7.0, 7.0, 7.0, 7.0, 7.0]  # b: 99 missing, then 100..104
+    seen = fmt.history_newest(history, series)
+    assert fmt.history_extension(history, series, "incoming_messages_per_second", seen) is None
+
+
+def test_chart_ranges() -> None:
+    assert [r.key for r in fmt.RANGES] == ["5m", "15m", "1h", "24h", "7d"]
+    assert fmt.chart_range(None).key == fmt.DEFAULT_RANGE == "15m"
+    assert fmt.chart_range("1h").trend_window is None
+    assert fmt.chart_range("24h").trend_window == "1h"
 
 
 def test_parse_fields() -> None:
@@ -207,15 +265,20 @@ def test_paging_helpers() -> None:
     assert fmt.clamp_page(3, 15, 0) == 0
 
 
-def test_live_value_axis_never_goes_below_one_unit() -> None:
+def test_live_value_axis_never_goes_below_one_unit_and_reads_kib_like_the_values() -> None:
     """Plotly picks the tick step from the range: reaching at least 10 keeps it >= 1 (the
-    rendered ticks are checked in tests/integration/test_console_axis_browser.py)."""
+    rendered ticks are checked in tests/integration/test_console_axis_browser.py). Byte axes
+    carry the unit the values are divided into (KiB, MiB), never plotly's SI kB/MB."""
     from pushgrid.console.figures import LIVE_AXIS_FLOOR, live_figure, live_value_axis
 
     assert LIVE_AXIS_FLOOR >= 10
     byte_axis = live_value_axis("outgoing_bytes_per_second")
     assert byte_axis["autorangeoptions"] == {"minallowed": 0, "include": [0, LIVE_AXIS_FLOOR]}
-    assert (byte_axis["tickformat"], byte_axis["ticksuffix"]) == ("~s", "B")
+    assert (byte_axis["tickformat"], byte_axis["ticksuffix"]) == ("~g", " B")
+    assert live_value_axis("outgoing_bytes_per_second", "MiB")["ticksuffix"] == " MiB"
     assert "ticksuffix" not in live_value_axis("connected_users")
-    figure = live_figure("incoming_bytes_per_second", ["cluster"], [(1_800_000_000, 0.0)])
-    assert figure.layout.yaxis.autorangeoptions.include == (0, LIVE_AXIS_FLOOR)
+    trace = fmt.ChartTrace(CLUSTER, [fmt.chart_time(1_800_000_000)], [0.0])
+    figure = live_figure("incoming_bytes_per_second", [trace], "KiB")
+    assert figure.layout.yaxis.autorangeoptions.include == (0, 1)
+    assert figure.layout.yaxis.ticksuffix == " KiB"
+    assert "KiB" in figure.data[0].hovertemplate

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pushgrid.console.pages.alerts import banner, rule_body
-from pushgrid.console.pages.hot import rankings_of, render_hot, sparkline
+from pushgrid.console.pages.hot import rankings_of, render_hot, spark_label, sparkline
 from pushgrid.console.pages.trace import KEEP, advance, merge
 
 DOCUMENT = {
@@ -30,6 +30,24 @@ def test_rankings_of_cluster_and_member() -> None:
         "hot-subscribers",
     ]
     assert "/a/b" in repr(cards[0])
+
+
+def test_hot_values_use_the_one_formatter_and_the_sparkline_says_what_it_shows() -> None:
+    rankings = {
+        "messages_in": [{"subject": "/a", "value": 28.5, "error": 0.5, "history": [1.0] * 60}],
+        "bytes_out": [{"subject": "/a", "value": 1_597_465.0, "error": 0, "history": [1.0] * 12}],
+        "subscribers": [{"subject": "/a", "value": 252.0, "error": 0}],
+    }
+    assert spark_label(rankings) == "last 30 s"  # 60 points held, the last 30 shown
+    assert spark_label({"messages_in": [{"subject": "/a", "value": 1, "history": [1.0] * 7}]}) == (
+        "last 7 s"
+    )
+    text = repr(render_hot(rankings))
+    assert "'28.5'" in text
+    assert "'± 0.5'" in text
+    assert "'1.52 MiB'" in text
+    assert "'252'" in text
+    assert "252.00" not in text
 
 
 def test_banner_shows_only_firing_alerts() -> None:

@@ -3,7 +3,7 @@ and the app's routing: no browser, no network."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -16,6 +16,7 @@ from pushgrid.console.provider import (
     CLUSTER,
     ClusterView,
     ConsoleProvider,
+    History,
     LiveIndicator,
     LiveOverview,
     LiveScope,
@@ -23,9 +24,11 @@ from pushgrid.console.provider import (
     Moments,
     ProviderError,
     PublishResult,
+    SecondSeries,
     Snapshot,
     StatRow,
     SubjectInfo,
+    TrendPoint,
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
@@ -77,7 +80,15 @@ def test_statistics_table_carries_every_written_number() -> None:
     assert len(cells) == 7 * 12 * 3
     cell = cells[("incoming_messages_per_second", "15mo", "avg")]
     assert _prop(cell, "data-value") == repr(4.0)
-    assert cell.children == "4.00"
+    assert cell.children == "4"  # an integer reads as one, not 4.00
+    big = StatRow("outgoing_bytes_per_second", "1h", 60, 1_597_465.0, 252.0, 0.5)
+    table = statistics.render_table(WindowStatistics("node:a", 1000, None, False, 900.0, [big]))
+    texts = {
+        _prop(c, "data-stat"): c.children
+        for c in _with(table, "data-stat")
+        if _prop(c, "data-window") == "1h" and _prop(c, "data-indicator") == big.indicator
+    }
+    assert texts == {"max": "1.523 MiB", "avg": "252 B", "stddev": "0.5 B"}
     empty = cells[("incoming_messages_per_second", "5m", "avg")]
     assert _prop(empty, "data-value") == ""
     assert empty.children == "—"
@@ -121,35 +132,84 @@ def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
     return LiveOverview([Member(m, "", True) for m in members], cluster, scopes)
 
 
+def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
+    seconds = list(range(max(since, until - 9), until + 1))
+    values: dict[str, list[float | None]] = {n: [3.0] * len(seconds) for n in INDICATOR_NAMES}
+    values["outgoing_bytes_per_second"] = [2048.0] * len(seconds)
+    scopes = {name: SecondSeries(name, seconds, dict(values)) for name in members}
+    cluster = SecondSeries(CLUSTER, seconds, dict(values))
+    return History(seconds[0] if seconds else since, until, 3600, cluster, scopes)
+
+
 def test_overview_builds_figures_first_then_extends_them() -> None:
-    first = overview.plan_update(_live(100, ("a", "b")), None)
+    live = _live(100, ("a", "b"))
+    assert overview.needs_rebuild(live, "15m", None)
+    assert overview.history_since(1000, "15m", None, True) == 101
+    first = overview.plan_update(live, _history(100, ("a", "b")), "15m", None, True)
     figure = first.figures["connected_users"]
     assert figure is not None
     assert [trace.name for trace in figure.data] == ["Cluster", "a", "b"]
+    assert len(figure.data[0].x) == 10, "the whole range at once"
     assert first.extensions["connected_users"] is None
-    assert first.state == {
-        "series": [CLUSTER, "a", "b"],
-        "last": {CLUSTER: 100, "a": 100, "b": 100},
-    }
+    assert first.state["last"] == {CLUSTER: 100, "a": 100, "b": 100}
+    assert first.state["units"]["outgoing_bytes_per_second"] == (1024.0, "KiB")
     assert first.values["connected_users"] == "6"
+    bytes_figure = first.figures["outgoing_bytes_per_second"]
+    assert bytes_figure is not None
+    assert bytes_figure.data[0].y[0] == 2.0, "in KiB, like the axis"
 
-    same = overview.plan_update(_live(100, ("a", "b")), first.state)
+    assert not overview.needs_rebuild(live, "15m", first.state)
+    assert overview.history_since(1000, "15m", first.state, False) == 101
+    same = overview.plan_update(live, _history(100, ("a", "b")), "15m", first.state, False)
     assert same.figures["connected_users"] is None
-    assert same.extensions["connected_users"] is None  # no new sample
+    assert same.extensions["connected_users"] is None  # no new second
 
-    later = overview.plan_update(_live(101, ("a", "b")), first.state)
+    later = overview.plan_update(
+        live, _history(101, ("a", "b"), since=101), "15m", first.state, False
+    )
     extension = later.extensions["connected_users"]
     assert extension is not None
     assert extension[1] == [0, 1, 2]
 
-    shrunk = overview.plan_update(_live(102, ("a",)), later.state)
-    assert shrunk.figures["connected_users"] is not None  # the series changed: new figure
+    assert overview.needs_rebuild(_live(102, ("a",)), "15m", later.state), "members changed"
+    assert overview.needs_rebuild(live, "1h", later.state), "range changed"
+
+
+def test_overview_rebuilds_when_a_byte_chart_outgrows_its_unit() -> None:
+    live = _live(100, ("a",))
+    first = overview.plan_update(live, _history(100, ("a",)), "5m", None, True)
+    bigger = _history(101, ("a",), since=101)
+    bigger.cluster.values["outgoing_bytes_per_second"] = [5e6]
+    later = overview.plan_update(live, bigger, "5m", first.state, False)
+    assert later.state["rebuild"] is True
+    assert overview.needs_rebuild(live, "5m", later.state)
+
+
+def test_overview_beyond_the_history_reads_the_statistics_store() -> None:
+    class Store:
+        asked: ClassVar[list[tuple[str, str, str, int | None]]] = []
+
+        def trend(self, scope: str, indicator: str, window: str, since: int | None = None,
+                  until: int | None = None) -> list[TrendPoint]:  # fmt: skip
+            self.asked.append((scope, indicator, window, since))
+            return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
+
+    live = _live(100, ("a",))
+    update = overview.charts_update(Store(), live, "24h", None, 90_000)  # type: ignore[arg-type]
+    assert {a[2] for a in Store.asked} == {"1h"}
+    assert {a[3] for a in Store.asked} == {90_000 - 86_400}
+    figure = update.figures["outgoing_bytes_per_second"]
+    assert figure is not None
+    assert [t.name for t in figure.data] == ["avg (1h)", "max (1h)"]
+    assert figure.layout.yaxis.ticksuffix == " MiB"
+    again = overview.charts_update(Store(), live, "24h", update.state, 90_010)  # type: ignore[arg-type]
+    assert again.figures["connected_users"] is None, "redrawn every 5 minutes, not each tick"
 
 
 def test_overview_reports_members_down() -> None:
     live = _live(100, ("a",))
     live.members.append(Member("b", "http://b", False, "connection refused"))
-    update = overview.plan_update(live, None)
+    update = overview.plan_update(live, _history(100, ("a",)), "15m", None, True)
     assert update.problems == ["member b is down: connection refused"]
     cards = overview.render_members(live.members)
     assert [(_prop(c, "data-member"), _prop(c, "data-up")) for c in cards] == [
