@@ -38,6 +38,13 @@ STATUS_COLORS = {"succeeded": GOOD, "failed": BAD, "running": ACCENT, "queued": 
 # always reaches at least this high, so plotly never picks a tick step below 1 (an empty or
 # flat axis used to read 0, 500m, 1 -- "500mB" on a byte chart).
 LIVE_AXIS_FLOOR = 10
+# Time ticks by the step plotly picks for the data drawn (ms): seconds while a tick is under a
+# minute, minutes under a day, then days: never the same "01:16" under every tick.
+TIME_TICKS = (
+    {"dtickrange": [None, 60_000], "value": "%H:%M:%S"},
+    {"dtickrange": [60_000, 86_400_000], "value": "%H:%M"},
+    {"dtickrange": [86_400_000, None], "value": "%d %b"},
+)
 
 
 def _layout(height: int, **extra: object) -> go.Layout:
@@ -71,7 +78,6 @@ def live_figure(
     indicator: str,
     traces: Sequence[ChartTrace],
     byte_unit: str = "B",
-    time_format: str = "%H:%M:%S",
 ) -> go.Figure:
     """A chart of one indicator: one line per trace (the first, the cluster, filled).
 
@@ -99,7 +105,8 @@ def live_figure(
             )
         )
     figure.update_yaxes(**live_value_axis(indicator, byte_unit))
-    figure.update_xaxes(tickformat=time_format, automargin=True, nticks=8)
+    # four ticks at most: a card is ~250 px wide, more would be turned sideways
+    figure.update_xaxes(tickformatstops=TIME_TICKS, automargin=True, nticks=4)
     return figure
 
 

@@ -33,6 +33,11 @@ class Ids(StrEnum):
     OVERVIEW_WINDOWS = "overview-windows"  # the 1m/5m/15m statistics of each indicator card
     OVERVIEW_UPDATED = "overview-updated"
     OVERVIEW_RANGE = "overview-range"  # the charts' time range (format.RANGES)
+    OVERVIEW_CHARTS_ASK = "overview-charts-ask"  # dcc.Store: the charts round asked for
+    OVERVIEW_CHARTS_DONE = "overview-charts-done"  # dcc.Store: the charts round answered
+    OVERVIEW_STATUS_ASK = "overview-status-ask"  # dcc.Store: the status round asked for
+    OVERVIEW_STATUS_DONE = "overview-status-done"  # dcc.Store: the status round answered
+    OVERVIEW_CHARTS_NOTE = "overview-charts-note"  # what the charts cannot show (alert area)
 
     # statistics
     STATS_ALERT = "stats-alert"

@@ -36,7 +36,8 @@ TITLE = "Overview"
 TICK_MS = 1000
 # The charts, in page order: one per entry (a new chart is a new entry here).
 CHARTS: tuple[str, ...] = INDICATOR_NAMES
-TREND_REFRESH_TICKS = 300  # a statistics-store range is redrawn every five minutes
+BACKFILL_SECONDS = 120  # how far back a tick asks for seconds a series has not drawn yet
+TREND_REFRESH_SECONDS = 300  # a statistics-store range is redrawn every five minutes
 
 _HEALTH_KIND = {"ok": "good", "degraded": "warn", "down": "bad", "unknown": "muted"}
 
@@ -68,6 +69,7 @@ def layout() -> Component:
                 className="controls",
             ),
             html.Div(id=Ids.OVERVIEW_ALERT, className="alerts"),
+            html.Div(id=Ids.OVERVIEW_CHARTS_NOTE, className="alerts"),
             html.Div(
                 [
                     html.Div(id=Ids.OVERVIEW_HEALTH, className="health"),
@@ -77,6 +79,10 @@ def layout() -> Component:
             ),
             html.Div([_indicator_card(name) for name in CHARTS], className="live-grid"),
             dcc.Store(id=Ids.OVERVIEW_LAST_TS, data=None),
+            dcc.Store(id=Ids.OVERVIEW_CHARTS_ASK, data=None),
+            dcc.Store(id=Ids.OVERVIEW_CHARTS_DONE, data=0),
+            dcc.Store(id=Ids.OVERVIEW_STATUS_ASK, data=None),
+            dcc.Store(id=Ids.OVERVIEW_STATUS_DONE, data=0),
             dcc.Interval(id=Ids.OVERVIEW_INTERVAL, interval=TICK_MS, n_intervals=0),
         ],
         className="page page-overview",
@@ -242,24 +248,27 @@ Extension = tuple[dict[str, list[list[object]]], list[int]]
 
 
 @dataclass(frozen=True)
-class OverviewUpdate:
-    """What one tick changes on the page (``None``: leave that element as it is)."""
+class ChartsUpdate:
+    """What one charts round changes (``None``: leave that chart as it is)."""
 
     figures: dict[str, go.Figure | None]
     extensions: dict[str, Extension | None]
-    values: dict[str, str]
     state: dict[str, Any]
     problems: list[str] = field(default_factory=list)
 
 
-def needs_rebuild(overview: LiveOverview, range_key: str, state: Mapping[str, Any] | None) -> bool:
-    """Whole figures (the whole range fetched) on the first tick, a range change, a change of
-    the members charted or of a byte chart's unit; else the new seconds are appended."""
-    if state is None or state.get("rebuild"):
+def chart_series(history: History) -> list[str]:
+    """The lines of every chart: the cluster, then each member when there are several."""
+    members = list(history.members)
+    return [CLUSTER] if len(members) <= 1 else [CLUSTER, *members]
+
+
+def needs_rebuild(range_key: str, state: Mapping[str, Any] | None) -> bool:
+    """Whole figures (the whole range fetched) on the first round, a range change, or when a
+    byte chart outgrew its unit; else the new seconds are appended."""
+    if state is None or state.get("rebuild") or state.get("trend") is not None:
         return True
-    return state.get("range") != range_key or list(state.get("series") or []) != (
-        fmt.series_names(overview)
-    )
+    return state.get("range") != range_key
 
 
 def history_since(now: int, range_key: str, state: Mapping[str, Any] | None, rebuild: bool) -> int:
@@ -269,22 +278,9 @@ def history_since(now: int, range_key: str, state: Mapping[str, Any] | None, reb
     last = dict((state or {}).get("last") or {})
     if rebuild or not last:
         return now - chosen.seconds + 1
-    return int(min(last.values())) + 1
-
-
-def _card_values(overview: LiveOverview) -> dict[str, str]:
-    values = {}
-    for indicator in CHARTS:
-        live = overview.cluster.indicators.get(indicator)
-        values[indicator] = fmt.compact(None if live is None else live.current, indicator)
-    return values
-
-
-def _problems(overview: LiveOverview) -> list[str]:
-    problems = fmt.member_problems(overview.members)
-    if overview.cluster.error:
-        problems.append(overview.cluster.error)
-    return problems
+    # a series that stopped (a member down) must not drag every later round back to its end:
+    # the admin API back-fills at most a minute late (the members' Recent), so two suffice
+    return max(int(min(last.values())), now - BACKFILL_SECONDS) + 1
 
 
 def _units(history: History) -> dict[str, tuple[float, str]]:
@@ -296,21 +292,12 @@ def _units(history: History) -> dict[str, tuple[float, str]]:
     }
 
 
-def _time_format(seconds: int) -> str:
-    return "%H:%M:%S" if seconds <= 900 else "%H:%M" if seconds <= 86400 else "%d %b %H:%M"
-
-
 def plan_update(
-    overview: LiveOverview,
-    history: History,
-    range_key: str,
-    state: Mapping[str, Any] | None,
-    rebuild: bool,
-) -> OverviewUpdate:
+    history: History, range_key: str, state: Mapping[str, Any] | None, rebuild: bool
+) -> ChartsUpdate:
     """The charts from the admin API's history: whole figures when ``rebuild``, else the
     seconds each series has not charted yet (``extendData``)."""
-    series = fmt.series_names(overview)
-    chosen = fmt.chart_range(range_key)
+    series = chart_series(history)
     old = dict((state or {}).get("units") or {})
     units = _units(history) if rebuild else {k: tuple(v) for k, v in old.items()}
     last: dict[str, int] = {} if rebuild else dict((state or {}).get("last") or {})
@@ -321,7 +308,7 @@ def plan_update(
         divisor, unit = units.get(indicator, (1.0, "B"))
         if rebuild:
             traces = fmt.history_traces(history, series, indicator, divisor)
-            figures[indicator] = live_figure(indicator, traces, unit, _time_format(chosen.seconds))
+            figures[indicator] = live_figure(indicator, traces, unit)
             extensions[indicator] = None
         else:
             figures[indicator] = None
@@ -330,103 +317,180 @@ def plan_update(
                 grown |= fmt.byte_unit(fmt.history_peak(history, indicator))[0] > divisor
     last.update(fmt.history_newest(history, series))
     state = {"series": series, "last": last, "range": range_key, "units": units, "rebuild": grown}
-    return OverviewUpdate(figures, extensions, _card_values(overview), state, _problems(overview))
+    return ChartsUpdate(figures, extensions, state)
 
 
-def plan_trend(
-    overview: LiveOverview, provider: ConsoleProvider, range_key: str, now: int
-) -> OverviewUpdate:
+def plan_trend(provider: ConsoleProvider, range_key: str, now: int) -> ChartsUpdate:
     """A range beyond the history: the cluster's average and maximum from the statistics
     store (one point per pipeline run, over the range's ``trend_window``)."""
     chosen = fmt.chart_range(range_key)
     window = chosen.trend_window or "1h"
     figures: dict[str, go.Figure | None] = {}
-    problems = _problems(overview)
+    problems: list[str] = []
+    drawn = 0
     for indicator in CHARTS:
         try:
             points = provider.trend(CLUSTER, indicator, window, since=now - chosen.seconds)
         except ProviderError as exc:
             problems.append(f"statistics store: {exc}")
             points = []
+        drawn += len(points)
         peak = max((p.max or 0.0 for p in points), default=0.0)
         divisor, unit = fmt.byte_unit(peak) if fmt.is_bytes(indicator) else (1.0, "B")
         traces = fmt.trend_traces(points, window, divisor)
-        figures[indicator] = live_figure(indicator, traces, unit, _time_format(chosen.seconds))
-    if not any(figures[i] is not None and figures[i].data[0].x for i in CHARTS):  # type: ignore[union-attr]
+        figures[indicator] = live_figure(indicator, traces, unit)
+    if not drawn and not problems:
         problems.append(
             f"no statistics for the last {chosen.label} yet: the pipeline writes a point per "
             "run (Jobs page); up to 1 h comes from the admin API's history"
         )
-    state = {"series": fmt.series_names(overview), "last": {}, "range": range_key, "trend": now}
-    return OverviewUpdate(figures, dict.fromkeys(CHARTS), _card_values(overview), state, problems)
+    state = {"series": [], "last": {}, "range": range_key, "trend": now}
+    return ChartsUpdate(figures, dict.fromkeys(CHARTS), state, problems)
 
 
 def charts_update(
-    provider: ConsoleProvider,
-    overview: LiveOverview,
-    range_key: str,
-    state: Mapping[str, Any] | None,
-    now: int,
-) -> OverviewUpdate:
-    """The tick's charts: history (up to its retention) or the statistics store beyond."""
+    provider: ConsoleProvider, range_key: str, state: Mapping[str, Any] | None, now: int
+) -> ChartsUpdate:
+    """One round of the charts: the history (up to its retention) or the statistics store."""
     chosen = fmt.chart_range(range_key)
-    rebuild = needs_rebuild(overview, range_key, state)
     if chosen.trend_window is not None:
         drawn = None if state is None else state.get("trend")
-        if rebuild or drawn is None or now - int(drawn) >= TREND_REFRESH_TICKS:
-            return plan_trend(overview, provider, range_key, now)
+        if (
+            state is None
+            or state.get("range") != range_key
+            or drawn is None
+            or (now - int(drawn) >= TREND_REFRESH_SECONDS)
+        ):
+            return plan_trend(provider, range_key, now)
         nothing = dict.fromkeys(CHARTS)
-        return OverviewUpdate(
-            dict(nothing), dict(nothing), _card_values(overview), dict(state or {}),
-            _problems(overview),
-        )  # fmt: skip
+        return ChartsUpdate(dict(nothing), dict(nothing), dict(state))
+    rebuild = needs_rebuild(range_key, state)
     history = provider.history(since=history_since(now, range_key, state, rebuild))
-    return plan_update(overview, history, range_key, state, rebuild)
+    if not rebuild and chart_series(history) != list((state or {}).get("series") or []):
+        rebuild = True  # a member came or went: redraw the whole range
+        history = provider.history(since=history_since(now, range_key, state, rebuild))
+    return plan_update(history, range_key, state, rebuild)
+
+
+def card_values(overview: LiveOverview) -> dict[str, str]:
+    values = {}
+    for indicator in CHARTS:
+        live = overview.cluster.indicators.get(indicator)
+        values[indicator] = fmt.compact(None if live is None else live.current, indicator)
+    return values
+
+
+def problems_of(overview: LiveOverview) -> list[str]:
+    problems = fmt.member_problems(overview.members)
+    if overview.cluster.error:
+        problems.append(overview.cluster.error)
+    return problems
 
 
 # --- callbacks ------------------------------------------------------------------------------
 
+# Asks the server for a round (status, charts) only when the last one has answered (or 10 ticks
+# went by): Dash drops the answer of a callback triggered again before it answered, so a round
+# slower than the tick (a whole range drawn, or a slow member, on a loaded machine) would never
+# land, and the page stayed empty (plotly/dash issue 1613).
+PACE = """
+function(n, done, asked) {
+    const last = asked || {id: 0, tick: 0};
+    if (last.id > (done || 0) && n - last.tick < 10) {
+        return window.dash_clientside.no_update;
+    }
+    return {id: last.id + 1, tick: n};
+}
+"""
+
 
 def register(app: Dash, providers: Providers) -> None:
+    _register_status(app, providers)
+    _register_charts(app, providers)
+
+
+def _register_status(app: Dash, providers: Providers) -> None:
     outputs = [
         Output(Ids.OVERVIEW_ALERT, "children"),
         Output(Ids.OVERVIEW_HEALTH, "children"),
         Output(Ids.OVERVIEW_MEMBERS, "children"),
-        Output(Ids.OVERVIEW_LAST_TS, "data"),
         Output(Ids.OVERVIEW_UPDATED, "children"),
+    ]
+    for indicator in CHARTS:
+        outputs += [
+            Output(indicator_id(Ids.OVERVIEW_VALUE, indicator), "children"),
+            Output(indicator_id(Ids.OVERVIEW_WINDOWS, indicator), "children"),
+        ]
+
+    _pace(app, Ids.OVERVIEW_STATUS_ASK, Ids.OVERVIEW_STATUS_DONE)
+    outputs.append(Output(Ids.OVERVIEW_STATUS_DONE, "data"))
+
+    @app.callback(outputs, Input(Ids.OVERVIEW_STATUS_ASK, "data"), State(Ids.TOKEN, "data"))
+    def tick(asked: dict[str, int] | None, token: str | None) -> list[Any]:
+        done = (asked or {}).get("id", 0)
+        try:
+            overview = providers(token).live()
+        except ProviderError as exc:
+            return [alert([exc])] + [no_update] * (len(outputs) - 2) + [done]
+        values = card_values(overview)
+        result: list[Any] = [
+            alert(problems_of(overview)),
+            render_health(overview.members, overview.topology),
+            render_members(overview.members),
+            f"updated {time.strftime('%H:%M:%S')}",
+        ]
+        for indicator in CHARTS:
+            result += [
+                values[indicator],
+                render_windows(indicator, member_indicators(overview, indicator)),
+            ]
+        return [*result, done]
+
+
+def _pace(app: Dash, ask: str, done: str) -> None:
+    """Ask for a round on each tick when the previous one has answered (:data:`PACE`)."""
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        PACE,
+        Output(ask, "data"),
+        Input(Ids.OVERVIEW_INTERVAL, "n_intervals"),
+        State(done, "data"),
+        State(ask, "data"),
+    )
+
+
+def _register_charts(app: Dash, providers: Providers) -> None:
+    _pace(app, Ids.OVERVIEW_CHARTS_ASK, Ids.OVERVIEW_CHARTS_DONE)
+    outputs = [
+        Output(Ids.OVERVIEW_CHARTS_NOTE, "children"),
+        Output(Ids.OVERVIEW_LAST_TS, "data"),
+        Output(Ids.OVERVIEW_CHARTS_DONE, "data"),
     ]
     for indicator in CHARTS:
         outputs += [
             Output(indicator_id(Ids.OVERVIEW_GRAPH, indicator), "figure"),
             Output(indicator_id(Ids.OVERVIEW_GRAPH, indicator), "extendData"),
-            Output(indicator_id(Ids.OVERVIEW_VALUE, indicator), "children"),
-            Output(indicator_id(Ids.OVERVIEW_WINDOWS, indicator), "children"),
         ]
 
     @app.callback(
         outputs,
-        Input(Ids.OVERVIEW_INTERVAL, "n_intervals"),
+        Input(Ids.OVERVIEW_CHARTS_ASK, "data"),
         Input(Ids.OVERVIEW_RANGE, "value"),
         State(Ids.TOKEN, "data"),
         State(Ids.OVERVIEW_LAST_TS, "data"),
     )
-    def tick(
-        _n: int, range_key: str | None, token: str | None, state: dict[str, Any] | None
+    def charts(
+        asked: dict[str, int] | None,
+        range_key: str | None,
+        token: str | None,
+        state: dict[str, Any] | None,
     ) -> list[Any]:
-        provider = providers(token)
+        done = (asked or {}).get("id", 0)
         key = fmt.chart_range(range_key).key
         try:
-            overview = provider.live()
-            update = charts_update(provider, overview, key, state, int(time.time()))
+            update = charts_update(providers(token), key, state, int(time.time()))
         except ProviderError as exc:
-            return [alert([exc])] + [no_update] * (len(outputs) - 1)
-        result: list[Any] = [
-            alert(update.problems),
-            render_health(overview.members, overview.topology),
-            render_members(overview.members),
-            update.state,
-            f"updated {time.strftime('%H:%M:%S')}",
-        ]
+            return [alert([exc], "warn"), no_update, done] + [no_update] * (len(outputs) - 3)
+        result: list[Any] = [alert(update.problems, "warn"), update.state, done]
         points = fmt.chart_range(key).seconds
         for indicator in CHARTS:
             figure = update.figures[indicator]
@@ -434,8 +498,6 @@ def register(app: Dash, providers: Providers) -> None:
             result += [
                 no_update if figure is None else figure,
                 no_update if extension is None else [*extension, points],
-                update.values[indicator],
-                render_windows(indicator, member_indicators(overview, indicator)),
             ]
         return result
 

@@ -3,7 +3,7 @@ and the app's routing: no browser, no network."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
@@ -141,76 +141,86 @@ def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
     return History(seconds[0] if seconds else since, until, 3600, cluster, scopes)
 
 
+class HistoryApi:
+    """A provider's ``history`` and ``trend`` over fixed answers, recording what was asked."""
+
+    def __init__(self, *answers: History) -> None:
+        self.answers = list(answers)
+        self.asked: list[int | None] = []
+        self.trends: list[tuple[str, str, str, int | None]] = []
+
+    def history(self, since: int | None = None, until: int | None = None) -> History:
+        self.asked.append(since)
+        return self.answers.pop(0)
+
+    def trend(self, scope: str, indicator: str, window: str, since: int | None = None,
+              until: int | None = None) -> list[TrendPoint]:  # fmt: skip
+        self.trends.append((scope, indicator, window, since))
+        return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
+
+
 def test_overview_builds_figures_first_then_extends_them() -> None:
-    live = _live(100, ("a", "b"))
-    assert overview.needs_rebuild(live, "15m", None)
-    assert overview.history_since(1000, "15m", None, True) == 101
-    first = overview.plan_update(live, _history(100, ("a", "b")), "15m", None, True)
+    api = HistoryApi(_history(100, ("a", "b")), _history(100, ("a", "b")))
+    first = overview.charts_update(api, "15m", None, 1000)  # type: ignore[arg-type]
+    assert api.asked == [1000 - 900 + 1], "the whole range at once"
     figure = first.figures["connected_users"]
     assert figure is not None
     assert [trace.name for trace in figure.data] == ["Cluster", "a", "b"]
-    assert len(figure.data[0].x) == 10, "the whole range at once"
+    assert len(figure.data[0].x) == 10
     assert first.extensions["connected_users"] is None
     assert first.state["last"] == {CLUSTER: 100, "a": 100, "b": 100}
     assert first.state["units"]["outgoing_bytes_per_second"] == (1024.0, "KiB")
-    assert first.values["connected_users"] == "6"
     bytes_figure = first.figures["outgoing_bytes_per_second"]
     assert bytes_figure is not None
     assert bytes_figure.data[0].y[0] == 2.0, "in KiB, like the axis"
 
-    assert not overview.needs_rebuild(live, "15m", first.state)
-    assert overview.history_since(1000, "15m", first.state, False) == 101
-    same = overview.plan_update(live, _history(100, ("a", "b")), "15m", first.state, False)
+    assert not overview.needs_rebuild("15m", first.state)
+    same = overview.charts_update(api, "15m", first.state, 150)  # type: ignore[arg-type]
+    assert api.asked[-1] == 101, "only what the series lack"
     assert same.figures["connected_users"] is None
     assert same.extensions["connected_users"] is None  # no new second
+    assert overview.history_since(1000, "15m", first.state, False) == 1000 - 120 + 1
 
-    later = overview.plan_update(
-        live, _history(101, ("a", "b"), since=101), "15m", first.state, False
-    )
+    later = overview.plan_update(_history(101, ("a", "b"), since=101), "15m", first.state, False)
     extension = later.extensions["connected_users"]
     assert extension is not None
     assert extension[1] == [0, 1, 2]
+    assert overview.needs_rebuild("1h", later.state), "range changed"
 
-    assert overview.needs_rebuild(_live(102, ("a",)), "15m", later.state), "members changed"
-    assert overview.needs_rebuild(live, "1h", later.state), "range changed"
+    gone = HistoryApi(_history(102, ("a",), since=102), _history(102, ("a",)))
+    shrunk = overview.charts_update(gone, "15m", later.state, 160)  # type: ignore[arg-type]
+    assert gone.asked == [102, 160 - 900 + 1], "a member went: the whole range again"
+    assert shrunk.figures["connected_users"] is not None
 
 
 def test_overview_rebuilds_when_a_byte_chart_outgrows_its_unit() -> None:
-    live = _live(100, ("a",))
-    first = overview.plan_update(live, _history(100, ("a",)), "5m", None, True)
+    first = overview.plan_update(_history(100, ("a",)), "5m", None, True)
     bigger = _history(101, ("a",), since=101)
     bigger.cluster.values["outgoing_bytes_per_second"] = [5e6]
-    later = overview.plan_update(live, bigger, "5m", first.state, False)
+    later = overview.plan_update(bigger, "5m", first.state, False)
     assert later.state["rebuild"] is True
-    assert overview.needs_rebuild(live, "5m", later.state)
+    assert overview.needs_rebuild("5m", later.state)
 
 
 def test_overview_beyond_the_history_reads_the_statistics_store() -> None:
-    class Store:
-        asked: ClassVar[list[tuple[str, str, str, int | None]]] = []
-
-        def trend(self, scope: str, indicator: str, window: str, since: int | None = None,
-                  until: int | None = None) -> list[TrendPoint]:  # fmt: skip
-            self.asked.append((scope, indicator, window, since))
-            return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
-
-    live = _live(100, ("a",))
-    update = overview.charts_update(Store(), live, "24h", None, 90_000)  # type: ignore[arg-type]
-    assert {a[2] for a in Store.asked} == {"1h"}
-    assert {a[3] for a in Store.asked} == {90_000 - 86_400}
+    api = HistoryApi()
+    update = overview.charts_update(api, "24h", None, 90_000)  # type: ignore[arg-type]
+    assert {a[2] for a in api.trends} == {"1h"}
+    assert {a[3] for a in api.trends} == {90_000 - 86_400}
+    assert api.asked == [], "not the admin API's history"
     figure = update.figures["outgoing_bytes_per_second"]
     assert figure is not None
     assert [t.name for t in figure.data] == ["avg (1h)", "max (1h)"]
     assert figure.layout.yaxis.ticksuffix == " MiB"
-    again = overview.charts_update(Store(), live, "24h", update.state, 90_010)  # type: ignore[arg-type]
-    assert again.figures["connected_users"] is None, "redrawn every 5 minutes, not each tick"
+    again = overview.charts_update(api, "24h", update.state, 90_010)  # type: ignore[arg-type]
+    assert again.figures["connected_users"] is None, "redrawn every 5 minutes, not each round"
+    assert overview.needs_rebuild("15m", again.state), "back to the history: a whole range"
 
 
 def test_overview_reports_members_down() -> None:
     live = _live(100, ("a",))
     live.members.append(Member("b", "http://b", False, "connection refused"))
-    update = overview.plan_update(live, _history(100, ("a",)), "15m", None, True)
-    assert update.problems == ["member b is down: connection refused"]
+    assert overview.problems_of(live) == ["member b is down: connection refused"]
     cards = overview.render_members(live.members)
     assert [(_prop(c, "data-member"), _prop(c, "data-up")) for c in cards] == [
         ("a", "true"),
