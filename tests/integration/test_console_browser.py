@@ -392,7 +392,9 @@ class Console:
                 break
             self.driver.set_window_size(WIDTH, min(content + (outer - inner) + 24, 4000))
             time.sleep(0.4)
-        time.sleep(0.4)  # let plotly re-lay out for the new size
+        # let plotly and the page re-lay out for the new size (0.4 s: a shot of the Overview
+        # sometimes painted the cards without their tables)
+        time.sleep(1.5)
         path = self.shots / f"console-{page}.png"
         self.driver.save_screenshot(str(path))
         self.driver.set_window_size(WIDTH, HEIGHT)
