@@ -27,7 +27,7 @@ from ..history import HistoryStore, Series, cluster_series
 from ..member_client import INDICATORS_MBEAN, Member, MemberClient, MemberFailure, new_http_client
 from ..schemas import HistoryOut, HistorySeriesOut, IndicatorName
 from .cluster import with_discovered
-from .live import NAME_BY_MBEAN, mbean_name
+from .live import NAME_BY_MBEAN, finite, mbean_name
 
 POLL_INTERVAL: Final = 1.0  # seconds between two polls of every member
 POLL_OFFSET: Final = 0.3  # after the whole second: the members sample just after it
@@ -38,13 +38,6 @@ CLUSTER = "cluster"
 log = logging.getLogger("pushgrid.admin")
 
 Samples = dict[int, dict[str, float]]
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def _second(text: Any) -> int | None:
@@ -69,7 +62,7 @@ def samples_of(value: Any) -> Samples:
         pairs = list(recent.items()) if isinstance(recent, Mapping) else []
         pairs.append((attributes.get("SampleTime"), attributes.get("Current")))
         for text, raw in pairs:
-            ts, number = _second(text), _number(raw)
+            ts, number = _second(text), finite(raw)
             if ts is not None and number is not None:
                 out.setdefault(ts, {})[name] = number
     return out

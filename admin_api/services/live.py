@@ -35,7 +35,7 @@ from ..schemas import (
 NAME_BY_MBEAN: Final[dict[str, str]] = {indicator.mbean: indicator.name for indicator in INDICATORS}
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
@@ -60,9 +60,9 @@ def _windows(raw: Any) -> dict[WindowName, WindowValue]:
         entry = entry if isinstance(entry, Mapping) else {}
         count = entry.get("count")
         out[cast(WindowName, window)] = WindowValue(
-            max=_finite(entry.get("max")),
-            avg=_finite(entry.get("avg")),
-            stddev=_finite(entry.get("stddev")),
+            max=finite(entry.get("max")),
+            avg=finite(entry.get("avg")),
+            stddev=finite(entry.get("stddev")),
             count=count if isinstance(count, int) and count >= 0 else 0,
         )
     return out
@@ -86,7 +86,7 @@ def parse_indicators(value: Any) -> tuple[datetime | None, list[LiveIndicator]]:
     indicators = [
         LiveIndicator(
             name=cast(IndicatorName, name),
-            current=_finite(by_name[name].get("Current")),
+            current=finite(by_name[name].get("Current")),
             windows=_windows(by_name[name].get("Windows")),
         )
         for name in INDICATOR_NAMES
