@@ -66,7 +66,7 @@ def render_active(alerts: Sequence[Mapping[str, Any]]) -> Component:
             a["rule"],
             a["target"],
             a["severity"],
-            fmt.DASH if a.get("value") is None else f"{a['value']:g}",
+            fmt.compact(a.get("value"), str(a.get("indicator") or "")),
             a["summary"],
             a.get("acknowledged_by") or "",
             fmt.iso_time(a["silenced_until"]) if a.get("silenced_until") else "",
@@ -110,7 +110,10 @@ def render_rules(rules: Sequence[Mapping[str, Any]]) -> Component:
         rows.append(
             [
                 r["name"] + (" (built-in)" if r.get("builtin") else ""),
-                html.Code(f"{what} {r['comparison']} {r['threshold']:g}"),
+                html.Code(
+                    f"{what} {r['comparison']} "
+                    f"{fmt.compact(r['threshold'], str(r.get('indicator') or ''))}"
+                ),
                 f"avg over {r['for']:g} s" if r["for"] else "last value",
                 clear_text(r),
                 r["severity"],

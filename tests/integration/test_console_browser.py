@@ -572,7 +572,6 @@ def test_overview_shows_health_and_live_charts_follow_new_traffic(
     console.assert_no_errors()
 
 
-<<<<<<< HEAD
 def test_overview_member_panel_shows_each_member_s_process(console: Console, stack: Stack) -> None:
     """Each member card carries its operator panel: the member's own numbers, read through the
     admin API (console/member_panel.py; docs/monitoring.md, "Member panel")."""
@@ -599,7 +598,8 @@ def test_overview_member_panel_shows_each_member_s_process(console: Console, sta
         assert panel["loop_lag"].endswith(")"), panel
         assert panel["replica_lag"] == "no stream"  # standalone members
     console.screenshot("overview-member-panel")
-=======
+
+
 # Every chart tick label and every text of a card must lie inside its box at 1440 px: a label
 # cut by the plot's edge, or a value wider than its cell, is a clipped label (issue 21 item 9).
 CLIPPED = """
@@ -696,7 +696,6 @@ def test_overview_opens_on_history_with_a_range_picker_and_nothing_clipped(
         assert problems == [], (page, problems)
         texts = console.text("#page")
         assert not BAD_NUMBER.search(texts), (page, BAD_NUMBER.search(texts))
->>>>>>> e35c48e (Console Overview: health/values and charts are two callbacks, each asked again only once it answered (Dash drops an answer overtaken by the next tick, so a slow round never landed); time ticks by zoom level; browser test: history on open, range picker, no clipped label or exponent at 1440 px on Overview, Statistics, Trends, Hot subjects; screenshots refreshed)
     console.assert_no_errors()
 
 
@@ -780,14 +779,14 @@ def test_statistics_table_shows_exactly_what_the_pipeline_wrote(
             for stat in ("max", "avg", "stddev"):
                 value, text, covered = shown[(row["indicator"], row["window"], stat)]
                 assert value == repr(row[stat]), (scope, row, stat)
-<<<<<<< HEAD
                 assert float(covered) == pytest.approx(share, abs=1e-6)
                 # a window with little data is marked (and only such a window)
                 marked = share < 0.9 and row[stat] is not None
-                assert text == exact(row[stat]) + ("◔" if marked else ""), (row, stat, text)
-=======
-                assert text == exact(row[stat], row["indicator"])
->>>>>>> e35c48e (Console Overview: health/values and charts are two callbacks, each asked again only once it answered (Dash drops an answer overtaken by the next tick, so a slow round never landed); time ticks by zoom level; browser test: history on open, range picker, no clipped label or exponent at 1440 px on Overview, Statistics, Trends, Hot subjects; screenshots refreshed)
+                assert text == exact(row[stat], row["indicator"]) + ("◔" if marked else ""), (
+                    row,
+                    stat,
+                    text,
+                )
         stale = console.js(
             "return document.querySelector('#stats-asof [data-stale]').dataset.stale"
         )
