@@ -28,11 +28,11 @@ from pushgrid.server.framing.outframe import OutFrame
 
 from .cluster.isolation import Change, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
-from .config import ConfigError, Settings
+from .config import ConfigError, ServerSettings, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
-from .core.publishing import PublishGuard, PublishLimits
+from .core.publishing import Admission, PublishGuard, PublishLimits
 from .core.session import Session, SessionPolicy
 from .core.throttle import AuthThrottle
 from .core.watch import WatchFeed, Watchlist
@@ -103,15 +103,13 @@ def build_entitlement(settings: Settings) -> Entitlement:
     return AllowAll()
 
 
-def build_publish_guard(settings: Settings, engine: Engine) -> PublishGuard:
+def build_publish_guard(settings: ServerSettings) -> PublishGuard:
     limits = PublishLimits(
-        max_fields_per_subject=settings.max_fields_per_subject,
-        max_snapshot_size=settings.max_snapshot_size,
         rate_per_connection=settings.publish_rate_per_connection,
         rate_per_address=settings.publish_rate_per_address,
         burst=settings.publish_burst,
     )
-    return PublishGuard(limits, engine)
+    return PublishGuard(limits)
 
 
 def build_tls_contexts(settings: Settings) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
@@ -159,7 +157,7 @@ class PushServer:
         )
         self.engine.use_interest(self.hub.has_subscribers)  # idle-subject eviction (guarantee 9)
         self.entitlement = build_entitlement(settings)
-        self.publish_guard = build_publish_guard(settings, self.engine)
+        self.admission = Admission(build_publish_guard(settings.server), self.entitlement, self.hub)
         self.auth_throttle = AuthThrottle(
             settings.auth_failures_before_backoff, settings.auth_backoff_max
         )
@@ -291,7 +289,7 @@ class PushServer:
             remote=remote,
             may_publish=self.may_publish(remote.rpartition(":")[0]),
             entitlement=self.entitlement,
-            guard=self.publish_guard,
+            admission=self.admission,
         )
         self.hub.add_session(session)
         return session
@@ -404,9 +402,6 @@ class PushServer:
         """The JetStream stream replicas' lags this member sees (none without a stream)."""
         status = self.engine.cluster_status()
         return {} if status is None else {r.name: r.lag for r in status.replicas}
-
-    def count_published(self, subject: str, size: int = 0) -> None:
-        self.hub.count_published(subject, size)
 
     def cluster_status(self) -> ClusterStatus:
         status = self.engine.cluster_status()

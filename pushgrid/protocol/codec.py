@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from .frames import (
     Unsubscribe,
     msg_id_error,
 )
+from .sizes import message_size
 from .subjects import validate_subject
 
 _encoder = msgspec.json.Encoder()
@@ -131,21 +131,7 @@ def _check_subjects(frame: Subscribe | Unsubscribe, limits: Limits, request_id: 
                 )
 
 
-def message_size(content: str, fields: Mapping[str, str]) -> int:
-    """Size of a message as MaxMessageSize counts it: UTF-8 bytes of content, field names and
-    values (lone surrogates count as their 3 bytes, never as an encoding error)."""
-    return _utf8_len(content) + sum(_utf8_len(k) + _utf8_len(v) for k, v in fields.items())
-
-
 def publish_size(frame: Publish) -> int:
     """Size of a publish frame's message as MaxMessageSize counts it (:func:`message_size`)."""
     return message_size(frame.content, frame.fields)
 
-
-def utf8_len(text: str) -> int:
-    """UTF-8 bytes of ``text`` as :func:`message_size` counts them."""
-    return _utf8_len(text)
-
-
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))

@@ -18,6 +18,7 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   │   └── InvalidSubject (pushgrid.protocol.errors)              invalid_subject      no
 │   └── HandshakeError (pushgrid.server.transport.handshake)       bad_handshake        no
 ├── EngineError (pushgrid.protocol.exceptions)                     engine               no
+│   ├── SnapshotLimitExceeded (pushgrid.server.engine.base)        per ErrorCode        no
 │   ├── EngineUnavailable (pushgrid.server.engine.base)            engine_unavailable   yes
 │   └── EngineFull (pushgrid.server.engine.base)                   per ErrorCode        yes
 ├── MonitoringError (pushgrid.protocol.exceptions)                 monitoring           no

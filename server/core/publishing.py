@@ -1,41 +1,47 @@
-"""The limits every publish passes before the engine sees it, on WebSocket and HTTP alike.
+"""The one admission path of a publish, whichever transport it came in on.
 
+A WebSocket ``publish`` frame (core/session.py) and ``POST /publish`` (transport/http.py; SSE
+clients publish there) both call :meth:`Admission.publish`: the same rules in the same order,
+then the engine, then the same counting. The transports only parse their input and frame the
+answer (a ``publish_result`` or an HTTP status).
+
+- ``PublishAllow``: the client's address may publish at all.
 - Meta-subjects (``/pushgrid/...``) are server-owned: no client publishes there, in any
   entitlement mode (they would fake the server's own statistics).
+- Entitlement: the publisher's grant allows the subject.
 - Rate: a token bucket per connection (PublishRatePerConnection) and one per client address
   (PublishRatePerAddress), both with PublishBurst; a publish beyond them is refused
   ``rate_limited`` and loses nothing else. One fast publisher then cannot crowd the others'
   fan-out out of the event loop.
-- Snapshot bounds: a retained publish with fields must leave the subject's snapshot within
-  MaxFieldsPerSubject fields and MaxSnapshotSize bytes (UTF-8 of content, names and values).
-  The check reads the current snapshot, so two concurrent publishes may overshoot by one
-  message at most (bounded by MaxMessageSize).
+- Snapshot bounds (MaxFieldsPerSubject, MaxSnapshotSize) are not checked here: the engine
+  checks them inside its own merge (engine guarantee 8), where concurrent publishes cannot
+  overshoot them; its refusal comes back as a :class:`Refusal` like the others.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
-from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.errors import ErrorCode
+from pushgrid.protocol.sizes import message_size
 
-from ..engine.base import Snapshot
+from ..engine.base import (
+    EngineFull,
+    EngineUnavailable,
+    Published,
+    PublishRequest,
+    SnapshotLimitExceeded,
+)
+from .entitlement import Entitlement, Grant
+from .hub import Hub
 from .throttle import AddressBuckets, Clock, TokenBucket
 
 META_PREFIX = "/pushgrid/"
 
 
-class SnapshotSource(Protocol):
-    async def snapshot(self, subject: str) -> Snapshot | None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class PublishLimits:
-    max_fields_per_subject: int = 1000
-    max_snapshot_size: int = 1024 * 1024
     rate_per_connection: float = 0.0  # publishes a second; 0 = unlimited
     rate_per_address: float = 0.0
     burst: int = 1000
@@ -47,12 +53,22 @@ class Refusal:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Publisher:
+    """Who publishes, as the rules see them."""
+
+    remote: str  # host:port
+    host: str  # the address PublishAllow and PublishRatePerAddress look at
+    grant: Grant
+    may_publish: bool  # the address is in PublishAllow
+    bucket: TokenBucket | None = None  # the connection's rate; None: one HTTP request
+
+
 class PublishGuard:
-    def __init__(
-        self, limits: PublishLimits, engine: SnapshotSource, clock: Clock = time.monotonic
-    ) -> None:
+    """The rules that need no engine: meta-subjects and rates (shared by every transport)."""
+
+    def __init__(self, limits: PublishLimits, clock: Clock = time.monotonic) -> None:
         self.limits = limits
-        self.engine = engine
         self.clock = clock
         self.addresses = AddressBuckets(limits.rate_per_address, limits.burst, clock)
 
@@ -81,27 +97,44 @@ class PublishGuard:
             )
         return None
 
-    async def snapshot_bounds(
-        self, subject: str, content: str, fields: Mapping[str, str], retained: bool
-    ) -> Refusal | None:
-        """Whether the snapshot after this publish stays within the bounds."""
-        if not retained or not fields:
-            return None  # content alone is bounded by MaxMessageSize
-        current = await self.engine.snapshot(subject)
-        merged = dict(current.fields) if current is not None else {}
-        merged.update(fields)
-        limits = self.limits
-        if len(merged) > limits.max_fields_per_subject:
-            return Refusal(
-                ErrorCode.TOO_MANY_FIELDS,
-                f"the snapshot of {subject} would hold {len(merged)} fields, above "
-                f"MaxFieldsPerSubject {limits.max_fields_per_subject}",
-            )
-        size = message_size(content, merged)
-        if size > limits.max_snapshot_size:
-            return Refusal(
-                ErrorCode.SNAPSHOT_TOO_LARGE,
-                f"the snapshot of {subject} would be {size} bytes, above MaxSnapshotSize "
-                f"{limits.max_snapshot_size}",
-            )
-        return None
+
+class Admission:
+    """Admit one publish: the rules (cheap ones first), the engine, the counting."""
+
+    def __init__(self, guard: PublishGuard, entitlement: Entitlement, hub: Hub) -> None:
+        self.guard = guard
+        self.entitlement = entitlement
+        self.hub = hub
+
+    async def publish(self, publisher: Publisher, request: PublishRequest) -> Published | Refusal:
+        """The accepted message, or the first rule it breaks (counted as rejected)."""
+        refusal = await self.refusal(publisher, request.subject)
+        if refusal is None:
+            try:
+                published = await self.hub.engine.publish(request)
+            except SnapshotLimitExceeded as exc:
+                refusal = Refusal(exc.code, exc.reason)
+            except EngineUnavailable as exc:
+                refusal = Refusal(ErrorCode.ENGINE_UNAVAILABLE, str(exc))
+            except EngineFull as exc:  # a memory bound of the node (guarantee 8)
+                refusal = Refusal(exc.error_code, exc.message)
+            else:
+                if not published.duplicate:  # a retry's original was counted when it came in
+                    size = message_size(request.content, request.fields)
+                    self.hub.count_published(request.subject, size)
+                return published
+        self.hub.counters.publish_rejected_total += 1
+        return refusal
+
+    async def refusal(self, publisher: Publisher, subject: str) -> Refusal | None:
+        """The first rule the publish breaks before the engine: address, meta-subject,
+        entitlement, rate (a refused publish takes no rate token unless the rate refused it)."""
+        if not publisher.may_publish:
+            return Refusal(ErrorCode.DENIED, "this address may not publish (PublishAllow)")
+        refusal = self.guard.reserved(subject)
+        if refusal is not None:
+            return refusal
+        denial = await self.entitlement.publish_denial(publisher.grant, publisher.remote, subject)
+        if denial is not None:
+            return Refusal(ErrorCode.DENIED, denial)
+        return self.guard.rate(publisher.host, publisher.bucket)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from pushgrid.protocol.codec import Limits, decode_client_frame, publish_size
+from pushgrid.protocol.codec import Limits, decode_client_frame
 from pushgrid.protocol.errors import (
     CloseCode,
     ErrorCode,
@@ -41,10 +41,10 @@ from pushgrid.protocol.frames import (
 from pushgrid.protocol.subjects import subject_error
 from pushgrid.server.framing.outframe import OutFrame
 
-from ..engine.base import EngineFull, EngineUnavailable, Published, PublishRequest
+from ..engine.base import EngineUnavailable, Published, PublishRequest
 from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
-from .publishing import PublishGuard, PublishLimits, Refusal
+from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal
 from .throttle import host_of
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ _RESULTS: dict[ErrorCode, PublishResultCode] = {
     ErrorCode.TOO_MANY_FIELDS: "too_large",
     ErrorCode.SNAPSHOT_TOO_LARGE: "too_large",
 }
+# codes a publish_result does not carry: a failed publish says only why (docs/protocol.md 5.3)
+_UNCODED = frozenset({ErrorCode.ENGINE_UNAVAILABLE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ class Session:
         remote: str,
         may_publish: bool = True,
         entitlement: Entitlement | None = None,
-        guard: PublishGuard | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.id = session_id
         self.hub = hub
@@ -93,8 +95,10 @@ class Session:
         self.host = host_of(remote)
         self.may_publish = may_publish
         self.entitlement = entitlement or AllowAll()
-        self.guard = guard or PublishGuard(PublishLimits(), hub.engine)
-        self._bucket = self.guard.connection_bucket()
+        self.admission = admission or Admission(
+            PublishGuard(PublishLimits()), self.entitlement, hub
+        )
+        self._bucket = self.admission.guard.connection_bucket()
         self.connected_at = time.time()
         self.subjects: dict[str, None] = {}
         self.messages_in = 0
@@ -238,69 +242,34 @@ class Session:
     # -- publish ----------------------------------------------------------------------------
 
     async def _publish(self, op: Publish) -> None:
-        refusal = await self._publish_refusal(op)
-        if refusal is not None:
-            self.hub.counters.publish_rejected_total += 1
-            self.send(
-                PublishResult(
-                    result=_RESULTS.get(refusal.code, "failed"),
-                    subject=op.subject,
-                    id=op.id,
-                    code=refusal.code.value,
-                    reason=refusal.reason,
-                )
-            )
-            return
+        """Through the one admission path (core/publishing.py); answer a publish_result."""
         request = PublishRequest(
             op.subject, op.content, op.fields, op.retained, op.qos, op.message_id
         )
-        try:
-            published = await self.hub.engine.publish(request)
-        except EngineUnavailable as exc:
-            self.hub.counters.publish_rejected_total += 1
-            self.send(PublishResult(result="failed", subject=op.subject, id=op.id, reason=str(exc)))
-            return
-        except EngineFull as exc:  # a memory bound of the node (guarantee 8)
-            self.hub.counters.publish_rejected_total += 1
+        publisher = Publisher(self.remote, self.host, self.grant, self.may_publish, self._bucket)
+        outcome = await self.admission.publish(publisher, request)
+        if isinstance(outcome, Refusal):
             self.send(
                 PublishResult(
-                    result="failed",
+                    result=_RESULTS.get(outcome.code, "failed"),
                     subject=op.subject,
                     id=op.id,
-                    code=exc.code,
-                    reason=exc.message,
+                    code=None if outcome.code in _UNCODED else outcome.code.value,
+                    reason=outcome.reason,
                 )
             )
             return
         self.messages_in += 1
-        if not published.duplicate:  # a retry's original was counted when it came in
-            self.hub.count_published(op.subject, publish_size(op))
         self.send(
             PublishResult(
                 result="ok",
                 subject=op.subject,
                 id=op.id,
-                epoch=published.epoch,
-                seq=published.seq,
-                duplicate=True if published.duplicate else msgspec.UNSET,
+                epoch=outcome.epoch,
+                seq=outcome.seq,
+                duplicate=True if outcome.duplicate else msgspec.UNSET,
             )
         )
-
-    async def _publish_refusal(self, op: Publish) -> Refusal | None:
-        """The first rule the publish breaks: address, meta-subject, entitlement, rate,
-        snapshot bounds (cheap checks first)."""
-        if not self.may_publish:
-            return Refusal(ErrorCode.DENIED, "this address may not publish (PublishAllow)")
-        refusal = self.guard.reserved(op.subject)
-        if refusal is not None:
-            return refusal
-        denial = await self.entitlement.publish_denial(self.grant, self.remote, op.subject)
-        if denial is not None:
-            return Refusal(ErrorCode.DENIED, denial)
-        refusal = self.guard.rate(self.host, self._bucket)
-        if refusal is not None:
-            return refusal
-        return await self.guard.snapshot_bounds(op.subject, op.content, op.fields, op.retained)
 
     # -- subscribe --------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ and the NATS JetStream engine (cluster) implement it, and one test suite
 from __future__ import annotations
 
 import abc
+from collections import ChainMap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -16,6 +17,7 @@ from pushgrid.protocol.codec import encode
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Message, MessageKind, Position, QoS
+from pushgrid.protocol.sizes import message_size
 from pushgrid.server.framing.outframe import SETS, OutFrame
 
 from ..cluster.isolation import Progress
@@ -32,6 +34,43 @@ class PublishRequest:
     retained: bool = True
     qos: QoS = "guaranteed"
     msg_id: str | None = None  # the client's idempotency key (guarantee 7)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotBounds:
+    """What one subject's snapshot may hold (MaxFieldsPerSubject, MaxSnapshotSize): guarantee 11.
+
+    Each engine checks them inside its own merge, against the snapshot the message is merged
+    into (never a copy read earlier), so concurrent publishes cannot overshoot them.
+    """
+
+    max_fields: int = 1000
+    max_bytes: int = 1024 * 1024
+
+    def check(
+        self, subject: str, content: str, fields: dict[str, str], update: dict[str, str]
+    ) -> None:
+        """Raise :class:`SnapshotLimitExceeded` when merging a retained message (``content``,
+        ``update``) into a snapshot holding ``fields`` would break a bound."""
+        merged = ChainMap(update, fields)  # a view: the snapshot is not copied
+        count = len(merged)
+        if count > self.max_fields:
+            raise SnapshotLimitExceeded(
+                ErrorCode.TOO_MANY_FIELDS,
+                f"the snapshot of {subject} would hold {count} fields, above "
+                f"MaxFieldsPerSubject {self.max_fields}",
+            )
+        size = message_size(content, merged)
+        if size > self.max_bytes:
+            raise SnapshotLimitExceeded(
+                ErrorCode.SNAPSHOT_TOO_LARGE,
+                f"the snapshot of {subject} would be {size} bytes, above MaxSnapshotSize "
+                f"{self.max_bytes}",
+            )
+
+
+#: the bounds' defaults (the settings' MaxFieldsPerSubject and MaxSnapshotSize defaults)
+DEFAULT_BOUNDS = SnapshotBounds()
 
 
 @dataclass(slots=True)
@@ -193,6 +232,12 @@ class Engine(abc.ABC):
        (epoch, seq) ever names two messages. A subject with a subscriber is never evicted.
     10. **The sweep is incremental.** :meth:`sweep` does at most ``sweep_batch`` subjects of
         work per call whatever the number of subjects; eviction completes over later calls.
+    11. **Snapshots stay within their bounds.** A retained publish whose merge would leave the
+        subject's snapshot above ``SnapshotBounds`` (MaxFieldsPerSubject fields, MaxSnapshotSize
+        bytes) raises :class:`SnapshotLimitExceeded` and changes nothing: it is neither
+        numbered, cached, put in the snapshot nor delivered. The check is part of the engine's
+        merge, so it holds for concurrent publishes (through any member of a Guaranteed
+        cluster; a Standard cluster's members each hold it for their own snapshot).
     """
 
     name: str = "engine"
@@ -268,6 +313,18 @@ class MemberBus(Protocol):
     async def subscribe_signed(
         self, subject: str, handler: Callable[[bytes], Awaitable[None]]
     ) -> None: ...
+
+
+class SnapshotLimitExceeded(EngineError):
+    """A retained publish would leave the snapshot above a bound (guarantee 11); ``code`` is
+    ``too_many_fields`` or ``snapshot_too_large``, as the publisher is answered."""
+
+    code: ErrorCode
+
+    def __init__(self, code: ErrorCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
 
 
 class EngineUnavailable(EngineError):

@@ -12,7 +12,7 @@ from ..cluster.link import ClusterLink
 from ..cluster.natsnode import NatsNode
 from ..cluster.topology import BusOptions, Topology
 from ..config import Settings
-from .base import Engine
+from .base import Engine, SnapshotBounds
 from .jetstream import JetStreamEngine
 from .standard import StandardClusterEngine
 
@@ -52,6 +52,7 @@ def build_cluster_engine(settings: Settings) -> Engine:
         list(settings.nats_servers),
         credentials,
     )
+    bounds = SnapshotBounds(settings.max_fields_per_subject, settings.max_snapshot_size)
     if not guaranteed:
         return StandardClusterEngine(
             link,
@@ -61,6 +62,7 @@ def build_cluster_engine(settings: Settings) -> Engine:
             dedup_max_keys=settings.publish_dedup_max_keys,
             max_subjects=settings.max_subjects,
             max_retained_bytes=settings.max_retained_bytes,
+            bounds=bounds,
         )
     replicas = settings.cluster_stream_replicas or (
         len(topology.seeds) if topology is not None else 3
@@ -75,4 +77,5 @@ def build_cluster_engine(settings: Settings) -> Engine:
         dedup_max_keys=settings.publish_dedup_max_keys,
         max_subjects=settings.max_subjects,
         max_retained_bytes=settings.max_retained_bytes,
+        bounds=bounds,
     )

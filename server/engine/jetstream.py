@@ -57,13 +57,14 @@ from nats.js.api import (
     StreamInfo,
 )
 
-from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.frames import Position
+from pushgrid.protocol.sizes import message_size
 
 from ..cluster.isolation import Progress
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus, ReplicaView
 from .base import (
+    DEFAULT_BOUNDS,
     Deliver,
     Engine,
     EngineStats,
@@ -72,6 +73,8 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
+    SnapshotBounds,
+    SnapshotLimitExceeded,
 )
 from .dedup import DedupTable, Original, duplicate_of
 from .member_table import SubjectTable, snapshot_growth
@@ -146,9 +149,11 @@ class JetStreamEngine(Engine):
         max_subjects: int = 0,
         max_retained_bytes: int = 0,
         sweep_batch: int = SWEEP_BATCH,
+        bounds: SnapshotBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.link = link
         self.stream = stream
+        self._bounds = bounds
         self._replicas = replicas
         self._max_cached = max_cached
         self._expire_ms = int(expire_seconds * 1000)
@@ -316,13 +321,19 @@ class JetStreamEngine(Engine):
                         if not done.done():
                             done.set_exception(exc)
                     continue
-                for (_, done), message in zip(batch, stored, strict=True):
-                    if not done.done():
-                        done.set_result(message)
+                for (_, done), answer in zip(batch, stored, strict=True):
+                    if done.done():
+                        continue
+                    if isinstance(answer, SnapshotLimitExceeded):
+                        done.set_exception(answer)
+                    else:
+                        done.set_result(answer)
         finally:
             del self._queues[subject]
 
-    async def _store(self, subject: str, requests: list[PublishRequest]) -> list[Published]:
+    async def _store(
+        self, subject: str, requests: list[PublishRequest]
+    ) -> list[Published | SnapshotLimitExceeded]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._publish_timeout
         msg_id = self._record_msg_id(subject, requests)
@@ -442,11 +453,11 @@ class JetStreamEngine(Engine):
         subject through it) are answered with the original and left out. The store is
         conditional on ``head``, so no record with that msg_id can get in between."""
         if all(request.msg_id is None for request in requests):
-            record, expected = self._next(head, requests)
-            return _Plan(record, expected, [None] * len(requests))
+            record, expected, refused = self._next(subject, head, requests)
+            return _Plan(record, expected, list(refused))
         await self._ids_known_through(subject, head)
         now = self._now_ms()
-        originals: list[Published | None] = []
+        originals: list[Published | SnapshotLimitExceeded | None] = []
         for request in requests:
             original = None
             if request.msg_id is not None:
@@ -456,8 +467,10 @@ class JetStreamEngine(Engine):
         fresh = [r for r, o in zip(requests, originals, strict=True) if o is None]
         if not fresh:
             return _Plan(None, 0, originals)
-        record, expected = self._next(head, fresh)
-        return _Plan(record, expected, originals)
+        record, expected, refused = self._next(subject, head, fresh)
+        fresh_answers = iter(refused)  # in the order of ``fresh``: where the originals are None
+        answers = [o if o is not None else next(fresh_answers) for o in originals]
+        return _Plan(record, expected, answers)
 
     async def _ids_known_through(self, subject: str, head: Head | None) -> None:
         """Wait until this member's dedup table holds the msg_ids of every record of
@@ -569,13 +582,19 @@ class JetStreamEngine(Engine):
             )
         return duplicate_of(request, found)
 
-    def _next(self, head: Head | None, requests: list[PublishRequest]) -> tuple[Record, int]:
+    def _next(
+        self, subject: str, head: Head | None, requests: list[PublishRequest]
+    ) -> tuple[Record | None, int, list[SnapshotLimitExceeded | None]]:
+        """The record on top of ``head``, its expected stream sequence, and the requests its
+        merge refused (guarantee 11: checked against ``head``'s snapshot, which the store is
+        conditional on, so members publishing at once cannot overshoot a bound)."""
         # A subject's numbering starts once, in the stream's epoch: its last record is never
         # removed (no max_age, no stream-wide limits; REFERENCE.md: max_age restarts numbering).
-        record = next_record(
-            head.record if head is not None else None, requests, self.empty_epoch, self._now_ms()
+        previous = head.record if head is not None else None
+        merged = next_record(
+            previous, requests, self.empty_epoch, self._now_ms(), self._bounds, subject
         )
-        return record, head.stream_seq if head is not None else 0
+        return merged.record, head.stream_seq if head is not None else 0, merged.refused
 
     def _give_up_if_late(self, now: float, deadline: float, exc: Exception) -> None:
         if now >= deadline:
@@ -1051,15 +1070,16 @@ def client_msg_id(subject: str, msg_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """What one store sends: ``record`` (None: every request is a duplicate) on top of the
-    subject's record ``expected``; ``originals`` answers the duplicates, in request order."""
+    """What one store sends: ``record`` (None: every request is a duplicate or refused) on top
+    of the subject's record ``expected``; ``originals`` answers the duplicates and the requests
+    a snapshot bound refused (guarantee 11), in request order; None: stored in ``record``."""
 
     record: Record | None
     expected: int
-    originals: list[Published | None]
+    originals: list[Published | SnapshotLimitExceeded | None]
 
-    def answers(self, stored: list[Published]) -> list[Published]:
-        """One answer per request: its original, else the next stored message."""
+    def answers(self, stored: list[Published]) -> list[Published | SnapshotLimitExceeded]:
+        """One answer per request: its original or refusal, else the next stored message."""
         fresh = iter(stored)
         return [o if o is not None else next(fresh) for o in self.originals]
 

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pushgrid.protocol.codec import message_size, utf8_len
 from pushgrid.protocol.errors import ErrorCode
+from pushgrid.protocol.sizes import message_size, utf8_len
 
 from .base import EngineFull, PublishRequest
 from .nats_wire import Record

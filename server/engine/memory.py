@@ -25,12 +25,13 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pushgrid.protocol.codec import message_size, utf8_len
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position, QoS
+from pushgrid.protocol.sizes import message_size, utf8_len
 
 from . import trim
 from .base import (
+    DEFAULT_BOUNDS,
     Deliver,
     Engine,
     EngineFull,
@@ -39,6 +40,7 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
+    SnapshotBounds,
 )
 from .dedup import DedupTable, Original, duplicate_of
 
@@ -87,8 +89,10 @@ class MemoryEngine(Engine):
         max_subjects: int = 0,
         max_retained_bytes: int = 0,
         sweep_batch: int = SWEEP_BATCH,
+        bounds: SnapshotBounds = DEFAULT_BOUNDS,
     ) -> None:
         self._max_cached = max_cached
+        self._bounds = bounds
         self._expire_ms = int(expire_seconds * 1000)
         self._clock = clock
         self.epoch = epoch or secrets.token_hex(6)
@@ -133,6 +137,9 @@ class MemoryEngine(Engine):
             if original is not None:
                 return duplicate_of(request, original)
         state = self._state(request.subject)
+        if request.retained:  # guarantee 11, before anything changes
+            current = state.fields if state is not None else {}
+            self._bounds.check(request.subject, request.content, current, request.fields)
         delta = self._snapshot_delta(state, request)
         if enforce:
             self._admit(state, request, delta, now)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import msgspec
 
-from pushgrid.protocol.codec import message_size
 from pushgrid.protocol.frames import QoS
+from pushgrid.protocol.sizes import message_size
 
-from .base import Published, PublishRequest, Snapshot
+from .base import Published, PublishRequest, Snapshot, SnapshotBounds, SnapshotLimitExceeded
 
 GUARANTEED_PREFIX = "pg.g."
 REPUBLISH_PREFIX = "pg.r."
@@ -102,11 +103,28 @@ def decode_record(data: bytes) -> Record:
     return _decoder.decode(data)
 
 
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """:func:`next_record`'s answer: the record (None when every request was refused) and, per
+    request in order, the bound it broke (None: it is in the record)."""
+
+    record: Record | None
+    refused: list[SnapshotLimitExceeded | None]
+
+
 def next_record(
-    previous: Record | None, requests: Sequence[PublishRequest], epoch: str, ts: int
-) -> Record:
+    previous: Record | None,
+    requests: Sequence[PublishRequest],
+    epoch: str,
+    ts: int,
+    bounds: SnapshotBounds | None = None,
+    subject: str = "",
+) -> Merged:
     """The record following ``previous`` holding ``requests`` in order; ``epoch`` is used when
-    there is no previous record (a subject's first record starts its numbering)."""
+    there is no previous record (a subject's first record starts its numbering). A retained
+    request that would leave the snapshot above ``bounds`` is left out (guarantee 11): the
+    check is against the snapshot this very record carries, so it holds however many members
+    publish at once (the record is stored only on top of ``previous``)."""
     seq = previous.s if previous is not None else 0
     epoch = previous.e if previous is not None else epoch
     snap_content = previous.sc if previous is not None else None
@@ -114,7 +132,15 @@ def next_record(
     snap_ts = previous.st if previous is not None else 0
     snap_qos: QoS = previous.sq if previous is not None else "guaranteed"
     items: list[Item] = []
+    refused: list[SnapshotLimitExceeded | None] = []
     for request in requests:
+        if request.retained and bounds is not None:
+            try:
+                bounds.check(subject, request.content, snap_fields, request.fields)
+            except SnapshotLimitExceeded as exc:
+                refused.append(exc)
+                continue
+        refused.append(None)
         if request.qos == "guaranteed":
             seq += 1
         items.append(
@@ -133,4 +159,7 @@ def next_record(
             snap_fields.update(request.fields)
             snap_ts = ts
             snap_qos = request.qos
-    return Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts, sq=snap_qos)
+    if not items:
+        return Merged(None, refused)
+    record = Record(e=epoch, i=items, sc=snap_content, sf=snap_fields, st=snap_ts, sq=snap_qos)
+    return Merged(record, refused)

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import Settings
-from .base import Engine
+from ..config import ServerSettings, Settings
+from .base import Engine, SnapshotBounds
 from .memory import MemoryEngine
+
+
+def snapshot_bounds(settings: ServerSettings) -> SnapshotBounds:
+    """MaxFieldsPerSubject and MaxSnapshotSize, which every engine enforces (guarantee 11)."""
+    return SnapshotBounds(settings.max_fields_per_subject, settings.max_snapshot_size)
 
 
 def _memory(settings: Settings) -> Engine:
@@ -20,6 +25,7 @@ def _memory(settings: Settings) -> Engine:
         dedup_max_keys=settings.publish_dedup_max_keys,
         max_subjects=settings.max_subjects,
         max_retained_bytes=settings.max_retained_bytes,
+        bounds=snapshot_bounds(settings),
     )
 
 

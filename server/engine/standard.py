@@ -26,6 +26,7 @@ from pushgrid.protocol.frames import Position, QoS
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus
 from .base import (
+    DEFAULT_BOUNDS,
     Deliver,
     Engine,
     EngineStats,
@@ -34,6 +35,8 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
+    SnapshotBounds,
+    SnapshotLimitExceeded,
 )
 from .memory import SWEEP_BATCH, MemoryEngine
 from .nats_wire import STANDARD_PREFIX, subject_token, token_subject
@@ -72,6 +75,7 @@ class StandardClusterEngine(Engine):
         max_subjects: int = 0,
         max_retained_bytes: int = 0,
         sweep_batch: int = SWEEP_BATCH,
+        bounds: SnapshotBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.link = link
         self.local = MemoryEngine(
@@ -83,6 +87,7 @@ class StandardClusterEngine(Engine):
             max_subjects=max_subjects,
             max_retained_bytes=max_retained_bytes,
             sweep_batch=sweep_batch,
+            bounds=bounds,
         )
         self._tag = secrets.token_hex(4)
         self._numbers = itertools.count(1)
@@ -133,13 +138,16 @@ class StandardClusterEngine(Engine):
         except (msgspec.DecodeError, ValueError):
             log.warning("ignored a malformed message on %s", msg.subject)
             return
-        published = self.local.publish_now(
-            PublishRequest(
-                subject, wire.content, wire.fields, wire.retained, wire.qos, wire.msg_id
-            ),
-            enforce=False,
-        )
         echo = self._echoes.get(wire.origin)
+        request = PublishRequest(
+            subject, wire.content, wire.fields, wire.retained, wire.qos, wire.msg_id
+        )
+        try:
+            published = self.local.publish_now(request, enforce=False)
+        except SnapshotLimitExceeded as exc:  # this member's snapshot refuses it (guarantee 11)
+            if echo is not None and not echo.done():
+                echo.set_exception(exc)
+            return
         if echo is not None and not echo.done():
             echo.set_result(published)
 

@@ -24,7 +24,13 @@ from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
 from ..cluster.status import ClusterStatus
-from ..engine.base import EngineFull, EngineUnavailable, Published, PublishRequest
+from ..engine.base import (
+    EngineFull,
+    EngineUnavailable,
+    Published,
+    PublishRequest,
+    SnapshotLimitExceeded,
+)
 from . import watched_view
 from .cluster_view import meta_fields
 from .numbers import number_text
@@ -97,3 +103,5 @@ async def publish_meta_subjects(node: MonitoredNode, engine: Publisher, interval
             except (EngineUnavailable, EngineFull) as exc:
                 log.warning("meta-subjects not published: %s", exc)
                 break
+            except SnapshotLimitExceeded as exc:  # an operator's very low MaxFieldsPerSubject
+                log.warning("meta-subject %s not published: %s", message.subject, exc)

@@ -27,9 +27,9 @@ from pushgrid.protocol.subjects import subject_problem
 from ..cluster.status import ClusterStatus
 from ..config import ServerSettings
 from ..core.entitlement import Entitlement
-from ..core.publishing import PublishGuard, Refusal
+from ..core.publishing import Admission, Publisher, Refusal
 from ..core.throttle import host_of
-from ..engine.base import Engine, EngineFull, EngineUnavailable, PublishRequest
+from ..engine.base import Engine, PublishRequest
 from .sse import parse_last_event_id, parse_position
 
 
@@ -55,16 +55,14 @@ class HttpServices(Protocol):
     def entitlement(self) -> Entitlement: ...
 
     @property
-    def publish_guard(self) -> PublishGuard: ...
+    def admission(self) -> Admission:
+        """The one admission path of a publish (core/publishing.py), as for WebSocket."""
 
     def cluster_status(self) -> ClusterStatus: ...
 
     def isolation(self) -> str | None: ...
 
     def may_publish(self, host: str) -> bool: ...
-
-    def count_published(self, subject: str, size: int = 0) -> None:
-        """Count a message accepted here (incoming rate, hot subjects): once in the cluster."""
 
 
 Route = Callable[
@@ -251,11 +249,8 @@ async def _publish(
     if isolated is not None:
         # Nothing is sent to the cluster, so the outcome is "not stored": the publisher retries
         # through another member at once instead of waiting ClusterPublishTimeout for a quorum
-        # this member cannot reach.
+        # this member cannot reach (a WebSocket session is closed with 4007 instead).
         return isolated_problem(isolated, "publish")
-    refusal = await _publish_refusal(app, request, query, data, remote)
-    if refusal is not None:
-        return refusal
     publish_request = PublishRequest(
         data.subject,
         data.content,
@@ -264,51 +259,33 @@ async def _publish(
         "standard" if data.qos == "standard" else "guaranteed",
         data.msg_id,
     )
-    try:
-        published = await app.engine.publish(publish_request)
-    except EngineUnavailable as exc:
-        return problem(503, "engine_unavailable", str(exc))
-    except EngineFull as exc:  # the node's memory bound, not the client's rate: 507
-        return problem(507, exc.code, exc.message)
-    answer: dict[str, object] = {"result": "ok", "epoch": published.epoch, "seq": published.seq}
-    if published.duplicate:
-        answer["duplicate"] = True  # already counted when the original came in
-    else:
-        app.count_published(data.subject, size)
+    host = host_of(remote)
+    grant = app.entitlement.grant(_token(request, query))
+    publisher = Publisher(remote, host, grant, app.may_publish(host))
+    outcome = await app.admission.publish(publisher, publish_request)
+    if isinstance(outcome, Refusal):
+        return _refusal_problem(outcome)
+    answer: dict[str, object] = {"result": "ok", "epoch": outcome.epoch, "seq": outcome.seq}
+    if outcome.duplicate:
+        answer["duplicate"] = True
     return json_response(200, answer)
 
 
 _REFUSAL_STATUS = {
+    ErrorCode.DENIED: 403,
     ErrorCode.RESERVED_SUBJECT: 403,
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.TOO_MANY_FIELDS: 413,
     ErrorCode.SNAPSHOT_TOO_LARGE: 413,
+    ErrorCode.ENGINE_UNAVAILABLE: 503,
+    # the node's memory bound (guarantee 8), not the client's rate
+    ErrorCode.TOO_MANY_SUBJECTS: 507,
+    ErrorCode.RETAINED_BYTES_EXCEEDED: 507,
 }
 
 
-async def _publish_refusal(
-    app: HttpServices,
-    request: h11.Request,
-    query: dict[str, list[str]],
-    data: _HttpPublish,
-    remote: str,
-) -> Response | None:
-    """The same rules, in the same order, as a WebSocket publish (core/session.py)."""
-    host = host_of(remote)
-    if not app.may_publish(host):
-        return problem(403, ErrorCode.DENIED, "this address may not publish (PublishAllow)")
-    guard = app.publish_guard
-    refusal: Refusal | None = guard.reserved(data.subject)
-    if refusal is None:
-        grant = app.entitlement.grant(_token(request, query))
-        denial = await app.entitlement.publish_denial(grant, remote, data.subject)
-        if denial is not None:
-            return problem(403, ErrorCode.DENIED, denial)
-        refusal = guard.rate(host, None) or await guard.snapshot_bounds(
-            data.subject, data.content, data.fields, data.retained
-        )
-    if refusal is None:
-        return None
+def _refusal_problem(refusal: Refusal) -> Response:
+    """A refused publish as problem+json (the status says what the client can do about it)."""
     response = problem(_REFUSAL_STATUS.get(refusal.code, 400), refusal.code, refusal.reason)
     if refusal.code is ErrorCode.RATE_LIMITED:
         response.headers.append(("retry-after", "1"))

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from pushgrid.protocol.errors import ErrorCode
 from pushgrid.server.addresses import resolve_self
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.local import member_overrides
 from pushgrid.server.cluster.topology import BusOptions, Topology, nats_config
 from pushgrid.server.config import default_seed_count, load_settings
-from pushgrid.server.engine.base import PublishRequest
+from pushgrid.server.engine.base import PublishRequest, SnapshotBounds
 from pushgrid.server.engine.nats_wire import (
     Record,
     decode_record,
@@ -144,12 +145,18 @@ def _request(content: str, fields: dict[str, str], retained: bool, qos: str) -> 
     return PublishRequest("/s/x", content, fields, retained, qos)  # type: ignore[arg-type]
 
 
+def _next(previous: Record | None, requests: list[PublishRequest], epoch: str, ts: int) -> Record:
+    record = next_record(previous, requests, epoch, ts).record
+    assert record is not None
+    return record
+
+
 def test_records_chain_numbering_and_snapshot() -> None:
-    first = next_record(None, [_request("193", {"volume": "6M"}, True, "guaranteed")], "e1", 10)
+    first = _next(None, [_request("193", {"volume": "6M"}, True, "guaranteed")], "e1", 10)
     assert (first.e, first.s, first.sc, first.sf) == ("e1", 1, "193", {"volume": "6M"})
-    standard = next_record(first, [_request("x", {"bid": "1"}, False, "standard")], "other", 20)
+    standard = _next(first, [_request("x", {"bid": "1"}, False, "standard")], "other", 20)
     assert (standard.s, standard.sc, standard.sf) == (1, "193", {"volume": "6M"})
-    second = next_record(standard, [_request("194", {"bid": "2"}, True, "guaranteed")], "o", 30)
+    second = _next(standard, [_request("194", {"bid": "2"}, True, "guaranteed")], "o", 30)
     assert (second.e, second.s) == ("e1", 2)
     assert second.sf == {"volume": "6M", "bid": "2"}
     assert second.st == 30
@@ -166,7 +173,7 @@ def test_one_record_numbers_a_batch_in_order() -> None:
         _request("b", {}, False, "standard"),
         _request("c", {"j": "2"}, True, "guaranteed"),
     ]
-    record = decode_record(encode_record(next_record(None, batch, "e", 5)))
+    record = decode_record(encode_record(_next(None, batch, "e", 5)))
     assert [(m.content, m.seq, m.qos) for m in record.messages("/s/x")] == [
         ("a", 1, "guaranteed"),
         ("b", 1, "standard"),
@@ -174,6 +181,35 @@ def test_one_record_numbers_a_batch_in_order() -> None:
     ]
     assert (record.s, record.sc, record.sf) == (2, "c", {"k": "1", "j": "2"})
     assert [item_bytes(item) for item in record.i] == [3, 1, 3]
+
+
+def test_a_record_leaves_out_what_would_break_a_snapshot_bound() -> None:
+    """Guarantee 8 inside one record: each request is checked against the snapshot the
+    requests before it made, the refused ones take no seq and change no snapshot."""
+    previous = _next(None, [_request("a", {"k": "1"}, True, "guaranteed")], "e", 5)
+    batch = [
+        _request("b", {"j": "2"}, True, "guaranteed"),  # 2 fields: fits
+        _request("c", {"i": "3"}, True, "guaranteed"),  # a third: refused
+        _request("d", {"i": "3"}, False, "guaranteed"),  # not retained: no snapshot, no bound
+        _request("e", {"k": "9"}, True, "guaranteed"),  # replaces a value: fits
+    ]
+    merged = next_record(previous, batch, "e", 6, SnapshotBounds(max_fields=2), "/s/x")
+    assert merged.record is not None
+    assert [m.content for m in merged.record.messages("/s/x")] == ["b", "d", "e"]
+    assert [m.seq for m in merged.record.messages("/s/x")] == [2, 3, 4]
+    assert merged.record.sf == {"k": "9", "j": "2"}
+    assert [None if r is None else r.code for r in merged.refused] == [
+        None,
+        ErrorCode.TOO_MANY_FIELDS,
+        None,
+        None,
+    ]
+    alone = next_record(merged.record, [batch[1]], "e", 7, SnapshotBounds(max_fields=2), "/s/x")
+    assert alone.record is None
+    big = SnapshotBounds(max_fields=10, max_bytes=4)
+    (refusal,) = next_record(merged.record, [batch[1]], "e", 7, big, "/s/x").refused
+    assert refusal is not None
+    assert refusal.code is ErrorCode.SNAPSHOT_TOO_LARGE
 
 
 def test_a_local_cluster_shares_one_random_private_password(tmp_path: Path) -> None:

@@ -7,10 +7,21 @@ from collections.abc import Sequence
 
 import pytest
 
+from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.server.core.custom_entitlement import CustomEntitlement, PluginError, load_plugin
-from pushgrid.server.core.publishing import PublishGuard, PublishLimits
-from pushgrid.server.engine.base import Snapshot
+from pushgrid.server.core.entitlement import ALLOW_ALL, Grant, JwtEntitlement
+from pushgrid.server.core.hub import Hub
+from pushgrid.server.core.publishing import (
+    Admission,
+    Publisher,
+    PublishGuard,
+    PublishLimits,
+    Refusal,
+)
+from pushgrid.server.core.throttle import TokenBucket
+from pushgrid.server.engine.base import PublishRequest, SnapshotBounds
+from pushgrid.server.engine.memory import MemoryEngine
 
 
 class Plugin:
@@ -87,26 +98,53 @@ def test_unknown_plugin_names_the_group() -> None:
         load_plugin("no-such-plugin")
 
 
-class Engine:
-    def __init__(self, fields: dict[str, str]) -> None:
-        self.fields = fields
+class Throttle(PublishGuard):
+    """The guard with a fake rate: refuses every publish once ``full``."""
 
-    async def snapshot(self, subject: str) -> Snapshot | None:
-        return Snapshot(subject, "c", dict(self.fields), "e", 1, 0)
+    full = False
+
+    def rate(self, host: str, bucket: TokenBucket | None) -> Refusal | None:
+        if self.full:
+            return Refusal(ErrorCode.RATE_LIMITED, "slow down")
+        return None
 
 
-async def test_guard_rules() -> None:
-    limits = PublishLimits(max_fields_per_subject=2, max_snapshot_size=100)
-    guard = PublishGuard(limits, Engine({"a": "1"}))
-    assert guard.reserved("/pushgrid/node/overview") is not None
+async def test_one_admission_path_rules_in_order_then_the_engine_bounds() -> None:
+    """Address, meta-subject, entitlement, rate, then the engine's own snapshot bounds
+    (guarantee 8); every refusal counted once, an accepted message counted in."""
+    engine = MemoryEngine(bounds=SnapshotBounds(max_fields=2, max_bytes=1024))
+    hub = Hub(engine, Counters())
+    guard = Throttle(PublishLimits())
+    admission = Admission(guard, JwtEntitlement("k" * 32, ["HS256"]), hub)
+    anyone = ALLOW_ALL
+    nobody = Grant(subscribe=(), publish=(), valid=False, reason="bad token")
+
+    def publisher(grant: Grant = anyone, may_publish: bool = True) -> Publisher:
+        return Publisher("10.0.0.1:5", "10.0.0.1", grant, may_publish)
+
+    def request(subject: str, fields: dict[str, str]) -> PublishRequest:
+        return PublishRequest(subject, "c", fields)
+
+    async def code(who: Publisher, what: PublishRequest) -> ErrorCode | None:
+        outcome = await admission.publish(who, what)
+        return outcome.code if isinstance(outcome, Refusal) else None
+
+    ok = request("/s/x", {"a": "1"})
+    assert await code(publisher(nobody, may_publish=False), ok) is ErrorCode.DENIED
+    assert await code(publisher(nobody), request("/pushgrid/n/overview", {})) is (
+        ErrorCode.RESERVED_SUBJECT
+    )
+    assert await code(publisher(nobody), ok) is ErrorCode.DENIED
+    guard.full = True
+    assert await code(publisher(), ok) is ErrorCode.RATE_LIMITED
+    guard.full = False
+    assert await code(publisher(), ok) is None
+    assert await code(publisher(), request("/s/x", {"b": "2", "c": "3"})) is (
+        ErrorCode.TOO_MANY_FIELDS
+    )
+    assert await code(publisher(), request("/s/x", {"b": "x" * 2000})) is (
+        ErrorCode.SNAPSHOT_TOO_LARGE
+    )
+    assert hub.counters.publish_rejected_total == 6
+    assert hub.counters.messages_in_total == 1
     assert guard.reserved("/pushgridx/a") is None
-    assert await guard.snapshot_bounds("/s/x", "c", {"b": "2"}, True) is None
-    refusal = await guard.snapshot_bounds("/s/x", "c", {"b": "2", "c": "3"}, True)
-    assert refusal is not None
-    assert refusal.code is ErrorCode.TOO_MANY_FIELDS
-    refusal = await guard.snapshot_bounds("/s/x", "c", {"a": "x" * 200}, True)
-    assert refusal is not None
-    assert refusal.code is ErrorCode.SNAPSHOT_TOO_LARGE
-    # Not retained, or no fields: the snapshot does not grow by this publish.
-    assert await guard.snapshot_bounds("/s/x", "c", {"b": "2", "c": "3"}, False) is None
-    assert await guard.snapshot_bounds("/s/x", "c" * 1000, {}, True) is None

@@ -6,7 +6,8 @@ async factory to ``ENGINE_FACTORIES``: it gets the fake ``clock`` and must build
 cache keeps at most ``CACHE_LIMIT`` guaranteed messages per subject, forgets them
 ``EXPIRE_SECONDS`` after their receive time, and reads the time (for ``ts`` and expiry) from
 ``clock``; its memory bounds (guarantees 8-10) are ``SUBJECT_LIMIT`` subjects, ``BYTES_LIMIT``
-retained bytes and ``SWEEP_BATCH`` subjects of sweep work per call.
+retained bytes and ``SWEEP_BATCH`` subjects of sweep work per call; snapshots are bounded by
+``BOUNDS`` (guarantee 11).
 """
 
 from __future__ import annotations
@@ -21,13 +22,24 @@ from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
-from pushgrid.server.engine.base import Engine, EngineFull, Published, PublishRequest, Recovery
+from pushgrid.server.engine.base import (
+    Engine,
+    EngineFull,
+    Published,
+    PublishRequest,
+    Recovery,
+    SnapshotBounds,
+    SnapshotLimitExceeded,
+)
 from pushgrid.server.engine.jetstream import JetStreamEngine
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.engine.standard import StandardClusterEngine
 
 CACHE_LIMIT = 5
 EXPIRE_SECONDS = 60.0
+FIELD_LIMIT = 4
+SIZE_LIMIT = 1024
+BOUNDS = SnapshotBounds(max_fields=FIELD_LIMIT, max_bytes=SIZE_LIMIT)
 SUBJECT = "/Stocks/NYSE/IBM"
 OTHER = "/Stocks/NYSE/MSFT"
 SUBJECT_LIMIT = 40
@@ -92,6 +104,7 @@ async def _memory_engine(clock: FakeClock) -> Engine:
         max_subjects=SUBJECT_LIMIT,
         max_retained_bytes=BYTES_LIMIT,
         sweep_batch=SWEEP_BATCH,
+        bounds=BOUNDS,
     )
 
 
@@ -113,6 +126,7 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
         max_subjects=SUBJECT_LIMIT,
         max_retained_bytes=BYTES_LIMIT,
         sweep_batch=SWEEP_BATCH,
+        bounds=BOUNDS,
     )
 
 
@@ -128,6 +142,7 @@ async def _standard_engine(clock: FakeClock, request: pytest.FixtureRequest) -> 
         max_subjects=SUBJECT_LIMIT,
         max_retained_bytes=BYTES_LIMIT,
         sweep_batch=SWEEP_BATCH,
+        bounds=BOUNDS,
     )
 
 
@@ -872,3 +887,55 @@ async def test_sweep_work_per_call_is_bounded(
         remaining.append(left)
         assert len(remaining) < count  # progress on every call
     assert remaining[1] == count - SWEEP_BATCH + 1  # the subscribed one was kept, not counted
+
+
+# --- guarantee 11: snapshots stay within their bounds -------------------------------------------
+
+
+async def _refused(engine: Engine, fields: dict[str, str], content: str = "c") -> ErrorCode:
+    with pytest.raises(SnapshotLimitExceeded) as refused:
+        await publish(engine, content, fields)
+    return refused.value.code
+
+
+async def test_a_publish_beyond_a_snapshot_bound_is_refused_and_changes_nothing(
+    engine: Engine, delivered: Delivered
+) -> None:
+    full = {f"f{i}": "v" for i in range(FIELD_LIMIT)}
+    first = await publish(engine, "a", full)
+    assert await _refused(engine, {"extra": "v"}) is ErrorCode.TOO_MANY_FIELDS
+    assert await _refused(engine, {"f0": "x" * SIZE_LIMIT}) is ErrorCode.SNAPSHOT_TOO_LARGE
+    assert await _refused(engine, {}, "x" * SIZE_LIMIT) is ErrorCode.SNAPSHOT_TOO_LARGE
+    # what the snapshot already holds may change; a message that is not retained has no bound
+    second = await publish(engine, "b", {"f0": "w"})
+    loose = await publish(engine, "n", {"x": "1", "y": "2", "z": "3"}, retained=False)
+    assert (second.seq, loose.seq) == (first.seq + 1, first.seq + 2)
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields) == ("b", {**full, "f0": "w"})
+    await delivered.wait_for(3)
+    assert [m.content for m in delivered.of(SUBJECT)] == ["a", "b", "n"]
+    history = await engine.history(SUBJECT, 10)
+    assert [m.content for m in history] == ["a", "b", "n"]
+
+
+async def test_concurrent_publishes_cannot_overshoot_a_snapshot_bound(
+    engine: Engine, delivered: Delivered
+) -> None:
+    """Each adds a field of its own: a read of the snapshot before the write (the old
+    admission check) lets all of them through on a cluster; the engine's merge admits
+    exactly as many as the bound holds."""
+    answers = await asyncio.gather(
+        *(publish(engine, f"m{i}", {f"f{i}": "v"}) for i in range(3 * FIELD_LIMIT)),
+        return_exceptions=True,
+    )
+    accepted = [a for a in answers if isinstance(a, Published)]
+    refused = [a for a in answers if isinstance(a, SnapshotLimitExceeded)]
+    assert (len(accepted), len(refused)) == (FIELD_LIMIT, 2 * FIELD_LIMIT)
+    assert all(r.code is ErrorCode.TOO_MANY_FIELDS for r in refused)
+    assert sorted(m.seq for m in accepted) == list(range(1, FIELD_LIMIT + 1))
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert len(snapshot.fields) == FIELD_LIMIT
+    await delivered.wait_for(FIELD_LIMIT)
+    assert len(delivered.of(SUBJECT)) == FIELD_LIMIT
