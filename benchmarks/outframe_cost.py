@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from hub_deliver_cost import _load, _show  # noqa: E402
 
+from pushgrid.server.core.outgoing import update_frame  # noqa: E402
 from pushgrid.server.engine import base as current_engine  # noqa: E402
 from pushgrid.server.transport import sse as current_sse  # noqa: E402
 
@@ -57,14 +58,16 @@ def per_message(engine: Any, sse: Any, ws: int, streams: int, content: str) -> C
     encoders = [sse.SseEncoder(chunked=True) for _ in range(streams)]
     published_type = engine.Published
     seq = [0]
-    new_api = hasattr(published_type, "update")
+    new_api = not hasattr(published_type, "update_frame")
+    # ADR 018 put the live update on the engine's value; since ADR 024 the hub frames it
+    frame_of = getattr(published_type, "update", update_frame)
 
     def run() -> None:
         data = b""
         seq[0] += 1
         message = published_type("/bench/s", content, {}, True, "guaranteed", "e", seq[0], 0)
         if new_api:
-            out = message.update()  # JSON once
+            out = frame_of(message)  # JSON once
             for _ in range(ws):  # what each WebSocket connection's send takes (shared frame)
                 data = out.ws_frame or out.ws()
             for encoder in encoders:

@@ -26,6 +26,8 @@ import msgspec
 
 from pushgrid.server.framing.outframe import OutFrame
 
+from .outgoing import message_of, update_frame
+
 if TYPE_CHECKING:
     from ..engine.base import Published
     from .session import Session
@@ -58,8 +60,13 @@ class SubjectDeltas:
         self.subscribers.pop(session, None)
         return not self.subscribers
 
-    def deliver(self, message: Published) -> tuple[int, int]:
-        """Send ``message`` to every delta subscriber; (deliveries, WebSocket bytes)."""
+    def deliver(
+        self, message: Published, update: OutFrame | None = None
+    ) -> tuple[int, int, OutFrame | None]:
+        """Send ``message`` to every delta subscriber; (deliveries, WebSocket bytes, the
+        message's shared live update). ``update``: that frame when the hub built it already;
+        one built here (a delta holding every field of the message) is handed back for the
+        live subscribers, so the update is encoded once either way."""
         known = self.fields
         new = message.fields
         changed = {name: value for name, value in new.items() if known.get(name) != value}
@@ -70,20 +77,24 @@ class SubjectDeltas:
         for subscriber in self.subscribers.values():
             if subscriber.synced:
                 if delta is None:
-                    delta = _with_fields(message, changed)
+                    delta = _with_fields(message, changed, update)
+                    if changed == message.fields:
+                        update = delta
                 subscriber.send(delta)
                 size += delta.ws_size()
             else:
                 if full is None:
-                    full = _with_fields(message, dict(known))
+                    full = _with_fields(message, dict(known), update)
+                    if known == message.fields:
+                        update = full
                 subscriber.send(full)
                 subscriber.synced = True
                 size += full.ws_size()
-        return len(self.subscribers), size
+        return len(self.subscribers), size, update
 
 
-def _with_fields(message: Published, fields: dict[str, str]) -> OutFrame:
+def _with_fields(message: Published, fields: dict[str, str], update: OutFrame | None) -> OutFrame:
     """``message``'s update with ``fields`` in place of its own (its shared frame when equal)."""
     if fields == message.fields:
-        return message.update()
-    return OutFrame.message(msgspec.structs.replace(message.to_message("update"), fields=fields))
+        return update if update is not None else update_frame(message)
+    return OutFrame.message(msgspec.structs.replace(message_of(message, "update"), fields=fields))

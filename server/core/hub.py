@@ -1,11 +1,12 @@
 """Subscriptions and fan-out.
 
 The hub keeps, per subject, the sessions subscribed to it. The engine calls :meth:`Hub.deliver`
-for every message in per-subject order; the hub hands the message's one :class:`OutFrame` (JSON
-encoded once, WebSocket frame built once on first use) to every subscriber's connection, which
-frames it for its protocol (ADR 018). A subscription being set up (snapshot or
-recovery still being read from the engine) is *pending*: live messages for it are buffered and
-replayed after the recovered ones, without duplicates, so nothing falls between the two.
+for every message in per-subject order; the hub builds the message's one :class:`OutFrame` (JSON
+encoded once from the engine's value, WebSocket frame built once on first use; ADR 024) and hands
+it to every subscriber's connection, which frames it for its protocol (ADR 018). A subscription
+being set up (snapshot or recovery still being read from the engine) is *pending*: the same live
+frames are buffered for it and replayed after the recovered ones, without duplicates, so nothing
+falls between the two.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pushgrid.server.framing.outframe import OutFrame
 from ..engine.base import Engine, Published
 from .conflation import ConflatedSubscription, Conflator
 from .deltas import SubjectDeltas
+from .outgoing import update_frame
 
 if TYPE_CHECKING:
     from .session import Session
@@ -45,7 +47,8 @@ class Hub:
         self.counters = counters
         # subject -> session -> that session's peer.send (bound once: the fan-out loop is hot)
         self._live: dict[str, dict[Session, Callable[[OutFrame], None]]] = {}
-        self._pending: dict[str, dict[Session, list[Published]]] = {}
+        # subject -> session -> the live updates buffered while its subscription opens
+        self._pending: dict[str, dict[Session, list[OutFrame]]] = {}
         self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
         # subscriptions that asked for field deltas (server/core/deltas.py), per subject
         self._deltas: dict[str, SubjectDeltas] = {}
@@ -121,7 +124,7 @@ class Hub:
 
     def finish_subscribe(
         self, session: Session, subject: str, conflation_ms: int = 0, delta: bool = False
-    ) -> list[Published]:
+    ) -> list[OutFrame]:
         """Make the subscription live; return what was buffered meanwhile, in order.
 
         With ``conflation_ms`` > 0 live messages go through the conflator instead; otherwise,
@@ -227,24 +230,27 @@ class Hub:
         """Engine callback: fan ``message`` out to the subject's subscribers."""
         subject = message.subject
         counts = self.tally.get(subject) or self._new_tally(subject)
+        frame: OutFrame | None = None  # the live update: encoded once, here, when someone reads it
         pending = self._pending.get(subject)
         if pending:
+            frame = update_frame(message)
             for buffered in pending.values():
-                buffered.append(message)
+                buffered.append(frame)
         conflated = self._conflated.get(subject)
         if conflated:
             for subscription in conflated.values():
                 self.conflator.absorb(subscription, message)
         deltas = self._deltas.get(subject)
         if deltas is not None:
-            sent, size = deltas.deliver(message)
+            sent, size, frame = deltas.deliver(message, frame)
             self.counters.messages_out_total += sent
             counts[1] += sent
             counts[2] += size
         live = self._live.get(subject)
         if not live:
             return
-        frame = message.update()
+        if frame is None:
+            frame = update_frame(message)
         for send in live.values():
             send(frame)
         sent = len(live)

@@ -39,11 +39,12 @@ from pushgrid.protocol.frames import (
     Welcome,
 )
 from pushgrid.protocol.subjects import subject_error
-from pushgrid.server.framing.outframe import OutFrame
+from pushgrid.server.framing.outframe import SETS, OutFrame
 
-from ..engine.base import EngineUnavailable, Published, PublishRequest
+from ..engine.base import EngineUnavailable, PublishRequest
 from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
+from .outgoing import message_frame, snapshot_frame
 from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal
 from .throttle import host_of
 
@@ -329,7 +330,7 @@ class Session:
         self.send(status)
         self.send_messages(frames)
         buffered = self.hub.finish_subscribe(self, subject, item.conflation_period, item.delta)
-        self.send_messages([m.update() for m in buffered if not _already_sent(m, epoch, last_seq)])
+        self.send_messages([f for f in buffered if not _already_sent(f, epoch, last_seq)])
 
     async def _initial(
         self, item: SubscribeItem, request_id: int | None
@@ -341,7 +342,7 @@ class Session:
             recovery = await engine.recover(subject, item.recover)
             if recovery.outcome in ("recovered", "up_to_date"):
                 self.hub.counters.recovery_successes_total += 1
-                frames = [m.out("recovered") for m in recovery.messages]
+                frames = [message_frame(m, "recovered") for m in recovery.messages]
                 last = recovery.messages[-1].seq if recovery.messages else item.recover.seq
                 status = Subscribed(
                     subject, "allow", recovery.outcome, recovery.epoch, last, request_id
@@ -354,7 +355,7 @@ class Session:
         if item.history > 0:
             epoch, seq = await engine.position(subject)
             history = await engine.history(subject, item.history)
-            frames = [m.out("historical") for m in history]
+            frames = [message_frame(m, "historical") for m in history]
             if history:
                 epoch, seq = history[-1].epoch, history[-1].seq
             return Subscribed(subject, "allow", "none", epoch, seq, request_id), frames, epoch, seq
@@ -369,7 +370,7 @@ class Session:
         if self.policy.publish_snapshot:
             snapshot = await engine.snapshot(subject)
             if snapshot is not None:
-                return [snapshot.out()], snapshot.epoch, snapshot.seq
+                return [snapshot_frame(snapshot)], snapshot.epoch, snapshot.seq
         return [], epoch, seq
 
     # -- unsubscribe ------------------------------------------------------------------------
@@ -380,6 +381,7 @@ class Session:
             self.send(Unsubscribed(subject=subject, id=op.id))
 
 
-def _already_sent(message: Published, epoch: str, last_seq: int) -> bool:
-    """A buffered live message the opening frames already covered."""
-    return message.qos == "guaranteed" and message.epoch == epoch and message.seq <= last_seq
+def _already_sent(update: OutFrame, epoch: str, last_seq: int) -> bool:
+    """A buffered live update the opening frames already covered (a guaranteed one: it moves
+    the position; a standard one takes no seq of its own and is always sent)."""
+    return bool(update.move & SETS) and update.epoch == epoch and update.seq <= last_seq

@@ -1,5 +1,8 @@
 """The Engine interface and the values it trades in.
 
+The engine returns values (:class:`Published`, :class:`Snapshot`, :class:`Recovery`); it never
+builds a wire frame: the hub and the session frame them (``server/core/outgoing.py``, ADR 024).
+
 Transport and core talk to an engine only through :class:`Engine`; the memory engine (one node)
 and the NATS JetStream engine (cluster) implement it, and one test suite
 (``tests/unit/test_engine_contract.py``) runs against each.
@@ -13,12 +16,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from pushgrid.protocol.codec import encode
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.exceptions import EngineError
-from pushgrid.protocol.frames import Message, MessageKind, Position, QoS
+from pushgrid.protocol.frames import Position, QoS
 from pushgrid.protocol.sizes import message_size
-from pushgrid.server.framing.outframe import SETS, OutFrame
 
 from ..cluster.isolation import Progress
 from ..cluster.status import ClusterStatus
@@ -91,39 +92,8 @@ class Published:
     epoch: str
     seq: int
     ts: int
-    _update: OutFrame | None = field(default=None, repr=False, compare=False)
     #: True on the answer to a repeated msg_id: the original's epoch, seq and ts (guarantee 7)
     duplicate: bool = field(default=False, compare=False)
-
-    def to_message(self, kind: MessageKind) -> Message:
-        return Message(
-            kind=kind,
-            subject=self.subject,
-            content=self.content,
-            fields=self.fields,
-            epoch=self.epoch,
-            seq=self.seq,
-            qos=self.qos,
-            retained=self.retained,
-            ts=self.ts,
-        )
-
-    def out(self, kind: MessageKind) -> OutFrame:
-        """The outgoing frame delivering this message as ``kind`` (each transport frames it)."""
-        if kind == "update":
-            return self.update()
-        return OutFrame.message(self.to_message(kind))
-
-    def update(self) -> OutFrame:
-        """The live update, encoded once and shared by every subscriber of every transport."""
-        update = self._update
-        if update is None:
-            # OutFrame.message's rule, known here without looking: an update moves a position
-            # when it is guaranteed (the per-message path of every fan-out: kept short)
-            move = SETS if self.qos == "guaranteed" else 0
-            payload = encode(self.to_message("update"))
-            update = self._update = OutFrame(payload, move, self.subject, self.epoch, self.seq)
-        return update
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,21 +110,6 @@ class Snapshot:
     seq: int
     ts: int
     qos: QoS = "guaranteed"
-
-    def out(self) -> OutFrame:
-        """The ``snapshot`` message frame."""
-        message = Message(
-            kind="snapshot",
-            subject=self.subject,
-            content=self.content,
-            fields=self.fields,
-            epoch=self.epoch,
-            seq=self.seq,
-            qos=self.qos,
-            retained=True,
-            ts=self.ts,
-        )
-        return OutFrame.message(message)
 
 
 RecoveryOutcome = Literal["recovered", "up_to_date", "new_epoch", "failed"]

@@ -32,8 +32,9 @@ class OutFrame(msgspec.Struct, gc=False):
     """A server frame's payload, the position it moves, and its cached WebSocket frame.
 
     A msgspec Struct without GC tracking: built in C (one per message on the fan-out path) and,
-    holding only bytes, str and int, it cannot be part of a cycle; the engine's cache keeps one
-    per cached message, which the collector then never walks.
+    holding only bytes, str and int, it cannot be part of a cycle; the queues and buffers that
+    hold many of them are never walked by the collector. The engine never builds or keeps
+    one: the hub frames its values (``server/core/outgoing.py``, ADR 024).
     """
 
     payload: bytes

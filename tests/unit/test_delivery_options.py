@@ -16,6 +16,7 @@ from pushgrid.protocol.frames import (
     conflation_period,
 )
 from pushgrid.server.core.conflation import ConflatedSubscription
+from pushgrid.server.core.outgoing import message_frame
 from pushgrid.server.engine.base import Published
 from pushgrid.server.framing.outframe import SETS, OutFrame
 from pushgrid.server.framing.wsframe import batch_frame, encode_text_frame, frame_payload
@@ -96,7 +97,7 @@ def _events(data: bytes) -> list[dict[str, str]]:
 def _message_frame(
     subject: str, seq: int, qos: QoS = "guaranteed", kind: MessageKind = "update"
 ) -> OutFrame:
-    return Published(subject, "c", {}, True, qos, "e1", seq, 0).out(kind)
+    return message_frame(Published(subject, "c", {}, True, qos, "e1", seq, 0), kind)
 
 
 def test_sse_events_carry_the_frame_and_an_id_with_every_subject_position() -> None:

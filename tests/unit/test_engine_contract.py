@@ -22,6 +22,7 @@ from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
+from pushgrid.server.core.outgoing import snapshot_frame
 from pushgrid.server.engine.base import (
     Engine,
     EngineFull,
@@ -380,7 +381,7 @@ async def test_snapshot_qos_is_that_of_the_last_retained_message(engine: Engine)
     snapshot = await engine.snapshot(OTHER)
     assert snapshot is not None
     assert snapshot.qos == "standard"
-    assert b'"qos":"standard"' in snapshot.out().payload
+    assert b'"qos":"standard"' in snapshot_frame(snapshot).payload
     await publish(engine, "g1")
     await publish(engine, "not retained", qos="standard", retained=False)
     snapshot = await engine.snapshot(SUBJECT)

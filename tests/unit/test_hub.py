@@ -17,6 +17,7 @@ from pushgrid.protocol.errors import LocalProtocolError
 from pushgrid.protocol.frames import Pong, Position
 from pushgrid.server.core.entitlement import ALLOW_ALL, Grant
 from pushgrid.server.core.hub import Hub
+from pushgrid.server.core.outgoing import update_frame
 from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
 from pushgrid.server.engine.memory import MemoryEngine
@@ -241,9 +242,10 @@ async def test_live_update_is_the_same_bytes_object_for_every_subscriber(world: 
 
     assert len(peer_a.frames) == 1
     assert len(peer_b.frames) == 1
-    assert peer_a.outs[-1] is peer_b.outs[-1] is published.update()  # JSON-encoded once
+    assert peer_a.outs[-1] is peer_b.outs[-1]  # JSON-encoded once, by the hub
+    assert peer_a.outs[-1].payload == update_frame(published).payload
     assert peer_a.frames[0] is peer_b.frames[0]  # one WebSocket frame, shared
-    assert peer_a.frames[0] is published.update().ws()
+    assert peer_a.frames[0] is peer_a.outs[-1].ws()
     update = decode_ws(peer_a.frames[0])
     assert update == {
         "type": "message",
@@ -486,7 +488,7 @@ async def test_pending_subscriber_does_not_delay_live_ones(gated: World) -> None
     engine.gated = True
     _, pending_peer, task = await _start_gated_subscribe(gated, {"subject": SUBJECT})
     published = await gated.publish("m1")
-    assert live_peer.frames == [published.update().ws()]
+    assert live_peer.frames == [update_frame(published).ws()]
     assert pending_peer.frames == []
     live_peer.frames.clear()
     engine.gate.set()
@@ -611,7 +613,7 @@ async def test_tally_counts_messages_in_out_and_bytes_per_subject(world: World) 
     for subject in (SUBJECT, SUBJECT, OTHER):  # accepted here (the session/HTTP paths call it)
         world.hub.count_published(subject)
     tally = world.hub.take_tally()
-    size = len(first.update().ws())
+    size = len(update_frame(first).ws())
     assert world.counters.messages_in_total == 3
     assert tally[SUBJECT][0] == 2
     assert tally[SUBJECT][1] == 4

@@ -68,12 +68,15 @@ RULES = (
     Rule(
         "pushgrid.server.engine",
         ("pushgrid.server", "pushgrid.protocol", "pushgrid.metrics"),
-        "the engine knows nothing of sessions, sockets or views",
+        "the engine knows nothing of sessions, sockets or views, nor of the wire: it returns"
+        " values, the hub and the session frame them (server.core.outgoing, ADR 024)",
         forbidden=(
             "pushgrid.server.app",
             "pushgrid.server.transport",
             "pushgrid.server.monitoring",
             "pushgrid.server.core",
+            "pushgrid.server.framing",
+            "pushgrid.protocol.codec",
         ),
     ),
     Rule(

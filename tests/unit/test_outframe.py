@@ -1,4 +1,5 @@
-"""OutFrame (ADR 018): encoded once, framed per transport; SSE events without decoding."""
+"""OutFrame (ADR 018): encoded once, framed per transport; SSE events without decoding; the
+engine's values framed outside the engine, byte for byte as before (ADR 024)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from pushgrid.protocol.codec import encode
 from pushgrid.protocol.frames import (
     Keepalive,
     Message,
+    MessageKind,
     Pong,
     Position,
     ServerFrame,
     Subscribed,
     Unsubscribed,
 )
-from pushgrid.server.engine.base import Published
+from pushgrid.server.core.outgoing import message_frame, message_of, snapshot_frame, update_frame
+from pushgrid.server.engine.base import Published, Snapshot
 from pushgrid.server.framing.outframe import OPENS, PENDS, SETS, OutFrame
 from pushgrid.server.framing.wsframe import encode_text_frame, frame_payload
 from pushgrid.server.transport.sse import RETRY_MS, SseEncoder, parse_last_event_id
@@ -34,20 +37,83 @@ def test_ws_frame_is_built_once_and_matches_encode_text_frame(size: int) -> None
     assert frame_payload(frame) == out.payload
 
 
-def test_published_update_is_one_value_for_every_subscriber() -> None:
+def test_the_live_update_and_the_opening_frames_of_an_engine_value() -> None:
     published = Published("/a/b", "c", {"f": "1"}, True, "guaranteed", "e1", 7, 5)
-    update = published.update()
-    assert published.out("update") is update
-    assert update.ws() is published.update().ws()
+    update = update_frame(published)
     assert (update.move, update.subject, update.epoch, update.seq) == (SETS, "/a/b", "e1", 7)
-    assert update.payload == encode(published.to_message("update"))
-    recovered = published.out("recovered")
-    assert recovered is not published.out("recovered")  # opening frames are per request
+    assert update.payload == encode(message_of(published, "update"))
+    assert message_frame(published, "update").payload == update.payload
+    recovered = message_frame(published, "recovered")
     assert recovered.move == SETS | OPENS
     standard = Published("/a/b", "c", {}, False, "standard", "e1", 7, 5)
-    assert standard.update().move == 0  # a standard message does not move a position
+    assert update_frame(standard).move == 0  # a standard message does not move a position
     for value in (published, standard):  # the update's short path follows the general rule
-        assert value.update().move == OutFrame.message(value.to_message("update")).move
+        assert update_frame(value).move == OutFrame.message(message_of(value, "update")).move
+
+
+# -- the engine's values framed outside the engine: the same bytes as before (ADR 024) ----------
+
+
+def _old_message(p: Published, kind: MessageKind) -> Message:
+    """``Published.to_message`` as it was when the engine built frames (before ADR 024)."""
+    return Message(
+        kind=kind, subject=p.subject, content=p.content, fields=p.fields, epoch=p.epoch,
+        seq=p.seq, qos=p.qos, retained=p.retained, ts=p.ts,
+    )  # fmt: skip
+
+
+def _old_out(p: Published, kind: MessageKind) -> OutFrame:
+    """``Published.out``/``update`` as they were (the update's move known without looking)."""
+    if kind == "update":
+        move = SETS if p.qos == "guaranteed" else 0
+        return OutFrame(encode(_old_message(p, "update")), move, p.subject, p.epoch, p.seq)
+    return OutFrame.message(_old_message(p, kind))
+
+
+def _old_snapshot_out(s: Snapshot) -> OutFrame:
+    """``Snapshot.out`` as it was."""
+    return OutFrame.message(
+        Message(
+            kind="snapshot", subject=s.subject, content=s.content, fields=s.fields,
+            epoch=s.epoch, seq=s.seq, qos=s.qos, retained=True, ts=s.ts,
+        )
+    )  # fmt: skip
+
+
+_text = st.text(max_size=12)
+_published = st.builds(
+    Published,
+    subject=st.sampled_from(["/a/b", "/ü/\u2603", '/q/"x"']),
+    content=_text,
+    fields=st.dictionaries(_text, _text, max_size=3),
+    retained=st.booleans(),
+    qos=st.sampled_from(["standard", "guaranteed"]),
+    epoch=st.sampled_from(["e1", "5f2c9a01b3e4"]),
+    seq=st.integers(0, 2**53 - 1),
+    ts=st.integers(0, 2**45),
+)
+_kinds = st.sampled_from(["update", "recovered", "historical", "snapshot"])
+
+
+def _same(new: OutFrame, old: OutFrame) -> None:
+    assert (new.payload, new.move, new.subject, new.epoch, new.seq) == (
+        old.payload, old.move, old.subject, old.epoch, old.seq,
+    )  # fmt: skip
+    assert new.ws() == old.ws()
+
+
+@settings(max_examples=300, deadline=None)
+@given(published=_published, kind=_kinds)
+def test_engine_values_frame_to_the_same_bytes_as_when_the_engine_framed_them(
+    published: Published, kind: MessageKind
+) -> None:
+    _same(message_frame(published, kind), _old_out(published, kind))
+    _same(update_frame(published), _old_out(published, "update"))
+    snapshot = Snapshot(
+        published.subject, published.content, published.fields, published.epoch,
+        published.seq, published.ts, published.qos,
+    )  # fmt: skip
+    _same(snapshot_frame(snapshot), _old_snapshot_out(snapshot))
 
 
 def _event_fields(data: bytes) -> dict[str, str]:
