@@ -21,7 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from pushgrid.server.config import AdminSettings, Settings
+from pushgrid.server.config import AdminSettings, JmxSettings
 from pushgrid.server.core.throttle import AuthThrottle
 
 from .member_client import Member, new_http_client
@@ -34,13 +34,15 @@ from .services.members import MemberService
 from .services.tokens import TokenService
 
 
-def get_settings(request: Request) -> Settings:
-    return cast(Settings, request.app.state.settings)
-
-
 def get_admin_settings(request: Request) -> AdminSettings:
-    """The admin API's own part of the settings (routes that need nothing else take this)."""
-    return get_settings(request).admin
+    """The admin API's own part of the settings (create_app keeps only the parts it hands
+    out: no route can read the whole Settings)."""
+    return cast(AdminSettings, request.app.state.admin_settings)
+
+
+def get_jmx_settings(request: Request) -> JmxSettings:
+    """The JMX part (the login of ``service:jmx:`` members)."""
+    return cast(JmxSettings, request.app.state.jmx_settings)
 
 
 def get_session_factory(request: Request) -> sessionmaker[Session]:
@@ -70,8 +72,8 @@ def get_history(request: Request) -> HistoryCollector:
     return cast(HistoryCollector, request.app.state.history)
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
 AdminSettingsDep = Annotated[AdminSettings, Depends(get_admin_settings)]
+JmxSettingsDep = Annotated[JmxSettings, Depends(get_jmx_settings)]
 SqlSession = Annotated[Session, Depends(get_db)]
 SqlSessionFactory = Annotated["sessionmaker[Session]", Depends(get_session_factory)]
 HttpDep = Annotated[httpx.AsyncClient, Depends(get_http)]
@@ -202,24 +204,33 @@ Admin = Annotated[Principal, Depends(require(Role.ADMIN))]
 MemberNamePath = Annotated[str, Path(max_length=255, description="The member's name")]
 
 
-async def get_members(db: SqlSession, settings: SettingsDep, http: HttpDep) -> list[Member]:
+def get_member_service(
+    db: SqlSession, admin: AdminSettingsDep, jmx: JmxSettingsDep
+) -> MemberService:
+    """Configured and registered members, on this request's session."""
+    return MemberService(db, admin, jmx)
+
+
+MemberServiceDep = Annotated[MemberService, Depends(get_member_service)]
+
+
+async def get_members(
+    service: MemberServiceDep, admin: AdminSettingsDep, http: HttpDep
+) -> list[Member]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
-    return await with_discovered(
-        http, MemberService(db, settings.admin, settings.jmx).all(), settings.admin_discover_allow
-    )
+    return await with_discovered(http, service.all(), admin.admin_discover_allow)
 
 
 async def get_member(
-    name: MemberNamePath, db: SqlSession, settings: SettingsDep, http: HttpDep
+    name: MemberNamePath, service: MemberServiceDep, admin: AdminSettingsDep, http: HttpDep
 ) -> Member:
     """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
-    service = MemberService(db, settings.admin, settings.jmx)
     try:
         return service.get(name)
     except ProblemError as exc:
         if exc.status != 404:
             raise
-        for member in await with_discovered(http, service.all(), settings.admin_discover_allow):
+        for member in await with_discovered(http, service.all(), admin.admin_discover_allow):
             if member.name == name:
                 return member
         raise

@@ -33,7 +33,7 @@ from pushgrid.console.security import COMMON_HEADERS, DATA_POLICY
 from pushgrid.metrics.sqlstore import make_session_factory
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.engine import private_database_file
-from pushgrid.server.config import Settings
+from pushgrid.server.config import AdminSettings, AlertsSettings, JmxSettings, Settings
 from pushgrid.server.core.throttle import AuthThrottle
 from pushgrid.server.redaction import RedactingFilter
 
@@ -117,13 +117,11 @@ class SecurityHeaders:
 REDACTED_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx", "httpcore", "pushgrid")
 
 
-def install_log_redaction(settings: Settings) -> None:
+def install_log_redaction(alerts: AlertsSettings, admin: AdminSettings) -> None:
     """Mask secrets in those loggers' lines: query-string tokens and URL passwords always, and
     the configured secrets (the alert webhook URL, member passwords) wherever they appear.
     Logger filters survive uvicorn's logging set-up; installing again replaces them."""
-    secrets = [
-        s for s in (settings.alerts_webhook, settings.admin_member_password) if s is not None
-    ]
+    secrets = [s for s in (alerts.alerts_webhook, admin.admin_member_password) if s is not None]
     redaction = RedactingFilter(secrets)
     for name in REDACTED_LOGGERS:
         logger = logging.getLogger(name)
@@ -140,20 +138,22 @@ def _operation_id(route: APIRoute) -> str:
 log = logging.getLogger(__name__)
 
 
-def protect_store(settings: Settings, factory: sessionmaker[Session]) -> None:
+def protect_store(
+    database: str, admin: AdminSettings, jmx: JmxSettings, factory: sessionmaker[Session]
+) -> None:
     """Secrets at rest (issue 22): a SQLite store is readable by its owner only (0600, its
     journal files follow), the member-password key is loaded (a bad key file stops start-up)
     and passwords stored in clear by older versions are encrypted."""
-    url = make_url(settings.database)
+    url = make_url(database)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         path = Path(url.database)
         if path.exists():
             private_database_file(path)  # (make_engine creates it so; an older one is re-moded)
-    secret_box(settings.admin)
+    secret_box(admin)
     try:
         with factory() as db:
             if inspect(db.get_bind()).has_table(RegisteredMember.__tablename__):
-                encrypted = MemberService(db, settings.admin, settings.jmx).encrypt_stored()
+                encrypted = MemberService(db, admin, jmx).encrypt_stored()
                 if encrypted:
                     log.warning("encrypted %d member password(s) stored in clear", encrypted)
     except SQLAlchemyError as exc:  # the routes report an unusable store themselves
@@ -168,22 +168,26 @@ def create_app(
 ) -> FastAPI:
     """The admin API for ``settings`` (sessions on ``session_factory``, or on ``Database``).
 
+    The admin process's composition root: each service gets its part of the settings and the
+    app keeps only the parts its routes read (``app.state.admin_settings``, ``jmx_settings``).
     ``member_timeout``: seconds a member call may take before it is a 504 problem.
     """
-    factory = session_factory or make_session_factory(settings.database)
-    protect_store(settings, factory)
-    runner = job_runner or JobRunner(settings.stats, settings.metrics_archive)
+    admin, jmx, stats = settings.admin, settings.jmx, settings.stats
+    monitoring = settings.monitoring
+    factory = session_factory or make_session_factory(stats.database)
+    protect_store(stats.database, admin, jmx, factory)
+    runner = job_runner or JobRunner(stats, monitoring.metrics_archive)
     alerts = AlertRunner(
         settings.alerts,
         lambda: app.state.session_factory(),
-        lambda db: MemberService(db, settings.admin, settings.jmx).all(),
+        lambda db: MemberService(db, admin, jmx).all(),
     )
     traces = TraceHub(settings.trace)
-    watch = MemberWatch(lambda: _members(app, settings))
+    watch = MemberWatch(lambda: _members(app, admin, jmx))
     history = HistoryCollector(
-        HistoryStore(settings.admin.admin_history_seconds),
-        lambda: _members(app, settings),
-        settings.admin.admin_discover_allow,
+        HistoryStore(admin.admin_history_seconds),
+        lambda: _members(app, admin, jmx),
+        admin.admin_discover_allow,
     )
 
     @asynccontextmanager
@@ -211,7 +215,8 @@ def create_app(
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
     )
-    app.state.settings = settings
+    app.state.admin_settings = admin
+    app.state.jmx_settings = jmx
     app.state.session_factory = factory
     app.state.job_runner = runner
     app.state.member_timeout = member_timeout
@@ -220,7 +225,7 @@ def create_app(
     app.state.history = history
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
-        settings.auth_failures_before_backoff, settings.auth_backoff_max
+        monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max
     )
     install(app)
     add_docs(app, DOCS_URL, OPENAPI_URL)
@@ -228,7 +233,7 @@ def create_app(
     app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness
     app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
     app.add_middleware(SecurityHeaders)
-    install_log_redaction(settings)
+    install_log_redaction(settings.alerts, admin)
 
     def openapi() -> dict[str, Any]:
         return _openapi(app)
@@ -237,8 +242,8 @@ def create_app(
     return app
 
 
-def _members(app: FastAPI, settings: Settings) -> list[Any]:
+def _members(app: FastAPI, admin: AdminSettings, jmx: JmxSettings) -> list[Any]:
     from .services.members import MemberService
 
     with app.state.session_factory() as db:
-        return MemberService(db, settings.admin, settings.jmx).all()
+        return MemberService(db, admin, jmx).all()

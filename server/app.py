@@ -28,7 +28,7 @@ from pushgrid.server.framing.outframe import OutFrame
 
 from .cluster.isolation import Change, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
-from .config import ConfigError, ServerSettings, Settings
+from .config import ConfigError, MonitoringSettings, ServerSettings, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
@@ -72,14 +72,14 @@ def _addresses(servers: list[asyncio.Server]) -> list[str]:
     return out
 
 
-def _credentials(settings: Settings) -> tuple[str, str] | None:
+def _credentials(settings: MonitoringSettings) -> tuple[str, str] | None:
     """MonitorUsername / MonitorPassword, when both are set (the monitoring port's Basic auth)."""
     if settings.monitor_username is None or settings.monitor_password is None:
         return None
     return settings.monitor_username, settings.monitor_password
 
 
-def build_entitlement(settings: Settings) -> Entitlement:
+def build_entitlement(settings: ServerSettings) -> Entitlement:
     if settings.entitlement == "jwt":
         require_exp = settings.entitlement_jwt_require_exp
         if settings.entitlement_jwt_public_key_file is not None:
@@ -112,7 +112,9 @@ def build_publish_guard(settings: ServerSettings) -> PublishGuard:
     return PublishGuard(limits)
 
 
-def build_tls_contexts(settings: Settings) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+def build_tls_contexts(
+    settings: ServerSettings, monitoring: MonitoringSettings
+) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
     """The contexts of the encrypted client and monitoring listeners (None: no such listener);
     ConfigError naming the key and the file when one cannot be built (server/transport/tls.py)."""
     password = settings.tls_key_password
@@ -123,21 +125,21 @@ def build_tls_contexts(settings: Settings) -> tuple[ssl.SSLContext | None, ssl.S
     )
     client = monitor = None
     if settings.listen_encrypted:
-        client = server_context(_tls_files(settings, monitor=False), policy)
-    if settings.monitor_https_listen:
-        monitor = server_context(_tls_files(settings, monitor=True), policy)
+        client = server_context(_tls_files(settings, None), policy)
+    if monitoring.monitor_https_listen:
+        monitor = server_context(_tls_files(settings, monitoring), policy)
     return client, monitor
 
 
-def _tls_files(settings: Settings, monitor: bool) -> TlsFiles:
-    """The certificate and key of a listener, named by the keys they come from (the monitoring
-    port's default to TLSCertificate / TLSKey)."""
+def _tls_files(settings: ServerSettings, monitor: MonitoringSettings | None) -> TlsFiles:
+    """The certificate and key of a listener (``monitor``: the monitoring port's), named by the
+    keys they come from (the monitoring port's default to TLSCertificate / TLSKey)."""
     certificate, certificate_setting = settings.tls_certificate, "TLSCertificate"
     key, key_setting = settings.tls_key, "TLSKey"
-    if monitor and settings.monitor_tls_certificate is not None:
-        certificate, certificate_setting = settings.monitor_tls_certificate, "MonitorTLSCertificate"
-    if monitor and settings.monitor_tls_key is not None:
-        key, key_setting = settings.monitor_tls_key, "MonitorTLSKey"
+    if monitor is not None and monitor.monitor_tls_certificate is not None:
+        certificate, certificate_setting = monitor.monitor_tls_certificate, "MonitorTLSCertificate"
+    if monitor is not None and monitor.monitor_tls_key is not None:
+        key, key_setting = monitor.monitor_tls_key, "MonitorTLSKey"
     if certificate is None or key is None:  # Settings validation forbids this
         raise ConfigError(f"a TLS listener needs {certificate_setting} and {key_setting}")
     return TlsFiles(certificate, key, certificate_setting, key_setting)
@@ -147,41 +149,44 @@ class PushServer:
     """One push server node. ``start`` binds the listeners; ``stop`` closes clients with 1001."""
 
     def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
-        self.settings = settings
+        # The composition root: each subsystem gets its part of the settings; the whole object
+        # reaches only the Configuration MBean (it shows every key).
+        server, cluster, monitoring = settings.server, settings.cluster, settings.monitoring
+        self.settings: ServerSettings = server  # what the client port's endpoints read
+        self.cluster_settings = cluster
+        self.monitoring_settings = monitoring
         self.counters = Counters()
-        self.engine = engine or build_engine(settings)
+        self.engine = engine or build_engine(server, cluster)
         self.hub = Hub(self.engine, self.counters)
         bus = self.engine.member_bus()
         self.occupancy = OccupancyService(
-            settings.server_name, self.hub, bus, settings.occupancy, self.engine
+            server.server_name, self.hub, bus, settings.occupancy, self.engine
         )
         self.engine.use_interest(self.hub.has_subscribers)  # idle-subject eviction (guarantee 9)
-        self.entitlement = build_entitlement(settings)
-        self.admission = Admission(build_publish_guard(settings.server), self.entitlement, self.hub)
+        self.entitlement = build_entitlement(server)
+        self.admission = Admission(build_publish_guard(server), self.entitlement, self.hub)
         self.auth_throttle = AuthThrottle(
-            settings.auth_failures_before_backoff, settings.auth_backoff_max
+            monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max
         )
         self.security = SecurityCounters()
         self.pending = PendingConnections(
-            settings.max_pending_connections, settings.max_pending_connections_per_address
+            server.max_pending_connections, server.max_pending_connections_per_address
         )
         self.policy = SessionPolicy(
-            server_name=settings.server_name,
+            server_name=server.server_name,
             version=__version__,
-            keepalive=settings.keepalive_interval,
-            limits=Limits(max_message_size=settings.max_message_size),
-            max_subscriptions=settings.max_subscriptions_per_connection,
-            publish_snapshot=settings.publish_snapshot_message,
+            keepalive=server.keepalive_interval,
+            limits=Limits(max_message_size=server.max_message_size),
+            max_subscriptions=server.max_subscriptions_per_connection,
+            publish_snapshot=server.publish_snapshot_message,
         )
-        self.limits = TransportLimits.from_settings(
-            settings.server, settings.cluster_publish_timeout
-        )
+        self.limits = TransportLimits.from_settings(server, cluster.cluster_publish_timeout)
         # TLS contexts are built before anything starts: a bad file is a ConfigError (exit 2)
-        self._client_tls, self._monitor_tls = build_tls_contexts(settings)
-        self.batching = Batching.from_settings(settings.server)
-        self.deflate = Deflate.from_settings(settings.server)
+        self._client_tls, self._monitor_tls = build_tls_contexts(server, monitoring)
+        self.batching = Batching.from_settings(server)
+        self.deflate = Deflate.from_settings(server)
         self._publish_networks = [
-            ipaddress.ip_network(n, strict=False) for n in settings.publish_allow
+            ipaddress.ip_network(n, strict=False) for n in server.publish_allow
         ]
         self.connections: set[Connection] = set()
         self._http_handler = partial(http.handle, self)
@@ -207,17 +212,17 @@ class PushServer:
             self.jolokia,
             self.prometheus,
             self.auth_throttle,
-            _credentials(settings),
+            _credentials(monitoring),
             Boundary.of(
-                settings.monitor_allowed_hosts,
-                [h for h, _ in settings.monitor_addresses + settings.monitor_tls_addresses],
+                monitoring.monitor_allowed_hosts,
+                [h for h, _ in monitoring.monitor_addresses + monitoring.monitor_tls_addresses],
             ),
         )
-        self.monitor_limits = MonitorLimits.from_settings(settings.monitoring)
+        self.monitor_limits = MonitorLimits.from_settings(monitoring)
         self.tick: float = 0.0
         self.stopping = False
         self._member_states: dict[str, str] | None = None  # _watch_members' last look
-        self.isolation_detector = IsolationDetector(settings.cluster_isolation_timeout)
+        self.isolation_detector = IsolationDetector(cluster.cluster_isolation_timeout)
         self.flusher: Flusher
         self._servers: list[asyncio.Server] = []
         self._monitor_servers: list[asyncio.Server] = []
@@ -261,7 +266,7 @@ class PushServer:
             [f"http://{a}" for a in self.monitor_addresses()],
         )
         self.track(loop.create_task(self._ticker()))
-        if self.settings.cluster_isolation_timeout > 0:
+        if self.cluster_settings.cluster_isolation_timeout > 0:
             self.track(loop.create_task(self._watch_cluster()))
         log.info(
             "pushgrid %s listening on %s (engine %s); monitoring on %s",
@@ -299,7 +304,7 @@ class PushServer:
         self.hub.remove_session(session)
 
     async def _start_monitoring(self, loop: asyncio.AbstractEventLoop) -> None:
-        settings = self.settings
+        settings = self.monitoring_settings
         for host, port in settings.monitor_addresses:
             server = await loop.create_server(self._monitor_protocol, host, port)
             self._monitor_servers.append(server)
@@ -329,7 +334,7 @@ class PushServer:
         self._member_states = states
 
     def _hot_subjects(self) -> HotSubjects:
-        settings = self.settings
+        settings = self.monitoring_settings
         hot = HotSubjects(
             self.watch_feed,  # the hub's tally, seen by the watched patterns on its way
             top_n=settings.hot_subjects_top_n,
@@ -362,14 +367,14 @@ class PushServer:
         sampler.attach_watched(self.watchlist)
 
     def _archive_writer(self) -> ArchiveWriter | None:
-        root = self.settings.metrics_archive
+        root = self.monitoring_settings.metrics_archive
         if root is None:
             return None
         return ArchiveWriter(
             root,
             self.settings.server_name,
             INDICATOR_NAMES,
-            retention_days=self.settings.metrics_archive_retention,
+            retention_days=self.monitoring_settings.metrics_archive_retention,
         )
 
     # -- what the monitoring views read (server/monitoring/ports.py MonitoredNode) ------------

@@ -11,14 +11,13 @@ from ..deps import (
     MemberDep,
     MemberNamePath,
     MembersDep,
-    SettingsDep,
-    SqlSession,
+    MemberServiceDep,
     Viewer,
     audit_target,
 )
 from ..problems import problem_responses
 from ..schemas import MemberCreate, MemberList, MemberOut
-from ..services.members import MemberService, describe, describe_all
+from ..services.members import describe, describe_all
 
 router = APIRouter(prefix="/members", tags=["members"], route_class=GuardedRoute)
 
@@ -48,8 +47,7 @@ async def register_member(
     data: MemberCreate,
     request: Request,
     response: Response,
-    db: SqlSession,
-    settings: SettingsDep,
+    members: MemberServiceDep,
     http: HttpDep,
 ) -> MemberOut:
     """Register a member at run time (its credentials are kept server-side, never returned).
@@ -57,7 +55,7 @@ async def register_member(
     The member need not be up: the answer says whether it is reachable.
     """
     audit_target(request, data.name, f"monitor_url={data.monitor_url}")
-    member = MemberService(db, settings.admin, settings.jmx).register(data, principal.name)
+    member = members.register(data, principal.name)
     response.headers["Location"] = f"{request.url.path.rstrip('/')}/{member.name}"
     return await describe(http, member)
 
@@ -81,10 +79,9 @@ def remove_member(
     principal: Admin,
     name: MemberNamePath,
     request: Request,
-    db: SqlSession,
-    settings: SettingsDep,
+    members: MemberServiceDep,
 ) -> Response:
     """Forget a registered member (configured members are read-only: 409)."""
     audit_target(request, name)
-    MemberService(db, settings.admin, settings.jmx).remove(name)
+    members.remove(name)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

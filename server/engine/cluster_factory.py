@@ -1,4 +1,5 @@
-"""Settings -> the cluster engine of this member (its NATS node, link and delivery mode).
+"""ClusterSettings + EngineLimits -> the cluster engine of this member (its NATS node, link and
+delivery mode).
 
 It lives with the engines: the cluster engines build on the cluster package, which imports
 nothing of the engines (no package cycle; tests/unit/test_import_rules.py).
@@ -11,13 +12,18 @@ from ..cluster.errors import ClusterError
 from ..cluster.link import ClusterLink
 from ..cluster.natsnode import NatsNode
 from ..cluster.topology import BusOptions, Topology
-from ..config import Settings
-from .base import Engine, SnapshotBounds
+from ..config import ClusterSettings
+from .base import Engine
 from .jetstream import JetStreamEngine
+from .limits import EngineLimits
 from .standard import StandardClusterEngine
 
 
-def build_cluster_engine(settings: Settings) -> Engine:
+def build_cluster_engine(
+    settings: ClusterSettings, limits: EngineLimits, server_name: str
+) -> Engine:
+    """The cluster engine of this member: its part of the settings, the engine limits (from
+    ServerSettings) and its name (ServerName, its tag in the cluster)."""
     topology = None
     if settings.cluster_members and settings.cluster_member is not None:
         topology = Topology.build(
@@ -45,24 +51,23 @@ def build_cluster_engine(settings: Settings) -> Engine:
             sync_interval=settings.cluster_sync_interval,
         )
     link = ClusterLink(
-        settings.server_name,
+        server_name,
         settings.cluster_delivery_mode,
         topology,
         node,
         list(settings.nats_servers),
         credentials,
     )
-    bounds = SnapshotBounds(settings.max_fields_per_subject, settings.max_snapshot_size)
     if not guaranteed:
         return StandardClusterEngine(
             link,
-            max_cached=settings.max_cached_messages_per_subject,
-            expire_seconds=settings.cache_expire_time,
-            dedup_window=settings.publish_dedup_window,
-            dedup_max_keys=settings.publish_dedup_max_keys,
-            max_subjects=settings.max_subjects,
-            max_retained_bytes=settings.max_retained_bytes,
-            bounds=bounds,
+            max_cached=limits.max_cached,
+            expire_seconds=limits.expire_seconds,
+            dedup_window=limits.dedup_window,
+            dedup_max_keys=limits.dedup_max_keys,
+            max_subjects=limits.max_subjects,
+            max_retained_bytes=limits.max_retained_bytes,
+            bounds=limits.bounds,
         )
     replicas = settings.cluster_stream_replicas or (
         len(topology.seeds) if topology is not None else 3
@@ -70,12 +75,12 @@ def build_cluster_engine(settings: Settings) -> Engine:
     return JetStreamEngine(
         link,
         replicas=replicas,
-        max_cached=settings.max_cached_messages_per_subject,
-        expire_seconds=settings.cache_expire_time,
+        max_cached=limits.max_cached,
+        expire_seconds=limits.expire_seconds,
         publish_timeout=settings.cluster_publish_timeout,
-        dedup_window=settings.publish_dedup_window,
-        dedup_max_keys=settings.publish_dedup_max_keys,
-        max_subjects=settings.max_subjects,
-        max_retained_bytes=settings.max_retained_bytes,
-        bounds=bounds,
+        dedup_window=limits.dedup_window,
+        dedup_max_keys=limits.dedup_max_keys,
+        max_subjects=limits.max_subjects,
+        max_retained_bytes=limits.max_retained_bytes,
+        bounds=limits.bounds,
     )

@@ -1,42 +1,45 @@
-"""Engine name (the ``Engine`` setting) -> a factory building it from the settings.
+"""Engine name (the ``Engine`` setting) -> a factory building it from its settings parts.
 
 The NATS engines are imported only when chosen, so a standalone server never loads nats-py.
+A factory takes the engine's limits (from ServerSettings), the cluster's part and the server's
+name: never the whole Settings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import ServerSettings, Settings
-from .base import Engine, SnapshotBounds
+from ..config import ClusterSettings, ServerSettings
+from .base import Engine
+from .limits import EngineLimits
 from .memory import MemoryEngine
 
 
-def snapshot_bounds(settings: ServerSettings) -> SnapshotBounds:
-    """MaxFieldsPerSubject and MaxSnapshotSize, which every engine enforces (guarantee 11)."""
-    return SnapshotBounds(settings.max_fields_per_subject, settings.max_snapshot_size)
-
-
-def _memory(settings: Settings) -> Engine:
+def _memory(limits: EngineLimits, cluster: ClusterSettings, server_name: str) -> Engine:
     return MemoryEngine(
-        max_cached=settings.max_cached_messages_per_subject,
-        expire_seconds=settings.cache_expire_time,
-        dedup_window=settings.publish_dedup_window,
-        dedup_max_keys=settings.publish_dedup_max_keys,
-        max_subjects=settings.max_subjects,
-        max_retained_bytes=settings.max_retained_bytes,
-        bounds=snapshot_bounds(settings),
+        max_cached=limits.max_cached,
+        expire_seconds=limits.expire_seconds,
+        dedup_window=limits.dedup_window,
+        dedup_max_keys=limits.dedup_max_keys,
+        max_subjects=limits.max_subjects,
+        max_retained_bytes=limits.max_retained_bytes,
+        bounds=limits.bounds,
     )
 
 
-def _nats(settings: Settings) -> Engine:
+def _nats(limits: EngineLimits, cluster: ClusterSettings, server_name: str) -> Engine:
     from .cluster_factory import build_cluster_engine
 
-    return build_cluster_engine(settings)
+    return build_cluster_engine(cluster, limits, server_name)
 
 
-ENGINES: dict[str, Callable[[Settings], Engine]] = {"memory": _memory, "nats": _nats}
+ENGINES: dict[str, Callable[[EngineLimits, ClusterSettings, str], Engine]] = {
+    "memory": _memory,
+    "nats": _nats,
+}
 
 
-def build_engine(settings: Settings) -> Engine:
-    return ENGINES[settings.engine_name](settings)
+def build_engine(server: ServerSettings, cluster: ClusterSettings) -> Engine:
+    """The engine ``cluster.engine_name`` names, bounded by ``server``'s limits."""
+    limits = EngineLimits.from_settings(server)
+    return ENGINES[cluster.engine_name](limits, cluster, server.server_name)
