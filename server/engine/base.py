@@ -11,7 +11,6 @@ and the NATS JetStream engine (cluster) implement it, and one test suite
 from __future__ import annotations
 
 import abc
-from collections import ChainMap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -19,7 +18,7 @@ from typing import Literal, Protocol
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Position, QoS
-from pushgrid.protocol.sizes import message_size
+from pushgrid.protocol.sizes import utf8_len
 
 from ..cluster.isolation import Progress
 from ..cluster.status import ClusterStatus
@@ -49,25 +48,41 @@ class SnapshotBounds:
     max_bytes: int = 1024 * 1024
 
     def check(
-        self, subject: str, content: str, fields: dict[str, str], update: dict[str, str]
-    ) -> None:
+        self,
+        subject: str,
+        content: str,
+        fields: dict[str, str],
+        update: dict[str, str],
+        fields_bytes: int,
+    ) -> int:
         """Raise :class:`SnapshotLimitExceeded` when merging a retained message (``content``,
-        ``update``) into a snapshot holding ``fields`` would break a bound."""
-        merged = ChainMap(update, fields)  # a view: the snapshot is not copied
-        count = len(merged)
+        ``update``) into a snapshot holding ``fields`` (``fields_bytes``: their names and values
+        in UTF-8, which the engine keeps) would break a bound; else return the merged fields'
+        bytes. Costs the update's size, not the snapshot's (a hot subject's snapshot is large)."""
+        added = 0
+        delta = 0
+        for name, value in update.items():
+            old = fields.get(name)
+            if old is None:
+                added += 1
+                delta += utf8_len(name) + utf8_len(value)
+            else:
+                delta += utf8_len(value) - utf8_len(old)
+        count = len(fields) + added
         if count > self.max_fields:
             raise SnapshotLimitExceeded(
                 ErrorCode.TOO_MANY_FIELDS,
                 f"the snapshot of {subject} would hold {count} fields, above "
                 f"MaxFieldsPerSubject {self.max_fields}",
             )
-        size = message_size(content, merged)
+        size = utf8_len(content) + fields_bytes + delta
         if size > self.max_bytes:
             raise SnapshotLimitExceeded(
                 ErrorCode.SNAPSHOT_TOO_LARGE,
                 f"the snapshot of {subject} would be {size} bytes, above MaxSnapshotSize "
                 f"{self.max_bytes}",
             )
+        return fields_bytes + delta
 
 
 #: the bounds' defaults (the settings' MaxFieldsPerSubject and MaxSnapshotSize defaults)

@@ -138,8 +138,7 @@ class MemoryEngine(Engine):
                 return duplicate_of(request, original)
         state = self._state(request.subject)
         if request.retained:  # guarantee 11, before anything changes
-            current = state.fields if state is not None else {}
-            self._bounds.check(request.subject, request.content, current, request.fields)
+            self._check_bounds(state, request)
         delta = self._snapshot_delta(state, request)
         if enforce:
             self._admit(state, request, delta, now)
@@ -176,6 +175,15 @@ class MemoryEngine(Engine):
     def _state(self, subject: str) -> _Subject | None:
         state = self._subjects.get(subject)
         return state if state is not None else self._dormant.get(subject)
+
+    def _check_bounds(self, state: _Subject | None, request: PublishRequest) -> None:
+        """Guarantee 11 on the snapshot ``request`` merges into (its field bytes are the
+        snapshot's retained bytes, which guarantee 8 keeps, less its content)."""
+        if state is None:
+            self._bounds.check(request.subject, request.content, {}, request.fields, 0)
+            return
+        held = state.retained_bytes - utf8_len(state.content or "")
+        self._bounds.check(request.subject, request.content, state.fields, request.fields, held)
 
     # -- memory bounds ---------------------------------------------------------------------
 

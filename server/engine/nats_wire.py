@@ -133,10 +133,14 @@ def next_record(
     snap_qos: QoS = previous.sq if previous is not None else "guaranteed"
     items: list[Item] = []
     refused: list[SnapshotLimitExceeded | None] = []
+    checked = bounds is not None and any(r.retained for r in requests)
+    fields_bytes = message_size("", snap_fields) if checked else 0
     for request in requests:
         if request.retained and bounds is not None:
             try:
-                bounds.check(subject, request.content, snap_fields, request.fields)
+                fields_bytes = bounds.check(
+                    subject, request.content, snap_fields, request.fields, fields_bytes
+                )
             except SnapshotLimitExceeded as exc:
                 refused.append(exc)
                 continue

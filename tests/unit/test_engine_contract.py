@@ -940,3 +940,15 @@ async def test_concurrent_publishes_cannot_overshoot_a_snapshot_bound(
     assert len(snapshot.fields) == FIELD_LIMIT
     await delivered.wait_for(FIELD_LIMIT)
     assert len(delivered.of(SUBJECT)) == FIELD_LIMIT
+
+
+async def test_the_size_bound_counts_the_merged_snapshot_exactly(engine: Engine) -> None:
+    """UTF-8 of content, names and values after the merge: a replaced value no longer counts."""
+    await publish(engine, "c", {"a": "é" * 100})  # 1 + 1 + 200 bytes
+    await publish(engine, "c", {"a": "x"})  # 1 + 1 + 1
+    await publish(engine, "c", {"b": "ü" * 510})  # + 1 + 1020: exactly SIZE_LIMIT
+    assert await _refused(engine, {}, "cc") is ErrorCode.SNAPSHOT_TOO_LARGE  # one byte over
+    await publish(engine, "", {})  # one byte under
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields) == ("", {"a": "x", "b": "ü" * 510})
