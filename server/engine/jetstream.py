@@ -23,6 +23,8 @@ How the Engine guarantees hold here (docs/cluster.md, ADR 011):
 4. **Recovery** reads the subject's records back from the stream (any member, any replica;
    what the replica does not have yet comes from the stream leader).
 5. **Snapshot**: every record carries the subject's merged snapshot after it.
+11. **Snapshot bounds** are checked while the record is merged on top of the head it is stored
+   on (conditional on that head), so members publishing at once cannot overshoot them.
 
 Reads (position, snapshot, recovery, history) wait until this member has delivered the record
 they read, so a subscription never opens at a position its live messages have not reached.

@@ -1,4 +1,4 @@
-"""The Engine contract (server/engine/base.py, guarantees 1-10), run against every implementation.
+"""The Engine contract (server/engine/base.py, guarantees 1-11), run against every implementation.
 
 Every test here is written against the ``engine`` fixture only (plus ``clock`` and ``delivered``),
 never against one implementation's internals. To run the suite against another engine, add one
