@@ -43,7 +43,7 @@ import random
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -59,6 +59,7 @@ from nats.js.api import (
     StreamInfo,
 )
 
+from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Position
 from pushgrid.protocol.sizes import message_size
 
@@ -326,7 +327,7 @@ class JetStreamEngine(Engine):
                 for (_, done), answer in zip(batch, stored, strict=True):
                     if done.done():
                         continue
-                    if isinstance(answer, SnapshotLimitExceeded):
+                    if isinstance(answer, EngineError):
                         done.set_exception(answer)
                     else:
                         done.set_result(answer)
@@ -335,7 +336,7 @@ class JetStreamEngine(Engine):
 
     async def _store(
         self, subject: str, requests: list[PublishRequest]
-    ) -> list[Published | SnapshotLimitExceeded]:
+    ) -> list[Published | EngineError]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._publish_timeout
         msg_id = self._record_msg_id(subject, requests)
@@ -356,6 +357,7 @@ class JetStreamEngine(Engine):
                 if plan.record is None:
                     if sent:  # every msg_id is in the chain now: the lost attempt's record
                         _log_lost_ack(subject, plan.originals)
+                        return _unsure_of_refusals(plan.answers([]))
                     return plan.answers([])
                 if not sent or sent[-1] is not plan:
                     sent.append(plan)
@@ -386,7 +388,7 @@ class JetStreamEngine(Engine):
         msg_id: str,
         ack: PubAck,
         sent: list[_Plan],
-    ) -> list[Published]:
+    ) -> list[Published | EngineError]:
         """The answers to a stored record: the numbers of the record JetStream holds."""
         if ack.duplicate and msg_id.startswith(_CLIENT_MSG_ID):
             # a retry of a client's publish stored earlier (through any member)
@@ -1080,7 +1082,7 @@ class _Plan:
     expected: int
     originals: list[Published | SnapshotLimitExceeded | None]
 
-    def answers(self, stored: list[Published]) -> list[Published | SnapshotLimitExceeded]:
+    def answers(self, stored: list[Published]) -> list[Published | EngineError]:
         """One answer per request: its original or refusal, else the next stored message."""
         fresh = iter(stored)
         return [o if o is not None else next(fresh) for o in self.originals]
@@ -1142,7 +1144,18 @@ def _recover_empty(empty_epoch: str, since: Position) -> Recovery:
     return Recovery("failed", empty_epoch, 0)
 
 
-def _log_lost_ack(subject: str, originals: list[Published | None], at: int = 0) -> None:
+def _unsure_of_refusals(answers: list[Published | EngineError]) -> list[Published | EngineError]:
+    """After a lost acknowledgement, a retry whose merge a snapshot bound refused (others'
+    records grew the snapshot meanwhile) cannot tell whether the lost attempt stored the
+    message: say so instead of "refused"."""
+    unsure = EngineUnavailable(
+        "an attempt whose acknowledgement was lost may have stored it, and the retry was "
+        "refused by a snapshot bound (outcome unknown)"
+    )
+    return [unsure if isinstance(a, SnapshotLimitExceeded) else a for a in answers]
+
+
+def _log_lost_ack(subject: str, originals: Sequence[object], at: int = 0) -> None:
     """A record whose acknowledgement was lost turned out stored after all (benchmarks/faults.py
     counts these lines)."""
     where = (
