@@ -39,7 +39,7 @@ from pushgrid.server.engine.standard import StandardClusterEngine
 CACHE_LIMIT = 5
 EXPIRE_SECONDS = 60.0
 FIELD_LIMIT = 4
-SIZE_LIMIT = 1024
+SIZE_LIMIT = 16_000  # above the memory-bound tests' 15,000-byte snapshots (guarantee 8)
 BOUNDS = SnapshotBounds(max_fields=FIELD_LIMIT, max_bytes=SIZE_LIMIT)
 SUBJECT = "/Stocks/NYSE/IBM"
 OTHER = "/Stocks/NYSE/MSFT"
@@ -894,8 +894,8 @@ async def test_sweep_work_per_call_is_bounded(
 
 
 async def _refused(engine: Engine, fields: dict[str, str], content: str = "c") -> ErrorCode:
-    with pytest.raises(SnapshotLimitExceeded) as refused:
-        await publish(engine, content, fields)
+    with pytest.raises(SnapshotLimitExceeded) as refused:  # standard: not cached (guarantee 8)
+        await publish(engine, content, fields, qos="standard")
     return refused.value.code
 
 
@@ -944,11 +944,12 @@ async def test_concurrent_publishes_cannot_overshoot_a_snapshot_bound(
 
 async def test_the_size_bound_counts_the_merged_snapshot_exactly(engine: Engine) -> None:
     """UTF-8 of content, names and values after the merge: a replaced value no longer counts."""
-    await publish(engine, "c", {"a": "é" * 100})  # 1 + 1 + 200 bytes
-    await publish(engine, "c", {"a": "x"})  # 1 + 1 + 1
-    await publish(engine, "c", {"b": "ü" * 510})  # + 1 + 1020: exactly SIZE_LIMIT
+    big = "ü" * ((SIZE_LIMIT - 4) // 2)  # 2 bytes each
+    await publish(engine, "c", {"a": "é" * 100}, qos="standard")  # 1 + 1 + 200 bytes
+    await publish(engine, "c", {"a": "x"}, qos="standard")  # 1 + 1 + 1
+    await publish(engine, "c", {"b": big}, qos="standard")  # + 1 + the rest: exactly SIZE_LIMIT
     assert await _refused(engine, {}, "cc") is ErrorCode.SNAPSHOT_TOO_LARGE  # one byte over
-    await publish(engine, "", {})  # one byte under
+    await publish(engine, "", {}, qos="standard")  # one byte under
     snapshot = await engine.snapshot(SUBJECT)
     assert snapshot is not None
-    assert (snapshot.content, snapshot.fields) == ("", {"a": "x", "b": "ü" * 510})
+    assert (snapshot.content, snapshot.fields) == ("", {"a": "x", "b": big})
