@@ -66,7 +66,7 @@ def build(count: int, fanout: int, subjects: int) -> tuple[Hub, WatchFeed, list[
         live: dict[Any, Any] = {Sub(): sink.append for _ in range(fanout)}
         hub._live[subject] = live  # subscribers without sessions: the fan-out loop only
         message = Published(subject, "x" * 100, {}, True, "guaranteed", "e", 1, 0)
-        message.update()  # encoded once, as the engine does before fan-out
+        # the hub encodes the update once per message in deliver() (ADR 024)
         messages.append(message)
     return hub, feed, messages, sink
 

@@ -349,7 +349,7 @@ class PushServer:
         return hot
 
     def _watchlist(self) -> Watchlist:
-        settings = self.settings
+        settings = self.monitoring_settings
         watchlist = Watchlist(
             settings.watched_subjects_max_patterns, settings.watched_subjects_cache_size
         )
@@ -361,7 +361,7 @@ class PushServer:
         """Once a second, after the hot subjects took the hub's tally through the feed: the
         deltas left, then one reading of every watched pattern (server/core/watch.py)."""
         feed, sampler = self.watch_feed, self.sampler
-        if self.settings.hot_subjects_top_n == 0:
+        if self.monitoring_settings.hot_subjects_top_n == 0:
             self.hub.on_tally_full = feed.drain
         sampler.listeners.append(lambda _seconds: feed.read(*sampler.last_reading))
         sampler.attach_watched(self.watchlist)
