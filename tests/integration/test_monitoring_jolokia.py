@@ -30,6 +30,7 @@ ALL_BEANS = sorted(
         "pushgrid:type=Server",
         "pushgrid:type=Sessions",
         "pushgrid:type=Subjects",
+        "pushgrid:type=WatchedSubjects",
     ]
 )
 WINDOW_ATTRIBUTES = [
