@@ -164,6 +164,9 @@ async def test_counts_are_cluster_wide_and_a_killed_members_subscribers_are_vaca
         survivors = (m2, other)
         watcher = await connect(m2)  # events are the cluster's: any member's client sees them
         await watcher.subscribe(EVENTS)
+        # The emitter (m1) publishes events once it knows someone follows them: its table has
+        # the watcher after m2's next report (docs/occupancy.md)
+        await _eventually(partial(_count_is, cluster.member(1), EVENTS, 1), "the watcher at m1")
         on_m2, on_victim, only_victim = (
             await connect(m2),
             await connect(victim),
