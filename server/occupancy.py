@@ -116,7 +116,7 @@ class OccupancyService:
         changes = {}
         for subject in self._local.take_touched():
             count = self._local.subscriber_count(subject)
-            if count != self.table.by_member(subject).get(self.name, 0):
+            if count != self.table.count_on(self.name, subject):
                 changes[subject] = count
         transitions = self.table.apply(self.name, changes)
         transitions += self._departures()

@@ -87,6 +87,10 @@ class OccupancyTable:
         """The cluster count of ``subject``."""
         return self._totals.get(subject, 0)
 
+    def count_on(self, member: str, subject: str) -> int:
+        """``subject``'s count on ``member`` (0: none there)."""
+        return self._by_member.get(member, {}).get(subject, 0)
+
     def by_member(self, subject: str) -> dict[str, int]:
         """``subject``'s count on each member that has a subscriber."""
         return {m: held[subject] for m, held in self._by_member.items() if subject in held}
