@@ -8,6 +8,10 @@ and ``-`` replaced by ``_``)::
     /pushgrid/<node>/<indicator>   content: the last value; fields: ``current``, ``ts`` and
                                    ``<window>.<max|avg|stddev|count>`` for the 12 windows
 
+``/pushgrid/<node>/cluster`` (content: the health) is also published as soon as anything in it
+changes (checked every ``HEALTH_CHECK_PERIOD``), not only with the next round: a member going
+down must not wait up to ``MetaSubjectInterval`` to be seen there.
+
 They are ordinary subjects: entitlement applies, and being retained a new subscriber receives the
 latest statistics at once as the snapshot. They use qos ``standard`` so they never fill the
 recovery cache.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from typing import Protocol
 
 from pushgrid.metrics.indicators import INDICATORS
@@ -39,6 +44,7 @@ from .ports import LiveState, MonitoredNode
 log = logging.getLogger(__name__)
 
 META_ROOT = "/pushgrid"
+HEALTH_CHECK_PERIOD = 1.0  # seconds: the cluster meta-subject follows a change within this
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -86,22 +92,53 @@ def meta_messages(
     for indicator in INDICATORS:
         fields = indicator_fields(model, indicator.name)
         messages.append(_message(f"{node}/{indicator.name}", fields["current"], fields))
-    messages.append(_message(f"{node}/cluster", cluster.health, meta_fields(cluster)))
+    messages.append(cluster_message(live.server_name, cluster))
     if model.watched.get("patterns"):
         messages.extend(watched_view.meta_messages(model, node))
     return messages
 
 
-async def publish_meta_subjects(node: MonitoredNode, engine: Publisher, interval: float) -> None:
-    """Publish a round every ``interval`` seconds until cancelled."""
+def cluster_message(server_name: str, cluster: ClusterStatus) -> PublishRequest:
+    node = f"{META_ROOT}/{node_segment(server_name)}"
+    return _message(f"{node}/cluster", cluster.health, meta_fields(cluster))
+
+
+async def publish_meta_subjects(
+    node: MonitoredNode,
+    engine: Publisher,
+    interval: float,
+    health_period: float = HEALTH_CHECK_PERIOD,
+) -> None:
+    """Publish a round every ``interval`` seconds, and the cluster message whenever it changes
+    (checked every ``health_period`` seconds), until cancelled."""
+    server_name = node.live_state().server_name
+    last_round = time.monotonic()
+    last_cluster: PublishRequest | None = None
     while True:
-        await asyncio.sleep(interval)
-        round_ = meta_messages(node.read_model(), node.live_state(), node.cluster_status())
-        for message in round_:
-            try:
-                await engine.publish(message)
-            except (EngineUnavailable, EngineFull) as exc:
-                log.warning("meta-subjects not published: %s", exc)
-                break
-            except SnapshotLimitExceeded as exc:  # an operator's very low MaxFieldsPerSubject
-                log.warning("meta-subject %s not published: %s", message.subject, exc)
+        await asyncio.sleep(min(interval, health_period))
+        status = node.cluster_status()
+        cluster = cluster_message(server_name, status)
+        if time.monotonic() - last_round >= interval - 0.001:
+            last_round = time.monotonic()
+            round_ = meta_messages(node.read_model(), node.live_state(), status)
+        elif last_cluster is not None and _same(cluster, last_cluster):
+            continue
+        else:
+            round_ = [cluster]
+        last_cluster = cluster
+        await _publish_round(engine, round_)
+
+
+def _same(a: PublishRequest, b: PublishRequest) -> bool:
+    return a.content == b.content and a.fields == b.fields
+
+
+async def _publish_round(engine: Publisher, round_: list[PublishRequest]) -> None:
+    for message in round_:
+        try:
+            await engine.publish(message)
+        except (EngineUnavailable, EngineFull) as exc:
+            log.warning("meta-subjects not published: %s", exc)
+            break
+        except SnapshotLimitExceeded as exc:  # an operator's very low MaxFieldsPerSubject
+            log.warning("meta-subject %s not published: %s", message.subject, exc)

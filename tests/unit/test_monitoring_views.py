@@ -25,13 +25,13 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
 from pushgrid.metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
 from pushgrid.metrics.sampler import RECENT_SECONDS, Sampler
 from pushgrid.metrics.window_spec import WINDOW_NAMES
-from pushgrid.server.cluster.status import ClusterStatus, standalone_status
+from pushgrid.server.cluster.status import ClusterStatus, MemberView, standalone_status
 from pushgrid.server.config import Settings
-from pushgrid.server.engine.base import EngineStats
+from pushgrid.server.engine.base import EngineStats, Published, PublishRequest
 from pushgrid.server.monitoring.beans import server_beans
 from pushgrid.server.monitoring.loop_bridge import LoopBridge
 from pushgrid.server.monitoring.mbeans import MBean
-from pushgrid.server.monitoring.meta import meta_messages
+from pushgrid.server.monitoring.meta import meta_messages, publish_meta_subjects
 from pushgrid.server.monitoring.numbers import number_text
 from pushgrid.server.monitoring.ports import LiveState
 from pushgrid.server.monitoring.prometheus_exporter import build_registry
@@ -213,6 +213,67 @@ def test_stats_text_lines() -> None:
 
 
 # --- meta-subjects ---------------------------------------------------------------------------
+
+
+class Recording:
+    """The meta-subject publisher's engine: keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.published: list[PublishRequest] = []
+
+    async def publish(self, request: PublishRequest) -> Published:
+        self.published.append(request)
+        return Published(
+            request.subject,
+            request.content,
+            request.fields,
+            request.retained,
+            "standard",
+            epoch="e",
+            seq=0,
+            ts=0,
+        )
+
+
+def two_members(peer_state: str) -> ClusterStatus:
+    me = MemberView("node-a", 1, "a", seed=True, state="up", is_self=True)
+    peer = MemberView("node-b", 2, "b", seed=True, state=peer_state, is_self=False)  # type: ignore[arg-type]
+    return ClusterStatus(
+        engine="nats",
+        mode="guaranteed",
+        members=(me, peer),
+        seeds=2,
+        quorum_size=2,
+        quorum=peer_state == "up",
+        nats_connected=True,
+    )
+
+
+async def test_a_health_change_is_published_at_once_not_at_the_next_round() -> None:
+    """The cluster meta-subject follows a change within ``health_period``, without waiting for
+    the next round (``interval``): nothing else is published in between, nothing twice."""
+
+    class Changing(Node):
+        status = two_members("up")
+
+        def cluster_status(self) -> ClusterStatus:
+            return self.status
+
+    node, engine = Changing(), Recording()
+    task = asyncio.create_task(publish_meta_subjects(node, engine, 60.0, health_period=0.01))
+    try:
+        await asyncio.sleep(0.1)
+        assert [(m.subject, m.content) for m in engine.published] == [
+            ("/pushgrid/node-a/cluster", "ok")
+        ]
+        node.status = two_members("down")
+        await asyncio.sleep(0.1)
+        assert [(m.subject, m.content) for m in engine.published][1:] == [
+            ("/pushgrid/node-a/cluster", "degraded")
+        ]
+        assert engine.published[-1].fields["member.node-b"] == "down"
+    finally:
+        task.cancel()
 
 
 def test_meta_round() -> None:
