@@ -337,7 +337,10 @@ class ClusterWatchedPattern(BaseModel):
     members: int = Field(description="Reachable members watching the pattern")
     totals: dict[str, int]
     subscribers: int
-    current: dict[str, float] = Field(description="Last per-second values summed over members")
+    current: dict[str, float] = Field(
+        description="Last per-second values summed over members; `subjects` is the largest "
+        "member's count (members share subjects)"
+    )
 
 
 class WatchedSubjects(BaseModel):

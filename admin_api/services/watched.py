@@ -8,6 +8,7 @@ and keeps its patterns (a restart starts from WatchedSubjects.Patterns; docs/adm
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -79,8 +80,15 @@ async def _member_or_error(http: httpx.AsyncClient, member: Member) -> MemberWat
         return MemberWatched(member=member.name, reachable=False, error=exc.detail)
 
 
+# A subject is active on every member that has a subscriber of it or passes it a message: the
+# members' counts overlap, so their sum counts a subject once per member (3 x 40 = 120 in a
+# three-member walk-through with 40 subjects). The largest member's count is the cluster's.
+SHARED_GAUGES = frozenset({"subjects"})
+
+
 def merge(members: Sequence[MemberWatched]) -> list[ClusterWatchedPattern]:
-    """Per pattern (in first-seen order): totals, subscribers and current values summed."""
+    """Per pattern (in first-seen order): totals, subscribers and current values summed, but
+    the active subjects are the largest member's count (``SHARED_GAUGES``)."""
     merged: dict[str, ClusterWatchedPattern] = {}
     for member in members:
         for p in member.patterns:
@@ -94,7 +102,8 @@ def merge(members: Sequence[MemberWatched]) -> list[ClusterWatchedPattern]:
             for name, value in p.totals.items():
                 seen.totals[name] = seen.totals.get(name, 0) + value
             for name, indicator in p.indicators.items():
-                seen.current[name] = seen.current.get(name, 0.0) + indicator.current
+                combine = max if name in SHARED_GAUGES else operator.add
+                seen.current[name] = combine(seen.current.get(name, 0.0), indicator.current)
     return list(merged.values())
 
 
