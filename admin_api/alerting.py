@@ -186,6 +186,9 @@ class Alert:
 
     def summary(self) -> str:
         shown = "no value" if self.value is None else f"{self.value:g}"
+        if self.state == "firing" and self.clearing_since is not None:
+            # hysteresis: "firing (value 0)" alone reads like a bug to an operator
+            shown += f", clearing: resolves after {self.rule.clear_seconds:g} s past the clear line"
         return f"{self.rule.name} on {self.target}: {self.rule.describe()} (value {shown})"
 
 

@@ -274,3 +274,20 @@ def test_a_restarted_runner_takes_back_open_alerts(tmp_path: Path) -> None:
         states = [e.state for e in reversed(RuleService(session).history(10)) if e.rule == "Gone"]
     assert states == ["firing", "resolved"]
     factory.kw["bind"].dispose()
+
+
+def test_a_firing_alert_held_by_hysteresis_says_it_is_clearing() -> None:
+    """ "Busy on m1 ... (value 0)" while firing read like a bug on the console's banner (the
+    walk-through's MemberRestarted, held 300 s): the summary says it is clearing."""
+    ev = Evaluator()
+    rules = [rule(for_seconds=0.0, clear_for=300.0)]
+    assert states(ev, rules, {"m1": 12}, 100) == [("m1", "firing")]
+    (alert,) = ev.active()
+    assert alert.summary() == "Busy on m1: connected_users > 10 (value 12)"
+    assert states(ev, rules, {"m1": 0}, 101) == []
+    (alert,) = ev.active()
+    assert alert.state == "firing"
+    assert alert.summary() == (
+        "Busy on m1: connected_users > 10 (value 0, clearing: resolves after 300 s past the"
+        " clear line)"
+    )
