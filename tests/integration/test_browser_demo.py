@@ -7,14 +7,13 @@ or selenium are not installed (the skip message says what to install).
 
 from __future__ import annotations
 
-import json
 import time
 
 import httpx
 import jwt
 import pytest
 
-from .browser import Browser, ThreadedProxy, publish
+from .browser import WIRE_RECORDER, Browser, ThreadedProxy, publish, wire_updates
 from .pgtest import DEFAULT_TIMEOUT
 
 TRANSPORTS = ["websocket", "sse"]
@@ -319,31 +318,6 @@ def test_chromium_negotiates_deflate_and_reads_compressed_updates(server, browse
     no_console_errors(browser)
 
 
-#: records what the server sent, before the client reads it (every WebSocket / EventSource)
-WIRE_RECORDER = """
-window.pgWire = [];
-const record = (source) => source.addEventListener("message", (e) => {
-  if (typeof e.data === "string") window.pgWire.push(e.data);
-});
-const ES = window.EventSource, WS = window.WebSocket;
-window.EventSource = class extends ES { constructor(...a) { super(...a); record(this); } };
-window.WebSocket = class extends WS { constructor(...a) { super(...a); record(this); } };
-"""
-
-
-def wire_updates(browser: Browser, subject: str) -> list[dict[str, str]]:
-    """The fields of the live updates of ``subject`` as they came over the wire."""
-    frames = []
-    for data in browser.js("return window.pgWire"):
-        parsed = json.loads(data)
-        frames += parsed if isinstance(parsed, list) else [parsed]
-    return [
-        f["fields"]
-        for f in frames
-        if f.get("type") == "message" and f["subject"] == subject and f["kind"] == "update"
-    ]
-
-
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_the_browser_client_merges_field_deltas_into_full_field_sets(
     server, browser, subject, transport
@@ -367,5 +341,5 @@ def test_the_browser_client_merges_field_deltas_into_full_field_sets(
         expected.append(dict(record))
     messages = browser.wait_messages(s, len(expected))
     assert [m["fields"] for m in messages] == expected
-    assert wire_updates(browser, s) == [expected[1], *steps[1:]]
+    assert [f["fields"] for f in wire_updates(browser, s)] == [expected[1], *steps[1:]]
     no_console_errors(browser)
