@@ -42,7 +42,7 @@ from .monitoring.beans import build_agent
 from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
-from .monitoring.ports import LiveState
+from .monitoring.ports import NO_DEFLATE, DeflateStats, LiveState
 from .monitoring.probe import PanelProbe
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
@@ -401,6 +401,19 @@ class PushServer:
             },
             flush_delay=self.flusher.delays.snapshot(),
             panel=self.panel_probe.panel,
+            deflate=self._deflate_stats(),
+        )
+
+    def _deflate_stats(self) -> DeflateStats:
+        deflate = self.deflate
+        if deflate is None:
+            return NO_DEFLATE
+        return DeflateStats(
+            True,
+            deflate.contexts,
+            deflate.max_contexts,
+            deflate.uncompressed_bytes,
+            deflate.compressed_bytes,
         )
 
     def _replica_lags(self) -> dict[str, int]:

@@ -228,4 +228,3 @@ class OccupancyService:
             await self._publisher.publish(request)
         except EngineUnavailable as exc:
             log.warning("occupancy event not published (%s): %s", event["event"], exc)
-

@@ -40,9 +40,7 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 
 class WebhookSender:
-    def __init__(
-        self, url: str, secret: str, *, queue: int, retries: int, timeout: float
-    ) -> None:
+    def __init__(self, url: str, secret: str, *, queue: int, retries: int, timeout: float) -> None:
         self.url, self._secret = url, secret
         self.retries, self.timeout = retries, timeout
         self._queue: deque[Mapping[str, Any]] = deque(maxlen=queue)

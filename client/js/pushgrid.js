@@ -39,7 +39,8 @@
  * camelCase (closeCode, closeReason, retryIn); plain "host:port" entries use wss:// when the page
  * itself is served over https. Over SSE a subscription change reopens the stream (the other
  * subjects recover from their positions, without DATA_SYNC noise), and one stream carries one
- * conflation period and one history depth: used when all its subjects agree, otherwise none.
+ * conflation period and one history depth: used when all its subjects agree, otherwise none
+ * (field deltas are asked per subject, `delta=<subject>`, so they need no agreement).
  */
 (function (root, factory) {
   "use strict";
@@ -931,18 +932,24 @@
       });
     }
 
-    /** Query parameters of /events: subjects, positions to recover from, conflation, token. */
+    /** Query parameters of /events: subjects, positions to recover from, field deltas,
+     * conflation, token. */
     _sseParams() {
       const params = [];
       const conflations = new Set();
       const histories = new Set();
+      const deltas = [];
       for (const [subject, options] of this._subscriptions) {
         params.push(["subject", subject]);
+        if (options.delta) deltas.push(["delta", subject]); // per subject, unlike conflation
         conflations.add(options.conflation);
         const position = this._resyncing.has(subject) ? null : this._tracker.position(subject);
         if (position) params.push(["position", `${subject} ${position.epoch}:${position.seq}`]);
         else histories.add(options.history);
       }
+      // delta=true when every subject asks (a shorter URL), else one delta=<subject> each
+      if (deltas.length === this._subscriptions.size) params.push(["delta", "true"]);
+      else params.push(...deltas);
       // One stream carries one conflation period and one history depth: use them when every
       // subject agrees, otherwise none (never conflate or replace a snapshot unasked).
       const [conflation] = conflations;

@@ -149,6 +149,10 @@ class EngineStats:
     subjects: int
     cached_messages: int
     cached_bytes: int
+    #: dormant snapshots given up to make room for a new subject (MaxSubjects, MaxRetainedBytes;
+    #: guarantee 11, ADR 022): their subscribers see ``new_epoch`` on their next recovery. Only
+    #: the memory engine gives snapshots up (a JetStream member reads an evicted one again)
+    dropped_snapshots: int = 0
 
 
 Deliver = Callable[[Published], None]

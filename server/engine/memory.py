@@ -416,6 +416,7 @@ class MemoryEngine(Engine):
             subjects=self._count(),
             cached_messages=self._cached_messages,
             cached_bytes=self._cached_bytes,
+            dropped_snapshots=self.dropped_snapshots,
         )
 
     def _now_ms(self) -> int:

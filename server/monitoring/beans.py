@@ -108,6 +108,7 @@ def server_beans(
         _server_bean(tables, configuration(settings)),
         *(indicator_bean(tables, indicator) for indicator in INDICATORS),
         _cache_bean(tables, settings),
+        _compression_bean(tables),
         _sessions_bean(tables, operations),
         _subjects_bean(tables, operations),
         cluster_bean(node, bridge.wrap),
@@ -215,8 +216,41 @@ def _cache_bean(tables: _Tables, settings: Settings) -> MBean:
             "Recoveries that needed a resync",
             lambda s: s.counters["recovery_failures_total"],
         ),
+        (
+            "DroppedSnapshots",
+            "long",
+            "Dormant snapshots given up for a new subject (MaxSubjects, MaxRetainedBytes)",
+            lambda s: s.engine.dropped_snapshots,
+        ),
     ]
     return MBean(ObjectName.of(DOMAIN, type="Cache"), "Message cache", tables.live(rows))
+
+
+def _compression_bean(tables: _Tables) -> MBean:
+    rows: list[LiveRow] = [
+        ("Enabled", "boolean", "PerMessageDeflate setting", lambda s: s.deflate.enabled),
+        (
+            "Contexts",
+            "long",
+            "Connections holding a compressor with context takeover",
+            lambda s: s.deflate.contexts,
+        ),
+        ("MaxContexts", "long", "DeflateMaxContexts setting", lambda s: s.deflate.max_contexts),
+        (
+            "UncompressedBytes",
+            "long",
+            "Bytes of the data frames sent on deflate connections, as plain frames",
+            lambda s: s.deflate.uncompressed_bytes,
+        ),
+        (
+            "CompressedBytes",
+            "long",
+            "Bytes written for those frames (compressed, or plain when it did not pay)",
+            lambda s: s.deflate.compressed_bytes,
+        ),
+    ]
+    name = ObjectName.of(DOMAIN, type="Compression")
+    return MBean(name, "permessage-deflate", tables.live(rows))
 
 
 def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:

@@ -85,6 +85,7 @@ def meta_messages(
         subscriptions=str(live.counters["subscriptions"]),
         subjects=str(live.engine.subjects),
         cache_messages=str(live.engine.cached_messages),
+        dropped_snapshots=str(live.engine.dropped_snapshots),
         uptime=number_text(round(live.uptime, 3)),
         ts=ts,
     )

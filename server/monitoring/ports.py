@@ -26,6 +26,22 @@ from ..engine.base import EngineStats
 
 
 @dataclass(frozen=True, slots=True)
+class DeflateStats:
+    """permessage-deflate now (ADR 028, ADR 032): connections holding a compressor with context
+    takeover against ``DeflateMaxContexts``, and the bytes of the data frames sent on deflate
+    connections, plain (what they would have taken) and as written."""
+
+    enabled: bool = False
+    contexts: int = 0
+    max_contexts: int = 0
+    uncompressed_bytes: int = 0
+    compressed_bytes: int = 0
+
+
+NO_DEFLATE = DeflateStats()
+
+
+@dataclass(frozen=True, slots=True)
 class LiveState:
     """The node's live numbers, read at once on the event loop."""
 
@@ -43,6 +59,7 @@ class LiveState:
     flush_delay: DelaySnapshot
     # the operator's member panel (metrics/member_panel.py), built once a second by the probe
     panel: MemberPanel = EMPTY_PANEL
+    deflate: DeflateStats = NO_DEFLATE
 
 
 class MonitoredNode(Protocol):

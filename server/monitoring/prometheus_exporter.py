@@ -27,7 +27,7 @@ from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
 
 from . import watched_view
 from .cluster_view import cluster_metrics
-from .ports import LiveState, MonitoredNode
+from .ports import DeflateStats, LiveState, MonitoredNode
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -104,12 +104,40 @@ def live_metrics(live: LiveState) -> Iterator[Metric]:
     yield _gauge("pushgrid_subjects", "Subjects known to the engine", engine.subjects)
     yield _gauge("pushgrid_cache_messages", "Messages in the cache", engine.cached_messages)
     yield _gauge("pushgrid_cache_bytes", "Bytes of cached messages", engine.cached_bytes)
+    yield _counter(
+        "pushgrid_dropped_snapshots",
+        "Dormant snapshots given up for a new subject (MaxSubjects, MaxRetainedBytes)",
+        engine.dropped_snapshots,
+    )
+    yield from deflate_metrics(live.deflate)
     yield delay_histogram(
         "pushgrid_flush_delay_seconds",
         "Per flush, how long its oldest queued frame waited before the write (FlushTick)",
         live.flush_delay,
     )
     yield from panel_metrics(live.panel)
+
+
+def deflate_metrics(deflate: DeflateStats) -> Iterator[Metric]:
+    """permessage-deflate: contexts in use against the cap, bytes before and after."""
+    yield _gauge(
+        "pushgrid_deflate_contexts",
+        "Connections holding a compressor with context takeover",
+        deflate.contexts,
+    )
+    yield _gauge(
+        "pushgrid_deflate_max_contexts", "DeflateMaxContexts (0: deflate off)", deflate.max_contexts
+    )
+    yield _counter(
+        "pushgrid_deflate_uncompressed_bytes",
+        "Bytes of the data frames sent on deflate connections, as plain frames",
+        deflate.uncompressed_bytes,
+    )
+    yield _counter(
+        "pushgrid_deflate_compressed_bytes",
+        "Bytes written for those frames (compressed, or plain when it did not pay)",
+        deflate.compressed_bytes,
+    )
 
 
 def panel_metrics(panel: MemberPanel) -> Iterator[Metric]:

@@ -44,14 +44,29 @@ class Batching:
 class Deflate:
     """permessage-deflate as configured (ADR 028): the answer to a client's offer, the shared
     compressors, and how many connections keep zlib state (at most ``max_contexts``; past it
-    new connections agree to no context takeover either way, which keeps none)."""
+    new connections agree to no context takeover either way, which keeps none).
 
-    __slots__ = ("_shared", "contexts", "max_contexts", "options")
+    Counted for monitoring (ADR 032): ``contexts`` in use now, and, over the data frames sent
+    on connections that agreed, the bytes their plain frames would have taken
+    (``uncompressed_bytes``) and the bytes written instead (``compressed_bytes``; a frame
+    below ``DeflateMinSize`` or one that would not shrink counts the same in both).
+    """
+
+    __slots__ = (
+        "_shared",
+        "compressed_bytes",
+        "contexts",
+        "max_contexts",
+        "options",
+        "uncompressed_bytes",
+    )
 
     def __init__(self, options: DeflateOptions, max_contexts: int) -> None:
         self.options = options
         self.max_contexts = max_contexts
         self.contexts = 0
+        self.uncompressed_bytes = 0
+        self.compressed_bytes = 0
         self._shared: dict[int, Compressor] = {}
 
     @staticmethod

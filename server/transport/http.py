@@ -320,10 +320,28 @@ async def _events(
         return problem(400, ErrorCode.INVALID_FRAME, "conflation >= 0 and history 0-1000")
     if len(positions) > limit:
         return problem(400, ErrorCode.INVALID_FRAME, f"at most {limit} positions")
+    deltas = _delta_subjects(query.get("delta", []), subjects)
+    if isinstance(deltas, str):
+        return problem(400, ErrorCode.INVALID_FRAME, deltas)
     items = [
-        SubscribeItem(subject, positions.get(subject), history, conflation) for subject in subjects
+        SubscribeItem(subject, positions.get(subject), history, conflation, delta=subject in deltas)
+        for subject in subjects
     ]
     return SseRequest(items, _token(request, query), positions)
+
+
+def _delta_subjects(values: list[str], subjects: list[str]) -> set[str] | str:
+    """The subjects of a stream that get field deltas (``delta=<subject>``, repeatable, or
+    ``delta=true`` for every subject; docs/protocol.md 9.1), or why the values are wrong."""
+    if values == ["true"]:
+        return set(subjects)
+    unknown = [value for value in values if value not in subjects]
+    if unknown:
+        return (
+            f"delta={unknown[0]!r}: name a subject of the stream (repeat delta= for several) "
+            "or give delta=true for every subject"
+        )
+    return set(values)
 
 
 async def _events_unless_isolated(

@@ -137,6 +137,9 @@ class DeflateWebSocketConnection(WebSocketConnection):
         data = frame.wsz_frame
         if data is None:
             data = frame.wsz_frame = shared.frame(frame.payload) or frame.ws()
+        deflate = self._deflate
+        deflate.uncompressed_bytes += frame.ws_size()
+        deflate.compressed_bytes += len(data)
         return data
 
     def send(self, frame: OutFrame) -> None:
@@ -160,4 +163,8 @@ class DeflateWebSocketConnection(WebSocketConnection):
                     self._deflate.options, agreement.server_bits, keep=True
                 )
         payload = frame_payload(frame)
-        return compressor.frame(payload) or frame
+        data = compressor.frame(payload) or frame
+        deflate = self._deflate
+        deflate.uncompressed_bytes += len(frame)
+        deflate.compressed_bytes += len(data)
+        return data

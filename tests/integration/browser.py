@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -318,3 +319,28 @@ def jolokia_disconnect(monitor_url: str, session: str) -> dict[str, Any]:
     answer: dict[str, Any] = response.json()
     assert answer.get("status") == 200, answer
     return answer
+
+
+#: records what the server sent, before the client reads it (every WebSocket / EventSource)
+WIRE_RECORDER = """
+window.pgWire = [];
+const record = (source) => source.addEventListener("message", (e) => {
+  if (typeof e.data === "string") window.pgWire.push(e.data);
+});
+const ES = window.EventSource, WS = window.WebSocket;
+window.EventSource = class extends ES { constructor(...a) { super(...a); record(this); } };
+window.WebSocket = class extends WS { constructor(...a) { super(...a); record(this); } };
+"""
+
+
+def wire_updates(browser: Browser, subject: str) -> list[dict[str, Any]]:
+    """The live update frames of ``subject`` as they came over the wire (WIRE_RECORDER)."""
+    frames = []
+    for data in browser.js("return window.pgWire"):
+        parsed = json.loads(data)
+        frames += parsed if isinstance(parsed, list) else [parsed]
+    return [
+        f
+        for f in frames
+        if f.get("type") == "message" and f["subject"] == subject and f["kind"] == "update"
+    ]

@@ -1017,6 +1017,18 @@ async def stats_json(server: ServerProcess) -> dict[str, Any]:
     return document
 
 
+async def exported(server: ServerProcess, mbean: str) -> tuple[dict[str, Any], PromSamples, Any]:
+    """One number's three views at once: ``/stats`` JSON, ``/metrics`` samples and the
+    attributes of ``mbean`` (Jolokia ``read``)."""
+    async with monitor_http(server) as mon:
+        stats = await mon.get("/stats", params={"format": "json"})
+        metrics = await mon.get("/metrics")
+        bean = await mon.get(f"/jolokia/read/{mbean}")
+    for response in (stats, metrics, bean):
+        assert response.status_code == 200, response.text
+    return stats.json(), parse_prometheus(metrics.text), bean.json()["value"]
+
+
 async def jolokia_exec(
     server: ServerProcess, mbean: str, operation: str, arguments: list[Any]
 ) -> dict[str, Any]:

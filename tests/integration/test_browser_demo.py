@@ -13,7 +13,7 @@ import httpx
 import jwt
 import pytest
 
-from .browser import Browser, ThreadedProxy, publish
+from .browser import WIRE_RECORDER, Browser, ThreadedProxy, publish, wire_updates
 from .pgtest import DEFAULT_TIMEOUT
 
 TRANSPORTS = ["websocket", "sse"]
@@ -318,21 +318,28 @@ def test_chromium_negotiates_deflate_and_reads_compressed_updates(server, browse
     no_console_errors(browser)
 
 
-def test_the_browser_client_merges_field_deltas_into_full_field_sets(server, browser, subject):
-    """``delta=1``: the page subscribes with field deltas; the publisher sends one or two fields
-    at a time, the server sends the changed ones, and every message the page gets holds every
-    field with its latest value (docs/protocol.md 5.1.2)."""
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_browser_client_merges_field_deltas_into_full_field_sets(
+    server, browser, subject, transport
+):
+    """``delta=1``: the page subscribes with field deltas, over WebSocket and over the SSE
+    fallback (``delta=true`` on GET /events); the publisher sends whole records, the wire
+    carries the first one whole and then the changed fields only, and every message the page
+    gets holds every field with its latest value (docs/protocol.md 5.1.2)."""
     s = subject("delta")
-    publish(server.url, s, "0", {"bid": "1", "ask": "2", "last": "3"})
-    browser.open_demo(server.url, subject=s, transport="websocket", delta="1")
+    record = {"bid": "1", "ask": "2", "last": "3"}
+    publish(server.url, s, "0", record)
+    browser.before_load(WIRE_RECORDER)
+    browser.open_demo(server.url, subject=s, transport=transport, delta="1")
     browser.wait_status("subscribe_allow", s)
-    steps = [{"bid": "1.5"}, {"ask": "2.5", "last": "3.5"}, {"bid": "1.5"}, {"volume": "9"}]
-    merged = {"bid": "1", "ask": "2", "last": "3"}
-    expected = [dict(merged)]
-    for fields in steps:
-        publish(server.url, s, "x", fields)
-        merged.update(fields)
-        expected.append(dict(merged))
+    assert browser.client("transport") == transport
+    steps = [{"bid": "1.5"}, {"ask": "2.5", "last": "3.5"}, {}, {"volume": "9"}]
+    expected = [dict(record)]
+    for changes in steps:
+        record = {**record, **changes}
+        publish(server.url, s, "x", record)
+        expected.append(dict(record))
     messages = browser.wait_messages(s, len(expected))
     assert [m["fields"] for m in messages] == expected
+    assert [f["fields"] for f in wire_updates(browser, s)] == [expected[1], *steps[1:]]
     no_console_errors(browser)

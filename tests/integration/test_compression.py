@@ -24,7 +24,7 @@ from websockets.extensions.permessage_deflate import (
 
 from pushgrid.client import PushgridClient
 
-from .pgtest import DEFAULT_TIMEOUT, ServerProcess, WsClient
+from .pgtest import DEFAULT_TIMEOUT, ServerProcess, WsClient, exported
 
 FIELDS = {f"f{i}": f"{1000 + i}.{i * 7:04d}" for i in range(10)}
 
@@ -120,6 +120,63 @@ async def test_context_takeover_and_the_cap_on_contexts(
     assert _agreed(capped).local_no_context_takeover
     # the client keeps its context too: its compressed requests inflate in order
     await _stream(kept, [kept, capped], subject("q"), 30)
+
+
+async def _deflate_numbers(server: ServerProcess) -> tuple[int, int, int, int]:
+    """(contexts, max contexts, uncompressed bytes, compressed bytes), after checking that
+    /stats, /metrics and the Compression MBean agree."""
+    stats, metrics, bean = await exported(server, "pushgrid:type=Compression")
+    gauges, totals = stats["gauges"], stats["totals"]
+    numbers = (
+        gauges["deflate_contexts"],
+        gauges["deflate_max_contexts"],
+        totals["deflate_uncompressed_bytes_total"],
+        totals["deflate_compressed_bytes_total"],
+    )
+    in_metrics = tuple(
+        int(metrics[(name, ())])
+        for name in (
+            "pushgrid_deflate_contexts",
+            "pushgrid_deflate_max_contexts",
+            "pushgrid_deflate_uncompressed_bytes_total",
+            "pushgrid_deflate_compressed_bytes_total",
+        )
+    )
+    in_bean = tuple(
+        bean[k] for k in ("Contexts", "MaxContexts", "UncompressedBytes", "CompressedBytes")
+    )
+    assert numbers == in_metrics == in_bean, (numbers, in_metrics, in_bean)
+    return numbers
+
+
+async def _contexts_become(server: ServerProcess, count: int) -> None:
+    for _ in range(100):
+        if (await _deflate_numbers(server))[0] == count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"deflate contexts never became {count}")
+
+
+async def test_contexts_in_use_and_bytes_saved_are_exported(
+    keeping: ServerProcess,
+    deflating: Callable[..., Awaitable[WsClient]],
+    subject: Callable[[str], str],
+) -> None:
+    """The Compression MBean, /stats and /metrics count the connections holding a context
+    against DeflateMaxContexts, and the bytes of the frames deflate connections were sent."""
+    await _contexts_become(keeping, 0)  # the connections of earlier tests have ended
+    before = await _deflate_numbers(keeping)
+    kept = await deflating(keeping)
+    capped = await deflating(keeping)  # past DeflateMaxContexts = 1: holds none
+    assert (await _deflate_numbers(keeping))[:2] == (1, 1)
+    await _stream(kept, [kept, capped], subject("q"), 20)
+    _, _, plain, sent = await _deflate_numbers(keeping)
+    plain, sent = plain - before[2], sent - before[3]
+    # 2 readers x 20 updates of ~300 bytes, compressed to well under half
+    assert plain > 2 * 20 * 250, plain
+    assert 0 < sent < plain / 2, (sent, plain)
+    await kept.close()
+    await _contexts_become(keeping, 0)
 
 
 async def test_batches_are_compressed_whole(

@@ -49,8 +49,12 @@ TOTALS = [
     "recovery_failures_total",
     "recovery_successes_total",
     "slow_consumer_disconnects_total",
+    "dropped_snapshots_total",
+    "deflate_uncompressed_bytes_total",
+    "deflate_compressed_bytes_total",
 ]
 GAUGES = ["sessions", "subscriptions", "subjects", "cache_messages", "cache_bytes"]
+GAUGES += ["deflate_contexts", "deflate_max_contexts"]
 PROMETHEUS_COUNTERS = [
     "pushgrid_connections_total",
     "pushgrid_disconnections_total",
@@ -61,6 +65,9 @@ PROMETHEUS_COUNTERS = [
     "pushgrid_slow_consumer_disconnects_total",
     "pushgrid_keepalive_timeouts_total",
     "pushgrid_publish_rejected_total",
+    "pushgrid_dropped_snapshots_total",
+    "pushgrid_deflate_uncompressed_bytes_total",
+    "pushgrid_deflate_compressed_bytes_total",
 ]
 PROMETHEUS_GAUGES = [
     "pushgrid_connected_users",
@@ -68,6 +75,8 @@ PROMETHEUS_GAUGES = [
     "pushgrid_subjects",
     "pushgrid_cache_messages",
     "pushgrid_cache_bytes",
+    "pushgrid_deflate_contexts",
+    "pushgrid_deflate_max_contexts",
 ]
 USER, PASSWORD = "monitor", "s3cret:with-colon"
 MONITOR_PATHS = [

@@ -21,7 +21,7 @@ from .pgtest import ServerProcess, eventually, jolokia_bulk, monitor_http, read_
 
 SECRET = "integration-test-secret-0123456789abcdef"
 OVERVIEW_FIELDS = {*INDICATOR_NAMES, "sessions", "subscriptions", "subjects", "cache_messages"}
-OVERVIEW_FIELDS |= {"uptime", "ts"}
+OVERVIEW_FIELDS |= {"uptime", "ts", "dropped_snapshots"}
 
 
 def token(permissions: dict[str, list[str]]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import signal
 import time
 import uuid
@@ -439,6 +440,89 @@ async def test_conflation_over_the_stream(server, subject, streams, connect):
     again = await streams(server, [s], headers={"Last-Event-ID": message.id})
     subscribed = await again.expect("subscribed", subject=s)
     assert subscribed.data["recovery"] == "up_to_date"
+
+
+# --- field deltas (docs/protocol.md 5.1.2, 9.1) -----------------------------------------------
+
+RECORD = {"bid": "10.00", "ask": "10.02", "last": "10.01", "volume": "100"}
+
+
+def merge(held: dict[str, str], events: list[SseEvent], subject: str) -> dict[str, str]:
+    """What a client merging deltas holds after ``events`` (a snapshot replaces, others update)."""
+    for event in events:
+        frame = event.data
+        if frame.get("type") == "message" and frame["subject"] == subject:
+            held = {} if frame["kind"] == "snapshot" else held
+            held = {**held, **frame["fields"]}
+    return held
+
+
+async def test_field_deltas_over_the_stream(server, subject, streams):
+    """``delta=<subject>``: the delta subject's live updates carry only the changed fields
+    after a first whole one; the other subject of the stream gets whole updates."""
+    a, b = subject("delta"), subject("whole")
+    await publish_ok(server, a, "0", fields=RECORD)
+    stream = await streams(server, [a, b], params=[("delta", a)])
+    snapshot = await stream.expect("message", subject=a)
+    assert (snapshot.data["kind"], snapshot.data["fields"]) == ("snapshot", RECORD)
+    await stream.expect("subscribed", subject=b)
+    changed = {**RECORD, "bid": "10.01"}
+    await publish_ok(server, a, "1", fields=changed)
+    await publish_ok(server, a, "2", fields={**changed, "volume": "200"})
+    await publish_ok(server, b, "b", fields=RECORD)
+    await publish_ok(server, b, "b", fields=RECORD)
+    got = await stream.messages(2, a)
+    assert [e.data["fields"] for e in got] == [changed, {"volume": "200"}]
+    assert all(e.id for e in got), "a guaranteed delta moves the position like the update"
+    assert [e.data["fields"] for e in await stream.messages(2, b)] == [RECORD, RECORD]
+    check_ids(stream.events)
+
+    both = await streams(server, [a, b], params=[("delta", "true")])
+    await stream.close()
+    await both.expect("message", subject=b, kind="snapshot")
+    await publish_ok(server, b, "b", fields={**RECORD, "ask": "9"})
+    await publish_ok(server, b, "b", fields={**RECORD, "ask": "9"})
+    assert [e.data["fields"] for e in await both.messages(2, b)] == [{**RECORD, "ask": "9"}, {}]
+
+    refused = await SseStream(server, [a], params=[("delta", b)]).open()
+    assert refused.status == 400, refused.body
+    assert "delta=" in json.loads(refused.body)["detail"]
+    await refused.close()
+
+
+async def test_merged_deltas_hold_every_field_across_reconnects(server, subject, streams):
+    """The property test of the WebSocket deltas (tests/unit/test_hub.py) over the stream: a
+    random 10-field stream, the client reconnecting with ``Last-Event-ID`` (recovery) and
+    afresh (snapshot); what it merged always equals every field published."""
+    rng = random.Random(32)
+    s = subject("merged")
+    names = [f"f{i}" for i in range(10)]
+    merged: dict[str, str] = {}
+    held: dict[str, str] = {}
+    last_id: str | None = None
+    for round_ in range(4):
+        published: list[dict[str, str]] = []
+        headers = {"Last-Event-ID": last_id} if last_id and round_ % 2 else {}
+        stream = await streams(server, [s], params=[("delta", s)], headers=headers)
+        await stream.expect("subscribed", subject=s)
+        for step in range(15):
+            fields = {name: str(rng.randrange(4)) for name in rng.sample(names, rng.randint(1, 4))}
+            merged.update(fields)
+            published.append(fields)
+            await publish_ok(server, s, f"{round_}.{step}", fields=fields)
+        await stream.wait_for(is_message(s, f"{round_}.14"))
+        held = merge(held, stream.events, s)
+        assert held == merged, round_
+        updates = [e.data["fields"] for e in stream.events if e.data.get("kind") == "update"]
+        assert updates[0].items() >= published[0].items(), "the first live message is whole"
+        # after it, only changes: a field published with the value it had is left out
+        assert any(len(got) < len(sent) for got, sent in zip(updates, published, strict=True))
+        last_id = stream.last_event_id
+        await stream.close()
+        # published while no stream is open: recovered, or in the next snapshot
+        fields = {name: str(rng.randrange(4)) for name in rng.sample(names, 3)}
+        merged.update(fields)
+        await publish_ok(server, s, "gap", fields=fields)
 
 
 # --- closing ----------------------------------------------------------------------------------

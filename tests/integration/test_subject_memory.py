@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .pgtest import ServerProcess, WsClient, http_publish
+from .pgtest import ServerProcess, WsClient, exported, http_publish
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -82,10 +82,13 @@ async def test_subjects_beyond_max_subjects_are_refused_then_evicted(
         reader = await connect(bounded)
         _, frames[name] = await reader.subscribe_all(name)
     assert frames["/mem/s0"] == []
+    # ... and the operator sees it: a counter, not only a new epoch on clients (ADR 032)
+    stats, metrics, cache = await exported(bounded, "pushgrid:type=Cache")
+    assert stats["totals"]["dropped_snapshots_total"] == 1
+    assert metrics[("pushgrid_dropped_snapshots_total", ())] == 1
+    assert cache["DroppedSnapshots"] == 1
     for name in ("/mem/s1", f"/mem/s{LIMIT - 2}"):
-        assert [(f["kind"], f["content"], f["seq"]) for f in frames[name]] == [
-            ("snapshot", "x", 1)
-        ]
+        assert [(f["kind"], f["content"], f["seq"]) for f in frames[name]] == [("snapshot", "x", 1)]
 
 
 async def test_retained_bytes_beyond_the_bound_are_refused(

@@ -33,7 +33,7 @@ from pushgrid.server.monitoring.loop_bridge import LoopBridge
 from pushgrid.server.monitoring.mbeans import MBean
 from pushgrid.server.monitoring.meta import meta_messages, publish_meta_subjects
 from pushgrid.server.monitoring.numbers import number_text
-from pushgrid.server.monitoring.ports import LiveState
+from pushgrid.server.monitoring.ports import DeflateStats, LiveState
 from pushgrid.server.monitoring.prometheus_exporter import build_registry
 from pushgrid.server.monitoring.stats_page import stats_document, stats_text
 
@@ -93,7 +93,7 @@ LIVE = LiveState(
     engine_name="memory",
     delivery_mode="standalone",
     counters=COUNTERS,
-    engine=EngineStats(subjects=4, cached_messages=5, cached_bytes=600),
+    engine=EngineStats(subjects=4, cached_messages=5, cached_bytes=600, dropped_snapshots=3),
     refusals={
         "auth_failures": 1,
         "auth_throttled": 2,
@@ -102,6 +102,7 @@ LIVE = LiveState(
         "http_refused": 5,
     },
     flush_delay=_flush_delays(),
+    deflate=DeflateStats(True, 2, 10, 9_000, 2_500),
 )
 
 
@@ -185,7 +186,12 @@ def test_stats_json_shows_the_read_model_and_the_live_state() -> None:
         "subjects": 4,
         "cache_messages": 5,
         "cache_bytes": 600,
+        "deflate_contexts": 2,
+        "deflate_max_contexts": 10,
     }
+    assert document["totals"]["dropped_snapshots_total"] == 3
+    assert document["totals"]["deflate_uncompressed_bytes_total"] == 9_000
+    assert document["totals"]["deflate_compressed_bytes_total"] == 2_500
     users = document["indicators"]["connected_users"]
     assert users["current"] == 0.5
     assert users["unit"] == "sessions"
@@ -291,6 +297,7 @@ def test_meta_round() -> None:
     assert overview.fields["sessions"] == str(COUNTERS["sessions"])
     assert (overview.fields["subjects"], overview.fields["cache_messages"]) == ("4", "5")
     assert overview.fields["uptime"] == "12.5"
+    assert overview.fields["dropped_snapshots"] == "3"
     rate = messages[2]  # connections_per_second
     assert rate.content == "1.5"
     assert rate.fields["current"] == "1.5"
@@ -326,6 +333,11 @@ def test_prometheus_formats_the_same_numbers() -> None:
         == COUNTERS["recovery_failures_total"]
     )
     assert samples[("pushgrid_cache_bytes", ())] == 600
+    assert samples[("pushgrid_dropped_snapshots_total", ())] == 3
+    assert samples[("pushgrid_deflate_contexts", ())] == 2
+    assert samples[("pushgrid_deflate_max_contexts", ())] == 10
+    assert samples[("pushgrid_deflate_uncompressed_bytes_total", ())] == 9_000
+    assert samples[("pushgrid_deflate_compressed_bytes_total", ())] == 2_500
     assert samples[("pushgrid_indicator", (("indicator", "outgoing_bytes_per_second"),))] == 6.5
 
     def window(stat: str, name: str = "1m") -> float:
@@ -411,6 +423,15 @@ def test_server_cache_subjects_and_hot_beans() -> None:
     assert configuration["MonitorUsername"] == "ops"
     cache = made["pushgrid:type=Cache"]
     assert (read(cache, "Subjects"), read(cache, "CachedBytes")) == (4, 600)
+    assert read(cache, "DroppedSnapshots") == 3
+    compression = made["pushgrid:type=Compression"]
+    assert [read(compression, name) for name in ("Enabled", "Contexts", "MaxContexts")] == [
+        True,
+        2,
+        10,
+    ]
+    assert read(compression, "UncompressedBytes") == 9_000
+    assert read(compression, "CompressedBytes") == 2_500
     assert read(made["pushgrid:type=Subjects"], "Subscribed") == 7
     hot = made["pushgrid:type=HotSubjects"]
     assert read(hot, "TopN") == 2
