@@ -105,14 +105,20 @@ class PatternStats:
         counters["bytes_out_total"] += counts[2]
         counters["bytes_in_total"] += counts[3]
 
-    def read(self, wall: float, tick: float, subscribers: int, subjects: int) -> None:
-        """A reading at Unix time ``wall`` / monotonic ``tick`` (the sampler's own)."""
+    def read(
+        self, wall: float, tick: float, subscribers: int, subjects: int
+    ) -> list[tuple[int, dict[str, float]]]:
+        """A reading at Unix time ``wall`` / monotonic ``tick`` (the sampler's own); returns
+        the seconds it completed (what the archive records, ADR 030)."""
         self.counters["subscribers"] = subscribers
         self.counters["subjects"] = subjects
+        emitted: list[tuple[int, dict[str, float]]] = []
         for ts, values in self.per_second.add(wall, tick, self.counters):
             if ts > self.ts:  # a wall clock stepped back re-emits no second
                 self.windows.add_sample(ts, values)
                 self.current, self.ts = values, ts
+                emitted.append((ts, values))
+        return emitted
 
     def refresh_windows(self) -> None:
         """Read the twelve windows of every indicator as of the last second (O(900) each)."""
