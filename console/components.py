@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dash import html
+from dash import dcc, html
 from dash.development.base_component import Component
 
 from .provider import ProviderError
@@ -85,4 +85,20 @@ def page_header(title: str, subtitle: str, *actions: Child) -> html.Div:
             html.Div(list(actions), className="page-actions"),
         ],
         className="page-header",
+    )
+
+
+#: the scope a page of the operators shows first: the members summed
+CLUSTER_SCOPE = "cluster"
+
+
+def scope_dropdown(component_id: str) -> dcc.Dropdown:
+    """The cluster-or-member picker of the hot and watched subjects pages (its options, the
+    members, come with the page's data)."""
+    return dcc.Dropdown(
+        id=component_id,
+        value=CLUSTER_SCOPE,
+        clearable=False,
+        options=[{"label": CLUSTER_SCOPE, "value": CLUSTER_SCOPE}],
+        style={"minWidth": "12rem"},
     )

@@ -19,7 +19,7 @@ from dash.development.base_component import Component
 
 from pushgrid.metrics.watched import WATCH_NAMES
 
-from ..components import Child, alert, card, page_header, table
+from ..components import CLUSTER_SCOPE, Child, alert, card, page_header, scope_dropdown, table
 from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
@@ -30,7 +30,7 @@ from .statistics import coverage_note, pick, render_asof, render_table
 PATH = "watched"
 TITLE = "Watched subjects"
 REFRESH_MS = 2000
-CLUSTER = "cluster"
+CLUSTER = CLUSTER_SCOPE
 RATES: Final = (
     ("incoming_messages_per_second", "in msg/s"),
     ("outgoing_messages_per_second", "out msg/s"),
@@ -135,13 +135,7 @@ def layout() -> Component:
                 TITLE,
                 "Per-pattern rates, subscribers and totals. In a pattern, * is one segment; "
                 "a last * also any deeper path",
-                dcc.Dropdown(
-                    id=OpsIds.WATCHED_SCOPE,
-                    value=CLUSTER,
-                    clearable=False,
-                    options=[{"label": "cluster", "value": CLUSTER}],
-                    style={"minWidth": "12rem"},
-                ),
+                scope_dropdown(OpsIds.WATCHED_SCOPE),
             ),
             html.Div(id=OpsIds.WATCHED_ALERT, className="alerts"),
             card(

@@ -117,9 +117,9 @@ def test_stored_windows_of_the_chosen_scope_with_partial_marks() -> None:
     assert [r.indicator for r in member.rows] == ["subscribers"]
     assert stored_windows(STORED, "m2") is None
 
-    text = str(render_stored("/Stocks/*", cluster, 1_795_579_300.0).to_plotly_json())
+    text = repr(render_stored("/Stocks/*", cluster, 1_795_579_300.0))
     assert "data-partial-windows='1h'" in text  # the coverage mark of the indicators' page
     for name in WATCH_NAMES:  # the six pattern indicators, not the seven
         assert f"data-indicator='{name}'" in text
     assert "connected_users" not in text
-    assert "no stored windows" in str(render_stored("/Stocks/*", None, 0.0).to_plotly_json())
+    assert "no stored windows" in repr(render_stored("/Stocks/*", None, 0.0))
