@@ -102,3 +102,19 @@ def scope_dropdown(component_id: str) -> dcc.Dropdown:
         options=[{"label": CLUSTER_SCOPE, "value": CLUSTER_SCOPE}],
         style={"minWidth": "12rem"},
     )
+
+
+def scope_options(document: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The scope picker's options for a per-member answer (``members: [{member, ...}]``)."""
+    scopes = [CLUSTER_SCOPE, *(str(m["member"]) for m in document.get("members", []))]
+    return [{"label": s, "value": s} for s in scopes]
+
+
+def unreachable_members(document: Mapping[str, Any]) -> list[Component]:
+    """A warning naming the members a per-member answer could not read (none: all read)."""
+    down = [
+        f"{m['member']}: {m.get('error')}"
+        for m in document.get("members", [])
+        if not m.get("reachable")
+    ]
+    return alert(down, "warn")

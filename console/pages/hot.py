@@ -9,7 +9,17 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from .. import format as fmt
-from ..components import CLUSTER_SCOPE, Child, alert, card, page_header, scope_dropdown, table
+from ..components import (
+    CLUSTER_SCOPE,
+    Child,
+    alert,
+    card,
+    page_header,
+    scope_dropdown,
+    scope_options,
+    table,
+    unreachable_members,
+)
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
@@ -144,14 +154,8 @@ def register(app: Dash, providers: Providers) -> None:
             document = provider.hot_subjects()
         except ProviderError as exc:
             return no_update, no_update, alert([exc])
-        scopes = [CLUSTER, *(m["member"] for m in document.get("members", []))]
-        options = [{"label": s, "value": s} for s in scopes]
-        down = [
-            f"{m['member']}: {m.get('error')}"
-            for m in document.get("members", [])
-            if not m.get("reachable")
-        ]
-        return render_hot(rankings_of(document, scope or CLUSTER)), options, alert(down, "warn")
+        rankings = rankings_of(document, scope or CLUSTER)
+        return render_hot(rankings), scope_options(document), unreachable_members(document)
 
 
 PAGE = Page(PATH, TITLE, "▲", layout)

@@ -19,7 +19,17 @@ from dash.development.base_component import Component
 
 from pushgrid.metrics.watched import WATCH_NAMES
 
-from ..components import CLUSTER_SCOPE, Child, alert, card, page_header, scope_dropdown, table
+from ..components import (
+    CLUSTER_SCOPE,
+    Child,
+    alert,
+    card,
+    page_header,
+    scope_dropdown,
+    scope_options,
+    table,
+    unreachable_members,
+)
 from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
@@ -197,16 +207,14 @@ def register(app: Dash, providers: Providers) -> None:
             document = provider.watched_subjects()
         except ProviderError as exc:
             return no_update, no_update, alert([exc]), no_update
-        scopes = [CLUSTER, *(m["member"] for m in document.get("members", []))]
-        down = [
-            f"{m['member']}: {m.get('error')}"
-            for m in document.get("members", [])
-            if not m.get("reachable")
-        ]
         rows = watched_rows(document, scope or CLUSTER)
-        options = [{"label": s, "value": s} for s in scopes]
         patterns = [p["pattern"] for p in document.get("cluster", [])]
-        return render_watched(rows), options, alert(down, "warn"), patterns
+        return (
+            render_watched(rows),
+            scope_options(document),
+            unreachable_members(document),
+            patterns,
+        )
 
     @app.callback(
         Output(OpsIds.WATCHED_RESULT, "children"),
