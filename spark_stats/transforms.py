@@ -201,13 +201,18 @@ def scope_seconds(samples: DataFrame) -> DataFrame:
     return nodes.unionByName(cluster)
 
 
+#: pattern gauges whose cluster value is the largest member's, not the sum
+SHARED_GAUGES = frozenset({"subjects"})
+
+
 def watched_scope_seconds(samples: DataFrame) -> DataFrame:
     """Per-second values of every watched pattern (ADR 030), as scope seconds whose scope is
     ``<scope>\t<pattern>`` (a tab is never in a pattern): the node scopes, and the cluster
     scope per pattern and second -- the sum over the nodes with a line for the pattern at that
     second (incoming messages are counted by the member that accepted them, so the sum counts
-    each once; outgoing, subscribers and subjects are per member and summed, as in the live
-    cluster view)."""
+    each once; outgoing and subscribers are per member and summed), except ``subjects``, the
+    largest member's count (members share subjects: a sum would count one per member), as in
+    the live cluster view (admin_api/services/watched.py)."""
     names = [c for c in samples.columns if c not in ("ts", "node", "pattern", "date")]
     nodes = samples.select(
         F.concat(
@@ -216,7 +221,9 @@ def watched_scope_seconds(samples: DataFrame) -> DataFrame:
         "ts",
         *names,
     )
-    cluster = samples.groupBy("pattern", "ts").agg(*[F.sum(c).alias(c) for c in names])
+    cluster = samples.groupBy("pattern", "ts").agg(
+        *[(F.max(c) if c in SHARED_GAUGES else F.sum(c)).alias(c) for c in names]
+    )
     cluster = cluster.select(
         F.concat(F.lit(CLUSTER_SCOPE + PATTERN_SEPARATOR), F.col("pattern")).alias("scope"),
         "ts",

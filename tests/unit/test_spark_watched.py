@@ -5,7 +5,8 @@ prefix): two nodes (one with a space), two patterns (one with a comma and quotes
 quoting matters), a pattern added at run time on one node only, a pattern unwatched for five
 minutes on the other (no lines), closed hours and the ``.open`` current hour holding lines after
 the as-of second. Expected statistics are computed from the raw lines: per node, and for the
-cluster the sum over the nodes that have a line for the pattern at that second.
+cluster the sum over the nodes that have a line for the pattern at that second (the largest
+node's ``subjects``: members share subjects).
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ def write_archive(root: Path) -> Lines:
                     lines.setdefault((pattern, f"node:{node}"), {})[ts] = values
                     cluster = lines.setdefault((pattern, "cluster"), {})
                     old = cluster.get(ts, (0,) * len(WATCH_NAMES))
-                    cluster[ts] = tuple(a + b for a, b in zip(old, values, strict=True))
+                    cluster[ts] = tuple(
+                        max(a, b) if name == "subjects" else a + b
+                        for name, a, b in zip(WATCH_NAMES, old, values, strict=True)
+                    )
             if batch:
                 writer.write_lines(ts, batch)
     for writer in writers.values():
