@@ -17,8 +17,6 @@ from typing import Any, Final
 from dash import Dash, Input, Output, State, callback_context, dcc, html, no_update
 from dash.development.base_component import Component
 
-from pushgrid.metrics.watched import WATCH_NAMES
-
 from ..components import (
     CLUSTER_SCOPE,
     Child,
@@ -47,6 +45,9 @@ RATES: Final = (
     ("incoming_bytes_per_second", "in B/s"),
     ("outgoing_bytes_per_second", "out B/s"),
 )
+#: a pattern's six indicators in their documented order (metrics/watched.py WATCH_NAMES; the
+#: console shares names, not the metrics code)
+PATTERN_INDICATORS: Final = (*(name for name, _ in RATES), "subscribers", "subjects")
 HEADER: Final = [
     "pattern",
     *(label for _, label in RATES),
@@ -127,7 +128,7 @@ def render_stored(pattern: str | None, stats: WindowStatistics | None, now: floa
             className="empty",
         )
     return html.Div(
-        [render_asof(stats, now), coverage_note(stats), render_table(stats, WATCH_NAMES)],
+        [render_asof(stats, now), coverage_note(stats), render_table(stats, PATTERN_INDICATORS)],
         className="table-scroll",
     )
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pushgrid.console.pages.watched import (
     HEADER,
+    PATTERN_INDICATORS,
     change_text,
     render_stored,
     stored_windows,
@@ -122,4 +123,5 @@ def test_stored_windows_of_the_chosen_scope_with_partial_marks() -> None:
     for name in WATCH_NAMES:  # the six pattern indicators, not the seven
         assert f"data-indicator='{name}'" in text
     assert "connected_users" not in text
+    assert PATTERN_INDICATORS == WATCH_NAMES
     assert "no stored windows" in repr(render_stored("/Stocks/*", None, 0.0))
