@@ -14,11 +14,12 @@ subjects and session ids need no escaping.
 from __future__ import annotations
 
 import ast
+import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -286,3 +287,31 @@ def derive_client_url(monitor_url: str, listen: Sequence[str]) -> str | None:
     if ":" in host:  # IPv6
         host = f"[{host}]"
     return urlunsplit(("http", f"{host}:{int(port)}", "", "", ""))
+
+
+T = TypeVar("T")
+
+
+async def read_document(http: httpx.AsyncClient, member: Member, mbean: str) -> Any:
+    """The ``Document`` attribute of a member's MBean (raises :class:`MemberFailure`)."""
+    return await MemberClient(http, member).request(
+        {"type": "read", "mbean": mbean, "attribute": "Document"}
+    )
+
+
+async def each_member(
+    http: httpx.AsyncClient,
+    members: Sequence[Member],
+    read: Callable[[httpx.AsyncClient, Member], Awaitable[T]],
+    unreachable: Callable[[Member, str], T],
+) -> list[T]:
+    """``read`` every member at once, in order; a member that fails is ``unreachable(member,
+    detail)`` instead (one member down never hides the others)."""
+
+    async def one(member: Member) -> T:
+        try:
+            return await read(http, member)
+        except MemberFailure as exc:
+            return unreachable(member, exc.detail)
+
+    return list(await asyncio.gather(*(one(m) for m in members)))

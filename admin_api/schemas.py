@@ -288,6 +288,13 @@ class WindowStatList(BaseModel):
     stale_after_seconds: float
 
 
+class WatchedWindowStatList(WindowStatList):
+    """The stored windows of one watched pattern (the statistics pipeline, ADR 030): scope
+    ``cluster`` (summed over members) or ``node:<ServerName>``, the six pattern indicators."""
+
+    pattern: str
+
+
 class TrendPointOut(BaseModel):
     as_of: datetime
     count: int

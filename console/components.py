@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dash import html
+from dash import dcc, html
 from dash.development.base_component import Component
 
 from .provider import ProviderError
@@ -86,3 +86,35 @@ def page_header(title: str, subtitle: str, *actions: Child) -> html.Div:
         ],
         className="page-header",
     )
+
+
+#: the scope a page of the operators shows first: the members summed
+CLUSTER_SCOPE = "cluster"
+
+
+def scope_dropdown(component_id: str) -> dcc.Dropdown:
+    """The cluster-or-member picker of the hot and watched subjects pages (its options, the
+    members, come with the page's data)."""
+    return dcc.Dropdown(
+        id=component_id,
+        value=CLUSTER_SCOPE,
+        clearable=False,
+        options=[{"label": CLUSTER_SCOPE, "value": CLUSTER_SCOPE}],
+        style={"minWidth": "12rem"},
+    )
+
+
+def scope_options(document: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The scope picker's options for a per-member answer (``members: [{member, ...}]``)."""
+    scopes = [CLUSTER_SCOPE, *(str(m["member"]) for m in document.get("members", []))]
+    return [{"label": s, "value": s} for s in scopes]
+
+
+def unreachable_members(document: Mapping[str, Any]) -> list[Component]:
+    """A warning naming the members a per-member answer could not read (none: all read)."""
+    down = [
+        f"{m['member']}: {m.get('error')}"
+        for m in document.get("members", [])
+        if not m.get("reachable")
+    ]
+    return alert(down, "warn")

@@ -135,6 +135,8 @@ class OpsIds(StrEnum):
     WATCHED_ADD = "watched-add"
     WATCHED_REMOVE = "watched-remove"
     WATCHED_RESULT = "watched-result"
+    WATCHED_HISTORY = "watched-history"
+    WATCHED_STATS = "watched-stats"
 
     ALERTS_ALERT = "alerts-alert"
     ALERTS_INTERVAL = "alerts-interval"

@@ -24,6 +24,8 @@ class OpsProvider(Protocol):
 
     def unwatch(self, pattern: str) -> dict[str, Any]: ...
 
+    def watched_statistics(self, pattern: str) -> dict[str, Any]: ...
+
     def alerts(self) -> list[dict[str, Any]]: ...
 
     def alert_rules(self) -> list[dict[str, Any]]: ...
@@ -82,6 +84,10 @@ class OpsHttpMixin:
 
     def unwatch(self: _Requests, pattern: str) -> dict[str, Any]:
         return dict(self._request("DELETE", "/watched-subjects", {"pattern": pattern}))
+
+    def watched_statistics(self: _Requests, pattern: str) -> dict[str, Any]:
+        """The pattern's windows stored by the statistics pipeline (ADR 030)."""
+        return dict(self._request("GET", "/watched-subjects/statistics", {"pattern": pattern}))
 
     def alerts(self: _Requests) -> list[dict[str, Any]]:
         return list(self._request("GET", "/alerts")["items"])

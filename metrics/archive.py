@@ -33,39 +33,66 @@ def node_dirname(node: str) -> str:
     return _UNSAFE.sub("_", node) or "node"
 
 
-def hour_path(root: Path, node: str, ts: int) -> Path:
+#: The two file families of a node's hour: the seven indicators (one line a second) and the
+#: watched patterns (one line a second per pattern, ``ts,node,pattern,...``; ADR 030).
+SAMPLES = "samples"
+WATCHED = "watched"
+
+
+def hour_path(root: Path, node: str, ts: int, prefix: str = SAMPLES) -> Path:
     """The closed-file path of the hour holding second ``ts``."""
     moment = datetime.fromtimestamp(ts, UTC)
-    return root / moment.strftime("%Y-%m-%d") / node_dirname(node) / f"samples-{moment:%H}.csv"
+    return root / moment.strftime("%Y-%m-%d") / node_dirname(node) / f"{prefix}-{moment:%H}.csv"
 
 
 class ArchiveWriter:
-    """Appends one line per second; rolls over and applies retention at each new hour."""
+    """Appends the lines of each second; rolls over and applies retention at each new hour.
+
+    ``keys`` are text columns between ``node`` and the values (``("pattern",)`` for the watched
+    family, whose second has one line per pattern).
+    """
 
     def __init__(
-        self, root: Path, node: str, columns: Sequence[str], retention_days: int = 35
+        self,
+        root: Path,
+        node: str,
+        columns: Sequence[str],
+        retention_days: int = 35,
+        *,
+        prefix: str = SAMPLES,
+        keys: Sequence[str] = (),
     ) -> None:
         self.root = root
         self.node = node
         self.columns = tuple(columns)
         self.retention_days = retention_days
+        self.prefix = prefix
+        self.keys = tuple(keys)
         self._hour: int | None = None
         self._file: TextIO | None = None
         self._path: Path | None = None
 
     @property
     def header(self) -> list[str]:
-        return ["ts", "node", *self.columns]
+        return ["ts", "node", *self.keys, *self.columns]
 
     def write(self, ts: int, values: Mapping[str, float]) -> None:
+        self.write_lines(ts, [((), values)])
+
+    def write_lines(
+        self, ts: int, lines: Sequence[tuple[Sequence[str], Mapping[str, float]]]
+    ) -> None:
+        """The lines of second ``ts``, each ``(key values, indicator values)``, one flush."""
         hour = ts // 3600
         if hour != self._hour:
             self._roll(ts)
         assert self._file is not None
         buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerow(
-            [ts, self.node, *(_number(values.get(c, 0.0)) for c in self.columns)]
-        )
+        writer = csv.writer(buffer, lineterminator="\n")
+        for key, values in lines:
+            writer.writerow(
+                [ts, self.node, *key, *(_number(values.get(c, 0.0)) for c in self.columns)]
+            )
         self._file.write(buffer.getvalue())
         self._file.flush()
 
@@ -80,7 +107,7 @@ class ArchiveWriter:
         self.close()
         self._close_finished_hours(ts)
         self._apply_retention(datetime.fromtimestamp(ts, UTC).date())
-        closed = hour_path(self.root, self.node, ts)
+        closed = hour_path(self.root, self.node, ts, self.prefix)
         path = closed.with_name(closed.name + OPEN_SUFFIX)
         path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not path.exists() or path.stat().st_size == 0
@@ -94,8 +121,8 @@ class ArchiveWriter:
 
     def _close_finished_hours(self, ts: int) -> None:
         """Rename this node's open files of hours before ``ts`` to their closed names."""
-        current = hour_path(self.root, self.node, ts)
-        pattern = f"*/{node_dirname(self.node)}/samples-*.csv{OPEN_SUFFIX}"
+        current = hour_path(self.root, self.node, ts, self.prefix)
+        pattern = f"*/{node_dirname(self.node)}/{self.prefix}-*.csv{OPEN_SUFFIX}"
         for path in self.root.glob(pattern):
             closed = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
             if closed == current:

@@ -21,45 +21,33 @@ were read for (``windows_ts``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
-from .indicators import Indicator, PerSecond
+from .indicators import INDICATORS, Indicator, PerSecond
 from .readmodel import WindowReading
 from .rolling_windows import IndicatorSet
 
-WATCH_INDICATORS: Final[tuple[Indicator, ...]] = (
-    Indicator(
+#: the four rates are the server indicators' own (names, MBean keys, counters, units),
+#: described for a pattern; the two gauges are the pattern's.
+_RATES: Final = (
+    (
         "incoming_messages_per_second",
-        "IncomingMessagesPerSecond",
-        "messages_in_total",
-        True,
-        "messages/s",
         "Messages published on the pattern's subjects, counted on the member that accepted them",
     ),
-    Indicator(
+    (
         "outgoing_messages_per_second",
-        "OutgoingMessagesPerSecond",
-        "messages_out_total",
-        True,
-        "messages/s",
         "Messages of the pattern's subjects sent to this member's subscribers",
     ),
-    Indicator(
+    (
         "incoming_bytes_per_second",
-        "IncomingBytesPerSecond",
-        "bytes_in_total",
-        True,
-        "bytes/s",
         "Size of the published messages (UTF-8 content, field names and values)",
     ),
-    Indicator(
-        "outgoing_bytes_per_second",
-        "OutgoingBytesPerSecond",
-        "bytes_out_total",
-        True,
-        "bytes/s",
-        "WebSocket frame bytes of the messages sent to subscribers",
-    ),
+    ("outgoing_bytes_per_second", "WebSocket frame bytes of the messages sent to subscribers"),
+)
+_BY_NAME: Final = {i.name: i for i in INDICATORS}
+WATCH_INDICATORS: Final[tuple[Indicator, ...]] = (
+    *(replace(_BY_NAME[name], description=text) for name, text in _RATES),
     Indicator(
         "subscribers",
         "Subscribers",
@@ -105,14 +93,20 @@ class PatternStats:
         counters["bytes_out_total"] += counts[2]
         counters["bytes_in_total"] += counts[3]
 
-    def read(self, wall: float, tick: float, subscribers: int, subjects: int) -> None:
-        """A reading at Unix time ``wall`` / monotonic ``tick`` (the sampler's own)."""
+    def read(
+        self, wall: float, tick: float, subscribers: int, subjects: int
+    ) -> list[tuple[int, dict[str, float]]]:
+        """A reading at Unix time ``wall`` / monotonic ``tick`` (the sampler's own); returns
+        the seconds it completed (what the archive records, ADR 030)."""
         self.counters["subscribers"] = subscribers
         self.counters["subjects"] = subjects
+        emitted: list[tuple[int, dict[str, float]]] = []
         for ts, values in self.per_second.add(wall, tick, self.counters):
             if ts > self.ts:  # a wall clock stepped back re-emits no second
                 self.windows.add_sample(ts, values)
                 self.current, self.ts = values, ts
+                emitted.append((ts, values))
+        return emitted
 
     def refresh_windows(self) -> None:
         """Read the twelve windows of every indicator as of the last second (O(900) each)."""

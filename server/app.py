@@ -14,13 +14,14 @@ from functools import partial
 from typing import Any
 
 from pushgrid import __version__
-from pushgrid.metrics.archive import ArchiveWriter
+from pushgrid.metrics.archive import SAMPLES, WATCHED, ArchiveWriter
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.health import ArchiveState, member_transitions
 from pushgrid.metrics.hotsubjects import HotSubjects
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.sampler import Sampler
+from pushgrid.metrics.watched import WATCH_NAMES
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
@@ -355,6 +356,7 @@ class PushServer:
         )
         for pattern in settings.watched_subjects_patterns:  # checked by the settings
             watchlist.add(pattern, "config")
+        self._watched_archive = watchlist.archive = self._archive_writer(WATCHED)
         return watchlist
 
     def _watch_subjects(self) -> None:
@@ -366,15 +368,19 @@ class PushServer:
         sampler.listeners.append(lambda _seconds: feed.read(*sampler.last_reading))
         sampler.attach_watched(self.watchlist)
 
-    def _archive_writer(self) -> ArchiveWriter | None:
+    def _archive_writer(self, prefix: str = SAMPLES) -> ArchiveWriter | None:
+        """The per-second archive of the seven indicators, or (``WATCHED``) of the patterns."""
         root = self.monitoring_settings.metrics_archive
         if root is None:
             return None
+        watched = prefix == WATCHED
         return ArchiveWriter(
             root,
             self.settings.server_name,
-            INDICATOR_NAMES,
+            WATCH_NAMES if watched else INDICATOR_NAMES,
             retention_days=self.monitoring_settings.metrics_archive_retention,
+            prefix=prefix,
+            keys=("pattern",) if watched else (),
         )
 
     # -- what the monitoring views read (server/monitoring/ports.py MonitoredNode) ------------
@@ -493,6 +499,8 @@ class PushServer:
         for task in list(self._tasks):
             task.cancel()
         self.sampler.close()
+        if self._watched_archive is not None:
+            self._watched_archive.close()
         await self.engine.close()
         self._stopped.set()
 

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pushgrid.metrics.window_spec import HOUR
 
 from . import transforms as T
+from .families import INDICATOR_FAMILY, Family
 from .manifest_store import Manifest, ManifestStore, TableSpec
 from .results import StageResult
 
@@ -53,9 +54,8 @@ __all__ = [
 ]
 
 SAMPLES_TABLE = "samples"
-EXPECTED_HEADER = ",".join(T.SAMPLE_COLUMNS)
+EXPECTED_HEADER = INDICATOR_FAMILY.header
 _DAY_DIR = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_FILE = re.compile(r"^samples-(\d{2})\.csv(\.open)?$")
 
 
 def samples_store(warehouse_dir: Path) -> ManifestStore:
@@ -89,9 +89,11 @@ class ArchiveFile:
         return [self.size, self.mtime_ns]
 
 
-def scan_archive(archive_dir: Path) -> list[ArchiveFile]:
-    """Every ``samples-HH.csv`` and ``samples-HH.csv.open`` file of the archive, sorted."""
+def scan_archive(archive_dir: Path, family: Family = INDICATOR_FAMILY) -> list[ArchiveFile]:
+    """Every ``samples-HH.csv`` and ``samples-HH.csv.open`` file of the archive (or the
+    ``family``'s prefix instead of ``samples``), sorted."""
     found: list[ArchiveFile] = []
+    file_re = family.file_re
     if not archive_dir.is_dir():
         return found
     for day_entry in os.scandir(archive_dir):
@@ -105,7 +107,7 @@ def scan_archive(archive_dir: Path) -> list[ArchiveFile]:
             if not node_entry.is_dir():
                 continue
             for entry in os.scandir(node_entry.path):
-                match = _FILE.match(entry.name)
+                match = file_re.match(entry.name)
                 if match is None or not entry.is_file():
                     continue
                 hour = int(match.group(1))
@@ -127,7 +129,7 @@ def scan_archive(archive_dir: Path) -> list[ArchiveFile]:
     return found
 
 
-def header_ok(file: ArchiveFile) -> bool:
+def header_ok(file: ArchiveFile, family: Family = INDICATOR_FAMILY) -> bool:
     """Whether the file starts with the expected header (the CSV is then read by position)."""
     try:
         with file.path.open("rb") as handle:
@@ -135,10 +137,12 @@ def header_ok(file: ArchiveFile) -> bool:
     except OSError as exc:
         log.warning("archive file %s unreadable: %s", file.path, exc)
         return False
-    return first.rstrip(b"\r\n").decode("utf-8", "replace").strip() == EXPECTED_HEADER
+    return first.rstrip(b"\r\n").decode("utf-8", "replace").strip() == family.header
 
 
-def read_archive(spark: SparkSession, files: Iterable[ArchiveFile]) -> DataFrame:
+def read_archive(
+    spark: SparkSession, files: Iterable[ArchiveFile], family: Family = INDICATOR_FAMILY
+) -> DataFrame:
     """Samples of archive files (``SAMPLE_SCHEMA``): malformed lines and foreign dates dropped.
 
     One CSV scan for all files. A row whose ``ts`` is not in the date of its directory is
@@ -146,10 +150,11 @@ def read_archive(spark: SparkSession, files: Iterable[ArchiveFile]) -> DataFrame
     """
     paths = sorted(str(f.path) for f in files)
     if not paths:
-        return spark.createDataFrame([], T.SAMPLE_SCHEMA)
+        return spark.createDataFrame([], family.schema)
     raw = (
-        spark.read.schema(T.CSV_SCHEMA)
+        spark.read.schema(family.schema)
         .option("header", True)
+        .option("escape", '"')  # Python's csv doubles a quote inside a quoted pattern
         .option("mode", "DROPMALFORMED")
         .option("enforceSchema", True)
         .csv(paths)
@@ -157,7 +162,7 @@ def read_archive(spark: SparkSession, files: Iterable[ArchiveFile]) -> DataFrame
     )
     # ".../<YYYY-MM-DD>/<node>/samples-HH.csv[.open]": the third segment from the end
     dir_day = F.substring_index(F.substring_index(F.col("_path"), "/", -3), "/", 1)
-    return T.clean_samples(raw.where(dir_day == T.day_string("ts")))
+    return T.clean_samples(raw.where(dir_day == T.day_string("ts")), family.columns)
 
 
 @dataclass
@@ -200,6 +205,7 @@ def compact(
     *,
     prune_through: int = 0,
     batch_bytes: int = BATCH_BYTES,
+    family: Family = INDICATOR_FAMILY,
 ) -> CompactionResult:
     """Compact the closed archive files that are new or changed since the last run.
 
@@ -215,9 +221,9 @@ def compact(
     store.recover()
     manifest = store.load()
     inputs: dict[str, list[int]] = manifest.meta.get("inputs", {})
-    closed = [f for f in scan_archive(archive_dir) if f.closed]
+    closed = [f for f in scan_archive(archive_dir, family) if f.closed]
     changed = [f for f in closed if inputs.get(f.rel) != f.signature]
-    skipped = [f.rel for f in changed if f.size > 0 and not header_ok(f)]
+    skipped = [f.rel for f in changed if f.size > 0 and not header_ok(f, family)]
     if skipped:
         log.warning(
             "skipping %d archive files with an unexpected header: %s", len(skipped), skipped[:5]
@@ -235,7 +241,14 @@ def compact(
     touched: set[int] = set()
     for n, group in enumerate(groups):
         manifest, hours = _compact_batch(
-            spark, store, manifest, present, group, empty if n == 0 else [], prune_through, result
+            spark,
+            store,
+            manifest,
+            present,
+            (group, empty if n == 0 else []),
+            prune_through,
+            result,
+            family,
         )
         touched |= hours
         if len(groups) > 1:
@@ -261,12 +274,14 @@ def _compact_batch(
     store: ManifestStore,
     manifest: Manifest,
     present: set[str],
-    new: list[ArchiveFile],
-    empty: list[ArchiveFile],
+    files: tuple[list[ArchiveFile], list[ArchiveFile]],
     prune_through: int,
     result: CompactionResult,
+    family: Family,
 ) -> tuple[Manifest, set[int]]:
-    """Merge ``new`` into their dates and commit; adds the counts to ``result.stage``."""
+    """Merge the new files (``files``: new, empty) into their dates and commit; adds the counts
+    to ``result.stage``."""
+    new, empty = files
     txn = store.transaction(manifest)
     touched_hours: set[int] = set()
     rows_before = 0
@@ -274,16 +289,16 @@ def _compact_batch(
     min_ts = None
     if new:
         observed = Observation(f"compaction_input_{txn.version}")
-        fresh = read_archive(spark, new).observe(
+        fresh = read_archive(spark, new, family).observe(
             observed,
             F.count(F.lit(1)).alias("rows"),
             F.min("ts").alias("min_ts"),
             F.collect_set(T.bucket_start("ts", HOUR)).alias("hours"),
         )
         dates = sorted({f.day for f in new})
-        existing = store.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, dates, manifest)
+        existing = store.read(spark, SAMPLES_TABLE, family.schema, dates, manifest)
         rows_before = manifest.rows(SAMPLES_TABLE, dates)
-        merged = T.merge_samples(existing, fresh)
+        merged = T.merge_samples(existing, fresh, family.columns, ("node", *family.keys))
         txn.write(SAMPLES_TABLE, merged, replace=dates)
         stats = observed.get
         result.stage.input_rows += int(stats.get("rows") or 0)

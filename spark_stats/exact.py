@@ -95,13 +95,17 @@ def empty_stats() -> pd.DataFrame:
 
 
 def complete(
-    stats: pd.DataFrame, scopes: Iterable[str], as_of: int, indicators: Sequence[str] = INDICATORS
+    stats: pd.DataFrame,
+    scopes: Iterable[str],
+    as_of: int,
+    indicators: Sequence[str] = INDICATORS,
+    always: Iterable[str] = (CLUSTER_SCOPE,),
 ) -> pd.DataFrame:
     """``stats`` plus a count-0 row for every missing scope x indicator x window, sorted.
 
-    The cluster scope is always present.
+    The ``always`` scopes (the cluster) are present even without a sample.
     """
-    wanted = sorted(set(scopes) | {CLUSTER_SCOPE}, key=lambda s: (s != CLUSTER_SCOPE, s))
+    wanted = sorted(set(scopes) | set(always), key=lambda s: (s != CLUSTER_SCOPE, s))
     have: Mapping[tuple[str, str, str], int] = {
         (r.scope, r.indicator, r.window): i for i, r in enumerate(stats.itertuples(index=False))
     }

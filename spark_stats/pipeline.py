@@ -31,15 +31,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from .compaction import BATCH_BYTES, compact
+from .compaction import BATCH_BYTES, compact, scan_archive
+from .families import INDICATOR_FAMILY, WATCHED_FAMILY, Family
 from .locking import StoreBusyError, warehouse_lock
-from .results import PipelineResult, StageResult
+from .results import PipelineResult, StageResult, split_pattern_scope
 from .rollups import consumed_version, update_rollups
-from .window_stage import compute_windows
+from .window_stage import WindowsResult, compute_windows
 
 log = logging.getLogger(__name__)
 
@@ -80,39 +82,89 @@ def run_pipeline(
             on_stage(stage)
 
     with warehouse_lock(warehouse_dir) if lock else contextlib.nullcontext():
-        report("compacting closed archive files", 0.0)
-        # hours the rollups already consumed leave the samples' change map when it commits
-        compaction = compact(
-            spark,
-            archive_dir,
-            warehouse_dir,
-            prune_through=consumed_version(warehouse_dir),
-            batch_bytes=batch_bytes,
-        )
-        done(compaction.stage)
-        report(
-            f"compaction: {compaction.files} files, {compaction.stage.output_rows} rows added; "
-            "updating rollups",
-            0.35,
-        )
-        rollups = update_rollups(spark, warehouse_dir)
-        done(rollups.stage)
-        report(
-            f"rollups: {len(rollups.hours)} hours recomputed; computing window statistics",
-            0.65,
-        )
-        windows = compute_windows(
-            spark, archive_dir, warehouse_dir, moment, include_open=include_open
-        )
-        done(windows.stage)
-        report(
-            f"windows: {len(windows.window_stats)} statistics, {len(windows.trend_points)} "
-            "trend points",
-            1.0,
-        )
+        dirs = (archive_dir, warehouse_dir)
+        watching = _has_watched(archive_dir, warehouse_dir)
+        fractions = (0.0, 0.9 if watching else 1.0)
+        run = Run(spark, moment, report, done, include_open, batch_bytes)
+        windows, stages = _run_family(run, INDICATOR_FAMILY, dirs, fractions)
+        watched = None
+        if watching:
+            watched, more = _run_family(run, WATCHED_FAMILY, dirs, (0.9, 0.1))
+            stages += more
     return PipelineResult(
         as_of=moment,
         window_stats=windows.window_stats,
         trend_points=windows.trend_points,
-        stages=[compaction.stage, rollups.stage, windows.stage],
+        stages=stages,
+        watched_stats=None if watched is None else split_pattern_scope(watched.window_stats),
+        watched_trend=None if watched is None else split_pattern_scope(watched.trend_points),
     )
+
+
+def _has_watched(archive_dir: Path, warehouse_dir: Path) -> bool:
+    """Whether the watched family has anything to do: its archive files or its tables (a
+    cluster that never watched a pattern starts no Spark job for it)."""
+    return (
+        bool(scan_archive(archive_dir, WATCHED_FAMILY))
+        or WATCHED_FAMILY.warehouse(warehouse_dir).exists()
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """What every family's stages share in one pipeline run."""
+
+    spark: SparkSession
+    moment: int
+    report: Progress
+    done: Callable[[StageResult], None]
+    include_open: bool
+    batch_bytes: int
+
+
+def _run_family(
+    run: Run, family: Family, dirs: tuple[Path, Path], fractions: tuple[float, float]
+) -> tuple[WindowsResult, list[StageResult]]:
+    """Compaction, rollups and windows of one archive family (spark_stats/families.py);
+    progress from ``fractions[0]`` over ``fractions[1]``."""
+    archive_dir, warehouse = dirs[0], family.warehouse(dirs[1])
+    label = "" if family is INDICATOR_FAMILY else f"{family.prefix} "
+    base, scale = fractions
+
+    def finished(stage: StageResult) -> StageResult:
+        stage.name = label.replace(" ", "_") + stage.name
+        run.done(stage)
+        return stage
+
+    run.report(f"{label}compacting closed archive files", base)
+    # hours the rollups already consumed leave the samples' change map when it commits
+    compaction = compact(
+        run.spark,
+        archive_dir,
+        warehouse,
+        prune_through=consumed_version(warehouse),
+        batch_bytes=run.batch_bytes,
+        family=family,
+    )
+    finished(compaction.stage)
+    run.report(
+        f"{label}compaction: {compaction.files} files, {compaction.stage.output_rows} rows added;"
+        " updating rollups",
+        base + 0.35 * scale,
+    )
+    rollups = update_rollups(run.spark, warehouse, family=family)
+    finished(rollups.stage)
+    run.report(
+        f"{label}rollups: {len(rollups.hours)} hours recomputed; computing window statistics",
+        base + 0.65 * scale,
+    )
+    windows = compute_windows(
+        run.spark, archive_dir, warehouse, run.moment, include_open=run.include_open, family=family
+    )
+    finished(windows.stage)
+    run.report(
+        f"{label}windows: {len(windows.window_stats)} statistics, "
+        f"{len(windows.trend_points)} trend points",
+        base + scale,
+    )
+    return windows, [compaction.stage, rollups.stage, windows.stage]

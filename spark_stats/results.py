@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 STAT_COLUMNS = ("scope", "indicator", "window", "as_of", "count", "max", "avg", "stddev")
 CLUSTER_SCOPE = "cluster"
+#: Watched patterns' rows (ADR 030) carry their pattern: ``pattern`` + ``STAT_COLUMNS``. Inside
+#: the Spark jobs the pattern rides in the scope, ``<scope>\t<pattern>`` (never in a pattern).
+WATCHED_COLUMNS = ("pattern", *STAT_COLUMNS)
+PATTERN_SEPARATOR = "\t"
 
 
 def node_scope(node: str) -> str:
@@ -38,3 +42,18 @@ class PipelineResult:
     window_stats: pd.DataFrame  # STAT_COLUMNS, as of ``as_of``
     trend_points: pd.DataFrame  # STAT_COLUMNS, one row per as-of point of the series
     stages: list[StageResult] = field(default_factory=list)
+    watched_stats: pd.DataFrame | None = None  # WATCHED_COLUMNS, as of ``as_of``
+    watched_trend: pd.DataFrame | None = None  # WATCHED_COLUMNS, the hourly points
+
+
+def split_pattern_scope(frame: pd.DataFrame) -> pd.DataFrame:
+    """A watched family's ``STAT_COLUMNS`` frame (scope ``<scope>\t<pattern>``) as
+    ``WATCHED_COLUMNS``."""
+    parts = frame["scope"].astype(str).str.split(PATTERN_SEPARATOR, n=1, expand=True)
+    out = frame.copy()
+    if len(out) == 0:
+        out.insert(0, "pattern", [])
+        return out.loc[:, list(WATCHED_COLUMNS)]
+    out["scope"] = parts[0]
+    out.insert(0, "pattern", parts[1])
+    return out.loc[:, list(WATCHED_COLUMNS)].reset_index(drop=True)

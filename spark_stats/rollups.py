@@ -28,6 +28,7 @@ from pushgrid.metrics.window_spec import DAY, HOUR
 
 from . import transforms as T
 from .compaction import SAMPLES_TABLE, samples_store
+from .families import INDICATOR_FAMILY, Family
 from .manifest_store import Manifest, ManifestStore, TableSpec
 from .results import StageResult
 
@@ -150,7 +151,11 @@ def _all_hours(dates: Iterable[str]) -> list[int]:
 
 
 def update_rollups(
-    spark: SparkSession, warehouse_dir: Path, *, chunk_hours: int = CHUNK_HOURS
+    spark: SparkSession,
+    warehouse_dir: Path,
+    *,
+    chunk_hours: int = CHUNK_HOURS,
+    family: Family = INDICATOR_FAMILY,
 ) -> RollupResult:
     """Recompute the buckets of the hours whose samples changed since the last run.
 
@@ -198,6 +203,7 @@ def update_rollups(
             full=full and n == 0,
             samples_version=s_manifest.version if last else version,
             stage=result.stage,
+            family=family,
         )
     result.stage.seconds = time.monotonic() - started
     log.info(
@@ -221,6 +227,7 @@ def _rollup_chunk(
     full: bool,
     samples_version: int,
     stage: StageResult,
+    family: Family,
 ) -> None:
     """Recompute the buckets of the ``pending`` hours (all, if ``full``) and commit them."""
     samples_id = s_manifest.meta.get("id")
@@ -243,13 +250,13 @@ def _rollup_chunk(
     obs_m, obs_h, obs_d = (Observation(f"rollup_{n}_{txn.version}") for n in ("m", "h", "d"))
 
     # minutes: from the samples of the pending hours (every node, for the cluster sums)
-    rows = samples.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, sample_dates, s_manifest)
+    rows = samples.read(spark, SAMPLES_TABLE, family.schema, sample_dates, s_manifest)
     rows = rows.where(T.bucket_start("ts", HOUR).isin(pending))  # a date may span two chunks
     # samples read = the counts of one indicator over the node scopes
     one_node_indicator = F.col("scope").startswith(T.NODE_PREFIX) & (
-        F.col("indicator") == T.INDICATORS[0]
+        F.col("indicator") == family.indicators[0]
     )
-    new_minutes = T.minute_buckets(T.scope_seconds(rows)).observe(
+    new_minutes = T.minute_buckets(family.seconds(rows), family.indicators).observe(
         obs_m,
         F.count(F.lit(1)).alias("n"),
         F.sum(F.when(one_node_indicator, F.col("count"))).alias("samples"),

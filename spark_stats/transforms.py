@@ -38,7 +38,7 @@ from pyspark.sql.types import DecimalType, LongType, StringType, StructField, St
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import DAY, HOUR, LEVELS, MINUTE
 
-from .results import CLUSTER_SCOPE
+from .results import CLUSTER_SCOPE, PATTERN_SEPARATOR
 
 __all__ = [
     "BUCKET_COLUMNS",
@@ -62,6 +62,7 @@ __all__ = [
     "second_buckets",
     "tagged",
     "trend_minutes",
+    "watched_scope_seconds",
     "window_samples",
     "with_partition",
 ]
@@ -152,7 +153,7 @@ def with_partition(df: DataFrame, key: str, ts: str) -> DataFrame:
 # -- samples -----------------------------------------------------------------------------------
 
 
-def clean_samples(raw: DataFrame) -> DataFrame:
+def clean_samples(raw: DataFrame, columns: Sequence[str] = SAMPLE_COLUMNS) -> DataFrame:
     """Archive rows as samples: drop rows with a missing or non-integer field.
 
     ``raw`` is the CSV read with ``CSV_SCHEMA`` and ``mode=DROPMALFORMED`` (which already drops
@@ -160,30 +161,33 @@ def clean_samples(raw: DataFrame) -> DataFrame:
     null and is dropped here. Filtering on every column also keeps Spark from pruning columns
     out of the CSV scan, which would skip the malformed-line check for them.
     """
-    complete = reduce(lambda a, b: a & b, [F.col(c).isNotNull() for c in SAMPLE_COLUMNS])
-    return raw.select(*SAMPLE_COLUMNS).where(complete)
+    complete = reduce(lambda a, b: a & b, [F.col(c).isNotNull() for c in columns])
+    return raw.select(*columns).where(complete)
 
 
-def merge_samples(existing: DataFrame, new: DataFrame) -> DataFrame:
-    """Union of compacted and new samples, one row per ``(node, ts)``, with a ``date`` column.
+def merge_samples(
+    existing: DataFrame,
+    new: DataFrame,
+    columns: Sequence[str] = SAMPLE_COLUMNS,
+    keys: Sequence[str] = ("node",),
+) -> DataFrame:
+    """Union of compacted and new samples, one row per ``(*keys, ts)``, with a ``date`` column.
 
     Existing rows win over new ones (compaction is idempotent: re-reading a file changes
     nothing); among new rows the first line read wins. The result is hash-partitioned by date
     (one output file per date) and sorted by ``date, node, ts`` within partitions.
     """
-    old = existing.select(
-        *SAMPLE_COLUMNS, F.lit(0).alias("_src"), F.lit(0).cast("long").alias("_seq")
-    )
+    old = existing.select(*columns, F.lit(0).alias("_src"), F.lit(0).cast("long").alias("_seq"))
     fresh = new.select(
-        *SAMPLE_COLUMNS, F.lit(1).alias("_src"), F.monotonically_increasing_id().alias("_seq")
+        *columns, F.lit(1).alias("_src"), F.monotonically_increasing_id().alias("_seq")
     )
     union = old.unionByName(fresh).withColumn("date", day_string("ts"))
-    first = Window.partitionBy("date", "node", "ts").orderBy("_src", "_seq")
+    first = Window.partitionBy("date", *keys, "ts").orderBy("_src", "_seq")
     return (
         union.repartition("date")
         .withColumn("_rank", F.row_number().over(first))
         .where(F.col("_rank") == 1)
-        .select(*SAMPLE_COLUMNS, "date")
+        .select(*columns, "date")
     )
 
 
@@ -197,10 +201,41 @@ def scope_seconds(samples: DataFrame) -> DataFrame:
     return nodes.unionByName(cluster)
 
 
+#: pattern gauges whose cluster value is the largest member's, not the sum
+SHARED_GAUGES = frozenset({"subjects"})
+
+
+def watched_scope_seconds(samples: DataFrame) -> DataFrame:
+    """Per-second values of every watched pattern (ADR 030), as scope seconds whose scope is
+    ``<scope>\t<pattern>`` (a tab is never in a pattern): the node scopes, and the cluster
+    scope per pattern and second -- the sum over the nodes with a line for the pattern at that
+    second (incoming messages are counted by the member that accepted them, so the sum counts
+    each once; outgoing and subscribers are per member and summed), except ``subjects``, the
+    largest member's count (members share subjects: a sum would count one per member), as in
+    the live cluster view (admin_api/services/watched.py)."""
+    names = [c for c in samples.columns if c not in ("ts", "node", "pattern", "date")]
+    nodes = samples.select(
+        F.concat(
+            F.lit(NODE_PREFIX), F.col("node"), F.lit(PATTERN_SEPARATOR), F.col("pattern")
+        ).alias("scope"),
+        "ts",
+        *names,
+    )
+    cluster = samples.groupBy("pattern", "ts").agg(
+        *[(F.max(c) if c in SHARED_GAUGES else F.sum(c)).alias(c) for c in names]
+    )
+    cluster = cluster.select(
+        F.concat(F.lit(CLUSTER_SCOPE + PATTERN_SEPARATOR), F.col("pattern")).alias("scope"),
+        "ts",
+        *names,
+    )
+    return nodes.unionByName(cluster)
+
+
 # -- buckets -----------------------------------------------------------------------------------
 
 
-def _to_long(wide: DataFrame, prefix_cols: Sequence[str]) -> DataFrame:
+def _to_long(wide: DataFrame, prefix_cols: Sequence[str], indicators: Sequence[str]) -> DataFrame:
     """Wide ``<indicator>__<stat>`` columns to one bucket row per indicator."""
     structs = [
         F.struct(
@@ -210,19 +245,19 @@ def _to_long(wide: DataFrame, prefix_cols: Sequence[str]) -> DataFrame:
             F.col(f"{name}__sumsq").alias("sumsq"),
             F.col(f"{name}__max").alias("max"),
         )
-        for name in INDICATORS
+        for name in indicators
     ]
     return wide.select(*prefix_cols, F.inline(F.array(*structs))).select(*BUCKET_COLUMNS)
 
 
-def second_buckets(seconds: DataFrame) -> DataFrame:
+def second_buckets(seconds: DataFrame, indicators: Sequence[str] = INDICATORS) -> DataFrame:
     """Scope seconds as one-second buckets (``count = 1``); used for partial current buckets."""
     wide = seconds.select(
         "scope",
         F.col("ts").alias("bucket_start"),
         *[
             col
-            for name in INDICATORS
+            for name in indicators
             for col in (
                 F.lit(1).cast("long").alias(f"{name}__count"),
                 F.col(name).cast(EXACT).alias(f"{name}__sum"),
@@ -233,7 +268,7 @@ def second_buckets(seconds: DataFrame) -> DataFrame:
             )
         ],
     )
-    return _to_long(wide, ["scope", "bucket_start"])
+    return _to_long(wide, ["scope", "bucket_start"], indicators)
 
 
 def _minute_aggs(name: str) -> list[Column]:
@@ -273,19 +308,19 @@ def _minute_finish(name: str) -> list[Column]:
     ]
 
 
-def minute_buckets(seconds: DataFrame) -> DataFrame:
+def minute_buckets(seconds: DataFrame, indicators: Sequence[str] = INDICATORS) -> DataFrame:
     """Minute buckets (long shape, ``BUCKET_SCHEMA``) of scope seconds.
 
     Aggregates the wide rows first (one row per scope and minute) and only then unpivots the
     seven indicators, so the per-second data is scanned once.
     """
     wide = seconds.groupBy("scope", bucket_start("ts", MINUTE).alias("bucket_start")).agg(
-        *[agg for name in INDICATORS for agg in _minute_aggs(name)]
+        *[agg for name in indicators for agg in _minute_aggs(name)]
     )
     wide = wide.select(
-        "scope", "bucket_start", *[c for name in INDICATORS for c in _minute_finish(name)]
+        "scope", "bucket_start", *[c for name in indicators for c in _minute_finish(name)]
     )
-    return _to_long(wide, ["scope", "bucket_start"])
+    return _to_long(wide, ["scope", "bucket_start"], indicators)
 
 
 def coarser_buckets(buckets: DataFrame, resolution: int) -> DataFrame:
@@ -320,15 +355,20 @@ def tagged(buckets: DataFrame, level: str) -> DataFrame:
 
 
 def fresh_buckets(
-    seconds: DataFrame, first: int, as_of: int, overlay_hours: Sequence[int]
+    seconds: DataFrame,
+    first: int,
+    as_of: int,
+    overlay_hours: Sequence[int],
+    indicators: Sequence[str] = INDICATORS,
 ) -> DataFrame:
     """Buckets computed from scope seconds rather than read from the rollups: one-second
     buckets of ``[first, as_of]`` (level ``s``) and minute buckets of the overlay hours (``o``)."""
-    recent = tagged(second_buckets(seconds.where(F.col("ts").between(first, as_of))), "s")
+    recent = seconds.where(F.col("ts").between(first, as_of))
+    fresh = tagged(second_buckets(recent, indicators), "s")
     if not overlay_hours:
-        return recent
+        return fresh
     in_overlay = bucket_start("ts", HOUR).isin(list(overlay_hours))
-    return recent.unionByName(tagged(minute_buckets(seconds.where(in_overlay)), "o"))
+    return fresh.unionByName(tagged(minute_buckets(seconds.where(in_overlay), indicators), "o"))
 
 
 def trend_minutes(minutes: DataFrame, now_start: int) -> DataFrame:

@@ -44,6 +44,7 @@ from .compaction import (
     scan_archive,
 )
 from .exact import complete, empty_stats, finalize
+from .families import INDICATOR_FAMILY, Family
 from .manifest_store import Manifest, ManifestStore
 from .results import StageResult
 from .rollups import day_of, read_buckets, rollup_store
@@ -86,6 +87,7 @@ def compute_windows(
     *,
     include_open: bool = True,
     trend_hours: int = TREND_HOURS,
+    family: Family = INDICATOR_FAMILY,
 ) -> WindowsResult:
     """Window statistics and trend points as of ``as_of`` (see the module docstring).
 
@@ -95,34 +97,36 @@ def compute_windows(
     t = int(as_of)
     samples, store = samples_store(warehouse_dir), rollup_store(warehouse_dir)
     s_manifest, r_manifest = samples.load(), store.load()
-    tail = _live_tail(archive_dir, t) if include_open else []
+    tail = _live_tail(archive_dir, t, family) if include_open else []
     overlay_hours = sorted({f.hour_start for f in tail})
     firsts = [int(v) for v in (s_manifest.meta.get("min_ts"), *overlay_hours[:1]) if v is not None]
     points = trend_points(t, min(firsts) if firsts else None, trend_hours)
     ranges = needed_ranges(t, points)
     first = ranges["s"][0]
     live = T.window_samples(
-        _stored_samples(spark, samples, s_manifest, first, t, overlay_hours),
+        _stored_samples(spark, samples, s_manifest, (first, t), overlay_hours, family),
         first,
         t,
         overlay_hours,
     )
     if tail:  # the live tail: rows after T are dropped
-        live = T.merge_samples(live, read_archive(spark, tail).where(F.col("ts") <= t)).drop("date")
-    fresh = T.fresh_buckets(T.scope_seconds(live), first, t, overlay_hours)
+        tail_rows = read_archive(spark, tail, family).where(F.col("ts") <= t)
+        keys = ("node", *family.keys)
+        live = T.merge_samples(live, tail_rows, family.columns, keys).drop("date")
+    fresh = T.fresh_buckets(family.seconds(live), first, t, overlay_hours, family.indicators)
     stored = _stored_buckets(spark, store, r_manifest, ranges, t, overlay_hours)
     collected: pd.DataFrame = reduce(DataFrame.unionByName, [fresh, *stored]).toPandas()
-    result = _assemble(collected, t, points, overlay_hours)
+    result = _assemble(collected, t, points, overlay_hours, family)
     result.stage.seconds = time.monotonic() - started
     return result
 
 
-def _live_tail(archive_dir: Path, t: int) -> list[ArchiveFile]:
+def _live_tail(archive_dir: Path, t: int, family: Family) -> list[ArchiveFile]:
     """``.open`` archive files of hours that started by ``t`` (never compacted yet)."""
     return [
         f
-        for f in scan_archive(archive_dir)
-        if not f.closed and f.size > 0 and f.hour_start <= t and header_ok(f)
+        for f in scan_archive(archive_dir, family)
+        if not f.closed and f.size > 0 and f.hour_start <= t and header_ok(f, family)
     ]
 
 
@@ -130,13 +134,13 @@ def _stored_samples(
     spark: SparkSession,
     samples: ManifestStore,
     manifest: Manifest,
-    first: int,
-    t: int,
+    seconds: tuple[int, int],
     overlay_hours: list[int],
+    family: Family,
 ) -> DataFrame:
-    """Compacted samples of the days holding ``[first, t]`` and the overlay hours."""
-    dates = _days(first, t) | {day_of(h) for h in overlay_hours}
-    return samples.read(spark, SAMPLES_TABLE, T.SAMPLE_SCHEMA, dates, manifest)
+    """Compacted samples of the days holding ``seconds`` (first, t) and the overlay hours."""
+    dates = _days(*seconds) | {day_of(h) for h in overlay_hours}
+    return samples.read(spark, SAMPLES_TABLE, family.schema, dates, manifest)
 
 
 def _stored_buckets(
@@ -163,14 +167,15 @@ def _stored_buckets(
 
 
 def _assemble(
-    collected: pd.DataFrame, t: int, points: list[int], overlay_hours: list[int]
+    collected: pd.DataFrame, t: int, points: list[int], overlay_hours: list[int], family: Family
 ) -> WindowsResult:
     """Exact window statistics and trend rows from the collected, level-tagged buckets."""
     levels = split_levels(collected)
     levels = overlay(levels, levels.get("o", _NO_BUCKETS), overlay_hours)
     exact_now, exact_trend = window_series(levels, t, points)
     stats = finalize(exact_now) if len(exact_now) else empty_stats()
-    window_stats = complete(stats, set(stats.loc[stats["count"] > 0, "scope"]), t)
+    scopes = set(stats.loc[stats["count"] > 0, "scope"])
+    window_stats = complete(stats, scopes, t, family.indicators, family.always_scopes)
     trend = finalize(exact_trend) if len(exact_trend) else empty_stats()
     output_rows = len(window_stats) + len(trend)
     stage = StageResult("windows", input_rows=len(collected), output_rows=output_rows, seconds=0.0)

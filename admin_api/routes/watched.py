@@ -6,10 +6,22 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 
-from ..deps import GuardedRoute, HttpDep, MemberDep, MembersDep, Operator, Viewer, audit_target
+from ..deps import (
+    AdminSettingsDep,
+    GuardedRoute,
+    HttpDep,
+    MemberDep,
+    MembersDep,
+    Operator,
+    SqlSession,
+    Viewer,
+    audit_target,
+)
 from ..problems import MEMBER_ERRORS, problem_responses
+from ..schemas import WatchedWindowStatList
 from ..schemas_ops import MemberWatched, WatchChange, WatchedSubjects, WatchIn
-from ..services.watched import change, member_watched, watched_subjects
+from ..services.statistics import StatisticsService
+from ..services.watched import change, check_pattern, member_watched, watched_subjects
 
 router = APIRouter(tags=["watched subjects"], route_class=GuardedRoute)
 
@@ -28,6 +40,27 @@ async def get_watched(principal: Viewer, members: MembersDep, http: HttpDep) -> 
     listed with `reachable: false`.
     """
     return await watched_subjects(http, members)
+
+
+@router.get(
+    "/watched-subjects/statistics",
+    name="watched.statistics",
+    response_model=WatchedWindowStatList,
+    responses=problem_responses(422),
+)
+def get_watched_statistics(
+    principal: Viewer,
+    db: SqlSession,
+    admin: AdminSettingsDep,
+    pattern: Annotated[str, Query(max_length=1024, description="The watched pattern")],
+) -> WatchedWindowStatList:
+    """The pattern's window statistics stored by the statistics pipeline (`pushgrid stats
+    run`): per scope (`cluster`, `node:<ServerName>`), indicator and window, with `coverage`,
+    `low_coverage` and `stale` as in `/stats/windows`. Empty until a run has seen the pattern
+    in the archive. 422 `invalid_pattern` for a bad pattern.
+    """
+    check_pattern(pattern)
+    return StatisticsService(db, admin.admin_stale_after).watched_window_stats(pattern)
 
 
 @router.get(

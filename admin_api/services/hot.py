@@ -13,7 +13,6 @@ which the documentation says (docs/monitoring.md, "Hot subjects").
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -21,7 +20,7 @@ from typing import Any, Final
 import httpx
 from pydantic import ValidationError
 
-from ..member_client import Member, MemberClient, MemberFailure
+from ..member_client import Member, MemberFailure, each_member, read_document
 from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot, RankingName
 
 HOT_MBEAN: Final = "pushgrid:type=HotSubjects"
@@ -53,17 +52,11 @@ def parse_hot(member: Member, value: Any) -> MemberHot:
 
 async def member_hot(http: httpx.AsyncClient, member: Member) -> MemberHot:
     """One member's rankings (raises :class:`MemberFailure`)."""
-    value = await MemberClient(http, member).request(
-        {"type": "read", "mbean": HOT_MBEAN, "attribute": "Document"}
-    )
-    return parse_hot(member, value)
+    return parse_hot(member, await read_document(http, member, HOT_MBEAN))
 
 
-async def _member_or_error(http: httpx.AsyncClient, member: Member) -> MemberHot:
-    try:
-        return await member_hot(http, member)
-    except MemberFailure as exc:
-        return MemberHot(member=member.name, reachable=False, error=exc.detail)
+def _unreachable(member: Member, detail: str) -> MemberHot:
+    return MemberHot(member=member.name, reachable=False, error=detail)
 
 
 def _add_history(into: list[float], more: Sequence[float]) -> list[float]:
@@ -113,5 +106,5 @@ def merge(members: Sequence[MemberHot]) -> ClusterHot:
 
 
 async def hot_subjects(http: httpx.AsyncClient, members: Sequence[Member]) -> HotSubjects:
-    results = list(await asyncio.gather(*(_member_or_error(http, m) for m in members)))
+    results = await each_member(http, members, member_hot, _unreachable)
     return HotSubjects(at=datetime.now(UTC), cluster=merge(results), members=results)

@@ -15,17 +15,31 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from pushgrid.metrics import sqlstore
-from pushgrid.metrics.sqlstore.models import TrendPoint, WindowStat, to_unix, utc_now
+from pushgrid.metrics.sqlstore.models import (
+    TrendPoint,
+    WatchedWindowStat,
+    WindowStat,
+    to_unix,
+    utc_now,
+)
 from pushgrid.metrics.window_spec import LOW_COVERAGE, coverage
 
-from ..schemas import TrendPointOut, TrendSeries, WindowStatList, WindowStatOut
+from ..schemas import (
+    TrendPointOut,
+    TrendSeries,
+    WatchedWindowStatList,
+    WindowStatList,
+    WindowStatOut,
+)
 
 
 def _finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def window_stat_out(row: WindowStat, now: datetime, stale_after: float) -> WindowStatOut:
+def window_stat_out(
+    row: WindowStat | WatchedWindowStat, now: datetime, stale_after: float
+) -> WindowStatOut:
     age = max(0.0, (now - row.computed_at).total_seconds())
     covered = _coverage(row)
     return WindowStatOut(
@@ -46,7 +60,7 @@ def window_stat_out(row: WindowStat, now: datetime, stale_after: float) -> Windo
     )
 
 
-def _coverage(row: WindowStat | TrendPoint) -> float:
+def _coverage(row: WindowStat | TrendPoint | WatchedWindowStat) -> float:
     """The share of the window's seconds with a sample, from the stored count and as-of."""
     return coverage(row.window, row.count, to_unix(row.as_of))
 
@@ -77,6 +91,16 @@ class StatisticsService:
         rows = sqlstore.window_stats(self.db, scope=scope, indicator=indicator, window=window)
         now = utc_now()
         return WindowStatList(
+            items=[window_stat_out(row, now, self.stale_after) for row in rows],
+            stale_after_seconds=self.stale_after,
+        )
+
+    def watched_window_stats(self, pattern: str) -> WatchedWindowStatList:
+        """The latest stored windows of one watched pattern (empty before a run saw it)."""
+        rows = sqlstore.watched_window_stats(self.db, pattern)
+        now = utc_now()
+        return WatchedWindowStatList(
+            pattern=pattern,
             items=[window_stat_out(row, now, self.stale_after) for row in rows],
             stale_after_seconds=self.stale_after,
         )

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from pushgrid.protocol.subjects import pattern_error
 
-from ..member_client import Member, MemberClient, MemberFailure
+from ..member_client import Member, MemberClient, MemberFailure, each_member, read_document
 from ..problems import ProblemError
 from ..schemas_ops import (
     ClusterWatchedPattern,
@@ -67,17 +67,12 @@ def parse_watched(member: Member, value: Any) -> MemberWatched:
 
 
 async def member_watched(http: httpx.AsyncClient, member: Member) -> MemberWatched:
-    value = await MemberClient(http, member).request(
-        {"type": "read", "mbean": WATCHED_MBEAN, "attribute": "Document"}
-    )
-    return parse_watched(member, value)
+    """One member's watched patterns (raises :class:`MemberFailure`)."""
+    return parse_watched(member, await read_document(http, member, WATCHED_MBEAN))
 
 
-async def _member_or_error(http: httpx.AsyncClient, member: Member) -> MemberWatched:
-    try:
-        return await member_watched(http, member)
-    except MemberFailure as exc:
-        return MemberWatched(member=member.name, reachable=False, error=exc.detail)
+def _unreachable(member: Member, detail: str) -> MemberWatched:
+    return MemberWatched(member=member.name, reachable=False, error=detail)
 
 
 # A subject is active on every member that has a subscriber of it or passes it a message: the
@@ -108,7 +103,7 @@ def merge(members: Sequence[MemberWatched]) -> list[ClusterWatchedPattern]:
 
 
 async def watched_subjects(http: httpx.AsyncClient, members: Sequence[Member]) -> WatchedSubjects:
-    results = list(await asyncio.gather(*(_member_or_error(http, m) for m in members)))
+    results = await each_member(http, members, member_watched, _unreachable)
     return WatchedSubjects(at=datetime.now(UTC), cluster=merge(results), members=results)
 
 

@@ -9,7 +9,17 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from .. import format as fmt
-from ..components import Child, alert, card, page_header, table
+from ..components import (
+    CLUSTER_SCOPE,
+    Child,
+    alert,
+    card,
+    page_header,
+    scope_dropdown,
+    scope_options,
+    table,
+    unreachable_members,
+)
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
@@ -18,7 +28,7 @@ from . import Page, Providers
 PATH = "hot"
 TITLE = "Hot subjects"
 REFRESH_MS = 2000
-CLUSTER = "cluster"
+CLUSTER = CLUSTER_SCOPE
 RANKINGS: Final = {
     "messages_in": "Incoming messages/s",
     "messages_out": "Outgoing messages/s",
@@ -117,13 +127,7 @@ def layout() -> Component:
             page_header(
                 TITLE,
                 "Top subjects by rate (space-saving sketch: value ± error bound) and subscribers",
-                dcc.Dropdown(
-                    id=OpsIds.HOT_SCOPE,
-                    value=CLUSTER,
-                    clearable=False,
-                    options=[{"label": "cluster", "value": CLUSTER}],
-                    style={"minWidth": "12rem"},
-                ),
+                scope_dropdown(OpsIds.HOT_SCOPE),
             ),
             html.Div(id=OpsIds.HOT_ALERT, className="alerts"),
             html.Div(id=OpsIds.HOT_TABLES, className="hot-grid"),
@@ -150,14 +154,8 @@ def register(app: Dash, providers: Providers) -> None:
             document = provider.hot_subjects()
         except ProviderError as exc:
             return no_update, no_update, alert([exc])
-        scopes = [CLUSTER, *(m["member"] for m in document.get("members", []))]
-        options = [{"label": s, "value": s} for s in scopes]
-        down = [
-            f"{m['member']}: {m.get('error')}"
-            for m in document.get("members", [])
-            if not m.get("reachable")
-        ]
-        return render_hot(rankings_of(document, scope or CLUSTER)), options, alert(down, "warn")
+        rankings = rankings_of(document, scope or CLUSTER)
+        return render_hot(rankings), scope_options(document), unreachable_members(document)
 
 
 PAGE = Page(PATH, TITLE, "▲", layout)

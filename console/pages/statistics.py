@@ -76,11 +76,14 @@ def render_asof(stats: WindowStatistics | None, now: float) -> Component:
     )
 
 
-def render_table(stats: WindowStatistics | None) -> Component:
-    """Indicators down the side (three lines each: max, avg, σ), windows across."""
+def render_table(
+    stats: WindowStatistics | None, indicators: Sequence[str] | None = None
+) -> Component:
+    """Indicators down the side (three lines each: max, avg, σ), windows across; the seven
+    indicators unless ``indicators`` (a watched pattern's six) says else."""
     if stats is None:
         return html.Div("nothing to show", className="empty")
-    lines = fmt.stats_matrix(stats)
+    lines = fmt.stats_matrix(stats, indicators)
     windows = [cell.window for cell in lines[0].cells] if lines else []
     head = html.Thead(
         html.Tr(

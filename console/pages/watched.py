@@ -3,32 +3,51 @@
 The table shows the cluster (the members summed per pattern) or one member (with the 1-minute
 average and 15-minute maximum of the incoming rate). The form calls the admin API's
 ``POST``/``DELETE /watched-subjects`` (operator role; the answer says what each member did).
+Under it, the windows the statistics pipeline stored for one pattern
+(``GET /watched-subjects/statistics``, ADR 030), for the scope chosen above, drawn like the
+Statistics page (partial windows marked).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
 from dash import Dash, Input, Output, State, callback_context, dcc, html, no_update
 from dash.development.base_component import Component
 
-from ..components import Child, alert, card, page_header, table
+from ..components import (
+    CLUSTER_SCOPE,
+    Child,
+    alert,
+    card,
+    page_header,
+    scope_dropdown,
+    scope_options,
+    table,
+    unreachable_members,
+)
+from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
-from ..provider import ProviderError
+from ..provider import ProviderError, WindowStatistics
 from . import Page, Providers
+from .statistics import coverage_note, pick, render_asof, render_table
 
 PATH = "watched"
 TITLE = "Watched subjects"
 REFRESH_MS = 2000
-CLUSTER = "cluster"
+CLUSTER = CLUSTER_SCOPE
 RATES: Final = (
     ("incoming_messages_per_second", "in msg/s"),
     ("outgoing_messages_per_second", "out msg/s"),
     ("incoming_bytes_per_second", "in B/s"),
     ("outgoing_bytes_per_second", "out B/s"),
 )
+#: a pattern's six indicators in their documented order (metrics/watched.py WATCH_NAMES; the
+#: console shares names, not the metrics code)
+PATTERN_INDICATORS: Final = (*(name for name, _ in RATES), "subscribers", "subjects")
 HEADER: Final = [
     "pattern",
     *(label for _, label in RATES),
@@ -91,6 +110,29 @@ def render_watched(rows: list[list[str]]) -> Component:
     return table(HEADER, cells, row_props=props, empty="no pattern watched")
 
 
+def stored_windows(answer: Mapping[str, Any], scope: str) -> WindowStatistics | None:
+    """The ``scope`` (the cluster or a member's name) of a ``/watched-subjects/statistics``
+    answer."""
+    wanted = CLUSTER if scope == CLUSTER else f"node:{scope}"
+    return pick(window_statistics(answer), wanted)
+
+
+def render_stored(pattern: str | None, stats: WindowStatistics | None, now: float) -> Component:
+    """A pattern's stored windows: as-of line, partial-window note, the six indicators."""
+    if not pattern:
+        return html.Div("choose a pattern to see its stored windows", className="empty")
+    if stats is None:
+        return html.Div(
+            f"no stored windows for {pattern} in this scope yet: the statistics job stores "
+            "them once the archive holds the pattern's seconds (Jobs page)",
+            className="empty",
+        )
+    return html.Div(
+        [render_asof(stats, now), coverage_note(stats), render_table(stats, PATTERN_INDICATORS)],
+        className="table-scroll",
+    )
+
+
 def change_text(answer: Mapping[str, Any]) -> str:
     """``/Stocks/*: watched on push-1, already_watched on push-2`` from a change's answer."""
     outcomes = ", ".join(f"{m['outcome']} on {m['member']}" for m in answer.get("members", []))
@@ -104,13 +146,7 @@ def layout() -> Component:
                 TITLE,
                 "Per-pattern rates, subscribers and totals. In a pattern, * is one segment; "
                 "a last * also any deeper path",
-                dcc.Dropdown(
-                    id=OpsIds.WATCHED_SCOPE,
-                    value=CLUSTER,
-                    clearable=False,
-                    options=[{"label": "cluster", "value": CLUSTER}],
-                    style={"minWidth": "12rem"},
-                ),
+                scope_dropdown(OpsIds.WATCHED_SCOPE),
             ),
             html.Div(id=OpsIds.WATCHED_ALERT, className="alerts"),
             card(
@@ -128,6 +164,24 @@ def layout() -> Component:
                 class_name="watched-form",
             ),
             card(html.Div(id=OpsIds.WATCHED_TABLE)),
+            card(
+                [
+                    html.Div(
+                        [
+                            html.Span("Stored windows of", className="control-label"),
+                            dcc.Dropdown(
+                                id=OpsIds.WATCHED_HISTORY,
+                                options=[],
+                                placeholder="pattern",
+                                style={"minWidth": "16rem"},
+                            ),
+                        ],
+                        className="controls",
+                    ),
+                    html.Div(id=OpsIds.WATCHED_STATS),
+                ],
+                class_name="flush",
+            ),
             dcc.Interval(id=OpsIds.WATCHED_INTERVAL, interval=REFRESH_MS),
         ],
         className="page page-watched",
@@ -135,10 +189,13 @@ def layout() -> Component:
 
 
 def register(app: Dash, providers: Providers) -> None:
+    _register_stored(app, providers)
+
     @app.callback(
         Output(OpsIds.WATCHED_TABLE, "children"),
         Output(OpsIds.WATCHED_SCOPE, "options"),
         Output(OpsIds.WATCHED_ALERT, "children"),
+        Output(OpsIds.WATCHED_HISTORY, "options"),
         Input(OpsIds.WATCHED_INTERVAL, "n_intervals"),
         Input(OpsIds.WATCHED_SCOPE, "value"),
         State(Ids.TOKEN, "data"),
@@ -146,20 +203,19 @@ def register(app: Dash, providers: Providers) -> None:
     def refresh(_n: int | None, scope: str | None, token: str | None) -> tuple[Any, ...]:
         provider = providers(token)
         if not isinstance(provider, OpsProvider):
-            return [], no_update, alert(["this console has no admin API behind it"])
+            return [], no_update, alert(["this console has no admin API behind it"]), []
         try:
             document = provider.watched_subjects()
         except ProviderError as exc:
-            return no_update, no_update, alert([exc])
-        scopes = [CLUSTER, *(m["member"] for m in document.get("members", []))]
-        down = [
-            f"{m['member']}: {m.get('error')}"
-            for m in document.get("members", [])
-            if not m.get("reachable")
-        ]
+            return no_update, no_update, alert([exc]), no_update
         rows = watched_rows(document, scope or CLUSTER)
-        options = [{"label": s, "value": s} for s in scopes]
-        return render_watched(rows), options, alert(down, "warn")
+        patterns = [p["pattern"] for p in document.get("cluster", [])]
+        return (
+            render_watched(rows),
+            scope_options(document),
+            unreachable_members(document),
+            patterns,
+        )
 
     @app.callback(
         Output(OpsIds.WATCHED_RESULT, "children"),
@@ -183,6 +239,26 @@ def register(app: Dash, providers: Providers) -> None:
         except ProviderError as exc:
             return str(exc)  # "409 Conflict: ... WatchedSubjects.MaxPatterns .."
         return change_text(answer)
+
+
+def _register_stored(app: Dash, providers: Providers) -> None:
+    """The stored-windows card: the chosen pattern's windows from the statistics pipeline."""
+
+    @app.callback(
+        Output(OpsIds.WATCHED_STATS, "children"),
+        Input(OpsIds.WATCHED_HISTORY, "value"),
+        Input(OpsIds.WATCHED_SCOPE, "value"),
+        State(Ids.TOKEN, "data"),
+    )
+    def stored(pattern: str | None, scope: str | None, token: str | None) -> Any:
+        provider = providers(token)
+        if not pattern or not isinstance(provider, OpsProvider):
+            return render_stored(None, None, time.time())
+        try:
+            answer = provider.watched_statistics(pattern)
+        except ProviderError as exc:
+            return alert([exc])
+        return render_stored(pattern, stored_windows(answer, scope or CLUSTER), time.time())
 
 
 PAGE = Page(PATH, "Watched", "◎", layout)  # short: the nav bar is full

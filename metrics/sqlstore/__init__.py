@@ -25,8 +25,15 @@ from .engine import (
     session_scope,
     transaction,
 )
-from .models import Base, JobRun, TrendPoint, WindowStat
-from .results import StatResult, WrittenRows, trend, window_stats, write_results
+from .models import Base, JobRun, TrendPoint, WatchedWindowStat, WindowStat
+from .results import (
+    StatResult,
+    WrittenRows,
+    trend,
+    watched_window_stats,
+    window_stats,
+    write_results,
+)
 from .runs import (
     INTERRUPTED,
     MAX_ERROR_CHARS,
@@ -57,6 +64,7 @@ __all__ = [
     "StatResult",
     "StoreError",
     "TrendPoint",
+    "WatchedWindowStat",
     "WindowStat",
     "WrittenRows",
     "admin_models",
@@ -80,6 +88,7 @@ __all__ = [
     "transaction",
     "trend",
     "upgrade",
+    "watched_window_stats",
     "window_stats",
     "write_results",
 ]

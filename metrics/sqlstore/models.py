@@ -54,6 +54,7 @@ SCOPE_LENGTH: Final = 255
 INDICATOR_LENGTH: Final = 64
 WINDOW_LENGTH: Final = 16
 HOST_LENGTH: Final = 255
+PATTERN_LENGTH: Final = 1024  # protocol.subjects.MAX_SUBJECT_BYTES: a pattern is a subject
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -196,3 +197,22 @@ class TrendPoint(_StatColumns, Base):
             f"as_of={self.as_of!r}, count={self.count!r})"
         )
 
+
+class WatchedWindowStat(_StatColumns, Base):
+    """Window statistics of one watched pattern's (scope, indicator, window) as of one instant
+    (migration 0007, ADR 030): ``scope`` is ``cluster`` or ``node:<name>``, ``indicator`` one of
+    metrics.watched.WATCH_NAMES."""
+
+    __tablename__ = "watched_window_stats"
+    __table_args__ = (UniqueConstraint("pattern", "scope", "indicator", "window", "as_of"),)
+
+    pattern: Mapped[str] = mapped_column(String(PATTERN_LENGTH))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, **super().to_dict()}
+
+    def __repr__(self) -> str:
+        return (
+            f"WatchedWindowStat({self.pattern!r}, {self.scope!r}, {self.indicator!r}, "
+            f"{self.window!r}, as_of={self.as_of!r}, count={self.count!r})"
+        )

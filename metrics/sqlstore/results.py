@@ -17,13 +17,20 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from .engine import StoreError, transaction
-from .models import TrendPoint, WindowStat, from_unix, utc_now
+from .models import TrendPoint, WatchedWindowStat, WindowStat, from_unix, utc_now
 from .runs import get_run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["StatResult", "WrittenRows", "trend", "window_stats", "write_results"]
+__all__ = [
+    "StatResult",
+    "WrittenRows",
+    "trend",
+    "watched_window_stats",
+    "window_stats",
+    "write_results",
+]
 
 BATCH_SIZE: Final = 1000
 STAT_KEY: Final = ("scope", "indicator", "window", "as_of")
@@ -33,7 +40,8 @@ _FRAME_COLUMNS: Final = ("scope", "indicator", "window", "as_of", "count", "max"
 
 class StatResult(Protocol):
     """What :func:`write_results` stores (``spark_stats.results.PipelineResult`` has this shape):
-    frames with the columns of ``spark_stats.results.STAT_COLUMNS``."""
+    frames with the columns of ``spark_stats.results.STAT_COLUMNS``; an optional
+    ``watched_stats`` frame (``pattern`` + those columns) goes to ``watched_window_stats``."""
 
     @property
     def as_of(self) -> int: ...
@@ -47,10 +55,11 @@ class StatResult(Protocol):
 class WrittenRows:
     window_stats: int
     trend_points: int
+    watched_stats: int = 0
 
     @property
     def total(self) -> int:
-        return self.window_stats + self.trend_points
+        return self.window_stats + self.trend_points + self.watched_stats
 
 
 def _optional_float(value: Any) -> float | None:
@@ -64,14 +73,18 @@ def _optional_float(value: Any) -> float | None:
 
 
 def _frame_rows(
-    frame: pd.DataFrame, name: str, run_id: int, computed_at: datetime
+    frame: pd.DataFrame, name: str, run_id: int, computed_at: datetime, keys: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
-    missing = [column for column in _FRAME_COLUMNS if column not in frame.columns]
+    """Rows of ``frame`` (``keys`` text columns, then ``_FRAME_COLUMNS``) to insert."""
+    columns = [*keys, *_FRAME_COLUMNS]
+    missing = [column for column in columns if column not in frame.columns]
     if missing:
         raise ValueError(f"{name}: missing columns {', '.join(missing)}")
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}  # by key: a repeated key keeps its last row
     moments: dict[int, datetime] = {}
-    for record in frame.loc[:, list(_FRAME_COLUMNS)].itertuples(index=False, name=None):
+    for full in frame.loc[:, columns].itertuples(index=False, name=None):
+        extra = {k: str(v) for k, v in zip(keys, full, strict=False)}
+        record = full[len(keys) :]
         scope, indicator, window, as_of, count, max_, avg, stddev = record
         try:
             seconds = int(as_of)
@@ -79,6 +92,7 @@ def _frame_rows(
             if moment is None:
                 moment = moments[seconds] = from_unix(seconds)
             row = {
+                **extra,
                 "scope": str(scope),
                 "indicator": str(indicator),
                 "window": str(window),
@@ -92,7 +106,7 @@ def _frame_rows(
             }
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"{name}: bad row {record!r}: {exc}") from None
-        rows[(row["scope"], row["indicator"], row["window"], seconds)] = row
+        rows[(*extra.values(), row["scope"], row["indicator"], row["window"], seconds)] = row
     return list(rows.values())
 
 
@@ -101,7 +115,13 @@ def _batches(rows: Sequence[Mapping[str, Any]], size: int) -> Iterator[Sequence[
         yield rows[start : start + size]
 
 
-def _upsert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]], size: int) -> None:
+def _upsert(
+    db: Session,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    size: int,
+    key: Sequence[str] = STAT_KEY,
+) -> None:
     """``INSERT ... ON CONFLICT (key) DO UPDATE`` in batches (SQLite and PostgreSQL)."""
     if not rows:
         return
@@ -113,7 +133,7 @@ def _upsert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]], size: 
     else:
         raise StoreError(f"unsupported database {dialect!r}: use SQLite or PostgreSQL")
     stmt = insert.on_conflict_do_update(
-        index_elements=[table.c[name] for name in STAT_KEY],
+        index_elements=[table.c[name] for name in key],
         set_={name: insert.excluded[name] for name in STAT_VALUES},
     )
     for batch in _batches(rows, size):
@@ -152,7 +172,29 @@ def write_results(
             .where(or_(WindowStat.run_id.is_(None), WindowStat.run_id != run_id))
         )
         _upsert(db, trend_table, trend_rows, batch_size)
-    return WrittenRows(len(stats_rows), len(trend_rows))
+        watched = _write_watched(db, run_id, result, computed_at, batch_size)
+    return WrittenRows(len(stats_rows), len(trend_rows), watched)
+
+
+def _write_watched(
+    db: Session, run_id: int, result: StatResult, computed_at: datetime, batch_size: int
+) -> int:
+    """The watched patterns' window statistics (ADR 030), replaced per as-of like
+    ``window_stats``: a pattern no longer watched keeps its older rows, never a new one."""
+    frame = getattr(result, "watched_stats", None)
+    if frame is None:
+        return 0
+    rows = _frame_rows(frame, "watched_stats", run_id, computed_at, ("pattern",))
+    table = WatchedWindowStat.__table__
+    assert isinstance(table, Table)
+    _upsert(db, table, rows, batch_size, ("pattern", *STAT_KEY))
+    as_ofs = sorted({row["as_of"] for row in rows} | {from_unix(result.as_of)})
+    db.execute(
+        delete(WatchedWindowStat)
+        .where(WatchedWindowStat.as_of.in_(as_ofs))
+        .where(or_(WatchedWindowStat.run_id.is_(None), WatchedWindowStat.run_id != run_id))
+    )
+    return len(rows)
 
 
 # --- readers (for the CLI and the admin API) --------------------------------------------------
@@ -162,7 +204,7 @@ def _order(names: Sequence[str]) -> dict[str, int]:
     return {name: position for position, name in enumerate(names)}
 
 
-def _sort_key(row: WindowStat | TrendPoint) -> tuple[Any, ...]:
+def _sort_key(row: WindowStat | TrendPoint | WatchedWindowStat) -> tuple[Any, ...]:
     from pushgrid.metrics.indicators import INDICATOR_NAMES
     from pushgrid.metrics.window_spec import WINDOW_NAMES
 
@@ -248,3 +290,25 @@ def trend(
     if until is not None:
         stmt = stmt.where(TrendPoint.as_of <= _moment(until))
     return list(db.scalars(stmt.order_by(TrendPoint.as_of)))
+
+
+def watched_window_stats(db: Session, pattern: str) -> list[WatchedWindowStat]:
+    """The latest as-of of every (scope, indicator, window) of ``pattern``, cluster first."""
+    table = WatchedWindowStat
+    latest = (
+        select(table.scope, table.indicator, table.window, func.max(table.as_of).label("as_of"))
+        .where(table.pattern == pattern)
+        .group_by(table.scope, table.indicator, table.window)
+        .subquery()
+    )
+    stmt = select(table).join(
+        latest,
+        and_(
+            table.pattern == pattern,
+            table.scope == latest.c.scope,
+            table.indicator == latest.c.indicator,
+            table.window == latest.c.window,
+            table.as_of == latest.c.as_of,
+        ),
+    )
+    return sorted(db.scalars(stmt), key=_sort_key)

@@ -17,13 +17,16 @@ number of patterns.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from pushgrid.metrics.watched import PatternStats
 from pushgrid.protocol.exceptions import MonitoringError
 from pushgrid.protocol.subjects import pattern_error, pattern_matches
+
+log = logging.getLogger(__name__)
 
 #: time a second's reading may spend reading the patterns' rolling windows (round-robin)
 WINDOW_BUDGET: Final = 0.005
@@ -47,6 +50,15 @@ class TallySource(Protocol):
     def subscriber_counts(self) -> Iterable[tuple[str, int]]: ...
 
 
+class SecondsArchive(Protocol):
+    """Where each completed second of every pattern goes (metrics.archive.ArchiveWriter with
+    the ``watched`` prefix: one line per pattern and second, ADR 030)."""
+
+    def write_lines(
+        self, ts: int, lines: Sequence[tuple[Sequence[str], Mapping[str, float]]]
+    ) -> None: ...
+
+
 class Watchlist:
     def __init__(
         self,
@@ -64,6 +76,8 @@ class Watchlist:
         self._active: set[str] = set()  # subjects with traffic since the last reading
         self._next_window = 0  # round-robin position of the window refresh
         self.cache_misses = 0
+        self.archive: SecondsArchive | None = None  # set by the server when MetricsArchive is
+        self.archive_errors = 0
 
     # -- the patterns -------------------------------------------------------------------------
 
@@ -134,9 +148,24 @@ class Watchlist:
             for stats in self.matching(subject):
                 subjects[stats].add(subject)
         self._active = set()
+        seconds: dict[int, list[tuple[Sequence[str], Mapping[str, float]]]] = {}
         for stats in self.patterns.values():
-            stats.read(wall, tick, subscribers[stats], len(subjects[stats]))
+            for ts, values in stats.read(wall, tick, subscribers[stats], len(subjects[stats])):
+                seconds.setdefault(ts, []).append(((stats.pattern,), values))
+        self._archive(seconds)
         self._refresh_windows()
+
+    def _archive(self, seconds: dict[int, list[tuple[Sequence[str], Mapping[str, float]]]]) -> None:
+        """The completed seconds, oldest first: a pattern added now appears from its first
+        whole second, a removed one has no line after its last."""
+        if self.archive is None:
+            return
+        for ts in sorted(seconds):
+            try:
+                self.archive.write_lines(ts, seconds[ts])
+            except OSError as exc:
+                self.archive_errors += 1
+                log.warning("watched archive write failed: %s", exc)
 
     def _refresh_windows(self) -> None:
         """Read windows round-robin until the budget is spent (at least one pattern a second)."""

@@ -184,9 +184,54 @@ def test_a_pattern_watched_from_the_console_counts_what_is_published(
         console.select("watched-scope", "console-1")
         row = f"#watched-table tr[data-pattern='{pattern}']"
         console.wait(lambda: console.text(row).split()[6:7] == ["7"], "7 messages in on console-1")
+        _seed_stored_windows(stack.db_url, pattern, stack.as_of - 7)
+        console.select("watched-history", pattern)
+        console.wait_js(
+            "return !!document.querySelector("
+            "'#watched-stats table[data-scope=\"node:console-1\"]')",
+            "the pattern's stored windows for console-1",
+        )
+        partial = console.js(
+            "return document.querySelector('#watched-stats [data-partial-windows]')"
+            ".getAttribute('data-partial-windows')"
+        )
+        assert partial.split()[:2] == ["1h", "5h"]  # 15 minutes of data: partial from 1h on
+        assert (
+            console.js(
+                "return document.querySelectorAll('#watched-stats td[data-indicator=subscribers]')"
+                ".length"
+            )
+            == 3 * 12
+        )  # max, avg, σ x the twelve windows of a pattern's own gauge
         console.screenshot("watched")
         console.br.find_element("#watched-remove").click()
         console.wait_text("#watched-result", f"{pattern}: removed on console-1")
         console.assert_no_errors()
     finally:
         stack.api("DELETE", "/watched-subjects", params={"pattern": pattern})
+
+
+def _seed_stored_windows(db_url: str, pattern: str, as_of: int) -> None:
+    """The pattern's windows as ``pushgrid stats run`` stores them (the store's writer, no
+    Spark: the pipeline itself is tested in tests/unit/test_spark_watched.py): 15 minutes of
+    seconds, so the longer windows are partial."""
+    import pandas as pd
+
+    from pushgrid.metrics.sqlstore import finish_run, make_session_factory, start_run, write_results
+    from pushgrid.metrics.watched import WATCH_NAMES
+    from pushgrid.metrics.window_spec import WINDOWS, span
+    from pushgrid.spark_stats.results import PipelineResult
+
+    rows = [
+        (pattern, scope, name, w.name, as_of, min(900, span(w, as_of)), 9.0, 4.5, 1.5)
+        for scope in ("cluster", "node:console-1")
+        for name in WATCH_NAMES
+        for w in WINDOWS
+    ]
+    columns = ["pattern", "scope", "indicator", "window", "as_of", "count", "max", "avg", "stddev"]
+    empty = pd.DataFrame(columns=columns[1:])
+    result = PipelineResult(as_of, empty, empty, watched_stats=pd.DataFrame(rows, columns=columns))
+    with make_session_factory(db_url)() as session:
+        run = start_run(session, as_of=as_of)
+        write_results(session, run.id, result)
+        finish_run(session, run.id, status="succeeded", as_of=as_of)

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Iterator
 from datetime import UTC, timedelta, timezone
 
+import pandas as pd
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -23,6 +24,7 @@ from pushgrid.metrics import sqlstore
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.sqlstore.models import Base, TrendPoint, WindowStat, from_unix
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.spark_stats.results import STAT_COLUMNS
 from pushgrid.spark_stats.synthetic_results import synthetic_result
 
 from .postgres import PostgresServer, running_postgres
@@ -137,3 +139,22 @@ def test_job_run_lifecycle_on_postgresql(session: Session) -> None:
     assert older.as_of == from_unix(AS_OF)
     assert older.duration is not None
     assert older.duration >= 0
+
+
+def test_watched_windows_upsert_on_postgresql(session: Session) -> None:
+    """ADR 030: a pattern's windows (migration 0007) upsert on their five-column key."""
+    rows = [
+        ("/Stocks/*", scope, "subscribers", window, AS_OF, 60, 3.0, 2.0, 0.5)
+        for scope in ("cluster", "node:push-1")
+        for window in WINDOW_NAMES
+    ]
+    frame = pd.DataFrame(rows, columns=["pattern", *STAT_COLUMNS])
+    result = dataclasses.replace(synthetic_result(AS_OF, NODES), watched_stats=frame)
+    for _ in range(2):  # a rerun replaces
+        run = sqlstore.start_run(session).id
+        assert sqlstore.write_results(session, run, result).watched_stats == len(rows)
+    stored = sqlstore.watched_window_stats(session, "/Stocks/*")
+    assert len(stored) == len(rows)
+    assert {r.run_id for r in stored} == {run}
+    assert stored[0].scope == "cluster"
+    assert sqlstore.watched_window_stats(session, "/Other/*") == []

@@ -19,6 +19,9 @@ from typing import Any
 
 import pytest
 
+from pushgrid.metrics import sqlstore
+from pushgrid.metrics.archive import read_samples
+
 from .pgtest import (
     DEFAULT_TIMEOUT,
     AdminHarness,
@@ -194,3 +197,87 @@ async def _admin_changes(tmp_path: Path, server: ServerProcess, publisher: WsCli
         assert ("watched.remove", "*") in actions
     finally:
         admin.close()
+
+
+def _archived_in(archive: Path, pattern: str) -> tuple[int, int]:
+    """Incoming messages and bytes the node's watched archive lines hold for ``pattern``."""
+    rows = [
+        row
+        for path in archive.rglob("watched-*.csv*")
+        for row in read_samples(path)
+        if row["pattern"] == pattern
+    ]
+    return (
+        sum(int(row["incoming_messages_per_second"]) for row in rows),
+        sum(int(row["incoming_bytes_per_second"]) for row in rows),
+    )
+
+
+async def test_pattern_windows_from_archive_through_spark_to_the_admin_api(
+    tmp_path: Path,
+    server_factory: Callable[..., ServerProcess],
+    connect: Callable[..., Awaitable[WsClient]],
+    spark: Any,
+) -> None:
+    """ADR 030: archive -> real Spark run -> SQL -> admin API equals what was published."""
+    archive = tmp_path / "archive"
+    server = server_factory(
+        ServerName="watch-arch",
+        MetricsArchive=str(archive),
+        **{"WatchedSubjects.Patterns": PATTERN},
+    )
+    subscriber, publisher = await connect(server), await connect(server)
+    await subscriber.subscribe(NYSE)
+    # the pattern's first reading only starts its counters: its seconds begin after it
+    deadline = time.monotonic() + 3 * DEFAULT_TIMEOUT
+    while not any(archive.rglob("watched-*.csv*")):
+        assert time.monotonic() < deadline, "no watched archive file"
+        await asyncio.sleep(0.1)
+    for k in range(N):
+        await publisher.publish_ok(NYSE, CONTENT)
+        if k % 8 == 7:
+            await asyncio.sleep(0.6)  # spread over a few seconds
+    for _ in range(M):
+        await publisher.publish_ok(NASDAQ, CONTENT)  # not the pattern's
+    await _until_totals(server, PATTERN, N, N)
+    deadline = time.monotonic() + 3 * DEFAULT_TIMEOUT
+    # a second's rates are rounded, the remainder carried to the next second: wait for both
+    while _archived_in(archive, PATTERN) != (N, N * len(CONTENT)):
+        assert time.monotonic() < deadline, _archived_in(archive, PATTERN)
+        await asyncio.sleep(0.2)
+    last = max(
+        int(row["ts"]) for path in archive.rglob("watched-*.csv*") for row in read_samples(path)
+    )
+
+    from pushgrid.spark_stats.pipeline import run_pipeline  # pyspark: only for this test
+
+    result = await asyncio.to_thread(run_pipeline, spark, archive, tmp_path / "warehouse", last)
+    admin = AdminHarness(tmp_path / "admin", [member_entry("watch-arch", server)])
+    try:
+        with admin.session_factory() as session:
+            run_id = sqlstore.start_run(session, master="local").id
+            assert sqlstore.write_results(session, run_id, result).watched_stats > 0
+        async with admin.client("viewer") as api:
+            answer = await api.get(
+                f"{API}/watched-subjects/statistics", params={"pattern": PATTERN}
+            )
+            bad = await api.get(f"{API}/watched-subjects/statistics", params={"pattern": "/a//b"})
+    finally:
+        admin.close()
+    assert answer.status_code == 200, answer.text
+    assert bad.status_code == 422, bad.text
+    assert bad.json()["code"] == "invalid_pattern"
+    body = answer.json()
+    stats = {(s["scope"], s["indicator"], s["window"]): s for s in body["items"]}
+    assert {s["scope"] for s in body["items"]} == {"cluster", "node:watch-arch"}
+    for scope in ("cluster", "node:watch-arch"):
+        for name, total in (
+            ("incoming_messages_per_second", N),
+            ("outgoing_messages_per_second", N),
+            ("incoming_bytes_per_second", N * len(CONTENT)),
+        ):
+            window = stats[(scope, name, "15m")]
+            assert round(window["avg"] * window["count"]) == total, (scope, name, window)
+        assert stats[(scope, "subscribers", "15m")]["max"] == 1
+        assert stats[(scope, "subjects", "15m")]["max"] == 1
+    assert stats[("cluster", "incoming_messages_per_second", "1d")]["low_coverage"] is True

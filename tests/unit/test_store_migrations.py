@@ -21,7 +21,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0006"
+    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0007"
     engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
@@ -40,9 +40,14 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "job_runs",
             "window_stats",
             "trend_points",
+            "watched_window_stats",
         }
         uniques = inspector.get_unique_constraints("window_stats")
         assert [u["column_names"] for u in uniques] == [["scope", "indicator", "window", "as_of"]]
+        watched = inspector.get_unique_constraints("watched_window_stats")
+        assert [u["column_names"] for u in watched] == [
+            ["pattern", "scope", "indicator", "window", "as_of"]
+        ]
         indexes = {i["name"]: i for i in inspector.get_indexes("trend_points")}
         key = indexes["ix_trend_points_scope_indicator_window_as_of"]
         assert key["column_names"] == ["scope", "indicator", "window", "as_of"]

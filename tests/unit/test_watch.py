@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pushgrid.metrics.archive import WATCHED, ArchiveWriter, read_samples
 from pushgrid.metrics.watched import WATCH_NAMES
 from pushgrid.protocol.subjects import pattern_error, pattern_matches
 from pushgrid.server.core.entitlement import matches
@@ -187,3 +189,35 @@ def test_no_pattern_costs_no_work() -> None:
     watchlist.read(1.0, 1.0, [("/a/b", 1)])
     assert watchlist.cache_misses == 0
     assert watchlist.document()["patterns"] == []
+
+
+def test_each_second_of_each_pattern_is_archived_from_its_next_second(tmp_path: Path) -> None:
+    """ADR 030: a line per pattern and second in ``watched-HH.csv``; a pattern added at run
+    time has lines from its first whole second, a removed one none after its last."""
+    hub = FakeHub()
+    watchlist = Watchlist(clock=lambda: 1000.0)
+    watchlist.archive = ArchiveWriter(
+        tmp_path, "m1", WATCH_NAMES, prefix=WATCHED, keys=("pattern",)
+    )
+    feed = WatchFeed(hub, watchlist)
+    watchlist.add("/A/*", "config")
+    hub.subscriptions = {"/A/x": 2, "/B/y": 1}
+    for second in range(8):
+        if second == 3:
+            watchlist.add("/B/*")
+        if second == 6:
+            watchlist.remove("/A/*")
+        hub.tally = {"/A/x": [second, 0, 0, 10 * second], "/B/y": [1, 1, 50, 20]}
+        feed.read(1000.0 + second, float(second))
+    watchlist.archive.close()
+    (path,) = tmp_path.rglob("watched-*.csv*")
+    rows = read_samples(path)
+    assert list(rows[0]) == ["ts", "node", "pattern", *WATCH_NAMES]
+    seconds = {p: [int(r["ts"]) for r in rows if r["pattern"] == p] for p in ("/A/*", "/B/*")}
+    assert seconds == {"/A/*": [1000, 1001, 1002, 1003, 1004], "/B/*": [1003, 1004, 1005, 1006]}
+    a_in = [int(r["incoming_messages_per_second"]) for r in rows if r["pattern"] == "/A/*"]
+    assert a_in == [1, 2, 3, 4, 5]  # the tally of the reading after each second
+    b = [r for r in rows if r["pattern"] == "/B/*"]
+    assert {(r["subscribers"], r["subjects"], r["incoming_bytes_per_second"]) for r in b} == {
+        ("1", "1", "20")
+    }
