@@ -6,6 +6,7 @@ of one-shot subjects and after they expire, /health latency meanwhile, and the s
     .venv/bin/python benchmarks/subject_memory.py process ... --legacy --pushgrid OTHER/pushgrid
     .venv/bin/python benchmarks/subject_memory.py sweep -n 200000 1000000
     .venv/bin/python benchmarks/subject_memory.py throughput --rounds 3
+    .venv/bin/python benchmarks/subject_memory.py compare pymalloc malloc jemalloc --rounds 2
     .venv/bin/python benchmarks/subject_memory.py table -n 200000
 
 ``process`` starts ``pushgrid server`` as a child (MaxSubjects above ``-n``, no rate limit, no
@@ -19,7 +20,11 @@ the environment to measure the server on the C allocator (the child inherits it)
 ``--pushgrid`` runs another build (``--legacy``: one without MaxSubjects/MaxRetainedBytes).
 ``sweep`` times ``MemoryEngine.sweep()`` per call with ``-n`` subjects: all fresh (nothing to
 evict: the per-tick cost while they exist) and all expired (a full batch evicted per call).
-``throughput`` compares the server on the default allocator (pymalloc) and on
+``compare`` runs one fresh server per allocator candidate (``CANDIDATES``: the environment each
+runs with; ADR 033), interleaved, the order rotating per round: hot publishes (server CPU per
+publish), a flood of ``-n`` not-retained one-shot subjects (CPU per subject), their eviction,
+and the RSS over the pre-flood baseline at the peak, 3 s and 3 + ``--settle`` s after eviction.
+``throughput`` compares the server on CPython's allocator (pymalloc) and on
 ``PYTHONMALLOC=malloc`` in the same run, interleaved: each round starts one server per allocator
 (order alternating) and publishes ``-m`` messages (100 bytes, pipelined) to 100 subjects, each
 delivered to ``--subscribers`` connections, then a flood of ``-n`` one-shot subjects; it prints the
