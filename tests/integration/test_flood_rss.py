@@ -76,6 +76,8 @@ async def until(check: Callable[[], bool], seconds: float) -> bool:
 async def test_rss_returns_near_its_baseline_after_a_flood_of_one_shot_subjects(
     server_factory: Callable[..., ServerProcess],
 ) -> None:
+    if find_jemalloc() is None:  # `make test` installs it when root (runtime-deps)
+        pytest.skip("libjemalloc2 is not installed: the server runs on its fallback allocator")
     srv = server_factory(
         ServerName="it-flood-rss",
         CacheExpireTime=EXPIRE,
@@ -106,5 +108,4 @@ async def test_rss_returns_near_its_baseline_after_a_flood_of_one_shot_subjects(
         f"RSS {baseline:.1f} MiB before the flood, {peak:.1f} at its end, {rss_mib(pid):.1f} "
         f"25 s after its subjects were evicted: more than {KEPT_AT_MOST:.0%} of the growth kept"
     )
-    # the default took effect (the C library's allocator where jemalloc is not installed)
-    assert f"memory allocator: {'jemalloc' if find_jemalloc() else 'malloc'}" in srv.log()
+    assert "memory allocator: jemalloc" in srv.log()  # the default took effect
