@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up cluster test lint typecheck install system-deps clean bench audit fuzz faults
+.PHONY: up cluster test lint typecheck install system-deps runtime-deps clean bench audit fuzz faults
 
 install: $(STAMP)
 
@@ -24,7 +24,18 @@ DEB_CHECKS := javac:openjdk-17-jdk-headless promtool:prometheus /usr/bin/chromiu
   /usr/bin/chromedriver:chromium-driver pg_ctlcluster:postgresql rrdtool:rrdtool \
   systemd-analyze:systemd ss:iproute2 nft:nftables
 
-system-deps:
+# The allocator the server runs on by default (`Allocator = jemalloc`, docs/adr/033): Debian's
+# libjemalloc2. Without it the server runs on the C library's allocator and says so.
+JEMALLOC := /usr/lib/$(shell uname -m)-linux-gnu/libjemalloc.so.2
+
+runtime-deps:
+	@[ -e $(JEMALLOC) ] || if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian package libjemalloc2 (Allocator = jemalloc)"; \
+	  (apt-get update -qq || true) && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libjemalloc2 >/dev/null; \
+	else echo "missing Debian package libjemalloc2 (not root): the server runs on the C allocator"; fi
+
+system-deps: runtime-deps
 	@missing=""; for check in $(DEB_CHECKS); do \
 	  bin=$${check%%:*}; pkg=$${check##*:}; \
 	  command -v $$bin >/dev/null 2>&1 || [ -x "$$bin" ] || missing="$$missing $$pkg"; \
@@ -41,11 +52,11 @@ system-deps:
 # network (it is the `Listen` key, given as PUSHGRID_LISTEN).
 LISTEN ?= 127.0.0.1:8800
 
-up: $(STAMP)
+up: $(STAMP) runtime-deps
 	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up
 
 # A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
-cluster: $(STAMP)
+cluster: $(STAMP) runtime-deps
 	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)

@@ -270,8 +270,10 @@ class ServerProcess:
         cpu: int | None,
         workdir: Path,
         extra_config: dict[str, str] | None = None,
+        exe: Path | None = None,
     ) -> None:
         self.kind, self.port, self.cpu, self.workdir = kind, port, cpu, workdir
+        self.exe = exe  # pushgrid only: another build's executable (run_all.py --base)
         self.extra_config = extra_config or {}  # more pushgrid.conf lines (pushgrid only)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"{kind}-{port}.log"
@@ -285,7 +287,7 @@ class ServerProcess:
 
     def __enter__(self) -> ServerProcess:
         if self.kind == "pushgrid":
-            exe = ROOT / ".venv" / "bin" / "pushgrid"
+            exe = self.exe or ROOT / ".venv" / "bin" / "pushgrid"
             exe_s = str(exe) if exe.exists() else shutil.which("pushgrid")
             if not exe_s:
                 raise BenchError("pushgrid executable not found (.venv/bin/pushgrid)")

@@ -16,6 +16,9 @@ each on a fresh server process pinned to one CPU (``taskset``), with the generat
 
 Targets: ``pushgrid`` (default settings), ``pushgrid-tick0`` (``FlushTick = 0``: the write path
 before ADR 012), ``pushgrid-tick10`` (``FlushTick = 10``: less CPU, more latency),
+``pushgrid-pymalloc`` (``Allocator = pymalloc``: CPython's allocator, the default before ADR
+033), ``pushgrid-base`` (another build's executable, ``--base OTHER/.venv/bin/pushgrid``: e.g. an
+older commit),
 ``reference`` (``websockets``), ``picows`` (benchmarks/peers/picows_server.py), ``node``
 (Node.js ``ws``, benchmarks/peers/node/: installed with npm on first use), ``nats`` (NATS over
 WebSocket, ``GOMAXPROCS=1``).
@@ -45,11 +48,15 @@ TARGETS = {  # label -> (server kind, extra pushgrid.conf lines)
     "pushgrid": ("pushgrid", {}),
     "pushgrid-tick0": ("pushgrid", {"FlushTick": "0"}),
     "pushgrid-tick10": ("pushgrid", {"FlushTick": "10"}),
+    "pushgrid-pymalloc": ("pushgrid", {"Allocator": "pymalloc"}),  # before ADR 033's default
+    "pushgrid-base": ("pushgrid", {}),  # another build: --base
     "reference": ("reference", {}),
     "picows": ("picows", {}),
     "node": ("node", {}),
     "nats": ("nats", {}),
 }
+#: the executable of ``pushgrid-base`` (``--base``): e.g. an older commit's worktree
+BASE: list[Path] = []
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
 
@@ -86,7 +93,8 @@ def run(label: str, p: Params, scenario: str, out: Path, workdir: Path) -> dict[
     port = fanout.free_port()
     load = Path("/proc/loadavg").read_text().split()[:3]
     console.print(f"[dim]{scenario}: {label} on :{port} (load {' '.join(load)})[/]")
-    with ServerProcess(kind, port, p.server_core, workdir, extra) as srv:
+    exe = BASE[0] if label == "pushgrid-base" else None
+    with ServerProcess(kind, port, p.server_core, workdir, extra, exe) as srv:
         pids = fanout.process_tree(srv.pid)
         res = fanout.run_once(
             p, "127.0.0.1", port, pids, label, srv.client, srv.publish_port, srv.metrics_url
@@ -262,9 +270,17 @@ def main(
     skip: Annotated[
         str, typer.Option(help="scenarios to skip: saturation,paced,sat50,sat80,storm")
     ] = "",
+    base: Annotated[
+        Path | None,
+        typer.Option(help="target pushgrid-base runs this pushgrid executable (another build)"),
+    ] = None,
 ) -> None:
     """Run the sweep; print one table; append JSON lines to benchmarks/results/."""
     labels = [t.strip() for t in targets.split(",") if t.strip()]
+    if "pushgrid-base" in labels:
+        if base is None or not base.exists():
+            raise typer.BadParameter("target pushgrid-base needs --base PATH/.venv/bin/pushgrid")
+        BASE.append(base)
     unknown = [t for t in labels if t not in TARGETS]
     if unknown:
         raise typer.BadParameter(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")

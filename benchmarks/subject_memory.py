@@ -6,6 +6,7 @@ of one-shot subjects and after they expire, /health latency meanwhile, and the s
     .venv/bin/python benchmarks/subject_memory.py process ... --legacy --pushgrid OTHER/pushgrid
     .venv/bin/python benchmarks/subject_memory.py sweep -n 200000 1000000
     .venv/bin/python benchmarks/subject_memory.py throughput --rounds 3
+    .venv/bin/python benchmarks/subject_memory.py compare pymalloc malloc jemalloc --rounds 2
     .venv/bin/python benchmarks/subject_memory.py table -n 200000
 
 ``process`` starts ``pushgrid server`` as a child (MaxSubjects above ``-n``, no rate limit, no
@@ -19,7 +20,11 @@ the environment to measure the server on the C allocator (the child inherits it)
 ``--pushgrid`` runs another build (``--legacy``: one without MaxSubjects/MaxRetainedBytes).
 ``sweep`` times ``MemoryEngine.sweep()`` per call with ``-n`` subjects: all fresh (nothing to
 evict: the per-tick cost while they exist) and all expired (a full batch evicted per call).
-``throughput`` compares the server on the default allocator (pymalloc) and on
+``compare`` runs one fresh server per allocator candidate (``CANDIDATES``: the environment each
+runs with; ADR 033), interleaved, the order rotating per round: hot publishes (server CPU per
+publish), a flood of ``-n`` not-retained one-shot subjects (CPU per subject), their eviction,
+and the RSS over the pre-flood baseline at the peak, 3 s and 3 + ``--settle`` s after eviction.
+``throughput`` compares the server on CPython's allocator (pymalloc) and on
 ``PYTHONMALLOC=malloc`` in the same run, interleaved: each round starts one server per allocator
 (order alternating) and publishes ``-m`` messages (100 bytes, pipelined) to 100 subjects, each
 delivered to ``--subscribers`` connections, then a flood of ``-n`` one-shot subjects; it prints the
@@ -263,6 +268,7 @@ async def hot_publishes(ws_url: str, count: int, subscribers: int, pid: int) -> 
 async def _one_allocator(args: argparse.Namespace, malloc: bool, port: int) -> str:
     env = dict(os.environ)
     env.pop("PYTHONMALLOC", None)
+    env["PUSHGRID_ALLOCATOR"] = "pymalloc"  # not the default jemalloc (ADR 033): as given
     if malloc:
         env["PYTHONMALLOC"] = "malloc"
     with tempfile.TemporaryDirectory() as tmp:
@@ -293,6 +299,114 @@ async def throughput(args: argparse.Namespace) -> None:
         for offset, malloc in enumerate(order):
             line = await _one_allocator(args, malloc, args.port + 2 * offset)
             print(f"round {round_ + 1} {line}", flush=True)
+
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+MIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+#: allocator candidates of ``compare``: the server's extra environment
+CANDIDATES: dict[str, dict[str, str]] = {
+    "pymalloc": {},
+    "pymalloc-notrim": {"_PUSHGRID_MALLOC_TRIM": "0"},
+    "malloc": {"PYTHONMALLOC": "malloc"},
+    "malloc-notrim": {"PYTHONMALLOC": "malloc", "_PUSHGRID_MALLOC_TRIM": "0"},
+    "malloc-tunables": {
+        "PYTHONMALLOC": "malloc",
+        "_PUSHGRID_MALLOC_TRIM": "0",
+        "GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072"
+        ":glibc.malloc.mmap_threshold=131072",
+    },
+    "jemalloc": {"PYTHONMALLOC": "malloc", "LD_PRELOAD": JEMALLOC},
+    "jemalloc-bg": {
+        "PYTHONMALLOC": "malloc",
+        "LD_PRELOAD": JEMALLOC,
+        "MALLOC_CONF": "background_thread:true",
+    },
+    "jemalloc-pymalloc": {"LD_PRELOAD": JEMALLOC},
+    "mimalloc": {"PYTHONMALLOC": "malloc", "LD_PRELOAD": MIMALLOC},
+}
+
+
+async def _subjects_left(monitor: str) -> int:
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as http:
+        stats = (await http.get(monitor + "/stats?format=json")).json()
+    return int(stats["gauges"]["subjects"])
+
+
+async def _evicted(monitor: str, deadline: float) -> None:
+    """Until the flood's subjects are gone (the 100 hot ones stay: they were subscribed)."""
+    for _ in range(int(deadline - time.monotonic()) + 1):
+        if await _subjects_left(monitor) <= 100:
+            return
+        await asyncio.sleep(1)
+
+
+async def _one_candidate(args: argparse.Namespace, name: str, port: int) -> dict[str, float]:
+    """One server on ``name``'s allocator: hot publishes, a flood of not-retained one-shot
+    subjects, their eviction; CPU per message and RSS (MiB) before, at the peak and after."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "LD_PRELOAD")}
+    # exactly the candidate's variables: the server does not choose for itself (ADR 033)
+    env.update(CANDIDATES[name], PUSHGRID_ALLOCATOR="pymalloc")
+    with tempfile.TemporaryDirectory() as tmp:
+        child = start_server(Path(tmp), port, args.n, args.expire, args, env)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            monitor = f"http://127.0.0.1:{port + 1}"
+            await wait_health(url + "/health")
+            ws_url = url.replace("http", "ws") + "/ws"
+            _, hot_cpu = await hot_publishes(ws_url, args.m, args.subscribers, child.pid)
+            await asyncio.sleep(2)
+            base = rss_mib(child.pid)
+            cpu1 = cpu_seconds(child.pid)
+            await flood(ws_url, args.n, retained=False)
+            flood_cpu = cpu_seconds(child.pid) - cpu1
+            flooded = rss_mib(child.pid)
+            await _evicted(monitor, time.monotonic() + args.expire + args.n / 1000 + 60)
+            await asyncio.sleep(3)
+            soon = rss_mib(child.pid)
+            await asyncio.sleep(args.settle)
+            after, peak = rss_mib(child.pid), rss_mib(child.pid, "VmHWM")
+        finally:
+            child.terminate()
+            child.wait(15)
+    return {
+        "hot_us": hot_cpu / args.m * 1e6,
+        "new_us": flood_cpu / args.n * 1e6,
+        "base": base,
+        "flood": flooded - base,
+        "peak": peak - base,
+        "soon": soon - base,
+        "after": after - base,
+    }
+
+
+async def compare(args: argparse.Namespace) -> None:
+    """Every candidate in the same run, interleaved (order rotating each round); ratios
+    against the first candidate of each round."""
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in args.candidates}
+    for round_ in range(args.rounds):
+        shift = round_ % len(args.candidates)
+        order = args.candidates[shift:] + args.candidates[:shift]
+        for index, name in enumerate(order):
+            r = await _one_candidate(args, name, args.port + 2 * index)
+            results[name].append(r)
+            print(
+                f"round {round_ + 1} {name:<18} CPU hot {r['hot_us']:6.1f} us/publish, new "
+                f"{r['new_us']:6.1f} us/subject | RSS base {r['base']:6.1f} MiB, flood "
+                f"+{r['flood']:6.1f}, peak +{r['peak']:6.1f}, evicted+3s +{r['soon']:6.1f}, "
+                f"+{3 + args.settle:.0f}s +{r['after']:6.1f}",
+                flush=True,
+            )
+    ref = args.candidates[0]
+    print(f"medians over {args.rounds} rounds, ratios of CPU to {ref}:")
+    ref_hot = statistics.median(r["hot_us"] for r in results[ref])
+    ref_new = statistics.median(r["new_us"] for r in results[ref])
+    for name, rs in results.items():
+        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        print(
+            f"  {name:<18} hot {med['hot_us']:6.1f} us ({med['hot_us'] / ref_hot:.2f}) new "
+            f"{med['new_us']:6.1f} us ({med['new_us'] / ref_new:.2f}) | RSS peak "
+            f"+{med['peak']:.0f} MiB, after eviction +{med['soon']:.0f} / +{med['after']:.0f} MiB"
+        )
 
 
 def table_bytes(count: int) -> None:
@@ -371,6 +485,15 @@ def main() -> None:
     thr.add_argument("-n", type=int, default=100_000)
     thr.add_argument("--subscribers", type=int, default=4)
     thr.add_argument("--port", type=int, default=18_941)
+    cmp_ = sub.add_parser("compare")
+    cmp_.add_argument("candidates", nargs="+", choices=sorted(CANDIDATES))
+    cmp_.add_argument("--rounds", type=int, default=2)
+    cmp_.add_argument("-m", type=int, default=30_000)
+    cmp_.add_argument("-n", type=int, default=100_000)
+    cmp_.add_argument("--expire", type=float, default=5.0)
+    cmp_.add_argument("--settle", type=float, default=12.0)
+    cmp_.add_argument("--subscribers", type=int, default=4)
+    cmp_.add_argument("--port", type=int, default=18_951)
     tab = sub.add_parser("table")
     tab.add_argument("-n", type=int, default=200_000)
     sweep = sub.add_parser("sweep")
@@ -380,6 +503,8 @@ def main() -> None:
         asyncio.run(process(args))
     elif args.what == "throughput":
         asyncio.run(throughput(args))
+    elif args.what == "compare":
+        asyncio.run(compare(args))
     elif args.what == "table":
         table_bytes(args.n)
     else:

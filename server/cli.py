@@ -16,6 +16,7 @@ import uvloop
 
 from pushgrid import __version__
 
+from . import allocator
 from .cli_support import LogLevelOption, fail, settings_or_exit
 from .config import Settings
 from .extras import extra_for, install_hint, missing_modules
@@ -103,8 +104,9 @@ def _push_server(settings: Settings) -> PushServer:
 @app.command()
 def server(config: ConfigOption = None, log_level: LogLevelOption = None) -> None:
     """Run a push server (WebSocket + HTTP on the client port)."""
-
-    _run(_push_server(_settings(config)))
+    settings = _settings(config)
+    allocator.apply(settings.server.allocator)
+    _run(_push_server(settings))
 
 
 @app.command()
@@ -130,6 +132,7 @@ def up(
     """Run pushgrid on embedded defaults and print how to use it (what `make up` runs)."""
     settings = _settings(config)
     _require_extras(("admin", "stats") if settings.stats_interval > 0 else ("admin",))
+    allocator.apply(settings.server.allocator)
     admin_env: dict[str, str] = {}
     children: list[Coroutine[Any, Any, None]] = []
     if members > 1:

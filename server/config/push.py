@@ -43,6 +43,10 @@ class ServerSettings(BaseModel):
     # memory bounds of the subject table (docs/configuration.md, docs/security.md); 0: no bound
     max_subjects: int = Field(default=100_000, ge=0, alias="MaxSubjects")
     max_retained_bytes: int = Field(default=256 * 1024 * 1024, ge=0, alias="MaxRetainedBytes")
+    # the allocator `pushgrid server` runs on: jemalloc gives a flood's memory back (ADR 033)
+    allocator: Literal["jemalloc", "malloc", "pymalloc"] = Field(
+        default="jemalloc", alias="Allocator"
+    )
     # a publish's msg_id is stored once within this window (0: no deduplication), at most
     # PublishDedupMaxKeys remembered per member (docs/protocol.md 5.3)
     publish_dedup_window: float = Field(default=120.0, ge=0, alias="PublishDedupWindow")

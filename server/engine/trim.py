@@ -10,11 +10,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 from collections.abc import Callable
+
+#: ``_PUSHGRID_MALLOC_TRIM=0`` turns the trim off (to measure what it gives:
+#: ``benchmarks/subject_memory.py compare``)
+TRIM_ENV = "_PUSHGRID_MALLOC_TRIM"
 
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
+    if os.environ.get(TRIM_ENV) == "0":
+        return None
     name = ctypes.util.find_library("c")
     if name is None:
         return None
