@@ -296,6 +296,7 @@ class PushServer:
             may_publish=self.may_publish(remote.rpartition(":")[0]),
             entitlement=self.entitlement,
             admission=self.admission,
+            presence=self.occupancy.presence,
         )
         self.hub.add_session(session)
         return session
