@@ -1,0 +1,108 @@
+"""Presence (issue 25 item 2): which sessions, with their client ids, follow a presence subject,
+cluster-wide, through the Python client; join/leave events; a SIGKILLed member's sessions leave."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pushgrid.client import Presence, PresenceEvent, PresenceRefused, PushgridClient
+
+from .cluster import Cluster
+from .pgtest import ServerProcess
+from .test_occupancy import _count_is, _eventually
+
+pytestmark = pytest.mark.timeout(240)
+
+ROOM = "/Chat/lobby"  # a presence subject (Occupancy.PresencePatterns = /Chat/*)
+
+
+def _client(
+    member: ServerProcess,
+    client_id: str | None = None,
+    on_presence: Callable[[PresenceEvent], None] | None = None,
+) -> PushgridClient:
+    return PushgridClient(
+        [f"127.0.0.1:{member.port}"], proxy=None, client_id=client_id, on_presence=on_presence
+    )
+
+
+def _ids(presence: Presence) -> list[tuple[str, str]]:
+    return sorted((c.client_id, c.member) for c in presence.clients)
+
+
+async def test_presence_is_cluster_wide_and_a_killed_members_sessions_leave(
+    tmp_path: Path,
+) -> None:
+    settings: dict[str, Any] = {"Occupancy.PresencePatterns": "/Chat/*"}
+    cluster = Cluster(tmp_path, configured=3, mode="Standard", **settings)
+    clients: list[PushgridClient] = []
+    events: list[PresenceEvent] = []
+    try:
+        cluster.start()
+        m1, m2, m3 = cluster.members
+        watcher = _client(m1, on_presence=events.append)
+        clients.append(watcher)
+        await watcher.connect(timeout=30)
+        await watcher.follow_presence()
+        # the emitter (m1) publishes once its table counts a follower (docs/occupancy.md)
+        await _eventually(partial(_count_is, m1, "/pushgrid/presence", 1), "the watcher at m1")
+        ann, bob, eve = _client(m1, "ann"), _client(m2, "bob"), _client(m3, "eve@example.com")
+        clients += [ann, bob, eve]
+        for client in (ann, bob, eve):
+            await client.connect(timeout=30)
+            await client.subscribe(ROOM)
+        everyone = [("ann", "m1"), ("bob", "m2"), ("eve@example.com", "m3")]
+        for member in (m1, m2, m3):  # every member answers the same list
+            asker = _client(member)
+            clients.append(asker)
+            await asker.connect(timeout=30)
+
+            async def listed(asker: PushgridClient = asker) -> bool:
+                answer = await asker.presence(ROOM)
+                return _ids(answer) == everyone and answer.subscribers == 3
+
+            await _eventually(
+                listed, f"the three sessions listed at {member.settings['ServerName']}"
+            )
+        await _eventually(
+            lambda: (
+                sorted(e.client_id for e in events if e.event == "join")
+                == ["ann", "bob", "eve@example.com"]
+            ),
+            f"the three joins: {events}",
+        )
+        with pytest.raises(PresenceRefused) as refused:
+            await ann.presence("/Stocks/IBM")  # not a presence subject
+        assert refused.value.reason_code == "presence_disabled"
+
+        await bob.unsubscribe(ROOM)  # an orderly leave
+        await _eventually(
+            lambda: [e.client_id for e in events if e.event == "leave"] == ["bob"], "bob left"
+        )
+        m3.kill()  # SIGKILL: eve never unsubscribes
+        since_kill = time.monotonic()
+        await _eventually(
+            lambda: (
+                [e.client_id for e in events if e.event == "leave"] == ["bob", "eve@example.com"]
+            ),
+            "eve left with her member",
+        )
+        print(f"SIGKILL to presence leave event: {time.monotonic() - since_kill:.1f} s")
+        (leave,) = [e for e in events if e.client_id == "eve@example.com" and e.event == "leave"]
+        assert leave.member == "m3"
+        for member in (m1, m2):
+            asker = _client(member)
+            clients.append(asker)
+            await asker.connect(timeout=30)
+            answer = await asker.presence(ROOM)
+            assert _ids(answer) == [("ann", "m1")]
+    finally:
+        for client in clients:
+            await client.close()
+        cluster.kill_all()
