@@ -106,3 +106,55 @@ async def test_presence_is_cluster_wide_and_a_killed_members_sessions_leave(
         for client in clients:
             await client.close()
         cluster.kill_all()
+
+
+PAGE_SCRIPT = """
+const done = arguments[arguments.length - 1];
+const url = arguments[0];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+(async () => {
+  const events = [];
+  const watcher = new Pushgrid.PushgridClient(url, {onPresence: (e) => events.push(e)});
+  await watcher.connect();
+  await watcher.followPresence();
+  await sleep(1200);  // the emitter counts its follower at its next interval (0.5 s)
+  const ann = new Pushgrid.PushgridClient(url, {clientId: "ann"});
+  await ann.connect();
+  await ann.subscribe("/Chat/lobby");
+  let answer = null;
+  for (let i = 0; i < 50 && !(answer && answer.clients.length === 1); i++) {
+    await sleep(200);
+    answer = await watcher.presence("/Chat/lobby");
+  }
+  let refused = null;
+  try { await watcher.presence("/Stocks/IBM"); } catch (e) { refused = e.code; }
+  await ann.unsubscribe("/Chat/lobby");
+  for (let i = 0; i < 50 && events.length < 2; i++) await sleep(200);
+  let badId = null;
+  try { new Pushgrid.PushgridClient(url, {clientId: "a b"}); } catch (e) { badId = e.message; }
+  await ann.close(); await watcher.close();
+  return {answer, refused, badId, events: events.map((e) => [e.event, e.subject, e.clientId])};
+})().then(done, (e) => done({error: String(e)}));
+"""
+
+
+def test_the_browser_client_asks_presence_and_gets_join_and_leave(server_factory, browser):
+    srv = server_factory(**{"Occupancy.PresencePatterns": "/Chat/*"})
+    browser.driver.get(f"{srv.url}/health")  # any page of the server's origin
+    browser.js(
+        "const s = document.createElement('script'); s.src = '/pushgrid.js';"
+        "document.head.appendChild(s);"
+    )
+    browser.wait_js("return typeof window.Pushgrid === 'object'", "/pushgrid.js loaded")
+    browser.driver.set_script_timeout(40)
+    result = browser.driver.execute_async_script(PAGE_SCRIPT, f"127.0.0.1:{srv.port}")
+    assert "error" not in result, result
+    answer = result["answer"]
+    assert answer["subscribers"] == 1
+    assert [(c["clientId"], c["member"]) for c in answer["clients"]] == [
+        ("ann", srv.settings["ServerName"])
+    ]
+    assert result["refused"] == "presence_disabled"
+    assert "clientId" in result["badId"]
+    assert result["events"] == [["join", "/Chat/lobby", "ann"], ["leave", "/Chat/lobby", "ann"]]
+    assert not browser.console_errors(), browser.console_errors()
