@@ -4,7 +4,7 @@ cluster-wide, through the Python client; join/leave events; a SIGKILLed member's
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,12 +14,14 @@ import pytest
 from pushgrid.client import Presence, PresenceEvent, PresenceRefused, PushgridClient
 
 from .cluster import Cluster
-from .pgtest import ServerProcess
+from .pgtest import AdminHarness, Frame, ServerProcess, WsClient, assert_problem, member_entry
+from .test_admin_entitlement import API, OK_ONLY, SECRET, SECRET_HOLDER
 from .test_occupancy import _count_is, _eventually
 
 pytestmark = pytest.mark.timeout(240)
 
 ROOM = "/Chat/lobby"  # a presence subject (Occupancy.PresencePatterns = /Chat/*)
+ROOM_SECRET = "/secret/room"
 
 
 def _client(
@@ -158,3 +160,73 @@ def test_the_browser_client_asks_presence_and_gets_join_and_leave(server_factory
     assert "clientId" in result["badId"]
     assert result["events"] == [["join", "/Chat/lobby", "ann"], ["leave", "/Chat/lobby", "ann"]]
     assert not browser.console_errors(), browser.console_errors()
+
+
+async def test_the_token_names_the_client_and_guards_presence_on_the_wire_and_in_the_admin_api(
+    tmp_path: Path,
+    server_factory: Callable[..., ServerProcess],
+    connect: Callable[..., Awaitable[WsClient]],
+) -> None:
+    """With JWT entitlement the token's `sub` replaces the declared client id; the presence op
+    and the admin API's routes answer only for a subject the token may subscribe to; the
+    presence route needs the operator role."""
+    push = server_factory(
+        ServerName="jwt-p",
+        Entitlement="jwt",
+        EntitlementJwtSecret=SECRET,
+        **{"Occupancy.PresencePatterns": "/secret/*"},
+    )
+    member = await connect(push, SECRET_HOLDER)  # sub: "someone"
+    await member.send(
+        {"op": "subscribe", "id": 1, "subjects": [{"subject": ROOM_SECRET, "client_id": "liar"}]}
+    )
+    await member.expect("subscribed", subject=ROOM_SECRET, status="allow")
+    outsider = await connect(push, OK_ONLY)
+    await outsider.send({"op": "presence", "id": 2, "subject": ROOM_SECRET})
+    denied = await outsider.expect("error", id=2)
+    assert denied["code"] == "denied"
+
+    async def listed() -> Frame | None:
+        await member.send({"op": "presence", "id": 3, "subject": ROOM_SECRET})
+        answer = await member.expect("presence", id=3)
+        return answer if answer["clients"] else None
+
+    answer = await _eventually(listed, "the member listed")
+    assert [c["client_id"] for c in answer["clients"]] == ["someone"]
+
+    admin = AdminHarness(tmp_path / "admin", [member_entry("p", push)])
+    params = {"subject": ROOM_SECRET}
+    try:
+        async with admin.client("viewer") as viewer:
+            counts = await viewer.get(
+                f"{API}/members/p/occupancy",
+                params=params,
+                headers={"X-Entitlement-Token": SECRET_HOLDER},
+            )
+            assert counts.status_code == 200, counts.text
+            assert counts.json()["subscribers"] == 1
+            assert counts.json()["members"] == {"jwt-p": 1}
+            refused = await viewer.get(f"{API}/members/p/presence", params=params)
+            assert refused.status_code == 403
+        async with admin.client("operator") as operator:
+            url = f"{API}/members/p/presence"
+            assert_problem(await operator.get(url, params=params), 403, "entitlement_required")
+            other = await operator.get(url, params=params, headers={"X-Entitlement-Token": OK_ONLY})
+            assert_problem(other, 403, "entitlement_denied")
+            granted = await operator.get(
+                url, params=params, headers={"X-Entitlement-Token": SECRET_HOLDER}
+            )
+            assert granted.status_code == 200, granted.text
+            body = granted.json()
+            assert body["enabled"] is True
+            assert [(c["client_id"], c["member"]) for c in body["clients"]] == [
+                ("someone", "jwt-p")
+            ]
+            plain = await operator.get(
+                url,
+                params={"subject": "/public/room"},
+                headers={"X-Entitlement-Token": SECRET_HOLDER},
+            )
+            assert_problem(plain, 403, "entitlement_denied")
+    finally:
+        admin.close()

@@ -1,0 +1,40 @@
+"""Occupancy and presence of a subject, asked of one member (Jolokia ``pushgrid:type=Subjects``,
+operations ``occupancy`` and ``presence``): every member knows the whole cluster's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from ..access import member_access
+from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure
+from ..schemas import OccupancyOut, PresenceOut
+from .subjects import check_subject
+
+__all__ = ["check_subject", "occupancy", "presence"]
+
+
+async def _ask(http: httpx.AsyncClient, member: Member, operation: str, subject: str) -> Any:
+    check_subject(subject)
+    value = await member_access(http, member).execute(SUBJECTS_MBEAN, operation, subject)
+    if not isinstance(value, dict):
+        raise MemberFailure(member, "error", f"unexpected {operation} answer")
+    return value
+
+
+async def occupancy(http: httpx.AsyncClient, member: Member, subject: str) -> OccupancyOut:
+    value = await _ask(http, member, "occupancy", subject)
+    try:
+        return OccupancyOut.model_validate({**value, "member": member.name})
+    except ValidationError as exc:
+        raise MemberFailure(member, "error", f"unexpected occupancy answer: {exc}") from None
+
+
+async def presence(http: httpx.AsyncClient, member: Member, subject: str) -> PresenceOut:
+    value = await _ask(http, member, "presence", subject)
+    try:
+        return PresenceOut.model_validate({**value, "member": member.name})
+    except ValidationError as exc:
+        raise MemberFailure(member, "error", f"unexpected presence answer: {exc}") from None
