@@ -201,3 +201,22 @@ def test_a_listed_session_costs_at_most_the_documented_bytes() -> None:
     tracemalloc.stop()
     assert table.entries() == n
     assert per_entry <= BYTES_PER_ENTRY, per_entry
+
+
+def test_the_console_card_lists_the_clients_or_says_why_not() -> None:
+    from pushgrid.console.pages.subjects import presence_problem, render_presence
+    from pushgrid.console.provider import PresenceInfo, PresentClient, ProviderError
+
+    listed = render_presence(
+        PresenceInfo("/Chat/x", "m1", True, 3, [PresentClient("s1", "ann", "m2")], True)
+    )
+    text = str(listed)
+    assert "ann" in text
+    assert "m2" in text
+    assert "1 listed of 3" in text
+    assert "PresenceMax" in text
+    off = str(render_presence(PresenceInfo("/Stocks/IBM", "m1", False, 4)))
+    assert "keeps no presence" in off
+    assert "4 subscribers" in off
+    refused = presence_problem(ProviderError(403, "Forbidden", "the operator role is required"))
+    assert "operator role" in str(refused)
