@@ -3,7 +3,7 @@ operations ``occupancy`` and ``presence``): every member knows the whole cluster
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import ValidationError
@@ -15,6 +15,8 @@ from .subjects import check_subject
 
 __all__ = ["check_subject", "occupancy", "presence"]
 
+_Out = TypeVar("_Out", OccupancyOut, PresenceOut)
+
 
 async def _ask(http: httpx.AsyncClient, member: Member, operation: str, subject: str) -> Any:
     check_subject(subject)
@@ -25,16 +27,15 @@ async def _ask(http: httpx.AsyncClient, member: Member, operation: str, subject:
 
 
 async def occupancy(http: httpx.AsyncClient, member: Member, subject: str) -> OccupancyOut:
-    value = await _ask(http, member, "occupancy", subject)
-    try:
-        return OccupancyOut.model_validate({**value, "member": member.name})
-    except ValidationError as exc:
-        raise MemberFailure(member, "error", f"unexpected occupancy answer: {exc}") from None
+    return _model(OccupancyOut, member, "occupancy", await _ask(http, member, "occupancy", subject))
 
 
 async def presence(http: httpx.AsyncClient, member: Member, subject: str) -> PresenceOut:
-    value = await _ask(http, member, "presence", subject)
+    return _model(PresenceOut, member, "presence", await _ask(http, member, "presence", subject))
+
+
+def _model(model: type[_Out], member: Member, operation: str, value: Any) -> _Out:
     try:
-        return PresenceOut.model_validate({**value, "member": member.name})
+        return model.model_validate({**value, "member": member.name})
     except ValidationError as exc:
-        raise MemberFailure(member, "error", f"unexpected presence answer: {exc}") from None
+        raise MemberFailure(member, "error", f"unexpected {operation} answer: {exc}") from None

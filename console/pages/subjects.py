@@ -20,6 +20,7 @@ PATH = "subjects"
 TITLE = "Subjects"
 WATCH_MS = 1000
 LOG_LENGTH = 20
+PRESENCE_EVERY = 5  # watch ticks between two presence reads
 
 
 def layout() -> Component:
@@ -372,10 +373,10 @@ def _register_presence(app: Dash, providers: Providers) -> None:
         State(Ids.SUBJECT_ENTITLEMENT, "value"),
     )
     def presence(
-        subject: str | None, _n: int | None, token: str | None, entitlement: str | None
+        subject: str | None, n: int | None, token: str | None, entitlement: str | None
     ) -> Any:
-        if not subject:
-            return no_update
+        if not subject or (n and n % PRESENCE_EVERY):
+            return no_update  # presence changes slowly: every 5th tick of the watch (5 s)
         try:
             info = providers(token).presence(subject, (entitlement or "").strip() or None)
         except ProviderError as exc:
