@@ -20,7 +20,7 @@ PATH = "subjects"
 TITLE = "Subjects"
 WATCH_MS = 1000
 LOG_LENGTH = 20
-PRESENCE_EVERY = 5  # watch ticks between two presence reads
+PRESENCE_MS = 3000  # presence changes slowly: read it less often than the snapshot
 
 
 def layout() -> Component:
@@ -121,6 +121,7 @@ def layout() -> Component:
             dcc.Store(id=Ids.SUBJECT_PUBLISHED, data=None),
             dcc.Store(id=Ids.SUBJECT_LOG, data=[]),
             dcc.Interval(id=Ids.SUBJECT_INTERVAL, interval=WATCH_MS, disabled=True),
+            dcc.Interval(id=Ids.SUBJECT_PRESENCE_INTERVAL, interval=PRESENCE_MS),
         ],
         className="page page-subjects",
     )
@@ -368,15 +369,15 @@ def _register_presence(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(Ids.SUBJECT_PRESENCE, "children"),
         Input(Ids.SUBJECT_CURRENT, "data"),
-        Input(Ids.SUBJECT_INTERVAL, "n_intervals"),
+        Input(Ids.SUBJECT_PRESENCE_INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
         State(Ids.SUBJECT_ENTITLEMENT, "value"),
     )
     def presence(
-        subject: str | None, n: int | None, token: str | None, entitlement: str | None
+        subject: str | None, _n: int | None, token: str | None, entitlement: str | None
     ) -> Any:
-        if not subject or (n and n % PRESENCE_EVERY):
-            return no_update  # presence changes slowly: every 5th tick of the watch (5 s)
+        if not subject:
+            return no_update
         try:
             info = providers(token).presence(subject, (entitlement or "").strip() or None)
         except ProviderError as exc:
