@@ -495,3 +495,29 @@ class TokenCreated(TokenOut):
 
 class TokenList(BaseModel):
     items: list[TokenOut]
+
+
+class OccupancyOut(BaseModel):
+    """A subject's subscribers in the whole cluster, as one member sees them (docs/occupancy.md)."""
+
+    member: str = Field(description="The member asked (every member knows the cluster's counts)")
+    subject: str
+    subscribers: int = Field(ge=0, description="Subscribers in the whole cluster")
+    members: dict[str, int] = Field(description="Subscribers per member that has any")
+
+
+class PresentClientOut(BaseModel):
+    session: str
+    client_id: str = Field(description='The subscription\'s client id ("" when none)')
+    member: str = Field(description="The member the session is connected to")
+
+
+class PresenceOut(BaseModel):
+    """Who follows a presence subject in the whole cluster (docs/occupancy.md, "Presence")."""
+
+    member: str = Field(description="The member asked")
+    subject: str
+    enabled: bool = Field(description="False when the subject matches no PresencePatterns")
+    subscribers: int = Field(ge=0)
+    clients: list[PresentClientOut]
+    truncated: bool = Field(description="The list holds fewer sessions than subscribers")

@@ -16,11 +16,21 @@ from __future__ import annotations
 from pushgrid.protocol.frames import Position
 
 from .backoff import Backoff, BackoffPolicy
-from .client import ConnectFailed, MessageCallback, PushgridClient, StatusCallback
+from .client import (
+    ConnectFailed,
+    MessageCallback,
+    PresenceCallback,
+    PresenceRefused,
+    PushgridClient,
+    StatusCallback,
+)
 from .closecodes import ReconnectRule, rule_for_close
 from .models import (
     Message,
     MessageType,
+    Presence,
+    PresenceEvent,
+    PresentClient,
     PublishResult,
     PublishStatus,
     QoS,
@@ -40,6 +50,11 @@ __all__ = [
     "MessageCallback",
     "MessageType",
     "Position",
+    "Presence",
+    "PresenceCallback",
+    "PresenceEvent",
+    "PresenceRefused",
+    "PresentClient",
     "PublishResult",
     "PublishStatus",
     "PushgridClient",

@@ -45,11 +45,28 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from pushgrid.protocol.exceptions import ClientError
-from pushgrid.protocol.frames import Position, TokenResult, Welcome, msg_id_error
+from pushgrid.protocol.frames import (
+    Error,
+    Position,
+    PresenceAnswer,
+    TokenResult,
+    Welcome,
+    client_id_error,
+    msg_id_error,
+)
 
 from .backoff import Backoff, BackoffPolicy
 from .closecodes import BACKOFF
-from .models import Message, PublishResult, PublishStatus, QoS, StatusEvent
+from .models import (
+    Message,
+    Presence,
+    PresenceEvent,
+    PresentClient,
+    PublishResult,
+    PublishStatus,
+    QoS,
+    StatusEvent,
+)
 from .protocol import (
     Abort,
     Answer,
@@ -70,7 +87,14 @@ from .protocol import (
 )
 from .servers import ServerAddress, ServerPool, parse_servers
 
-__all__ = ["ConnectFailed", "MessageCallback", "PushgridClient", "StatusCallback"]
+__all__ = [
+    "ConnectFailed",
+    "MessageCallback",
+    "PresenceCallback",
+    "PresenceRefused",
+    "PushgridClient",
+    "StatusCallback",
+]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +102,9 @@ _T = TypeVar("_T")
 
 MessageCallback = Callable[[Message], Awaitable[None] | None]
 StatusCallback = Callable[[StatusEvent], Awaitable[None] | None]
+PresenceCallback = Callable[[PresenceEvent], Awaitable[None] | None]
+
+PRESENCE_SUBJECT = "/pushgrid/presence"
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
@@ -90,11 +117,23 @@ class ConnectFailed(ClientError, ConnectionError):
     code = "connect_failed"
 
 
+class PresenceRefused(ClientError):
+    """The server refused a presence request; ``reason_code`` is its error code
+    (``presence_disabled``, ``denied``, ``invalid_subject``) or ``not_connected``."""
+
+    code = "presence_refused"
+
+    def __init__(self, reason_code: str, message: str) -> None:
+        super().__init__(f"{reason_code}: {message}")
+        self.reason_code = reason_code
+
+
 class _Stop:
     """Marks the end of the :meth:`PushgridClient.messages` stream."""
 
 
 _STOP = _Stop()
+_Dispatched = Message | StatusEvent | PresenceEvent | _Stop
 
 
 class _Dead(Exception):
@@ -130,7 +169,12 @@ class PushgridClient:
         max_recoveries: int = 2,
         proxy: str | Literal[True] | None = True,
         compression: bool = True,
+        client_id: str | None = None,
+        on_presence: PresenceCallback | None = None,
     ) -> None:
+        invalid = client_id_error(client_id) if client_id is not None else None
+        if invalid is not None:
+            raise ValueError(invalid)
         rng = rng if rng is not None else random.Random()
         self._protocol = ClientProtocol(
             ServerPool(parse_servers(servers), rng),
@@ -138,7 +182,9 @@ class PushgridClient:
             rng,
             token,
             max_recoveries,
+            client_id,
         )
+        self._on_presence = on_presence
         self._on_message = on_message
         self._on_status = on_status
         self._open_timeout = open_timeout
@@ -148,10 +194,9 @@ class PushgridClient:
         self._compression: Literal["deflate"] | None = "deflate" if compression else None
         self._pending: dict[int, asyncio.Future[PublishResult]] = {}
         self._token_answers: dict[int, asyncio.Future[TokenResult]] = {}
+        self._presence_answers: dict[int, asyncio.Future[PresenceAnswer | Error]] = {}
         self._queue: asyncio.Queue[Message | _Stop] = asyncio.Queue(maxsize=queue_size)
-        self._dispatch: asyncio.Queue[Message | StatusEvent | _Stop] = asyncio.Queue(
-            maxsize=queue_size
-        )
+        self._dispatch: asyncio.Queue[_Dispatched] = asyncio.Queue(maxsize=queue_size)
         self._ws: ClientConnection | None = None
         self._ready = asyncio.Event()  # set while connected, and for good once stopped
         self._run_task: asyncio.Task[None] | None = None
@@ -206,7 +251,7 @@ class PushgridClient:
         """
         self._check_open()
         if self._run_task is None:
-            if self._on_message is not None or self._on_status is not None:
+            if any(c is not None for c in (self._on_message, self._on_status, self._on_presence)):
                 self._dispatcher = asyncio.create_task(
                     self._dispatch_loop(), name="pushgrid-callbacks"
                 )
@@ -308,6 +353,35 @@ class PushgridClient:
         finally:
             self._token_answers.pop(request_id, None)
             self._protocol.forget_request(request_id)
+
+    async def presence(self, subject: str, wait: float = 10.0) -> Presence:
+        """Who follows ``subject`` in the whole cluster (docs/occupancy.md, "Presence").
+
+        Raises PresenceRefused with the server's code: ``presence_disabled`` (the subject
+        matches no ``Occupancy.PresencePatterns``), ``denied`` (not entitled to subscribe to
+        it), ``invalid_subject``, ``not_connected``; TimeoutError after ``wait`` seconds.
+        """
+        self._check_open()
+        if not self.connected:
+            raise PresenceRefused("not_connected", "the client is not connected")
+        request_id, frame = self._protocol.presence_request(subject)
+        answer: asyncio.Future[PresenceAnswer | Error] = asyncio.get_running_loop().create_future()
+        self._presence_answers[request_id] = answer
+        try:
+            await self._send(frame)
+            result = await asyncio.wait_for(answer, wait)
+        finally:
+            self._presence_answers.pop(request_id, None)
+            self._protocol.forget_request(request_id)
+        if isinstance(result, Error):
+            raise PresenceRefused(result.code, result.message)
+        clients = [PresentClient(c.session, c.client_id, c.member) for c in result.clients]
+        return Presence(result.subject, result.subscribers, clients, result.truncated)
+
+    async def follow_presence(self) -> None:
+        """Receive the cluster's join/leave events (the meta-subject ``/pushgrid/presence``)
+        through ``on_presence``; without it they arrive as messages of that subject."""
+        await self.subscribe(PRESENCE_SUBJECT)
 
     async def publish(
         self,
@@ -536,9 +610,16 @@ class PushgridClient:
         self._protocol.frame_sent(asyncio.get_running_loop().time())
 
     def _answer(self, action: Answer) -> None:
-        future: asyncio.Future[PublishResult] | asyncio.Future[TokenResult] | None
+        future: (
+            asyncio.Future[PublishResult]
+            | asyncio.Future[TokenResult]
+            | asyncio.Future[PresenceAnswer | Error]
+            | None
+        )
         if isinstance(action.result, PublishResult):
             future = self._pending.pop(action.request_id, None)
+        elif isinstance(action.result, PresenceAnswer | Error):
+            future = self._presence_answers.pop(action.request_id, None)
         else:
             future = self._token_answers.pop(action.request_id, None)
         if future is not None and not future.done():
@@ -554,6 +635,12 @@ class PushgridClient:
         task.add_done_callback(self._retries.discard)
 
     async def _deliver(self, message: Message) -> None:
+        if self._on_presence is not None and message.subject == PRESENCE_SUBJECT:
+            try:
+                await self._dispatch.put(PresenceEvent.from_fields(message.fields))
+            except ValueError as exc:
+                log.warning("pushgrid: ignoring a presence message: %s", exc)
+            return
         if self._on_message is None:
             await self._queue.put(message)
         else:
@@ -573,6 +660,9 @@ class PushgridClient:
             if isinstance(item, StatusEvent):
                 if self._on_status is not None:
                     await _call(self._on_status, item, "on_status")
+            elif isinstance(item, PresenceEvent):
+                if self._on_presence is not None:
+                    await _call(self._on_presence, item, "on_presence")
             elif self._on_message is not None:
                 await _call(self._on_message, item, "on_message")
 

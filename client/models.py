@@ -1,4 +1,5 @@
-"""Value objects the client hands to the application: messages, publish results, status events."""
+"""Value objects the client hands to the application: messages, publish results, status events,
+presence."""
 
 from __future__ import annotations
 
@@ -112,3 +113,66 @@ class StatusEvent:
     close_code: int | None = None
     close_reason: str | None = None
     retry_in: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PresentClient:
+    """A session following a presence subject: its id, the client id it declared ("" none)
+    and the member it is connected to."""
+
+    session: str
+    client_id: str
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """Who follows ``subject`` in the cluster (docs/occupancy.md, "Presence").
+
+    ``subscribers`` counts every subscriber; ``clients`` lists them up to the server's
+    ``Occupancy.PresenceMax`` per member; ``truncated`` says the list is shorter than the count.
+    """
+
+    subject: str
+    subscribers: int
+    clients: list[PresentClient]
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PresenceEvent:
+    """A session joined or left a presence subject (a message of ``/pushgrid/presence``)."""
+
+    event: Literal["join", "leave"]
+    subject: str
+    session: str
+    client_id: str
+    member: str  # the member the session is (or was) connected to
+    subscribers: int  # the subject's cluster count when the event was sent
+    id: str
+    ts: int
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, str]) -> PresenceEvent:
+        """From the fields of a ``/pushgrid/presence`` message; ValueError when not one."""
+        kind = fields.get("event")
+        event: Literal["join", "leave"]
+        if kind == "join":
+            event = "join"
+        elif kind == "leave":
+            event = "leave"
+        else:
+            raise ValueError(f"not a presence event: {fields!r}")
+        try:
+            return cls(
+                event,
+                fields["subject"],
+                fields["session"],
+                fields.get("client_id", ""),
+                fields["on"],
+                int(fields["subscribers"]),
+                fields["id"],
+                int(fields["ts"]),
+            )
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"not a presence event: {fields!r} ({exc})") from None

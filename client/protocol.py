@@ -40,6 +40,8 @@ from pushgrid.protocol.frames import (
     Ping,
     Pong,
     Position,
+    PresenceAnswer,
+    PresenceQuery,
     Publish,
     ServerFrame,
     Subscribe,
@@ -98,7 +100,7 @@ _decoder: msgspec.json.Decoder[ServerFrame | list[ServerFrame]] = msgspec.json.D
     ServerFrame | list[ServerFrame]
 )
 
-ClientFrame = Subscribe | Unsubscribe | Publish | Ping | Token
+ClientFrame = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery
 
 
 class State(StrEnum):
@@ -160,10 +162,11 @@ class Notify:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """The outcome of the publish or token request ``request_id``."""
+    """The outcome of the publish, token or presence request ``request_id`` (a presence
+    request refused by the server answers its ``error`` frame)."""
 
     request_id: int
-    result: PublishResult | TokenResult
+    result: PublishResult | TokenResult | PresenceAnswer | Error
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +239,11 @@ class ClientProtocol:
         rng: random.Random,
         token: str | None = None,
         max_recoveries: int = 2,
+        client_id: str | None = None,
     ) -> None:
         self.state = State.IDLE
         self.token = token
+        self.client_id = client_id  # sent with every subscription (presence lists it)
         self.server: ServerAddress | None = None
         self.welcome: Welcome | None = None
         self.last_failure: str | None = None
@@ -251,6 +256,7 @@ class ClientProtocol:
         self._sub_requests: dict[int, set[str]] = {}
         self._publishes: set[int] = set()
         self._tokens: dict[int, str] = {}
+        self._presences: set[int] = set()
         self._ids: Iterator[int] = itertools.count(1)
         self._last_rx = self._last_tx = 0.0
 
@@ -345,8 +351,13 @@ class ClientProtocol:
             Answer(i, TokenResult("denied", i, reason="no answer: the connection was lost"))
             for i in sorted(self._tokens)
         ]
+        failed += [
+            Answer(i, Error("not_connected", "no answer: the connection was lost", i))
+            for i in sorted(self._presences)
+        ]
         self._publishes.clear()
         self._tokens.clear()
+        self._presences.clear()
         self._sub_requests.clear()
         return failed
 
@@ -450,10 +461,19 @@ class ClientProtocol:
         self._tokens[request_id] = token
         return request_id, Token(token, request_id)
 
+    def presence_request(self, subject: str) -> tuple[int, PresenceQuery]:
+        """A presence frame and its id (docs/protocol.md 5.6). Only when OPEN."""
+        if self.state is not State.OPEN:
+            raise StateError(f"cannot ask presence in state {self.state}")
+        request_id = next(self._ids)
+        self._presences.add(request_id)
+        return request_id, PresenceQuery(subject, request_id)
+
     def forget_request(self, request_id: int) -> None:
         """The application stopped waiting for ``request_id``: a late answer is dropped."""
         self._publishes.discard(request_id)
         self._tokens.pop(request_id, None)
+        self._presences.discard(request_id)
 
     # --- frames from the server -----------------------------------------------------------------
 
@@ -481,6 +501,8 @@ class ClientProtocol:
             return self._error(frame)
         if isinstance(frame, TokenResult):
             return self._token_result(frame)
+        if isinstance(frame, PresenceAnswer):
+            return self._presence_answer(frame.id, frame)
         if isinstance(frame, Welcome):
             self.welcome = frame
         elif not isinstance(frame, Keepalive | Pong | Unsubscribed):  # pragma: no cover
@@ -538,6 +560,8 @@ class ClientProtocol:
         text = f"{frame.code}: {frame.message}"
         if frame.id is not None and frame.id in self._publishes:
             return self._answer(frame.id, _error_result(frame))
+        if frame.id is not None and frame.id in self._presences:
+            return self._presence_answer(frame.id, frame)
         if frame.id is None or frame.id not in self._sub_requests:
             log.warning("pushgrid: server error %s", text)
             return [Notify(StatusEvent(Status.ERROR, detail=text))]
@@ -572,6 +596,14 @@ class ClientProtocol:
             actions.append(Answer(frame.id, frame))
         return actions
 
+    def _presence_answer(
+        self, request_id: int | None, result: PresenceAnswer | Error
+    ) -> list[ClientAction]:
+        if request_id is None or request_id not in self._presences:
+            return []
+        self._presences.discard(request_id)
+        return [Answer(request_id, result)]
+
     def _answer(self, request_id: int | None, result: PublishResult) -> list[ClientAction]:
         if request_id is None or request_id not in self._publishes:
             return []
@@ -604,6 +636,8 @@ class ClientProtocol:
         subscriptions are renewed by the next welcome)."""
         if self.state is not State.OPEN:
             return []
+        if self.client_id is not None:
+            items = [msgspec.structs.replace(item, client_id=self.client_id) for item in items]
         frames: list[ClientAction] = []
         for chunk in _chunks(items, SUBJECTS_PER_FRAME):
             request_id = next(self._ids)

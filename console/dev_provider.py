@@ -28,6 +28,8 @@ from .provider import (
     Member,
     Moments,
     Operator,
+    PresenceInfo,
+    PresentClient,
     ProviderError,
     PublishResult,
     SecondSeries,
@@ -184,6 +186,17 @@ class DemoProvider:
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
         # the demo's members have no entitlement: the token is not needed
         return SubjectInfo(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
+
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+        # the demo keeps presence for /Chat/... subjects: three sessions per member
+        if not subject.startswith("/Chat/"):
+            return PresenceInfo(subject, self.members[0], False, 3 * len(self.members))
+        clients = [
+            PresentClient(f"{i:04x}{m}", f"user{i}@{m}", m)
+            for m in self.members
+            for i in range(3)
+        ]
+        return PresenceInfo(subject, self.members[0], True, len(clients), clients)
 
     def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:
         old = self.snapshots.get(subject)

@@ -29,6 +29,8 @@ from .provider import (
     Member,
     Moments,
     Operator,
+    PresenceInfo,
+    PresentClient,
     ProviderError,
     PublishResult,
     SessionInfo,
@@ -226,6 +228,36 @@ class HttpProvider(OpsHttpMixin):
                 502, "No member answered", "; ".join(f"{m}: {e}" for m, e in errors.items())
             )
         return SubjectInfo(subject, snapshot, subscribers, errors)
+
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+        """``GET /members/{name}/presence`` of the first member up that answers."""
+        headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
+        failure: ProviderError | None = None
+        for member in self.members():
+            if not member.up:
+                continue
+            try:
+                data = self._request(
+                    "GET", f"/members/{member.name}/presence", {"subject": subject}, headers=headers
+                )
+            except ProviderError as exc:
+                if exc.status in (400, 403, 422):  # the same answer from every member
+                    raise
+                failure = exc
+                continue
+            clients = [
+                PresentClient(str(c["session"]), str(c["client_id"]), str(c["member"]))
+                for c in data.get("clients") or []
+            ]
+            return PresenceInfo(
+                subject,
+                member.name,
+                bool(data["enabled"]),
+                int(data["subscribers"]),
+                clients,
+                bool(data.get("truncated")),
+            )
+        raise failure or ProviderError(502, "No member answered", "no member is up")
 
     def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:
         """Publish through the first reachable member (the engine delivers it cluster-wide)."""

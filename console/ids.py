@@ -72,6 +72,8 @@ class Ids(StrEnum):
     SUBJECT_ARRIVAL = "subject-arrival"
     SUBJECT_LOG = "subject-log"  # dcc.Store: snapshot changes seen while watching
     SUBJECT_LOG_VIEW = "subject-log-view"
+    SUBJECT_PRESENCE = "subject-presence"  # presence: who follows the subject (operator role)
+    SUBJECT_PRESENCE_INTERVAL = "subject-presence-interval"
 
     # sessions
     SESSIONS_ALERT = "sessions-alert"

@@ -378,6 +378,26 @@ class SubjectInfo:
 
 
 @dataclass(frozen=True)
+class PresentClient(_Json):
+    session: str
+    client_id: str
+    member: str
+
+
+@dataclass(frozen=True)
+class PresenceInfo:
+    """Who follows a presence subject in the cluster, as ``asked`` (a member) knows it
+    (docs/occupancy.md): ``enabled`` false for a subject without presence."""
+
+    subject: str
+    asked: str
+    enabled: bool
+    subscribers: int
+    clients: list[PresentClient] = field(default_factory=list)
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
 class PublishResult(_Json):
     subject: str
     result: str
@@ -509,6 +529,11 @@ class ConsoleProvider(Protocol):
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""
+        ...
+
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+        """The subject's presence from the first member that answers (every member knows the
+        cluster's); ProviderError when none does (403 without the operator role)."""
         ...
 
     def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult: ...

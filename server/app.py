@@ -205,7 +205,11 @@ class PushServer:
         )
         self.prometheus = build_registry(self)
         operations = ServerOperations(
-            self.hub, self.engine, self.occupancy.table, watchlist=self.watchlist
+            self.hub,
+            self.engine,
+            self.occupancy.table,
+            watchlist=self.watchlist,
+            presence=self.occupancy.presence,
         )
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
@@ -296,6 +300,7 @@ class PushServer:
             may_publish=self.may_publish(remote.rpartition(":")[0]),
             entitlement=self.entitlement,
             admission=self.admission,
+            presence=self.occupancy.presence,
         )
         self.hub.add_session(session)
         return session

@@ -30,8 +30,10 @@ import msgspec
 
 from .config.occupancy import OccupancySettings
 from .core.occupancy import OccupancyTable, Transition
+from .core.presence import PresenceChange
 from .engine.base import EngineUnavailable, MemberBus, Published, PublishRequest
 from .occupancy_webhook import WebhookSender
+from .presence import PRESENCE_SUBJECT, Presence
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +45,16 @@ BEAT_EVERY = 10  # ticks between two version beats (a lost last report is notice
 
 
 class Report(msgspec.Struct, frozen=True):
-    """A member's counts: ``full`` replaces what it reported before, else only these change."""
+    """A member's counts: ``full`` replaces what it reported before, else only these change.
+
+    ``presence``: the member's sessions per presence subject (each list replaces the one before;
+    an empty list: nobody there), with the same full/delta meaning (server/presence.py)."""
 
     member: str
     version: int
     full: bool
     counts: dict[str, int]
+    presence: dict[str, dict[str, str]] = {}
 
 
 class Ask(msgspec.Struct, frozen=True):
@@ -60,6 +66,7 @@ class LocalCounts(Protocol):
 
     def subscriber_count(self, subject: str) -> int: ...
     def take_touched(self) -> set[str]: ...
+    def present(self, subject: str) -> dict[str, str]: ...
 
 
 class EventPublisher(Protocol):
@@ -78,6 +85,7 @@ class OccupancyService:
         self.name, self._local, self._bus, self._settings = name, local, bus, settings
         self._publisher = publisher
         self.table = OccupancyTable()
+        self.presence = Presence(name, settings, self.table)
         self._version = 0
         self._heard: dict[str, int] = {}  # member -> last version applied
         self._ids = itertools.count(1)
@@ -114,44 +122,54 @@ class OccupancyService:
     async def tick(self, beat: bool = False) -> None:
         """Apply and report this member's changed counts; drop the members that left."""
         changes = {}
-        for subject in self._local.take_touched():
+        touched = self._local.take_touched()
+        for subject in touched:
             count = self._local.subscriber_count(subject)
             if count != self.table.count_on(self.name, subject):
                 changes[subject] = count
+        lists = self.presence.local_changes(touched, self._local)
         transitions = self.table.apply(self.name, changes)
-        transitions += self._departures()
-        if changes:
-            await self._report(changes, full=False)
+        joins = self.presence.table.apply(self.name, lists)
+        departed, left = self._departures()
+        if changes or lists:
+            await self._report(changes, lists, full=False)
         elif beat:
-            await self._report({}, full=False)
-        await self._emit(transitions)
+            await self._report({}, {}, full=False)
+        await self._emit(transitions + departed, joins + left)
 
-    def _departures(self) -> list[Transition]:
+    def _departures(self) -> tuple[list[Transition], list[PresenceChange]]:
         if self._bus is None:
-            return []
+            return [], []
         up = set(self._bus.up_members())
-        gone = [m for m in self.table.members() if m not in up and m != self.name]
+        known = set(self.table.members()) | set(self.presence.table.members())
         transitions: list[Transition] = []
-        for member in gone:
+        left: list[PresenceChange] = []
+        for member in sorted(m for m in known if m not in up and m != self.name):
             log.info("occupancy: member %s left; its subscribers are gone", member)
             transitions += self.table.drop(member)
+            left += self.presence.table.drop(member)
             self._heard.pop(member, None)
-        return transitions
+        return transitions, left
 
     # -- between members --------------------------------------------------------------------
 
-    async def _report(self, counts: dict[str, int], full: bool) -> None:
-        """Send ``counts`` in chunks; the first of a full report replaces, the rest add."""
+    async def _report(
+        self, counts: dict[str, int], lists: dict[str, dict[str, str]], full: bool
+    ) -> None:
+        """Send ``counts`` and ``lists`` in chunks; the first of a full report replaces, the
+        rest add. A chunk holds at most CHUNK subjects of each (a presence list holds at most
+        Occupancy.PresenceMax sessions)."""
         if self._bus is None:
             return
-        if not counts and not full:  # a beat repeats the current version
+        if not counts and not lists and not full:  # a beat repeats the current version
             await self._send(REPORT_SUBJECT, Report(self.name, self._version, False, {}))
             return
-        items = list(counts.items())
-        for start in range(0, max(len(items), 1), CHUNK):
+        items, present = list(counts.items()), list(lists.items())
+        for start in range(0, max(len(items), len(present), 1), CHUNK):
             self._version += 1
             chunk = dict(items[start : start + CHUNK])
-            report = Report(self.name, self._version, full and start == 0, chunk)
+            listed = dict(present[start : start + CHUNK])
+            report = Report(self.name, self._version, full and start == 0, chunk, listed)
             await self._send(REPORT_SUBJECT, report)
 
     async def _send(self, subject: str, value: Report | Ask) -> None:
@@ -173,15 +191,17 @@ class OccupancyService:
         last = self._heard.get(report.member)
         if report.full:
             transitions = self.table.replace(report.member, report.counts)
+            changes = self.presence.table.replace(report.member, report.presence)
         elif last is not None and report.version == last and not report.counts:
             return  # a beat: nothing was lost
         elif last is not None and report.version == last + 1:
             transitions = self.table.apply(report.member, report.counts)
+            changes = self.presence.table.apply(report.member, report.presence)
         else:  # a gap (or the first we hear of it): ask for its whole state
             await self._send(ASK_SUBJECT, Ask(report.member))
             return
         self._heard[report.member] = report.version
-        await self._emit(transitions)
+        await self._emit(transitions, changes)
 
     async def _on_ask(self, data: bytes) -> None:
         try:
@@ -189,7 +209,9 @@ class OccupancyService:
         except msgspec.DecodeError:
             return
         if ask.member in ("", self.name):
-            await self._report(self.table.counts_of(self.name), full=True)
+            await self._report(
+                self.table.counts_of(self.name), self.presence.table.lists_of(self.name), full=True
+            )
 
     # -- events -----------------------------------------------------------------------------
 
@@ -197,17 +219,30 @@ class OccupancyService:
         """The first member by name of those up sends the events (a standalone node: itself)."""
         return self._bus is None or min(self._bus.up_members()) == self.name
 
-    async def _emit(self, transitions: Iterable[Transition]) -> None:
-        wanted = [t for t in transitions if t.subject != EVENTS_SUBJECT]
-        if not wanted or not self.is_emitter():
+    async def _emit(
+        self, transitions: Iterable[Transition], changes: Iterable[PresenceChange] = ()
+    ) -> None:
+        if not self.is_emitter():
             return
-        for transition in wanted:
+        for transition in transitions:
+            if transition.subject in (EVENTS_SUBJECT, PRESENCE_SUBJECT):
+                continue
             event = self._event(transition)
             self.events[transition.event] += 1
             if self.webhook is not None:
                 self.webhook.put(event)
             if self._settings.occupancy_events and self.table.subscribers(EVENTS_SUBJECT):
-                await self._publish(event)  # only while somebody in the cluster follows them
+                await self._publish(EVENTS_SUBJECT, event)  # only while somebody follows them
+        for change in changes:
+            await self._emit_presence(change)
+
+    async def _emit_presence(self, change: PresenceChange) -> None:
+        ts = int(time.time() * 1000)
+        event = self.presence.event(change, f"{self.name}-{next(self._ids)}", ts)
+        if self.webhook is not None and self._settings.occupancy_presence_webhook:
+            self.webhook.put(event)
+        if self._settings.occupancy_presence_events and self.table.subscribers(PRESENCE_SUBJECT):
+            await self._publish(PRESENCE_SUBJECT, event)
 
     def _event(self, transition: Transition) -> dict[str, str | int]:
         return {
@@ -219,10 +254,10 @@ class OccupancyService:
             "member": self.name,
         }
 
-    async def _publish(self, event: dict[str, str | int]) -> None:
+    async def _publish(self, subject: str, event: dict[str, str | int]) -> None:
         fields = {key: str(value) for key, value in event.items()}
         request = PublishRequest(
-            EVENTS_SUBJECT, json.dumps(event), fields, retained=False, qos="guaranteed"
+            subject, json.dumps(event), fields, retained=False, qos="guaranteed"
         )
         try:
             await self._publisher.publish(request)

@@ -80,6 +80,8 @@
   const MAX_WEIGHT = 100;
   const DEAD_FACTOR = 1.4;
   const SUBJECTS_PER_FRAME = 500;
+  const PRESENCE_SUBJECT = "/pushgrid/presence";
+  const CLIENT_ID = /^[A-Za-z0-9._:@+=-]{1,64}$/; // pushgrid/protocol/frames.py client_id_error
   const MAX_SUBJECT_BYTES = 1024;
   const WS_OPEN = 1;
   const ES_CLOSED = 2;
@@ -135,6 +137,13 @@
   function emojiJoiner(chars, i) {
     if (chars[i] !== "\u200d" || i === 0 || i + 1 >= chars.length) return false;
     return /[\p{So}\p{Sk}\p{Mn}]/u.test(chars[i - 1]) && /\p{So}/u.test(chars[i + 1]);
+  }
+
+  /** A refused or unanswered presence request: `code` says why. */
+  function presenceError(code, message) {
+    const error = new Error(message);
+    error.code = code;
+    return error;
   }
 
   function checkSubject(subject) {
@@ -519,6 +528,11 @@
    * @param {number} [options.maxRecoveries=2] gaps in a row before a resync
    * @param {function():number} [options.random=Math.random] for reproducible choices
    * @param {boolean} [options.debug=false] log decisions with console.debug
+   * @param {string} [options.clientId] sent with every subscription: presence lists it
+   *   (1 to 64 ASCII letters, digits and . _ : @ - + =; docs/occupancy.md, "Presence")
+   * @param {function(object):void} [options.onPresence] gets the join/leave events of
+   *   /pushgrid/presence ({event, subject, session, clientId, member, subscribers, id, ts})
+   *   after followPresence(); without it they arrive as messages
    */
   class PushgridClient {
     constructor(servers, options = {}) {
@@ -528,6 +542,12 @@
       this._token = o.token || null;
       this.onMessage = o.onMessage || null;
       this.onStatus = o.onStatus || null;
+      this.onPresence = o.onPresence || null;
+      if (o.clientId != null && !CLIENT_ID.test(o.clientId)) {
+        throw new Error(`clientId must be 1 to 64 ASCII letters, digits or . _ : @ - + =, got ${JSON.stringify(o.clientId)}`);
+      }
+      this._clientId = o.clientId ?? null;
+      this._presences = new Map(); // presence request id -> {resolve, reject}
       this._backoff = new Backoff(backoffPolicy(o.backoff || {}), this._random);
       const transport = o.transport || "auto";
       if (!["auto", "websocket", "sse"].includes(transport)) {
@@ -667,6 +687,36 @@
         this._sendSubscribe(conn, names.map((subject) => ({ subject, history, conflation: conflationMs, ...extra })));
       }
       return Promise.resolve();
+    }
+
+    /**
+     * Who follows `subject` in the whole cluster (docs/protocol.md 5.6): resolves to
+     * {subject, subscribers, clients: [{session, clientId, member}], truncated}; rejects with an
+     * Error whose `code` is the server's (`presence_disabled`, `denied`, `invalid_subject`),
+     * `not_connected` (no WebSocket up: SSE carries no requests) or `timeout`.
+     */
+    presence(subject, { timeout = 10 } = {}) {
+      checkSubject(subject);
+      this._checkOpen();
+      const conn = this._conn;
+      if (!conn || !conn.up || conn.kind === "sse") {
+        return Promise.reject(presenceError("not_connected", "presence needs a WebSocket connection"));
+      }
+      const id = this._ids++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this._presences.delete(id);
+          reject(presenceError("timeout", `no presence answer within ${timeout} s`));
+        }, timeout * 1000);
+        const settle = (fn) => (value) => { clearTimeout(timer); this._presences.delete(id); fn(value); };
+        this._presences.set(id, { resolve: settle(resolve), reject: settle(reject) });
+        conn.send({ op: "presence", id, subject });
+      });
+    }
+
+    /** Receive the cluster's join/leave events (/pushgrid/presence) through onPresence. */
+    followPresence() {
+      return this.subscribe(PRESENCE_SUBJECT);
     }
 
     /** Stop receiving `subjects`; messages of them still in flight are dropped. */
@@ -1039,6 +1089,7 @@
     }
 
     _sendSubscribe(conn, items) {
+      if (this._clientId != null) items = items.map((item) => ({ ...item, client_id: this._clientId }));
       for (let i = 0; i < items.length; i += SUBJECTS_PER_FRAME) {
         const chunk = items.slice(i, i + SUBJECTS_PER_FRAME);
         const id = this._ids++;
@@ -1080,6 +1131,11 @@
               duplicate: frame.duplicate === true,
             }));
         case "error": return this._handleError(conn, frame);
+        case "presence": return this._answerPresence(frame.id, "resolve", Object.freeze({
+          subject: frame.subject, subscribers: frame.subscribers, truncated: frame.truncated === true,
+          clients: (frame.clients || []).map((c) => Object.freeze(
+            { session: c.session, clientId: c.client_id, member: c.member })),
+        }));
         case "closing": // SSE: the close code a WebSocket would get; the stream ends next
           if (conn.kind !== "sse") return undefined;
           return conn.finish(ruleForClose(frame.code ?? null),
@@ -1092,10 +1148,23 @@
       }
     }
 
+    _answerPresence(id, how, value) {
+      const waiting = id != null ? this._presences.get(id) : null;
+      if (waiting) waiting[how](value);
+      return undefined;
+    }
+
     _handleMessage(conn, frame) {
       const options = this._subscriptions.get(frame.subject);
       if (!options) return;
       const decision = this._tracker.onMessage(frame);
+      if (decision.action === "deliver" && frame.subject === PRESENCE_SUBJECT && this.onPresence) {
+        const f = frame.fields || {};
+        return this._call(this.onPresence, Object.freeze({
+          event: f.event, subject: f.subject, session: f.session, clientId: f.client_id || "",
+          member: f.on, subscribers: Number(f.subscribers), id: f.id, ts: Number(f.ts),
+        }), "onPresence");
+      }
       if (decision.action === "deliver") {
         const fields = options.delta ? this._merged(frame) : frame.fields || {};
         const message = Object.freeze({
@@ -1154,6 +1223,9 @@
 
     _handleError(conn, frame) {
       const text = `${frame.code}: ${frame.message}`;
+      if (frame.id != null && this._presences.has(frame.id)) {
+        return this._answerPresence(frame.id, "reject", presenceError(frame.code, text));
+      }
       if (frame.id != null && this._pending.has(frame.id)) {
         const result = ERROR_RESULTS[frame.code] || PublishStatus.FAILED;
         return this._resolve(frame.id, publishResult(result, "", { reason: text }));

@@ -1,4 +1,5 @@
-"""Subjects: look up a subject's snapshot and subscribers, publish a test message, watch it."""
+"""Subjects: look up a subject's snapshot, subscribers and presence, publish a test message,
+watch it."""
 
 from __future__ import annotations
 
@@ -12,19 +13,20 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill, table
 from ..ids import Ids
-from ..provider import ProviderError, PublishResult, SubjectInfo
+from ..provider import PresenceInfo, ProviderError, PublishResult, SubjectInfo
 from . import Page, Providers
 
 PATH = "subjects"
 TITLE = "Subjects"
 WATCH_MS = 1000
 LOG_LENGTH = 20
+PRESENCE_MS = 3000  # presence changes slowly: read it less often than the snapshot
 
 
 def layout() -> Component:
     return html.Div(
         [
-            page_header(TITLE, "Snapshot, subscribers and a test publish for one subject"),
+            page_header(TITLE, "Snapshot, subscribers, presence, test publish of a subject"),
             html.Div(id=Ids.SUBJECT_ALERT, className="alerts"),
             html.Div(
                 [
@@ -106,10 +108,20 @@ def layout() -> Component:
                 ],
                 className="grid-3",
             ),
+            card(
+                [
+                    html.Div("Presence: who follows it", className="card-title"),
+                    html.Div(
+                        html.Span("look up a subject", className="muted"),
+                        id=Ids.SUBJECT_PRESENCE,
+                    ),
+                ]
+            ),
             dcc.Store(id=Ids.SUBJECT_CURRENT, data=None),
             dcc.Store(id=Ids.SUBJECT_PUBLISHED, data=None),
             dcc.Store(id=Ids.SUBJECT_LOG, data=[]),
             dcc.Interval(id=Ids.SUBJECT_INTERVAL, interval=WATCH_MS, disabled=True),
+            dcc.Interval(id=Ids.SUBJECT_PRESENCE_INTERVAL, interval=PRESENCE_MS),
         ],
         className="page page-subjects",
     )
@@ -164,6 +176,36 @@ def render_subscribers(info: SubjectInfo) -> Component:
             table(["member", "subscribers"], rows, class_name="compact", empty="no members"),
         ]
     )
+
+
+def render_presence(info: PresenceInfo) -> Component:
+    """The presence list (docs/occupancy.md): client id, member, session; or why there is none."""
+    if not info.enabled:
+        return html.Div(
+            f"{info.subject} keeps no presence (Occupancy.PresencePatterns); "
+            f"{info.subscribers} subscribers in the cluster",
+            className="muted",
+            **attrs({"data-enabled": "false"}),
+        )
+    rows = [[c.client_id or "(none)", c.member, c.session] for c in info.clients]
+    note = f"{len(info.clients)} listed of {info.subscribers} subscribers (as {info.asked} knows)"
+    if info.truncated:
+        note += ": the list is shorter than the count (Occupancy.PresenceMax per member)"
+    return html.Div(
+        [
+            html.Div(note, className="muted small"),
+            table(["client id", "member", "session"], rows, class_name="compact", empty="nobody"),
+        ],
+        **attrs({"data-enabled": "true", "data-listed": str(len(info.clients))}),
+    )
+
+
+def presence_problem(exc: ProviderError) -> Component:
+    """A refused presence read, shown in the card (a viewer may see counts, not client ids)."""
+    if exc.status == 403 and "role" in f"{exc.title} {exc.detail}".lower():
+        text = "presence lists client ids: the operator role is needed"
+        return html.Span(text, className="muted")
+    return html.Span(f"{exc.title}: {exc.detail}", className="muted")
 
 
 def next_log(
@@ -222,6 +264,8 @@ def published_record(result: PublishResult, now: float) -> dict[str, Any]:
 
 
 def register(app: Dash, providers: Providers) -> None:
+    _register_presence(app, providers)
+
     @app.callback(
         Output(Ids.SUBJECT_CURRENT, "data"),
         Output(Ids.SUBJECT_LOG, "data", allow_duplicate=True),
@@ -319,6 +363,26 @@ def register(app: Dash, providers: Providers) -> None:
             **attrs({"data-arrived": "false"}),
         )
         return record, subject, False, waiting, []
+
+
+def _register_presence(app: Dash, providers: Providers) -> None:
+    @app.callback(
+        Output(Ids.SUBJECT_PRESENCE, "children"),
+        Input(Ids.SUBJECT_CURRENT, "data"),
+        Input(Ids.SUBJECT_PRESENCE_INTERVAL, "n_intervals"),
+        State(Ids.TOKEN, "data"),
+        State(Ids.SUBJECT_ENTITLEMENT, "value"),
+    )
+    def presence(
+        subject: str | None, _n: int | None, token: str | None, entitlement: str | None
+    ) -> Any:
+        if not subject:
+            return no_update
+        try:
+            info = providers(token).presence(subject, (entitlement or "").strip() or None)
+        except ProviderError as exc:
+            return presence_problem(exc)
+        return render_presence(info)
 
 
 PAGE = Page(PATH, TITLE, "◈", layout)

@@ -12,10 +12,12 @@ from .frames import (
     CLIENT_OPS,
     MAX_SAFE_INTEGER,
     ClientOp,
+    PresenceQuery,
     Publish,
     ServerFrame,
     Subscribe,
     Unsubscribe,
+    client_id_error,
     msg_id_error,
 )
 from .sizes import message_size
@@ -91,6 +93,8 @@ def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
         _check_publish(frame, limits, request_id)
     elif isinstance(frame, Subscribe | Unsubscribe):
         _check_subjects(frame, limits, request_id)
+    elif isinstance(frame, PresenceQuery):
+        validate_subject(frame.subject, request_id)
 
 
 def _check_publish(frame: Publish, limits: Limits, request_id: int | None) -> None:
@@ -129,9 +133,14 @@ def _check_subjects(frame: Subscribe | Unsubscribe, limits: Limits, request_id: 
                 raise RemoteProtocolError(
                     ErrorCode.INVALID_FRAME, "subscribe: 'conflation' must be >= 0", request_id
                 )
+            client = item.declared_client
+            invalid = client_id_error(client) if client is not None else None
+            if invalid is not None:
+                raise RemoteProtocolError(
+                    ErrorCode.INVALID_FRAME, f"subscribe: {invalid}", request_id, item.subject
+                )
 
 
 def publish_size(frame: Publish) -> int:
     """Size of a publish frame's message as MaxMessageSize counts it (:func:`message_size`)."""
     return message_size(frame.content, frame.fields)
-

@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     ENGINE_UNAVAILABLE = "engine_unavailable"  # cluster without quorum: retry with backoff
     TOO_MANY_SUBJECTS = "too_many_subjects"  # the node holds MaxSubjects: retry much later
     RETAINED_BYTES_EXCEEDED = "retained_bytes_exceeded"  # the node holds MaxRetainedBytes
+    PRESENCE_DISABLED = "presence_disabled"  # the subject matches no Occupancy.PresencePatterns
 
 
 class CloseCode(IntEnum):

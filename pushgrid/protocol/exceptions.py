@@ -41,6 +41,7 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │       └── MemberJolokiaError (pushgrid.admin_api.member_client)  member_error         no
 └── ClientError (pushgrid.protocol.exceptions)                     client               no
     ├── ConnectFailed (pushgrid.client.client)                     connect_failed       no
+    ├── PresenceRefused (pushgrid.client.client)                   presence_refused     no
     ├── StateError (pushgrid.client.protocol)                      client_state         no
     └── ProviderError (pushgrid.console.provider)                  provider             per status
 

@@ -35,6 +35,21 @@ def msg_id_error(value: str) -> str | None:
     return None
 
 
+# A subscriber's client id (presence, docs/occupancy.md): 1 to CLIENT_ID_MAX_LENGTH characters
+# from ASCII letters, digits and CLIENT_ID_EXTRA, so it goes into logs, URLs and JSON unescaped.
+CLIENT_ID_MAX_LENGTH = 64
+CLIENT_ID_EXTRA = "._:@-+="
+
+
+def client_id_error(value: str) -> str | None:
+    """Why ``value`` is not a valid client id, or None when it is."""
+    if not 1 <= len(value) <= CLIENT_ID_MAX_LENGTH:
+        return f"'client_id' must hold 1 to {CLIENT_ID_MAX_LENGTH} characters, got {len(value)}"
+    if not all((c.isascii() and c.isalnum()) or c in CLIENT_ID_EXTRA for c in value):
+        return f"'client_id' may hold only ASCII letters, digits and {CLIENT_ID_EXTRA}"
+    return None
+
+
 # --- client -> server -------------------------------------------------------------------------
 
 
@@ -52,6 +67,12 @@ class SubscribeItem(msgspec.Struct, frozen=True):
     conflation: int = 0
     #: live updates carry only the fields that changed (docs/protocol.md 5.1.1)
     delta: bool = False
+    #: who subscribes, as presence lists it (docs/protocol.md 5.7); with a token, its ``sub``
+    client_id: str | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def declared_client(self) -> str | None:
+        return None if isinstance(self.client_id, msgspec.UnsetType) else self.client_id
 
     @property
     def conflation_period(self) -> int:
@@ -100,8 +121,15 @@ class Token(msgspec.Struct, tag_field="op", tag="token", frozen=True):
     id: RequestId | None = None
 
 
-ClientOp = Subscribe | Unsubscribe | Publish | Ping | Token
-CLIENT_OPS: tuple[str, ...] = ("subscribe", "unsubscribe", "publish", "ping", "token")
+class PresenceQuery(msgspec.Struct, tag_field="op", tag="presence", frozen=True):
+    """Who follows ``subject`` in the cluster; answered by ``presence`` (docs/protocol.md 5.7)."""
+
+    subject: str
+    id: RequestId | None = None
+
+
+ClientOp = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery
+CLIENT_OPS: tuple[str, ...] = ("subscribe", "unsubscribe", "publish", "ping", "token", "presence")
 
 
 # --- server -> client -------------------------------------------------------------------------
@@ -168,6 +196,23 @@ class TokenResult(msgspec.Struct, tag_field="type", tag="token_result"):
     revoked: list[str] | None = None
 
 
+class PresentClient(msgspec.Struct):
+    session: str
+    client_id: str  # "" when the subscriber declared none
+    member: str
+
+
+class PresenceAnswer(msgspec.Struct, tag_field="type", tag="presence"):
+    """The answer to a ``presence`` op: ``subscribers`` counts every subscriber of the cluster,
+    ``clients`` lists them up to Occupancy.PresenceMax per member (``truncated`` when not all)."""
+
+    subject: str
+    subscribers: int
+    clients: list[PresentClient]
+    truncated: bool
+    id: int | None = None
+
+
 class Pong(msgspec.Struct, tag_field="type", tag="pong"):
     id: int | None = None
 
@@ -197,6 +242,7 @@ ServerFrame = (
     | Unsubscribed
     | PublishResult
     | TokenResult
+    | PresenceAnswer
     | Pong
     | Keepalive
     | Closing

@@ -7,6 +7,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pushgrid.protocol.subjects import pattern_error
+
+from .fields import NameList
+
 
 class OccupancySettings(BaseModel):
     """What the occupancy service (server/occupancy.py) and its webhook sender need."""
@@ -33,6 +37,15 @@ class OccupancySettings(BaseModel):
         default=5.0, gt=0, le=120, alias="Occupancy.WebhookTimeout"
     )
 
+    # presence (which sessions, with their client ids) for the subjects matching these patterns
+    occupancy_presence_patterns: NameList = Field(default=[], alias="Occupancy.PresencePatterns")
+    # sessions listed per subject on each member (beyond: counted, not listed)
+    occupancy_presence_max: int = Field(default=100, ge=1, le=10_000, alias="Occupancy.PresenceMax")
+    # join/leave events on the meta-subject /pushgrid/presence
+    occupancy_presence_events: bool = Field(default=True, alias="Occupancy.PresenceEvents")
+    # join/leave events on the occupancy webhook too (Occupancy.Webhook)
+    occupancy_presence_webhook: bool = Field(default=False, alias="Occupancy.PresenceWebhook")
+
     # Validator names are unique across the parts: Settings inherits them all, and a same name in
     # another part would replace the other's validator (tests/unit/test_settings_parts.py).
     @field_validator("occupancy_webhook")
@@ -43,6 +56,15 @@ class OccupancySettings(BaseModel):
         if not value.strip().startswith(("http://", "https://")):
             raise ValueError(f"{value!r} is not an http(s):// URL")
         return value.strip()
+
+    @field_validator("occupancy_presence_patterns")
+    @classmethod
+    def _occupancy_presence_patterns(cls, values: list[str]) -> list[str]:
+        for pattern in values:
+            reason = pattern_error(pattern)
+            if reason is not None:
+                raise ValueError(f"Occupancy.PresencePatterns: {pattern!r}: {reason}")
+        return values
 
     @model_validator(mode="after")
     def _occupancy_webhook_signed(self) -> OccupancySettings:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import jwt
 
+from pushgrid.protocol.frames import CLIENT_ID_MAX_LENGTH
 from pushgrid.protocol.subjects import pattern_matches
 
 
@@ -34,6 +35,7 @@ class Grant:
     reason: str = ""
     expires: float | None = None  # the token's exp (Unix seconds); None: does not expire
     token: str | None = None  # kept only for plug-ins (custom:NAME), which decide per subject
+    client: str | None = None  # the token's ``sub`` claim: the client id presence lists
 
 
 ALLOW_ALL = Grant(subscribe=("*",), publish=("*",))
@@ -115,11 +117,20 @@ class JwtEntitlement(Entitlement):
                 return _invalid(f"permissions.{key} must be a list of subject patterns")
             lists[key] = patterns
         expires = claims.get("exp")
+        subject = claims.get("sub")
         return Grant(
             subscribe=lists["all"] + lists["sub"],
             publish=lists["all"] + lists["pub"],
             expires=float(expires) if isinstance(expires, int | float) else None,
+            client=_client_id(subject),
         )
+
+
+def _client_id(subject: object) -> str | None:
+    """The token's ``sub`` as a client id: the first 64 characters of a string, or None."""
+    if not isinstance(subject, str) or not subject:
+        return None
+    return subject[:CLIENT_ID_MAX_LENGTH]
 
 
 def _invalid(reason: str) -> Grant:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pushgrid.metrics.counters import Counters
@@ -154,6 +154,7 @@ class Hub:
         if subject not in session.subjects:
             return False
         del session.subjects[subject]
+        session.client_ids.pop(subject, None)
         self._drop(session, subject)
         self.touched.add(subject)
         self.counters.subscriptions -= 1
@@ -178,6 +179,19 @@ class Hub:
         return sum(
             len(table.get(subject, ())) for table in (self._live, self._pending, self._conflated)
         ) + (len(deltas.subscribers) if deltas is not None else 0)
+
+    def present(self, subject: str) -> dict[str, str]:
+        """The sessions of this node subscribed to ``subject``: session id -> client id
+        (presence, server/presence.py; "" when the client declared none)."""
+        deltas = self._deltas.get(subject)
+        tables: list[Iterable[Session]] = [
+            table.get(subject, {}) for table in (self._live, self._pending, self._conflated)
+        ]
+        if deltas is not None:
+            tables.append(deltas.subscribers)
+        return {
+            session.id: session.client_ids.get(subject, "") for table in tables for session in table
+        }
 
     def has_subscribers(self, subject: str) -> bool:
         """Does a session of this node subscribe to ``subject`` (or is it subscribing)?"""

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import msgspec
 
@@ -25,6 +26,8 @@ from pushgrid.protocol.frames import (
     Error,
     Ping,
     Pong,
+    PresenceAnswer,
+    PresenceQuery,
     Publish,
     PublishResult,
     PublishResultCode,
@@ -62,6 +65,13 @@ _RESULTS: dict[ErrorCode, PublishResultCode] = {
 _UNCODED = frozenset({ErrorCode.ENGINE_UNAVAILABLE})
 
 
+class PresenceLookup(Protocol):
+    """What a session asks presence (server/presence.py) to answer a ``presence`` op."""
+
+    def enabled(self, subject: str) -> bool: ...
+    def answer(self, subject: str, request_id: int | None) -> PresenceAnswer: ...
+
+
 @dataclass(frozen=True, slots=True)
 class SessionPolicy:
     """Server-wide settings a session applies."""
@@ -86,6 +96,7 @@ class Session:
         may_publish: bool = True,
         entitlement: Entitlement | None = None,
         admission: Admission | None = None,
+        presence: PresenceLookup | None = None,
     ) -> None:
         self.id = session_id
         self.hub = hub
@@ -102,6 +113,9 @@ class Session:
         self._bucket = self.admission.guard.connection_bucket()
         self.connected_at = time.time()
         self.subjects: dict[str, None] = {}
+        # subject -> the client id presence lists for this subscription (the token's sub first)
+        self.client_ids: dict[str, str] = {}
+        self.presence = presence
         self.messages_in = 0
         self._errors_in_a_row = 0
         self._expiry: asyncio.TimerHandle | None = None
@@ -201,6 +215,8 @@ class Session:
             self.send(Pong(id=op.id))
         elif isinstance(op, Token):
             await self._refresh_token(op)
+        elif isinstance(op, PresenceQuery):
+            await self._presence(op)
 
     def handle_binary(self) -> None:
         self._reject(
@@ -310,6 +326,11 @@ class Session:
             )
             return
         self.hub.begin_subscribe(self, subject)
+        client_id = self.grant.client or item.declared_client
+        if client_id:
+            self.client_ids[subject] = client_id
+        else:
+            self.client_ids.pop(subject, None)
         try:
             status, frames, epoch, last_seq = await self._initial(item, request_id)
         except EngineUnavailable as exc:  # a cluster without quorum: the client retries later
@@ -374,6 +395,26 @@ class Session:
         return [], epoch, seq
 
     # -- unsubscribe ------------------------------------------------------------------------
+
+    # -- presence ---------------------------------------------------------------------------
+
+    async def _presence(self, op: PresenceQuery) -> None:
+        """Who follows ``op.subject``: for a presence subject this session may subscribe to."""
+        if self.presence is None or not self.presence.enabled(op.subject):
+            self._reject(
+                RemoteProtocolError(
+                    ErrorCode.PRESENCE_DISABLED,
+                    "presence is not enabled for this subject (Occupancy.PresencePatterns)",
+                    op.id,
+                    op.subject,
+                )
+            )
+            return
+        (denial,) = await self.entitlement.subscribe_denials(self.grant, self.remote, [op.subject])
+        if denial is not None:
+            self._reject(RemoteProtocolError(ErrorCode.DENIED, denial, op.id, op.subject))
+            return
+        self.send(self.presence.answer(op.subject, op.id))
 
     def _unsubscribe(self, op: Unsubscribe) -> None:
         for subject in op.subjects:

@@ -19,7 +19,8 @@ pushgrid:type=Cache                     cache size and limits, recovery outcomes
 pushgrid:type=Sessions                  Count; ops ``list()``, ``disconnect(String id)``
 pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
                                         ``subscriberCount(String subject)``,
-                                        ``occupancy(String subject)``; Occupied
+                                        ``occupancy(String subject)``,
+                                        ``presence(String subject)``; Occupied
 pushgrid:type=HotSubjects               top subjects by messages in/out, bytes out and
                                         subscribers (metrics/hotsubjects.py)
 pushgrid:type=MemberPanel               process CPU, RSS, open files, event-loop lag, flush
@@ -351,6 +352,13 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
             "java.util.Map",
             "Subscribers of a subject in the whole cluster and per member",
             wrap(ops.subject_occupancy),
+        ),
+        Operation(
+            "presence",
+            subject,
+            "java.util.Map",
+            "Sessions (with their client ids) following a presence subject in the whole cluster",
+            wrap(ops.subject_presence),
         ),
         Operation(
             "publishAlert",

@@ -13,6 +13,7 @@ from pushgrid.server.framing.wsframe import frame_payload
 
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
+from ..core.session import PresenceLookup
 from ..core.watch import WatchError, Watchlist
 from ..engine.base import Published, PublishRequest, Snapshot
 
@@ -53,8 +54,10 @@ class ServerOperations:
         engine: MessageStore,
         occupancy: OccupancyTable | None = None,
         watchlist: Watchlist | None = None,
+        presence: PresenceLookup | None = None,
     ) -> None:
         self.hub = hub
+        self.presence = presence
         self.engine = engine
         self.occupancy = occupancy or OccupancyTable()
         self.watchlist = watchlist if watchlist is not None else Watchlist()
@@ -123,6 +126,29 @@ class ServerOperations:
             "subject": subject,
             "subscribers": self.occupancy.subscribers(subject),
             "members": self.occupancy.by_member(subject),
+        }
+
+    def subject_presence(self, subject: str) -> dict[str, Any]:
+        """Who follows ``subject`` in the cluster (docs/occupancy.md, "Presence"); ``enabled``
+        false (and nobody listed) when the subject keeps no presence."""
+        if self.presence is None or not self.presence.enabled(subject):
+            return {
+                "subject": subject,
+                "enabled": False,
+                "subscribers": self.occupancy.subscribers(subject),
+                "clients": [],
+                "truncated": False,
+            }
+        answer = self.presence.answer(subject, None)
+        return {
+            "subject": subject,
+            "enabled": True,
+            "subscribers": answer.subscribers,
+            "clients": [
+                {"session": c.session, "client_id": c.client_id, "member": c.member}
+                for c in answer.clients
+            ],
+            "truncated": answer.truncated,
         }
 
     def occupied_subjects(self) -> int:

@@ -39,6 +39,8 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/stats/windows"): Role.VIEWER,
     ("GET", "/api/v1/stats/trend"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/subjects"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/occupancy"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/presence"): Role.OPERATOR,
     ("POST", "/api/v1/members/{name}/publish"): Role.OPERATOR,
     ("GET", "/api/v1/sessions"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/sessions"): Role.VIEWER,

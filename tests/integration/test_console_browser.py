@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
+from selenium.webdriver.common.keys import Keys
 from sqlalchemy import delete, update
 
 from .browser import CHROMEDRIVER, CHROMIUM, FLAGS, missing
@@ -192,7 +193,8 @@ def stack(
     from pushgrid.metrics.sqlstore import make_session_factory, upgrade
     from pushgrid.server.config import load_settings
 
-    servers = [module_server_factory(ServerName=name) for name in NODES]
+    presence = {"Occupancy.PresencePatterns": "/Chat/*"}  # the presence panel's test
+    servers = [module_server_factory(ServerName=name, **presence) for name in NODES]
     work = tmp_path_factory.mktemp("console")
     db_url = f"sqlite:///{work / 'pushgrid.db'}"
     upgrade(db_url)
@@ -443,8 +445,9 @@ class WsClient:
         finally:
             self.closed.set()
 
-    def subscribe(self, *subjects: str) -> None:
-        body = {"op": "subscribe", "id": 1, "subjects": [{"subject": s} for s in subjects]}
+    def subscribe(self, *subjects: str, client_id: str | None = None) -> None:
+        extra = {"client_id": client_id} if client_id else {}
+        body = {"op": "subscribe", "id": 1, "subjects": [{"subject": s, **extra} for s in subjects]}
         self.ws.send(json.dumps(body))
         deadline = time.monotonic() + DEFAULT_TIMEOUT
         while not any(f.get("type") == "subscribed" for f in self.frames):
@@ -894,6 +897,38 @@ def test_subject_snapshot_subscribers_and_a_test_publish_that_arrives(
     assert received[0]["fields"] == {"bid": "195", "ask": "196"}
     console.screenshot("subjects")
     console.assert_no_errors()
+
+
+def test_the_subjects_page_lists_the_presence_of_a_presence_subject(
+    console: Console, stack: Stack, ws_clients: Callable[[ServerProcess], WsClient]
+) -> None:
+    """The Presence card (docs/occupancy.md): the client ids of a /Chat/... subject's sessions
+    (a subject outside Occupancy.PresencePatterns: tests/unit/test_presence_table.py)."""
+    subject = "/Chat/" + unique("lobby").strip("/").replace("/", "-")
+    for client_id in ("ann", "bob@example.com"):
+        ws_clients(stack.servers[0]).subscribe(subject, client_id=client_id)
+    console.goto("subjects", "#subject-input")
+    field = console.br.find_element("#subject-input")
+    field.send_keys(Keys.CONTROL, "a")  # the page may still hold another test's subject
+    field.send_keys(subject)
+    console.br.find_element("#subject-lookup").click()
+    console.wait(
+        lambda: (
+            console.js(
+                "const e = document.querySelector('#subject-presence [data-listed]');"
+                "return e && e.dataset.listed"
+            )
+            == "2"
+        ),
+        "two sessions listed",
+    )
+    text = console.text("#subject-presence")
+    assert "ann" in text
+    assert "bob@example.com" in text
+    assert NODES[0] in text
+    console.screenshot("subjects-presence")
+    console.assert_no_errors()
+    console.goto("overview", "#overview-health .health-card")  # leave the Subjects page empty
 
 
 def test_a_session_disconnected_from_the_console_is_closed_at_the_server(

@@ -259,6 +259,7 @@ def test_publish_answers_too_large_and_lost_connections() -> None:
     assert isinstance(frame, Publish)
     (answer,) = p.data_received(wire(PublishResult("ok", S, request_id, "e1", 7)), 0.0)
     assert isinstance(answer, Answer)
+    assert isinstance(answer.result, Answered)
     assert answer.result.result is PublishStatus.OK
     assert p.data_received(wire(PublishResult("ok", S, request_id, "e1", 7)), 0.0) == []
     too_large = p.publish_request(S, "x" * 2000, {}, True, "guaranteed")
@@ -269,6 +270,7 @@ def test_publish_answers_too_large_and_lost_connections() -> None:
     lost = p.connection_lost(Ended("lost"))
     (failed,) = [a for a in lost if isinstance(a, Answer)]
     assert failed.request_id == pending[0]
+    assert isinstance(failed.result, Answered)
     assert failed.result.result is PublishStatus.FAILED
     with pytest.raises(StateError):
         p.publish_request(S, "z", {}, True, "guaranteed")

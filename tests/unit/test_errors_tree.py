@@ -209,6 +209,7 @@ ERROR_CODE_RETRY: dict[ErrorCode, bool] = {
     ErrorCode.TOO_MANY_FIELDS: False,
     ErrorCode.SNAPSHOT_TOO_LARGE: False,
     ErrorCode.RESERVED_SUBJECT: False,
+    ErrorCode.PRESENCE_DISABLED: False,
     ErrorCode.INTERNAL: True,  # a server fault: again with backoff (as close code 1011)
     ErrorCode.ENGINE_UNAVAILABLE: True,  # no quorum yet: subscribe again with backoff
     ErrorCode.TOO_MANY_SUBJECTS: True,  # MaxSubjects: idle subjects are evicted meanwhile

@@ -146,6 +146,9 @@ class NoOperations:
     def subject_occupancy(self, subject: str) -> dict[str, Any]:
         return {"subject": subject, "subscribers": 0, "members": {}}
 
+    def subject_presence(self, subject: str) -> dict[str, Any]:
+        return {"subject": subject, "enabled": False, "subscribers": 0, "clients": []}
+
     def occupied_subjects(self) -> int:
         return 0
 

@@ -19,6 +19,7 @@ from pushgrid.protocol.frames import (
     Ping,
     Pong,
     Position,
+    PresenceQuery,
     Publish,
     PublishResult,
     ServerFrame,
@@ -41,6 +42,7 @@ OP_TYPES = {
     "publish": Publish,
     "ping": Ping,
     "token": Token,
+    "presence": PresenceQuery,
 }
 
 
