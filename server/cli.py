@@ -70,14 +70,23 @@ def _run(
     server: PushServer,
     on_started: Callable[[PushServer], None] | None = None,
     background: list[Coroutine[Any, Any, None]] | None = None,
+    children: str = "",
 ) -> None:
+    """Serve until SIGTERM/SIGINT; then stop the ``background`` jobs (``children`` names them
+    for the lines saying so) and wait until each has ended."""
+
     async def main() -> None:
         tasks = [asyncio.get_running_loop().create_task(job) for job in background or []]
         try:
             await server.serve_forever(on_started)
         finally:
+            if children:
+                typer.echo(f"pushgrid up: stopping {children}")
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if children:
+                typer.echo("pushgrid up: stopped")
 
     from .cluster.errors import ClusterError
 
@@ -200,7 +209,10 @@ def up(
                 stats += ["--config", str(config)]
             log_path = Path("data/logs/stats.log")
             background.append(run_periodically(stats, settings.stats_interval, log_path))
-        _run(_push_server(settings), banner, background)
+        names = ["the admin API", *(f"member m{i}" for i in range(2, members + 1))]
+        names += ["the statistics run"] if settings.stats_interval > 0 else []
+        names += ["the JMX bridge"] if jmx else []
+        _run(_push_server(settings), banner, background, children=", ".join(names))
 
 
 def _require_extras(extras: tuple[str, ...]) -> None:
