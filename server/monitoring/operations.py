@@ -14,9 +14,7 @@ from pushgrid.server.framing.wsframe import frame_payload
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
 from ..core.watch import WatchError, Watchlist
-from ..engine.base import Published, PublishRequest, Snapshot
-
-ALERTS_SUBJECT = "/pushgrid/alerts"
+from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot
 
 
 class MessageStore(Protocol):
