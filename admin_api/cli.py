@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pushgrid.server.cli_support import LogLevelOption, fail, settings_or_exit
-from pushgrid.server.periodic import run_child
+from pushgrid.server.periodic import die_with_parent, run_child
 
 from .security import Role
 
@@ -124,9 +124,12 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
         stream=sys.stderr,
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    # quiet by default: httpx logs every member call at INFO, uvicorn every request
+    # quiet by default: httpx logs every member call at INFO, uvicorn every request and its own
+    # start-up and shutdown steps (the lines above say where the API is); LogLevel DEBUG shows
+    # uvicorn's lines and its access log
     quiet = max(logging.WARNING, logging.getLogger().level)
     logging.getLogger("httpx").setLevel(quiet)
+    uvicorn_level = "debug" if settings.log_level == "DEBUG" else logging.getLevelName(quiet)
     _migrate(settings.database)
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"http://{shown_host}:{port}"
@@ -153,7 +156,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
             app,
             host=host,
             port=port,
-            log_level=settings.log_level.lower(),
+            log_level=uvicorn_level.lower(),
             access_log=settings.log_level == "DEBUG",
             proxy_headers=False,
             server_header=False,
@@ -236,7 +239,7 @@ async def run_alongside(config: Path | None = None, env: dict[str, str] | None =
     Its output goes to this terminal (so the first admin token is seen); cancelling terminates
     the child.
     """
-    return await run_child(admin_argv(config), env=env)
+    return await run_child(admin_argv(config), env=env, preexec=die_with_parent, own_session=True)
 
 
 @admin_app.command("export-rules")

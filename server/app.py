@@ -9,7 +9,7 @@ import secrets
 import signal
 import ssl
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import partial
 from typing import Any
 
@@ -509,8 +509,13 @@ class PushServer:
         await self.engine.close()
         self._stopped.set()
 
-    async def serve_forever(self, on_started: Callable[[PushServer], None] | None = None) -> None:
-        """Run until SIGTERM or SIGINT, then stop gracefully."""
+    async def serve_forever(
+        self,
+        on_started: Callable[[PushServer], None] | None = None,
+        before_stop: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Run until SIGTERM or SIGINT, then stop gracefully (after ``before_stop``: what
+        watches this server, stopped first, sees no server going away)."""
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -519,6 +524,8 @@ class PushServer:
         if on_started is not None:
             on_started(self)
         await stop.wait()
+        if before_stop is not None:
+            await before_stop()
         log.info("shutting down: closing %d connections", len(self.connections))
         await self.stop()
 

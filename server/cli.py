@@ -70,14 +70,29 @@ def _run(
     server: PushServer,
     on_started: Callable[[PushServer], None] | None = None,
     background: list[Coroutine[Any, Any, None]] | None = None,
+    children: str = "",
+    watchers: list[Coroutine[Any, Any, None]] | None = None,
 ) -> None:
+    """Serve until SIGTERM/SIGINT; then stop the ``watchers`` (the admin API: it would report
+    the members going away as down), the server, and the ``background`` jobs, waiting until
+    each has ended (``children`` names them all for the lines saying so)."""
+
     async def main() -> None:
-        tasks = [asyncio.get_running_loop().create_task(job) for job in background or []]
+        loop = asyncio.get_running_loop()
+        watching = [loop.create_task(job) for job in watchers or []]
+        tasks = [loop.create_task(job) for job in background or []]
+
+        async def stop_watchers() -> None:
+            if children:
+                typer.echo(f"pushgrid up: stopping {children}")
+            await _cancelled(watching)
+
         try:
-            await server.serve_forever(on_started)
+            await server.serve_forever(on_started, stop_watchers)
         finally:
-            for task in tasks:
-                task.cancel()
+            await _cancelled(watching + tasks)
+            if children:
+                typer.echo("pushgrid up: stopped")
 
     from .cluster.errors import ClusterError
 
@@ -86,6 +101,13 @@ def _run(
     except (OSError, ClusterError) as exc:
         typer.echo(f"pushgrid: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None
+
+
+async def _cancelled(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended (a child process stopped)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _push_server(settings: Settings) -> PushServer:
@@ -193,14 +215,17 @@ def up(
         background = [stack.enter_context(bridge_alongside(settings))] if jmx else []
         # a child that exits is said (WARNING) and restarted with a back-off (ADR 027)
         admin = supervised("admin API", partial(run_alongside, config, admin_env))
-        background += [admin, *children]
+        background += children
         if settings.stats_interval > 0:
             stats = [sys.executable, "-m", "pushgrid.server", "stats", "run"]
             if config is not None:
                 stats += ["--config", str(config)]
             log_path = Path("data/logs/stats.log")
             background.append(run_periodically(stats, settings.stats_interval, log_path))
-        _run(_push_server(settings), banner, background)
+        names = ["the admin API", *(f"member m{i}" for i in range(2, members + 1))]
+        names += ["the statistics run"] if settings.stats_interval > 0 else []
+        names += ["the JMX bridge"] if jmx else []
+        _run(_push_server(settings), banner, background, ", ".join(names), [admin])
 
 
 def _require_extras(extras: tuple[str, ...]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -25,6 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this (child) process when its parent dies (fork -> exec)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 async def run_periodically(
@@ -66,10 +75,15 @@ async def run_child(
     log_path: Path | None = None,
     preexec: Callable[[], None] | None = None,
     grace: float = 5.0,
+    own_session: bool = False,
 ) -> int:
     """Run ``argv`` until it exits (its exit code: negative for a signal) or this coroutine is
     cancelled; then SIGTERM it, and SIGKILL it after ``grace`` seconds. ``env`` adds variables;
-    output goes to ``log_path`` (else to this process's terminal)."""
+    output goes to ``log_path`` (else to this process's terminal).
+
+    ``own_session`` puts the child in a session of its own: a Ctrl-C in the terminal reaches
+    the parent only, which stops its children itself, in order, and says so; a child hit by
+    the same Ctrl-C would exit on its own and be reported (and restarted) as if it had failed."""
     output = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +96,7 @@ async def run_child(
             stderr=asyncio.subprocess.STDOUT if output is not None else None,
             env={**os.environ, **env} if env else None,
             preexec_fn=preexec,
+            start_new_session=own_session,
         )
     finally:
         if output is not None:

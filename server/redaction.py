@@ -2,9 +2,11 @@
 
 The rules are data:
 
-* a text setting whose **key** matches :data:`SECRET_KEY` (password, secret, token, key,
-  webhook, credential, in any case) shows as ``********`` — except the keys naming a *file*
-  (``...File``, ``...Store``, or a path value): the path is not the secret, the file's content is;
+* a text setting whose **key ends with** a word of :data:`SECRET_KEY` (password, secret, token,
+  key, webhook, credential, in any case) shows as ``********``: the last word of a key names what
+  it holds, so ``Occupancy.WebhookSecret`` is a secret but ``Occupancy.WebhookQueue`` (a number)
+  is not. The keys naming a *file* (``...File``, ``...Store``) or holding a path, a number, a
+  boolean or a duration are never masked whole: the path is not the secret, the file's content is;
 * inside any other value, the password of a URL's userinfo (``postgresql://user:pw@host``) and the
   value of a query parameter whose name matches :data:`SECRET_PARAMETER` (``?token=...``) show as
   ``********``.
@@ -23,10 +25,13 @@ from urllib.parse import urlsplit
 
 MASK = "********"
 
-#: key names (and query-parameter names) that hold a secret
-SECRET_KEY = re.compile(r"passw(or)?d|secret|token|key|webhook|credential", re.I)
+#: words naming a secret, in a key or a query-parameter name
+_SECRET_WORD = r"passw(or)?ds?|secrets?|tokens?|keys?|webhooks?|credentials?"
+#: setting keys that hold a secret: the key's *last* word names one (``ClusterPassword``,
+#: ``Alerts.Webhook``); ``Occupancy.WebhookQueue`` or ``Alerts.WebhookRetries`` merely mention one
+SECRET_KEY = re.compile(rf"({_SECRET_WORD})$", re.I)
 #: query-parameter names that carry a secret (``?token=``, ``?api_key=``, ``?sig=``, ...)
-SECRET_PARAMETER = re.compile(rf"{SECRET_KEY.pattern}|auth|sig(nature)?|^pw$|^pwd$", re.I)
+SECRET_PARAMETER = re.compile(rf"{_SECRET_WORD}|auth|sig(nature)?|^pw$|^pwd$", re.I)
 #: keys that name a file or a key store holding a secret: the path is shown
 FILE_KEY = re.compile(r"(File|Store)$")
 #: scheme://user:password@ — the password part
@@ -64,6 +69,17 @@ def redact_setting(key: str, value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_setting(key, item) for item in value]
     return value
+
+
+def redact_input(key: str, value: Any, *, holds_text: bool) -> Any:
+    """A value as it was given (the text of a file line or a variable) for an error message.
+
+    ``holds_text`` says whether the setting itself is text: a number, boolean, duration or path
+    written as text is no secret whatever its key (``Occupancy.WebhookQueue = 0``), though a URL
+    password inside it is still masked."""
+    if holds_text:
+        return redact_setting(key, value)
+    return redact_text(value) if isinstance(value, str) else value
 
 
 def redact_url_path(url: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Path, Request, Response, status
+from fastapi import APIRouter, Path, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..deps import GuardedRoute, Operator, SqlSession, Viewer, audit_target
@@ -13,6 +13,7 @@ from ..problems import problem_responses
 from ..schemas_ops import AckIn, AckOut, SilenceIn, SilenceList, SilenceOut
 from ..services.alert_silences import AckService, SilenceService
 from ..services.alerts import AlertRunner
+from .verbs import created, deleted, no_content
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], route_class=GuardedRoute)
 
@@ -27,13 +28,7 @@ def list_silences(principal: Viewer, db: SqlSession) -> SilenceList:
     return SilenceList(items=SilenceService(db).active(datetime.now(UTC)))
 
 
-@router.post(
-    "/silences",
-    name="alerts.silence",
-    status_code=status.HTTP_201_CREATED,
-    response_model=SilenceOut,
-    responses=problem_responses(404),
-)
+@created(router, "/silences", "alerts.silence", SilenceOut, 404)
 def create_silence(
     principal: Operator, data: SilenceIn, db: SqlSession, request: Request
 ) -> SilenceOut:
@@ -43,29 +38,17 @@ def create_silence(
     return SilenceService(db).create(data, principal.name, datetime.now(UTC))
 
 
-@router.delete(
-    "/silences/{silence_id}",
-    name="alerts.unsilence",
-    status_code=status.HTTP_204_NO_CONTENT,
-    response_class=Response,
-    responses=problem_responses(404),
-)
+@deleted(router, "/silences/{silence_id}", "alerts.unsilence")
 def delete_silence(
     principal: Operator, silence_id: SilenceId, db: SqlSession, request: Request
 ) -> Response:
     """End a silence now."""
     audit_target(request, str(silence_id))
     SilenceService(db).delete(silence_id)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return no_content()
 
 
-@router.post(
-    "/acknowledgements",
-    name="alerts.acknowledge",
-    status_code=status.HTTP_201_CREATED,
-    response_model=AckOut,
-    responses=problem_responses(404),
-)
+@created(router, "/acknowledgements", "alerts.acknowledge", AckOut, 404)
 async def acknowledge(principal: Operator, data: AckIn, db: SqlSession, request: Request) -> AckOut:
     """Acknowledge a pending or firing alert (404 otherwise): it stays listed with who
     acknowledged it, leaves the console's banner, and is forgotten when the alert resolves."""

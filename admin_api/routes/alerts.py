@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -13,6 +13,7 @@ from ..problems import problem_responses
 from ..rules_export import prometheus_rules
 from ..schemas_ops import AlertHistory, AlertList, RuleIn, RuleList, RuleOut, RulePatch
 from ..services.alerts import AlertRunner, RuleService, active_alerts
+from .verbs import changed, created, deleted, no_content
 
 router = APIRouter(prefix="/alerts", tags=["alerts"], route_class=GuardedRoute)
 
@@ -62,25 +63,14 @@ def export_rules(principal: Viewer, db: SqlSession) -> PlainTextResponse:
     return PlainTextResponse(text)  # YAML, served as text/plain (readable in a browser)
 
 
-@router.post(
-    "/rules",
-    name="alerts.create_rule",
-    status_code=status.HTTP_201_CREATED,
-    response_model=RuleOut,
-    responses=problem_responses(409),
-)
+@created(router, "/rules", "alerts.create_rule", RuleOut, 409)
 def create_rule(principal: Operator, data: RuleIn, db: SqlSession, request: Request) -> RuleOut:
     """Create an alert rule (409 when the name is taken)."""
     audit_target(request, data.name, f"{data.indicator} {data.comparison} {data.threshold:g}")
     return RuleService(db).create(data, principal.name)
 
 
-@router.put(
-    "/rules/{rule_id}",
-    name="alerts.update_rule",
-    response_model=RuleOut,
-    responses=problem_responses(404, 409),
-)
+@changed(router, "PUT", "/rules/{rule_id}", "alerts.update_rule", RuleOut, 404, 409)
 def update_rule(
     principal: Operator, rule_id: RuleId, data: RuleIn, db: SqlSession, request: Request
 ) -> RuleOut:
@@ -89,12 +79,7 @@ def update_rule(
     return RuleService(db).update(rule_id, data)
 
 
-@router.patch(
-    "/rules/{rule_id}",
-    name="alerts.patch_rule",
-    response_model=RuleOut,
-    responses=problem_responses(404, 409),
-)
+@changed(router, "PATCH", "/rules/{rule_id}", "alerts.patch_rule", RuleOut, 404, 409)
 def patch_rule(
     principal: Operator, rule_id: RuleId, changes: RulePatch, db: SqlSession, request: Request
 ) -> RuleOut:
@@ -105,15 +90,9 @@ def patch_rule(
     return RuleService(db).patch(rule_id, changes)
 
 
-@router.delete(
-    "/rules/{rule_id}",
-    name="alerts.delete_rule",
-    status_code=status.HTTP_204_NO_CONTENT,
-    response_class=Response,
-    responses=problem_responses(404),
-)
+@deleted(router, "/rules/{rule_id}", "alerts.delete_rule")
 def delete_rule(principal: Operator, rule_id: RuleId, db: SqlSession, request: Request) -> Response:
     """Delete an alert rule; its active alerts resolve at the next evaluation."""
     audit_target(request, str(rule_id))
     RuleService(db).delete(rule_id)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return no_content()

@@ -52,6 +52,7 @@ class ClusterLink:
         )
         self._nc: Nats | None = None
         self._membership: Membership | None = None
+        self._closing = False  # closing on purpose: a disconnection then is no news
         self.forged = 0  # member messages (not membership) dropped for a bad signature
 
     @property
@@ -170,6 +171,7 @@ class ClusterLink:
         await self.nc.subscribe(subject, cb=verified)
 
     async def close(self) -> None:
+        self._closing = True
         if self._membership is not None:
             await self._membership.close()
         if self._nc is not None and not self._nc.is_closed:
@@ -184,7 +186,10 @@ class ClusterLink:
         log.debug("NATS: %s", exc)
 
     async def _on_disconnected(self) -> None:
-        log.warning("lost the connection to NATS; reconnecting")
+        if self._closing:
+            log.debug("disconnected from NATS (stopping)")
+        else:
+            log.warning("lost the connection to NATS; reconnecting")
 
     async def _on_reconnected(self) -> None:
         log.info("reconnected to NATS")

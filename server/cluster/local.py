@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..addresses import parse_address
 from ..config import Settings, env_name
-from ..periodic import run_child
-from .natsnode import die_with_parent, write_private
+from ..periodic import die_with_parent, run_child
+from .natsnode import write_private
 
 CLUSTER_BASE_PORT = 7100
 CLUSTER_PORT_STEP = 10
@@ -88,4 +88,5 @@ async def run_member(
         log_path=log_path,
         preexec=die_with_parent,
         grace=10.0,
+        own_session=True,
     )

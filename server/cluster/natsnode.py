@@ -2,15 +2,16 @@
 
 The child gets SIGKILL when the member process dies (``PR_SET_PDEATHSIG``), so a killed member
 never leaves an orphan NATS node holding its ports and its JetStream vote. A node that exits on
-its own is restarted after a short pause. ``stop`` sends SIGTERM first: a JetStream leader hands
-over leadership on SIGTERM (under 1 s of publish pause instead of 5-8 s on SIGKILL).
+its own is restarted after a short pause. The node runs in a session of its own, so a Ctrl-C
+meant for the member does not reach it: the member stops it. ``stop`` sends SIGTERM first: a
+JetStream leader hands over leadership on SIGTERM (under 1 s of publish pause instead of 5-8 s
+on SIGKILL).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import functools
 import logging
 import os
@@ -22,12 +23,12 @@ from pathlib import Path
 
 import httpx
 
+from ..periodic import die_with_parent
 from .errors import ClusterError
 from .topology import CLIENT_OFFSET, MONITOR_OFFSET, BusOptions, Topology, nats_config
 
 log = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 _RESTART_PAUSE = 1.0
 
 
@@ -62,12 +63,6 @@ def _monitor_tls() -> ssl.SSLContext:
     the event loop, once a second on every member (the heartbeat asks for the meta leader),
     stalling every publish and delivery of the member meanwhile."""
     return ssl.create_default_context()
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this (child) process when its parent dies (fork -> exec)."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class NatsNode:
@@ -130,6 +125,10 @@ class NatsNode:
                 stdout=log_file,
                 stderr=asyncio.subprocess.STDOUT,
                 preexec_fn=die_with_parent,
+                # a Ctrl-C in the member's terminal reaches the member only: it closes its
+                # connection, then stops the node (a node hit by the same Ctrl-C would exit
+                # first and be said "restarting" while the member stops)
+                start_new_session=True,
             )
         finally:
             log_file.close()

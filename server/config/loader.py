@@ -14,13 +14,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from pushgrid.protocol.exceptions import PushgridError
 
-from ..redaction import redact_setting, redact_text
+from ..redaction import redact_input, redact_text
 from .settings import Settings
 
 ENV_PREFIX = "PUSHGRID_"
@@ -117,6 +117,16 @@ def _origin_of(
     return "configuration"
 
 
+def _holds_text(field: str) -> bool:
+    """True when the setting ``field`` is text (``str``, a secret, a list of text), so a value
+    given for it may be a secret; numbers, booleans, durations and paths never are."""
+
+    def textual(annotation: Any) -> bool:
+        return annotation in (str, SecretStr) or any(textual(a) for a in get_args(annotation))
+
+    return textual(Settings.model_fields[field].annotation)
+
+
 def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> str:
     aliases = {name: info.alias or name for name, info in Settings.model_fields.items()}
     lines = []
@@ -126,7 +136,8 @@ def _describe(exc: ValidationError, raw: Mapping[str, tuple[Any, _Origin]]) -> s
         if isinstance(loc, str) and loc in raw:
             value, origin = raw[loc]
             key = aliases.get(loc, loc)
-            shown = redact_setting(key, value)  # an error message is configuration shown too
+            # an error message is configuration shown too
+            shown = redact_input(key, value, holds_text=_holds_text(loc))
             if isinstance(value, str) and value and shown != value:
                 message = message.replace(value, str(shown))
             lines.append(f"{origin.where}: {key} = {shown!r}: {redact_text(message)}")

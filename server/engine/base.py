@@ -36,6 +36,15 @@ class PublishRequest:
     msg_id: str | None = None  # the client's idempotency key (guarantee 7)
 
 
+#: The alert announcements (the admin API publishes them through a member's monitoring port,
+#: docs/alerts.md). Only the server publishes there (clients may not publish under
+#: ``/pushgrid/``), always the same eight fields, so the bounds meant for
+#: publishers (guarantees 8 and 11) never refuse an announcement: an alert that the node is full
+#: or that an operator set a very low MaxFieldsPerSubject must still get out.
+ALERTS_SUBJECT = "/pushgrid/alerts"
+UNBOUNDED_SUBJECTS: frozenset[str] = frozenset({ALERTS_SUBJECT})
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotBounds:
     """What one subject's snapshot may hold (MaxFieldsPerSubject, MaxSnapshotSize): guarantee 11.
@@ -69,6 +78,8 @@ class SnapshotBounds:
             else:
                 delta += utf8_len(value) - utf8_len(old)
         count = len(fields) + added
+        if subject in UNBOUNDED_SUBJECTS:
+            return fields_bytes + delta
         if count > self.max_fields:
             raise SnapshotLimitExceeded(
                 ErrorCode.TOO_MANY_FIELDS,
@@ -192,7 +203,8 @@ class Engine(abc.ABC):
        cached messages, UTF-8 bytes as MaxMessageSize counts them) raises it with
        ``retained_bytes_exceeded``. A refused publish changes nothing (no seq, snapshot, cache
        or delivery); a cached message is never dropped for a bound. Idle subjects are evicted
-       first, so a bound refuses only while the subjects in use really fill it.
+       first, so a bound refuses only while the subjects in use really fill it. The subjects of
+       :data:`UNBOUNDED_SUBJECTS` (the alert announcements) are never refused by a bound.
     9. **Idle subjects are evicted, the recovery contract stays.** A subject is *idle* when
        nothing was published on it for ``CacheExpireTime`` (so its cache is empty) and no
        session of this node subscribes to it (:meth:`use_interest`). Eviction frees its cache
@@ -211,7 +223,8 @@ class Engine(abc.ABC):
         bytes) raises :class:`SnapshotLimitExceeded` and changes nothing: it is neither
         numbered, cached, put in the snapshot nor delivered. The check is part of the engine's
         merge, so it holds for concurrent publishes (through any member of a Guaranteed
-        cluster; a Standard cluster's members each hold it for their own snapshot).
+        cluster; a Standard cluster's members each hold it for their own snapshot). The
+        subjects of :data:`UNBOUNDED_SUBJECTS` are not bounded (their fields are fixed).
     """
 
     name: str = "engine"

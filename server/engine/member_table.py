@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.sizes import message_size, utf8_len
 
-from .base import EngineFull, PublishRequest
+from .base import UNBOUNDED_SUBJECTS, EngineFull, PublishRequest
 from .nats_wire import Record
 
 #: idle subjects a publish may evict inline when a bound is reached (as the memory engine)
@@ -94,6 +94,8 @@ class SubjectTable:
     ) -> None:
         """Raise :class:`EngineFull` when a publish on ``subject`` growing the member by
         ``growth`` bytes would break a bound, after evicting idle subjects inline."""
+        if subject in UNBOUNDED_SUBJECTS:  # the alerts: never refused (guarantee 8)
+            return
         if self._max_subjects and subject not in self._entries:
             if len(self._entries) >= self._max_subjects:
                 self.evict_idle(now, INLINE_EVICTIONS, forget)

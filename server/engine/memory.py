@@ -32,6 +32,7 @@ from pushgrid.protocol.sizes import message_size, utf8_len
 from . import trim
 from .base import (
     DEFAULT_BOUNDS,
+    UNBOUNDED_SUBJECTS,
     Deliver,
     Engine,
     EngineFull,
@@ -217,6 +218,8 @@ class MemoryEngine(Engine):
         delta: int,
         now: int,
     ) -> None:
+        if request.subject in UNBOUNDED_SUBJECTS:  # the alerts: never refused (guarantee 8)
+            return
         if state is None and self._max_subjects and self._count() >= self._max_subjects:
             self._make_room(now, request.subject, need_slot=True)
             if self._count() >= self._max_subjects:

@@ -43,12 +43,12 @@ from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from ..config import Settings
+from ..engine.base import ALERTS_SUBJECT
 from ..redaction import redact_setting
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent, JolokiaLimits
 from .loop_bridge import LoopBridge
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
-from .operations import ALERTS_SUBJECT
 from .ports import LiveState, MonitoredNode, Operations
 from .watched_view import summary
 

@@ -15,9 +15,7 @@ from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
 from ..core.session import PresenceLookup
 from ..core.watch import WatchError, Watchlist
-from ..engine.base import Published, PublishRequest, Snapshot
-
-ALERTS_SUBJECT = "/pushgrid/alerts"
+from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot
 
 
 class MessageStore(Protocol):

@@ -264,3 +264,71 @@ def test_make_cluster_says_a_killed_member_and_restarts_it(cluster: Deployment) 
             pass
         time.sleep(0.5)
     raise AssertionError(f"member m2 was not restarted:\n{cluster.output()[-3000:]}")
+
+
+#: what uvicorn says at INFO (its own format, or ours with its logger's name)
+UVICORN_INFO = re.compile(r"^INFO:|INFO uvicorn|Uvicorn running on|Started server process", re.M)
+
+
+@pytest.mark.parametrize("mode", ["make-up", "make-cluster"])
+def test_default_logging_is_quiet(mode: str, request: pytest.FixtureRequest) -> None:
+    """Issue 21 item 4: at the default level no uvicorn INFO line (start-up steps, requests);
+    our own start-up lines saying where everything listens are there."""
+    deployment: Deployment = request.getfixturevalue("single" if mode == "make-up" else "cluster")
+    # uvicorn says "Uvicorn running on" once it listens: wait until the admin API answers
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _answers(deployment, "http://127.0.0.1:8080/"):
+        time.sleep(0.5)
+    output = deployment.output()
+    assert not UVICORN_INFO.search(output), output[-3000:]
+    assert "pushgrid admin API on http://127.0.0.1:8080/api/v1" in output
+    assert "console: http://127.0.0.1:8080/console/" in output
+    assert "push server (WebSocket)  ws://127.0.0.1:8800/ws" in output
+
+
+# Last in this module (tests run in file order): it stops the shared `make cluster`.
+def test_ctrl_c_on_make_cluster_says_stopping(cluster: Deployment) -> None:
+    """A Ctrl-C (SIGINT to the terminal's process group) stops everything and says so; no line
+    says a child or a nats-server restarts, that a member lost NATS, or (from the admin API)
+    that a member is down, while it stops."""
+    assert cluster.proc is not None
+    started = psutil.Process(cluster.proc.pid).children(recursive=True)
+    logs = [cluster.log, *sorted((cluster.workdir / "data" / "logs").glob("member-*.log"))]
+    before = {path: path.stat().st_size for path in logs}
+    os.killpg(cluster.proc.pid, signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        cluster.proc.poll() is None or any(_running(p) for p in started)
+    ):
+        time.sleep(0.2)
+    alive = [p.pid for p in started if _running(p)]
+    assert cluster.proc.poll() is not None, "pushgrid up still running 60 s after Ctrl-C"
+    assert not alive, f"children still running after Ctrl-C: {alive}"
+    said = {path.name: path.read_bytes()[before[path] :].decode(errors="replace") for path in logs}
+    stopping = said[cluster.log.name]
+    assert "pushgrid up: stopping the admin API, member m2, member m3" in stopping, stopping
+    assert "pushgrid up: stopped" in stopping, stopping
+    # the admin API is stopped first: it does not report the members it watches going away
+    assert " is down" not in stopping, stopping
+    for name, text in said.items():
+        assert "restart" not in text.lower(), f"{name} while stopping:\n{text}"
+        assert "lost the connection to NATS" not in text, f"{name} while stopping:\n{text}"
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _answers(deployment: Deployment, url: str) -> bool:
+    """``url`` answers with any HTTP status (a 401 included)."""
+    answer = subprocess.run(
+        [*deployment.prefix(), "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    return answer.stdout.strip() not in ("", "000")

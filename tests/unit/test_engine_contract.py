@@ -24,6 +24,7 @@ from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
 from pushgrid.server.core.outgoing import snapshot_frame
 from pushgrid.server.engine.base import (
+    ALERTS_SUBJECT,
     Engine,
     EngineFull,
     Published,
@@ -953,3 +954,28 @@ async def test_the_size_bound_counts_the_merged_snapshot_exactly(engine: Engine)
     snapshot = await engine.snapshot(SUBJECT)
     assert snapshot is not None
     assert (snapshot.content, snapshot.fields) == ("", {"a": "x", "b": big})
+
+
+# --- the alert announcements pass the publishers' bounds (guarantees 8 and 11) -----------------
+
+
+async def test_alert_announcements_are_never_refused_by_a_bound(
+    engine: Engine, delivered: Delivered
+) -> None:
+    """An alert must get out whole even when the node is full or MaxFieldsPerSubject is below
+    the announcement's fields (docs/alerts.md): the bounds are the publishers'."""
+    await fill_subjects(engine, SUBJECT_LIMIT)
+    await delivered.wait_for(SUBJECT_LIMIT)
+    fields = {f"f{i}": "v" for i in range(FIELD_LIMIT * 2)}
+    alert = await publish(engine, "node full", fields, subject=ALERTS_SUBJECT, qos="standard")
+    again = await publish(
+        engine, "resolved", {**fields, "f0": "w"}, subject=ALERTS_SUBJECT, qos="standard"
+    )
+    messages = await delivered.wait_for(SUBJECT_LIMIT + 2)
+    assert [m.fields for m in messages[-2:]] == [alert.fields, again.fields]
+    snapshot = await engine.snapshot(ALERTS_SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, len(snapshot.fields)) == ("resolved", FIELD_LIMIT * 2)
+    # every other subject is still bounded
+    with pytest.raises(EngineFull):
+        await publish(engine, "one too many", subject=SUBJECT)

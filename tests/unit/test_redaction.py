@@ -34,6 +34,10 @@ from pushgrid.server.redaction import (
         ("KeepaliveTimeout", False),
         ("Database", False),
         ("AuthBackoffMax", False),
+        ("Occupancy.WebhookSecret", True),
+        ("Occupancy.WebhookQueue", False),
+        ("Alerts.WebhookRetries", False),
+        ("Occupancy.WebhookTimeout", False),
     ],
 )
 def test_secret_keys_by_pattern(key: str, secret: bool) -> None:
@@ -111,8 +115,49 @@ def test_configuration_errors_do_not_echo_secrets() -> None:
                 "PUSHGRID_ALERTS_WEBHOOK": "ftp://hooks.example.com/T/B/err-secret-1",
                 "PUSHGRID_DATABASE": "postgresql://a:err-secret-2@db/x",
                 "PUSHGRID_ADMIN_STALEAFTER": "-1",
+                "PUSHGRID_OCCUPANCY_WEBHOOKSECRET": "err-secret-3",
+                # a number's key merely mentions a webhook: only a URL password in it is masked
+                "PUSHGRID_OCCUPANCY_WEBHOOKQUEUE": "http://u:err-secret-4@h",
             },
         )
     message = str(failure.value)
     assert "Alerts.Webhook = '********'" in message
+    assert f"Occupancy.WebhookQueue = 'http://u:{MASK}@h'" in message
     assert "err-secret" not in message
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "key"),
+    [
+        ("PUSHGRID_OCCUPANCY_WEBHOOKQUEUE", "0", "Occupancy.WebhookQueue"),
+        ("PUSHGRID_ALERTS_WEBHOOKRETRIES", "many", "Alerts.WebhookRetries"),
+        ("PUSHGRID_OCCUPANCY_WEBHOOKTIMEOUT", "-1", "Occupancy.WebhookTimeout"),
+        ("PUSHGRID_PUBLISHDEDUPMAXKEYS", "lots", "PublishDedupMaxKeys"),
+    ],
+)
+def test_errors_show_numbers_of_keys_that_merely_mention_a_secret(
+    variable: str, value: str, key: str
+) -> None:
+    """A number, boolean or duration is never a secret (issue 22 item 2): an operator who wrote
+    ``Occupancy.WebhookQueue = 0`` must see the 0 they wrote, not ``********``."""
+    with pytest.raises(ConfigError) as failure:
+        load_settings(None, environ={variable: value})
+    assert f"{key} = {value!r}" in str(failure.value)
+    assert MASK not in str(failure.value)
+
+
+def test_configuration_map_shows_numbers_of_webhook_keys() -> None:
+    settings = Settings.model_validate(
+        {
+            "Occupancy.Webhook": "https://hooks.example.com/services/T/B/occ-hook-1",
+            "Occupancy.WebhookSecret": "occ-secret-2",
+            "Occupancy.WebhookQueue": 7,
+            "Occupancy.WebhookTimeout": 2.5,
+            "Alerts.WebhookRetries": 4,
+        }
+    )
+    shown = configuration(settings)
+    assert "occ-" not in repr(shown)
+    assert shown["Occupancy.WebhookQueue"] == 7
+    assert shown["Occupancy.WebhookTimeout"] == 2.5
+    assert shown["Alerts.WebhookRetries"] == 4
