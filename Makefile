@@ -66,10 +66,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# pytest in TEST_WORKERS processes (pytest-xdist; docs/testing.md): most tests wait on servers and
+# sockets, not on the CPU. A module runs whole on one worker; the heaviest start first.
+# `make test TEST_WORKERS=0` runs in this process alone.
+TEST_WORKERS ?= 3
+
 test: $(STAMP) system-deps audit
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 # Security checks (docs/security.md): bandit on our code, pip-audit on the dependencies (it says
 # how many packages it could audit: the vulnerability service is not reachable everywhere).
