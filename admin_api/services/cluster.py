@@ -191,6 +191,30 @@ async def cluster_overview(http: httpx.AsyncClient, members: Sequence[Member]) -
     return merge_views(members, await cluster_views(http, members))
 
 
+SLOW_LOOKS_DOWN = 2  # looks in a row without an answer in time before a member is "down"
+
+
+def watched_state(outcome: str, previous: str | None, slow_looks: int) -> str:
+    """A member's state from one look (pure). ``outcome``: ``up`` (it answered), ``refused``
+    (nothing listens: down at once) or ``slow`` (no answer within the interval). A slow member
+    is down only after ``SLOW_LOOKS_DOWN`` looks in a row (4 s, past the cluster's 3 s heartbeat
+    timeout): on a loaded machine a live member missed one 2 s look and the admin API logged it
+    down and up again (`make cluster`, SIGKILL of m3: "member m1 is down")."""
+    if outcome == "up":
+        return "up"
+    if outcome == "refused" or slow_looks >= SLOW_LOOKS_DOWN:
+        return "down"
+    return previous or "up"
+
+
+async def _answers(http: httpx.AsyncClient, member: Member) -> str:
+    try:
+        await MemberClient(http, member).request({"type": "read", "mbean": CLUSTER_MBEAN})
+    except MemberFailure as exc:
+        return "slow" if exc.kind == "timeout" else "refused"
+    return "up"
+
+
 class MemberWatch:
     """One WARNING line when a member the admin API manages stops answering, one when it answers
     again (the members' own Cluster MBean, read every ``interval`` seconds; members managed over
@@ -202,6 +226,7 @@ class MemberWatch:
         self.members = members
         self.interval = interval
         self.states: dict[str, str] | None = None
+        self.slow: dict[str, int] = {}  # looks in a row a member did not answer in time
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -215,10 +240,12 @@ class MemberWatch:
 
     async def look(self, http: httpx.AsyncClient) -> list[tuple[str, str]]:
         members = [m for m in await asyncio.to_thread(self.members) if not is_jmx(m.monitor_url)]
-        views = await cluster_views(http, members)
-        states = {
-            m.name: "down" if v is None else "up" for m, v in zip(members, views, strict=True)
-        }
+        outcomes = await asyncio.gather(*(_answers(http, m) for m in members))
+        states: dict[str, str] = {}
+        for member, outcome in zip(members, outcomes, strict=True):
+            self.slow[member.name] = self.slow.get(member.name, 0) + 1 if outcome == "slow" else 0
+            previous = (self.states or {}).get(member.name)
+            states[member.name] = watched_state(outcome, previous, self.slow[member.name])
         changes = member_transitions(self.states, states)
         for name, state in changes:
             if state == "down":

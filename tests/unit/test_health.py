@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pushgrid.admin_api.member_client import Member
-from pushgrid.admin_api.services.cluster import merge_views
+from pushgrid.admin_api.services.cluster import SLOW_LOOKS_DOWN, merge_views, watched_state
 from pushgrid.metrics.health import (
     ArchiveState,
     Health,
@@ -131,3 +131,14 @@ def test_member_transitions() -> None:
     assert member_transitions({"m3": "down"}, {"m3": "up"}) == [("m3", "up")]
     assert member_transitions({"m3": "up"}, {}) == [], "a forgotten member is not news"
     assert member_transitions({}, {"m4": "down", "m5": "up"}) == [("m4", "down")]
+
+
+def test_a_member_that_misses_one_look_is_not_down_one_that_refuses_is() -> None:
+    """The admin API's member watch: a slow answer once (a loaded machine) changes nothing, two
+    looks in a row without an answer are down, a refused connection is down at once."""
+    assert watched_state("slow", "up", 1) == "up"
+    assert watched_state("slow", None, 1) == "up"
+    assert watched_state("slow", "up", SLOW_LOOKS_DOWN) == "down"
+    assert watched_state("slow", "down", 1) == "down"
+    assert watched_state("refused", "up", 0) == "down"
+    assert watched_state("up", "down", 0) == "up"
