@@ -127,7 +127,9 @@ def _reexec(choice: Allocator) -> None:
     if new_environment is not None:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, sys.orig_argv, new_environment)
+        # our own interpreter and arguments again, only the environment differs: no shell,
+        # nothing from outside the process (ADR 033)
+        os.execve(sys.executable, sys.orig_argv, new_environment)  # nosec B606
 
 
 def apply(choice: Allocator) -> None:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 MASK = "********"
 
 #: words naming a secret, in a key or a query-parameter name
-_SECRET_WORD = r"passw(or)?ds?|secrets?|tokens?|keys?|webhooks?|credentials?"
+_SECRET_WORD = r"passw(or)?ds?|secrets?|tokens?|keys?|webhooks?|credentials?"  # nosec B105
 #: setting keys that hold a secret: the key's *last* word names one (``ClusterPassword``,
 #: ``Alerts.Webhook``); ``Occupancy.WebhookQueue`` or ``Alerts.WebhookRetries`` merely mention one
 SECRET_KEY = re.compile(rf"({_SECRET_WORD})$", re.I)
