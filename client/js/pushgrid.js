@@ -983,7 +983,7 @@
     }
 
     /** Query parameters of /events: subjects, positions to recover from, field deltas,
-     * conflation, token. */
+     * conflation, client id, token. */
     _sseParams() {
       const params = [];
       const conflations = new Set();
@@ -1006,6 +1006,8 @@
       if (conflations.size === 1 && conflation > 0) params.push(["conflation", String(conflation)]);
       const [history] = histories;
       if (histories.size === 1 && history > 0) params.push(["history", String(history)]);
+      // the stream's client id: presence lists it, as it does for a WebSocket subscription
+      if (this._clientId != null) params.push(["client_id", this._clientId]);
       if (this._token) params.push(["token", this._token]);
       return params;
     }

@@ -21,7 +21,13 @@ from pushgrid import __version__
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import publish_size
 from pushgrid.protocol.errors import ErrorCode
-from pushgrid.protocol.frames import Position, Publish, SubscribeItem, msg_id_error
+from pushgrid.protocol.frames import (
+    Position,
+    Publish,
+    SubscribeItem,
+    client_id_error,
+    msg_id_error,
+)
 from pushgrid.protocol.subjects import subject_problem
 
 from ..cluster.status import ClusterStatus
@@ -323,11 +329,32 @@ async def _events(
     deltas = _delta_subjects(query.get("delta", []), subjects)
     if isinstance(deltas, str):
         return problem(400, ErrorCode.INVALID_FRAME, deltas)
+    client = _stream_client_id(query.get("client_id", []))
+    if isinstance(client, Response):
+        return client
     items = [
-        SubscribeItem(subject, positions.get(subject), history, conflation, delta=subject in deltas)
+        SubscribeItem(
+            subject,
+            positions.get(subject),
+            history,
+            conflation,
+            delta=subject in deltas,
+            client_id=msgspec.UNSET if client is None else client,
+        )
         for subject in subjects
     ]
     return SseRequest(items, _token(request, query), positions)
+
+
+def _stream_client_id(values: list[str]) -> str | Response | None:
+    """The stream's ``client_id`` (one for all its subjects: presence lists it, docs/protocol.md
+    9.1), None without one, or the 400 that says why it is wrong."""
+    if not values:
+        return None
+    if len(values) > 1:
+        return problem(400, ErrorCode.INVALID_FRAME, "give client_id once: it names the stream")
+    reason = client_id_error(values[0])
+    return values[0] if reason is None else problem(400, ErrorCode.INVALID_FRAME, reason)
 
 
 def _delta_subjects(values: list[str], subjects: list[str]) -> set[str] | str:

@@ -3,12 +3,14 @@ cluster-wide, through the Python client; join/leave events; a SIGKILLed member's
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from pushgrid.client import Presence, PresenceEvent, PresenceRefused, PushgridClient
@@ -234,3 +236,40 @@ async def test_the_token_names_the_client_and_guards_presence_on_the_wire_and_in
             assert_problem(plain, 403, "entitlement_denied")
     finally:
         admin.close()
+
+
+async def test_an_event_stream_declares_its_client_id_for_presence(server_factory) -> None:
+    """``GET /events?client_id=`` names the stream's session in presence as a WebSocket
+    subscription's ``client_id`` does; a bad or repeated one is a 400 problem."""
+    srv = server_factory(**{"Occupancy.PresencePatterns": "/Chat/*"})
+    base = f"http://127.0.0.1:{srv.port}/events"
+    async with httpx.AsyncClient(timeout=10) as http:
+        for bad in ({"client_id": "no spaces"}, {"client_id": ["a", "b"]}):
+            refused = await http.get(base, params={"subject": ROOM, **bad})
+            assert refused.status_code == 400, refused.text
+            assert refused.headers["content-type"].startswith("application/problem+json")
+        params = {"subject": ROOM, "client_id": "sse-ann"}
+        async with http.stream("GET", base, params=params) as stream:
+            assert stream.status_code == 200
+            subscribed = asyncio.Event()
+
+            async def read() -> None:  # keep reading: leaving the iterator closes the stream
+                async for line in stream.aiter_lines():
+                    if '"subscribed"' in line:
+                        subscribed.set()
+
+            reader = asyncio.create_task(read())
+            await asyncio.wait_for(subscribed.wait(), 10)
+            asker = _client(srv)
+            await asker.connect()
+            try:
+
+                async def listed() -> list[tuple[str, str]]:
+                    return _ids(await asker.presence(ROOM))
+
+                # presence follows the occupancy tick (Occupancy.Interval, 0.5 s)
+                ids = await _eventually(listed, "the stream's session in presence")
+            finally:
+                await asker.close()
+                reader.cancel()
+    assert ids == [("sse-ann", srv.settings["ServerName"])]
