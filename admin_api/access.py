@@ -17,8 +17,8 @@ from typing import Any, Final, Protocol
 
 import httpx
 
+from pushgrid.kernel.jmxquery import JmxError, invoke, nest, query
 from pushgrid.metrics.window_spec import WINDOW_NAMES
-from pushgrid.server.jmx.query import JmxError, invoke, nest, query
 
 from .member_client import FailureKind, Member, MemberClient, MemberFailure
 

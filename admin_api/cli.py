@@ -1,6 +1,6 @@
 """``pushgrid admin ...``: run the admin API, create API tokens.
 
-``server/cli.py`` calls :func:`register` to add the command group:
+``pushgrid/cli/main.py`` calls :func:`register` to add the command group:
 
     pushgrid admin [--config FILE] [--listen HOST:PORT] [--bootstrap]     (= serve)
     pushgrid admin serve [--config FILE] [--listen HOST:PORT] [--bootstrap]
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pushgrid.server.cli_support import LogLevelOption, fail, settings_or_exit
-from pushgrid.server.periodic import die_with_parent, run_child
+from pushgrid.config.cli_support import LogLevelOption, fail, settings_or_exit
+from pushgrid.kernel.periodic import die_with_parent, run_child
 
 from .security import Role
 
@@ -109,7 +109,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
 
     import uvicorn
 
-    from pushgrid.server.addresses import parse_address
+    from pushgrid.kernel.addresses import parse_address
 
     from .main import DOCS_URL, create_app
 
@@ -224,7 +224,7 @@ def create_token_command(
 
 def admin_argv(config: Path | None = None, bootstrap: bool = True) -> list[str]:
     """The command that runs the admin API in a child process."""
-    argv = [sys.executable, "-m", "pushgrid.server", "admin", "serve"]
+    argv = [sys.executable, "-m", "pushgrid", "admin", "serve"]
     if config is not None:
         argv += ["--config", str(config)]
     if bootstrap:
@@ -234,7 +234,7 @@ def admin_argv(config: Path | None = None, bootstrap: bool = True) -> list[str]:
 
 async def run_alongside(config: Path | None = None, env: dict[str, str] | None = None) -> int:
     """Run the admin API as a child process until it exits (its exit code) or is cancelled (for
-    ``pushgrid up``, which restarts it: server/periodic.py ``supervised``).
+    ``pushgrid up``, which restarts it: pushgrid/kernel/periodic.py ``supervised``).
 
     Its output goes to this terminal (so the first admin token is seen); cancelling terminates
     the child.

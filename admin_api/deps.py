@@ -21,8 +21,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from pushgrid.server.config import AdminSettings, JmxSettings
-from pushgrid.server.core.throttle import AuthThrottle
+from pushgrid.config import AdminSettings, JmxSettings
+from pushgrid.kernel.throttle import AuthThrottle
 
 from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized

@@ -29,13 +29,13 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pushgrid import __version__
+from pushgrid.config import AdminSettings, AlertsSettings, JmxSettings, Settings
 from pushgrid.console.security import COMMON_HEADERS, DATA_POLICY
+from pushgrid.kernel.redaction import RedactingFilter
+from pushgrid.kernel.throttle import AuthThrottle
 from pushgrid.metrics.sqlstore import make_session_factory
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.engine import private_database_file
-from pushgrid.server.config import AdminSettings, AlertsSettings, JmxSettings, Settings
-from pushgrid.server.core.throttle import AuthThrottle
-from pushgrid.server.redaction import RedactingFilter
 
 from .audit import AuditMiddleware
 from .docs import add_docs

@@ -22,7 +22,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from pushgrid.server.config import AdminSettings, ConfigError
+from pushgrid.config import AdminSettings, ConfigError
 
 from .problems import ProblemError
 

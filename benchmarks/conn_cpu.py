@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 import wsload  # noqa: E402
 
+from pushgrid.config import load_settings  # noqa: E402
 from pushgrid.server.app import PushServer  # noqa: E402
-from pushgrid.server.config import load_settings  # noqa: E402
 
 
 async def one_round(n: int, port: int, source: str) -> tuple[float, float]:

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import wsload
 
+from pushgrid.config import load_settings
 from pushgrid.server.app import PushServer
-from pushgrid.server.config import load_settings
 
 
 def rss_kib() -> int:

@@ -51,7 +51,7 @@ def _start(tree: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
         f"Listen = 127.0.0.1:{port}\nMaxOutboundBufferSize = 67108864\n"
         "MonitorHTTP.Listen =\nMetricsArchive =\nMetaSubjectInterval = 0\n"
     )
-    command = [str(PYTHON), "-m", "pushgrid.server", "server", "--config", str(conf)]
+    command = [str(PYTHON), "-m", "pushgrid", "server", "--config", str(conf)]
     if shutil.which("taskset"):
         command = ["taskset", "-c", "0", *command]
     log = open(workdir / f"server-{port}.log", "wb")  # noqa: SIM115 - handed to the child

@@ -16,8 +16,8 @@ from typing import Annotated
 
 import typer
 
-from pushgrid.server.addresses import parse_address
-from pushgrid.server.config import ConfigError, load_settings
+from pushgrid.config import ConfigError, load_settings
+from pushgrid.kernel.addresses import parse_address
 
 DEFAULT_LISTEN = "127.0.0.1:8050"
 

@@ -6,8 +6,8 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
-from pushgrid.server.addresses import parse_address
-from pushgrid.server.config import AdminSettings
+from pushgrid.config import AdminSettings
+from pushgrid.kernel.addresses import parse_address
 
 from .app import create_dash_app
 from .http_provider import HttpProvider

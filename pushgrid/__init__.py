@@ -1,10 +1,13 @@
 """pushgrid: a real-time push server with its ops and monitoring stack.
 
-The distribution installs one import namespace. ``pushgrid.protocol`` (here) is the wire protocol
-and the exception tree, shared by every part; the parts themselves live in the repository's
-top-level folders and are installed under this package (docs/adr/020-one-namespace.md):
-``pushgrid.server``, ``pushgrid.client``, ``pushgrid.metrics``, ``pushgrid.admin_api``,
-``pushgrid.console``, ``pushgrid.spark_stats``.
+The distribution installs one import namespace. The pieces shared by every part live here:
+``pushgrid.protocol`` (the wire protocol and the exception tree), ``pushgrid.config`` (Settings and
+its parts), ``pushgrid.kernel`` (addresses, redaction, periodic tasks, throttles) and
+``pushgrid.cli`` (the ``pushgrid`` command, the one package that imports every part). The parts
+themselves live in the repository's top-level folders and are installed under this package
+(docs/adr/020-one-namespace.md, docs/adr/034-one-boundary.md): ``pushgrid.server``,
+``pushgrid.client``, ``pushgrid.metrics``, ``pushgrid.admin_api``, ``pushgrid.console``,
+``pushgrid.spark_stats``. ``python -m pushgrid`` is the ``pushgrid`` command.
 """
 
 from importlib.metadata import PackageNotFoundError, version

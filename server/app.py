@@ -14,6 +14,8 @@ from functools import partial
 from typing import Any
 
 from pushgrid import __version__
+from pushgrid.config import ConfigError, MonitoringSettings, ServerSettings, Settings
+from pushgrid.kernel.throttle import AuthThrottle
 from pushgrid.metrics.archive import SAMPLES, WATCHED, ArchiveWriter
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.health import ArchiveState, member_transitions
@@ -25,20 +27,18 @@ from pushgrid.metrics.watched import WATCH_NAMES
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
-from pushgrid.server.framing.outframe import OutFrame
 
 from .cluster.isolation import Change, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
-from .config import ConfigError, MonitoringSettings, ServerSettings, Settings
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
 from .core.publishing import Admission, PublishGuard, PublishLimits
 from .core.session import Session, SessionPolicy
-from .core.throttle import AuthThrottle
 from .core.watch import WatchFeed, Watchlist
 from .engine.base import Engine
 from .engine.registry import build_engine
+from .framing.outframe import OutFrame
 from .monitoring.beans import build_agent
 from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects

@@ -28,7 +28,8 @@ from typing import Protocol
 
 import msgspec
 
-from .config.occupancy import OccupancySettings
+from pushgrid.config.occupancy import OccupancySettings
+
 from .core.occupancy import OccupancyTable, Transition
 from .core.presence import PresenceChange
 from .engine.base import EngineUnavailable, MemberBus, Published, PublishRequest

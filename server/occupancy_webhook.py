@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from .redaction import redact_url_path
+from pushgrid.kernel.redaction import redact_url_path
 
 log = logging.getLogger(__name__)
 

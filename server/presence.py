@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+from pushgrid.config.occupancy import OccupancySettings
 from pushgrid.protocol.frames import PresenceAnswer, PresentClient
 from pushgrid.protocol.subjects import pattern_matches
 
-from .config.occupancy import OccupancySettings
 from .core.presence import PresenceChange, PresenceTable
 
 PRESENCE_SUBJECT = "/pushgrid/presence"

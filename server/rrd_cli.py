@@ -23,9 +23,8 @@ from typing import Annotated
 import httpx
 import typer
 
+from pushgrid.config.cli_support import fail, settings_or_exit
 from pushgrid.metrics import rrd
-
-from .cli_support import fail, settings_or_exit
 
 rrd_app = typer.Typer(
     name="rrd",

@@ -1,7 +1,7 @@
 """``pushgrid db ...`` and ``pushgrid stats ...``: the SQL store and the statistics pipeline.
 
-``server/cli.py`` calls :func:`register` to add both sub-apps. Defaults come from the one Settings
-object (``--config FILE``, ``PUSHGRID_*`` variables): ``Database``, ``MetricsArchive``,
+``pushgrid/cli/main.py`` calls :func:`register` to add both sub-apps. Defaults come from the one
+Settings object (``--config FILE``, ``PUSHGRID_*`` variables): ``Database``, ``MetricsArchive``,
 ``StatsWarehouse``, ``SparkMaster``.
 
     pushgrid db upgrade [--config FILE] [--db URL]
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pushgrid.server.cli_support import fail, settings_or_exit
+from pushgrid.config.cli_support import fail, settings_or_exit
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
     from rich.table import Table
 
-    from pushgrid.server.config import StatsSettings
+    from pushgrid.config import StatsSettings
 
     from .jobs import JobOutcome
     from .results import PipelineResult

@@ -26,10 +26,10 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from pushgrid.config import AlertsSettings
+from pushgrid.kernel.redaction import redact_url_path
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import AlertEvent, AlertRule
-from pushgrid.server.config import AlertsSettings
-from pushgrid.server.redaction import redact_url_path
 
 from ..access import member_access
 from ..alert_signals import key, merge

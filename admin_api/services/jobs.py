@@ -29,9 +29,9 @@ from typing import Final, Literal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from pushgrid.config import StatsSettings
 from pushgrid.metrics.sqlstore import running_run
 from pushgrid.metrics.sqlstore.models import RUN_STATUSES, JobRun, utc_now
-from pushgrid.server.config import StatsSettings
 from pushgrid.spark_stats.locking import warehouse_busy
 
 from ..problems import ProblemError, conflict, not_found
@@ -108,7 +108,7 @@ class JobRunner:
 
     def argv(self, as_of: int | None = None) -> list[str]:
         settings = self.settings
-        argv = [self.python, "-m", "pushgrid.server", "stats", "run", "--db", settings.database]
+        argv = [self.python, "-m", "pushgrid", "stats", "run", "--db", settings.database]
         if self.archive is not None:
             argv += ["--archive", str(self.archive)]
         argv += ["--warehouse", str(settings.stats_warehouse), "--master", settings.spark_master]

@@ -17,10 +17,10 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pushgrid.config import AdminSettings, JmxSettings
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.models import utc_now
-from pushgrid.server.config import AdminSettings, JmxSettings
 
 from ..access import is_jmx, member_access
 from ..member_client import (

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from pushgrid.client import Message, PushgridClient, Status, StatusEvent
 from pushgrid.client.backoff import BackoffPolicy
-from pushgrid.server.config import TraceSettings
+from pushgrid.config import TraceSettings
 
 from ..member_client import Member
 from ..problems import ProblemError, conflict, not_found

@@ -205,8 +205,8 @@ def _order(names: Sequence[str]) -> dict[str, int]:
 
 
 def _sort_key(row: WindowStat | TrendPoint | WatchedWindowStat) -> tuple[Any, ...]:
-    from pushgrid.metrics.indicators import INDICATOR_NAMES
-    from pushgrid.metrics.window_spec import WINDOW_NAMES
+    from ..indicators import INDICATOR_NAMES
+    from ..window_spec import WINDOW_NAMES
 
     indicators, windows = _order(INDICATOR_NAMES), _order(WINDOW_NAMES)
     return (

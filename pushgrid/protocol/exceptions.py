@@ -8,7 +8,7 @@ also catch as a built-in keeps that built-in as a second base (``ValueError``, `
 ``tests/unit/test_errors_tree.py`` checks this tree against the classes themselves.
 
 PushgridError (pushgrid.protocol.exceptions)                       error                no
-├── ConfigError (pushgrid.server.config.loader)                    config               no
+├── ConfigError (pushgrid.config.loader)                           config               no
 ├── PluginError (pushgrid.server.core.custom_entitlement)          plugin               no
 ├── ClusterError (pushgrid.server.cluster.errors)                  cluster              no
 ├── ProtocolError (pushgrid.protocol.exceptions)                   protocol             no
@@ -26,7 +26,7 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   │   └── PathNotFound (pushgrid.server.monitoring.jolokia)      jolokia              no
 │   ├── MalformedObjectName (pushgrid.server.monitoring.mbeans)    malformed_name       no
 │   ├── InstanceAlreadyExists (pushgrid.server.monitoring.mbeans)  instance_exists      no
-│   ├── JmxError (pushgrid.server.jmx.query)                       jmx                  per kind
+│   ├── JmxError (pushgrid.kernel.jmxquery)                        jmx                  per kind
 │   ├── BridgeError (pushgrid.server.jmx.bridge)                   jmx_bridge           no
 │   ├── RrdError (pushgrid.metrics.rrd)                            rrd                  no
 │   └── WatchError (pushgrid.server.core.watch)                    watch                no

@@ -17,9 +17,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from ..addresses import parse_address
-from ..config import Settings, env_name
-from ..periodic import die_with_parent, run_child
+from pushgrid.config import Settings, env_name
+from pushgrid.kernel.addresses import parse_address
+from pushgrid.kernel.periodic import die_with_parent, run_child
+
 from .natsnode import write_private
 
 CLUSTER_BASE_PORT = 7100
@@ -79,7 +80,7 @@ async def run_member(
 ) -> int:
     """Run one ``pushgrid server`` child until it exits (its exit code) or is cancelled; it dies
     with this process."""
-    argv = [sys.executable, "-m", "pushgrid.server", "server"]
+    argv = [sys.executable, "-m", "pushgrid", "server"]
     if config is not None:
         argv += ["--config", str(config)]
     return await run_child(

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import httpx
 
-from ..periodic import die_with_parent
+from pushgrid.kernel.periodic import die_with_parent
+
 from .errors import ClusterError
 from .topology import CLIENT_OFFSET, MONITOR_OFFSET, BusOptions, Topology, nats_config
 

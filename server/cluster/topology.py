@@ -20,8 +20,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..addresses import parse_address, resolve_self
-from ..config import default_seed_count
+from pushgrid.config import default_seed_count
+from pushgrid.kernel.addresses import parse_address, resolve_self
+
 from .credentials import CLIENT_USER, ROUTE_USER, BusCredentials
 
 ROUTE_OFFSET = 0

@@ -14,9 +14,9 @@ import asyncio
 from collections.abc import Callable
 
 from pushgrid.protocol.frames import Message
-from pushgrid.server.framing.outframe import OutFrame
 
 from ..engine.base import Published
+from ..framing.outframe import OutFrame
 
 
 class ConflatedSubscription:

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from pushgrid.kernel.throttle import host_of
 from pushgrid.protocol.exceptions import PushgridError
 
 from .entitlement import Entitlement, Grant
-from .throttle import host_of
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from pushgrid.server.framing.outframe import OutFrame
-
+from ..framing.outframe import OutFrame
 from .outgoing import message_of, update_frame
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pushgrid.metrics.counters import Counters
-from pushgrid.server.framing.outframe import OutFrame
 
 from ..engine.base import Engine, Published
+from ..framing.outframe import OutFrame
 from .conflation import ConflatedSubscription, Conflator
 from .deltas import SubjectDeltas
 from .outgoing import update_frame

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pushgrid.protocol.codec import encode
 from pushgrid.protocol.frames import Message, MessageKind
-from pushgrid.server.framing.outframe import SETS, OutFrame
 
 from ..engine.base import Published, Snapshot
+from ..framing.outframe import SETS, OutFrame
 
 
 def message_of(published: Published, kind: MessageKind) -> Message:

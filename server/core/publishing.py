@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from pushgrid.kernel.throttle import AddressBuckets, Clock, TokenBucket
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.sizes import message_size
 
@@ -35,7 +36,6 @@ from ..engine.base import (
 )
 from .entitlement import Entitlement, Grant
 from .hub import Hub
-from .throttle import AddressBuckets, Clock, TokenBucket
 
 META_PREFIX = "/pushgrid/"
 

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import msgspec
 
+from pushgrid.kernel.throttle import host_of
 from pushgrid.protocol.codec import Limits, decode_client_frame
 from pushgrid.protocol.errors import (
     CloseCode,
@@ -42,14 +43,13 @@ from pushgrid.protocol.frames import (
     Welcome,
 )
 from pushgrid.protocol.subjects import subject_error
-from pushgrid.server.framing.outframe import SETS, OutFrame
 
 from ..engine.base import EngineUnavailable, PublishRequest
+from ..framing.outframe import SETS, OutFrame
 from .entitlement import AllowAll, Entitlement, Grant
 from .hub import Hub, Peer
 from .outgoing import message_frame, snapshot_frame
 from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal
-from .throttle import host_of
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,13 @@ nothing of the engines (no package cycle; tests/unit/test_import_rules.py).
 
 from __future__ import annotations
 
+from pushgrid.config import ClusterSettings
+
 from ..cluster.credentials import BusCredentials
 from ..cluster.errors import ClusterError
 from ..cluster.link import ClusterLink
 from ..cluster.natsnode import NatsNode
 from ..cluster.topology import BusOptions, Topology
-from ..config import ClusterSettings
 from .base import Engine
 from .jetstream import JetStreamEngine
 from .limits import EngineLimits

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import ServerSettings
+from pushgrid.config import ServerSettings
+
 from .base import SnapshotBounds
 
 

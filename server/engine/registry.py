@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..config import ClusterSettings, ServerSettings
+from pushgrid.config import ClusterSettings, ServerSettings
+
 from .base import Engine
 from .limits import EngineLimits
 from .memory import MemoryEngine

@@ -14,7 +14,8 @@ import msgspec
 
 from pushgrid.protocol.codec import encode
 from pushgrid.protocol.frames import Message, ServerFrame, Subscribed
-from pushgrid.server.framing.wsframe import encode_text_frame
+
+from .wsframe import encode_text_frame
 
 # What a frame does to the position of ``subject`` in a stream (bit flags, ``OutFrame.move``).
 #: the position becomes (epoch, seq) once this frame is sent

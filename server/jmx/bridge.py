@@ -20,18 +20,11 @@ import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
+from pushgrid.config import JmxSettings, MonitoringSettings
+from pushgrid.kernel.addresses import parse_address
+from pushgrid.kernel.jmxquery import BRIDGE_SOURCE, JAVA_HINT
 from pushgrid.protocol.exceptions import MonitoringError
-
-from ..addresses import parse_address
-from ..config import JmxSettings, MonitoringSettings
-
-BRIDGE_SOURCE: Final = Path(__file__).resolve().parents[2] / "deploy" / "jmx" / "Bridge.java"
-JAVA_HINT: Final = (
-    "install a Java 17+ runtime with its JDK tools (Debian/Ubuntu: apt-get install "
-    "openjdk-17-jdk-headless) or set JmxJava to the java executable"
-)
 
 
 class BridgeError(MonitoringError):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from .query import Reading
+from pushgrid.kernel.jmxquery import Reading
 
 
 class Status(IntEnum):

@@ -12,11 +12,12 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli_support import fail, settings_or_exit
-from ..config import JmxSettings, Settings
+from pushgrid.config import JmxSettings, Settings
+from pushgrid.config.cli_support import fail, settings_or_exit
+from pushgrid.kernel.jmxquery import JmxError, Reading, nest, query
+
 from .bridge import BridgeError, BridgeLaunch, prepare, run, run_alongside
 from .check import Range, Status, evaluate
-from .query import JmxError, Reading, nest, query
 
 ConfigOption = Annotated[
     Path | None,

@@ -38,13 +38,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pushgrid import __version__
+from pushgrid.config import Settings
+from pushgrid.kernel.redaction import redact_setting
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 
-from ..config import Settings
 from ..engine.base import ALERTS_SUBJECT
-from ..redaction import redact_setting
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent, JolokiaLimits
 from .loop_bridge import LoopBridge
@@ -375,8 +375,8 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
 
 
 def configuration(settings: Settings) -> dict[str, Any]:
-    """The effective settings by their pushgrid.conf names, secrets hidden (server/redaction.py:
-    by key pattern, and credentials inside URLs and DSNs)."""
+    """The effective settings by their pushgrid.conf names, secrets hidden
+    (pushgrid/kernel/redaction.py: by key pattern, and credentials inside URLs and DSNs)."""
     out: dict[str, Any] = {}
     for field, info in type(settings).model_fields.items():
         key = info.alias or field

@@ -9,13 +9,13 @@ from typing import Any, Protocol
 
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.subjects import subject_problem
-from pushgrid.server.framing.wsframe import frame_payload
 
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
 from ..core.session import PresenceLookup
 from ..core.watch import WatchError, Watchlist
 from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot
+from ..framing.wsframe import frame_payload
 
 
 class MessageStore(Protocol):

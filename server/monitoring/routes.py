@@ -26,7 +26,8 @@ from urllib.parse import parse_qs, parse_qsl, urlsplit
 import h11
 from prometheus_client import CollectorRegistry
 
-from ..core.throttle import AuthThrottle, host_of
+from pushgrid.kernel.throttle import AuthThrottle, host_of
+
 from ..transport.http import Response, json_response, problem
 from .cluster_view import status_dict
 from .jolokia import JolokiaAgent, content_type

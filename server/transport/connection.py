@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from pushgrid.protocol.errors import CloseCode
-from pushgrid.server.framing.outframe import OutFrame
-from pushgrid.server.framing.wsframe import batch_frame
 
+from ..framing.outframe import OutFrame
+from ..framing.wsframe import batch_frame
 from .states import SENDING, ConnEvent, ConnState, next_state
 
 if TYPE_CHECKING:

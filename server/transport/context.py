@@ -13,10 +13,10 @@ from collections.abc import Coroutine, MutableSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pushgrid.config import ServerSettings
 from pushgrid.metrics.counters import Counters
-from pushgrid.server.framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 
-from ..config import ServerSettings
+from ..framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 from .flusher import Flusher
 from .limits import PendingConnections, SecurityCounters
 

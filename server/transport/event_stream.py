@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from pushgrid.protocol.frames import Closing, SubscribeItem
-from pushgrid.server.framing.outframe import OutFrame
 
+from ..framing.outframe import OutFrame
 from .connection import Connection
 from .sse import SseEncoder
 from .states import ConnEvent, ConnState

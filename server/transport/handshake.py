@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from wsproto.utilities import generate_accept_token
 
 from pushgrid.protocol.exceptions import ProtocolError
-from pushgrid.server.framing.deflate import Agreement
+
+from ..framing.deflate import Agreement
 
 if TYPE_CHECKING:
     from .context import Deflate

@@ -18,6 +18,8 @@ import h11
 import msgspec
 
 from pushgrid import __version__
+from pushgrid.config import ServerSettings
+from pushgrid.kernel.throttle import host_of
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import publish_size
 from pushgrid.protocol.errors import ErrorCode
@@ -31,10 +33,8 @@ from pushgrid.protocol.frames import (
 from pushgrid.protocol.subjects import subject_problem
 
 from ..cluster.status import ClusterStatus
-from ..config import ServerSettings
 from ..core.entitlement import Entitlement
 from ..core.publishing import Admission, Publisher, Refusal
-from ..core.throttle import host_of
 from ..engine.base import Engine, PublishRequest
 from .sse import parse_last_event_id, parse_position
 

@@ -20,8 +20,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import h11
 
-from ..config import MonitoringSettings
-from ..core.throttle import host_of
+from pushgrid.config import MonitoringSettings
+from pushgrid.kernel.throttle import host_of
+
 from . import handshake, http
 from .connection import Connection
 from .event_stream import SseConnection
@@ -33,8 +34,7 @@ from .websocket import WebSocketConnection
 from .wsdeflate import DeflateWebSocketConnection
 
 if TYPE_CHECKING:
-    from pushgrid.server.framing.deflate import Agreement
-
+    from ..framing.deflate import Agreement
     from .context import ConnectionContext
 
 log = logging.getLogger(__name__)

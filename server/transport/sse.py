@@ -15,7 +15,8 @@ import binascii
 import msgspec
 
 from pushgrid.protocol.frames import Position
-from pushgrid.server.framing.outframe import OPENS, PENDS, SETS, OutFrame
+
+from ..framing.outframe import OPENS, PENDS, SETS, OutFrame
 
 _positions_encoder = msgspec.json.Encoder()
 _positions_decoder = msgspec.json.Decoder(dict[str, tuple[str, int]])

@@ -1,7 +1,7 @@
 """The TLS context of the encrypted listeners (``ListenEncrypted``, ``MonitorHTTPS.Listen``).
 
 Built once at start-up, before anything listens. Every problem is a
-:class:`~server.config.ConfigError` naming the configuration key and the file (exit 2, like
+:class:`~pushgrid.config.ConfigError` naming the configuration key and the file (exit 2, like
 any other configuration error) instead of OpenSSL's ``PEM lib (_ssl.c:3905)``: each file is
 read first, the certificate chain is parsed alone, then the key is loaded with it. An encrypted
 key is opened with ``TLSKeyPassword`` (or ``TLSKeyPasswordFile``) and never prompts on the
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from ..config import ConfigError
+from pushgrid.config import ConfigError
 
 MinVersion = Literal["1.2", "1.3"]
 MIN_VERSIONS: Final[dict[str, ssl.TLSVersion]] = {

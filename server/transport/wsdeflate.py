@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING
 from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.frame_protocol import CloseReason, FrameDecoder, FrameProtocol, Opcode, RsvBits
 
-from pushgrid.server.framing.deflate import Agreement, Compressor
-from pushgrid.server.framing.wsframe import batch_frame, frame_payload
-
+from ..framing.deflate import Agreement, Compressor
+from ..framing.wsframe import batch_frame, frame_payload
 from .websocket import WebSocketConnection
 
 if TYPE_CHECKING:
-    from pushgrid.server.framing.outframe import OutFrame
-
+    from ..framing.outframe import OutFrame
     from .context import ConnectionContext, Deflate
 
 _TAIL = b"\x00\x00\xff\xff"

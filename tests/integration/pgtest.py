@@ -32,7 +32,7 @@ DEFAULT_TIMEOUT = 10.0
 START_TIMEOUT = 20.0
 
 _BIN = Path(sys.executable).with_name("pushgrid")
-PUSHGRID = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "pushgrid.server"]
+PUSHGRID = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "pushgrid"]
 
 Frame = dict[str, Any]
 
@@ -1278,8 +1278,8 @@ class AdminHarness:
         from pushgrid.admin_api.security import Role
         from pushgrid.admin_api.services.jobs import JobRunner
         from pushgrid.admin_api.services.tokens import TokenService
+        from pushgrid.config import load_settings
         from pushgrid.metrics.sqlstore import make_engine, make_session_factory, upgrade
-        from pushgrid.server.config import load_settings
 
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir

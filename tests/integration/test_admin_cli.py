@@ -2,7 +2,8 @@
 command line (printed once, stored hashed), a first admin token with ``--bootstrap``.
 
 The commands run as ``python -m admin_api ...`` (the same Typer group ``pushgrid admin`` is once
-``server/cli.py`` registers it); the last test runs ``pushgrid admin`` itself when it is there.
+``pushgrid/cli/main.py`` registers it); the last test runs ``pushgrid admin`` itself when it is
+there.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def test_bad_configuration_and_options_exit_2(tmp_path):
 def test_pushgrid_admin_command(tmp_path):
     help_ = run_cli("admin", "--help")
     if help_.returncode != 0:
-        pytest.skip("`pushgrid admin` is not registered in server/cli.py yet")
+        pytest.skip("`pushgrid admin` is not registered in pushgrid/cli/main.py yet")
     assert "create-token" in help_.stdout
     conf = write_conf(tmp_path / "admin.conf", {"Database": f"sqlite:///{tmp_path / 'admin.db'}"})
     created = run_cli("admin", "create-token", "--role", "operator", "--config", str(conf))

@@ -14,9 +14,9 @@ from sqlalchemy import inspect, text
 from pushgrid.admin_api.main import create_app
 from pushgrid.admin_api.security import Role, hash_token
 from pushgrid.admin_api.services.tokens import TokenService
+from pushgrid.config import load_settings
 from pushgrid.metrics import sqlstore
 from pushgrid.metrics.sqlstore.models import Base
-from pushgrid.server.config import load_settings
 
 from .postgres import PostgresServer, running_postgres
 

@@ -189,9 +189,9 @@ def stack(
 
     from pushgrid.admin_api.main import create_app
     from pushgrid.admin_api.services.jobs import JobRunner
+    from pushgrid.config import load_settings
     from pushgrid.console.mount import mount_console
     from pushgrid.metrics.sqlstore import make_session_factory, upgrade
-    from pushgrid.server.config import load_settings
 
     presence = {"Occupancy.PresencePatterns": "/Chat/*"}  # the presence panel's test
     servers = [module_server_factory(ServerName=name, **presence) for name in NODES]

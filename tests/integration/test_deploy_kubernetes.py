@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from pushgrid import __version__
+from pushgrid.config import load_settings, read_config_file
 from pushgrid.server.cluster.topology import Topology
-from pushgrid.server.config import load_settings, read_config_file
 
 from .pgtest import REPO, run_cli
 

@@ -100,7 +100,7 @@ def test_the_member_unit_keeps_only_the_privilege_to_bind_443_and_stops_graceful
     assert service["KillMode"] == "mixed"  # pushgrid stops its own nats-server child
     assert service["Restart"] == "on-failure"
     assert service["RestartPreventExitStatus"] == "2"  # a configuration error is not retried
-    from pushgrid.server.config import Settings
+    from pushgrid.config import Settings
 
     shutdown = Settings.model_fields["shutdown_timeout"].default
     assert float(service["TimeoutStopSec"]) >= 2 * shutdown + 10

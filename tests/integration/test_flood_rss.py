@@ -20,7 +20,7 @@ import httpx
 import pytest
 import websockets
 
-from pushgrid.server.allocator import find_jemalloc
+from pushgrid.cli.allocator import find_jemalloc
 
 from .pgtest import ServerProcess
 

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from pushgrid.kernel.jmxquery import JmxError, Reading, invoke, nest, query
 from pushgrid.server.jmx.bridge import jmx_url
-from pushgrid.server.jmx.query import JmxError, Reading, invoke, nest, query
 
 from .pgtest import (
     PUSHGRID,

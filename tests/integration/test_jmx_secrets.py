@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from pushgrid.server.jmx.query import JmxError, query
+from pushgrid.kernel.jmxquery import JmxError, query
 
 PASSWORD = "jmx-pw-on-no-command-line-0x5EC"
 

@@ -255,10 +255,10 @@ def _pg_url(server: PostgresServer) -> str:
 
 def test_pushgrid_binary_has_the_commands(tmp_path: Path) -> None:
     """Through the installed ``pushgrid`` entry point (no Spark): db upgrade, stats status."""
-    from pushgrid.server.cli import app
+    from pushgrid.cli.main import app
 
     if "stats" not in {group.name for group in app.registered_groups}:
-        pytest.skip("server/cli.py does not register spark_stats.cli yet")
+        pytest.skip("pushgrid/cli/main.py does not register spark_stats.cli yet")
     url = f"sqlite:///{tmp_path / 'bin.db'}"
     env = clean_env()
     for command in (["db", "upgrade", "--db", url], ["stats", "status", "--db", url]):

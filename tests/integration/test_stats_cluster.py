@@ -170,7 +170,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _stats_run(db_url: str, archive: Path, warehouse: Path, master: str) -> None:
-    argv = [sys.executable, "-m", "pushgrid.server", "stats", "run", "--db", db_url]
+    argv = [sys.executable, "-m", "pushgrid", "stats", "run", "--db", db_url]
     argv += ["--archive", str(archive), "--warehouse", str(warehouse), "--master", master]
     argv += ["--as-of", str(AS_OF)]
     env = {**spark_env(), "PYSPARK_PYTHON": sys.executable}
@@ -216,7 +216,7 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
         assert on_cluster == local, table
 
     status = subprocess.run(
-        [sys.executable, "-m", "pushgrid.server", "stats", "status", "--db", cluster_db],
+        [sys.executable, "-m", "pushgrid", "stats", "status", "--db", cluster_db],
         cwd=REPO,
         env={**clean_env(), "COLUMNS": "200"},
         capture_output=True,
@@ -236,8 +236,8 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
 def test_killed_runs_leave_no_jvm_and_are_marked_failed(tmp_path: Path) -> None:
     from pushgrid.admin_api.problems import ProblemError
     from pushgrid.admin_api.services.jobs import JobRunner
+    from pushgrid.config import load_settings
     from pushgrid.metrics.sqlstore import INTERRUPTED, make_engine, make_session_factory, upgrade
-    from pushgrid.server.config import load_settings
 
     archive = tmp_path / "archive"
     write_archive(archive)

@@ -32,7 +32,7 @@ def _verify(
     argv = [
         sys.executable,
         "-m",
-        "pushgrid.server",
+        "pushgrid",
         "stats",
         "verify",
         "--member",

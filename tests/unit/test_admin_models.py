@@ -21,10 +21,10 @@ from pushgrid.admin_api.services.audit import AuditRecord, AuditService, outcome
 from pushgrid.admin_api.services.jobs import JobRunner, JobService
 from pushgrid.admin_api.services.members import MemberService, configured_members
 from pushgrid.admin_api.services.tokens import TokenService
+from pushgrid.config import Settings, load_settings
 from pushgrid.metrics import sqlstore
 from pushgrid.metrics.sqlstore.admin_models import ApiToken, AuditEntry, RegisteredMember
 from pushgrid.metrics.sqlstore.models import Base, utc_now
-from pushgrid.server.config import Settings, load_settings
 from pushgrid.spark_stats.locking import warehouse_lock
 
 ADMIN_TABLES = {"admin_members", "admin_tokens", "admin_audit"}
@@ -246,7 +246,7 @@ def test_job_runner_command(tmp_path: Path) -> None:
     settings = _settings(tmp_path, metrics_archive=str(tmp_path / "arch"), spark_master="local[2]")
     runner = JobRunner(settings.stats, settings.metrics_archive, tmp_path / "log")
     assert runner.argv(123) == [
-        sys.executable, "-m", "pushgrid.server", "stats", "run",
+        sys.executable, "-m", "pushgrid", "stats", "run",
         "--db", settings.database,
         "--archive", str(tmp_path / "arch"),
         "--warehouse", str(settings.stats_warehouse),

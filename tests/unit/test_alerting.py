@@ -21,8 +21,8 @@ from pushgrid.admin_api.alerting import (
 from pushgrid.admin_api.rules_export import prometheus_rules, promql
 from pushgrid.admin_api.schemas_ops import RuleIn, RuleOut
 from pushgrid.admin_api.services.alerts import AlertRunner, RuleService
+from pushgrid.config import load_settings
 from pushgrid.metrics import sqlstore
-from pushgrid.server.config import load_settings
 
 KEY = ("connected_users", "current", "current")
 

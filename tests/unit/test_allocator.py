@@ -1,4 +1,4 @@
-"""Which allocator `pushgrid server` re-executes itself on (server/allocator.py, ADR 033)."""
+"""Which allocator `pushgrid server` re-executes itself on (pushgrid/cli/allocator.py, ADR 033)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pushgrid.server.allocator import (
+from pushgrid.cli.allocator import (
     MARKER,
     early_choice,
     reexec_environment,
     running_allocator,
     variables_for,
 )
-from pushgrid.server.config import load_settings
+from pushgrid.config import load_settings
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 PLAIN = {"PATH": "/usr/bin", "HOME": "/var/lib/pushgrid"}

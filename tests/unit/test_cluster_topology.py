@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from pushgrid.config import default_seed_count, load_settings
+from pushgrid.kernel.addresses import resolve_self
 from pushgrid.protocol.errors import ErrorCode
-from pushgrid.server.addresses import resolve_self
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.local import member_overrides
 from pushgrid.server.cluster.topology import BusOptions, Topology, nats_config
-from pushgrid.server.config import default_seed_count, load_settings
 from pushgrid.server.engine.base import PublishRequest, SnapshotBounds
 from pushgrid.server.engine.nats_wire import (
     Record,

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pushgrid.server.addresses import parse_address
-from pushgrid.server.config import (
+from pushgrid.config import (
     ConfigError,
     Settings,
     env_name,
     load_settings,
     read_config_file,
 )
+from pushgrid.kernel.addresses import parse_address
 
 
 def _write(tmp_path: Path, text: str, name: str = "pushgrid.conf") -> Path:

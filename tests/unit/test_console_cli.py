@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner
 
+from pushgrid.config import load_settings
 from pushgrid.console.cli import register
 from pushgrid.console.mount import api_url_of
-from pushgrid.server.config import load_settings
 
 
 def _app() -> typer.Typer:

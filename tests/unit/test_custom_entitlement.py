@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from pushgrid.kernel.throttle import TokenBucket
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.server.core.custom_entitlement import CustomEntitlement, PluginError, load_plugin
@@ -19,7 +20,6 @@ from pushgrid.server.core.publishing import (
     PublishLimits,
     Refusal,
 )
-from pushgrid.server.core.throttle import TokenBucket
 from pushgrid.server.engine.base import PublishRequest, SnapshotBounds
 from pushgrid.server.engine.memory import MemoryEngine
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pushgrid.server.config import Settings, load_settings
+from pushgrid.config import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,10 +19,10 @@ from pushgrid.admin_api.problems import ProblemError
 from pushgrid.client.client import ConnectFailed
 from pushgrid.client.closecodes import rule_for_close
 from pushgrid.console.provider import ProviderError
+from pushgrid.kernel.jmxquery import JmxError
 from pushgrid.protocol.errors import CloseCode, ErrorCode, LocalProtocolError, RemoteProtocolError
 from pushgrid.protocol.exceptions import PushgridError
 from pushgrid.server.engine.base import EngineUnavailable
-from pushgrid.server.jmx.query import JmxError
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the folders of the pushgrid namespace (each installs as pushgrid.<folder>), and its own root

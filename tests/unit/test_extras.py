@@ -1,4 +1,4 @@
-"""Which extra a command names when an optional module is missing (server/extras.py)."""
+"""Which extra a command names when an optional module is missing (pushgrid/cli/extras.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from pushgrid.server.extras import EXTRA_OF_MODULE, MODULES_OF_EXTRA, extra_for, install_hint
+from pushgrid.cli.extras import EXTRA_OF_MODULE, MODULES_OF_EXTRA, extra_for, install_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 

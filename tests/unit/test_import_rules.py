@@ -34,6 +34,15 @@ class Rule:
     forbidden: tuple[str, ...] = ()
 
 
+#: what every server package may import: itself, the wire protocol, metrics, settings, the kernel
+SERVER_BASE = (
+    "pushgrid.server",
+    "pushgrid.protocol",
+    "pushgrid.metrics",
+    "pushgrid.config",
+    "pushgrid.kernel",
+)
+
 RULES = (
     Rule(
         "pushgrid.protocol",
@@ -48,26 +57,37 @@ RULES = (
     ),
     Rule(
         "pushgrid.server",
-        ("pushgrid.server", "pushgrid.protocol", "pushgrid.metrics"),
-        "the push server never depends on the ops tools; only the CLI registers their commands",
-        exempt=("pushgrid.server.cli",),
+        SERVER_BASE,
+        "the push server never depends on the ops tools (admin API, console, pipeline) nor on the"
+        " CLI that wires them: it shares settings and the kernel with them (ADR 034)",
+    ),
+    Rule(
+        "pushgrid.config",
+        ("pushgrid.config", "pushgrid.kernel", "pushgrid.protocol"),
+        "Settings and their parts: every process reads them, so they depend on no part (ADR 034)",
+    ),
+    Rule(
+        "pushgrid.kernel",
+        ("pushgrid.kernel", "pushgrid.protocol.exceptions"),
+        "the shared small pieces (addresses, redaction, periodic tasks, throttle, JMX query)"
+        " import nothing of ours but the exception tree (ADR 034)",
     ),
     Rule(
         "pushgrid.server.monitoring",
-        ("pushgrid.server", "pushgrid.protocol", "pushgrid.metrics"),
+        SERVER_BASE,
         "views take small ports (ports.py), never the app or a connection (ADR 014); they may"
         " use transport.http's request/response helpers",
         forbidden=("pushgrid.server.app", "pushgrid.server.transport.connection"),
     ),
     Rule(
         "pushgrid.server.transport",
-        ("pushgrid.server", "pushgrid.protocol", "pushgrid.metrics"),
+        SERVER_BASE,
         "a connection gets a ConnectionContext, never the app (ADR 013)",
         forbidden=("pushgrid.server.app", "pushgrid.server.monitoring"),
     ),
     Rule(
         "pushgrid.server.engine",
-        ("pushgrid.server", "pushgrid.protocol", "pushgrid.metrics"),
+        SERVER_BASE,
         "the engine knows nothing of sessions, sockets or views, nor of the wire: it returns"
         " values, the hub and the session frame them (server.core.outgoing, ADR 024)",
         forbidden=(
@@ -90,8 +110,7 @@ RULES = (
             "pushgrid.spark_stats",
             "pushgrid.metrics",
             "pushgrid.protocol.exceptions",
-            "pushgrid.server.config",
-            "pushgrid.server.cli_support",
+            "pushgrid.config",
         ),
         "the pipeline reads archives and writes the SQL store; it never talks to a member",
     ),
@@ -101,8 +120,8 @@ RULES = (
             "pushgrid.console",
             "pushgrid.metrics.indicators",
             "pushgrid.metrics.window_spec",
-            "pushgrid.server.config",
-            "pushgrid.server.addresses",
+            "pushgrid.config",
+            "pushgrid.kernel.addresses",
             "pushgrid.protocol.exceptions",
         ),
         "the console talks only to the admin API (names and settings are shared, data is not)",
@@ -115,6 +134,7 @@ RULES = (
             "pushgrid.server.framing",
             "pushgrid.protocol",
             "pushgrid.metrics",
+            "pushgrid.kernel",
         ),
         "sessions and the hub see the engine through its interface (engine.base) only",
     ),
@@ -122,9 +142,9 @@ RULES = (
         "pushgrid.server.cluster",
         (
             "pushgrid.server.cluster",
-            "pushgrid.server.config",
-            "pushgrid.server.addresses",
-            "pushgrid.server.periodic",
+            "pushgrid.config",
+            "pushgrid.kernel.addresses",
+            "pushgrid.kernel.periodic",
             "pushgrid.protocol",
             "pushgrid.metrics.health",
         ),
@@ -142,17 +162,12 @@ RULES = (
             "pushgrid.metrics",
             "pushgrid.protocol",
             "pushgrid.spark_stats.locking",
-            "pushgrid.server.config",
-            "pushgrid.server.addresses",
-            "pushgrid.server.cli_support",
-            "pushgrid.server.core.throttle",
-            "pushgrid.server.jmx.query",
-            "pushgrid.server.periodic",
-            "pushgrid.server.redaction",
+            "pushgrid.config",
+            "pushgrid.kernel",
         ),
-        "the admin API reads members over HTTP and the SQL store; of the server it shares settings,"
-        " CLI helpers and pure pieces (throttle, JMX query, periodic runner, secret redaction),"
-        " never a live server; of the console its mount and the browser security headers",
+        "the admin API reads members over HTTP and the SQL store and imports nothing of the server:"
+        " settings and the kernel (throttle, JMX query, periodic runner, secret redaction) are"
+        " shared pieces; of the console its mount and the browser security headers",
     ),
 )
 
@@ -248,7 +263,7 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
 
 def _node(module: str) -> str:
     """The unit of the cycle check: a subpackage of a part (``pushgrid.server.engine``) or a
-    module at a part's top (``pushgrid.server.config``)."""
+    module at a part's top (``pushgrid.config``)."""
     return ".".join(module.split(".")[:3])
 
 
@@ -298,6 +313,62 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
                 if len(component) > 1:
                     found.append(sorted(component))
     return found
+
+
+#: the parts of the namespace: the top-level folders and the shared packages under pushgrid/
+PARTS = (
+    "protocol",
+    "config",
+    "kernel",
+    "cli",
+    "server",
+    "client",
+    "metrics",
+    "admin_api",
+    "console",
+    "spark_stats",
+)
+
+
+def _part(module: str) -> str:
+    """The part a module belongs to: ``pushgrid.server.engine.base`` -> ``pushgrid.server``;
+    ``python -m pushgrid`` (``pushgrid/__main__.py``) is the CLI's entry point."""
+    part = ".".join(module.split(".")[:2])
+    return "pushgrid.cli" if part == "pushgrid.__main__" else part
+
+
+def test_no_part_imports_another_back() -> None:
+    """Between parts, arrows run one way: only ``pushgrid.cli`` imports every part, and no part
+    imports the CLI (the cycle {server, admin_api, console, spark_stats} that the CLI inside the
+    server made is what this test forbids, ADR 034)."""
+    edges: dict[str, set[str]] = {}
+    for path in _sources():
+        here = _part(_module_name(path))
+        for _line, name in _imports(path):
+            if _ours(name) and name != "pushgrid" and _part(name) != here:
+                edges.setdefault(here, set()).add(_part(name))
+    assert _cycles(edges) == []
+    assert {p.split(".")[1] for p in edges} <= set(PARTS)
+    assert not [p for p, targets in edges.items() if "pushgrid.cli" in targets]
+
+
+def test_imports_are_written_one_way() -> None:
+    """Inside a part, relative imports; across parts, the absolute ``pushgrid.<part>`` name
+    (docs/architecture.md "Imports"). A reader then sees at the top of a file which parts it
+    leans on."""
+    wrong = []
+    for path in _sources():
+        module = _module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                if _ours(node.module) and _part(node.module) == _part(module):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} absolute {node.module}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if _ours(alias.name) and _part(alias.name) == _part(module):
+                        wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} import {alias.name}")
+    assert wrong == []
 
 
 def test_no_package_imports_itself_back() -> None:

@@ -16,11 +16,11 @@ from pushgrid.admin_api.member_client import (
     check_monitor_url,
     derive_client_url,
 )
+from pushgrid.config import ConfigError, load_settings
+from pushgrid.kernel.jmxquery import Reading, _classify, nest
 from pushgrid.metrics.window_spec import WINDOW_NAMES
-from pushgrid.server.config import ConfigError, load_settings
 from pushgrid.server.jmx.bridge import BridgeError, jmx_url, prepare
 from pushgrid.server.jmx.check import Range, Status, evaluate
-from pushgrid.server.jmx.query import Reading, _classify, nest
 
 # --- Nagios ranges ------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from pushgrid.server.cli import app
+from pushgrid.cli.main import app
 
 
 @pytest.mark.parametrize("command", [["server"], ["up"], ["admin", "serve"]])
@@ -22,7 +22,7 @@ def test_a_bad_level_stops_start_up_naming_the_key(
 
 
 def test_the_level_reaches_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pushgrid.server.cli_support import settings_or_exit
+    from pushgrid.config.cli_support import settings_or_exit
 
     monkeypatch.setenv("PUSHGRID_LOGLEVEL", "INFO")
     CliRunner().invoke(app, ["server", "--log-level", "warning", "--help"])

@@ -19,6 +19,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pushgrid.config import Settings
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.delays import DelayHistogram, DelaySnapshot
 from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
@@ -26,7 +27,6 @@ from pushgrid.metrics.readmodel import ArchiveReading, IndicatorReading, ReadMod
 from pushgrid.metrics.sampler import RECENT_SECONDS, Sampler
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.server.cluster.status import ClusterStatus, MemberView, standalone_status
-from pushgrid.server.config import Settings
 from pushgrid.server.engine.base import EngineStats, Published, PublishRequest
 from pushgrid.server.monitoring.beans import server_beans
 from pushgrid.server.monitoring.loop_bridge import LoopBridge

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pushgrid.config.occupancy import OccupancySettings
 from pushgrid.protocol.codec import Limits, decode_client_frame
 from pushgrid.protocol.errors import ErrorCode, RemoteProtocolError
 from pushgrid.protocol.frames import PresenceQuery, client_id_error
-from pushgrid.server.config.occupancy import OccupancySettings
 from pushgrid.server.core.presence import BYTES_PER_ENTRY, PresenceTable, Present
 from pushgrid.server.presence import Presence
 

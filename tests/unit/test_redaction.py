@@ -1,4 +1,5 @@
-"""Secrets masked wherever configuration, URLs and log lines are shown (server/redaction.py)."""
+"""Secrets masked wherever configuration, URLs and log lines are shown
+(pushgrid/kernel/redaction.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pushgrid.server.config import ConfigError, Settings, load_settings
-from pushgrid.server.monitoring.beans import configuration
-from pushgrid.server.redaction import (
+from pushgrid.config import ConfigError, Settings, load_settings
+from pushgrid.kernel.redaction import (
     MASK,
     RedactingFilter,
     is_secret_key,
@@ -17,6 +17,7 @@ from pushgrid.server.redaction import (
     redact_text,
     redact_url_path,
 )
+from pushgrid.server.monitoring.beans import configuration
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pushgrid.server.config import (
+from pushgrid.config import (
     PARTS,
     AdminSettings,
     JmxSettings,

@@ -1,5 +1,6 @@
-"""``pushgrid up``'s children (server/periodic.py): how an exit is said, the restart back-off and
-its bound, and :func:`supervised` on real child processes (``sh -c 'exit N'``, a self-kill)."""
+"""``pushgrid up``'s children (pushgrid/kernel/periodic.py): how an exit is said, the restart
+back-off and its bound, and :func:`supervised` on real child processes (``sh -c 'exit N'``, a
+self-kill)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 import pytest
 
-from pushgrid.server.periodic import RestartPolicy, exit_text, run_child, supervised
+from pushgrid.kernel.periodic import RestartPolicy, exit_text, run_child, supervised
 
 
 def test_exit_text_names_the_code_or_the_signal() -> None:
@@ -52,7 +53,7 @@ async def test_supervised_restarts_a_failing_child_then_gives_up(
         return await run_child(["sh", "-c", "exit 3"])
 
     policy = RestartPolicy(delays=(0.01,), limit=2)
-    with caplog.at_level(logging.WARNING, logger="pushgrid.server.periodic"):
+    with caplog.at_level(logging.WARNING, logger="pushgrid.kernel.periodic"):
         await asyncio.wait_for(supervised("member m2", run, policy=policy), 30)
     assert len(runs) == 3  # the first run and two restarts
     messages = [r.getMessage() for r in caplog.records]
@@ -75,7 +76,7 @@ async def test_supervised_says_a_signal_and_does_not_restart_a_clean_exit(
     async def run() -> int:
         return await run_child(next(codes))
 
-    with caplog.at_level(logging.WARNING, logger="pushgrid.server.periodic"):
+    with caplog.at_level(logging.WARNING, logger="pushgrid.kernel.periodic"):
         await asyncio.wait_for(
             supervised("admin API", run, policy=RestartPolicy(delays=(0.01,))), 30
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pushgrid.server.core.throttle import (
+from pushgrid.kernel.throttle import (
     MAX_TRACKED_ADDRESSES,
     AddressBuckets,
     AuthThrottle,

@@ -21,10 +21,10 @@ from wsproto.connection import Connection as WsClient
 from wsproto.events import BytesMessage, CloseConnection, Ping, Pong, TextMessage
 from wsproto.utilities import generate_accept_token
 
+from pushgrid.config import load_settings
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.frames import SubscribeItem
-from pushgrid.server.config import load_settings
 from pushgrid.server.core.entitlement import AllowAll
 from pushgrid.server.core.hub import Hub, Peer
 from pushgrid.server.core.session import Session, SessionPolicy

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pushgrid.server.config import ConfigError, load_settings
+from pushgrid.config import ConfigError, load_settings
 from pushgrid.server.monitoring.beans import configuration
 from pushgrid.server.transport.tls import MIN_VERSIONS, TlsPolicy
 

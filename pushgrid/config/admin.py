@@ -6,7 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..addresses import parse_address
+from pushgrid.kernel.addresses import parse_address
+
 from .fields import AddressList, NameList
 
 MEMBER_URL_SCHEMES = ("http://", "https://", "service:jmx:")

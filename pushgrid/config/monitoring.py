@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pushgrid.kernel.addresses import parse_address
 from pushgrid.protocol.subjects import pattern_error
 
-from ..addresses import parse_address
 from .fields import AddressList, NameList, check_addresses
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .config import ConfigError, Settings, load_settings
+from . import ConfigError, Settings, load_settings
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

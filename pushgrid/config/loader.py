@@ -18,9 +18,9 @@ from typing import Any, get_args
 
 from pydantic import SecretStr, ValidationError
 
+from pushgrid.kernel.redaction import redact_input, redact_text
 from pushgrid.protocol.exceptions import PushgridError
 
-from ..redaction import redact_input, redact_text
 from .settings import Settings
 
 ENV_PREFIX = "PUSHGRID_"

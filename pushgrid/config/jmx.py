@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..addresses import parse_address
+from pushgrid.kernel.addresses import parse_address
 
 
 class JmxSettings(BaseModel):

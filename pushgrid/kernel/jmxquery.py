@@ -30,7 +30,12 @@ from typing import Any, Final
 
 from pushgrid.protocol.exceptions import MonitoringError
 
-from .bridge import BRIDGE_SOURCE, JAVA_HINT
+#: the JVM bridge (deploy/jmx/Bridge.java): its source is compiled once for short-lived queries
+BRIDGE_SOURCE: Final = Path(__file__).resolve().parents[2] / "deploy" / "jmx" / "Bridge.java"
+JAVA_HINT: Final = (
+    "install a Java 17+ runtime with its JDK tools (Debian/Ubuntu: apt-get install "
+    "openjdk-17-jdk-headless) or set JmxJava to the java executable"
+)
 
 DEFAULT_TIMEOUT: Final = 15.0
 # Short-lived client JVMs: C1 only and the serial collector start fastest.

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from ..addresses import parse_address
+from pushgrid.kernel.addresses import parse_address
 
 
 def split_list(value: Any) -> Any:

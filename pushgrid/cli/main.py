@@ -15,15 +15,15 @@ import typer
 import uvloop
 
 from pushgrid import __version__
+from pushgrid.config import Settings
+from pushgrid.config.cli_support import LogLevelOption, fail, settings_or_exit
+from pushgrid.kernel.redaction import redact_text
 
 from . import allocator
-from .cli_support import LogLevelOption, fail, settings_or_exit
-from .config import Settings
 from .extras import extra_for, install_hint, missing_modules
-from .redaction import redact_text
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
-    from .app import PushServer
+    from pushgrid.server.app import PushServer
 
 app = typer.Typer(
     name="pushgrid",
@@ -94,7 +94,7 @@ def _run(
             if children:
                 typer.echo("pushgrid up: stopped")
 
-    from .cluster.errors import ClusterError
+    from pushgrid.server.cluster.errors import ClusterError
 
     try:
         uvloop.run(main())
@@ -113,9 +113,9 @@ async def _cancelled(tasks: list[asyncio.Task[None]]) -> None:
 def _push_server(settings: Settings) -> PushServer:
     """The server, or exit 2 when its entitlement plug-in cannot be loaded or a file it names
     (TLS certificate, key) is unusable."""
-    from .app import PushServer
-    from .config import ConfigError
-    from .core.custom_entitlement import PluginError
+    from pushgrid.config import ConfigError
+    from pushgrid.server.app import PushServer
+    from pushgrid.server.core.custom_entitlement import PluginError
 
     try:
         return PushServer(settings)
@@ -206,9 +206,8 @@ def up(
         )
 
     from pushgrid.admin_api.cli import run_alongside
-
-    from .jmx.cli import bridge_alongside
-    from .periodic import run_periodically, supervised
+    from pushgrid.kernel.periodic import run_periodically, supervised
+    from pushgrid.server.jmx.cli import bridge_alongside
 
     with contextlib.ExitStack() as stack:
         # The bridge is prepared first: a problem (no java, no credentials) stops `up` at once.
@@ -217,7 +216,7 @@ def up(
         admin = supervised("admin API", partial(run_alongside, config, admin_env))
         background += children
         if settings.stats_interval > 0:
-            stats = [sys.executable, "-m", "pushgrid.server", "stats", "run"]
+            stats = [sys.executable, "-m", "pushgrid", "stats", "run"]
             if config is not None:
                 stats += ["--config", str(config)]
             log_path = Path("data/logs/stats.log")
@@ -242,9 +241,14 @@ def _local_cluster(
     """Member 1's settings, the admin API's environment and the other members' runners."""
     import os
 
-    from .cluster.local import admin_members, as_environment, member_overrides, run_member
-    from .config import ConfigError, load_settings
-    from .periodic import supervised
+    from pushgrid.config import ConfigError, load_settings
+    from pushgrid.kernel.periodic import supervised
+    from pushgrid.server.cluster.local import (
+        admin_members,
+        as_environment,
+        member_overrides,
+        run_member,
+    )
 
     environ = dict(os.environ)
     try:
@@ -276,10 +280,9 @@ def _register_subcommands() -> None:
     from pushgrid.admin_api.cli import register as register_admin
     from pushgrid.client.cli import register as register_client
     from pushgrid.console.cli import register as register_console
+    from pushgrid.server.jmx.cli import register as register_jmx
+    from pushgrid.server.rrd_cli import register as register_rrd
     from pushgrid.spark_stats.cli import register as register_stats
-
-    from .jmx.cli import register as register_jmx
-    from .rrd_cli import register as register_rrd
 
     register_client(app)
     register_stats(app)

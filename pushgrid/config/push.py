@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from ..addresses import parse_address
+from pushgrid.kernel.addresses import parse_address
+
 from .fields import AddressList, check_addresses
 
 

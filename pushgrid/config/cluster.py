@@ -7,7 +7,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..addresses import parse_address, resolve_self
+from pushgrid.kernel.addresses import parse_address, resolve_self
+
 from .fields import AddressList, check_addresses
 
 

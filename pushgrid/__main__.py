@@ -1,0 +1,3 @@
+from .cli.launcher import main
+
+main()

@@ -1,3 +1,0 @@
-from .launcher import main
-
-main()
