@@ -34,6 +34,9 @@ PACKAGES = (
     "metrics",
     "console",
     "pushgrid/protocol",
+    "pushgrid/config",
+    "pushgrid/kernel",
+    "pushgrid/cli",
 )
 
 # Private exceptions that never leave their module: control flow, not errors a caller sees.
