@@ -338,8 +338,11 @@ class WebSocketConnection(Connection):
         the latest after LINGER_SECONDS (the ticker aborts at the deadline). No half-close: a
         client that reads our FIN while its own writes are pending can fail in its teardown
         (asyncio's transport, under the `websockets` library, seen in test_websocket_close)."""
-        if self.transport is None:
+        transport = self.transport
+        if transport is None:
             return
+        if not transport.is_reading():
+            transport.resume_reading()  # paused by a full inbox: what still comes is dropped
         self._lingering = True
         self._to(ConnEvent.CLOSE)
         self.deadline = self.ctx.tick + LINGER_SECONDS
