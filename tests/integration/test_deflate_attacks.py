@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 
 from .pgtest import (
+    DEFAULT_TIMEOUT,
     OP_CLOSE,
     OP_CONT,
     OP_PING,
@@ -37,6 +39,7 @@ from .pgtest import (
     RawWs,
     ServerProcess,
     encode_client_frame,
+    parse_prometheus,
     reset_peak_rss,
     rss_mib,
 )
@@ -174,13 +177,22 @@ def hold_unfinished(
     return holding, refused
 
 
+def inflating_refused(srv: ServerProcess) -> float:
+    """``pushgrid_inflating_refused_total`` on the server's /metrics."""
+    answer = httpx.get(f"{srv.monitor_url}/metrics", timeout=DEFAULT_TIMEOUT, trust_env=False)
+    answer.raise_for_status()
+    return parse_prometheus(answer.text)[("pushgrid_inflating_refused_total", ())]
+
+
 def test_unfinished_compressed_messages_are_bounded_per_address(
     srv: ServerProcess, peak: Callable[[], float]
 ) -> None:
     """Before: 80 of 80 held (RSS +82-87 MB for 83 KiB sent); now 8 MiB from one address."""
+    before = inflating_refused(srv)
     holding, refused = hold_unfinished(srv, 80)
     try:
         assert len(holding) == 8  # 8 x 1,000,000 bytes <= 8 MiB < 9 x 1,000,000
+        assert inflating_refused(srv) - before == 72
         for raw in refused:
             raw.read_until_closed()
             assert raw.close_code == 1008, raw.frames
