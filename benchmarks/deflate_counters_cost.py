@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pushgrid.server.framing.deflate import DeflateOptions
 from pushgrid.server.framing.outframe import OutFrame
 from pushgrid.server.transport.context import Deflate
+from pushgrid.server.transport.inflating import InflatingBudget
 
 
 def variants() -> dict[str, Callable[[], bytes]]:
-    deflate = Deflate(DeflateOptions(), 10)
+    deflate = Deflate(DeflateOptions(), 10, InflatingBudget(64 << 20, 8 << 20))
     frame = OutFrame(b"x" * 300)
     data = b"y" * 120  # the shared compressed frame, already built
 

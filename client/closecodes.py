@@ -9,6 +9,7 @@ code     meaning                         client reaction
 1001     server shutting down            reconnect at once, to another server
 1002     WebSocket protocol error        stop: do not retry
 1007     invalid UTF-8 payload           stop: do not retry
+1008     inflating bound reached         reconnect with backoff
 1009     frame too large                 reconnect with backoff
 1011     server internal error           another server, with backoff
 4001     slow consumer                   reconnect with backoff, recover
@@ -53,6 +54,7 @@ _RULES: dict[int, ReconnectRule] = {
     CloseCode.GOING_AWAY: IMMEDIATE_OTHER,
     CloseCode.PROTOCOL_ERROR: STOP,
     CloseCode.INVALID_PAYLOAD: STOP,
+    CloseCode.POLICY_VIOLATION: BACKOFF,
     CloseCode.FRAME_TOO_LARGE: BACKOFF,
     CloseCode.INTERNAL_ERROR: OTHER_SERVER,
     CloseCode.SLOW_CONSUMER: BACKOFF,

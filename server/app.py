@@ -409,6 +409,9 @@ class PushServer:
                 "pending_refused": security.pending_refused_total,
                 "protocol_errors": security.protocol_errors_total,
                 "http_refused": security.http_refused_total,
+                "inflating_refused": (
+                    0 if self.deflate is None else self.deflate.inflating.refused_total
+                ),
             },
             flush_delay=self.flusher.delays.snapshot(),
             panel=self.panel_probe.panel,

@@ -370,7 +370,7 @@
   const IMMEDIATE_OTHER = Object.freeze({ retry: true, immediate: true, avoidServer: true });
   const STOP = Object.freeze({ retry: false, immediate: false, avoidServer: false });
   const CLOSE_RULES = {
-    1000: BACKOFF, 1001: IMMEDIATE_OTHER, 1002: STOP, 1007: STOP, 1009: BACKOFF,
+    1000: BACKOFF, 1001: IMMEDIATE_OTHER, 1002: STOP, 1007: STOP, 1008: BACKOFF, 1009: BACKOFF,
     1011: OTHER_SERVER, 4001: BACKOFF, 4002: BACKOFF, 4003: OTHER_SERVER, 4004: OTHER_SERVER,
     4005: STOP, 4006: BACKOFF, 4007: IMMEDIATE_OTHER,
     1006: OTHER_SERVER,

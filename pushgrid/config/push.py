@@ -91,6 +91,9 @@ class ServerSettings(BaseModel):
     max_outbound_buffer_size: int = Field(
         default=4 * 1024 * 1024, ge=1024, alias="MaxOutboundBufferSize"
     )
+    # bytes of received messages a connection may hold before they are handled: past it, its
+    # socket is no longer read (and nothing more inflated) until they are (docs/security.md)
+    max_inbound_buffer_size: int = Field(default=1024 * 1024, ge=1024, alias="MaxInboundBufferSize")
     # the write path: how long the loop may hold queued frames to share one write (ADR 012)
     flush_tick: float = Field(default=5.0, ge=0, le=1000, alias="FlushTick")
     keepalive_interval: float = Field(default=30.0, gt=0, alias="KeepaliveInterval")
@@ -111,6 +114,12 @@ class ServerSettings(BaseModel):
     deflate_min_size: int = Field(default=128, ge=0, alias="DeflateMinSize")
     deflate_level: int = Field(default=6, ge=1, le=9, alias="DeflateLevel")
     deflate_max_contexts: int = Field(default=1000, ge=0, alias="DeflateMaxContexts")
+    # inflated bytes of compressed messages not yet whole, per client address and in all: a
+    # fragment past either is refused with 1008 (docs/security.md)
+    deflate_max_inflating_per_address: int = Field(
+        default=8 * 1024 * 1024, ge=1, alias="DeflateMaxInflatingPerAddress"
+    )
+    deflate_max_inflating: int = Field(default=64 * 1024 * 1024, ge=1, alias="DeflateMaxInflating")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )
@@ -133,6 +142,7 @@ class ServerSettings(BaseModel):
             raise ValueError("ListenEncrypted needs TLSCertificate and TLSKey")
         if self.keepalive_timeout <= self.keepalive_interval:
             raise ValueError("KeepaliveTimeout must be greater than KeepaliveInterval")
+        self._inflating_consistent()
         if self.entitlement == "jwt" and not (
             self.entitlement_jwt_secret or self.entitlement_jwt_public_key_file
         ):
@@ -140,6 +150,31 @@ class ServerSettings(BaseModel):
                 "Entitlement = jwt needs EntitlementJwtSecret or EntitlementJwtPublicKeyFile"
             )
         return self
+
+    def _inflating_consistent(self) -> None:
+        """One message of the hard frame limit must fit both inflating bounds: otherwise a
+        message the limit allows would be refused by them."""
+        limit = self.max_frame_size
+        for key, value in (
+            ("DeflateMaxInflatingPerAddress", self.deflate_max_inflating_per_address),
+            ("DeflateMaxInflating", self.deflate_max_inflating),
+        ):
+            if value < limit:
+                raise ValueError(
+                    f"{key} = {value} is below the hard frame limit {limit} "
+                    "(max(1 MiB, 8 x MaxMessageSize)): one compressed message must fit in it"
+                )
+        if self.deflate_max_inflating < self.deflate_max_inflating_per_address:
+            raise ValueError(
+                f"DeflateMaxInflating = {self.deflate_max_inflating} is below "
+                f"DeflateMaxInflatingPerAddress = {self.deflate_max_inflating_per_address}"
+            )
+
+    @property
+    def max_frame_size(self) -> int:
+        """The hard frame limit: a frame may hold a message of MaxMessageSize escaped as JSON
+        (up to 6 bytes a character) plus the envelope; above it a message is refused (1009)."""
+        return max(1 << 20, 8 * self.max_message_size)
 
     @property
     def listen_addresses(self) -> list[tuple[str, int]]:

@@ -43,6 +43,9 @@ class CloseCode(IntEnum):
     GOING_AWAY = 1001  # server shutting down: reconnect to another server at once
     PROTOCOL_ERROR = 1002  # broken WebSocket framing: fix the client
     INVALID_PAYLOAD = 1007  # a text message that is not valid UTF-8: fix the client
+    # a compressed fragment past the server's bound on unfinished compressed messages (per
+    # address or in all): reconnect with backoff (docs/security.md)
+    POLICY_VIOLATION = 1008
     FRAME_TOO_LARGE = 1009  # a frame above the hard frame limit: fix the client
     INTERNAL_ERROR = 1011  # server bug: reconnect with backoff
     SLOW_CONSUMER = 4001  # outbound buffer overflow: reconnect with backoff and recover

@@ -53,7 +53,7 @@ class LiveState:
     counters: Mapping[str, int]  # metrics.counters.Counters.as_dict()
     engine: EngineStats
     # refusals of the hardening limits (docs/security.md): auth_failures, auth_throttled,
-    # pending_refused, protocol_errors, http_refused
+    # pending_refused, protocol_errors, http_refused, inflating_refused
     refusals: Mapping[str, int]
     # per flush, how long its oldest queued frame waited for the write (ADR 012)
     flush_delay: DelaySnapshot

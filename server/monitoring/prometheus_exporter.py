@@ -74,6 +74,11 @@ _REFUSALS = {
         "pushgrid_http_refused",
         "HTTP requests refused 431/505/405 (header limits, version, upgrade method)",
     ),
+    "inflating_refused": (
+        "pushgrid_inflating_refused",
+        "WebSocket connections closed 1008: unfinished compressed messages above "
+        "DeflateMaxInflatingPerAddress or DeflateMaxInflating",
+    ),
 }
 
 

@@ -18,6 +18,7 @@ from pushgrid.metrics.counters import Counters
 
 from ..framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 from .flusher import Flusher
+from .inflating import InflatingBudget
 from .limits import PendingConnections, SecurityCounters
 
 if TYPE_CHECKING:
@@ -50,20 +51,25 @@ class Deflate:
     on connections that agreed, the bytes their plain frames would have taken
     (``uncompressed_bytes``) and the bytes written instead (``compressed_bytes``; a frame
     below ``DeflateMinSize`` or one that would not shrink counts the same in both).
+    ``inflating`` bounds what the connections' unfinished compressed messages inflated.
     """
 
     __slots__ = (
         "_shared",
         "compressed_bytes",
         "contexts",
+        "inflating",
         "max_contexts",
         "options",
         "uncompressed_bytes",
     )
 
-    def __init__(self, options: DeflateOptions, max_contexts: int) -> None:
+    def __init__(
+        self, options: DeflateOptions, max_contexts: int, inflating: InflatingBudget
+    ) -> None:
         self.options = options
         self.max_contexts = max_contexts
+        self.inflating = inflating
         self.contexts = 0
         self.uncompressed_bytes = 0
         self.compressed_bytes = 0
@@ -80,7 +86,10 @@ class Deflate:
             min_size=settings.deflate_min_size,
             level=settings.deflate_level,
         )
-        return Deflate(options, settings.deflate_max_contexts)
+        inflating = InflatingBudget(
+            settings.deflate_max_inflating, settings.deflate_max_inflating_per_address
+        )
+        return Deflate(options, settings.deflate_max_contexts, inflating)
 
     def negotiate(self, offers: str) -> Agreement | None:
         return negotiate(offers, self.options, self.contexts < self.max_contexts)
@@ -107,13 +116,12 @@ class TransportLimits:
     finish_timeout: float
     max_connections: int
     max_frame_size: int
+    max_inbound_buffer_size: int
 
     @staticmethod
     def from_settings(settings: ServerSettings, publish_timeout: float) -> TransportLimits:
         """``publish_timeout``: how long a publish may wait for the engine (the cluster's)."""
-        # A frame may hold a message of MaxMessageSize escaped as JSON (up to 6 bytes a
-        # character) plus the envelope; above that the frame itself is refused with 1009.
-        max_frame_size = max(1 << 20, 8 * settings.max_message_size)
+        max_frame_size = settings.max_frame_size
         return TransportLimits(
             max_http_header_size=settings.max_http_header_size,
             max_http_headers=settings.max_http_headers,
@@ -127,6 +135,7 @@ class TransportLimits:
             finish_timeout=publish_timeout + settings.shutdown_timeout,
             max_connections=settings.max_connections,
             max_frame_size=max_frame_size,
+            max_inbound_buffer_size=settings.max_inbound_buffer_size,
         )
 
 

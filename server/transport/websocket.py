@@ -3,8 +3,11 @@
 Everything the client sends goes through one inbox, in the order it arrived: complete text
 messages (to the connection's :class:`~server.core.session.Session`, one at a time), binary
 messages (refused by the session), pings (answered with a pong after the answers to earlier
-requests) and the client's close frame. Above ``_INBOX_PAUSE`` queued items the socket is no
-longer read (``PAUSED``). When the client's close frame (or the end of its input) arrives, the
+requests) and the client's close frame. Above ``_INBOX_PAUSE`` queued items, or once the
+queued text passes ``MaxInboundBufferSize`` bytes, the socket is no longer read (``PAUSED``);
+at the byte bound the frames already received stay unparsed (and, compressed, uninflated) in
+wsproto's buffer until the inbox has drained, so what one read inflates is bounded too (issue
+34 item 2 row 1). When the client's close frame (or the end of its input) arrives, the
 connection is ``FINISHING``: nothing more is read, what came before is handled and answered,
 and only then does the close answer leave (a publish sent just before a close is stored and
 answered). Broken framing is answered with a close frame (1002, or 1007 for invalid UTF-8)
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections import deque
 from typing import TYPE_CHECKING, ClassVar
 
@@ -112,7 +116,17 @@ def _pong(payload: bytes) -> bytes:
 
 
 class WebSocketConnection(Connection):
-    __slots__ = ("_framed", "_heard", "_inbox", "_lingering", "_parts", "_reader", "_ws")
+    __slots__ = (
+        "_framed",
+        "_heard",
+        "_inbox",
+        "_inbox_bytes",
+        "_lingering",
+        "_parts",
+        "_reader",
+        "_stalled",
+        "_ws",
+    )
 
     initial: ClassVar[ConnState] = ConnState.OPEN
 
@@ -122,6 +136,8 @@ class WebSocketConnection(Connection):
         self._framed = False  # wsproto has read input: every byte goes to it from now on
         self._parts: list[str] | None = None  # the fragments of an unfinished message
         self._inbox: deque[InboxItem] | None = None  # what waits for the session, in order
+        self._inbox_bytes = 0  # memory of the text messages in the inbox (sys.getsizeof)
+        self._stalled = False  # wsproto's buffer is left unparsed until the inbox drains
         self._reader: asyncio.Task[None] | None = None
         self._lingering = False  # refused frames: input is read and dropped until the client ends
         self._heard = 0.0  # loop time of the last input while lingering
@@ -155,7 +171,8 @@ class WebSocketConnection(Connection):
                 return
             self._framed = True
         self.ws.receive_data(data)
-        self._ws_events()
+        if not self._stalled:
+            self._ws_events()
 
     def eof_received(self) -> bool | None:
         if self._lingering:
@@ -236,7 +253,11 @@ class WebSocketConnection(Connection):
             pos = stop
         return data[pos:] if pos else data
 
+    def _inbound_limit(self) -> int:
+        return self.ctx.limits.max_inbound_buffer_size
+
     def _ws_events(self) -> None:
+        limit = self._inbound_limit()
         for event in self.ws.events():
             if isinstance(event, TextMessage):
                 self._text(event)
@@ -248,6 +269,29 @@ class WebSocketConnection(Connection):
             elif isinstance(event, CloseConnection):
                 self._closed_by_client(event)
                 return
+            if self._inbox_bytes >= limit and self._reading():
+                self._stall()
+                return
+
+    def _stall(self) -> None:
+        """The inbox holds MaxInboundBufferSize: parse (and inflate) nothing more, read
+        nothing more, until it has drained (:meth:`_resume`). Not a close: backpressure."""
+        self._stalled = True
+        if self.state is _OPEN and self.transport is not None:
+            self._to(ConnEvent.PAUSE)
+            self.transport.pause_reading()
+
+    def _resume(self) -> None:
+        """The inbox drained: parse what wsproto holds (which may fill it again, or bring the
+        client's close), then read the socket again."""
+        if self._stalled:
+            self._stalled = False
+            self._ws_events()
+            if self._stalled or self.state is not _PAUSED:
+                return
+        if self.transport is not None:
+            self._to(ConnEvent.RESUME)
+            self.transport.resume_reading()
 
     def _closed_by_client(self, event: CloseConnection) -> None:
         ws = self.ws
@@ -270,14 +314,21 @@ class WebSocketConnection(Connection):
         """wsproto could not parse the client's frames (its state stays OPEN): say why with a
         close frame (1002 framing, 1007 invalid UTF-8, 1009 a message above the limit), end."""
         ws = self.ws
+        refusal = self._refusal(event.code)
         if event.code == CloseCode.FRAME_TOO_LARGE:
             reason = "message above the frame size limit"
+        elif refusal is not None:
+            reason = refusal
         else:
             self.ctx.security.protocol_errors_total += 1
             reason = event.reason or ""
         self.flush()
         self._write(ws.send(CloseConnection(code=event.code, reason=reason)))
         self._linger()
+
+    def _refusal(self, code: int) -> str | None:
+        """The reason of a refusal an extension made (None: wsproto's own)."""
+        return None
 
     def _linger(self) -> None:
         """Close after a refusal without resetting. Closing a socket with input unread sends a
@@ -287,8 +338,11 @@ class WebSocketConnection(Connection):
         the latest after LINGER_SECONDS (the ticker aborts at the deadline). No half-close: a
         client that reads our FIN while its own writes are pending can fail in its teardown
         (asyncio's transport, under the `websockets` library, seen in test_websocket_close)."""
-        if self.transport is None:
+        transport = self.transport
+        if transport is None:
             return
+        if not transport.is_reading():
+            transport.resume_reading()  # paused by a full inbox: what still comes is dropped
         self._lingering = True
         self._to(ConnEvent.CLOSE)
         self.deadline = self.ctx.tick + LINGER_SECONDS
@@ -355,7 +409,10 @@ class WebSocketConnection(Connection):
         if inbox is None:
             inbox = self._inbox = deque()
         inbox.append(item)
-        if len(inbox) >= _INBOX_PAUSE and self.state is _OPEN and self.transport is not None:
+        if isinstance(item, str):
+            self._inbox_bytes += sys.getsizeof(item)
+        full = len(inbox) >= _INBOX_PAUSE or self._inbox_bytes >= self._inbound_limit()
+        if full and self.state is _OPEN and self.transport is not None:
             self._to(ConnEvent.PAUSE)
             self.transport.pause_reading()
         if self._reader is None:
@@ -378,6 +435,7 @@ class WebSocketConnection(Connection):
             while inbox and self._serving():
                 item = inbox.popleft()
                 if isinstance(item, str):
+                    self._inbox_bytes -= sys.getsizeof(item)
                     await session.handle_text(item)
                 else:
                     self._answer(session, item)
@@ -386,9 +444,8 @@ class WebSocketConnection(Connection):
                     # An in-memory publish never suspends: without this, one client's backlog
                     # would run to its end before any other connection is served.
                     await asyncio.sleep(0)
-                if self.state is _PAUSED and len(inbox) <= _INBOX_RESUME and self.transport:
-                    self._to(ConnEvent.RESUME)
-                    self.transport.resume_reading()
+                if self.state is _PAUSED and self._drained(inbox):
+                    self._resume()
         except Exception:
             log.exception("session %s failed", session.id)
             self.close(CloseCode.INTERNAL_ERROR, "internal error")
@@ -396,6 +453,10 @@ class WebSocketConnection(Connection):
             self._reader = None
             if not inbox and self._inbox is inbox:
                 self._inbox = None  # idle: no deque kept
+
+    def _drained(self, inbox: deque[InboxItem]) -> bool:
+        """The inbox is small enough again to read more: by count and by bytes."""
+        return len(inbox) <= _INBOX_RESUME and self._inbox_bytes <= self._inbound_limit() // 2
 
 
 def _plain_frame_at(data: bytes, pos: int) -> tuple[int, int, int] | None:

@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING
 from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.frame_protocol import CloseReason, FrameDecoder, FrameProtocol, Opcode, RsvBits
 
+from pushgrid.kernel.throttle import host_of
+from pushgrid.protocol.errors import CloseCode
+
 from ..framing.deflate import Agreement, Compressor
 from ..framing.wsframe import batch_frame, frame_payload
+from .inflating import InflatingBudget
 from .websocket import WebSocketConnection
 
 if TYPE_CHECKING:
@@ -26,18 +30,40 @@ if TYPE_CHECKING:
     from .context import ConnectionContext, Deflate
 
 _TAIL = b"\x00\x00\xff\xff"
+_RSV1 = RsvBits(True, False, False)  # the bit this extension owns
 
 
 class BoundedInflate(PerMessageDeflate):
     """wsproto's permessage-deflate for what the client sends, with the inflated size of a
-    message bounded by ``limit`` (wsproto's own inflates without bound)."""
+    message bounded by ``limit`` (wsproto's own inflates without bound), the inflated bytes of
+    an unfinished message charged to ``budget`` for the client's address until it is whole,
+    a control frame between fragments leaving the message's state alone (RFC 6455 5.4; wsproto
+    forgets that the message is compressed), and a deflate stream that ended (a block with
+    BFINAL) never fed more data: what follows it in the message is refused with 1007, and
+    the next message starts a new stream (wsproto kept the ended inflater, which silently
+    swallowed every later message and grew without bound).
 
-    def __init__(self, agreement: Agreement, limit: int) -> None:
+    ``refusal``: why a charge was refused (the close frame's reason, 1008).
+    """
+
+    def __init__(
+        self, agreement: Agreement, limit: int, budget: InflatingBudget, host: str
+    ) -> None:
         super().__init__()
         # wsproto parses the answer we sent: the same parameters on both sides
         self.finalize(agreement.response())
         self.limit = limit
-        self._inflated = 0
+        self.refusal: str | None = None
+        self._budget = budget
+        self._host = host
+        self._inflated = 0  # bytes inflated for the current message
+        self._charged = 0  # of which charged to the budget (until the message is whole)
+        self._control = False  # the frame being read is a control frame
+
+    def release(self) -> None:
+        """Give back what the current message charged (it is whole, or the connection ends)."""
+        self._budget.release(self._host, self._charged)
+        self._charged = 0
 
     def frame_inbound_header(
         self,
@@ -46,6 +72,9 @@ class BoundedInflate(PerMessageDeflate):
         rsv: RsvBits,
         payload_length: int,
     ) -> CloseReason | RsvBits:
+        self._control = opcode.iscontrol()
+        if self._control:
+            return CloseReason.PROTOCOL_ERROR if rsv.rsv1 else _RSV1
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
             self._inflated = 0  # a new message
         return super().frame_inbound_header(proto, opcode, rsv, payload_length)
@@ -57,27 +86,39 @@ class BoundedInflate(PerMessageDeflate):
             out = decompressor.decompress(data, self.limit - self._inflated + 1)
         except zlib.error:
             return CloseReason.INVALID_FRAME_PAYLOAD_DATA
+        if decompressor.eof and decompressor.unused_data not in (b"", _TAIL):
+            return CloseReason.INVALID_FRAME_PAYLOAD_DATA  # data after the stream's last block
         self._inflated += len(out)
-        return CloseReason.MESSAGE_TOO_BIG if self._inflated > self.limit else out
+        if self._inflated > self.limit:
+            return CloseReason.MESSAGE_TOO_BIG
+        self.refusal = self._budget.charge(self._host, len(out))
+        if self.refusal is not None:
+            return CloseReason.POLICY_VIOLATION
+        self._charged += len(out)
+        return out
 
     def frame_inbound_payload_data(
         self, proto: FrameDecoder | FrameProtocol, data: bytes
     ) -> bytes | CloseReason:
-        if not self._inbound_compressed or not self._inbound_is_compressible:
+        if self._control or not self._inbound_compressed or not self._inbound_is_compressible:
             return data
         return self._inflate(bytes(data))
 
     def frame_inbound_complete(
         self, proto: FrameDecoder | FrameProtocol, fin: bool
     ) -> bytes | CloseReason | None:
+        if self._control:
+            return None  # the message around it (if any) goes on as it was
         if not fin or not self._inbound_is_compressible or not self._inbound_compressed:
             return super().frame_inbound_complete(proto, fin)
         out = self._inflate(_TAIL)
         if isinstance(out, CloseReason):
             return out
-        if self.client_no_context_takeover:
-            self._decompressor = None
+        decompressor = self._decompressor
+        if self.client_no_context_takeover or (decompressor is not None and decompressor.eof):
+            self._decompressor = None  # an ended stream takes nothing more: the next is new
         self._inbound_compressed = None
+        self.release()
         return out
 
     def frame_outbound(
@@ -95,7 +136,7 @@ class BoundedInflate(PerMessageDeflate):
 class DeflateWebSocketConnection(WebSocketConnection):
     """A :class:`WebSocketConnection` whose data frames may be compressed."""
 
-    __slots__ = ("_agreement", "_counted", "_deflate", "_own", "_shared")
+    __slots__ = ("_agreement", "_counted", "_deflate", "_inflate", "_own", "_shared")
 
     def __init__(self, ctx: ConnectionContext, agreement: Agreement) -> None:
         super().__init__(ctx)
@@ -106,6 +147,7 @@ class DeflateWebSocketConnection(WebSocketConnection):
         # the shared compressor (no server context takeover) or None: ours, made on first use
         self._shared: Compressor | None = None
         self._own: Compressor | None = None
+        self._inflate: BoundedInflate | None = None  # made with wsproto's connection
         if agreement.server_no_context_takeover:
             self._shared = deflate.shared(agreement.server_bits)
         self._counted = agreement.holds_context  # in deflate.contexts until the connection ends
@@ -116,11 +158,22 @@ class DeflateWebSocketConnection(WebSocketConnection):
         if self._counted:
             self._counted = False
             self._deflate.contexts -= 1
+        if self._inflate is not None:
+            self._inflate.release()  # an unfinished message's inflated bytes
         super().connection_lost(exc)
 
     def _extensions(self) -> list[Extension]:
         limit = self.ctx.limits.max_frame_size
-        return [*super()._extensions(), BoundedInflate(self._agreement, limit)]
+        inflate = self._inflate = BoundedInflate(
+            self._agreement, limit, self._deflate.inflating, host_of(self.remote)
+        )
+        return [*super()._extensions(), inflate]
+
+    def _refusal(self, code: int) -> str | None:
+        inflate = self._inflate
+        if code == CloseCode.POLICY_VIOLATION and inflate is not None:
+            return inflate.refusal
+        return None
 
     # -- output -----------------------------------------------------------------------------
 

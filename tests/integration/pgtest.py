@@ -528,18 +528,22 @@ class WsClient:
 
 # --- raw socket WebSocket client (misbehaving peers) -------------------------------------------
 
-OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
+OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
 
-def encode_client_frame(opcode: int, payload: bytes) -> bytes:
-    """A final, masked client frame (RFC 6455 5.2)."""
+def encode_client_frame(
+    opcode: int, payload: bytes, *, fin: bool = True, rsv1: bool = False
+) -> bytes:
+    """A masked client frame (RFC 6455 5.2), final unless ``fin`` is False; ``rsv1``: a
+    compressed message's first frame (RFC 7692)."""
     length = len(payload)
+    first = 0x80 * fin | 0x40 * rsv1 | opcode
     if length < 126:
-        header = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
+        header = struct.pack("!BB", first, 0x80 | length)
     elif length < 1 << 16:
-        header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
+        header = struct.pack("!BBH", first, 0x80 | 126, length)
     else:
-        header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
+        header = struct.pack("!BBQ", first, 0x80 | 127, length)
     mask = os.urandom(4)
     masked = (
         bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
@@ -590,6 +594,19 @@ def close_code_of(frames: Iterable[tuple[int, bytes]]) -> int | None:
     return None
 
 
+def rss_mib(pid: int, key: str = "VmRSS") -> float:
+    """Resident memory of ``pid`` now (``VmHWM``: its peak so far)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {key} for {pid}")
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Set ``pid``'s VmHWM to its RSS now (Linux: clear_refs 5), to measure a peak from here."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
 class RawWs:
     """A WebSocket client on a plain blocking socket that does only what the test says.
 
@@ -605,16 +622,24 @@ class RawWs:
         rcvbuf: int | None = None,
         path: str = "/ws",
         timeout: float = DEFAULT_TIMEOUT,
+        offer: str | None = None,
+        source: str | None = None,
     ) -> None:
+        """``offer``: a ``Sec-WebSocket-Extensions`` value; ``source``: the client's address
+        (any of 127.0.0.0/8 reaches a server on 127.0.0.1: a second client address)."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        if source is not None:
+            self.sock.bind((source, 0))
         self.sock.settimeout(timeout)
         self.sock.connect((host, port))
         key = base64.b64encode(os.urandom(16)).decode()
+        extensions = f"Sec-WebSocket-Extensions: {offer}\r\n" if offer else ""
         request = (
             f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"{extensions}\r\n"
         )
         self.sock.sendall(request.encode())
         data = b""
@@ -624,6 +649,7 @@ class RawWs:
                 raise AssertionError(f"connection closed during the handshake: {data!r}")
             data += chunk
         head, _, self.pending = data.partition(b"\r\n\r\n")
+        self.head = head
         status = head.split(b"\r\n", 1)[0]
         assert b" 101" in status, head
         self.frames: list[tuple[int, bytes]] = []

@@ -14,7 +14,6 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,7 +21,7 @@ import websockets
 
 from pushgrid.cli.allocator import find_jemalloc
 
-from .pgtest import ServerProcess
+from .pgtest import ServerProcess, rss_mib
 
 SUBJECTS = 20_000
 #: longer than the flood takes, so that its subjects are all held at its end
@@ -31,14 +30,6 @@ PIPELINE = 1000
 #: the part of the flood's growth that may stay once its subjects are evicted (the subject
 #: table's hash slots and the allocator's caches); docs/security.md, "Subject memory"
 KEPT_AT_MOST = 0.25
-
-
-def rss_mib(pid: int, key: str = "VmRSS") -> float:
-    """Resident memory of ``pid`` now (``VmHWM``: its peak so far)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for {pid}")
 
 
 async def flood(ws_url: str, count: int) -> None:

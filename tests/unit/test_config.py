@@ -240,6 +240,9 @@ def test_unknown_key_in_file(tmp_path: Path) -> None:
         ("CacheExpireTime = 0", "CacheExpireTime"),
         ("CacheExpireTime = soon", "CacheExpireTime"),
         ("MaxOutboundBufferSize = 1023", "MaxOutboundBufferSize"),
+        ("MaxInboundBufferSize = 1023", "MaxInboundBufferSize"),
+        ("DeflateMaxInflatingPerAddress = 0", "DeflateMaxInflatingPerAddress"),
+        ("DeflateMaxInflating = many", "DeflateMaxInflating"),
         ("ListenBacklog = 0", "ListenBacklog"),
         ("ListenBacklog = 70000", "ListenBacklog"),
         ("MaxCachedMessagesPerSubject = -1", "MaxCachedMessagesPerSubject"),
@@ -574,3 +577,23 @@ def test_a_cluster_needs_its_password(tmp_path: Path) -> None:
         cluster_tls_certificate="c.pem",
     )
     assert "ClusterTLSCertificate and ClusterTLSKey" in half_tls
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("DeflateMaxInflatingPerAddress = 1000000\n", "DeflateMaxInflatingPerAddress = 1000000"),
+        ("DeflateMaxInflating = 2000000\n", "DeflateMaxInflating = 2000000 is below"),
+        (
+            "MaxMessageSize = 2097152\nDeflateMaxInflating = 16777216\n",
+            "DeflateMaxInflatingPerAddress = 8388608 is below the hard frame limit 16777216",
+        ),
+    ],
+)
+def test_inflating_bounds_must_hold_one_whole_message(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    """Each bound on unfinished compressed messages holds at least one message of the hard
+    frame limit, and the total at least the per-address bound (issue 34 item 2 row 2)."""
+    message = _error(_write(tmp_path, text))
+    assert named in message

@@ -15,6 +15,7 @@ from wsproto.extensions import PerMessageDeflate
 from pushgrid.server.framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 from pushgrid.server.transport.context import Deflate
 from pushgrid.server.transport.handshake import accept
+from pushgrid.server.transport.inflating import InflatingBudget
 from pushgrid.server.transport.wsdeflate import BoundedInflate
 
 DEFAULTS = DeflateOptions()
@@ -133,15 +134,19 @@ def test_the_handshake_answers_the_agreement() -> None:
         (b"sec-websocket-extensions", b"x-unknown"),
         (b"sec-websocket-extensions", BROWSER.encode()),
     ]
-    deflate = Deflate(DEFAULTS, max_contexts=10)
+    deflate = Deflate(DEFAULTS, max_contexts=10, inflating=InflatingBudget(1 << 30, 1 << 30))
     head, agreement = accept(b"GET", headers, deflate)
     assert agreement is not None
     assert b"\r\nsec-websocket-extensions: permessage-deflate; server_no_context" in head
     assert accept(b"GET", headers, None)[1] is None  # PerMessageDeflate = false
 
 
-def _server(agreement: Agreement, limit: int = 1 << 20) -> FrameConnection:
-    return FrameConnection(ConnectionType.SERVER, extensions=[BoundedInflate(agreement, limit)])
+def _server(
+    agreement: Agreement, limit: int = 1 << 20, budget: InflatingBudget | None = None
+) -> FrameConnection:
+    budget = budget or InflatingBudget(1 << 30, 1 << 30)
+    inflate = BoundedInflate(agreement, limit, budget, "10.0.0.1")
+    return FrameConnection(ConnectionType.SERVER, extensions=[inflate])
 
 
 def _client_frames(text: str, keep: bool, count: int = 1) -> bytes:
@@ -198,3 +203,98 @@ def test_a_corrupt_deflate_stream_is_refused_1007() -> None:
     masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     server.receive_data(bytes((0xC1, 0x80 | len(payload))) + mask + masked)
     assert _texts(server) == [1007]
+
+
+# --- issue 34 item 2: rows 2, 8 and 12 ------------------------------------------------------
+
+
+def _masked_frame(first: int, payload: bytes) -> bytes:
+    """One masked client frame with the first byte ``first`` (FIN, RSV1, opcode)."""
+    mask = b"\x01\x02\x03\x04"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    assert len(payload) < 126
+    return bytes((first, 0x80 | len(payload))) + mask + masked
+
+
+def _deflated(text: str, final: bool = False) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = compressor.compress(text.encode())
+    if final:  # the stream ends with a BFINAL block
+        return body + compressor.flush(zlib.Z_FINISH)
+    return (body + compressor.flush(zlib.Z_SYNC_FLUSH))[:-4]
+
+
+@pytest.mark.parametrize("between", [0x89, 0x8A], ids=["ping", "pong"])
+def test_a_control_frame_between_fragments_leaves_the_message_compressed(between: int) -> None:
+    """RFC 6455 5.4: control frames may come between fragments. wsproto's own extension
+    forgot the message was compressed and read the continuation raw (1007)."""
+    text = '{"op":"ping","id":12}' + " " * 300
+    body = _deflated(text)
+    half = len(body) // 2
+    server = _server(AGREED)
+    server.receive_data(
+        _masked_frame(0x40 | 0x01, body[:half])  # text, RSV1, not final
+        + _masked_frame(between, b"k")
+        + _masked_frame(0x80, body[half:])  # final continuation
+    )
+    assert "".join(t for t in _texts(server) if isinstance(t, str)) == text
+
+
+def test_a_compressed_control_frame_is_a_protocol_error() -> None:
+    server = _server(AGREED)
+    server.receive_data(_masked_frame(0x80 | 0x40 | 0x09, b"k"))
+    assert _texts(server) == [1002]
+
+
+def test_after_an_ended_deflate_stream_the_next_message_starts_a_new_one() -> None:
+    """Client context takeover, messages that end their stream (BFINAL): wsproto kept the
+    ended inflater, so every later message inflated to nothing and its bytes piled up."""
+    server = _server(KEPT)
+    texts = [f'{{"op":"ping","id":{i}}}' for i in range(4)]
+    server.receive_data(b"".join(_masked_frame(0xC1, _deflated(t, final=True)) for t in texts))
+    assert _texts(server) == texts
+
+
+def test_data_after_the_end_of_a_deflate_stream_is_refused_1007() -> None:
+    for agreement in (AGREED, KEPT):
+        server = _server(agreement)
+        payload = _deflated('{"op":"ping"}', final=True) + _deflated("more")
+        server.receive_data(_masked_frame(0xC1, payload))
+        assert _texts(server) == [1007]
+
+
+def _unfinished(text: str) -> bytes:
+    """The first (not final) fragment of a compressed message, its sync flush kept."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = compressor.compress(text.encode()) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    return _masked_frame(0x40 | 0x01, body)
+
+
+def test_unfinished_messages_are_charged_to_the_address_until_whole() -> None:
+    budget = InflatingBudget(max_total=30_000, max_per_address=25_000)
+    first = _server(AGREED, budget=budget)
+    first.receive_data(_unfinished(" " * 20_000))
+    assert _texts(first) == [" " * 20_000]
+    assert (budget.total, budget.held_by("10.0.0.1")) == (20_000, 20_000)
+    second = _server(AGREED, budget=budget)
+    second.receive_data(_unfinished(" " * 6_000))  # 26,000 from the address
+    assert _texts(second) == [1008]
+    assert budget.total == 20_000  # the refused charge is not counted
+    first.receive_data(_masked_frame(0x80, b""))  # the final fragment: nothing more
+    assert _texts(first) == [""]
+    assert budget.total == 0  # whole: given back
+
+
+def test_the_budget_bounds_each_address_and_the_total() -> None:
+    budget = InflatingBudget(max_total=10, max_per_address=6)
+    assert budget.charge("a", 6) is None
+    refused = budget.charge("a", 1)
+    assert refused is not None
+    assert "DeflateMaxInflatingPerAddress (6 bytes)" in refused
+    assert budget.charge("b", 4) is None
+    refused = budget.charge("c", 1)
+    assert refused is not None
+    assert "DeflateMaxInflating (10 bytes)" in refused
+    assert budget.refused_total == 2
+    budget.release("a", 6)
+    assert (budget.total, budget.held_by("a"), budget.charge("c", 5)) == (4, 0, None)

@@ -100,6 +100,7 @@ LIVE = LiveState(
         "pending_refused": 3,
         "protocol_errors": 4,
         "http_refused": 5,
+        "inflating_refused": 6,
     },
     flush_delay=_flush_delays(),
     deflate=DeflateStats(True, 2, 10, 9_000, 2_500),
@@ -331,6 +332,7 @@ def test_prometheus_formats_the_same_numbers() -> None:
     assert samples[("pushgrid_messages_received_total", ())] == COUNTERS["messages_in_total"]
     assert samples[("pushgrid_auth_throttled_total", ())] == 2
     assert samples[("pushgrid_http_refused_total", ())] == 5
+    assert samples[("pushgrid_inflating_refused_total", ())] == 6
     assert (
         samples[("pushgrid_recoveries_total", (("outcome", "failure"),))]
         == COUNTERS["recovery_failures_total"]
