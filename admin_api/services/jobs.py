@@ -38,7 +38,11 @@ from ..problems import ProblemError, conflict, not_found
 from ..schemas import JobRunOut, JobRunPage, StageOut
 
 RunStatus = Literal["running", "succeeded", "failed"]
-START_TIMEOUT: Final = 30.0
+# How long a trigger waits for its child to record itself (the child imports the store and
+# migrates it first). The wait ends as soon as the row is there; it runs on a worker thread, not
+# the event loop. 30 s was too short on a loaded machine (load average 15 on 2 cores: the child
+# had not recorded itself, the trigger answered 500 while the run went on; issue 34 item 3).
+START_TIMEOUT: Final = 120.0
 DEFAULT_LOG: Final = Path("data/logs/admin-stats.log")
 
 
