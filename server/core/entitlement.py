@@ -74,22 +74,10 @@ def publish_denial(grant: Grant, subject: str) -> str | None:
 
 
 def covers(grant: str, pattern: str) -> bool:
-    """Does ``grant`` match every subject ``pattern`` matches (pattern syntax above)?"""
-    if grant == ANY_SUBJECT:
-        return True
-    pattern = "/*" if pattern == ANY_SUBJECT else pattern  # every subject starts with "/"
-    grant_parts, parts = grant.split("/"), pattern.split("/")
-    last = len(grant_parts) - 1
-    for index, part in enumerate(grant_parts):
-        if index >= len(parts):
-            return False
-        if part == "*":
-            if index == last:
-                return True
-            continue
-        if part != parts[index]:  # a literal segment never covers a pattern's ``*``
-            return False
-    return len(grant_parts) == len(parts)
+    """Does ``grant`` match every subject ``pattern`` matches? Exactly when it matches the
+    pattern read as a subject whose ``*`` segments are literal: a grant's ``*`` covers a
+    pattern's ``*``, a literal segment never does, and a grant's last ``*`` covers any depth."""
+    return pattern_matches(grant, "/*" if pattern == ANY_SUBJECT else pattern)
 
 
 def events_denial(grant: Grant, subject: str, presence_patterns: Sequence[str]) -> str | None:
