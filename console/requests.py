@@ -5,21 +5,24 @@ callback request naming no callback (``KeyError``) or of the wrong shape (``Attr
 with a 500 and a 26-line traceback each, to anyone, before any sign-in: a cheap way to fill the
 log. Here an unknown file is a 404 and a callback request that names no registered callback or
 is not shaped as the renderer sends it is a 400, each without a log line (the access log has
-the request).
+the request). A request Dash's own validation refuses later (an output spec of the wrong length,
+say) is a 400 with one log line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
-from dash.exceptions import DependencyException
+from dash.exceptions import DashException, DependencyException
 from flask import Response, request
 
 if TYPE_CHECKING:
     from dash import Dash
 
 CALLBACK_PATH = "/_dash-update-component"
+log = logging.getLogger(__name__)
 _LISTS = ("inputs", "state", "outputs", "changedPropIds")
 
 
@@ -53,5 +56,12 @@ def refuse_bad_requests(app: Dash) -> None:
         reason = callback_error(app, request.get_json(silent=True))
         return None if reason is None else _problem(400, "invalid_callback", reason)
 
+    def refused_by_dash(exc: DashException) -> Response:
+        log.warning("console: %s %s refused: %s", request.method, request.path, exc)
+        if request.path.endswith(CALLBACK_PATH):
+            return _problem(400, "invalid_callback", "the callback request was refused")
+        return _problem(500, "internal", "the console could not answer")
+
     app.server.register_error_handler(DependencyException, unknown_file)
+    app.server.register_error_handler(DashException, refused_by_dash)
     app.server.before_request(check_callback)

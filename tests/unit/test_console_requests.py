@@ -64,6 +64,18 @@ def test_a_callback_request_with_a_known_output_but_a_wrong_shape_is_400(console
     assert "'inputs' must be a list" in answer.get_json()["title"]
 
 
+def test_a_request_dash_refuses_later_is_400_with_one_log_line(
+    console: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A known callback with an output spec of the wrong length: Dash's own validation."""
+    output = next(o for o in console.callback_map if o.startswith(".."))
+    body = {"output": output, "outputs": [], "inputs": [], "state": [], "changedPropIds": []}
+    with caplog.at_level(logging.DEBUG):
+        answer = console.server.test_client().post(CALLBACK, json=body)
+    assert answer.status_code == 400, answer.data[:200]
+    assert len([r for r in caplog.records if r.levelno >= logging.INFO]) == 1
+
+
 def test_existing_component_files_are_still_served(console: Any) -> None:
     answer = console.server.test_client().get(
         "/_dash-component-suites/dash/deps/polyfill@7.12.1.min.js"
