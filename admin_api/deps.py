@@ -26,7 +26,7 @@ from pushgrid.kernel.throttle import AuthThrottle
 
 from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized
-from .security import Principal, Role, throttle_key
+from .security import Principal, Role, display_prefix, throttle_key
 from .services.cluster import with_discovered
 from .services.history import HistoryCollector
 from .services.jobs import JobRunner
@@ -123,16 +123,24 @@ class RoleGuard:
         return principal
 
     def _authenticate(self, request: Request, db: Session, token: str | None) -> Principal:
-        # Failures are counted per (address, token prefix), never per address alone: every
-        # console user signs in from the admin API's own address, and one guesser there must
-        # not lock out a valid token. After AuthFailuresBeforeBackoff wrong tokens with one
-        # prefix from one address, that pair gets 429 during a doubling back-off before any
-        # lookup; a valid token (another prefix) goes through and clears its own count.
+        # Failures are counted per (address, token prefix): every console user signs in from
+        # the admin API's own address, and one guesser there must not lock out a valid token.
+        # After AuthFailuresBeforeBackoff wrong tokens with one prefix from one address, that
+        # pair gets 429 during a doubling back-off before any lookup. Failures with a prefix
+        # no active token has count per address too (issue 34: a guesser changing the prefix
+        # each time was never throttled), and while that address is backed off only a token
+        # whose prefix an active token has is looked up; a valid token still goes through.
         if token is None:
             raise unauthorized("an API token is required: Authorization: Bearer <token>")
         throttle = get_auth_throttle(request)
-        key = throttle_key(request.client.host if request.client is not None else "?", token)
+        address = request.client.host if request.client is not None else "?"
+        key = throttle_key(address, token)
+        tokens = TokenService(db)
+        known: bool | None = None  # does an active token have this prefix? (asked when needed)
         wait = throttle.retry_after(key)
+        if wait <= 0 and throttle.blocked_for(address) > 0:
+            known = tokens.prefix_known(display_prefix(token))
+            wait = 0.0 if known else throttle.retry_after(address)
         if wait > 0:
             raise ProblemError(
                 429,
@@ -141,9 +149,11 @@ class RoleGuard:
                 "too_many_attempts",
                 headers={"Retry-After": str(max(1, round(wait)))},
             )
-        principal = TokenService(db).authenticate(token)
+        principal = tokens.authenticate(token)
         if principal is None:
             throttle.failed(key)
+            if not (known if known is not None else tokens.prefix_known(display_prefix(token))):
+                throttle.failed(address)  # the address's count of unknown prefixes
             raise unauthorized("unknown, expired or revoked API token", "invalid_token")
         throttle.succeeded(key)
         request.state.principal = principal

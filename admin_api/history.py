@@ -64,10 +64,20 @@ class SecondRing:
         base = slot * WIDTH
         return tuple(self.values[base : base + WIDTH])
 
+    def copy(self) -> SecondRing:
+        """A copy to read away from the writer (two array copies: O(capacity), no Python loop)."""
+        twin = SecondRing.__new__(SecondRing)
+        twin.capacity, twin.newest = self.capacity, self.newest
+        twin.stamps, twin.values = array("q", self.stamps), array("d", self.values)
+        return twin
+
     def series(self, since: int, until: int) -> Series:
+        """The seconds held in ``[since, until]``: the range is clamped to the ring's reach
+        first, so any range costs O(capacity) at most (issue 34: ``until`` in year 9999)."""
         first = max(since, self.newest - self.capacity + 1)
+        last = min(until, self.newest)
         stamps, values, capacity = self.stamps, self.values, self.capacity
-        seconds = [ts for ts in range(first, until + 1) if stamps[ts % capacity] == ts]
+        seconds = [ts for ts in range(first, last + 1) if stamps[ts % capacity] == ts]
         bases = [(ts % capacity) * WIDTH for ts in seconds]
         columns: dict[str, list[float | None]] = {}
         for index, name in enumerate(INDICATOR_NAMES):
@@ -91,6 +101,17 @@ class HistoryStore:
 
     def newest(self) -> int:
         return max((ring.newest for ring in self.rings.values()), default=0)
+
+    def oldest_held(self) -> int:
+        """The oldest second any ring can still hold (0: nothing held yet)."""
+        newest = self.newest()
+        return max(1, newest - self.seconds + 1) if newest else 0
+
+    def copy(self) -> HistoryStore:
+        """A copy of every ring, to be read on another thread while the poller writes."""
+        twin = HistoryStore(self.seconds)
+        twin.rings = {name: ring.copy() for name, ring in self.rings.items()}
+        return twin
 
     def members(self) -> list[str]:
         return list(self.rings)

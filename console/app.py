@@ -34,6 +34,7 @@ from .pages import (
     trends,
     watched,
 )
+from .requests import refuse_bad_requests
 from .security import page_headers
 
 ASSETS = Path(__file__).parent / "assets"
@@ -101,6 +102,7 @@ def create_dash_app(
         module.register(app, providers)
     _register_shell(app)
     _security_headers(app)
+    refuse_bad_requests(app)
     return app
 
 

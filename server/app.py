@@ -31,6 +31,7 @@ from pushgrid.protocol.frames import Keepalive
 from .cluster.isolation import Change, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
 from .core.custom_entitlement import CustomEntitlement, load_plugin
+from .core.deltas import DeltaLimits
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
 from .core.publishing import Admission, PublishGuard, PublishLimits
@@ -159,6 +160,9 @@ class PushServer:
         self.counters = Counters()
         self.engine = engine or build_engine(server, cluster)
         self.hub = Hub(self.engine, self.counters)
+        self.hub.delta_limits = DeltaLimits(  # delta tables are bounded like snapshots
+            server.max_fields_per_subject, server.max_snapshot_size, server.max_retained_bytes
+        )
         bus = self.engine.member_bus()
         self.occupancy = OccupancyService(
             server.server_name, self.hub, bus, settings.occupancy, self.engine

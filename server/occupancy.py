@@ -30,6 +30,7 @@ import msgspec
 
 from pushgrid.config.occupancy import OccupancySettings
 
+from .core.entitlement import OCCUPANCY_SUBJECT
 from .core.occupancy import OccupancyTable, Transition
 from .core.presence import PresenceChange
 from .engine.base import EngineUnavailable, MemberBus, Published, PublishRequest
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 REPORT_SUBJECT = "pg.occupancy"
 ASK_SUBJECT = "pg.occupancy.ask"
-EVENTS_SUBJECT = "/pushgrid/occupancy"
+EVENTS_SUBJECT = OCCUPANCY_SUBJECT
 CHUNK = 2_000  # subjects per report: far below NATS's 1 MB payload limit
 BEAT_EVERY = 10  # ticks between two version beats (a lost last report is noticed)
 

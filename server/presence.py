@@ -18,9 +18,10 @@ from pushgrid.config.occupancy import OccupancySettings
 from pushgrid.protocol.frames import PresenceAnswer, PresentClient
 from pushgrid.protocol.subjects import pattern_matches
 
+from .core.entitlement import PRESENCE_SUBJECT
 from .core.presence import PresenceChange, PresenceTable
 
-PRESENCE_SUBJECT = "/pushgrid/presence"
+__all__ = ["PRESENCE_SUBJECT", "Presence"]
 META_PREFIX = "/pushgrid/"  # meta-subjects keep no presence (their followers are operators)
 
 

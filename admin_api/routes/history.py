@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from ..deps import GuardedRoute, HistoryDep, Viewer
 from ..problems import ProblemError, problem_responses
 from ..schemas import HistoryOut, UnixSeconds
-from ..services.history import history
+from ..services.history import history_off_loop
 
 router = APIRouter(prefix="/stats/history", tags=["live statistics"], route_class=GuardedRoute)
 
@@ -25,8 +25,9 @@ async def get_history(
 
     The admin API polls each member's own samples of its last minute every second, so no
     second is lost between two polls; it keeps `Admin.HistorySeconds` (default 3600) of them.
-    Default range: the 15 minutes up to the newest second held.
+    Default range: the 15 minutes up to the newest second held. The range is clamped to the
+    seconds held; `since`/`until` of the answer say which range it covers.
     """
     if since is not None and until is not None and since > until:
         raise ProblemError(422, f"since ({since}) is after until ({until})")
-    return history(collector.store, collector.live_members(), since, until)
+    return await history_off_loop(collector.store, collector.live_members(), since, until)

@@ -157,12 +157,15 @@ def history(
 ) -> HistoryOut:
     """Every member's seconds in ``[since, until]`` and their per-second cluster sums.
 
-    ``until`` defaults to the newest second held, ``since`` to 15 minutes before it; the
-    cluster ends at the newest second every live member has reported.
+    ``until`` defaults to the newest second held, ``since`` to 15 minutes before it. Both are
+    clamped to the seconds held (the answer says which range it covers), so a request costs
+    O(retention) whatever it asks. The cluster ends at the newest second every live member has
+    reported.
     """
     newest = store.newest()
-    end = newest if until is None else until
+    end = newest if until is None else min(until, newest)
     start = max(0, end - 899) if since is None else since
+    start = max(start, store.oldest_held())  # past ``end``: an empty answer
     members = store.members()
     parts = [store.series(name, start, end) for name in members]
     ends = [store.rings[name].newest for name in live if name in store.rings]
@@ -175,3 +178,12 @@ def history(
         cluster=_series_out(CLUSTER, cluster_series(parts, cluster_end)),
         members=[_series_out(name, part) for name, part in zip(members, parts, strict=True)],
     )
+
+
+async def history_off_loop(
+    store: HistoryStore, live: Sequence[str], since: int | None, until: int | None
+) -> HistoryOut:
+    """:func:`history` on a worker thread, over a copy of the rings taken on the loop (the
+    poller writes them on the loop): building an hour of every member's seconds never holds
+    the admin API's event loop (console, alert evaluation, polls)."""
+    return await asyncio.to_thread(history, store.copy(), list(live), since, until)

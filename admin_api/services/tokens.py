@@ -101,6 +101,21 @@ class TokenService:
                 row.last_used_at = now
         return Principal(token_id=row.id, name=row.name, role=Role(row.role))
 
+    def prefix_known(self, prefix: str) -> bool:
+        """Does an active (unrevoked, unexpired) token start with ``prefix``? Failed sign-ins
+        with a prefix no token has count per address (deps.py): a guesser changing the prefix
+        each time is throttled, a valid token's prefix is not."""
+        row = self.db.scalar(
+            select(ApiToken.id)
+            .where(
+                ApiToken.prefix == prefix,
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > utc_now()),
+            )
+            .limit(1)
+        )
+        return row is not None
+
     def has_active(self, role: Role) -> bool:
         row = self.db.scalar(
             select(ApiToken.id)

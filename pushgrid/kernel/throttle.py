@@ -103,6 +103,11 @@ class AuthThrottle:
         self.throttled_total += 1
         return wait
 
+    def blocked_for(self, address: str) -> float:
+        """Seconds ``address`` is still backed off (0: not), without counting an attempt."""
+        entry = self._by_address.get(address)
+        return 0.0 if entry is None else max(0.0, entry.blocked_until - self.clock())
+
     def failed(self, address: str) -> None:
         now = self.clock()
         self.failures_total += 1

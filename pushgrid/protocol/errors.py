@@ -34,6 +34,8 @@ class ErrorCode(StrEnum):
     TOO_MANY_SUBJECTS = "too_many_subjects"  # the node holds MaxSubjects: retry much later
     RETAINED_BYTES_EXCEEDED = "retained_bytes_exceeded"  # the node holds MaxRetainedBytes
     PRESENCE_DISABLED = "presence_disabled"  # the subject matches no Occupancy.PresencePatterns
+    # the node holds PublishDedupMaxKeys live msg_ids: a new msg_id is refused, retry later
+    DEDUP_TABLE_FULL = "dedup_table_full"
 
 
 class CloseCode(IntEnum):
@@ -77,6 +79,7 @@ RETRYABLE_CODES = frozenset(
         ErrorCode.INTERNAL,
         ErrorCode.TOO_MANY_SUBJECTS,
         ErrorCode.RETAINED_BYTES_EXCEEDED,
+        ErrorCode.DEDUP_TABLE_FULL,
     }
 )
 

@@ -3,8 +3,16 @@
 A subscription with ``"delta": true`` (docs/protocol.md 5.1) receives, for each live update of
 its subject, only the fields whose value differs from the last value delivered on that subject.
 The hub keeps, per subject with at least one such subscriber, the last value of every field it
-delivered (:class:`SubjectDeltas`, at most MaxFieldsPerSubject entries); the delta frame is built
-once per message and shared by every synced subscriber, like the update (ADR 018).
+delivered (:class:`SubjectDeltas`); the delta frame is built once per message and shared by
+every synced subscriber, like the update (ADR 018).
+
+The table is bounded and counted like a snapshot (:class:`DeltaLimits`, issue 34): at most
+``MaxFieldsPerSubject`` fields and ``MaxSnapshotSize`` bytes (UTF-8 of names and values) per
+subject, and ``MaxRetainedBytes`` over every subject of the server. Non-retained publishes are
+not refused for them (they never enter a snapshot): beyond a bound the table forgets the fields
+changed longest ago. Forgetting loses nothing for a synced subscriber: a field the table does
+not know counts as changed, so it is sent whole the next time a message carries it; only a new
+subscriber's first ("full") message holds fewer fields (always every field of that message).
 
 Nothing is lost: a subscription starts *unsynced*, and its first live message carries every field
 the hub tracks (the "full" message); afterwards it receives every message of the subject in
@@ -20,9 +28,12 @@ The interface the hub uses is narrow: :meth:`SubjectDeltas.add` / ``remove`` and
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
+
+from pushgrid.protocol.sizes import utf8_len
 
 from ..framing.outframe import OutFrame
 from .outgoing import message_of, update_frame
@@ -42,22 +53,69 @@ class DeltaSubscriber:
         self.synced = False  # has it received the full message since it subscribed?
 
 
+@dataclass(slots=True)
+class DeltaLimits:
+    """The bounds of every delta table of a hub (the snapshot bounds' settings) and the bytes
+    they hold together (``0`` in ``max_total``: unbounded, as ``MaxRetainedBytes = 0``)."""
+
+    max_fields: int = 1000  # MaxFieldsPerSubject
+    max_bytes: int = 1024 * 1024  # MaxSnapshotSize
+    max_total: int = 256 * 1024 * 1024  # MaxRetainedBytes
+    total: int = 0  # bytes held by every table now
+
+
 class SubjectDeltas:
     """One subject's delta subscribers and the last delivered value of each of its fields."""
 
-    __slots__ = ("fields", "subscribers")
+    __slots__ = ("fields", "limits", "nbytes", "subscribers")
 
-    def __init__(self) -> None:
-        self.fields: dict[str, str] = {}
+    def __init__(self, limits: DeltaLimits | None = None) -> None:
+        self.fields: dict[str, str] = {}  # oldest change first
         self.subscribers: dict[Session, DeltaSubscriber] = {}
+        self.limits = limits if limits is not None else DeltaLimits()
+        self.nbytes = 0  # UTF-8 bytes of the names and values in ``fields``
 
     def add(self, session: Session, send: Send) -> None:
         self.subscribers[session] = DeltaSubscriber(send)
 
     def remove(self, session: Session) -> bool:
-        """Drop ``session``'s subscription; True when none is left (the hub drops the rest)."""
+        """Drop ``session``'s subscription; True when none is left (the hub drops the rest,
+        and the table's bytes leave the hub's total here)."""
         self.subscribers.pop(session, None)
-        return not self.subscribers
+        if self.subscribers:
+            return False
+        self.limits.total -= self.nbytes
+        self.fields, self.nbytes = {}, 0
+        return True
+
+    def _learn(self, changed: dict[str, str], keep: dict[str, str]) -> None:
+        """Record ``changed`` as the newest values, then forget the oldest fields not in
+        ``keep`` (the message's own) while a bound is passed."""
+        known, limits = self.fields, self.limits
+        grown = 0
+        for name, value in changed.items():
+            old = known.pop(name, None)  # re-inserted: the newest change goes last
+            grown += utf8_len(value) - (utf8_len(old) if old is not None else -utf8_len(name))
+            known[name] = value
+        self.nbytes += grown
+        limits.total += grown
+        if self._over():
+            for name in list(known):  # oldest change first
+                if name in keep:
+                    continue  # the message's own fields stay: its full message holds them
+                freed = utf8_len(name) + utf8_len(known.pop(name))
+                self.nbytes -= freed
+                limits.total -= freed
+                if not self._over():
+                    return
+
+    def _over(self) -> bool:
+        limits = self.limits
+        return (
+            len(self.fields) > limits.max_fields
+            or self.nbytes > limits.max_bytes
+            or 0 < limits.max_total < limits.total
+        )
 
     def deliver(
         self, message: Published, update: OutFrame | None = None
@@ -69,7 +127,8 @@ class SubjectDeltas:
         known = self.fields
         new = message.fields
         changed = {name: value for name, value in new.items() if known.get(name) != value}
-        known.update(new)
+        if changed:
+            self._learn(changed, new)
         delta: OutFrame | None = None
         full: OutFrame | None = None
         size = 0
@@ -83,8 +142,9 @@ class SubjectDeltas:
                 size += delta.ws_size()
             else:
                 if full is None:
-                    full = _with_fields(message, dict(known), update)
-                    if known == message.fields:
+                    every = {**known, **new}  # the message's own fields, whatever was forgotten
+                    full = _with_fields(message, every, update)
+                    if every == message.fields:
                         update = full
                 subscriber.send(full)
                 subscriber.synced = True

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 import jwt
 
 from pushgrid.protocol.frames import CLIENT_ID_MAX_LENGTH
-from pushgrid.protocol.subjects import pattern_matches
+from pushgrid.protocol.subjects import ANY_SUBJECT, pattern_matches
+
+# The meta-subjects whose messages name other subjects (docs/occupancy.md): an event about a
+# subject may reach only a token that may subscribe to that subject (issue 34).
+PRESENCE_SUBJECT = "/pushgrid/presence"  # join/leave of the Occupancy.PresencePatterns subjects
+OCCUPANCY_SUBJECT = "/pushgrid/occupancy"  # occupied/vacated of any subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +40,9 @@ class Grant:
     reason: str = ""
     expires: float | None = None  # the token's exp (Unix seconds); None: does not expire
     token: str | None = None  # kept only for plug-ins (custom:NAME), which decide per subject
-    client: str | None = None  # the token's ``sub`` claim: the client id presence lists
+    # the client id presence lists. None: the mode identifies nobody, so the client's declared
+    # id is listed; with JWT the token's ``sub`` ("" without one: a declaration is not a proof)
+    client: str | None = None
 
 
 ALLOW_ALL = Grant(subscribe=("*",), publish=("*",))
@@ -63,6 +70,31 @@ def publish_denial(grant: Grant, subject: str) -> str | None:
         return grant.reason
     if not allowed(grant.publish, subject):
         return "not entitled to publish on this subject"
+    return None
+
+
+def covers(grant: str, pattern: str) -> bool:
+    """Does ``grant`` match every subject ``pattern`` matches? Exactly when it matches the
+    pattern read as a subject whose ``*`` segments are literal: a grant's ``*`` covers a
+    pattern's ``*``, a literal segment never does, and a grant's last ``*`` covers any depth."""
+    return pattern_matches(grant, "/*" if pattern == ANY_SUBJECT else pattern)
+
+
+def events_denial(grant: Grant, subject: str, presence_patterns: Sequence[str]) -> str | None:
+    """Why ``grant`` may not follow an event meta-subject (None: it may, or ``subject`` is
+    none of them). Its events name the subjects they are about, so the token must be entitled
+    to every subject an event can be about: the ``Occupancy.PresencePatterns`` for
+    ``/pushgrid/presence``, every subject for ``/pushgrid/occupancy``. Coarse but exact: an
+    event never reaches a token that could not subscribe to its subject."""
+    if subject == PRESENCE_SUBJECT:
+        needed: Sequence[str] = presence_patterns
+    elif subject == OCCUPANCY_SUBJECT:
+        needed = (ANY_SUBJECT,)
+    else:
+        return None
+    for pattern in needed:
+        if not any(covers(mine, pattern) for mine in grant.subscribe):
+            return f"its events name subjects of {pattern}, which this token may not subscribe to"
     return None
 
 
@@ -126,10 +158,11 @@ class JwtEntitlement(Entitlement):
         )
 
 
-def _client_id(subject: object) -> str | None:
-    """The token's ``sub`` as a client id: the first 64 characters of a string, or None."""
-    if not isinstance(subject, str) or not subject:
-        return None
+def _client_id(subject: object) -> str:
+    """The token's ``sub`` as a client id: the first 64 characters of a string; "" without a
+    string ``sub`` (the session is listed without an id, whatever the client declares)."""
+    if not isinstance(subject, str):
+        return ""
     return subject[:CLIENT_ID_MAX_LENGTH]
 
 

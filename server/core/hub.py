@@ -22,7 +22,7 @@ from pushgrid.metrics.counters import Counters
 from ..engine.base import Engine, Published
 from ..framing.outframe import OutFrame
 from .conflation import ConflatedSubscription, Conflator
-from .deltas import SubjectDeltas
+from .deltas import DeltaLimits, SubjectDeltas
 from .outgoing import update_frame
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class Hub:
         self._conflated: dict[str, dict[Session, ConflatedSubscription]] = {}
         # subscriptions that asked for field deltas (server/core/deltas.py), per subject
         self._deltas: dict[str, SubjectDeltas] = {}
+        self.delta_limits = DeltaLimits()  # the snapshot bounds' settings (server/app.py)
         self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
         # Hot and watched subjects (metrics/hotsubjects.py, server/core/watch.py): per-subject
@@ -143,7 +144,7 @@ class Hub:
         elif delta:
             deltas = self._deltas.get(subject)
             if deltas is None:
-                deltas = self._deltas[subject] = SubjectDeltas()
+                deltas = self._deltas[subject] = SubjectDeltas(self.delta_limits)
             deltas.add(session, self._sender(session))
         else:
             self._live.setdefault(subject, {})[session] = self._sender(session)

@@ -46,7 +46,7 @@ from pushgrid.protocol.subjects import subject_error
 
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..framing.outframe import SETS, OutFrame
-from .entitlement import AllowAll, Entitlement, Grant
+from .entitlement import AllowAll, Entitlement, Grant, events_denial
 from .hub import Hub, Peer
 from .outgoing import message_frame, snapshot_frame
 from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal
@@ -67,6 +67,8 @@ _UNCODED = frozenset({ErrorCode.ENGINE_UNAVAILABLE})
 
 class PresenceLookup(Protocol):
     """What a session asks presence (server/presence.py) to answer a ``presence`` op."""
+
+    patterns: tuple[str, ...]  # Occupancy.PresencePatterns
 
     def enabled(self, subject: str) -> bool: ...
     def answer(self, subject: str, request_id: int | None) -> PresenceAnswer: ...
@@ -115,6 +117,7 @@ class Session:
         self.subjects: dict[str, None] = {}
         # subject -> the client id presence lists for this subscription (the token's sub first)
         self.client_ids: dict[str, str] = {}
+        self._declared: dict[str, str | None] = {}  # subject -> the id the client declared
         self.presence = presence
         self.messages_in = 0
         self._errors_in_a_row = 0
@@ -189,11 +192,34 @@ class Session:
         self._arm_expiry()
         subjects = list(self.subjects)
         denials = await self.entitlement.subscribe_denials(grant, self.remote, subjects)
-        revoked = [s for s, denial in zip(subjects, denials, strict=True) if denial is not None]
+        revoked = [
+            s
+            for s, denial in zip(subjects, denials, strict=True)
+            if denial is not None or self._events_denial(grant, s) is not None
+        ]
         for subject in revoked:
             self.hub.unsubscribe(self, subject)
+        for subject in self.subjects:  # a new ``sub``: presence lists the new identity
+            self._list_as(subject)
         expires = int(grant.expires) if grant.expires is not None else None
         self.send(TokenResult(result="ok", id=op.id, expires=expires, revoked=revoked or None))
+
+    def _events_denial(self, grant: Grant, subject: str) -> str | None:
+        patterns = self.presence.patterns if self.presence is not None else ()
+        return events_denial(grant, subject, patterns)
+
+    def _list_as(self, subject: str) -> None:
+        """The client id presence lists for ``subject``: the token's (JWT: its ``sub``, ""
+        without one), the client's declaration only when the mode identifies nobody."""
+        declared = self._declared.get(subject)
+        client_id = declared if self.grant.client is None else self.grant.client
+        if client_id == self.client_ids.get(subject, ""):
+            return
+        if client_id:
+            self.client_ids[subject] = client_id
+        else:
+            self.client_ids.pop(subject, None)
+        self.hub.touched.add(subject)
 
     # -- input ------------------------------------------------------------------------------
 
@@ -302,6 +328,7 @@ class Session:
             self._reject(InvalidSubject(subject, reason, request_id))
             return
         (denial,) = await self.entitlement.subscribe_denials(self.grant, self.remote, [subject])
+        denial = denial or self._events_denial(self.grant, subject)
         if denial is not None:
             self.send(
                 Subscribed(
@@ -326,11 +353,10 @@ class Session:
             )
             return
         self.hub.begin_subscribe(self, subject)
-        client_id = self.grant.client or item.declared_client
-        if client_id:
-            self.client_ids[subject] = client_id
-        else:
-            self.client_ids.pop(subject, None)
+        if len(self._declared) > 2 * len(self.subjects) + 8:  # forget unsubscribed subjects
+            self._declared = {s: d for s, d in self._declared.items() if s in self.subjects}
+        self._declared[subject] = item.declared_client
+        self._list_as(subject)
         try:
             status, frames, epoch, last_seq = await self._initial(item, request_id)
         except EngineUnavailable as exc:  # a cluster without quorum: the client retries later

@@ -196,7 +196,9 @@ class Engine(abc.ABC):
        is neither numbered, cached, put in the snapshot nor delivered again: :meth:`publish`
        returns the original's epoch, seq and ts with ``duplicate`` set. The memory and
        Guaranteed engines hold this whoever retries (in a Guaranteed cluster through any
-       member); a Standard cluster holds it per member (docs/cluster.md).
+       member); a Standard cluster holds it per member (docs/cluster.md). An id is remembered
+       for the whole window: a publish with a new ``msg_id`` when ``PublishDedupMaxKeys`` live
+       ids are held raises :class:`EngineFull` with ``dedup_table_full`` (nothing changes).
     8. **Memory is bounded.** A publish that would create a subject beyond ``max_subjects``
        (``MaxSubjects``) raises :class:`EngineFull` with ``too_many_subjects``; one that would
        make the node hold more than ``max_retained_bytes`` (``MaxRetainedBytes``: snapshots plus

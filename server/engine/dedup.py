@@ -1,9 +1,13 @@
 """The publish idempotency table: (subject, msg_id) -> the position the message got.
 
 Each engine keeps one per node (guarantee 7 in base.py). An entry lives ``window`` seconds from
-the time the message was accepted; the table holds at most ``max_keys`` entries, the oldest
-going first beyond that (a bound on memory: about 200 bytes an entry, so 20 MiB for the default
-100,000). Pure code: the caller passes the time.
+the time the message was accepted, never less: a full table (``max_keys`` live entries, about
+200 bytes each, 20 MiB for the default 100,000) refuses publishes with a **new** msg_id
+(:meth:`DedupTable.admit`, ``dedup_table_full``) instead of forgetting the oldest. Forgetting
+them let one publisher of throw-away ids evict another client's live id, whose retry was then
+stored twice (issue 34). A cluster member still notes the ids of messages other members
+accepted (they are stored already), so a member's table holds at most ``max_keys`` ids per
+member that admits publishes. Pure code: the caller passes the time.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .base import Published, PublishRequest
+from pushgrid.protocol.errors import ErrorCode
+
+from .base import EngineFull, Published, PublishRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +45,26 @@ class DedupTable:
             return None
         return original
 
+    def admit(self, subject: str, msg_id: str | None, now_ms: int) -> None:
+        """Raise :class:`EngineFull` (``dedup_table_full``) when ``msg_id`` is new and the table
+        already holds ``max_keys`` live ids: it could not be remembered for the whole window
+        without forgetting someone else's. A repeat of a live id always passes (it is answered
+        as a duplicate), and so does a publish without a msg_id."""
+        if msg_id is None or self.window_ms <= 0 or self.max_keys <= 0:
+            return
+        if len(self._entries) < self.max_keys or self.get(subject, msg_id, now_ms) is not None:
+            return
+        self.expire(now_ms)
+        if len(self._entries) >= self.max_keys:
+            raise EngineFull(
+                ErrorCode.DEDUP_TABLE_FULL,
+                f"{len(self._entries)} msg_ids of the last {self.window_ms / 1000:g} s are held "
+                "(PublishDedupMaxKeys); retry later or publish without a msg_id",
+            )
+
     def add(self, subject: str, msg_id: str, original: Original, now_ms: int) -> None:
-        """Remember ``msg_id``'s original (the first one wins), then forget what is too old."""
+        """Remember ``msg_id``'s original (the first one wins) for the whole window, then
+        forget what is too old. Never evicts a live id: :meth:`admit` keeps the table bounded."""
         if self.window_ms <= 0 or self.max_keys <= 0:
             return
         key = (subject, msg_id)
@@ -48,8 +72,6 @@ class DedupTable:
             self._entries.pop(key, None)
             self._entries[key] = original
         self.expire(now_ms)
-        while len(self._entries) > self.max_keys:
-            self._entries.popitem(last=False)
 
     def expire(self, now_ms: int) -> None:
         """Forget the entries older than the window (they are in insertion order)."""

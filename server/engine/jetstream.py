@@ -962,6 +962,7 @@ class JetStreamEngine(Engine):
         self._table.in_use = in_use
 
     def _admit(self, request: PublishRequest) -> None:
+        self._dedup.admit(request.subject, request.msg_id, self._now_ms())  # guarantee 7
         head = self._heads.get(request.subject)
         growth = snapshot_growth(head.record if head is not None else None, request)
         if request.qos == "guaranteed" and self._max_cached > 0:

@@ -220,6 +220,7 @@ class MemoryEngine(Engine):
     ) -> None:
         if request.subject in UNBOUNDED_SUBJECTS:  # the alerts: never refused (guarantee 8)
             return
+        self._dedup.admit(request.subject, request.msg_id, now)  # guarantee 7 before 8
         if state is None and self._max_subjects and self._count() >= self._max_subjects:
             self._make_room(now, request.subject, need_slot=True)
             if self._count() >= self._max_subjects:

@@ -93,7 +93,7 @@ class Boundary:
         )
 
     def refusal(self, request: h11.Request) -> Response | None:
-        """403 for a foreign ``Host`` or ``Origin``, 415 for a POST that is not JSON."""
+        """403 for a foreign ``Host`` or ``Origin`` (before credentials are looked at)."""
         host = _header(request, b"host")
         if host is not None and not self.host_allowed(host):
             return problem(
@@ -110,15 +110,22 @@ class Boundary:
                 f"requests from {origin!r} (a page of another site) are refused: the "
                 "monitoring port serves no browser page but its own",
             )
-        if request.method == b"POST":
-            media = (_header(request, b"content-type") or "").partition(";")[0].strip().lower()
-            if media not in POST_MEDIA_TYPES:
-                return problem(
-                    415,
-                    "unsupported_media_type",
-                    f"a POST needs Content-Type: application/json, not {media or 'none'!r}",
-                )
         return None
+
+    @staticmethod
+    def media_refusal(request: h11.Request) -> Response | None:
+        """415 for a POST that is not JSON: checked after the credentials, so a request
+        without them learns nothing but 401, whatever its method (issue 34)."""
+        if request.method != b"POST":
+            return None
+        media = (_header(request, b"content-type") or "").partition(";")[0].strip().lower()
+        if media in POST_MEDIA_TYPES:
+            return None
+        return problem(
+            415,
+            "unsupported_media_type",
+            f"a POST needs Content-Type: application/json, not {media or 'none'!r}",
+        )
 
 
 def _header(request: h11.Request, name: bytes) -> str | None:
@@ -172,7 +179,11 @@ class MonitorRoutes:
         return _finish(await self._route(request, body, remote))
 
     async def _route(self, request: h11.Request, body: bytes, remote: str) -> Response:
-        refusal = self.boundary.refusal(request) or self._authenticate(request, host_of(remote))
+        refusal = (
+            self.boundary.refusal(request)
+            or self._authenticate(request, host_of(remote))
+            or self.boundary.media_refusal(request)
+        )
         if refusal is not None:
             return refusal
         raw_target = request.target.decode("utf-8", "replace")

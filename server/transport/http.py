@@ -287,6 +287,7 @@ _REFUSAL_STATUS = {
     # the node's memory bound (guarantee 8), not the client's rate
     ErrorCode.TOO_MANY_SUBJECTS: 507,
     ErrorCode.RETAINED_BYTES_EXCEEDED: 507,
+    ErrorCode.DEDUP_TABLE_FULL: 507,
 }
 
 

@@ -1,6 +1,7 @@
 """The admin API slows token guessing down (issue 13): after AuthFailuresBeforeBackoff wrong
 tokens with one prefix from one address, 429 with Retry-After, before any lookup; a valid token
-is never refused (issue 22: failures count per address and token prefix)."""
+is never refused (issue 22: failures count per address and token prefix); failures with prefixes
+no token has count per address too (issue 34)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ async def test_wrong_tokens_back_off_and_a_success_clears(tmp_path):
             assert (
                 await api.get(f"{API}/me", headers=guesses[-1].request.headers)
             ).status_code == 429
+            # another prefix no token has is backed off with the address (issue 34)
             wrong = {"authorization": "Bearer pgt_" + "x" * 43}
-            assert (await api.get(f"{API}/me", headers=wrong)).status_code == 401
+            assert (await api.get(f"{API}/me", headers=wrong)).status_code == 429
     finally:
         admin.close()
 
@@ -69,5 +71,35 @@ async def test_many_bad_console_sign_ins_never_lock_out_a_valid_viewer(tmp_path)
                 answer = await api.get(f"{API}/me", headers=viewer)
                 assert answer.status_code == 200, answer.text
                 assert answer.json()["role"] == "viewer"
+    finally:
+        admin.close()
+
+
+async def test_guesses_with_a_new_prefix_each_time_are_throttled_per_address(tmp_path):
+    """Issue 34 (2.11): the back-off was keyed by (address, token prefix) only, so a guesser
+    changing the prefix each time was never throttled (150 x 401, 0 x 429). Failures with
+    prefixes no token has count per address too; a valid token's prefix still passes."""
+    admin = AdminHarness(tmp_path / "admin", [], auth_failures_before_backoff=3)
+    try:
+        async with admin.client(None) as api:
+            statuses = []
+            for n in range(150):
+                guess = {"authorization": f"Bearer pgt_{n:08d}{'y' * 36}"}
+                statuses.append((await api.get(f"{API}/me", headers=guess)).status_code)
+            assert statuses[:3] == [401, 401, 401]
+            assert set(statuses) == {401, 429}
+            assert statuses.count(429) > statuses.count(401), statuses
+            viewer = {"authorization": f"Bearer {admin.tokens['viewer']}"}
+            answer = await api.get(f"{API}/me", headers=viewer)
+            assert answer.status_code == 200, answer.text
+            # the address stays backed off for unknown prefixes (if the back-off just ended,
+            # the next failure starts a new one at once)
+            answers = []
+            for n in range(2):
+                fresh = {"authorization": f"Bearer pgt_fresh{n}{'z' * 40}"}
+                answers.append(await api.get(f"{API}/me", headers=fresh))
+            refused = [a for a in answers if a.status_code == 429]
+            assert refused, [a.status_code for a in answers]
+            assert refused[0].json()["code"] == "too_many_attempts"
     finally:
         admin.close()

@@ -468,3 +468,20 @@ async def test_tls_listener_next_to_the_plain_one(server_factory, certificate, k
     with pytest.raises(httpx.HTTPError):
         async with httpx.AsyncClient(trust_env=False, timeout=3) as wrong:
             await wrong.get(f"http://127.0.0.1:{port}/health")
+
+
+async def test_a_post_without_credentials_is_401_whatever_its_content_type(secured, certificate):
+    """Issue 34: with MonitorUsername set, a Jolokia POST without credentials answered 415 (its
+    media type) before the credentials were looked at, where a GET answered 401."""
+    async with secured_client(secured, certificate, "http") as mon:
+        for headers in ({"content-type": "text/plain"}, {}, {"content-type": "application/json"}):
+            answer = await mon.post("/jolokia", content=b'{"type":"version"}', headers=headers)
+            assert answer.status_code == 401, (headers, answer.status_code)
+        plain = await mon.post(
+            "/jolokia",
+            content=b'{"type":"version"}',
+            headers={"content-type": "text/plain"},
+            auth=(USER, PASSWORD),
+        )
+        assert plain.status_code == 415, "the media type is checked once signed in"
+        assert plain.json()["code"] == "unsupported_media_type"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt as pyjwt
 import pytest
 
 from pushgrid.client import Presence, PresenceEvent, PresenceRefused, PushgridClient
@@ -273,3 +274,84 @@ async def test_an_event_stream_declares_its_client_id_for_presence(server_factor
                 await asker.close()
                 reader.cancel()
     assert ids == [("sse-ann", srv.settings["ServerName"])]
+
+
+def _token_of(sub: str | None) -> str:
+    claims: dict[str, Any] = {
+        "permissions": {"sub": ["/secret/*"]},
+        "exp": int(time.time()) + 3600,
+    }
+    if sub is not None:
+        claims["sub"] = sub
+    return pyjwt.encode(claims, SECRET, "HS256")
+
+
+async def test_with_jwt_a_token_without_sub_cannot_pose_and_a_refresh_renames(
+    server_factory: Callable[..., ServerProcess],
+    connect: Callable[..., Awaitable[WsClient]],
+) -> None:
+    """Issue 34 (2.5): a token without `sub` declaring `client_id: "alice"` was listed as alice;
+    after a `token` refresh with a new `sub` one session was listed under two identities."""
+    push = server_factory(
+        ServerName="jwt-q",
+        Entitlement="jwt",
+        EntitlementJwtSecret=SECRET,
+        **{"Occupancy.PresencePatterns": "/secret/*"},
+    )
+    poser = await connect(push, _token_of(None))
+    subjects = [{"subject": ROOM_SECRET, "client_id": "alice"}, {"subject": "/secret/two"}]
+    await poser.send({"op": "subscribe", "id": 1, "subjects": subjects})
+    await poser.expect("subscribed", subject=ROOM_SECRET, status="allow")
+    await poser.expect("subscribed", subject="/secret/two", status="allow")
+
+    async def listed(subject: str, want: list[str]) -> Frame | None:
+        await poser.send({"op": "presence", "id": 3, "subject": subject})
+        answer = await poser.expect("presence", id=3)
+        names = [c["client_id"] for c in answer["clients"]]
+        return answer if names == want else None
+
+    await _eventually(partial(listed, ROOM_SECRET, [""]), "listed without an id, not as alice")
+    await poser.send({"op": "token", "id": 4, "token": _token_of("bob")})
+    await poser.expect("token_result", id=4, result="ok")
+    await _eventually(partial(listed, ROOM_SECRET, ["bob"]), "the refresh renames the session")
+    await _eventually(partial(listed, "/secret/two", ["bob"]), "on every subject")
+
+
+async def test_presence_and_occupancy_events_reach_only_tokens_entitled_to_their_subjects(
+    server_factory: Callable[..., ServerProcess],
+    connect: Callable[..., Awaitable[WsClient]],
+) -> None:
+    """Issue 34 (2.4): a token refused `/Chat/secret/*` still received `join
+    /Chat/secret/room2 carol` on `/pushgrid/presence` and the subject on `/pushgrid/occupancy`."""
+    push = server_factory(
+        ServerName="jwt-e",
+        Entitlement="jwt",
+        EntitlementJwtSecret=SECRET,
+        **{"Occupancy.PresencePatterns": "/Chat/*"},
+    )
+
+    def token(sub: str, patterns: list[str]) -> str:
+        claims = {"sub": sub, "permissions": {"sub": patterns}, "exp": int(time.time()) + 3600}
+        return pyjwt.encode(claims, SECRET, "HS256")
+
+    meta = ["/pushgrid/presence", "/pushgrid/occupancy"]
+    outsider = await connect(push, token("eve", ["/Chat/public/*", "/pushgrid/*"]))
+    items = [{"subject": subject} for subject in meta]
+    await outsider.send({"op": "subscribe", "id": 1, "subjects": items})
+    for subject in meta:
+        refused = await outsider.expect("subscribed", subject=subject)
+        assert refused["status"] == "deny", refused
+        assert "/Chat/*" in refused["reason"] or "*" in refused["reason"]
+    insider = await connect(push, token("dan", ["/Chat/*", "/pushgrid/presence"]))
+    await insider.send({"op": "subscribe", "id": 2, "subjects": items})
+    await insider.expect("subscribed", subject=meta[0], status="allow")
+    await insider.expect("subscribed", subject=meta[1], status="deny")
+    carol = await connect(push, token("carol", ["/Chat/*"]))
+    await carol.send({"op": "subscribe", "id": 3, "subjects": [{"subject": "/Chat/secret/room2"}]})
+    await carol.expect("subscribed", subject="/Chat/secret/room2", status="allow")
+    join = await insider.expect("message", subject=meta[0], kind="update")
+    assert (join["fields"]["event"], join["fields"]["client_id"]) == ("join", "carol")
+    # a refresh to a narrower token revokes the follow, as for any subject
+    await insider.send({"op": "token", "id": 4, "token": token("dan", ["/pushgrid/*"])})
+    result = await insider.expect("token_result", id=4, result="ok")
+    assert result["revoked"] == [meta[0]]

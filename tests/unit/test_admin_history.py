@@ -109,3 +109,30 @@ def test_history_defaults_to_the_last_15_minutes_and_ends_the_cluster_at_the_liv
     dead = history(store, ["m1"], T0 + 990, None)
     assert dead.cluster.seconds[-1] == T0 + 999
     assert dead.cluster.values[USERS][-2:] == [1.0, 1.0]
+
+
+def test_a_range_far_past_the_newest_second_is_clamped_to_the_seconds_held() -> None:
+    """Issue 34 (2.3): ``until = now + 2e7`` walked 2e7 seconds on the event loop (5.3 s); the
+    year 9999 never ended. The range served is clamped to the ring's reach, and said so."""
+    store = HistoryStore(600)
+    for ts in range(T0, T0 + 1000):
+        store.put("m1", ts, sample(ts - T0, 1.0))
+    answer = history(store, ["m1"], T0 - 100, T0 + 20_000_000)
+    assert (answer.since, answer.until) == (T0 + 400, T0 + 999), "the seconds held"
+    assert answer.members[0].seconds == list(range(T0 + 400, T0 + 1000))
+    assert answer.cluster.seconds[-1] == T0 + 999
+    year_9999 = 253_402_300_799
+    assert history(store, [], 1, year_9999).until == T0 + 999
+    assert store.series("m1", 1, year_9999).seconds[0] == T0 + 400
+    assert history(store, [], T0 + 5000, None).members[0].seconds == [], "since past the end"
+
+
+def test_the_copy_served_off_the_loop_does_not_move_under_the_poller() -> None:
+    store = HistoryStore(60)
+    store.put("m1", T0, sample(1, 1))
+    twin = store.copy()
+    store.put("m1", T0, sample(9, 9))
+    store.put("m1", T0 + 1, sample(2, 2))
+    assert twin.series("m1", T0, T0 + 1).values[USERS] == [1.0]
+    assert twin.newest() == T0
+    assert store.series("m1", T0, T0 + 1).values[USERS] == [9.0, 2.0]

@@ -47,6 +47,8 @@ OTHER = "/Stocks/NYSE/MSFT"
 SUBJECT_LIMIT = 40
 BYTES_LIMIT = 30_000
 SWEEP_BATCH = 10
+DEDUP_LIMIT = 30  # PublishDedupMaxKeys
+DEDUP_WINDOW = 120.0  # PublishDedupWindow
 
 
 class FakeClock:
@@ -107,6 +109,8 @@ async def _memory_engine(clock: FakeClock) -> Engine:
         max_retained_bytes=BYTES_LIMIT,
         sweep_batch=SWEEP_BATCH,
         bounds=BOUNDS,
+        dedup_window=DEDUP_WINDOW,
+        dedup_max_keys=DEDUP_LIMIT,
     )
 
 
@@ -129,6 +133,8 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
         max_retained_bytes=BYTES_LIMIT,
         sweep_batch=SWEEP_BATCH,
         bounds=BOUNDS,
+        dedup_window=DEDUP_WINDOW,
+        dedup_max_keys=DEDUP_LIMIT,
     )
 
 
@@ -145,6 +151,8 @@ async def _standard_engine(clock: FakeClock, request: pytest.FixtureRequest) -> 
         max_retained_bytes=BYTES_LIMIT,
         sweep_batch=SWEEP_BATCH,
         bounds=BOUNDS,
+        dedup_window=DEDUP_WINDOW,
+        dedup_max_keys=DEDUP_LIMIT,
     )
 
 
@@ -681,6 +689,24 @@ async def test_msg_ids_are_per_subject_and_distinct_ids_are_distinct_messages(
     c = await publish(engine, "c", msg_id="k2")
     assert [(m.seq, m.duplicate) for m in (a, b, c)] == [(1, False), (1, False), (2, False)]
     assert (await engine.position(OTHER))[1] == 1
+
+
+async def test_a_full_dedup_table_refuses_new_ids_and_keeps_every_live_one(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """Issue 34 (2.7): throw-away ids beyond PublishDedupMaxKeys evicted another client's live
+    id, whose retry was then stored again. Now a new id is refused while the table is full."""
+    first = await publish(engine, "alice", msg_id="alice-1")
+    for n in range(DEDUP_LIMIT - 1):
+        await publish(engine, "junk", subject=OTHER, retained=False, msg_id=f"junk-{n}")
+    with pytest.raises(EngineFull) as refused:
+        await publish(engine, "junk", subject=OTHER, retained=False, msg_id="junk-last")
+    assert refused.value.error_code is ErrorCode.DEDUP_TABLE_FULL
+    retry = await publish(engine, "alice", msg_id="alice-1")
+    assert (retry.duplicate, retry.epoch, retry.seq) == (True, first.epoch, first.seq)
+    assert not (await publish(engine, "plain", subject=OTHER, retained=False)).duplicate
+    clock.advance(DEDUP_WINDOW + 1)
+    assert not (await publish(engine, "later", msg_id="alice-2")).duplicate
 
 
 async def test_concurrent_repeats_are_stored_once(engine: Engine, delivered: Delivered) -> None:

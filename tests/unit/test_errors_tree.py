@@ -217,6 +217,7 @@ ERROR_CODE_RETRY: dict[ErrorCode, bool] = {
     ErrorCode.ENGINE_UNAVAILABLE: True,  # no quorum yet: subscribe again with backoff
     ErrorCode.TOO_MANY_SUBJECTS: True,  # MaxSubjects: idle subjects are evicted meanwhile
     ErrorCode.RETAINED_BYTES_EXCEEDED: True,  # MaxRetainedBytes: likewise
+    ErrorCode.DEDUP_TABLE_FULL: True,  # PublishDedupMaxKeys: ids leave after the window
 }
 HTTP_RETRY: dict[int, bool] = {
     0: True,  # no answer at all

@@ -15,6 +15,7 @@ from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import LocalProtocolError
 from pushgrid.protocol.frames import Pong, Position
+from pushgrid.server.core.deltas import DeltaLimits
 from pushgrid.server.core.entitlement import ALLOW_ALL, Grant
 from pushgrid.server.core.hub import Hub
 from pushgrid.server.core.outgoing import update_frame
@@ -770,6 +771,45 @@ async def test_applied_deltas_always_equal_the_merged_fields(world: World) -> No
         assert held == merged, step
     world.hub.remove_session(session)
     assert world.hub._deltas == {}
+
+
+async def test_the_delta_table_is_bounded_like_a_snapshot(world: World) -> None:
+    """Issue 34 (2.6): non-retained publishes with new field names grew a subject's delta table
+    without bound (100 x 600 fields: a new delta subscriber's first message held 60,001
+    fields). It keeps at most MaxFieldsPerSubject fields and MaxSnapshotSize bytes per subject
+    and MaxRetainedBytes in all, forgetting the fields changed longest ago; a synced subscriber
+    still holds every published value."""
+    limits = world.hub.delta_limits = DeltaLimits(max_fields=100, max_bytes=4000, max_total=6000)
+    early, early_peer = world.session()
+    await early.handle_text(subscribe({"subject": SUBJECT, "delta": True}))
+    merged: dict[str, str] = {}
+    for batch in range(20):
+        fields = {f"b{batch}f{i}": "v" * 10 for i in range(30)}
+        merged.update(fields)
+        await world.engine.publish(PublishRequest(SUBJECT, str(batch), fields, False, "standard"))
+    held: dict[str, str] = {}
+    for fields in _fields(early_peer.take()):
+        held.update(fields)
+    assert held == merged, "nothing lost for a synced subscriber"
+    table = world.hub._deltas[SUBJECT]
+    assert len(table.fields) <= 100
+    assert table.nbytes == sum(len(k) + len(v) for k, v in table.fields.items()) <= 4000
+    assert limits.total == table.nbytes
+    late, late_peer = world.session()
+    await late.handle_text(subscribe({"subject": SUBJECT, "delta": True}))
+    last = {f"b19f{i}": "w" for i in range(30)}
+    await world.engine.publish(PublishRequest(SUBJECT, "x", last, False, "standard"))
+    (first,) = _fields(late_peer.take())
+    assert 30 <= len(first) <= 100, len(first)
+    assert first.items() >= last.items(), "the message's own fields are always there"
+    other, _ = world.session()  # a second subject's table counts in the same total
+    await other.handle_text(subscribe({"subject": "/other/subject", "delta": True}))
+    big = {f"o{i}": "z" * 40 for i in range(60)}
+    await world.engine.publish(PublishRequest("/other/subject", "o", big, False, "standard"))
+    assert limits.total <= 6000 + 60 * 42, "over MaxRetainedBytes by one message at most"
+    for session in (early, late, other):
+        world.hub.remove_session(session)
+    assert limits.total == 0, "a table's bytes leave with its last subscriber"
 
 
 async def test_conflated_sends_are_counted_per_subject(world: World) -> None:

@@ -18,7 +18,7 @@ from pushgrid.protocol.frames import (
     QoS,
     msg_id_error,
 )
-from pushgrid.server.engine.base import PublishRequest
+from pushgrid.server.engine.base import EngineFull, PublishRequest
 from pushgrid.server.engine.dedup import DedupTable, Original
 from pushgrid.server.engine.memory import MemoryEngine
 
@@ -134,13 +134,19 @@ def test_table_keeps_the_first_original() -> None:
     assert table.get("/a/b", "k", 1600) == Original("e", 1, 1000)
 
 
-def test_table_is_bounded_oldest_first() -> None:
+def test_a_full_table_refuses_new_ids_and_forgets_no_live_one() -> None:
     table = DedupTable(window=60.0, max_keys=3)
-    for i in range(5):
+    for i in range(3):
+        table.admit("/a/b", f"k{i}", 1000 + i)
         table.add("/a/b", f"k{i}", Original("e", i + 1, 1000 + i), 1000 + i)
-    assert len(table) == 3
-    assert table.get("/a/b", "k1", 1010) is None
-    assert table.get("/a/b", "k2", 1010) == Original("e", 3, 1002)
+    with pytest.raises(EngineFull) as refused:
+        table.admit("/a/b", "k3", 1010)
+    assert refused.value.error_code is ErrorCode.DEDUP_TABLE_FULL
+    assert "PublishDedupMaxKeys" in refused.value.message
+    table.admit("/a/b", "k0", 1010)  # a repeat of a live id is answered, never refused
+    table.admit("/a/b", None, 1010)  # so is a publish without a msg_id
+    assert table.get("/a/b", "k0", 1010) == Original("e", 1, 1000)
+    table.admit("/a/b", "k3", 61_001)  # k0 is past the window: room again
 
 
 def test_window_zero_turns_deduplication_off() -> None:
@@ -159,3 +165,26 @@ async def test_memory_engine_stores_a_repeat_again_once_the_window_passed() -> N
     now[0] += 2
     again = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="k"))
     assert (first.seq, again.seq, again.duplicate) == (1, 2, False)
+
+
+async def test_throw_away_ids_cannot_evict_another_clients_live_id() -> None:
+    """Issue 34 (2.7): 5,100 throw-away msg_ids with PublishDedupMaxKeys = 5000 evicted another
+    client's id, whose retry within the window was stored again (seq 1 -> seq 2)."""
+    now = [1_700_000_000.0]
+    engine = MemoryEngine(clock=lambda: now[0], dedup_window=120.0, dedup_max_keys=5000)
+    await engine.start(lambda message: None)
+    first = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="alice-1"))
+    codes = []
+    for i in range(5100):
+        try:
+            await engine.publish(PublishRequest("/x/y", "junk", {}, msg_id=f"junk-{i}"))
+        except EngineFull as exc:
+            codes.append(exc.error_code)
+    assert codes == [ErrorCode.DEDUP_TABLE_FULL] * 101, "the 4,999 that fit are stored"
+    now[0] += 60
+    retry = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="alice-1"))
+    assert (retry.seq, retry.duplicate) == (first.seq, True), "stored once"
+    plain = await engine.publish(PublishRequest("/x/y", "no id", {}))
+    assert not plain.duplicate, "publishes without a msg_id are not refused"
+    now[0] += 61
+    assert not (await engine.publish(PublishRequest("/x/y", "j", {}, msg_id="new"))).duplicate
