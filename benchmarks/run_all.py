@@ -274,8 +274,20 @@ def main(
         Path | None,
         typer.Option(help="target pushgrid-base runs this pushgrid executable (another build)"),
     ] = None,
+    ports: Annotated[
+        str,
+        typer.Option(
+            help="LO-HI: the servers' ports (client, monitoring, NATS) come from this range "
+            "(default: any free port); on a shared machine each user keeps to its own"
+        ),
+    ] = "",
 ) -> None:
     """Run the sweep; print one table; append JSON lines to benchmarks/results/."""
+    if ports:
+        try:
+            fanout.PORT_RANGE[:] = [fanout.parse_port_range(ports)]
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ports") from None
     labels = [t.strip() for t in targets.split(",") if t.strip()]
     if "pushgrid-base" in labels:
         if base is None or not base.exists():
