@@ -57,7 +57,7 @@ TARGETS = {  # label -> (server kind, extra pushgrid.conf lines)
 }
 #: environment variables of a target's server (allocator variants: jemalloc reads MALLOC_CONF)
 TARGET_ENV: dict[str, dict[str, str]] = {
-    # jemalloc without the options server/allocator.py sets (an operator's MALLOC_CONF wins)
+    # jemalloc without the options pushgrid/cli/allocator.py sets (an operator's MALLOC_CONF wins)
     "pushgrid-jemalloc-plain": {"MALLOC_CONF": ""},
     "pushgrid-jemalloc-bg": {"MALLOC_CONF": "background_thread:true"},
     "pushgrid-jemalloc-1arena": {"MALLOC_CONF": "narenas:1,tcache_max:16384"},

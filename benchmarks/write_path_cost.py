@@ -17,7 +17,7 @@ Parts, in ns per delivery: ``publish`` (engine + hub fan-out + ``Connection.send
 (the flusher's pass: join, bounds check, the write call), ``total``. Timed with
 ``time.process_time`` (this process's CPU), best of ``--repeat`` rounds per allocator, the
 allocators interleaved round by round, each in a fresh interpreter started with the variables
-``server/allocator.py`` would set (``jemalloc:CONF`` adds ``MALLOC_CONF=CONF``).
+``pushgrid/cli/allocator.py`` would set (``jemalloc:CONF`` adds ``MALLOC_CONF=CONF``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ async def measure(subscribers: int, inflight: int, steps: int) -> dict[str, floa
     """One round in this interpreter: ns per delivery of each part."""
     from pushgrid.metrics.counters import Counters
     from pushgrid.protocol.codec import Limits
-    from pushgrid.server.config import load_settings
+    from pushgrid.config import load_settings
     from pushgrid.server.core.entitlement import AllowAll
     from pushgrid.server.core.hub import Hub
     from pushgrid.server.core.session import Session, SessionPolicy
@@ -142,8 +142,8 @@ async def measure(subscribers: int, inflight: int, steps: int) -> dict[str, floa
 
 
 def environment(allocator: str) -> dict[str, str]:
-    """The variables a fresh interpreter runs ``allocator`` with (as server/allocator.py)."""
-    from pushgrid.server.allocator import find_jemalloc
+    """The variables a fresh interpreter runs ``allocator`` with (as pushgrid/cli/allocator.py)."""
+    from pushgrid.cli.allocator import find_jemalloc
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "LD_PRELOAD")}
     env.pop("MALLOC_CONF", None)
