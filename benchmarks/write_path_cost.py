@@ -15,9 +15,10 @@ joined write each), as the saturation run of ``benchmarks/run_all.py`` does with
 
 Parts, in ns per delivery: ``publish`` (engine + hub fan-out + ``Connection.send``), ``flush``
 (the flusher's pass: join, bounds check, the write call), ``total``. Timed with
-``time.process_time`` (this process's CPU), best of ``--repeat`` rounds per allocator, the
-allocators interleaved round by round, each in a fresh interpreter started with the variables
-``pushgrid/cli/allocator.py`` would set (``jemalloc:CONF`` adds ``MALLOC_CONF=CONF``).
+``time.process_time`` (this process's CPU): the best of ``--repeat`` rounds per allocator, and
+the median over rounds of each allocator's ratio to the first one (robust on a loaded
+machine); the allocators interleaved round by round, each in a fresh interpreter started with
+the variables ``pushgrid/cli/allocator.py`` would set (``jemalloc:CONF`` adds ``MALLOC_CONF=CONF``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -63,9 +65,9 @@ class NullTransport:
 
 async def measure(subscribers: int, inflight: int, steps: int) -> dict[str, float]:
     """One round in this interpreter: ns per delivery of each part."""
+    from pushgrid.config import load_settings
     from pushgrid.metrics.counters import Counters
     from pushgrid.protocol.codec import Limits
-    from pushgrid.config import load_settings
     from pushgrid.server.core.entitlement import AllowAll
     from pushgrid.server.core.hub import Hub
     from pushgrid.server.core.session import Session, SessionPolicy
@@ -180,38 +182,59 @@ def main() -> None:
         return
     allocators = [a.strip() for a in args.allocators.split(";") if a.strip()]
     best: dict[str, dict[str, float]] = {}
+    # per round, each allocator's total over the first one's: the rounds run back to back, so a
+    # ratio compares allocators under the same load, and its median is the robust number
+    ratios: dict[str, list[float]] = {allocator: [] for allocator in allocators}
     for round_ in range(args.repeat):
+        totals: dict[str, float] = {}
         for allocator in allocators if round_ % 2 == 0 else allocators[::-1]:
-            child = [sys.executable, __file__, "--one", "--subscribers", str(args.subscribers)]
-            child += ["--inflight", str(args.inflight), "--steps", str(args.steps)]
-            out = subprocess.run(
-                child, env=environment(allocator), cwd=ROOT, capture_output=True, text=True
-            )
-            if out.returncode != 0:
-                raise SystemExit(f"{allocator}: {out.stderr[-2000:]}")
-            result = json.loads(out.stdout.splitlines()[-1])
-            kept = best.setdefault(allocator, result)
-            if result["total"] < kept["total"]:
+            result = run_child(allocator, args)
+            totals[allocator] = result["total"]
+            if allocator not in best or result["total"] < best[allocator]["total"]:
                 best[allocator] = result
+        for allocator, total in totals.items():
+            ratios[allocator].append(total / totals[allocators[0]])
+    report(allocators, best, ratios, args)
+
+
+def run_child(allocator: str, args: argparse.Namespace) -> dict[str, float]:
+    """One round of ``allocator`` in a fresh interpreter."""
+    child = [sys.executable, __file__, "--one", "--subscribers", str(args.subscribers)]
+    child += ["--inflight", str(args.inflight), "--steps", str(args.steps)]
+    out = subprocess.run(
+        child, env=environment(allocator), cwd=ROOT, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{allocator}: {out.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(out.stdout.splitlines()[-1])
+    return result
+
+
+def report(
+    allocators: list[str],
+    best: dict[str, dict[str, float]],
+    ratios: dict[str, list[float]],
+    args: argparse.Namespace,
+) -> None:
     load = Path("/proc/loadavg").read_text().split()[:3]
-    reference = best[allocators[0]]["total"]
+    first = allocators[0]
     print(f"ns per delivery, best of {args.repeat} (load average {' '.join(load)}):")
     print(
-        "| allocator | publish + fan-out | flush | total | of it system | total / "
-        + allocators[0]
-        + " |"
+        "| allocator | publish + fan-out | flush | total | of it system "
+        f"| best / best {first} | median of the rounds' ratios to {first} |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
-    for allocator, r in best.items():
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for allocator in allocators:
+        r = best[allocator]
         print(
             f"| `{allocator}` | {r['publish']:.0f} | {r['flush']:.0f} | {r['total']:.0f} |"
-            f" {r['system']:.0f} |"
-            f" {r['total'] / reference:.2f} |"
+            f" {r['system']:.0f} | {r['total'] / best[first]['total']:.2f} |"
+            f" {statistics.median(ratios[allocator]):.2f} |"
         )
     if args.json_out is not None:
         with args.json_out.open("a") as f:
-            record = {"bench": "write_path_cost", "loadavg": load, "best": best, **vars(args)}
-            f.write(json.dumps(record, default=str) + "\n")
+            record = {"bench": "write_path_cost", "loadavg": load, "best": best, "ratios": ratios}
+            f.write(json.dumps({**record, **vars(args)}, default=str) + "\n")
 
 
 if __name__ == "__main__":
