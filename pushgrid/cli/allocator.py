@@ -49,8 +49,8 @@ JEMALLOC_PACKAGE = "libjemalloc2"
 #: arena (the event loop is one thread, its few workers share it), and thread caches with more
 #: slots that are collected after every MiB allocated instead of every 64 KiB, so the fan-out's
 #: churn of small objects (ints, outbox arrays, joined frames) stays in the cache instead of
-#: going back to the arena. Measured: the write path's own CPU per delivery 1.33x pymalloc's
-#: with jemalloc's defaults, 1.15x with these; the flood's memory still goes back.
+#: going back to the arena. Measured: the write path's own CPU per delivery 1.24-1.33x
+#: pymalloc's with jemalloc's defaults, 1.08-1.15x with these; the flood's memory still goes back.
 JEMALLOC_CONF = (
     "narenas:1,tcache_nslots_small_max:1024,lg_tcache_nslots_mul:2,tcache_gc_incr_bytes:1048576"
 )
