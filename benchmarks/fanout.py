@@ -242,10 +242,38 @@ def _pdeathsig() -> None:
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # die with the benchmark
 
 
+#: where :func:`free_port` looks (``run_all.py --ports LO-HI``): on a shared machine each user
+#: of the kit keeps to its own range; empty: any port the kernel picks
+PORT_RANGE: list[range] = []
+_port_cursor = [0]  # the next port to try in PORT_RANGE: a port just handed out is not reused
+
+
+def parse_port_range(text: str) -> range:
+    """``LO-HI`` (inclusive) as a range of ports; a clear error otherwise."""
+    lo, sep, hi = text.partition("-")
+    try:
+        ports = range(int(lo), int(hi) + 1) if sep else range(0)
+    except ValueError:
+        ports = range(0)
+    if not ports or ports.start < 1 or ports.stop > 65536:
+        raise ValueError(f"ports {text!r}: want LO-HI, 1 <= LO <= HI <= 65535")
+    return ports
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on: the kernel's choice, or the next free one of PORT_RANGE."""
+    if not PORT_RANGE:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    ports = PORT_RANGE[0]
+    for _ in range(len(ports)):
+        port = ports[_port_cursor[0] % len(ports)]
+        _port_cursor[0] += 1
+        with socket.socket() as s, contextlib.suppress(OSError):
+            s.bind(("127.0.0.1", port))
+            return port
+    raise BenchError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 def ensure_node_peer() -> None:
@@ -271,6 +299,7 @@ class ServerProcess:
         workdir: Path,
         extra_config: dict[str, str] | None = None,
         exe: Path | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.kind, self.port, self.cpu, self.workdir = kind, port, cpu, workdir
         self.exe = exe  # pushgrid only: another build's executable (run_all.py --base)
@@ -281,7 +310,8 @@ class ServerProcess:
         # NATS: publishers use the plain client port, subscribers the WebSocket one (``port``)
         self.publish_port: int | None = None
         self.client = "nats" if kind == "nats" else "pushgrid"
-        self.env: dict[str, str] | None = None
+        # more environment variables for the server (run_all.py's allocator variants)
+        self.env: dict[str, str] | None = {**os.environ, **extra_env} if extra_env else None
         # pushgrid only: its /metrics, for the server's own flush delay (server_metrics.py)
         self.metrics_url: str | None = None
 
@@ -319,7 +349,7 @@ class ServerProcess:
                 f'websocket {{ listen: "127.0.0.1:{self.port}", no_tls: true }}\n'
             )
             cmd = [str(NATS_SERVER), "-c", str(conf)]
-            self.env = {**os.environ, "GOMAXPROCS": "1"}
+            self.env = {**(self.env or os.environ), "GOMAXPROCS": "1"}
         elif self.kind == "node":
             ensure_node_peer()
             cmd = ["node", str(NODE_SERVER), "--port", str(self.port)]

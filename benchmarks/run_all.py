@@ -55,6 +55,15 @@ TARGETS = {  # label -> (server kind, extra pushgrid.conf lines)
     "node": ("node", {}),
     "nats": ("nats", {}),
 }
+#: environment variables of a target's server (allocator variants: jemalloc reads MALLOC_CONF)
+TARGET_ENV: dict[str, dict[str, str]] = {
+    # jemalloc without the options pushgrid/cli/allocator.py sets (an operator's MALLOC_CONF wins)
+    "pushgrid-jemalloc-plain": {"MALLOC_CONF": ""},
+    "pushgrid-jemalloc-bg": {"MALLOC_CONF": "background_thread:true"},
+    "pushgrid-jemalloc-1arena": {"MALLOC_CONF": "narenas:1,tcache_max:16384"},
+}
+for _label in TARGET_ENV:
+    TARGETS[_label] = ("pushgrid", {})
 #: the executable of ``pushgrid-base`` (``--base``): e.g. an older commit's worktree
 BASE: list[Path] = []
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -94,7 +103,8 @@ def run(label: str, p: Params, scenario: str, out: Path, workdir: Path) -> dict[
     load = Path("/proc/loadavg").read_text().split()[:3]
     console.print(f"[dim]{scenario}: {label} on :{port} (load {' '.join(load)})[/]")
     exe = BASE[0] if label == "pushgrid-base" else None
-    with ServerProcess(kind, port, p.server_core, workdir, extra, exe) as srv:
+    env = TARGET_ENV.get(label)
+    with ServerProcess(kind, port, p.server_core, workdir, extra, exe, env) as srv:
         pids = fanout.process_tree(srv.pid)
         res = fanout.run_once(
             p, "127.0.0.1", port, pids, label, srv.client, srv.publish_port, srv.metrics_url
@@ -262,8 +272,11 @@ def main(
         ),
     ] = 96,
     profile_dir: Annotated[
-        Path | None, typer.Option(help="py-spy profile of every server in the paced runs")
+        Path | None, typer.Option(help="py-spy profile of every server in --profile-scenarios")
     ] = None,
+    profile_scenarios: Annotated[
+        str, typer.Option(help="the scenarios --profile-dir profiles: saturation,paced")
+    ] = "paced",
     latency_probe: Annotated[
         int, typer.Option("--probe", min=0, help="latency probe readers in the paced runs")
     ] = 10,
@@ -274,8 +287,20 @@ def main(
         Path | None,
         typer.Option(help="target pushgrid-base runs this pushgrid executable (another build)"),
     ] = None,
+    ports: Annotated[
+        str,
+        typer.Option(
+            help="LO-HI: the servers' ports (client, monitoring, NATS) come from this range "
+            "(default: any free port); on a shared machine each user keeps to its own"
+        ),
+    ] = "",
 ) -> None:
     """Run the sweep; print one table; append JSON lines to benchmarks/results/."""
+    if ports:
+        try:
+            fanout.PORT_RANGE[:] = [fanout.parse_port_range(ports)]
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ports") from None
     labels = [t.strip() for t in targets.split(",") if t.strip()]
     if "pushgrid-base" in labels:
         if base is None or not base.exists():
@@ -285,6 +310,7 @@ def main(
     if unknown:
         raise typer.BadParameter(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")
     skipped = {s.strip() for s in skip.split(",") if s.strip()}
+    profiled = {s.strip() for s in profile_scenarios.split(",") if s.strip()}
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"run_all-{time.strftime('%Y-%m-%d')}.jsonl"
     probe = params(subscribers, 0, duration, inflight)
@@ -317,15 +343,17 @@ def main(
                 sat_rate: dict[str, float] = {}
                 if "saturation" not in skipped:
                     for label in order:
-                        res = one(
-                            label, params(subscribers, 0, duration, inflight), "saturation", workdir
-                        )
+                        p = params(subscribers, 0, duration, inflight)
+                        if "saturation" in profiled:
+                            p.profile_dir = profile_dir
+                        res = one(label, p, "saturation", workdir)
                         if res is not None:
                             sat_rate[label] = res["published_per_s"]
                 if "paced" not in skipped:
                     for label in order:
                         p = params(subscribers, rate, duration, inflight)
-                        p.profile_dir = profile_dir
+                        if "paced" in profiled:
+                            p.profile_dir = profile_dir
                         p.probe = latency_probe
                         one(label, p, "paced", workdir)
                 for share, scenario in ((0.5, "sat50"), (0.8, "sat80")):

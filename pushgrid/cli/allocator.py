@@ -45,6 +45,15 @@ JEMALLOC_PATHS = (
 )
 #: what to install when jemalloc is wanted and missing
 JEMALLOC_PACKAGE = "libjemalloc2"
+#: jemalloc's options for a push server (``MALLOC_CONF``; an operator's own wins; ADR 041): one
+#: arena (the event loop is one thread, its few workers share it), and thread caches with more
+#: slots that are collected after every MiB allocated instead of every 64 KiB, so the fan-out's
+#: churn of small objects (ints, outbox arrays, joined frames) stays in the cache instead of
+#: going back to the arena. Measured: the write path's own CPU per delivery 1.24-1.33x
+#: pymalloc's with jemalloc's defaults, 1.08-1.15x with these; the flood's memory still goes back.
+JEMALLOC_CONF = (
+    "narenas:1,tcache_nslots_small_max:1024,lg_tcache_nslots_mul:2,tcache_gc_incr_bytes:1048576"
+)
 
 
 def find_jemalloc() -> str | None:
@@ -63,7 +72,7 @@ def variables_for(choice: Allocator, jemalloc: str | None) -> dict[str, str]:
     if choice == "pymalloc":
         return {}
     if choice == "jemalloc" and jemalloc is not None:
-        return {"PYTHONMALLOC": "malloc", "LD_PRELOAD": jemalloc}
+        return {"PYTHONMALLOC": "malloc", "LD_PRELOAD": jemalloc, "MALLOC_CONF": JEMALLOC_CONF}
     return {"PYTHONMALLOC": "malloc"}
 
 
@@ -71,10 +80,11 @@ def reexec_environment(
     choice: Allocator, environ: Mapping[str, str], jemalloc: str | None
 ) -> dict[str, str] | None:
     """The environment to re-execute this process with, or None to go on as it is: already
-    re-executed, the interpreter's default wanted, or the operator set the variables."""
+    re-executed, the interpreter's default wanted, or the operator set the variables (an
+    operator's ``MALLOC_CONF`` is kept: jemalloc's options are theirs to choose too)."""
     if MARKER in environ or any(name in environ for name in OWN_CHOICE):
         return None
-    added = variables_for(choice, jemalloc)
+    added = {k: v for k, v in variables_for(choice, jemalloc).items() if k not in environ}
     if not added:
         return None
     return {**environ, **added, MARKER: ",".join(added)}
@@ -138,9 +148,11 @@ def apply(choice: Allocator) -> None:
     _reexec(choice)
     environ = os.environ
     running = running_allocator(environ)
+    if running == "jemalloc" and environ.get("MALLOC_CONF"):
+        running += f" (MALLOC_CONF={environ['MALLOC_CONF']})"
     for name in filter(None, environ.pop(MARKER, "").split(",")):
         environ.pop(name, None)  # the children choose for themselves
-    if choice == "jemalloc" and running != "jemalloc" and find_jemalloc() is None:
+    if choice == "jemalloc" and not running.startswith("jemalloc") and find_jemalloc() is None:
         log.warning(
             "Allocator = jemalloc but its library is not installed (Debian: apt-get install %s):"
             " running on %s, which returns less memory after a flood of subjects or costs more"

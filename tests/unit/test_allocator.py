@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pushgrid.cli.allocator import (
+    JEMALLOC_CONF,
     MARKER,
     early_choice,
     reexec_environment,
@@ -26,9 +27,26 @@ def test_the_default_is_jemalloc_serving_every_python_object() -> None:
         **PLAIN,
         "PYTHONMALLOC": "malloc",
         "LD_PRELOAD": JEMALLOC,
-        MARKER: "PYTHONMALLOC,LD_PRELOAD",
+        "MALLOC_CONF": JEMALLOC_CONF,
+        MARKER: "PYTHONMALLOC,LD_PRELOAD,MALLOC_CONF",
     }
     assert running_allocator(env) == "jemalloc"
+
+
+def test_jemalloc_runs_with_the_measured_options_unless_the_operator_set_their_own() -> None:
+    """ADR 041: one arena and larger, less often collected thread caches (the write path's
+    CPU); an operator's MALLOC_CONF is theirs and stays, and is not removed after start."""
+    assert JEMALLOC_CONF.split(",") == [
+        "narenas:1",
+        "tcache_nslots_small_max:1024",
+        "lg_tcache_nslots_mul:2",
+        "tcache_gc_incr_bytes:1048576",
+    ]
+    own = {**PLAIN, "MALLOC_CONF": "narenas:4"}
+    env = reexec_environment("jemalloc", own, JEMALLOC)
+    assert env is not None
+    assert env["MALLOC_CONF"] == "narenas:4"
+    assert env[MARKER] == "PYTHONMALLOC,LD_PRELOAD"
 
 
 def test_without_the_jemalloc_library_the_c_allocator_still_gives_memory_back() -> None:
