@@ -292,15 +292,19 @@ def _processes(pids: list[int]) -> list[psutil.Process]:
     return out
 
 
-def _cpu(procs: list[psutil.Process]) -> float:
-    total = 0.0
+def _cpu(procs: list[psutil.Process]) -> tuple[float, float]:
+    """CPU seconds so far of the (pushgrid, nats-server) processes."""
+    python = nats = 0.0
     for proc in procs:
         try:
             times = proc.cpu_times()
-            total += times.user + times.system
+            if "nats-server" in proc.name():
+                nats += times.user + times.system
+            else:
+                python += times.user + times.system
         except psutil.Error:
             pass
-    return total
+    return python, nats
 
 
 def _varz(urls: list[str]) -> int:
@@ -354,8 +358,8 @@ def _row(
     target: str,
     p: Params,
     reports: list[Report],
-    before: tuple[float, int],
-    after: tuple[float, int],
+    before: tuple[tuple[float, float], int],
+    after: tuple[tuple[float, float], int],
 ) -> dict[str, Any]:
     publishers, subscriber = reports[:-1], reports[-1]
     acked = sum(r.acked for r in publishers)
@@ -365,7 +369,9 @@ def _row(
         for k, v in r.failed.items():
             failed[k] = failed.get(k, 0) + v
     rate = acked / p.duration
-    server_cpu = after[0] - before[0]
+    member_cpu = after[0][0] - before[0][0]
+    nats_cpu = after[0][1] - before[0][1]
+    server_cpu = member_cpu + nats_cpu
     nats_msgs = after[1] - before[1] if after[1] >= 0 and before[1] >= 0 else -1
     return {
         "target": target,
@@ -378,6 +384,10 @@ def _row(
         "bad_answered": sum(r.bad_answered for r in publishers),
         "server_cpu_s": round(server_cpu, 2),
         "server_cpu_ms_per_ack": round(server_cpu * 1000 / acked, 3) if acked else None,
+        "member_cpu_ms_per_ack": round(member_cpu * 1000 / acked, 3) if acked else None,
+        "nats_cpu_ms_per_ack": round(nats_cpu * 1000 / acked, 3) if acked else None,
+        "member_cpu_s": round(member_cpu, 2),
+        "nats_cpu_s": round(nats_cpu, 2),
         "nats_msgs_per_ack": round(nats_msgs / acked, 2) if acked and nats_msgs >= 0 else None,
         "generator_cpu_s": round(sum(r.cpu for r in reports), 1),
         "generator_cpu_max_process_s": round(max(r.cpu for r in reports), 1),
@@ -407,7 +417,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         "p99 ms",
         "max ms",
         "delivered/s",
-        "server CPU ms/ack",
+        "pushgrid CPU ms/ack",
+        "nats-server CPU ms/ack",
         "NATS msgs/ack",
         "generator CPU s",
         "failed",
@@ -422,13 +433,27 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             str(r["ack_p99_ms"]),
             str(r["ack_max_ms"]),
             "/".join(map(str, r["delivered_per_s"])),
-            str(r["server_cpu_ms_per_ack"]),
+            str(r["member_cpu_ms_per_ack"]),
+            str(r["nats_cpu_ms_per_ack"]),
             str(r["nats_msgs_per_ack"]),
             f"{r['generator_cpu_s']} (max {r['generator_cpu_max_process_s']})",
             json.dumps(r["failed"]) if r["failed"] else "",
         )
     Console(width=200).print(table)
-    by = {r["target"]: r for r in rows}
+    by = {(r["target"], r["subjects"]): r for r in rows}
+    counts = sorted({r["subjects"] for r in rows}, reverse=True)
+    for n in counts:
+        _print_ratios({t: r for (t, c), r in by.items() if c == n}, n)
+    if len(counts) > 1:
+        for target in TARGETS:
+            hot, many = by.get((target, counts[-1])), by.get((target, counts[0]))
+            if hot and many and many["acked_per_s"]:
+                share = hot["acked_per_s"] / many["acked_per_s"]
+                print(f"{target}: {counts[-1]} subject(s) / {counts[0]}: {share:.2f}")
+    print(f"load average now: {os.getloadavg()}")
+
+
+def _print_ratios(by: dict[str, dict[str, Any]], subjects: int) -> None:
     ratios = [
         ("guaranteed / jetstream", "guaranteed", "jetstream"),
         ("standard / nats-core", "standard", "nats-core"),
@@ -437,8 +462,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         if a in by and b in by and by[b]["acked_per_s"]:
             rate = by[a]["acked_per_s"] / by[b]["acked_per_s"]
             p99 = (by[a]["ack_p99_ms"] or 0) / (by[b]["ack_p99_ms"] or 1)
-            print(f"{label}: throughput {rate:.2f}, ack p99 {p99:.2f}x")
-    print(f"load average now: {os.getloadavg()}")
+            print(f"{subjects} subjects, {label}: throughput {rate:.2f}, ack p99 {p99:.2f}x")
 
 
 def main(
