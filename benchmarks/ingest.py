@@ -276,7 +276,7 @@ def _load(target: str, p: Params, running: Running) -> dict[str, Any]:
         pending = pool.map_async(run, jobs)
         time.sleep(max(0.0, start + p.warmup - time.time()))
         before = _cpu(servers), _varz(running.varz)
-        with _profiled(p.profile, target, running.member_pids, p.duration):
+        with _profiled(p.profile, target, p.subjects, running.member_pids, p.duration):
             time.sleep(max(0.0, start + p.warmup + p.duration - time.time()))
         after = _cpu(servers), _varz(running.varz)
         reports: list[Report] = pending.get(timeout=p.warmup + p.duration + 120)
@@ -320,7 +320,7 @@ def _varz(urls: list[str]) -> int:
 
 @contextmanager
 def _profiled(
-    directory: Path | None, target: str, pids: list[int], seconds: float
+    directory: Path | None, target: str, subjects: int, pids: list[int], seconds: float
 ) -> Iterator[None]:
     """py-spy of member 1 over the measurement window (``--profile``)."""
     if directory is None or not pids:
@@ -328,7 +328,7 @@ def _profiled(
         return
     directory.mkdir(parents=True, exist_ok=True)
     py_spy = str(Path(sys.executable).with_name("py-spy"))
-    out = directory / f"{target}-m1.txt"
+    out = directory / f"{target}-{subjects}-m1.txt"
     spy = subprocess.Popen(
         [
             py_spy,
