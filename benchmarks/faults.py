@@ -151,8 +151,8 @@ class Faults:
     def repair(self, scenario: str, victim: int) -> None:
         member = self.cluster.member(victim)
         if scenario == "kill":
-            # a member's start (interpreter, imports, its nats-server) took 20-30 s on a machine
-            # at load 20: the harness's 20 s start timeout ended the campaign, not the fault
+            # a member's start (interpreter, imports, its nats-server) took over 20 s at load 20,
+            # the harness's start timeout then, and ended the campaign instead of the fault
             member.launch().wait_ready(_RESTART_WAIT)
         elif scenario == "pause":
             _signal_tree(member, signal.SIGCONT)
