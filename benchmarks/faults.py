@@ -128,6 +128,9 @@ class Received:
     resyncs: list[tuple[str, str]] = field(default_factory=list)
 
 
+_RESTART_WAIT = 120.0  # s a killed member may take to start again
+
+
 class Faults:
     """The three faults on one cluster; ``down`` holds the members a client should avoid."""
 
@@ -148,7 +151,9 @@ class Faults:
     def repair(self, scenario: str, victim: int) -> None:
         member = self.cluster.member(victim)
         if scenario == "kill":
-            member.start()
+            # a member's start (interpreter, imports, its nats-server) took over 20 s at load 20,
+            # the harness's start timeout then, and ended the campaign instead of the fault
+            member.launch().wait_ready(_RESTART_WAIT)
         elif scenario == "pause":
             _signal_tree(member, signal.SIGCONT)
         else:

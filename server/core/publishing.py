@@ -109,22 +109,33 @@ class Admission:
     async def publish(self, publisher: Publisher, request: PublishRequest) -> Published | Refusal:
         """The accepted message, or the first rule it breaks (counted as rejected)."""
         refusal = await self.refusal(publisher, request.subject)
-        if refusal is None:
-            try:
-                published = await self.hub.engine.publish(request)
-            except SnapshotLimitExceeded as exc:
-                refusal = Refusal(exc.code, exc.reason)
-            except EngineUnavailable as exc:
-                refusal = Refusal(ErrorCode.ENGINE_UNAVAILABLE, str(exc))
-            except EngineFull as exc:  # a memory bound of the node (guarantee 8)
-                refusal = Refusal(exc.error_code, exc.message)
-            else:
-                if not published.duplicate:  # a retry's original was counted when it came in
-                    size = message_size(request.content, request.fields)
-                    self.hub.count_published(request.subject, size)
-                return published
-        self.hub.counters.publish_rejected_total += 1
+        if refusal is not None:
+            self.count_refused()
+            return refusal
+        return await self.accept(request)
+
+    async def accept(self, request: PublishRequest) -> Published | Refusal:
+        """The engine's part of a publish that passed :meth:`refusal`. The engine takes the
+        message's place in its subject's order before this first suspends (a session runs it
+        as a task, in request order: core/answers.py)."""
+        try:
+            published = await self.hub.engine.publish(request)
+        except SnapshotLimitExceeded as exc:
+            refusal = Refusal(exc.code, exc.reason)
+        except EngineUnavailable as exc:
+            refusal = Refusal(ErrorCode.ENGINE_UNAVAILABLE, str(exc))
+        except EngineFull as exc:  # a memory bound of the node (guarantee 8)
+            refusal = Refusal(exc.error_code, exc.message)
+        else:
+            if not published.duplicate:  # a retry's original was counted when it came in
+                size = message_size(request.content, request.fields)
+                self.hub.count_published(request.subject, size)
+            return published
+        self.count_refused()
         return refusal
+
+    def count_refused(self) -> None:
+        self.hub.counters.publish_rejected_total += 1
 
     async def refusal(self, publisher: Publisher, subject: str) -> Refusal | None:
         """The first rule the publish breaks before the engine: address, meta-subject,

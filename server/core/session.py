@@ -46,6 +46,7 @@ from pushgrid.protocol.subjects import subject_error
 
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..framing.outframe import SETS, OutFrame
+from .answers import InOrder
 from .entitlement import AllowAll, Entitlement, Grant, events_denial
 from .hub import Hub, Peer
 from .outgoing import message_frame, snapshot_frame
@@ -123,6 +124,7 @@ class Session:
         self._errors_in_a_row = 0
         self._expiry: asyncio.TimerHandle | None = None
         self._welcomed = False  # the protocol's first frame is always the welcome
+        self.answers = InOrder(self.send)  # publishes in flight, answered in request order
 
     def __hash__(self) -> int:
         return id(self)
@@ -228,12 +230,16 @@ class Session:
         try:
             op = decode_client_frame(data, self.policy.limits)
         except RemoteProtocolError as error:
+            if not _answered_as_publish(error):
+                await self.answers.settle()
             self._reject(error)
             return
         self._errors_in_a_row = 0
         if isinstance(op, Publish):
             await self._publish(op)
-        elif isinstance(op, Subscribe):
+            return
+        await self.answers.settle()  # the publishes before it are answered first
+        if isinstance(op, Subscribe):
             await self.subscribe(op.subjects, op.id)
         elif isinstance(op, Unsubscribe):
             self._unsubscribe(op)
@@ -250,15 +256,12 @@ class Session:
         )
 
     def _reject(self, error: RemoteProtocolError) -> None:
-        if error.op == "publish" and error.code in (
-            ErrorCode.MESSAGE_TOO_LARGE,
-            ErrorCode.INVALID_SUBJECT,
-        ):
+        if _answered_as_publish(error):
             self.hub.counters.publish_rejected_total += 1
             result: PublishResultCode = (
                 "too_large" if error.code == ErrorCode.MESSAGE_TOO_LARGE else "failed"
             )
-            self.send(
+            self.answers.add(  # after the publishes in flight before it, costing them nothing
                 PublishResult(
                     result=result,
                     subject=error.subject or "",
@@ -285,33 +288,39 @@ class Session:
     # -- publish ----------------------------------------------------------------------------
 
     async def _publish(self, op: Publish) -> None:
-        """Through the one admission path (core/publishing.py); answer a publish_result."""
+        """Through the one admission path (core/publishing.py); answer a publish_result.
+
+        The rules are checked here, in request order; the engine's part runs as a task, so
+        the next frame is read while this one waits for its acknowledgement (answers.py)."""
         request = PublishRequest(
             op.subject, op.content, op.fields, op.retained, op.qos, op.message_id
         )
         publisher = Publisher(self.remote, self.host, self.grant, self.may_publish, self._bucket)
-        outcome = await self.admission.publish(publisher, request)
-        if isinstance(outcome, Refusal):
-            self.send(
-                PublishResult(
-                    result=_RESULTS.get(outcome.code, "failed"),
-                    subject=op.subject,
-                    id=op.id,
-                    code=None if outcome.code in _UNCODED else outcome.code.value,
-                    reason=outcome.reason,
-                )
-            )
+        refusal = await self.admission.refusal(publisher, request.subject)
+        if refusal is not None:
+            self.admission.count_refused()
+            self.answers.add(_refused(op, refusal))
             return
+        await self.answers.room()
+        task = asyncio.get_running_loop().create_task(self._accept(op, request))
+        self.answers.add(task)
+
+    async def _accept(self, op: Publish, request: PublishRequest) -> PublishResult:
+        try:
+            outcome = await self.admission.accept(request)
+        except Exception:  # every publish gets its answer
+            log.exception("publish to %s failed", op.subject)
+            outcome = Refusal(ErrorCode.ENGINE_UNAVAILABLE, "internal error")
+        if isinstance(outcome, Refusal):
+            return _refused(op, outcome)
         self.messages_in += 1
-        self.send(
-            PublishResult(
-                result="ok",
-                subject=op.subject,
-                id=op.id,
-                epoch=outcome.epoch,
-                seq=outcome.seq,
-                duplicate=True if outcome.duplicate else msgspec.UNSET,
-            )
+        return PublishResult(
+            result="ok",
+            subject=op.subject,
+            id=op.id,
+            epoch=outcome.epoch,
+            seq=outcome.seq,
+            duplicate=True if outcome.duplicate else msgspec.UNSET,
         )
 
     # -- subscribe --------------------------------------------------------------------------
@@ -452,3 +461,21 @@ def _already_sent(update: OutFrame, epoch: str, last_seq: int) -> bool:
     """A buffered live update the opening frames already covered (a guaranteed one: it moves
     the position; a standard one takes no seq of its own and is always sent)."""
     return bool(update.move & SETS) and update.epoch == epoch and update.seq <= last_seq
+
+
+def _answered_as_publish(error: RemoteProtocolError) -> bool:
+    """A publish refused while decoding gets a publish_result (docs/protocol.md 5.3)."""
+    return error.op == "publish" and error.code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.INVALID_SUBJECT,
+    )
+
+
+def _refused(op: Publish, refusal: Refusal) -> PublishResult:
+    return PublishResult(
+        result=_RESULTS.get(refusal.code, "failed"),
+        subject=op.subject,
+        id=op.id,
+        code=None if refusal.code in _UNCODED else refusal.code.value,
+        reason=refusal.reason,
+    )

@@ -243,7 +243,11 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     async def publish(self, request: PublishRequest) -> Published:
-        """Accept one message (guarantee 3). Raises :class:`EngineUnavailable` when it cannot."""
+        """Accept one message (guarantee 3). Raises :class:`EngineUnavailable` when it cannot.
+
+        Takes the message's place in its subject's order before its first suspension: a
+        session starts a connection's publishes as tasks in the order they came, without
+        waiting for each other (server/core/answers.py), and relies on it for the order."""
 
     @abc.abstractmethod
     async def snapshot(self, subject: str) -> Snapshot | None:

@@ -370,8 +370,8 @@ class JetStreamEngine(Engine):
                     # earlier attempt whose acknowledgement was lost may have been (a new
                     # leader applied it after checking this one): the re-planned record keeps
                     # the Msg-Id, so JetStream answers it as that one's duplicate.
-                    fresh, from_leader = False, True
-                    await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+                    newer = await self._after_conflict(subject, plan, attempt)
+                    head, plan, fresh, from_leader = newer or head, None, newer is not None, True
                     continue
                 self._give_up_if_late(loop.time(), deadline, exc)
                 await asyncio.sleep(_backoff(attempt))
@@ -380,6 +380,17 @@ class JetStreamEngine(Engine):
                 self._give_up_if_late(loop.time(), deadline, exc)
                 await asyncio.sleep(_backoff(attempt))
                 continue
+
+    async def _after_conflict(self, subject: str, plan: _Plan | None, attempt: int) -> Head | None:
+        """After "wrong last sequence": the subject's cached head when it is newer than the one
+        ``plan`` was stored on (a stored record, from the republish feed or an
+        acknowledgement: the next attempt needs no read from the stream leader), else None
+        after a short random pause (the head is then read from the leader)."""
+        known = self._heads.get(subject)
+        if plan is not None and known is not None and known.stream_seq > plan.expected:
+            return known
+        await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
+        return None
 
     async def _acknowledged(
         self,

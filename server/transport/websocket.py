@@ -305,9 +305,10 @@ class WebSocketConnection(Connection):
         # sent before is answered first, then the close (FINISHING).
         self._to(ConnEvent.PEER_CLOSE)
         self.deadline = self.ctx.tick + self.ctx.limits.finish_timeout
-        if self._reader is None:
+        session = self.session
+        if self._reader is None and (session is None or not session.answers):
             self._finish(event)
-        else:
+        else:  # after the requests in the inbox and the publishes in flight
             self._queue(event)
 
     def _refuse_frames(self, event: CloseConnection) -> None:
@@ -438,6 +439,7 @@ class WebSocketConnection(Connection):
                     self._inbox_bytes -= sys.getsizeof(item)
                     await session.handle_text(item)
                 else:
+                    await session.answers.settle()  # the publishes in flight answer first
                     self._answer(session, item)
                 handled += 1
                 if handled % _FAIR_SHARE == 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import uuid
 from collections.abc import Iterator
@@ -557,3 +558,64 @@ async def test_a_restarted_member_knows_the_msg_ids_stored_before_it_started(
     retry = await publish_until_ok([cluster.member(3)], topic, "before", msg_id="early")
     assert (retry["epoch"], retry["seq"], retry["duplicate"]) == (first["epoch"], 1, True)
     assert (await http_publish(cluster.member(3), topic, "after"))["seq"] == 2
+
+
+# --- a connection's publishes in flight together (issue 32, ADR 042) ----------------------------
+
+
+def stream_last_seq(cluster: Cluster) -> int:
+    """The stream's last sequence: the highest any seed's JetStream reports (the leader's)."""
+    last = 0
+    for endpoint in cluster.endpoints[:3]:
+        host, port = endpoint.rsplit(":", 1)
+        jsz = httpx.get(
+            f"http://{host}:{int(port) + MONITOR_OFFSET}/jsz?streams=true",
+            timeout=5,
+            trust_env=False,
+        ).json()
+        for account in jsz.get("account_details", []):
+            for stream in account.get("stream_detail", []):
+                last = max(last, stream["state"]["last_seq"])
+    return last
+
+
+def test_a_connection_s_publishes_are_in_flight_together_and_answered_in_order(
+    cluster: Cluster,
+) -> None:
+    """A session hands each publish to the engine without waiting for the answer to the one
+    before, so publishes of one subject sent back to back share records; the answers still
+    leave in request order, with the subject's seqs in that order, and bad input among them
+    (over the size limit, an invalid subject) gets its publish_result in its turn and costs
+    the others nothing. Before, every publish waited for its own record: 60 records."""
+    topic = subject()
+    member = cluster.member(1)
+    before = stream_last_seq(cluster)
+    frames: list[dict[str, Any]] = [
+        {"op": "publish", "id": i, "subject": topic, "content": f"c{i}", "msg_id": f"m{i}"}
+        for i in range(60)
+    ]
+    frames.insert(20, {"op": "publish", "id": 1000, "subject": topic, "content": "x" * 70_000})
+    frames.insert(40, {"op": "publish", "id": 1001, "subject": "not-a-subject", "content": "x"})
+    ws = pgtest.RawWs(member.host, member.port, timeout=60)
+    try:
+        ws.read_frames(1)  # welcome
+        ws.sock.sendall(
+            b"".join(
+                pgtest.encode_client_frame(pgtest.OP_TEXT, json.dumps(f).encode()) for f in frames
+            )
+        )
+        answers: list[dict[str, Any]] = []
+        while len(answers) < len(frames):
+            count = len(ws.frames) + 1
+            for _, payload in ws.read_frames(count, timeout=60)[count - 1 :]:
+                parsed = json.loads(payload)
+                answers.extend(parsed if isinstance(parsed, list) else [parsed])
+    finally:
+        ws.close()
+    assert [a["id"] for a in answers] == [f["id"] for f in frames]
+    bad = {a["id"]: (a["result"], a["code"]) for a in answers if a["id"] >= 1000}
+    assert bad == {1000: ("too_large", "message_too_large"), 1001: ("failed", "invalid_subject")}
+    good = [a for a in answers if a["id"] < 1000]
+    assert [(a["result"], a["seq"]) for a in good] == [("ok", i) for i in range(1, 61)]
+    records = stream_last_seq(cluster) - before
+    assert 0 < records < 60, f"{records} records for 60 publishes sent back to back"

@@ -305,6 +305,17 @@ async def test_concurrent_publishes_get_distinct_consecutive_seqs(
     ]
 
 
+async def test_publishes_started_in_order_are_numbered_in_that_order(engine: Engine) -> None:
+    """A session starts each publish as a task without waiting for the one before
+    (server/core/answers.py): the engine takes a message's place in its subject's order before
+    its first suspension, so tasks started in order are numbered in that order."""
+    count = 40
+    tasks = [asyncio.create_task(publish(engine, f"m{i}")) for i in range(count)]
+    results = await asyncio.gather(*tasks)
+    assert [m.seq for m in results] == list(range(1, count + 1))
+    assert [m.content for m in results] == [f"m{i}" for i in range(count)]
+
+
 # --- 2. delivery ------------------------------------------------------------------------------
 
 
