@@ -192,9 +192,7 @@ class DemoProvider:
         if not subject.startswith("/Chat/"):
             return PresenceInfo(subject, self.members[0], False, 3 * len(self.members))
         clients = [
-            PresentClient(f"{i:04x}{m}", f"user{i}@{m}", m)
-            for m in self.members
-            for i in range(3)
+            PresentClient(f"{i:04x}{m}", f"user{i}@{m}", m) for m in self.members for i in range(3)
         ]
         return PresenceInfo(subject, self.members[0], True, len(clients), clients)
 

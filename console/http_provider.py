@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import httpx
 
+from pushgrid.ops.panel import MemberPanel
+
 from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
@@ -314,7 +316,7 @@ def member_of(item: Mapping[str, Any]) -> Member:
         engine=item.get("engine"),
         connected_users=item.get("connected_users"),
         subscriptions=item.get("subscriptions"),
-        panel=item.get("panel"),
+        panel=None if item.get("panel") is None else MemberPanel.model_validate(item["panel"]),
     )
 
 
