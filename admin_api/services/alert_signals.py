@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import httpx
 
 from pushgrid.metrics.health import OK, Health, cluster_health
 from pushgrid.ops import names
+from pushgrid.ops.cluster import ClusterDocument
 from pushgrid.ops.server import ServerTotals
 
 from ..access import is_jmx, read_view
@@ -37,12 +37,10 @@ async def server_look(http: httpx.AsyncClient, member: Member) -> ServerLook | N
     return ServerLook(time.monotonic(), float(value.start_time), float(slow))
 
 
-def _names(members: Sequence[Member], views: Sequence[dict[str, Any] | None]) -> set[str]:
+def _names(members: Sequence[Member], views: Sequence[ClusterDocument | None]) -> set[str]:
     names = {m.name for m in members}
     for view in views:
-        for entry in (view or {}).get("Members") or []:
-            if isinstance(entry.get("name"), str):
-                names.add(entry["name"])
+        names.update(entry.name for entry in ([] if view is None else view.members))
     return names
 
 
