@@ -16,16 +16,17 @@ import httpx
 
 from pushgrid.metrics.health import OK, Health, cluster_health
 from pushgrid.ops import names
+from pushgrid.ops.alerts import CLUSTER, SIGNALS
 from pushgrid.ops.cluster import ClusterDocument
 from pushgrid.ops.server import ServerTotals
 
 from ..access import is_jmx, read_view
 from ..alert_signals import SLOW_COUNTER, MemberTracker, ServerLook, health_readings, merge
-from ..alerting import SIGNALS, Readings, Rule
+from ..alerting import Readings, Rule
 from ..member_client import Member, MemberFailure
 from .cluster import cluster_views, member_health_of
 
-MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != "cluster")
+MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != CLUSTER)
 
 
 async def server_look(http: httpx.AsyncClient, member: Member) -> ServerLook | None:
