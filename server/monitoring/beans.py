@@ -386,8 +386,8 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
 
 def configuration(settings: Settings) -> dict[str, Any]:
     """The effective settings by their pushgrid.conf names, secrets hidden
-    (pushgrid/kernel/redaction.py: by key pattern, and credentials inside URLs and DSNs); non-scalar values as their text (the
-    ``Configuration`` attribute outside clients read)."""
+    (pushgrid/kernel/redaction.py: by key pattern, and credentials inside URLs and DSNs);
+    non-scalar values as their text (the ``Configuration`` attribute outside clients read)."""
     scalar = (int, float, bool, str, type(None))
     return {
         key: value if isinstance(value, scalar) else str(value)
