@@ -329,6 +329,7 @@ PARTS = (
     "protocol",
     "config",
     "kernel",
+    "ops",
     "cli",
     "server",
     "client",
