@@ -3,7 +3,9 @@
 ``Configuration`` is the effective settings as the file names them with every value a scalar
 (non-scalar settings such as ``Listen`` as their Python text, ``"['127.0.0.1:8800']"``): outside
 clients read it that way, so it stays. ``Settings`` (added with this contract) is the same map
-with every value typed (lists stay lists): what :class:`SettingsView` decodes.
+with non-scalar values as JSON text (``"[\"127.0.0.1:8800\"]"``): a list cannot cross the JMX
+bridge (jmxquery prints no arrays), text can, and JSON has one decoder. :class:`SettingsView`
+decodes it into typed values.
 """
 
 from __future__ import annotations
@@ -32,15 +34,26 @@ class ServerDocument(msgspec.Struct, rename="pascal", frozen=True, kw_only=True)
     configuration: Annotated[dict[str, Scalar], java(MAP, "Effective settings (secrets hidden)")]
     settings: Annotated[
         dict[str, Any],
-        java(MAP, "Effective settings with typed values: lists stay lists (secrets hidden)"),
+        java(MAP, "Effective settings, non-scalar values as JSON text (secrets hidden)"),
     ]
 
 
 class SettingsView(msgspec.Struct, frozen=True, kw_only=True):
     """The settings the admin API needs of a member (decoded from ``Settings``)."""
 
-    listen: list[str] = msgspec.field(name="Listen", default_factory=list)
+    listen_json: str = msgspec.field(name="Listen", default="[]")
     entitlement: str | None = msgspec.field(name="Entitlement", default=None)
+
+    def __post_init__(self) -> None:
+        self.listen  # noqa: B018 - a Listen that is not a JSON list of text fails the decode
+
+    @property
+    def listen(self) -> list[str]:
+        """The ``Listen`` addresses (``host:port``), in order."""
+        try:
+            return msgspec.json.decode(self.listen_json, type=list[str])
+        except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
+            raise ValueError(f"Listen is not a JSON list of addresses: {exc}") from None
 
 
 class ServerIdentity(msgspec.Struct, rename="pascal", frozen=True, kw_only=True):

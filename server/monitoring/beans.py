@@ -405,9 +405,18 @@ def typed_settings(settings: Settings) -> dict[str, Any]:
 
 
 def settings_document(settings: Settings) -> dict[str, Any]:
-    """:func:`typed_settings` as plain JSON values (what the ``Settings`` attribute serves)."""
-    document: dict[str, Any] = msgspec.to_builtins(typed_settings(settings), enc_hook=str)
-    return document
+    """:func:`typed_settings` with every non-scalar value as JSON text (the ``Settings``
+    attribute): readable over Jolokia and over JMX alike (jmxquery prints no arrays), decoded by
+    the ops contract (``pushgrid.ops.server.SettingsView``)."""
+    scalar = (int, float, bool, str, type(None))
+    return {
+        key: value if isinstance(value, scalar) else json_text(value)
+        for key, value in typed_settings(settings).items()
+    }
+
+
+def json_text(value: Any) -> str:
+    return msgspec.json.encode(msgspec.to_builtins(value, enc_hook=str)).decode()
 
 
 _RANKING_TEXT = "subject, value, error bound, history (last 60 s), largest first"
