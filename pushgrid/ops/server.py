@@ -3,20 +3,37 @@
 ``Configuration`` is the effective settings as the file names them with every value a scalar
 (non-scalar settings such as ``Listen`` as their Python text, ``"['127.0.0.1:8800']"``): outside
 clients read it that way, so it stays. ``Settings`` (added with this contract) is the same map
-with non-scalar values as JSON text (``"[\"127.0.0.1:8800\"]"``): a list cannot cross the JMX
-bridge (jmxquery prints no arrays), text can, and JSON has one decoder. :class:`SettingsView`
-decodes it into typed values.
+with a list setting as :func:`list_text` (``"127.0.0.1:8800, *:8801"``), which
+:class:`SettingsView` decodes into a list. Not JSON: the JMX bridge's readers see every value
+through jmxquery, which prints no arrays and does not escape a ``"`` inside a string (its output
+stops being JSON), so the text holds neither.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Final
+from urllib.parse import quote, unquote
 
 import msgspec
 
 from .attributes import MAP, STRING, java
 
 Scalar = str | int | float | bool | None
+#: kept as they are in a list item; everything else (``,``, ``"``, ``\\``, ``%``, spaces) is
+#: percent-encoded, so ``", "`` separates items and the text is safe for jmxquery
+_ITEM_SAFE: Final = "/:@[]*=+!$&'()~;?#"
+SEPARATOR: Final = ", "
+
+
+def list_text(items: Sequence[str]) -> str:
+    """A list setting as ``Settings`` carries it: items percent-encoded, joined by ``", "``."""
+    return SEPARATOR.join(quote(item, safe=_ITEM_SAFE) for item in items)
+
+
+def text_list(text: str) -> list[str]:
+    """The inverse of :func:`list_text` (an empty text is an empty list)."""
+    return [unquote(item) for item in text.split(SEPARATOR)] if text else []
 
 
 class ServerDocument(msgspec.Struct, rename="pascal", frozen=True, kw_only=True):
@@ -34,26 +51,20 @@ class ServerDocument(msgspec.Struct, rename="pascal", frozen=True, kw_only=True)
     configuration: Annotated[dict[str, Scalar], java(MAP, "Effective settings (secrets hidden)")]
     settings: Annotated[
         dict[str, Any],
-        java(MAP, "Effective settings, non-scalar values as JSON text (secrets hidden)"),
+        java(MAP, "Effective settings, a list as comma-separated text (secrets hidden)"),
     ]
 
 
 class SettingsView(msgspec.Struct, frozen=True, kw_only=True):
     """The settings the admin API needs of a member (decoded from ``Settings``)."""
 
-    listen_json: str = msgspec.field(name="Listen", default="[]")
+    listen_text: str = msgspec.field(name="Listen", default="")
     entitlement: str | None = msgspec.field(name="Entitlement", default=None)
-
-    def __post_init__(self) -> None:
-        self.listen  # noqa: B018 - a Listen that is not a JSON list of text fails the decode
 
     @property
     def listen(self) -> list[str]:
         """The ``Listen`` addresses (``host:port``), in order."""
-        try:
-            return msgspec.json.decode(self.listen_json, type=list[str])
-        except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
-            raise ValueError(f"Listen is not a JSON list of addresses: {exc}") from None
+        return text_list(self.listen_text)
 
 
 class ServerIdentity(msgspec.Struct, rename="pascal", frozen=True, kw_only=True):

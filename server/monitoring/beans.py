@@ -49,7 +49,7 @@ from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops import names
 from pushgrid.ops.indicator import WINDOW_LABELS
 from pushgrid.ops.panel import PanelAttributes
-from pushgrid.ops.server import ServerDocument
+from pushgrid.ops.server import ServerDocument, list_text
 
 from ..engine.base import ALERTS_SUBJECT
 from .cluster_view import cluster_bean
@@ -405,18 +405,17 @@ def typed_settings(settings: Settings) -> dict[str, Any]:
 
 
 def settings_document(settings: Settings) -> dict[str, Any]:
-    """:func:`typed_settings` with every non-scalar value as JSON text (the ``Settings``
-    attribute): readable over Jolokia and over JMX alike (jmxquery prints no arrays), decoded by
-    the ops contract (``pushgrid.ops.server.SettingsView``)."""
-    scalar = (int, float, bool, str, type(None))
-    return {
-        key: value if isinstance(value, scalar) else json_text(value)
-        for key, value in typed_settings(settings).items()
-    }
+    """:func:`typed_settings` as the ``Settings`` attribute serves it: a list as
+    ``pushgrid.ops.server.list_text`` (readable over the JMX bridge too), a path as its text."""
+    return {key: _served(value) for key, value in typed_settings(settings).items()}
 
 
-def json_text(value: Any) -> str:
-    return msgspec.json.encode(msgspec.to_builtins(value, enc_hook=str)).decode()
+def _served(value: Any) -> Any:
+    if isinstance(value, int | float | bool | str | None):
+        return value
+    if isinstance(value, list | tuple):
+        return list_text([str(item) for item in value])
+    return str(value)
 
 
 _RANKING_TEXT = "subject, value, error bound, history (last 60 s), largest first"

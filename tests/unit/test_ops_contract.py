@@ -14,7 +14,14 @@ from pushgrid.ops import names
 from pushgrid.ops.attributes import ContractError, attributes, decode
 from pushgrid.ops.attributes import names as attribute_names
 from pushgrid.ops.panel import MemberPanel, PanelAttributes
-from pushgrid.ops.server import ServerDocument, ServerIdentity, ServerSettings, ServerTotals
+from pushgrid.ops.server import (
+    ServerDocument,
+    ServerIdentity,
+    ServerSettings,
+    ServerTotals,
+    list_text,
+    text_list,
+)
 from pushgrid.server.monitoring.mbeans import MBean
 
 # What outside clients read before the contract (main at 28f5ff1): name, Java type, in order.
@@ -62,10 +69,10 @@ def test_the_server_mbean_keeps_every_attribute_and_adds_typed_settings() -> Non
     assert listed == [*SERVER_BEFORE, ("Settings", "java.util.Map")]
     assert [(s.name, s.type) for s in attributes(ServerDocument)] == listed
     values = served(server)
-    # outside clients still read non-scalar settings as Python text; Settings carries JSON text,
-    # which crosses the JMX bridge too (jmxquery prints no arrays) and the contract decodes
+    # outside clients still read non-scalar settings as Python text; Settings carries a list as
+    # text without '"' (jmxquery prints no arrays and breaks on a quote) that the contract decodes
     assert values["Configuration"]["Listen"] == "['*:8800']"
-    assert values["Settings"]["Listen"] == '["*:8800"]'
+    assert values["Settings"]["Listen"] == "*:8800"
     assert decode(ServerSettings, values, "Server").settings.listen == ["*:8800"]
     assert values["Settings"]["MonitorPassword"] == "********"
 
@@ -96,9 +103,22 @@ def test_an_answer_that_does_not_fit_names_the_attribute() -> None:
     with pytest.raises(ContractError, match=r"pushgrid:type=Server .*StartTime"):
         decode(ServerIdentity, values, names.SERVER)
     values = served(beans()[names.SERVER])
-    values["Settings"]["Listen"] = "['127.0.0.1:8800']"  # the text Configuration carries
-    with pytest.raises(ContractError, match=r"Listen is not a JSON list.*Settings"):
+    values["Settings"]["Listen"] = ["127.0.0.1:8800"]  # a list: what jmxquery cannot print
+    with pytest.raises(
+        ContractError, match=r"Expected `str`, got `array` - at `\$.Settings.Listen`"
+    ):
         decode(ServerSettings, values, names.SERVER)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [[], ["127.0.0.1:8800"], ["*:8800", "[::1]:8801"], ['a, "b"', "c\\d", "50%", "x y"]],
+)
+def test_a_list_setting_survives_the_text_and_holds_no_quote(items: list[str]) -> None:
+    text = list_text(items)
+    assert text_list(text) == items
+    assert '"' not in text
+    assert "\\" not in text
 
 
 def test_panel_attributes_cover_every_panel_number() -> None:
