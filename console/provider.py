@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 from pushgrid.ops.panel import MemberPanel
+from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
 CLUSTER = "cluster"
@@ -529,14 +530,7 @@ class ConsoleProvider(Protocol):
         """The window statistics of every scope the pipeline wrote (cluster first)."""
         ...
 
-    def trend(
-        self,
-        scope: str,
-        indicator: str,
-        window: str,
-        since: int | None = None,
-        until: int | None = None,
-    ) -> list[TrendPoint]: ...
+    def trend(self, query: TrendQuery) -> list[TrendPoint]: ...
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""

@@ -4,6 +4,7 @@ admin API's views decode what the server serves, and the attributes outside clie
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ from pushgrid.ops.server import (
     list_text,
     text_list,
 )
+from pushgrid.ops.statistics import TrendQuery
 from pushgrid.server.monitoring.mbeans import MBean
 
 # What outside clients read before the contract (main at 28f5ff1): name, Java type, in order.
@@ -134,3 +136,20 @@ def test_every_registered_name_is_in_the_contract() -> None:
         assert name in contract or bean.object_name.get("type") == "Indicator", name
         for operation in bean.operations:
             assert operation.name in contract, (name, operation.name)
+
+
+def test_the_trend_query_is_the_route_s_query_parameters() -> None:
+    """``trend(...)`` is said once: the console's providers send TrendQuery.params(), the route
+    takes the same names and builds the query for its service."""
+    from pushgrid.admin_api.routes.statistics import get_trend
+
+    taken = set(inspect.signature(get_trend).parameters) - {"principal", "db", "admin"}
+    assert taken == set(TrendQuery.__struct_fields__)
+    query = TrendQuery(scope="cluster", indicator="connected_users", window="1h", since=5)
+    assert query.params() == {
+        "scope": "cluster",
+        "indicator": "connected_users",
+        "window": "1h",
+        "since": 5,
+        "until": None,
+    }
