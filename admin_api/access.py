@@ -13,20 +13,24 @@ Operations run ``java Bridge.java invoke`` (1-3 s: the source launcher compiles 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import httpx
+import msgspec
 
 from pushgrid.kernel.jmxquery import JmxError, invoke, nest, query
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops import names
+from pushgrid.ops.attributes import ContractError, decode
+from pushgrid.ops.attributes import names as attribute_names
+from pushgrid.ops.indicator import WINDOW_LABELS, window_attribute
 
 from .member_client import FailureKind, Member, MemberClient, MemberFailure
 
 JMX_SCHEME: Final = "service:jmx:"
 JMX_TIMEOUT: Final = 20.0  # JVM start-up on a busy machine, not a slow member
-_WINDOW_STATS: Final = {"max": "Max", "avg": "Average", "stddev": "StdDev", "count": "Count"}
 # The bridge's own MBean: read in the same JVM run, it says whether the values are live.
-BRIDGE_MBEAN: Final = "pushgrid.jmx:type=Bridge"
+BRIDGE_MBEAN: Final = names.BRIDGE
 _KINDS: Final[dict[str, FailureKind]] = {
     "unreachable": "unreachable",
     "timeout": "timeout",
@@ -60,6 +64,20 @@ def member_access(http: httpx.AsyncClient, member: Member) -> MemberAccess:
     return MemberClient(http, member)
 
 
+V = TypeVar("V", bound=msgspec.Struct)
+
+
+async def read_view(http: httpx.AsyncClient, member: Member, mbean: str, view: type[V]) -> V:
+    """The attributes of ``view`` (a part of an MBean's document in the ops contract) read from
+    the member and decoded; an answer that does not fit is a 502 ``member_error`` naming the
+    attribute (raises :class:`MemberFailure`)."""
+    values = await member_access(http, member).read(mbean, attribute_names(view))
+    try:
+        return decode(view, values, mbean)
+    except ContractError as exc:
+        raise MemberFailure(member, "error", str(exc)) from None
+
+
 def _is_pattern(mbean: str) -> bool:
     return "*" in mbean or "?" in mbean
 
@@ -70,7 +88,7 @@ def _windows(attributes: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     The bridge serves ``Windows`` as TabularData, whose values jmxquery does not print.
     """
     return {
-        window: {stat: attributes.get(f"{label}{window}") for stat, label in _WINDOW_STATS.items()}
+        window: {stat: attributes.get(window_attribute(stat, window)) for stat in WINDOW_LABELS}
         for window in WINDOW_NAMES
     }
 

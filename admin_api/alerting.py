@@ -37,8 +37,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from pushgrid.ops.alerts import CLUSTER
+
 State = Literal["pending", "firing", "resolved"]
-CLUSTER: Final = "cluster"
 #: a window keeps at most this many buckets of samples, whatever its span (bounded memory)
 MAX_BUCKETS: Final = 512
 
@@ -51,17 +52,7 @@ COMPARISONS: Final[dict[str, Callable[[float, float], bool]]] = {
     "!=": operator.ne,
 }
 
-#: Built-in signals a rule can read instead of an indicator: name -> (what the number is,
-#: the only scope it has, or "" when both make sense). Their values come from the health
-#: model (metrics/health.py) and the members' own counters (admin_api/alert_signals.py).
-SIGNALS: Final[dict[str, tuple[str, str]]] = {
-    "member_down": ("1 while the health model reports the member down, else 0", ""),
-    "quorum_lost": ("1 while the member has no quorum (cannot store guaranteed messages)", ""),
-    "member_restarted": ("1 at the first look after the member's start time changed", ""),
-    "slow_consumer_disconnects": ("sessions closed as slow consumers, per second", ""),
-    "archive_failing": ("1 while the member cannot write its metrics archive", ""),
-    "stats_pipeline_failing": ("1 while the latest statistics run failed", CLUSTER),
-}
+# Built-in signals a rule can read instead of an indicator: pushgrid/ops/alerts.py (SIGNALS).
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ subjects and session ids need no escaping.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,16 +23,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from pushgrid.ops import names
+
 from .problems import ProblemError
 
 DEFAULT_TIMEOUT: Final = 3.0
 FailureKind = Literal["unreachable", "timeout", "auth", "error"]
 MemberSource = Literal["config", "registered", "discovered"]
 
-SERVER_MBEAN: Final = "pushgrid:type=Server"
-INDICATORS_MBEAN: Final = "pushgrid:type=Indicator,*"
-SESSIONS_MBEAN: Final = "pushgrid:type=Sessions"
-SUBJECTS_MBEAN: Final = "pushgrid:type=Subjects"
+# the contract's names (pushgrid/ops/names.py) under the names the services import
+SERVER_MBEAN: Final = names.SERVER
+INDICATORS_MBEAN: Final = names.INDICATORS
+SESSIONS_MBEAN: Final = names.SESSIONS
+SUBJECTS_MBEAN: Final = names.SUBJECTS
 
 _CODES: Final[dict[FailureKind, str]] = {
     "unreachable": "member_unreachable",
@@ -247,30 +249,9 @@ def monitor_hostname(url: str) -> str | None:
     return urlsplit(url).hostname
 
 
-def parse_listen(value: Any) -> list[str]:
-    """The ``Listen`` entry of a member's Configuration map as a list of ``host:port``.
-
-    The map holds it as a list, as the text of a Python list (``"['127.0.0.1:8800']"``) or as
-    comma-separated text, depending on the server version.
-    """
-    if isinstance(value, list):
-        return [str(item).strip() for item in value if str(item).strip()]
-    if not isinstance(value, str):
-        return []
-    text = value.strip()
-    if text.startswith("["):
-        try:
-            parsed = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            parsed = None
-        if isinstance(parsed, list | tuple):
-            return [str(item).strip() for item in parsed if str(item).strip()]
-        text = text.strip("[]")
-    return [item.strip().strip("'\"") for item in text.split(",") if item.strip().strip("'\"")]
-
-
 def derive_client_url(monitor_url: str, listen: Sequence[str]) -> str | None:
-    """The client-port URL from a member's first ``Listen`` address.
+    """The client-port URL from a member's first ``Listen`` address (its ``Settings``
+    attribute: a list, pushgrid/ops/server.py).
 
     A wildcard host (``*``, ``0.0.0.0``, ``::``, empty) is replaced with the monitoring URL's host,
     which is how the admin API reaches that machine anyway.

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .alerting import SIGNALS
+from pushgrid.ops.alerts import SIGNALS
+
 from .schemas_ops import RuleOut
 
 

@@ -7,6 +7,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from pushgrid.ops.panel import MemberPanel
+
 from .member_client import MemberSource, check_base_url, check_monitor_url
 from .security import Role
 
@@ -128,25 +130,13 @@ class ClusterOut(BaseModel):
     members: list[ClusterMemberOut]
 
 
-class MemberPanelOut(BaseModel):
+class MemberPanelOut(MemberPanel):
     """The member's operator panel (MBean ``pushgrid:type=MemberPanel``; docs/monitoring.md,
     "Member panel"). Window numbers cover the last ``window_seconds``; null: not measured yet
     or not applicable (``replica_lag_max`` without a JetStream stream)."""
 
-    window_seconds: float
-    cpu_percent: float | None = Field(description="Process CPU over the last second, % of one core")
-    cpu_seconds_total: float
-    rss_bytes: int = Field(ge=0, description="Resident set size")
-    open_files: int = Field(ge=0)
-    max_open_files: int = Field(ge=0, description="Soft open-file limit (0: unlimited)")
-    loop_lag_seconds: float | None = Field(description="How late the last 1 s probe sleep ended")
-    loop_lag_max_seconds: float | None
-    flush_delay_p50_seconds: float | None
-    flush_delay_p99_seconds: float | None
-    flushes_window: int = Field(ge=0)
-    slow_consumers_window: int = Field(ge=0)
-    slow_consumers_total: int = Field(ge=0)
-    replica_lag_max: int | None = Field(description="Largest JetStream replica lag (records)")
+    # The contract's one panel type (pushgrid/ops/panel.py) under the schema name the OpenAPI
+    # document has always used: no field of its own.
 
 
 class MemberOut(BaseModel):

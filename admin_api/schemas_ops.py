@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from .alerting import SIGNALS, hysteresis_ok
+from pushgrid.ops.alerts import SIGNALS, SignalName
+
+from .alerting import hysteresis_ok
 from .schemas import IndicatorName, Subject
 
 # --- hot subjects ------------------------------------------------------------------------------
@@ -53,14 +55,6 @@ Comparison = Literal[">", ">=", "<", "<=", "==", "!="]
 Severity = Literal["info", "warning", "critical"]
 Scope = Literal["member", "cluster"]
 AlertState = Literal["pending", "firing", "resolved"]
-SignalName = Literal[
-    "member_down",
-    "quorum_lost",
-    "member_restarted",
-    "slow_consumer_disconnects",
-    "archive_failing",
-    "stats_pipeline_failing",
-]
 RuleName = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$"), Field(examples=["HighFanout"])
 ]

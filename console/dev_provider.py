@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
+from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
     CLUSTER,
@@ -165,14 +166,8 @@ class DemoProvider:
     def all_window_stats(self) -> list[WindowStatistics]:
         return [self.window_stats(scope) for scope in self.scopes()]
 
-    def trend(
-        self,
-        scope: str,
-        indicator: str,
-        window: str,
-        since: int | None = None,
-        until: int | None = None,
-    ) -> list[TrendPoint]:
+    def trend(self, query: TrendQuery) -> list[TrendPoint]:
+        indicator, since = query.indicator, query.since
         now = int(time.time()) // 3600 * 3600
         points = []
         for k in range(7 * 24):
@@ -192,9 +187,7 @@ class DemoProvider:
         if not subject.startswith("/Chat/"):
             return PresenceInfo(subject, self.members[0], False, 3 * len(self.members))
         clients = [
-            PresentClient(f"{i:04x}{m}", f"user{i}@{m}", m)
-            for m in self.members
-            for i in range(3)
+            PresentClient(f"{i:04x}{m}", f"user{i}@{m}", m) for m in self.members for i in range(3)
         ]
         return PresenceInfo(subject, self.members[0], True, len(clients), clients)
 

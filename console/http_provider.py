@@ -15,6 +15,9 @@ from typing import Any, Final
 
 import httpx
 
+from pushgrid.ops.panel import MemberPanel
+from pushgrid.ops.statistics import TrendQuery
+
 from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
@@ -175,22 +178,8 @@ class HttpProvider(OpsHttpMixin):
     def member_names(self) -> list[str]:
         return [member.name for member in self.members()]
 
-    def trend(
-        self,
-        scope: str,
-        indicator: str,
-        window: str,
-        since: int | None = None,
-        until: int | None = None,
-    ) -> list[TrendPoint]:
-        data = self._get(
-            "/stats/trend",
-            scope=scope,
-            indicator=indicator,
-            window=window,
-            since=since,
-            until=until,
-        )
+    def trend(self, query: TrendQuery) -> list[TrendPoint]:
+        data = self._get("/stats/trend", **query.params())
         return [
             TrendPoint(
                 unix(p["as_of"]) or 0, int(p["count"]), p.get("max"), p.get("avg"), p.get("stddev")
@@ -314,7 +303,7 @@ def member_of(item: Mapping[str, Any]) -> Member:
         engine=item.get("engine"),
         connected_users=item.get("connected_users"),
         subscriptions=item.get("subscriptions"),
-        panel=item.get("panel"),
+        panel=None if item.get("panel") is None else MemberPanel.model_validate(item["panel"]),
     )
 
 

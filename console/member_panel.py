@@ -1,18 +1,20 @@
 """The member panel of an Overview member card: process CPU, RSS, open files against the limit,
 event-loop lag, flush delay p50/p99, slow consumers and the JetStream replica lag.
 
-The values are the admin API's member view ``panel`` (MBean ``pushgrid:type=MemberPanel``;
-docs/monitoring.md, "Member panel"). :func:`panel_facts` is pure (unit-tested); each fact has a
+The values are the admin API's member view ``panel``, decoded into the ops contract's
+:class:`~pushgrid.ops.panel.MemberPanel` (MBean ``pushgrid:type=MemberPanel``; docs/monitoring.md,
+"Member panel"). :func:`panel_facts` is pure (unit-tested); each fact has a
 level, ``ok | warn | bad``, by the thresholds below, so a card shows what needs a look.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from dash import html
+
+from pushgrid.ops.panel import MemberPanel
 
 from . import format as fmt
 from .components import attrs
@@ -49,39 +51,38 @@ def _milliseconds(seconds: float | None) -> str:
     return f"{seconds * 1000:.3g} ms"
 
 
-def _open_files(panel: Mapping[str, Any]) -> Fact:
-    files, limit = int(panel.get("open_files") or 0), int(panel.get("max_open_files") or 0)
-    if limit <= 0:
+def _open_files(panel: MemberPanel) -> Fact:
+    files, limit, ratio = panel.open_files, panel.max_open_files, panel.open_files_ratio
+    if ratio is None:
         return Fact("open_files", "open files", f"{files:,} (no limit)")
-    ratio = files / limit
     text = f"{files:,} / {limit:,} ({ratio:.0%})"
     return Fact("open_files", "open files", text, _level(ratio, OPEN_FILES_LEVELS))
 
 
-def _replica_lag(panel: Mapping[str, Any]) -> Fact:
-    lag = panel.get("replica_lag_max")
+def _replica_lag(panel: MemberPanel) -> Fact:
+    lag = panel.replica_lag_max
     if lag is None:
         return Fact("replica_lag", "replica lag", "no stream")
     level: Level = "bad" if lag > REPLICA_LAG_LIMIT else "warn" if lag > 0 else "ok"
     return Fact("replica_lag", "replica lag", f"{lag:,} records", level)
 
 
-def panel_facts(panel: Mapping[str, Any] | None) -> list[Fact]:
+def panel_facts(panel: MemberPanel | None) -> list[Fact]:
     """The facts of a member's panel, in reading order; none without a panel."""
-    if not panel:
+    if panel is None:
         return []
-    window = f"{float(panel.get('window_seconds') or 0):g} s"
-    cpu = panel.get("cpu_percent")
-    lag, lag_max = panel.get("loop_lag_seconds"), panel.get("loop_lag_max_seconds")
-    p50, p99 = panel.get("flush_delay_p50_seconds"), panel.get("flush_delay_p99_seconds")
-    flushes = int(panel.get("flushes_window") or 0)
-    slow, slow_total = panel.get("slow_consumers_window") or 0, panel.get("slow_consumers_total")
+    window = f"{panel.window_seconds:g} s"
+    cpu = panel.cpu_percent
+    lag, lag_max = panel.loop_lag_seconds, panel.loop_lag_max_seconds
+    p50, p99 = panel.flush_delay_p50_seconds, panel.flush_delay_p99_seconds
+    flushes = panel.flushes_window
+    slow, slow_total = panel.slow_consumers_window, panel.slow_consumers_total
     flush_text = (
         f"≤{_milliseconds(p50)} / ≤{_milliseconds(p99)}" if flushes else f"no flush in {window}"
     )
     return [
         Fact("cpu", "CPU", fmt.DASH if cpu is None else f"{cpu:.1f} %"),
-        Fact("rss", "memory (RSS)", fmt.compact(panel.get("rss_bytes"), "bytes")),
+        Fact("rss", "memory (RSS)", fmt.compact(panel.rss_bytes, "bytes")),
         _open_files(panel),
         Fact(
             "loop_lag",
@@ -100,7 +101,7 @@ def panel_facts(panel: Mapping[str, Any] | None) -> list[Fact]:
     ]
 
 
-def render_panel(panel: Mapping[str, Any] | None) -> html.Div:
+def render_panel(panel: MemberPanel | None) -> html.Div:
     """The panel block of a member card (empty for a member without one)."""
     facts = panel_facts(panel)
     return html.Div(

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
+from pushgrid.ops.panel import MemberPanel
+from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
 CLUSTER = "cluster"
@@ -87,7 +89,17 @@ class Member(_Json):
     connected_users: int | None = None
     subscriptions: int | None = None
     # the admin API's member panel (CPU, RSS, open files, loop lag, ...; console/member_panel.py)
-    panel: dict[str, Any] | None = None
+    panel: MemberPanel | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "panel": None if self.panel is None else self.panel.as_dict()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Member:
+        panel = data.get("panel")
+        return cls(
+            **{**data, "panel": None if panel is None else MemberPanel.model_validate(panel)}
+        )
 
 
 @dataclass(frozen=True)
@@ -518,14 +530,7 @@ class ConsoleProvider(Protocol):
         """The window statistics of every scope the pipeline wrote (cluster first)."""
         ...
 
-    def trend(
-        self,
-        scope: str,
-        indicator: str,
-        window: str,
-        since: int | None = None,
-        until: int | None = None,
-    ) -> list[TrendPoint]: ...
+    def trend(self, query: TrendQuery) -> list[TrendPoint]: ...
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""

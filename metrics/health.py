@@ -76,14 +76,6 @@ class Reason:
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "member": self.member, "text": self.text}
 
-    @staticmethod
-    def of(value: Any) -> Reason | None:
-        """From :meth:`as_dict` (as read back from a member); None when it is not one."""
-        if not isinstance(value, Mapping) or not isinstance(value.get("code"), str):
-            return None
-        member = value.get("member")
-        return Reason(value["code"], member if isinstance(member, str) else "")
-
 
 @dataclass(frozen=True, slots=True)
 class Health:

@@ -3,7 +3,8 @@ against the limit, event-loop lag, flush delay p50/p99, slow consumers and strea
 
 Pure computation. A probe on the server's event loop (server/monitoring/probe.py) wakes once a
 second, measures how late it woke (the event-loop lag), reads the process (psutil) and hands all
-of it to :class:`PanelTracker`; views read the frozen :class:`MemberPanel` it builds.
+of it to :class:`PanelTracker`; views read the frozen
+:class:`~pushgrid.ops.panel.MemberPanel` it builds (the ops contract's one panel type).
 
 How each number is computed (docs/monitoring.md, "Member panel"):
 
@@ -21,11 +22,12 @@ How each number is computed (docs/monitoring.md, "Member panel"):
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
+
+from pushgrid.ops.panel import MemberPanel
 
 from .delays import DelaySnapshot
 
@@ -41,39 +43,6 @@ class ProcessSample:
     rss_bytes: int
     open_files: int
     max_open_files: int  # soft RLIMIT_NOFILE; 0 when unlimited
-
-
-@dataclass(frozen=True, slots=True)
-class MemberPanel:
-    """What the Overview's member panel shows (None: not measured yet / not applicable)."""
-
-    window_seconds: float
-    cpu_percent: float | None
-    cpu_seconds_total: float
-    rss_bytes: int
-    open_files: int
-    max_open_files: int
-    loop_lag_seconds: float | None
-    loop_lag_max_seconds: float | None
-    flush_delay_p50_seconds: float | None
-    flush_delay_p99_seconds: float | None
-    flushes_window: int
-    slow_consumers_window: int
-    slow_consumers_total: int
-    replica_lag_max: int | None
-
-    @property
-    def open_files_ratio(self) -> float | None:
-        """Open files as a fraction of the limit (None when unlimited)."""
-        return self.open_files / self.max_open_files if self.max_open_files > 0 else None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-safe: an infinite quantile (past the last bucket) reads as None."""
-        return {k: _finite(v) for k, v in asdict(self).items()}
-
-
-def _finite(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 EMPTY_PANEL: Final = MemberPanel(

@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from pushgrid.ops.statistics import TrendQuery
+
 from ..deps import AdminSettingsDep, GuardedRoute, SqlSession, Viewer
 from ..problems import ProblemError, problem_responses
 from ..schemas import IndicatorName, TrendSeries, UnixSeconds, WindowName, WindowStatList
@@ -63,4 +65,5 @@ def get_trend(
     if since is not None and until is not None and since > until:
         raise ProblemError(422, f"since ({since}) is after until ({until})")
     service = StatisticsService(db, admin.admin_stale_after)
-    return service.trend(scope, indicator, window, since=since, until=until)
+    query = TrendQuery(scope=scope, indicator=indicator, window=window, since=since, until=until)
+    return service.trend(query)

@@ -11,40 +11,37 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import httpx
 
 from pushgrid.metrics.health import OK, Health, cluster_health
+from pushgrid.ops import names
+from pushgrid.ops.alerts import CLUSTER, SIGNALS
+from pushgrid.ops.cluster import ClusterDocument
+from pushgrid.ops.server import ServerTotals
 
-from ..access import is_jmx, member_access
+from ..access import is_jmx, read_view
 from ..alert_signals import SLOW_COUNTER, MemberTracker, ServerLook, health_readings, merge
-from ..alerting import SIGNALS, Readings, Rule
-from ..member_client import SERVER_MBEAN, Member, MemberFailure
+from ..alerting import Readings, Rule
+from ..member_client import Member, MemberFailure
 from .cluster import cluster_views, member_health_of
 
-MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != "cluster")
+MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != CLUSTER)
 
 
 async def server_look(http: httpx.AsyncClient, member: Member) -> ServerLook | None:
     try:
-        value = await member_access(http, member).read(SERVER_MBEAN, ["StartTime", "Counters"])
+        value = await read_view(http, member, names.SERVER, ServerTotals)
     except MemberFailure:
         return None
-    counters = value.get("Counters")
-    start = value.get("StartTime")
-    if not isinstance(start, int | float) or not isinstance(counters, dict):
-        return None
-    slow = counters.get(SLOW_COUNTER)
-    return ServerLook(time.monotonic(), float(start), float(slow) if slow is not None else 0.0)
+    slow = value.counters.get(SLOW_COUNTER, 0)
+    return ServerLook(time.monotonic(), float(value.start_time), float(slow))
 
 
-def _names(members: Sequence[Member], views: Sequence[dict[str, Any] | None]) -> set[str]:
+def _names(members: Sequence[Member], views: Sequence[ClusterDocument | None]) -> set[str]:
     names = {m.name for m in members}
     for view in views:
-        for entry in (view or {}).get("Members") or []:
-            if isinstance(entry.get("name"), str):
-                names.add(entry["name"])
+        names.update(entry.name for entry in ([] if view is None else view.members))
     return names
 
 

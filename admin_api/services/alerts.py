@@ -30,6 +30,7 @@ from pushgrid.config import AlertsSettings
 from pushgrid.kernel.redaction import redact_url_path
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import AlertEvent, AlertRule
+from pushgrid.ops.cluster import ClusterDocument
 
 from ..access import member_access
 from ..alert_signals import key, merge
@@ -462,5 +463,5 @@ async def _by_cluster(
     return alone, clustered
 
 
-def _clustered(view: dict[str, Any] | None) -> bool:
-    return view is not None and view.get("Mode") not in (None, "standalone")
+def _clustered(view: ClusterDocument | None) -> bool:
+    return view is not None and view.mode != "standalone"

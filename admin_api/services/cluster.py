@@ -17,18 +17,20 @@ import contextlib
 import ipaddress
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from pushgrid.metrics.health import Health, Reason, cluster_health, member_transitions
+from pushgrid.ops import names
+from pushgrid.ops.attributes import ContractError, decode
+from pushgrid.ops.cluster import ClusterDocument, ClusterMember
 
 from ..access import is_jmx
 from ..member_client import Member, MemberClient, MemberFailure, new_http_client
 from ..schemas import ClusterMemberOut, ClusterOut, HealthReasonOut
 
-CLUSTER_MBEAN = "pushgrid:type=Cluster"
+CLUSTER_MBEAN = names.CLUSTER
 WATCH_INTERVAL = 2.0  # seconds between two looks of :class:`MemberWatch`
 
 log = logging.getLogger("pushgrid.admin")
@@ -36,10 +38,11 @@ log = logging.getLogger("pushgrid.admin")
 
 async def cluster_views(
     http: httpx.AsyncClient, members: Sequence[Member]
-) -> list[dict[str, Any] | None]:
-    """Each member's Cluster MBean (all attributes), None where it cannot be read."""
+) -> list[ClusterDocument | None]:
+    """Each member's Cluster MBean (all attributes, pushgrid/ops/cluster.py), None where it
+    cannot be read or does not fit the contract (logged: the member runs another version)."""
 
-    async def read(member: Member) -> dict[str, Any] | None:
+    async def read(member: Member) -> ClusterDocument | None:
         if is_jmx(member.monitor_url):
             # jmxquery cannot print the Members table, and a JVM run per request is too slow
             # for discovery: a member managed over JMX is listed, not asked for the others.
@@ -50,7 +53,11 @@ async def cluster_views(
             )
         except MemberFailure:
             return None
-        return value if isinstance(value, dict) else None
+        try:
+            return decode(ClusterDocument, value, f"{CLUSTER_MBEAN} of member {member.name}")
+        except ContractError as exc:
+            log.warning("%s", exc)
+            return None
 
     return list(await asyncio.gather(*(read(member) for member in members)))
 
@@ -86,7 +93,7 @@ def discovery_allowed(url: str, allow: Sequence[str]) -> bool:
 
 
 def discovered_members(
-    known: Sequence[Member], views: Sequence[dict[str, Any] | None], allow: Sequence[str] = ()
+    known: Sequence[Member], views: Sequence[ClusterDocument | None], allow: Sequence[str] = ()
 ) -> list[Member]:
     """Members the known ones report that the admin API does not know yet (pure). They carry
     the reporting member's credentials only when ``allow`` lets their URL have them."""
@@ -94,21 +101,18 @@ def discovered_members(
     urls = {member.monitor_url for member in known}
     found: list[Member] = []
     for via, view in zip(known, views, strict=True):
-        for entry in (view or {}).get("Members") or []:
-            monitor_urls = entry.get("monitorUrls") or []
-            name = entry.get("name")
-            if not monitor_urls or not isinstance(name, str):
+        for entry in [] if view is None else view.members:
+            monitor_urls, name = entry.monitor_urls, entry.name
+            if not monitor_urls or name in names or monitor_urls[0] in urls:
                 continue
-            if name in names or monitor_urls[0] in urls:
-                continue
-            url = str(monitor_urls[0]).rstrip("/")
+            url = monitor_urls[0].rstrip("/")
             trusted = discovery_allowed(url, allow)
             found.append(
                 Member(
                     name=name,
                     monitor_url=url,
                     source="discovered",
-                    client_url=(entry.get("clientUrls") or [None])[0],
+                    client_url=entry.client_urls[0] if entry.client_urls else None,
                     username=via.username if trusted else None,
                     password=via.password if trusted else None,
                 )
@@ -126,7 +130,7 @@ async def with_discovered(
     return [*known, *discovered_members(known, await cluster_views(http, known), allow)]
 
 
-def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None]) -> ClusterOut:
+def merge_views(members: Sequence[Member], views: Sequence[ClusterDocument | None]) -> ClusterOut:
     """One picture from every member's view (pure): the first readable view gives the mode and
     leadership; each member's state is what the members that can be read agree on."""
     readable = [(m, v) for m, v in zip(members, views, strict=True) if v is not None]
@@ -142,39 +146,38 @@ def merge_views(members: Sequence[Member], views: Sequence[dict[str, Any] | None
             mode=None, health=health.status, reasons=reasons, quorum=False, members=[]
         )
     first = readable[0][1]
-    states: dict[str, dict[str, Any]] = {}
+    states: dict[str, ClusterMember] = {}
     for _, view in readable:
-        for entry in view.get("Members") or []:
-            name = entry.get("name")
-            if isinstance(name, str) and (name not in states or entry.get("self")):
-                states[name] = entry
-    quorum_by_member = {m.name: bool(v.get("Quorum")) for m, v in readable}
+        for entry in view.members:
+            if entry.name not in states or entry.is_self:
+                states[entry.name] = entry
+    quorum_by_member = {m.name: v.quorum for m, v in readable}
     return ClusterOut(
-        mode=first.get("Mode"),
+        mode=first.mode,
         health=health.status,
         reasons=reasons,
         quorum=any(quorum_by_member.values()),
-        quorum_size=first.get("QuorumSize"),
-        seeds=first.get("Seeds"),
-        stream_leader=first.get("StreamLeader"),
+        quorum_size=first.quorum_size,
+        seeds=first.seeds,
+        stream_leader=first.stream_leader,
         members=[
             ClusterMemberOut(
                 name=name,
-                index=entry.get("index"),
-                seed=bool(entry.get("seed")),
-                state="up" if entry.get("state") == "up" else "down",
-                leader=_leads(entry, first.get("StreamLeader")),
+                index=entry.index,
+                seed=entry.seed,
+                state="up" if entry.state == "up" else "down",
+                leader=_leads(entry, first.stream_leader),
                 quorum=quorum_by_member.get(name),
             )
-            for name, entry in sorted(states.items(), key=lambda item: item[1].get("index") or 0)
+            for name, entry in sorted(states.items(), key=lambda item: item[1].index)
         ],
     )
 
 
-def member_health_of(view: dict[str, Any]) -> Health:
+def member_health_of(view: ClusterDocument) -> Health:
     """A member's own health as its Cluster MBean reports it (``Health``, ``HealthReasons``)."""
-    reasons = [r for r in map(Reason.of, view.get("HealthReasons") or []) if r is not None]
-    status = view.get("Health")
+    reasons = [Reason(r.code, r.member) for r in view.health_reasons]
+    status = view.health
     if status == "down":
         return Health("down", tuple(reasons))
     if status == "ok" and not reasons:
@@ -182,9 +185,8 @@ def member_health_of(view: dict[str, Any]) -> Health:
     return Health("degraded", tuple(reasons))
 
 
-def _leads(entry: dict[str, Any], stream_leader: Any) -> bool:
-    index = entry.get("index")
-    return bool(index) and stream_leader == f"pushgrid-m{index}"
+def _leads(entry: ClusterMember, stream_leader: str | None) -> bool:
+    return bool(entry.index) and stream_leader == f"pushgrid-m{entry.index}"
 
 
 async def cluster_overview(http: httpx.AsyncClient, members: Sequence[Member]) -> ClusterOut:

@@ -18,8 +18,11 @@ from typing import Any, Final
 
 import httpx
 
-from ..access import member_access
-from ..member_client import SERVER_MBEAN, Member, MemberFailure
+from pushgrid.ops import names
+from pushgrid.ops.server import ServerSettings
+
+from ..access import read_view
+from ..member_client import Member, MemberFailure
 from ..problems import ProblemError
 from .members import client_url
 
@@ -32,12 +35,9 @@ _DENIED: Final = frozenset({401, 403})
 
 async def entitlement_mode(http: httpx.AsyncClient, member: Member) -> str:
     """The member's ``Entitlement`` setting (``none``, ``jwt``, ``custom:NAME``)."""
-    server = await member_access(http, member).read(SERVER_MBEAN, ["Configuration"])
-    configuration = server.get("Configuration")
-    mode = configuration.get("Entitlement") if isinstance(configuration, dict) else None
-    if not isinstance(mode, str):  # unknown: assume the member protects its subjects
-        return "unknown"
-    return mode
+    server = await read_view(http, member, names.SERVER, ServerSettings)
+    mode = server.settings.entitlement
+    return "unknown" if mode is None else mode  # unknown: assume the member protects them
 
 
 async def granted(

@@ -20,10 +20,12 @@ from typing import Any, Final
 import httpx
 from pydantic import ValidationError
 
+from pushgrid.ops import names
+
 from ..member_client import Member, MemberFailure, each_member, read_document
 from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot, RankingName
 
-HOT_MBEAN: Final = "pushgrid:type=HotSubjects"
+HOT_MBEAN: Final = names.HOT_SUBJECTS
 RANKINGS: Final[tuple[RankingName, ...]] = (
     "messages_in",
     "messages_out",

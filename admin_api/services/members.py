@@ -21,31 +21,14 @@ from pushgrid.config import AdminSettings, JmxSettings
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.models import utc_now
+from pushgrid.ops import names
+from pushgrid.ops.server import ServerIdentity, ServerSettings
 
-from ..access import is_jmx, member_access
-from ..member_client import (
-    SERVER_MBEAN,
-    Member,
-    MemberFailure,
-    check_monitor_url,
-    derive_client_url,
-    parse_listen,
-)
+from ..access import is_jmx, member_access, read_view
+from ..member_client import Member, MemberFailure, check_monitor_url, derive_client_url
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import MemberCreate, MemberList, MemberOut, MemberPanelOut
 from ..secretbox import SecretBox, is_sealed, secret_box
-
-PANEL_MBEAN = "pushgrid:type=MemberPanel"
-SERVER_ATTRIBUTES = (
-    "ServerName",
-    "Version",
-    "Uptime",
-    "StartTime",
-    "Engine",
-    "DeliveryMode",
-    "ConnectedUsers",
-    "Subscriptions",
-)
 
 
 def configured_members(admin: AdminSettings, jmx_login: JmxSettings) -> list[Member]:
@@ -158,18 +141,6 @@ class MemberService:
 # --- what the members say -----------------------------------------------------------------------
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _integer(value: object) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _base(member: Member, client_url: str | None = None) -> dict[str, Any]:
     return {
         "name": member.name,
@@ -181,11 +152,6 @@ def _base(member: Member, client_url: str | None = None) -> dict[str, Any]:
     }
 
 
-def _listen(server: dict[str, Any]) -> list[str]:
-    configuration = server.get("Configuration")
-    return parse_listen(configuration.get("Listen") if isinstance(configuration, dict) else None)
-
-
 async def read_panel(http: httpx.AsyncClient, member: Member) -> MemberPanelOut | None:
     """The member's operator panel; None when it has none (an older member) or it cannot be
     read (the member view says why through ``reachable``/``error``). Not read through a JMX
@@ -193,7 +159,7 @@ async def read_panel(http: httpx.AsyncClient, member: Member) -> MemberPanelOut 
     if is_jmx(member.monitor_url):
         return None
     try:
-        values = await member_access(http, member).read(PANEL_MBEAN, ["Panel"])
+        values = await member_access(http, member).read(names.MEMBER_PANEL, ["Panel"])
         return MemberPanelOut.model_validate(values.get("Panel"))
     except (MemberFailure, ValidationError):
         return None
@@ -203,24 +169,22 @@ async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
     """The member and its state; a member that cannot be read is ``reachable: false``."""
     try:
         server, panel = await asyncio.gather(
-            member_access(http, member).read(SERVER_MBEAN, [*SERVER_ATTRIBUTES, "Configuration"]),
-            read_panel(http, member),
+            read_view(http, member, names.SERVER, ServerIdentity), read_panel(http, member)
         )
     except MemberFailure as exc:
         return MemberOut(**_base(member), reachable=False, error=exc.detail)
-    derived = derive_client_url(member.monitor_url, _listen(server))
-    start = _integer(server.get("StartTime"))
+    derived = derive_client_url(member.monitor_url, server.settings.listen)
     return MemberOut(
         **_base(member, derived),
         reachable=True,
-        server_name=_text(server.get("ServerName")),
-        version=_text(server.get("Version")),
-        uptime_seconds=_number(server.get("Uptime")),
-        started_at=None if start is None else datetime.fromtimestamp(start / 1000, UTC),
-        engine=_text(server.get("Engine")),
-        delivery_mode=_text(server.get("DeliveryMode")),
-        connected_users=_integer(server.get("ConnectedUsers")),
-        subscriptions=_integer(server.get("Subscriptions")),
+        server_name=server.server_name,
+        version=server.version,
+        uptime_seconds=server.uptime,
+        started_at=datetime.fromtimestamp(server.start_time / 1000, UTC),
+        engine=server.engine,
+        delivery_mode=server.delivery_mode,
+        connected_users=server.connected_users,
+        subscriptions=server.subscriptions,
         panel=panel,
     )
 
@@ -235,8 +199,8 @@ async def client_url(http: httpx.AsyncClient, member: Member) -> str:
     """Where the member's client port is: registered, or derived from its ``Listen`` setting."""
     if member.client_url:
         return member.client_url
-    server = await member_access(http, member).read(SERVER_MBEAN, ["Configuration"])
-    url = derive_client_url(member.monitor_url, _listen(server))
+    server = await read_view(http, member, names.SERVER, ServerSettings)
+    url = derive_client_url(member.monitor_url, server.settings.listen)
     if url is None:
         raise MemberFailure(
             member,

@@ -23,6 +23,7 @@ from pushgrid.metrics.sqlstore.models import (
     utc_now,
 )
 from pushgrid.metrics.window_spec import LOW_COVERAGE, coverage
+from pushgrid.ops.statistics import TrendQuery
 
 from ..schemas import (
     TrendPointOut,
@@ -105,18 +106,13 @@ class StatisticsService:
             stale_after_seconds=self.stale_after,
         )
 
-    def trend(
-        self,
-        scope: str,
-        indicator: str,
-        window: str,
-        since: int | None = None,
-        until: int | None = None,
-    ) -> TrendSeries:
-        rows = sqlstore.trend(self.db, scope, indicator, window, since=since, until=until)
+    def trend(self, query: TrendQuery) -> TrendSeries:
+        rows = sqlstore.trend(
+            self.db, query.scope, query.indicator, query.window, query.since, query.until
+        )
         return TrendSeries(
-            scope=scope,
-            indicator=indicator,
-            window=window,
+            scope=query.scope,
+            indicator=query.indicator,
+            window=query.window,
             points=[trend_point_out(row) for row in rows],
         )

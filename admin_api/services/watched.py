@@ -16,6 +16,7 @@ from typing import Any, Final
 import httpx
 from pydantic import ValidationError
 
+from pushgrid.ops import names
 from pushgrid.protocol.subjects import pattern_error
 
 from ..member_client import Member, MemberClient, MemberFailure, each_member, read_document
@@ -30,7 +31,7 @@ from ..schemas_ops import (
     WatchOutcome,
 )
 
-WATCHED_MBEAN: Final = "pushgrid:type=WatchedSubjects"
+WATCHED_MBEAN: Final = names.WATCHED_SUBJECTS
 #: a member's refusal -> what the change reports for it
 _REFUSALS: Final[dict[str, WatchOutcome]] = {
     "duplicate": "already_watched",

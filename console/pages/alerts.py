@@ -12,6 +12,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.alerts import SIGNAL_NAMES
 
 from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, pill, table
@@ -26,16 +27,8 @@ REFRESH_MS = 2000
 BANNER_MS = 3000
 _KIND = {"firing": "bad", "pending": "warn", "resolved": "good"}
 WINDOWS = ("current", "1m", "5m", "15m", "1h")
-# the built-in signals a rule can read (admin_api.alerting.SIGNALS; a unit test keeps them equal:
-# the console shares names with the admin API, not code)
-SIGNALS = (
-    "member_down",
-    "quorum_lost",
-    "member_restarted",
-    "slow_consumer_disconnects",
-    "archive_failing",
-    "stats_pipeline_failing",
-)
+# the built-in signals a rule can read (the ops contract's list, shared with the admin API)
+SIGNALS = SIGNAL_NAMES
 
 
 def banner(alerts: Sequence[Mapping[str, Any]]) -> list[Component]:

@@ -12,6 +12,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.statistics import TrendQuery
 
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill
@@ -330,7 +331,10 @@ def plan_trend(provider: ConsoleProvider, range_key: str, now: int) -> ChartsUpd
     drawn = 0
     for indicator in CHARTS:
         try:
-            points = provider.trend(CLUSTER, indicator, window, since=now - chosen.seconds)
+            since = now - chosen.seconds
+            points = provider.trend(
+                TrendQuery(scope=CLUSTER, indicator=indicator, window=window, since=since)
+            )
         except ProviderError as exc:
             problems.append(f"statistics store: {exc}")
             points = []

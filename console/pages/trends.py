@@ -11,6 +11,7 @@ from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops.statistics import TrendQuery
 
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header
@@ -183,7 +184,10 @@ def register(app: Dash, providers: Providers) -> None:
         provider = providers(token)
         since, until = time_range(range_name, time.time())
         try:
-            points = provider.trend(scope, indicator, window, since, until)
+            query = TrendQuery(
+                scope=scope, indicator=indicator, window=window, since=since, until=until
+            )
+            points = provider.trend(query)
         except ProviderError as exc:
             return trend_figure([], indicator, window, scope), no_update, alert([exc])
         return (

@@ -34,8 +34,11 @@ pushgrid:type=WatchedSubjects           watched patterns: totals, rates, subscri
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import msgspec
 
 from pushgrid import __version__
 from pushgrid.config import Settings
@@ -43,23 +46,22 @@ from pushgrid.kernel.redaction import redact_setting
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops import names
+from pushgrid.ops.indicator import WINDOW_LABELS
+from pushgrid.ops.panel import PanelAttributes
+from pushgrid.ops.server import ServerDocument, list_text
 
 from ..engine.base import ALERTS_SUBJECT
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent, JolokiaLimits
 from .loop_bridge import LoopBridge
-from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation
+from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation, document_attributes
 from .ports import LiveState, MonitoredNode, Operations
 from .watched_view import summary
-
-DOMAIN = "pushgrid"
 
 # A row of an MBean table: name, Java-like type, description, getter over the source.
 ModelRow = tuple[str, str, str, Callable[[ReadModel], Any]]
 LiveRow = tuple[str, str, str, Callable[[LiveState], Any]]
-
-# window statistic -> attribute prefix (``Max1m``, ``Average1m``, ``StdDev1m``, ``Count1m``)
-WINDOW_LABELS = {"max": "Max", "avg": "Average", "stddev": "StdDev", "count": "Count"}
 
 
 class _Tables:
@@ -85,6 +87,14 @@ class _Tables:
 
         return [Attribute(name, type_, text, getter(read)) for name, type_, text, read in rows]
 
+    def document(self, build: Callable[[LiveState], msgspec.Struct]) -> list[Attribute]:
+        """The live attributes of the contract document ``build`` returns (its return type)."""
+        node = self.node
+        document_type = typing.get_type_hints(build)["return"]
+        return document_attributes(
+            document_type, lambda: build(node.live_state()), self.bridge.wrap
+        )
+
 
 def build_agent(
     node: MonitoredNode, operations: Operations, settings: Settings, bridge: LoopBridge
@@ -106,7 +116,7 @@ def server_beans(
 ) -> list[MBean]:
     tables = _Tables(node, bridge)
     return [
-        _server_bean(tables, configuration(settings)),
+        _server_bean(tables, settings),
         *(indicator_bean(tables, indicator) for indicator in INDICATORS),
         _cache_bean(tables, settings),
         _compression_bean(tables),
@@ -119,25 +129,25 @@ def server_beans(
     ]
 
 
-def _server_bean(tables: _Tables, config: dict[str, Any]) -> MBean:
-    rows: list[LiveRow] = [
-        ("ServerName", "java.lang.String", "ServerName setting", lambda s: s.server_name),
-        ("Version", "java.lang.String", "pushgrid version", lambda s: __version__),
-        ("Uptime", "double", "Seconds since start", lambda s: s.uptime),
-        (
-            "StartTime",
-            "long",
-            "Start time, ms since the Unix epoch",
-            lambda s: int(s.started_at * 1000),
-        ),
-        ("Engine", "java.lang.String", "Message engine", lambda s: s.engine_name),
-        ("DeliveryMode", "java.lang.String", "Cluster delivery mode", lambda s: s.delivery_mode),
-        ("ConnectedUsers", "long", "Connected users (sessions)", lambda s: s.counters["sessions"]),
-        ("Subscriptions", "long", "Active subscriptions", lambda s: s.counters["subscriptions"]),
-        ("Counters", "java.util.Map", "Cumulative totals since start", lambda s: s.counters),
-        ("Configuration", "java.util.Map", "Effective settings (secrets hidden)", lambda s: config),
-    ]
-    return MBean(ObjectName.of(DOMAIN, type="Server"), "The pushgrid server", tables.live(rows))
+def _server_bean(tables: _Tables, settings: Settings) -> MBean:
+    config, typed = configuration(settings), settings_document(settings)
+
+    def document(s: LiveState) -> ServerDocument:
+        return ServerDocument(
+            server_name=s.server_name,
+            version=__version__,
+            uptime=s.uptime,
+            start_time=int(s.started_at * 1000),
+            engine=s.engine_name,
+            delivery_mode=s.delivery_mode,
+            connected_users=s.counters["sessions"],
+            subscriptions=s.counters["subscriptions"],
+            counters=dict(s.counters),
+            configuration=config,
+            settings=typed,
+        )
+
+    return MBean(ObjectName.parse(names.SERVER), "The pushgrid server", tables.document(document))
 
 
 def indicator_rows(indicator: Indicator) -> list[ModelRow]:
@@ -193,7 +203,7 @@ def indicator_bean(tables: _Tables, indicator: Indicator) -> MBean:
         *tables.live([total]),
         *tables.model(window_rows(indicator)),
     ]
-    object_name = ObjectName.of(DOMAIN, type="Indicator", name=indicator.mbean)
+    object_name = ObjectName.of(names.DOMAIN, type="Indicator", name=indicator.mbean)
     return MBean(object_name, indicator.description, attributes)
 
 
@@ -224,7 +234,7 @@ def _cache_bean(tables: _Tables, settings: Settings) -> MBean:
             lambda s: s.engine.dropped_snapshots,
         ),
     ]
-    return MBean(ObjectName.of(DOMAIN, type="Cache"), "Message cache", tables.live(rows))
+    return MBean(ObjectName.parse(names.CACHE), "Message cache", tables.live(rows))
 
 
 def _compression_bean(tables: _Tables) -> MBean:
@@ -250,7 +260,7 @@ def _compression_bean(tables: _Tables) -> MBean:
             lambda s: s.deflate.compressed_bytes,
         ),
     ]
-    name = ObjectName.of(DOMAIN, type="Compression")
+    name = ObjectName.parse(names.COMPRESSION)
     return MBean(name, "permessage-deflate", tables.live(rows))
 
 
@@ -274,7 +284,7 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
     session_id = [("id", "java.lang.String", "Session id")]
     operations = [
         Operation(
-            "list",
+            names.SESSIONS_LIST,
             [],
             "java.util.List",
             "Every session: id, remote, connected_since (ms), subjects, messages_in, "
@@ -282,7 +292,7 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             wrap(ops.session_list),
         ),
         Operation(
-            "detail",
+            names.SESSIONS_DETAIL,
             session_id,
             "java.util.Map",
             "One session with its outbound buffer and last frames (recording starts at the "
@@ -290,14 +300,14 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             wrap(ops.session_detail),
         ),
         Operation(
-            "disconnect",
+            names.SESSIONS_DISCONNECT,
             session_id,
             "boolean",
             "Close a session with code 4003; false if unknown",
             wrap(ops.disconnect),
         ),
     ]
-    name = ObjectName.of(DOMAIN, type="Sessions")
+    name = ObjectName.parse(names.SESSIONS)
     return MBean(name, "Client sessions", tables.live(rows), operations)
 
 
@@ -333,35 +343,35 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
     subject = [("subject", "java.lang.String", "Subject")]
     operations = [
         Operation(
-            "snapshot",
+            names.SUBJECTS_SNAPSHOT,
             subject,
             "java.util.Map",
             "Snapshot of a subject (null if none)",
             wrap(ops.subject_snapshot),
         ),
         Operation(
-            "subscriberCount",
+            names.SUBJECTS_SUBSCRIBER_COUNT,
             subject,
             "int",
             "Local subscribers of a subject",
             wrap(ops.subscriber_count),
         ),
         Operation(
-            "occupancy",
+            names.SUBJECTS_OCCUPANCY,
             subject,
             "java.util.Map",
             "Subscribers of a subject in the whole cluster and per member",
             wrap(ops.subject_occupancy),
         ),
         Operation(
-            "presence",
+            names.SUBJECTS_PRESENCE,
             subject,
             "java.util.Map",
             "Sessions (with their client ids) following a presence subject in the whole cluster",
             wrap(ops.subject_presence),
         ),
         Operation(
-            "publishAlert",
+            names.SUBJECTS_PUBLISH_ALERT,
             [
                 ("summary", "java.lang.String", "The alert's summary (the content)"),
                 ("fields", "java.util.Map", "rule, target, state, severity, value, ..."),
@@ -371,18 +381,41 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
             wrap(ops.publish_alert),
         ),
     ]
-    return MBean(ObjectName.of(DOMAIN, type="Subjects"), "Subjects", attributes, operations)
+    return MBean(ObjectName.parse(names.SUBJECTS), "Subjects", attributes, operations)
 
 
 def configuration(settings: Settings) -> dict[str, Any]:
     """The effective settings by their pushgrid.conf names, secrets hidden
-    (pushgrid/kernel/redaction.py: by key pattern, and credentials inside URLs and DSNs)."""
+    (pushgrid/kernel/redaction.py: by key pattern, and credentials inside URLs and DSNs);
+    non-scalar values as their text (the ``Configuration`` attribute outside clients read)."""
+    scalar = (int, float, bool, str, type(None))
+    return {
+        key: value if isinstance(value, scalar) else str(value)
+        for key, value in typed_settings(settings).items()
+    }
+
+
+def typed_settings(settings: Settings) -> dict[str, Any]:
+    """The same settings with their own types (lists stay lists), secrets hidden."""
     out: dict[str, Any] = {}
     for field, info in type(settings).model_fields.items():
         key = info.alias or field
-        value = redact_setting(key, getattr(settings, field))
-        out[key] = value if isinstance(value, (int, float, bool, str, type(None))) else str(value)
+        out[key] = redact_setting(key, getattr(settings, field))
     return out
+
+
+def settings_document(settings: Settings) -> dict[str, Any]:
+    """:func:`typed_settings` as the ``Settings`` attribute serves it: a list as
+    ``pushgrid.ops.server.list_text`` (readable over the JMX bridge too), a path as its text."""
+    return {key: _served(value) for key, value in typed_settings(settings).items()}
+
+
+def _served(value: Any) -> Any:
+    if isinstance(value, int | float | bool | str | None):
+        return value
+    if isinstance(value, list | tuple):
+        return list_text([str(item) for item in value])
+    return str(value)
 
 
 _RANKING_TEXT = "subject, value, error bound, history (last 60 s), largest first"
@@ -432,67 +465,16 @@ HOT_ROWS: tuple[ModelRow, ...] = (
 
 
 def hot_subjects_bean(tables: _Tables) -> MBean:
-    name = ObjectName.of(DOMAIN, type="HotSubjects")
+    name = ObjectName.parse(names.HOT_SUBJECTS)
     return MBean(name, "Hot subjects", tables.model(HOT_ROWS))
 
 
-# attribute, type, description, key of MemberPanel.as_dict()
-PANEL_ROWS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "CpuPercent",
-        "double",
-        "Process CPU, percent of one core, over the last second",
-        "cpu_percent",
-    ),
-    (
-        "CpuSeconds",
-        "double",
-        "Process CPU seconds (user + system) since start",
-        "cpu_seconds_total",
-    ),
-    ("ResidentBytes", "long", "Resident set size (bytes)", "rss_bytes"),
-    ("OpenFiles", "long", "Open file descriptors (connections, files, pipes)", "open_files"),
-    ("MaxOpenFiles", "long", "Soft open-file limit (0: unlimited)", "max_open_files"),
-    ("EventLoopLag", "double", "Seconds the last 1 s probe sleep ended late", "loop_lag_seconds"),
-    ("EventLoopLagMax", "double", "Largest event-loop lag over the window", "loop_lag_max_seconds"),
-    (
-        "FlushDelayP50",
-        "double",
-        "Median flush delay over the window (s)",
-        "flush_delay_p50_seconds",
-    ),
-    (
-        "FlushDelayP99",
-        "double",
-        "99th percentile flush delay over the window (s)",
-        "flush_delay_p99_seconds",
-    ),
-    ("Flushes", "long", "Flushes observed over the window", "flushes_window"),
-    ("SlowConsumers", "long", "Slow consumers closed over the window", "slow_consumers_window"),
-    (
-        "SlowConsumerDisconnects",
-        "long",
-        "Slow consumers closed since start",
-        "slow_consumers_total",
-    ),
-    (
-        "ReplicaLagMax",
-        "long",
-        "Largest JetStream replica lag in records (null: no stream)",
-        "replica_lag_max",
-    ),
-    ("Window", "double", "Seconds the window-based attributes cover", "window_seconds"),
-)
-
-
 def member_panel_bean(tables: _Tables) -> MBean:
-    def read(key: str) -> Callable[[LiveState], Any]:
-        return lambda s: s.panel.as_dict()[key]
+    def document(s: LiveState) -> PanelAttributes:
+        return PanelAttributes.of(s.panel)
 
-    rows: list[LiveRow] = [(name, type_, text, read(key)) for name, type_, text, key in PANEL_ROWS]
-    rows.append(("Panel", "java.util.Map", "Every number above", lambda s: s.panel.as_dict()))
-    name = ObjectName.of(DOMAIN, type="MemberPanel")
-    return MBean(name, "The operator's member panel", tables.live(rows))
+    name = ObjectName.parse(names.MEMBER_PANEL)
+    return MBean(name, "The operator's member panel", tables.document(document))
 
 
 WATCHED_ROWS: tuple[ModelRow, ...] = (
@@ -530,19 +512,19 @@ def watched_subjects_bean(tables: _Tables, ops: Operations) -> MBean:
     pattern = [("pattern", "java.lang.String", "Subject pattern (/Stocks/NYSE/*)")]
     operations = [
         Operation(
-            "watch",
+            names.WATCH,
             pattern,
             "java.util.Map",
             "Start watching a pattern: {pattern, watched: true} or {pattern, error, detail}",
             wrap(ops.watch),
         ),
         Operation(
-            "unwatch",
+            names.UNWATCH,
             pattern,
             "java.util.Map",
             "Stop watching a pattern: {pattern, watched: false} or {pattern, error, detail}",
             wrap(ops.unwatch),
         ),
     ]
-    name = ObjectName.of(DOMAIN, type="WatchedSubjects")
+    name = ObjectName.parse(names.WATCHED_SUBJECTS)
     return MBean(name, "Watched subjects", tables.model(WATCHED_ROWS), operations)

@@ -10,88 +10,68 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+import msgspec
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from pushgrid.ops import names
+from pushgrid.ops.cluster import ClusterDocument, ClusterMember, HealthReason, Replica
+
 from ..cluster.status import ClusterStatus, MemberView
-from .mbeans import Attribute, MBean, ObjectName
+from .mbeans import MBean, ObjectName, document_attributes
 
 
 class ClusterSource(Protocol):
     def cluster_status(self) -> ClusterStatus: ...
 
 
-def member_dict(member: MemberView) -> dict[str, Any]:
-    return {
-        "name": member.name,
-        "index": member.index,
-        "address": member.address,
-        "seed": member.seed,
-        "state": member.state,
-        "self": member.is_self,
-        "clientUrls": list(member.client_urls),
-        "monitorUrls": list(member.monitor_urls),
-        "lastSeenSeconds": member.last_seen_seconds,
-    }
+def cluster_member(member: MemberView) -> ClusterMember:
+    return ClusterMember(
+        name=member.name,
+        index=member.index,
+        address=member.address,
+        seed=member.seed,
+        state=member.state,
+        is_self=member.is_self,
+        client_urls=list(member.client_urls),
+        monitor_urls=list(member.monitor_urls),
+        last_seen_seconds=member.last_seen_seconds,
+    )
+
+
+def cluster_document(status: ClusterStatus) -> ClusterDocument:
+    """The Cluster MBean's document (pushgrid/ops/cluster.py)."""
+    return ClusterDocument(
+        engine=status.engine,
+        mode=status.mode,
+        health=status.health,
+        health_reasons=[HealthReason(**reason.as_dict()) for reason in status.verdict.reasons],
+        quorum=status.quorum,
+        quorum_size=status.quorum_size,
+        seeds=status.seeds,
+        members_up=status.members_up,
+        members=[cluster_member(m) for m in status.members],
+        nats_connected=status.nats_connected,
+        meta_leader=status.meta_leader,
+        stream_leader=status.stream_leader,
+        replicas=[Replica(r.name, r.current, r.lag) for r in status.replicas],
+        stream_messages=status.stream_messages,
+        config_mismatch=list(status.config_mismatch),
+    )
 
 
 def status_dict(status: ClusterStatus) -> dict[str, Any]:
-    return {
-        "engine": status.engine,
-        "mode": status.mode,
-        "health": status.health,
-        "healthReasons": [reason.as_dict() for reason in status.verdict.reasons],
-        "quorum": status.quorum,
-        "quorumSize": status.quorum_size,
-        "seeds": status.seeds,
-        "membersUp": status.members_up,
-        "members": [member_dict(m) for m in status.members],
-        "natsConnected": status.nats_connected,
-        "metaLeader": status.meta_leader,
-        "streamLeader": status.stream_leader,
-        "replicas": [{"name": r.name, "current": r.current, "lag": r.lag} for r in status.replicas],
-        "streamMessages": status.stream_messages,
-        "configMismatch": list(status.config_mismatch),
-    }
+    """The same document with camelCase keys, as ``/stats`` shows it."""
+    document: dict[str, Any] = msgspec.to_builtins(cluster_document(status))
+    return {key[0].lower() + key[1:]: value for key, value in document.items()}
 
 
 def cluster_bean(source: ClusterSource, wrap: Callable[[Callable[[], Any]], Any]) -> MBean:
-    def attribute(name: str, type_: str, description: str, key: str) -> Attribute:
-        return Attribute(
-            name, type_, description, wrap(lambda: status_dict(source.cluster_status())[key])
-        )
-
     return MBean(
-        ObjectName.parse("pushgrid:type=Cluster"),
+        ObjectName.parse(names.CLUSTER),
         "The cluster as this member sees it",
-        [
-            attribute("Engine", "java.lang.String", "memory or nats", "engine"),
-            attribute("Mode", "java.lang.String", "standalone, standard or guaranteed", "mode"),
-            attribute("Health", "java.lang.String", "ok, degraded or down", "health"),
-            attribute(
-                "HealthReasons",
-                "java.util.List",
-                "Why not ok: code, member, text (docs/monitoring.md, Health)",
-                "healthReasons",
-            ),
-            attribute("Quorum", "boolean", "This member can store messages", "quorum"),
-            attribute("QuorumSize", "int", "Seed members that must be up", "quorumSize"),
-            attribute("Seeds", "int", "Seed members (JetStream RAFT peers)", "seeds"),
-            attribute("MembersUp", "int", "Members whose heartbeats arrive", "membersUp"),
-            attribute("Members", "java.util.List", "Every member and its state", "members"),
-            attribute("NatsConnected", "boolean", "Connected to NATS", "natsConnected"),
-            attribute("MetaLeader", "java.lang.String", "JetStream meta leader", "metaLeader"),
-            attribute(
-                "StreamLeader", "java.lang.String", "JetStream stream leader", "streamLeader"
-            ),
-            attribute("Replicas", "java.util.List", "Stream replicas: current, lag", "replicas"),
-            attribute("StreamMessages", "long", "Records in the stream", "streamMessages"),
-            attribute(
-                "ConfigMismatch",
-                "java.util.List",
-                "Members with other ClusterMembers",
-                "configMismatch",
-            ),
-        ],
+        document_attributes(
+            ClusterDocument, lambda: cluster_document(source.cluster_status()), wrap
+        ),
         [],
     )
 

@@ -20,6 +20,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import msgspec
+
+from pushgrid.ops.attributes import attributes
 from pushgrid.protocol.exceptions import MonitoringError
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "MalformedObjectName",
     "ObjectName",
     "Operation",
+    "document_attributes",
 ]
 
 
@@ -289,6 +293,24 @@ class Attribute:
     type: str
     description: str
     getter: Callable[[], Any]
+
+
+def document_attributes(
+    document: type[msgspec.Struct],
+    read: Callable[[], msgspec.Struct],
+    wrap: Callable[[Callable[[], Any]], Callable[[], Any]] = lambda call: call,
+) -> list[Attribute]:
+    """One attribute per field of an ops-contract document (pushgrid/ops/): names, types and
+    descriptions from the contract; each getter reads the document (``read``, through ``wrap``
+    when it must run on the event loop) and serves that field as plain JSON values."""
+
+    def getter(field: str) -> Callable[[], Any]:
+        return wrap(lambda: msgspec.to_builtins(getattr(read(), field)))
+
+    return [
+        Attribute(spec.name, spec.type, spec.description, getter(spec.field))
+        for spec in attributes(document)
+    ]
 
 
 class Arg(NamedTuple):

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pushgrid.metrics.delays import DelaySnapshot
-from pushgrid.metrics.member_panel import EMPTY_PANEL, MemberPanel
+from pushgrid.metrics.member_panel import EMPTY_PANEL
 from pushgrid.metrics.readmodel import ReadModel
+from pushgrid.ops.panel import MemberPanel
 
 from ..cluster.status import ClusterStatus
 from ..engine.base import EngineStats

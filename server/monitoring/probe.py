@@ -23,12 +23,8 @@ from typing import Final
 import psutil
 
 from pushgrid.metrics.delays import DelaySnapshot
-from pushgrid.metrics.member_panel import (
-    MemberPanel,
-    PanelTracker,
-    ProcessSample,
-    sleep_lag,
-)
+from pushgrid.metrics.member_panel import PanelTracker, ProcessSample, sleep_lag
+from pushgrid.ops.panel import MemberPanel
 
 log = logging.getLogger(__name__)
 

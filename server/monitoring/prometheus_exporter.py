@@ -22,8 +22,8 @@ from prometheus_client.registry import Collector
 from pushgrid.metrics.delays import DelaySnapshot
 from pushgrid.metrics.hotsubjects import RANKINGS
 from pushgrid.metrics.indicators import INDICATORS
-from pushgrid.metrics.member_panel import MemberPanel
 from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
+from pushgrid.ops.panel import MemberPanel
 
 from . import watched_view
 from .cluster_view import cluster_metrics

@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from pushgrid.admin_api.member_client import Member, check_base_url, derive_client_url, parse_listen
+from pushgrid.admin_api.member_client import Member, check_base_url, derive_client_url
 from pushgrid.admin_api.schemas import (
     IndicatorName,
     LiveIndicator,
@@ -52,21 +52,6 @@ def test_base_urls(url: str, expected: str) -> None:
 def test_bad_base_urls(url: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         check_base_url(url)
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (["127.0.0.1:8800"], ["127.0.0.1:8800"]),
-        ("['127.0.0.1:8800', '*:8801']", ["127.0.0.1:8800", "*:8801"]),
-        ("*:8800, 10.0.0.1:8801", ["*:8800", "10.0.0.1:8801"]),
-        ("[]", []),
-        (None, []),
-        (42, []),
-    ],
-)
-def test_parse_listen(value: object, expected: list[str]) -> None:
-    assert parse_listen(value) == expected
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from pushgrid.admin_api.security import throttle_key
 from pushgrid.admin_api.services.cluster import discovered_members, discovery_allowed
 from pushgrid.admin_api.services.entitlement import frame_subjects, redact_frames
 from pushgrid.console.pages.trace import render_session
+from pushgrid.ops.cluster import ClusterDocument, ClusterMember
 
 
 @pytest.mark.parametrize(
@@ -40,12 +41,37 @@ def test_discovery_allow_list(url: str, allow: list[str], expected: bool) -> Non
 
 def test_discovered_members_get_credentials_only_when_allowed() -> None:
     via = Member("m1", "http://10.0.0.1:8900", "config", username="ops", password="pw")
-    view = {
-        "Members": [
-            {"name": "m2", "monitorUrls": ["http://10.0.0.2:8900"]},
-            {"name": "evil", "monitorUrls": ["http://203.0.113.9:8900"]},
-        ]
-    }
+    heard = [("m2", "http://10.0.0.2:8900"), ("evil", "http://203.0.113.9:8900")]
+    view = ClusterDocument(
+        engine="nats",
+        mode="standard",
+        health="ok",
+        health_reasons=[],
+        quorum=True,
+        quorum_size=1,
+        seeds=1,
+        members_up=2,
+        members=[
+            ClusterMember(
+                name=name,
+                index=index,
+                address="",
+                seed=False,
+                state="up",
+                is_self=False,
+                client_urls=[],
+                monitor_urls=[url],
+                last_seen_seconds=None,
+            )
+            for index, (name, url) in enumerate(heard, 2)
+        ],
+        nats_connected=True,
+        meta_leader=None,
+        stream_leader=None,
+        replicas=[],
+        stream_messages=0,
+        config_mismatch=[],
+    )
     found = {m.name: m for m in discovered_members([via], [view], ["10.0.0.0/24"])}
     assert found["m2"].password == "pw"
     assert found["evil"].password is None

@@ -15,12 +15,13 @@ from pushgrid.admin_api.alert_signals import (
     key,
     merge,
 )
-from pushgrid.admin_api.alerting import SIGNALS, Evaluator
+from pushgrid.admin_api.alerting import Evaluator
 from pushgrid.admin_api.schemas_ops import RuleIn
 from pushgrid.admin_api.services.alert_silences import Mute, silenced_until
 from pushgrid.admin_api.services.alerts import RuleService
 from pushgrid.metrics import sqlstore
 from pushgrid.metrics.health import Reason, cluster_health, member_health
+from pushgrid.ops.alerts import SIGNALS
 
 DOWN, QUORUM, ARCHIVE = key("member_down"), key("quorum_lost"), key("archive_failing")
 RESTARTED, SLOW = key("member_restarted"), key("slow_consumer_disconnects")

@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import get_args
 
-from pushgrid.admin_api.alerting import SIGNALS
-from pushgrid.admin_api.schemas_ops import SignalName
 from pushgrid.console.pages import alert_actions as actions
 from pushgrid.console.pages.alerts import FORM_IDS, banner, clear_text, render_active
 from pushgrid.console.pages.alerts import SIGNALS as CONSOLE_SIGNALS
+from pushgrid.ops.alerts import SIGNALS, SignalName
 
 ACTIVE = [
     {

@@ -10,6 +10,8 @@ from dash import html
 from pushgrid.console.http_provider import member_of
 from pushgrid.console.member_panel import REPLICA_LAG_LIMIT, panel_facts, render_panel
 from pushgrid.console.pages import overview
+from pushgrid.console.provider import Member
+from pushgrid.ops.panel import MemberPanel
 
 PANEL: dict[str, Any] = {
     "window_seconds": 60.0,
@@ -30,7 +32,8 @@ PANEL: dict[str, Any] = {
 
 
 def _facts(panel: dict[str, Any] | None) -> dict[str, tuple[str, str]]:
-    return {f.key: (f.value, f.level) for f in panel_facts(panel)}
+    typed = None if panel is None else MemberPanel.model_validate(panel)
+    return {f.key: (f.value, f.level) for f in panel_facts(typed)}
 
 
 def test_panel_facts_format_and_levels() -> None:
@@ -99,3 +102,12 @@ def test_replica_lag_level_is_the_health_model_s() -> None:
     from pushgrid.metrics.health import STREAM_LAG_LIMIT
 
     assert REPLICA_LAG_LIMIT == STREAM_LAG_LIMIT
+
+
+def test_a_member_card_keeps_its_typed_panel_through_the_dash_store() -> None:
+    member = member_of({"name": "m1", "monitor_url": "http://a", "reachable": True, "panel": PANEL})
+    assert isinstance(member.panel, MemberPanel)
+    assert member.panel.open_files_ratio == 0.85
+    stored = member.to_json()
+    assert stored["panel"] == PANEL  # plain JSON for Dash
+    assert Member.from_json(stored) == member

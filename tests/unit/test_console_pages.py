@@ -32,6 +32,7 @@ from pushgrid.console.provider import (
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.statistics import TrendQuery
 
 
 def _walk(component: Any) -> list[Component]:
@@ -153,9 +154,8 @@ class HistoryApi:
         self.asked.append(since)
         return self.answers.pop(0)
 
-    def trend(self, scope: str, indicator: str, window: str, since: int | None = None,
-              until: int | None = None) -> list[TrendPoint]:  # fmt: skip
-        self.trends.append((scope, indicator, window, since))
+    def trend(self, query: TrendQuery) -> list[TrendPoint]:
+        self.trends.append((query.scope, query.indicator, query.window, query.since))
         return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from pushgrid.admin_api.member_client import Member
 from pushgrid.admin_api.services.cluster import SLOW_LOOKS_DOWN, merge_views, watched_state
 from pushgrid.metrics.health import (
@@ -12,8 +14,10 @@ from pushgrid.metrics.health import (
     member_health,
     member_transitions,
 )
+from pushgrid.ops.attributes import decode
+from pushgrid.ops.cluster import ClusterDocument
 from pushgrid.server.cluster.status import ClusterStatus, MemberView, assessed
-from pushgrid.server.monitoring.cluster_view import meta_fields, status_dict
+from pushgrid.server.monitoring.cluster_view import cluster_document, meta_fields, status_dict
 
 NOW = 1_795_000_000.0
 
@@ -103,13 +107,7 @@ def test_every_member_view_shows_the_same_verdict() -> None:
     ]
     fields = meta_fields(status)
     assert (fields["health"], fields["reasons"]) == ("degraded", "member m3 is down")
-    mbean = {
-        "Mode": view["mode"],
-        "Health": view["health"],
-        "HealthReasons": view["healthReasons"],
-        "Members": view["members"],
-        "Quorum": True,
-    }
+    mbean = decode(ClusterDocument, msgspec.to_builtins(cluster_document(status)), "Cluster")
     members = [Member(name=n, monitor_url=f"http://{n}", source="config") for n in ("m1", "m3")]
     merged = merge_views(members, [mbean, None])
     assert merged.health == "degraded"

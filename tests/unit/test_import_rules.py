@@ -41,6 +41,7 @@ SERVER_BASE = (
     "pushgrid.metrics",
     "pushgrid.config",
     "pushgrid.kernel",
+    "pushgrid.ops",
 )
 
 RULES = (
@@ -51,8 +52,14 @@ RULES = (
     ),
     Rule("pushgrid.protocol.exceptions", (), "the exception tree imports nothing of ours"),
     Rule(
+        "pushgrid.ops",
+        ("pushgrid.ops", "pushgrid.protocol"),
+        "the typed ops contract (MBean names, attributes, documents; ADR 035): every part may"
+        " import it, so it imports only the protocol",
+    ),
+    Rule(
         "pushgrid.metrics",
-        ("pushgrid.metrics", "pushgrid.protocol.exceptions"),
+        ("pushgrid.metrics", "pushgrid.ops", "pushgrid.protocol.exceptions"),
         "the shared leaf library (ADR 015, ADR 016)",
     ),
     Rule(
@@ -118,6 +125,7 @@ RULES = (
         "pushgrid.console",
         (
             "pushgrid.console",
+            "pushgrid.ops",
             "pushgrid.metrics.indicators",
             "pushgrid.metrics.window_spec",
             "pushgrid.config",
@@ -160,6 +168,7 @@ RULES = (
             "pushgrid.console.security",
             "pushgrid.client",
             "pushgrid.metrics",
+            "pushgrid.ops",
             "pushgrid.protocol",
             "pushgrid.spark_stats.locking",
             "pushgrid.config",
@@ -320,6 +329,7 @@ PARTS = (
     "protocol",
     "config",
     "kernel",
+    "ops",
     "cli",
     "server",
     "client",

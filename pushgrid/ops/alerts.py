@@ -1,0 +1,31 @@
+"""The built-in alert signals: what an alert rule can read instead of an indicator. One list for
+the admin API's rule checks and evaluation (admin_api/alerting.py), its OpenAPI schema
+(``SignalName``) and the console's rule form."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+CLUSTER: Final = "cluster"
+
+SignalName = Literal[
+    "member_down",
+    "quorum_lost",
+    "member_restarted",
+    "slow_consumer_disconnects",
+    "archive_failing",
+    "stats_pipeline_failing",
+]
+SIGNAL_NAMES: Final[tuple[str, ...]] = get_args(SignalName)
+
+#: name -> (what the number is, the only scope it has, or "" when both make sense). Their
+#: values come from the health model (metrics/health.py) and the members' own counters
+#: (admin_api/alert_signals.py).
+SIGNALS: Final[dict[str, tuple[str, str]]] = {
+    "member_down": ("1 while the health model reports the member down, else 0", ""),
+    "quorum_lost": ("1 while the member has no quorum (cannot store guaranteed messages)", ""),
+    "member_restarted": ("1 at the first look after the member's start time changed", ""),
+    "slow_consumer_disconnects": ("sessions closed as slow consumers, per second", ""),
+    "archive_failing": ("1 while the member cannot write its metrics archive", ""),
+    "stats_pipeline_failing": ("1 while the latest statistics run failed", CLUSTER),
+}

@@ -1,0 +1,155 @@
+"""The typed ops contract (pushgrid/ops/, ADR 035): the server's MBeans are built from it, the
+admin API's views decode what the server serves, and the attributes outside clients read
+(Telegraf, the PyPI jolokia client, jmxquery, Prometheus) keep their names, types and order."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import msgspec
+import pytest
+from test_monitoring_views import beans
+
+from pushgrid.ops import names
+from pushgrid.ops.attributes import ContractError, attributes, decode
+from pushgrid.ops.attributes import names as attribute_names
+from pushgrid.ops.panel import MemberPanel, PanelAttributes
+from pushgrid.ops.server import (
+    ServerDocument,
+    ServerIdentity,
+    ServerSettings,
+    ServerTotals,
+    list_text,
+    text_list,
+)
+from pushgrid.ops.statistics import TrendQuery
+from pushgrid.server.monitoring.mbeans import MBean
+
+# What outside clients read before the contract (main at 28f5ff1): name, Java type, in order.
+SERVER_BEFORE = [
+    ("ServerName", "java.lang.String"),
+    ("Version", "java.lang.String"),
+    ("Uptime", "double"),
+    ("StartTime", "long"),
+    ("Engine", "java.lang.String"),
+    ("DeliveryMode", "java.lang.String"),
+    ("ConnectedUsers", "long"),
+    ("Subscriptions", "long"),
+    ("Counters", "java.util.Map"),
+    ("Configuration", "java.util.Map"),
+]
+PANEL_BEFORE = [
+    ("CpuPercent", "double"),
+    ("CpuSeconds", "double"),
+    ("ResidentBytes", "long"),
+    ("OpenFiles", "long"),
+    ("MaxOpenFiles", "long"),
+    ("EventLoopLag", "double"),
+    ("EventLoopLagMax", "double"),
+    ("FlushDelayP50", "double"),
+    ("FlushDelayP99", "double"),
+    ("Flushes", "long"),
+    ("SlowConsumers", "long"),
+    ("SlowConsumerDisconnects", "long"),
+    ("ReplicaLagMax", "long"),
+    ("Window", "double"),
+    ("Panel", "java.util.Map"),
+]
+
+
+def served(bean: MBean) -> dict[str, Any]:
+    """A Jolokia ``read`` of every attribute of one MBean, as JSON would carry it."""
+    values = {attribute.name: attribute.getter() for attribute in bean.attributes}
+    decoded: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(values))
+    return decoded
+
+
+def test_the_server_mbean_keeps_every_attribute_and_adds_typed_settings() -> None:
+    server = beans()[names.SERVER]
+    listed = [(a.name, a.type) for a in server.attributes]
+    assert listed == [*SERVER_BEFORE, ("Settings", "java.util.Map")]
+    assert [(s.name, s.type) for s in attributes(ServerDocument)] == listed
+    values = served(server)
+    # outside clients still read non-scalar settings as Python text; Settings carries a list as
+    # text without '"' (jmxquery prints no arrays and breaks on a quote) that the contract decodes
+    assert values["Configuration"]["Listen"] == "['*:8800']"
+    assert values["Settings"]["Listen"] == "*:8800"
+    assert decode(ServerSettings, values, "Server").settings.listen == ["*:8800"]
+    assert values["Settings"]["MonitorPassword"] == "********"
+
+
+def test_the_member_panel_mbean_is_the_contract_panel() -> None:
+    panel = beans()[names.MEMBER_PANEL]
+    assert [(a.name, a.type) for a in panel.attributes] == PANEL_BEFORE
+    values = served(panel)
+    one = MemberPanel.model_validate(values["Panel"])
+    assert values["ResidentBytes"] == one.rss_bytes
+    assert values["Window"] == one.window_seconds
+    assert list(values["Panel"]) == list(MemberPanel.model_fields)
+
+
+@pytest.mark.parametrize("view", [ServerIdentity, ServerSettings, ServerTotals])
+def test_every_admin_view_decodes_what_the_server_serves(view: type[msgspec.Struct]) -> None:
+    served_names = {a.name for a in beans()[names.SERVER].attributes}
+    assert set(attribute_names(view)) <= served_names
+    values = served(beans()[names.SERVER])
+    document = decode(view, {name: values[name] for name in attribute_names(view)}, "Server")
+    if isinstance(document, ServerIdentity):
+        assert (document.server_name, document.settings.listen) == ("node-a", ["*:8800"])
+
+
+def test_an_answer_that_does_not_fit_names_the_attribute() -> None:
+    values = served(beans()[names.SERVER])
+    values["StartTime"] = "yesterday"
+    with pytest.raises(ContractError, match=r"pushgrid:type=Server .*StartTime"):
+        decode(ServerIdentity, values, names.SERVER)
+    values = served(beans()[names.SERVER])
+    values["Settings"]["Listen"] = ["127.0.0.1:8800"]  # a list: what jmxquery cannot print
+    with pytest.raises(
+        ContractError, match=r"Expected `str`, got `array` - at `\$.Settings.Listen`"
+    ):
+        decode(ServerSettings, values, names.SERVER)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [[], ["127.0.0.1:8800"], ["*:8800", "[::1]:8801"], ['a, "b"', "c\\d", "50%", "x y"]],
+)
+def test_a_list_setting_survives_the_text_and_holds_no_quote(items: list[str]) -> None:
+    text = list_text(items)
+    assert text_list(text) == items
+    assert '"' not in text
+    assert "\\" not in text
+
+
+def test_panel_attributes_cover_every_panel_number() -> None:
+    fields = {f.name for f in msgspec.structs.fields(PanelAttributes)} - {"panel"}
+    assert fields == set(MemberPanel.model_fields)
+
+
+def test_every_registered_name_is_in_the_contract() -> None:
+    contract = {
+        value for key, value in vars(names).items() if key.isupper() and isinstance(value, str)
+    }
+    for name, bean in beans().items():
+        assert name in contract or bean.object_name.get("type") == "Indicator", name
+        for operation in bean.operations:
+            assert operation.name in contract, (name, operation.name)
+
+
+def test_the_trend_query_is_the_route_s_query_parameters() -> None:
+    """``trend(...)`` is said once: the console's providers send TrendQuery.params(), the route
+    takes the same names and builds the query for its service."""
+    from pushgrid.admin_api.routes.statistics import get_trend
+
+    taken = set(inspect.signature(get_trend).parameters) - {"principal", "db", "admin"}
+    assert taken == set(TrendQuery.__struct_fields__)
+    query = TrendQuery(scope="cluster", indicator="connected_users", window="1h", since=5)
+    assert query.params() == {
+        "scope": "cluster",
+        "indicator": "connected_users",
+        "window": "1h",
+        "since": 5,
+        "until": None,
+    }
