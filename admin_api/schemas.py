@@ -169,6 +169,10 @@ class MemberOut(BaseModel):
     )
 
 
+class MemberNames(BaseModel):
+    items: list[str] = Field(description="Configured, then registered members")
+
+
 class MemberList(BaseModel):
     items: list[MemberOut]
     reachable: int = Field(ge=0)

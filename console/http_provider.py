@@ -176,7 +176,8 @@ class HttpProvider(OpsHttpMixin):
         return [stats.scope for stats in self.all_window_stats()]
 
     def member_names(self) -> list[str]:
-        return [member.name for member in self.members()]
+        # the directory's names only: /members would read every member's agent (issue 30)
+        return list(self._get("/member-names")["items"])
 
     def trend(self, query: TrendQuery) -> list[TrendPoint]:
         data = self._get("/stats/trend", **query.params())

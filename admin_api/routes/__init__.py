@@ -21,6 +21,7 @@ from . import (
     jobs,
     live,
     me,
+    member_names,
     members,
     occupancy,
     sessions,
@@ -35,6 +36,7 @@ API_PREFIX = "/api/v1"
 ROUTERS = (
     me,
     members,
+    member_names,
     cluster,
     live,
     history,

@@ -29,6 +29,7 @@ API = "/api/v1"
 EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/me"): Role.VIEWER,
     ("GET", "/api/v1/members"): Role.VIEWER,
+    ("GET", "/api/v1/member-names"): Role.VIEWER,
     ("POST", "/api/v1/members"): Role.ADMIN,
     ("GET", "/api/v1/members/{name}"): Role.VIEWER,
     ("DELETE", "/api/v1/members/{name}"): Role.ADMIN,
