@@ -50,7 +50,9 @@ def _said(exc: BaseException) -> str:
     call's failure, and its own text names only the count of them."""
     lines = [str(exc)]
     for inner in getattr(exc, "exceptions", ()):
-        lines += ["  " + line for line in traceback.format_exception_only(inner)]
+        # the whole chain (a wrapped BaseException says nothing without its cause), last lines
+        text = "".join(traceback.format_exception(inner)).splitlines()
+        lines += ["  " + line for line in text[-25:]]
     return "\n".join(lines)
 
 
