@@ -4,12 +4,15 @@
         --processes 4 --server-pid PID
 
 The spec's C10M shape: every connection subscribes to its own subject, which receives one
-``--size``-byte message every ``--interval`` seconds, and the first ``--hot`` connections also
-subscribe to one hot subject published ``--hot-rate`` times a second. One publisher connection
+``--size``-byte message every ``--interval`` seconds, and ``--hot`` connections (every
+``n // hot``-th, so every generator process has its share) also subscribe to one hot subject
+published ``--hot-rate`` times a second. One publisher connection
 (its own process) paces all publishes; each content starts with the publisher's
 ``time.time_ns()`` (19 digits), so delivery latency = receive time - publish time on the same
-clock (sampled from every hot delivery and every cold one, kept in an HDR histogram per process,
-merged by the orchestrator).
+clock (every ``--sample-every``-th message of a process is sampled into its HDR histogram; the
+orchestrator merges them). After the publish window each process waits (up to ``--drain``
+seconds, or until 3 s pass without a message) for the messages still in flight, so a generator
+that falls behind shows as latency, not as loss.
 
 Connections are spread over ``--processes`` generator processes, each below its open-file limit
 (``--per-process``, default the hard ``RLIMIT_NOFILE`` less 500) and over source addresses
@@ -99,6 +102,23 @@ def plan(n: int, processes: int, per_process: int, per_address: int) -> list[Sha
     return shares
 
 
+def hot_stride(n: int, hot: int) -> int:
+    """Every ``stride``-th connection takes the hot subject: spread over every process."""
+    return max(1, n // hot) if hot > 0 else 0
+
+
+def is_hot(index: int, n: int, hot: int) -> bool:
+    stride = hot_stride(n, hot)
+    return stride > 0 and index % stride == 0 and index // stride < hot
+
+
+def share_expected(share: Share, n: int, hot: int, cold_sent: int, hot_sent: int) -> int:
+    """Messages the share's connections should receive: their cold ones and the hot ones."""
+    cold = max(0, min(share.start + share.count, cold_sent) - share.start)
+    hot_here = sum(1 for i in range(share.start, share.start + share.count) if is_hot(i, n, hot))
+    return cold + hot_here * hot_sent
+
+
 def latency_summary(histograms: list[bytes]) -> dict[str, Any]:
     """Merge the processes' encoded HDR histograms (microseconds); percentiles in ms."""
     merged = new_histogram()
@@ -135,9 +155,11 @@ class Tally:
 
 
 class Subscriber(WSClient):
-    def __init__(self, host: str, port: int, tally: Tally, subjects: list[str]) -> None:
+    def __init__(
+        self, host: str, port: int, tally: Tally, subjects: list[str], sample_every: int
+    ) -> None:
         super().__init__(host, port, "/")
-        self.tally, self.subjects = tally, subjects
+        self.tally, self.subjects, self.sample_every = tally, subjects, sample_every
 
     def on_open(self) -> None:
         self.tally.opened += 1
@@ -146,10 +168,11 @@ class Subscriber(WSClient):
 
     def on_text(self, payload: bytes) -> None:
         if payload.startswith(b'{"type":"message"'):
-            at = payload.find(CONTENT_KEY) + len(CONTENT_KEY)
-            sent = int(payload[at : at + 19])
             self.tally.messages += 1
-            self.tally.histogram.record_value(max(1, (time.time_ns() - sent) // 1000))
+            if self.tally.messages % self.sample_every == 0:
+                at = payload.find(CONTENT_KEY) + len(CONTENT_KEY)
+                sent = int(payload[at : at + 19])
+                self.tally.histogram.record_value(max(1, (time.time_ns() - sent) // 1000))
         elif payload.startswith(b'{"type":"subscribed"'):
             if b'"status":"allow"' in payload:
                 self.tally.subscribed += 1
@@ -166,21 +189,25 @@ def subject_of(run: str, index: int) -> str:
 
 
 async def open_share(
-    host: str, port: int, run: str, share: Share, hot: int, concurrency: int, tally: Tally
+    host: str, port: int, run: str, share: Share, config: dict[str, Any], tally: Tally
 ) -> list[WSClient]:
+    n, hot, concurrency = config["n"], config["hot"], config["concurrency"]
     loop = asyncio.get_running_loop()
     gate = asyncio.Semaphore(concurrency)
     clients: list[WSClient] = []
 
     async def one(index: int, source: str) -> None:
-        subjects = [subject_of(run, index)] + ([f"/cs/{run}/hot"] if index < hot else [])
+        subjects = [subject_of(run, index)] + ([f"/cs/{run}/hot"] if is_hot(index, n, hot) else [])
         async with gate:
             for attempt in range(5):
                 sock = client_socket(source)
                 try:
                     sock.connect_ex((host, port))
                     _, proto = await loop.create_connection(
-                        lambda: Subscriber(host, port, tally, subjects), sock=sock
+                        lambda: Subscriber(
+                            host, port, tally, subjects, config["sample_every"]
+                        ),
+                        sock=sock,
                     )
                     await asyncio.wait_for(proto.opened, 30)
                     clients.append(proto)
@@ -200,27 +227,33 @@ async def open_share(
 
 
 def generator_main(
-    parent: int, timeout: float, host: str, port: int, run: str, share: Share, hot: int,
-    concurrency: int, channel: Connection,
+    parent: int, timeout: float, host: str, port: int, run: str, share: Share,
+    config: dict[str, Any], channel: Connection,
 ) -> None:
     harden_child(parent, timeout)
     raise_nofile()
     uvloop.install()
-    asyncio.run(_generator(host, port, run, share, hot, concurrency, channel))
+    asyncio.run(_generator(host, port, run, share, config, channel))
 
 
 async def _generator(
-    host: str, port: int, run: str, share: Share, hot: int, concurrency: int, channel: Connection
+    host: str, port: int, run: str, share: Share, config: dict[str, Any], channel: Connection
 ) -> None:
     tally = Tally()
     loop = asyncio.get_running_loop()
-    clients = await open_share(host, port, run, share, hot, concurrency, tally)
+    clients = await open_share(host, port, run, share, config, tally)
+    wanted = share_expected(share, config["n"], config["hot"], config["n"], 1)  # subscriptions
     deadline = time.time() + 30
-    while tally.subscribed + tally.refused < _expected(share, hot) and time.time() < deadline:
+    while tally.subscribed + tally.refused < wanted and time.time() < deadline:
         await asyncio.sleep(0.05)
     channel.send({"opened": tally.opened, "subscribed": tally.subscribed,
                   "last_subscribed": tally.last_subscribed, "cpu": cpu_seconds()})
-    await loop.run_in_executor(None, channel.recv)  # "report"
+    expected = await loop.run_in_executor(None, channel.recv)  # messages sent to this share
+    deadline, last, still = time.time() + config["drain"], -1, 0
+    while tally.messages < expected and time.time() < deadline and still < 6:
+        still = still + 1 if tally.messages == last else 0  # 3 s without a message: lost
+        last = tally.messages
+        await asyncio.sleep(0.5)
     channel.send({"messages": tally.messages, "refused": tally.refused, "lost": tally.lost,
                   "histogram": tally.histogram.encode(), "cpu": cpu_seconds()})
     await loop.run_in_executor(None, channel.recv)  # "close"
@@ -228,12 +261,6 @@ async def _generator(
         if client.transport is not None:
             client.transport.abort()
     await asyncio.sleep(0.1)
-
-
-def _expected(share: Share, hot: int) -> int:
-    """Subscriptions this share expects: one each, plus the hot one below ``hot``."""
-    hot_here = max(0, min(share.start + share.count, hot) - share.start)
-    return share.count + hot_here
 
 
 class Publisher(WSClient):
@@ -329,14 +356,15 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     shares = plan(options.n, options.processes, options.per_process, options.per_address)
     tag = f"{os.getpid()}x{int(time.time()) % 100000}"
     parent, children, channels = os.getpid(), [], []
+    config = {"n": options.n, "hot": options.hot, "concurrency": options.concurrency,
+              "sample_every": options.sample_every, "drain": options.drain}
     slab0, rss0 = slab_kib(), rss_kib(options.server_pid)
     started = time.time()
     try:
         for share in shares:
             ours, theirs = CONTEXT.Pipe()
             child = CONTEXT.Process(target=generator_main, args=(
-                parent, options.timeout, options.host, options.port, tag, share, options.hot,
-                options.concurrency, theirs))
+                parent, options.timeout, options.host, options.port, tag, share, config, theirs))
             child.start()
             children.append(child)
             channels.append(ours)
@@ -356,10 +384,14 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         server_cpu0 = proc_cpu(options.server_pid)
         pub_ours.send("go")
         published = pub_ours.recv()
-        server_cpu1 = proc_cpu(options.server_pid)
-        for channel in channels:
-            channel.send("report")
+        expected = [
+            share_expected(share, options.n, options.hot, published["cold"], published["hot"])
+            for share in shares
+        ]
+        for channel, wanted in zip(channels, expected, strict=True):
+            channel.send(wanted)
         reports = [channel.recv() for channel in channels]
+        server_cpu1 = proc_cpu(options.server_pid)
         for channel in channels:
             channel.send("close")
     finally:
@@ -367,8 +399,6 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
             child.join(timeout=10)
             if child.is_alive():
                 child.kill()
-    hot = min(options.hot, options.n)
-    expected = published["cold"] + published["hot"] * hot
     return {
         "connections": options.n, "processes": len(shares),
         "sources": sorted({a for s in shares for a, _ in s.sources}),
@@ -376,14 +406,14 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         "connect_rate_per_s": round(opened / max(settled - started, 1e-3)),
         "published_cold": published["cold"], "published_hot": published["hot"],
         "publish_refused": published["failed"],
-        "deliveries_expected": expected,
+        "deliveries_expected": sum(expected),
         "deliveries_received": sum(r["messages"] for r in reports),
         "refused_subscriptions": sum(r["refused"] for r in reports),
         "lost_connections": sum(r["lost"] for r in reports),
         "latency": latency_summary([r["histogram"] for r in reports]),
         "server_rss_kib_per_connection": per_connection(rss0, rss1, opened),
         "slab_kib_per_connection": per_connection(slab0, slab1, opened),
-        "server_cpu_s_publish_window": None if server_cpu0 is None or server_cpu1 is None
+        "server_cpu_s_publish_and_drain": None if server_cpu0 is None or server_cpu1 is None
         else round(server_cpu1 - server_cpu0, 2),
         "generator_cpu_s_connect": round(sum(r["cpu"] for r in ready), 2),
         "generator_cpu_s_total": round(sum(r["cpu"] for r in reports) + published["cpu"], 2),
@@ -407,9 +437,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=60.0, help="publish window, s")
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--concurrency", type=int, default=200, help="connects in flight/process")
+    parser.add_argument("--sample-every", type=int, default=10, help="latency of every Kth")
+    parser.add_argument("--drain", type=float, default=60.0, help="s to wait for late messages")
     parser.add_argument("--server-pid", type=int)
     parser.add_argument("--timeout", type=float, default=900.0, help="every process dies by then")
     options = parser.parse_args(argv)
+    if options.sample_every < 1:
+        parser.error("--sample-every must be at least 1")
     if options.size < 20:
         parser.error("--size must be at least 20 (the 19-digit timestamp)")
     try:

@@ -79,3 +79,15 @@ def test_latency_of_several_processes_is_merged_before_the_percentiles() -> None
     assert summary["p50_ms"] == pytest.approx(1.0, rel=0.01)
     assert summary["p99_ms"] == pytest.approx(50.0, rel=0.01)
     assert connections.latency_summary([new_histogram().encode()]) == {"samples": 0}
+
+
+def test_hot_connections_are_spread_over_every_process() -> None:
+    shares = connections.plan(1000, 4, 1000, 28_000)
+    hot = [sum(connections.is_hot(i, 1000, 100) for i in range(s.start, s.start + s.count))
+           for s in shares]
+    assert hot == [25, 25, 25, 25]
+    assert sum(connections.is_hot(i, 1001, 1000) for i in range(1001)) == 1000
+    assert not any(connections.is_hot(i, 10, 0) for i in range(10))
+    # 250 cold messages sent (connections 0-249 of share 0) and 7 hot ones to 25 connections
+    assert connections.share_expected(shares[0], 1000, 100, 250, 7) == 250 + 25 * 7
+    assert connections.share_expected(shares[1], 1000, 100, 250, 7) == 25 * 7
