@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import math
@@ -51,7 +52,7 @@ import uvloop
 from hdrh.histogram import HdrHistogram
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from wsload import WSClient, client_socket, harden_child, new_histogram  # noqa: E402
+from wsload import WSClient, client_socket, harden_child, new_histogram
 
 CONTEXT = mp.get_context("fork")
 EPHEMERAL_PORTS = 60999 - 32768 + 1
@@ -148,7 +149,11 @@ def raise_nofile() -> None:
 
 
 class Tally:
-    def __init__(self) -> None:
+    """What one generator process counts; ``answered`` is set when every subscription is."""
+
+    def __init__(self, subscriptions: int) -> None:
+        self.subscriptions = subscriptions
+        self.answered = asyncio.Event()
         self.opened = self.subscribed = self.refused = self.lost = self.messages = 0
         self.histogram = new_histogram()
         self.last_subscribed = 0.0
@@ -179,6 +184,8 @@ class Subscriber(WSClient):
                 self.tally.last_subscribed = time.time()
             else:
                 self.tally.refused += 1
+            if self.tally.subscribed + self.tally.refused >= self.tally.subscriptions:
+                self.tally.answered.set()
 
     def on_lost(self, exc: Exception | None) -> None:
         self.tally.lost += 1
@@ -204,9 +211,7 @@ async def open_share(
                 try:
                     sock.connect_ex((host, port))
                     _, proto = await loop.create_connection(
-                        lambda: Subscriber(
-                            host, port, tally, subjects, config["sample_every"]
-                        ),
+                        lambda: Subscriber(host, port, tally, subjects, config["sample_every"]),
                         sock=sock,
                     )
                     await asyncio.wait_for(proto.opened, 30)
@@ -227,8 +232,14 @@ async def open_share(
 
 
 def generator_main(
-    parent: int, timeout: float, host: str, port: int, run: str, share: Share,
-    config: dict[str, Any], channel: Connection,
+    parent: int,
+    timeout: float,
+    host: str,
+    port: int,
+    run: str,
+    share: Share,
+    config: dict[str, Any],
+    channel: Connection,
 ) -> None:
     harden_child(parent, timeout)
     raise_nofile()
@@ -239,23 +250,34 @@ def generator_main(
 async def _generator(
     host: str, port: int, run: str, share: Share, config: dict[str, Any], channel: Connection
 ) -> None:
-    tally = Tally()
+    tally = Tally(share_expected(share, config["n"], config["hot"], config["n"], 1))
     loop = asyncio.get_running_loop()
     clients = await open_share(host, port, run, share, config, tally)
-    wanted = share_expected(share, config["n"], config["hot"], config["n"], 1)  # subscriptions
-    deadline = time.time() + 30
-    while tally.subscribed + tally.refused < wanted and time.time() < deadline:
-        await asyncio.sleep(0.05)
-    channel.send({"opened": tally.opened, "subscribed": tally.subscribed,
-                  "last_subscribed": tally.last_subscribed, "cpu": cpu_seconds()})
+    with contextlib.suppress(TimeoutError):  # what has not answered in 30 s is reported short
+        await asyncio.wait_for(tally.answered.wait(), 30)
+    channel.send(
+        {
+            "opened": tally.opened,
+            "subscribed": tally.subscribed,
+            "last_subscribed": tally.last_subscribed,
+            "cpu": cpu_seconds(),
+        }
+    )
     expected = await loop.run_in_executor(None, channel.recv)  # messages sent to this share
     deadline, last, still = time.time() + config["drain"], -1, 0
     while tally.messages < expected and time.time() < deadline and still < 6:
         still = still + 1 if tally.messages == last else 0  # 3 s without a message: lost
         last = tally.messages
         await asyncio.sleep(0.5)
-    channel.send({"messages": tally.messages, "refused": tally.refused, "lost": tally.lost,
-                  "histogram": tally.histogram.encode(), "cpu": cpu_seconds()})
+    channel.send(
+        {
+            "messages": tally.messages,
+            "refused": tally.refused,
+            "lost": tally.lost,
+            "histogram": tally.histogram.encode(),
+            "cpu": cpu_seconds(),
+        }
+    )
     await loop.run_in_executor(None, channel.recv)  # "close"
     for client in clients:
         if client.transport is not None:
@@ -276,15 +298,24 @@ class Publisher(WSClient):
                 self.failed += 1
 
 
-def publisher_main(parent: int, timeout: float, host: str, port: int, run: str, n: int,
-                   options: dict[str, Any], channel: Connection) -> None:
+def publisher_main(
+    parent: int,
+    timeout: float,
+    host: str,
+    port: int,
+    run: str,
+    n: int,
+    options: dict[str, Any],
+    channel: Connection,
+) -> None:
     harden_child(parent, timeout)
     uvloop.install()
     asyncio.run(_publish(host, port, run, n, options, channel))
 
 
-async def _publish(host: str, port: int, run: str, n: int, options: dict[str, Any],
-                   channel: Connection) -> None:
+async def _publish(
+    host: str, port: int, run: str, n: int, options: dict[str, Any], channel: Connection
+) -> None:
     loop = asyncio.get_running_loop()
     _, pub = await loop.create_connection(lambda: Publisher(host, port), host, port)
     await pub.opened
@@ -311,8 +342,15 @@ async def _publish(host: str, port: int, run: str, n: int, options: dict[str, An
             break
         await asyncio.sleep(tick)
     await asyncio.sleep(1.0)  # answers in flight
-    channel.send({"cold": sent_cold, "hot": sent_hot, "ok": pub.ok, "failed": pub.failed,
-                  "cpu": cpu_seconds() - cpu_before})
+    channel.send(
+        {
+            "cold": sent_cold,
+            "hot": sent_hot,
+            "ok": pub.ok,
+            "failed": pub.failed,
+            "cpu": cpu_seconds() - cpu_before,
+        }
+    )
     if pub.transport is not None:
         pub.transport.close()
 
@@ -356,15 +394,31 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     shares = plan(options.n, options.processes, options.per_process, options.per_address)
     tag = f"{os.getpid()}x{int(time.time()) % 100000}"
     parent, children, channels = os.getpid(), [], []
-    config = {"n": options.n, "hot": options.hot, "concurrency": options.concurrency,
-              "sample_every": options.sample_every, "drain": options.drain}
+    config = {
+        "n": options.n,
+        "hot": options.hot,
+        "concurrency": options.concurrency,
+        "sample_every": options.sample_every,
+        "drain": options.drain,
+    }
     slab0, rss0 = slab_kib(), rss_kib(options.server_pid)
     started = time.time()
     try:
         for share in shares:
             ours, theirs = CONTEXT.Pipe()
-            child = CONTEXT.Process(target=generator_main, args=(
-                parent, options.timeout, options.host, options.port, tag, share, config, theirs))
+            child = CONTEXT.Process(
+                target=generator_main,
+                args=(
+                    parent,
+                    options.timeout,
+                    options.host,
+                    options.port,
+                    tag,
+                    share,
+                    config,
+                    theirs,
+                ),
+            )
             child.start()
             children.append(child)
             channels.append(ours)
@@ -375,10 +429,25 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         time.sleep(1.0)
         slab1, rss1 = slab_kib(), rss_kib(options.server_pid)
         pub_ours, pub_theirs = CONTEXT.Pipe()
-        publisher = CONTEXT.Process(target=publisher_main, args=(
-            parent, options.timeout, options.host, options.port, tag, options.n,
-            {"interval": options.interval, "hot_rate": options.hot_rate, "size": options.size,
-             "duration": options.duration, "hot": options.hot}, pub_theirs))
+        publisher = CONTEXT.Process(
+            target=publisher_main,
+            args=(
+                parent,
+                options.timeout,
+                options.host,
+                options.port,
+                tag,
+                options.n,
+                {
+                    "interval": options.interval,
+                    "hot_rate": options.hot_rate,
+                    "size": options.size,
+                    "duration": options.duration,
+                    "hot": options.hot,
+                },
+                pub_theirs,
+            ),
+        )
         publisher.start()
         children.append(publisher)
         server_cpu0 = proc_cpu(options.server_pid)
@@ -400,11 +469,14 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
             if child.is_alive():
                 child.kill()
     return {
-        "connections": options.n, "processes": len(shares),
+        "connections": options.n,
+        "processes": len(shares),
         "sources": sorted({a for s in shares for a, _ in s.sources}),
-        "opened": opened, "subscribed": subscribed,
+        "opened": opened,
+        "subscribed": subscribed,
         "connect_rate_per_s": round(opened / max(settled - started, 1e-3)),
-        "published_cold": published["cold"], "published_hot": published["hot"],
+        "published_cold": published["cold"],
+        "published_hot": published["hot"],
         "publish_refused": published["failed"],
         "deliveries_expected": sum(expected),
         "deliveries_received": sum(r["messages"] for r in reports),
@@ -413,7 +485,8 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         "latency": latency_summary([r["histogram"] for r in reports]),
         "server_rss_kib_per_connection": per_connection(rss0, rss1, opened),
         "slab_kib_per_connection": per_connection(slab0, slab1, opened),
-        "server_cpu_s_publish_and_drain": None if server_cpu0 is None or server_cpu1 is None
+        "server_cpu_s_publish_and_drain": None
+        if server_cpu0 is None or server_cpu1 is None
         else round(server_cpu1 - server_cpu0, 2),
         "generator_cpu_s_connect": round(sum(r["cpu"] for r in ready), 2),
         "generator_cpu_s_total": round(sum(r["cpu"] for r in reports) + published["cpu"], 2),

@@ -312,8 +312,16 @@ def main() -> None:
     options = parser.parse_args()
     hub_ns = delivery_cost(options.deliveries, with_send=False)
     send_ns = delivery_cost(options.deliveries // 4, with_send=True)
-    print(json.dumps({"case": "in_process_delivery", "hub_ns": round(hub_ns, 1),
-                      "hub_plus_send_ns": round(send_ns, 1)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "case": "in_process_delivery",
+                "hub_ns": round(hub_ns, 1),
+                "hub_plus_send_ns": round(send_ns, 1),
+            }
+        ),
+        flush=True,
+    )
     forwards = []
     for destinations in (1, 3):
         for batch in (1, options.batch):
@@ -337,7 +345,9 @@ def main() -> None:
             key = "unbatched" if forward["batch"] == 1 else "batched"
             # publish forwarded to the owner + owner forwards to the other process: 2 forwards
             # per message at worst; within 15% when 2 x forward <= 0.15 x fan-out x delivery
-            summary[f"fanout_for_15pct_{key}_hub"] = round(2 * forward["forward_ns"] / (0.15 * hub_ns))
+            summary[f"fanout_for_15pct_{key}_hub"] = round(
+                2 * forward["forward_ns"] / (0.15 * hub_ns)
+            )
             summary[f"fanout_for_15pct_{key}_send"] = round(
                 2 * forward["forward_ns"] / (0.15 * send_ns)
             )

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import itertools
+
 import connections
 from wsload import new_histogram
 
@@ -18,8 +20,9 @@ def test_a_plan_covers_every_connection_once_within_every_limit() -> None:
     assert sum(share.count for share in shares) == 100_000
     assert all(share.count <= 19_500 for share in shares)
     starts = [share.start for share in shares]
-    assert starts == sorted(starts) and starts[0] == 0
-    for share, following in zip(shares, shares[1:], strict=False):
+    assert starts == sorted(starts)
+    assert starts[0] == 0
+    for share, following in itertools.pairwise(shares):
         assert share.start + share.count == following.start
     per_address: dict[str, int] = {}
     for share in shares:
@@ -27,7 +30,10 @@ def test_a_plan_covers_every_connection_once_within_every_limit() -> None:
         for address, count in share.sources:
             per_address[address] = per_address.get(address, 0) + count
     assert per_address == {
-        "127.0.2.1": 28_000, "127.0.2.2": 28_000, "127.0.2.3": 28_000, "127.0.2.4": 16_000
+        "127.0.2.1": 28_000,
+        "127.0.2.2": 28_000,
+        "127.0.2.3": 28_000,
+        "127.0.2.4": 16_000,
     }
 
 
@@ -63,7 +69,9 @@ def test_the_command_line_refuses_a_plan_naming_the_option(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as stop:
-        connections.parse(["--port", "1", "-n", "30000", "--processes", "1", "--per-process", "19000"])
+        connections.parse(
+            ["--port", "1", "-n", "30000", "--processes", "1", "--per-process", "19000"]
+        )
     assert stop.value.code == 2
     assert "--processes 2" in capsys.readouterr().err
 
@@ -83,8 +91,10 @@ def test_latency_of_several_processes_is_merged_before_the_percentiles() -> None
 
 def test_hot_connections_are_spread_over_every_process() -> None:
     shares = connections.plan(1000, 4, 1000, 28_000)
-    hot = [sum(connections.is_hot(i, 1000, 100) for i in range(s.start, s.start + s.count))
-           for s in shares]
+    hot = [
+        sum(connections.is_hot(i, 1000, 100) for i in range(s.start, s.start + s.count))
+        for s in shares
+    ]
     assert hot == [25, 25, 25, 25]
     assert sum(connections.is_hot(i, 1001, 1000) for i in range(1001)) == 1000
     assert not any(connections.is_hot(i, 10, 0) for i in range(10))
