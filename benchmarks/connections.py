@@ -289,6 +289,13 @@ class Publisher(WSClient):
     def __init__(self, host: str, port: int) -> None:
         super().__init__(host, port, "/")
         self.ok = self.failed = 0
+        self.sent = -1  # known once the schedule is done
+        self.answered = asyncio.Event()
+
+    def expect(self, sent: int) -> None:
+        self.sent = sent
+        if self.ok + self.failed >= sent:
+            self.answered.set()
 
     def on_text(self, payload: bytes) -> None:
         if payload.startswith(b'{"type":"publish_result"'):
@@ -296,6 +303,8 @@ class Publisher(WSClient):
                 self.ok += 1
             else:
                 self.failed += 1
+            if self.ok + self.failed == self.sent:
+                self.answered.set()
 
 
 def publisher_main(
@@ -341,13 +350,18 @@ async def _publish(
         if elapsed >= duration:
             break
         await asyncio.sleep(tick)
-    await asyncio.sleep(1.0)  # answers in flight
+    # every publish answered before the count goes out: a server that reads the publisher late
+    # shows as latency; what is still unanswered after ``drain`` seconds is reported as such
+    pub.expect(sent_cold + sent_hot)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(pub.answered.wait(), options["drain"])
     channel.send(
         {
             "cold": sent_cold,
             "hot": sent_hot,
             "ok": pub.ok,
             "failed": pub.failed,
+            "unanswered": sent_cold + sent_hot - pub.ok - pub.failed,
             "cpu": cpu_seconds() - cpu_before,
         }
     )
@@ -443,6 +457,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
                     "hot_rate": options.hot_rate,
                     "size": options.size,
                     "duration": options.duration,
+                    "drain": options.drain,
                     "hot": options.hot,
                 },
                 pub_theirs,
@@ -478,6 +493,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         "published_cold": published["cold"],
         "published_hot": published["hot"],
         "publish_refused": published["failed"],
+        "publish_unanswered": published["unanswered"],
         "deliveries_expected": sum(expected),
         "deliveries_received": sum(r["messages"] for r in reports),
         "refused_subscriptions": sum(r["refused"] for r in reports),

@@ -79,7 +79,9 @@ def _receive(
 ) -> None:
     """Read length-prefixed frames until EOF; decode every message; report (count, CPU s)."""
     _close_inherited(inherited)
-    decoder = msgspec.msgpack.Decoder(list[Forward] if batched else Forward)
+    decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(
+        list[Forward] if batched else Forward
+    )
     start = time.process_time()
     buf = bytearray()
     count = 0
@@ -103,7 +105,9 @@ def _receive(
 def forward_cost(destinations: int, messages: int, batch: int) -> dict[str, Any]:
     """Owner -> ``destinations`` processes; CPU per message on each side, in ns."""
     batched = batch > 1
-    pairs, children, reports = [], [], []
+    pairs: list[socket.socket] = []
+    children: list[Any] = []
+    reports: list[Connection] = []
     for _ in range(destinations):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         report_ours, report_theirs = CONTEXT.Pipe(duplex=False)
@@ -264,7 +268,9 @@ def _fd_worker(channel: socket.socket, report: Connection, inherited: list[socke
 
 def fd_passing(port: int, workers: int, connects: int) -> dict[str, Any]:
     listener = _listener(port, reuse=False)
-    channels, reports, children = [], [], []
+    channels: list[socket.socket] = []
+    reports: list[Connection] = []
+    children: list[Any] = []
     for _ in range(workers):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         report_ours, report_theirs = CONTEXT.Pipe(duplex=False)

@@ -54,6 +54,7 @@ def test_two_hundred_connections_from_two_processes_receive_every_message(
     assert result["published_cold"] == 200  # 100/s over 2 s: every subject once
     assert result["published_hot"] == 40  # 20/s for 2 s
     assert result["publish_refused"] == 0
+    assert result["publish_unanswered"] == 0
     expected = result["published_cold"] + 50 * result["published_hot"]
     assert result["deliveries_expected"] == expected
     assert result["deliveries_received"] == expected
