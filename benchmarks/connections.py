@@ -404,10 +404,22 @@ def per_connection(before: int | None, after: int | None, n: int) -> float | Non
     return round((after - before) / n, 2)
 
 
+def start_child(
+    target: Any, options: argparse.Namespace, tag: str, *args: Any
+) -> tuple[Any, Connection]:
+    """``target(our pid, timeout, host, port, tag, *args, pipe end)`` in a started child."""
+    ours, theirs = CONTEXT.Pipe()
+    common = (os.getpid(), options.timeout, options.host, options.port, tag)
+    child = CONTEXT.Process(target=target, args=(*common, *args, theirs))
+    child.start()
+    return child, ours
+
+
 def run(options: argparse.Namespace) -> dict[str, Any]:
     shares = plan(options.n, options.processes, options.per_process, options.per_address)
     tag = f"{os.getpid()}x{int(time.time()) % 100000}"
-    parent, children, channels = os.getpid(), [], []
+    children: list[Any] = []
+    channels: list[Connection] = []
     config = {
         "n": options.n,
         "hot": options.hot,
@@ -419,21 +431,7 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     started = time.time()
     try:
         for share in shares:
-            ours, theirs = CONTEXT.Pipe()
-            child = CONTEXT.Process(
-                target=generator_main,
-                args=(
-                    parent,
-                    options.timeout,
-                    options.host,
-                    options.port,
-                    tag,
-                    share,
-                    config,
-                    theirs,
-                ),
-            )
-            child.start()
+            child, ours = start_child(generator_main, options, tag, share, config)
             children.append(child)
             channels.append(ours)
         ready = [channel.recv() for channel in channels]
@@ -442,28 +440,20 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
         settled = max(r["last_subscribed"] for r in ready) or time.time()
         time.sleep(1.0)
         slab1, rss1 = slab_kib(), rss_kib(options.server_pid)
-        pub_ours, pub_theirs = CONTEXT.Pipe()
-        publisher = CONTEXT.Process(
-            target=publisher_main,
-            args=(
-                parent,
-                options.timeout,
-                options.host,
-                options.port,
-                tag,
-                options.n,
-                {
-                    "interval": options.interval,
-                    "hot_rate": options.hot_rate,
-                    "size": options.size,
-                    "duration": options.duration,
-                    "drain": options.drain,
-                    "hot": options.hot,
-                },
-                pub_theirs,
-            ),
+        publisher, pub_ours = start_child(
+            publisher_main,
+            options,
+            tag,
+            options.n,
+            {
+                "interval": options.interval,
+                "hot_rate": options.hot_rate,
+                "size": options.size,
+                "duration": options.duration,
+                "drain": options.drain,
+                "hot": options.hot,
+            },
         )
-        publisher.start()
         children.append(publisher)
         server_cpu0 = proc_cpu(options.server_pid)
         pub_ours.send("go")

@@ -102,23 +102,30 @@ def _receive(
     report.send((count, time.process_time() - start))
 
 
+def _spawn(
+    target: Any, count: int, extra: tuple[Any, ...], inherited: list[socket.socket]
+) -> tuple[list[socket.socket], list[Connection], list[Any]]:
+    """``count`` children ``target(their socket end, report pipe, *extra, to close)``."""
+    ends: list[socket.socket] = []
+    reports: list[Connection] = []
+    children: list[Any] = []
+    for _ in range(count):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        report_ours, report_theirs = CONTEXT.Pipe(duplex=False)
+        to_close = [*inherited, *ends, ours]
+        child = CONTEXT.Process(target=target, args=(theirs, report_theirs, *extra, to_close))
+        child.start()
+        theirs.close()
+        ends.append(ours)
+        reports.append(report_ours)
+        children.append(child)
+    return ends, reports, children
+
+
 def forward_cost(destinations: int, messages: int, batch: int) -> dict[str, Any]:
     """Owner -> ``destinations`` processes; CPU per message on each side, in ns."""
     batched = batch > 1
-    pairs: list[socket.socket] = []
-    children: list[Any] = []
-    reports: list[Connection] = []
-    for _ in range(destinations):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        report_ours, report_theirs = CONTEXT.Pipe(duplex=False)
-        child = CONTEXT.Process(
-            target=_receive, args=(theirs, report_theirs, batched, [*pairs, ours])
-        )
-        child.start()
-        theirs.close()
-        pairs.append(ours)
-        children.append(child)
-        reports.append(report_ours)
+    pairs, reports, children = _spawn(_receive, destinations, (batched,), [])
     encoder = msgspec.msgpack.Encoder()
     content = b"x" * 512
     start = time.process_time()
@@ -142,7 +149,10 @@ def forward_cost(destinations: int, messages: int, batch: int) -> dict[str, Any]
     for child in children:
         child.join()
     received = sum(count for count, _ in results)
-    assert received == messages * destinations - len(pending) * destinations, received
+    if received != (messages - len(pending)) * destinations:
+        raise RuntimeError(
+            f"{received} messages decoded, {messages - len(pending)} x {destinations} sent"
+        )
     receiver_ns = sum(cpu for _, cpu in results) / received * 1e9
     sender_ns = sender / (messages * destinations) * 1e9
     return {
@@ -268,20 +278,7 @@ def _fd_worker(channel: socket.socket, report: Connection, inherited: list[socke
 
 def fd_passing(port: int, workers: int, connects: int) -> dict[str, Any]:
     listener = _listener(port, reuse=False)
-    channels: list[socket.socket] = []
-    reports: list[Connection] = []
-    children: list[Any] = []
-    for _ in range(workers):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        report_ours, report_theirs = CONTEXT.Pipe(duplex=False)
-        child = CONTEXT.Process(
-            target=_fd_worker, args=(theirs, report_theirs, [listener, *channels, ours])
-        )
-        child.start()
-        theirs.close()
-        channels.append(ours)
-        reports.append(report_ours)
-        children.append(child)
+    channels, reports, children = _spawn(_fd_worker, workers, (), [listener])
     connector = CONTEXT.Process(target=_connect_all, args=(port, connects, [listener, *channels]))
     connector.start()
     start = time.process_time()
