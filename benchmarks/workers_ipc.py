@@ -122,6 +122,18 @@ def _spawn(
     return ends, reports, children
 
 
+def _finish(
+    ends: list[socket.socket], reports: list[Connection], children: list[Any]
+) -> list[tuple[int, float]]:
+    """Close our ends (the children's EOF), collect their (count, CPU s), reap them."""
+    for end in ends:
+        end.close()
+    results = [report.recv() for report in reports]
+    for child in children:
+        child.join()
+    return results
+
+
 def forward_cost(destinations: int, messages: int, batch: int) -> dict[str, Any]:
     """Owner -> ``destinations`` processes; CPU per message on each side, in ns."""
     batched = batch > 1
@@ -143,11 +155,7 @@ def forward_cost(destinations: int, messages: int, batch: int) -> dict[str, Any]
         for sock in pairs:
             sock.sendall(frame)
     sender = time.process_time() - start
-    for sock in pairs:
-        sock.close()
-    results = [report.recv() for report in reports]
-    for child in children:
-        child.join()
+    results = _finish(pairs, reports, children)
     received = sum(count for count, _ in results)
     if received != (messages - len(pending)) * destinations:
         raise RuntimeError(
@@ -287,11 +295,7 @@ def fd_passing(port: int, workers: int, connects: int) -> dict[str, Any]:
         socket.send_fds(channels[index % workers], [b"c"], [conn.fileno()])
         conn.close()
     acceptor = time.process_time() - start
-    for channel in channels:
-        channel.close()
-    results = [report.recv() for report in reports]
-    for child in children:
-        child.join()
+    results = _finish(channels, reports, children)
     connector.join()
     listener.close()
     received = sum(count for count, _ in results)
