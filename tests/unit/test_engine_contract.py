@@ -13,16 +13,21 @@ retained bytes and ``SWEEP_BATCH`` subjects of sweep work per call; snapshots ar
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import pytest
 from natsserver import delete_streams
 
+from pushgrid.metrics.counters import Counters
+from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
+from pushgrid.server.core.entitlement import ALLOW_ALL
+from pushgrid.server.core.hub import Hub
 from pushgrid.server.core.outgoing import snapshot_frame
+from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.base import (
     ALERTS_SUBJECT,
     Engine,
@@ -36,6 +41,7 @@ from pushgrid.server.engine.base import (
 from pushgrid.server.engine.jetstream import JetStreamEngine
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.engine.standard import StandardClusterEngine
+from pushgrid.server.framing.outframe import OutFrame
 
 CACHE_LIMIT = 5
 EXPIRE_SECONDS = 60.0
@@ -900,6 +906,58 @@ async def test_a_subscribed_subject_is_never_evicted(
     assert engine.stats().subjects == 1
     assert await engine.position(SUBJECT) == (kept.epoch, kept.seq)
     assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
+
+
+class _Peer:
+    """A connection that takes every frame (the hub's subscriptions need one)."""
+
+    def send(self, frame: OutFrame) -> None:
+        pass
+
+    def send_all(self, frames: Sequence[OutFrame]) -> None:
+        pass
+
+    def close(self, code: int, reason: str) -> None:
+        pass
+
+
+_POLICY = SessionPolicy(
+    server_name="contract",
+    version="0",
+    keepalive=30.0,
+    limits=Limits(),
+    max_subscriptions=10,
+    publish_snapshot=True,
+)
+
+
+@pytest.mark.parametrize("kind", ["plain", "delta", "conflated", "pending"])
+async def test_every_kind_of_hub_subscription_keeps_its_subject(
+    engine: Engine, clock: FakeClock, delivered: Delivered, kind: str
+) -> None:
+    """The server's "in use" predicate is the hub's (server/app.py): a subject followed only by
+    field-delta subscribers (issue 34), only conflated ones, or by one still being set up is as
+    subscribed as one with a plain subscriber, and keeps its position."""
+    hub = Hub(engine, Counters())
+    session = Session("s1", hub, _Peer(), _POLICY, ALLOW_ALL, "127.0.0.1:1")
+    hub.add_session(session)
+    hub.begin_subscribe(session, SUBJECT)
+    if kind != "pending":
+        conflation_ms = 500 if kind == "conflated" else 0
+        hub.finish_subscribe(session, SUBJECT, conflation_ms, delta=kind == "delta")
+    engine.use_interest(hub.has_subscribers)
+    kept = await publish(engine, "kept", {"f": "1"}, retained=False)
+    await publish(engine, "gone", subject=OTHER, retained=False)
+    await delivered.wait_for(2)
+    for _ in range(3):
+        clock.advance(EXPIRE_SECONDS + 1)
+        engine.sweep()
+    assert engine.stats().subjects == 1
+    assert await engine.position(SUBJECT) == (kept.epoch, kept.seq)
+    again = await publish(engine, "again", {"f": "2"}, retained=False)
+    assert (again.epoch, again.seq) == (kept.epoch, kept.seq + 1)
+    hub.remove_session(session)
+    assert not hub.has_subscribers(SUBJECT)
 
 
 async def test_sweep_work_per_call_is_bounded(
