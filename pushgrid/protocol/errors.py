@@ -123,11 +123,11 @@ def invalid_subject_message(subject: object, reason: str) -> str:
 class InvalidSubject(RemoteProtocolError):
     code = ErrorCode.INVALID_SUBJECT
 
-    def __init__(self, subject: str, reason: str, request_id: int | None = None) -> None:
+    def __init__(self, subject: object, reason: str, request_id: int | None = None) -> None:
         super().__init__(
             ErrorCode.INVALID_SUBJECT,
             invalid_subject_message(subject, reason),
             request_id,
-            subject,
+            str(subject),
         )
         self.reason = reason

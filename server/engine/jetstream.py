@@ -61,7 +61,6 @@ from nats.js.api import (
 
 from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Position
-from pushgrid.protocol.sizes import message_size
 
 from ..cluster.isolation import Progress
 from ..cluster.link import ClusterLink
@@ -977,7 +976,7 @@ class JetStreamEngine(Engine):
         head = self._heads.get(request.subject)
         growth = snapshot_growth(head.record if head is not None else None, request)
         if request.qos == "guaranteed" and self._max_cached > 0:
-            growth += message_size(request.content, request.fields)
+            growth += request.size
             recent = self._recent.get(request.subject)
             if recent is not None and len(recent) == recent.maxlen:
                 growth -= recent[0][2]

@@ -159,7 +159,7 @@ class MemoryEngine(Engine):
         if request.retained:
             self._retain(state, request, delta, now)
         if request.qos == "guaranteed":
-            self._cache(state, message, now)
+            self._cache(state, message, now, request.size)
         if request.msg_id is not None:
             self._dedup.add(
                 request.subject, request.msg_id, Original(state.epoch, state.seq, now), now
@@ -195,7 +195,7 @@ class MemoryEngine(Engine):
         if not request.retained:
             return 0
         if state is None:
-            return message_size(request.content, request.fields)
+            return request.size
         old_content = state.content or ""
         delta = utf8_len(request.content) - utf8_len(old_content)
         for name, value in request.fields.items():
@@ -206,7 +206,7 @@ class MemoryEngine(Engine):
     def _growth(self, state: _Subject | None, request: PublishRequest, delta: int) -> int:
         growth = delta
         if request.qos == "guaranteed" and self._max_cached > 0:
-            growth += message_size(request.content, request.fields)
+            growth += request.size
             if state is not None and state.cache and len(state.cache) >= self._max_cached:
                 growth -= _message_bytes(state.cache[0])
         return growth
@@ -297,13 +297,13 @@ class MemoryEngine(Engine):
 
     # -- cache -----------------------------------------------------------------------------
 
-    def _cache(self, state: _Subject, message: Published, now: int) -> None:
+    def _cache(self, state: _Subject, message: Published, now: int, size: int) -> None:
+        """Cache ``message`` (``size``: its request's, the same content and fields)."""
         if self._max_cached <= 0:
             return
         if state.cache is None:
             state.cache = deque()
         state.cache.append(message)
-        size = _message_bytes(message)
         state.cached_bytes += size
         self._cached_messages += 1
         self._cached_bytes += size

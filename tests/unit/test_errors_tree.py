@@ -288,3 +288,21 @@ def test_built_in_bases_stay_for_callers_that_catch_them() -> None:
     assert issubclass(MalformedObjectName, ValueError)
     assert issubclass(InstanceAlreadyExists, ValueError)
     assert issubclass(StoreBusyError, RuntimeError)
+
+
+def test_the_engine_refuses_in_one_shape() -> None:
+    """Every refusal of an engine carries ``code`` (the ErrorCode the client gets) and
+    ``reason``: the admission path answers all of them one way (ADR 036)."""
+    from pushgrid.server.engine.base import EngineFull, EngineRefusal, SnapshotLimitExceeded
+
+    refusals: list[EngineRefusal] = [
+        SnapshotLimitExceeded(ErrorCode.TOO_MANY_FIELDS, "fields"),
+        EngineUnavailable("no quorum"),
+        EngineFull(ErrorCode.TOO_MANY_SUBJECTS, "full"),
+    ]
+    shapes = [(type(r.code), r.code, r.reason, str(r)) for r in refusals]
+    assert shapes == [
+        (ErrorCode, ErrorCode.TOO_MANY_FIELDS, "fields", "fields"),
+        (ErrorCode, ErrorCode.ENGINE_UNAVAILABLE, "no quorum", "no quorum"),
+        (ErrorCode, ErrorCode.TOO_MANY_SUBJECTS, "full", "full"),
+    ]

@@ -827,3 +827,37 @@ async def test_conflated_sends_are_counted_per_subject(world: World) -> None:
     assert counts[1] == 1
     assert counts[2] > 0
     assert world.counters.messages_out_total == 1
+
+
+# --- a publish's size: computed once, carried from the frame to the counters ------------------
+
+
+async def test_a_publish_computes_its_size_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MaxMessageSize (the codec), the engine's memory bound and the counters' bytes in all read
+    the one size computed for the frame (ADR 036; it was computed up to four times)."""
+    import sys
+
+    from pushgrid.protocol import sizes
+
+    original = sizes.message_size
+    calls: list[int] = []
+
+    def counted(content: str, fields: Any) -> int:
+        size = original(content, fields)
+        calls.append(size)
+        return size
+
+    for module in list(sys.modules.values()):  # every module that imported it, by name
+        if getattr(module, "message_size", None) is original:
+            monkeypatch.setattr(module, "message_size", counted)
+    world = await _world(MemoryEngine(epoch=EPOCH, max_subjects=10, max_retained_bytes=10**6))
+    try:
+        pub, pub_peer = world.session()
+        frame = {"op": "publish", "id": 1, "subject": SUBJECT, "content": "héllo"}
+        await pub.handle_text(json.dumps({**frame, "fields": {"k": "v"}}))
+        [result] = pub_peer.take()
+        assert result["result"] == "ok"
+        assert calls == [6 + 2]  # "héllo" is 6 bytes of UTF-8, the field 2
+        assert world.hub.take_tally()[SUBJECT][3] == 8  # bytes in: that size
+    finally:
+        await world.engine.close()
