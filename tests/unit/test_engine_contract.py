@@ -39,6 +39,7 @@ from pushgrid.server.engine.base import (
     SnapshotLimitExceeded,
 )
 from pushgrid.server.engine.jetstream import JetStreamEngine
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.engine.standard import StandardClusterEngine
 from pushgrid.server.framing.outframe import OutFrame
@@ -55,6 +56,17 @@ BYTES_LIMIT = 30_000
 SWEEP_BATCH = 10
 DEDUP_LIMIT = 30  # PublishDedupMaxKeys
 DEDUP_WINDOW = 120.0  # PublishDedupWindow
+#: every engine takes its limits whole (EngineLimits)
+LIMITS = EngineLimits(
+    max_cached=CACHE_LIMIT,
+    expire_seconds=EXPIRE_SECONDS,
+    bounds=BOUNDS,
+    max_subjects=SUBJECT_LIMIT,
+    max_retained_bytes=BYTES_LIMIT,
+    sweep_batch=SWEEP_BATCH,
+    dedup_window=DEDUP_WINDOW,
+    dedup_max_keys=DEDUP_LIMIT,
+)
 
 
 class FakeClock:
@@ -107,17 +119,7 @@ class Delivered:
 
 
 async def _memory_engine(clock: FakeClock) -> Engine:
-    return MemoryEngine(
-        max_cached=CACHE_LIMIT,
-        expire_seconds=EXPIRE_SECONDS,
-        clock=clock,
-        max_subjects=SUBJECT_LIMIT,
-        max_retained_bytes=BYTES_LIMIT,
-        sweep_batch=SWEEP_BATCH,
-        bounds=BOUNDS,
-        dedup_window=DEDUP_WINDOW,
-        dedup_max_keys=DEDUP_LIMIT,
-    )
+    return MemoryEngine(LIMITS, clock=clock)
 
 
 async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
@@ -128,19 +130,7 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
         "contract", "guaranteed", None, None, [url], BusCredentials.derive("contract")
     )
     return JetStreamEngine(
-        link,
-        stream="CONTRACT",
-        replicas=1,
-        max_cached=CACHE_LIMIT,
-        expire_seconds=EXPIRE_SECONDS,
-        publish_timeout=5,
-        clock=clock,
-        max_subjects=SUBJECT_LIMIT,
-        max_retained_bytes=BYTES_LIMIT,
-        sweep_batch=SWEEP_BATCH,
-        bounds=BOUNDS,
-        dedup_window=DEDUP_WINDOW,
-        dedup_max_keys=DEDUP_LIMIT,
+        link, LIMITS, stream="CONTRACT", replicas=1, publish_timeout=5, clock=clock
     )
 
 
@@ -148,18 +138,7 @@ async def _standard_engine(clock: FakeClock, request: pytest.FixtureRequest) -> 
     """Standard mode: core NATS fan-out into a local cache."""
     url: str = request.getfixturevalue("nats_url")
     link = ClusterLink("contract", "standard", None, None, [url], BusCredentials.derive("contract"))
-    return StandardClusterEngine(
-        link,
-        max_cached=CACHE_LIMIT,
-        expire_seconds=EXPIRE_SECONDS,
-        clock=clock,
-        max_subjects=SUBJECT_LIMIT,
-        max_retained_bytes=BYTES_LIMIT,
-        sweep_batch=SWEEP_BATCH,
-        bounds=BOUNDS,
-        dedup_window=DEDUP_WINDOW,
-        dedup_max_keys=DEDUP_LIMIT,
-    )
+    return StandardClusterEngine(link, LIMITS, clock=clock)
 
 
 async def _memory(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:

@@ -21,6 +21,7 @@ from pushgrid.server.core.hub import Hub
 from pushgrid.server.core.outgoing import update_frame
 from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.framing.outframe import OutFrame
 
@@ -850,7 +851,9 @@ async def test_a_publish_computes_its_size_once(monkeypatch: pytest.MonkeyPatch)
     for module in list(sys.modules.values()):  # every module that imported it, by name
         if getattr(module, "message_size", None) is original:
             monkeypatch.setattr(module, "message_size", counted)
-    world = await _world(MemoryEngine(epoch=EPOCH, max_subjects=10, max_retained_bytes=10**6))
+    world = await _world(
+        MemoryEngine(EngineLimits(max_subjects=10, max_retained_bytes=10**6), epoch=EPOCH)
+    )
     try:
         pub, pub_peer = world.session()
         frame = {"op": "publish", "id": 1, "subject": SUBJECT, "content": "héllo"}

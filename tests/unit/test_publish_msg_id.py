@@ -20,6 +20,7 @@ from pushgrid.protocol.frames import (
 )
 from pushgrid.server.engine.base import EngineFull, PublishRequest
 from pushgrid.server.engine.dedup import DedupTable, Original
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 
 
@@ -157,7 +158,7 @@ def test_window_zero_turns_deduplication_off() -> None:
 
 async def test_memory_engine_stores_a_repeat_again_once_the_window_passed() -> None:
     now = [1_700_000_000.0]
-    engine = MemoryEngine(clock=lambda: now[0], dedup_window=30.0)
+    engine = MemoryEngine(EngineLimits(dedup_window=30.0), clock=lambda: now[0])
     await engine.start(lambda message: None)
     first = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="k"))
     now[0] += 29
