@@ -82,7 +82,7 @@ async def test_a_publish_whose_own_subject_is_evicted_for_room_goes_on() -> None
 def test_the_engine_gets_the_settings_limits_whole() -> None:
     """The registry hands the engine its EngineLimits whole (ADR 036): every engine key of the
     file reaches the engine, none is re-spelled on the way."""
-    from pushgrid.server.config import Settings
+    from pushgrid.config import Settings
     from pushgrid.server.engine.base import SnapshotBounds
     from pushgrid.server.engine.registry import build_engine
 
