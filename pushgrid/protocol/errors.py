@@ -1,4 +1,4 @@
-"""The protocol branch of the exception tree (``server/errors.py``), with its codes.
+"""The protocol branch of the exception tree (``pushgrid/protocol/exceptions.py``), with its codes.
 
 Every error a client can cause maps to a machine-readable ``code`` (sent in an ``error`` frame or
 a ``publish_result``) or to a WebSocket close code (``CloseCode``). ``docs/protocol.md`` documents
