@@ -875,7 +875,16 @@ async def test_a_subscribed_subject_is_never_evicted(
 ) -> None:
     """Observable on subjects without a snapshot: the subscribed one stays in the node's memory
     with its position, the other goes."""
-    engine.use_interest(lambda subject: subject == SUBJECT)
+    await _kept_while_in_use(engine, clock, delivered, lambda subject: subject == SUBJECT)
+    assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
+
+
+async def _kept_while_in_use(
+    engine: Engine, clock: FakeClock, delivered: Delivered, in_use: Callable[[str], bool]
+) -> Published:
+    """SUBJECT and OTHER published without a snapshot, idle past their expiry: only SUBJECT
+    (in use) stays, with its position; its message is returned."""
+    engine.use_interest(in_use)
     kept = await publish(engine, "kept", {"f": "1"}, retained=False)
     await publish(engine, "gone", subject=OTHER, retained=False)
     await delivered.wait_for(2)
@@ -884,7 +893,7 @@ async def test_a_subscribed_subject_is_never_evicted(
         engine.sweep()
     assert engine.stats().subjects == 1
     assert await engine.position(SUBJECT) == (kept.epoch, kept.seq)
-    assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
+    return kept
 
 
 class _Peer:
@@ -924,15 +933,7 @@ async def test_every_kind_of_hub_subscription_keeps_its_subject(
     if kind != "pending":
         conflation_ms = 500 if kind == "conflated" else 0
         hub.finish_subscribe(session, SUBJECT, conflation_ms, delta=kind == "delta")
-    engine.use_interest(hub.has_subscribers)
-    kept = await publish(engine, "kept", {"f": "1"}, retained=False)
-    await publish(engine, "gone", subject=OTHER, retained=False)
-    await delivered.wait_for(2)
-    for _ in range(3):
-        clock.advance(EXPIRE_SECONDS + 1)
-        engine.sweep()
-    assert engine.stats().subjects == 1
-    assert await engine.position(SUBJECT) == (kept.epoch, kept.seq)
+    kept = await _kept_while_in_use(engine, clock, delivered, hub.has_subscribers)
     again = await publish(engine, "again", {"f": "2"}, retained=False)
     assert (again.epoch, again.seq) == (kept.epoch, kept.seq + 1)
     hub.remove_session(session)
