@@ -697,7 +697,7 @@ async def test_a_full_dedup_table_refuses_new_ids_and_keeps_every_live_one(
         await publish(engine, "junk", subject=OTHER, retained=False, msg_id=f"junk-{n}")
     with pytest.raises(EngineFull) as refused:
         await publish(engine, "junk", subject=OTHER, retained=False, msg_id="junk-last")
-    assert refused.value.error_code is ErrorCode.DEDUP_TABLE_FULL
+    assert refused.value.code is ErrorCode.DEDUP_TABLE_FULL
     retry = await publish(engine, "alice", msg_id="alice-1")
     assert (retry.duplicate, retry.epoch, retry.seq) == (True, first.epoch, first.seq)
     assert not (await publish(engine, "plain", subject=OTHER, retained=False)).duplicate

@@ -142,8 +142,8 @@ def test_a_full_table_refuses_new_ids_and_forgets_no_live_one() -> None:
         table.add("/a/b", f"k{i}", Original("e", i + 1, 1000 + i), 1000 + i)
     with pytest.raises(EngineFull) as refused:
         table.admit("/a/b", "k3", 1010)
-    assert refused.value.error_code is ErrorCode.DEDUP_TABLE_FULL
-    assert "PublishDedupMaxKeys" in refused.value.message
+    assert refused.value.code is ErrorCode.DEDUP_TABLE_FULL
+    assert "PublishDedupMaxKeys" in refused.value.reason
     table.admit("/a/b", "k0", 1010)  # a repeat of a live id is answered, never refused
     table.admit("/a/b", None, 1010)  # so is a publish without a msg_id
     assert table.get("/a/b", "k0", 1010) == Original("e", 1, 1000)
@@ -172,7 +172,9 @@ async def test_throw_away_ids_cannot_evict_another_clients_live_id() -> None:
     """Issue 34 (2.7): 5,100 throw-away msg_ids with PublishDedupMaxKeys = 5000 evicted another
     client's id, whose retry within the window was stored again (seq 1 -> seq 2)."""
     now = [1_700_000_000.0]
-    engine = MemoryEngine(clock=lambda: now[0], dedup_window=120.0, dedup_max_keys=5000)
+    engine = MemoryEngine(
+        EngineLimits(dedup_window=120.0, dedup_max_keys=5000), clock=lambda: now[0]
+    )
     await engine.start(lambda message: None)
     first = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="alice-1"))
     codes = []
@@ -180,7 +182,7 @@ async def test_throw_away_ids_cannot_evict_another_clients_live_id() -> None:
         try:
             await engine.publish(PublishRequest("/x/y", "junk", {}, msg_id=f"junk-{i}"))
         except EngineFull as exc:
-            codes.append(exc.error_code)
+            codes.append(exc.code)
     assert codes == [ErrorCode.DEDUP_TABLE_FULL] * 101, "the 4,999 that fit are stored"
     now[0] += 60
     retry = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="alice-1"))
