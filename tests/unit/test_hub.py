@@ -274,6 +274,7 @@ async def test_published_by_a_session_reaches_subscribers(world: World) -> None:
             {"op": "publish", "id": 9, "subject": SUBJECT, "content": "x", "fields": {"k": "v"}}
         )
     )
+    await pub.answers.settle()  # the engine's part runs as a task (core/answers.py)
     [result] = pub_peer.take()
     assert result["type"] == "publish_result"
     assert (result["result"], result["id"], result["epoch"], result["seq"]) == ("ok", 9, EPOCH, 1)
@@ -638,6 +639,7 @@ async def test_a_delivered_message_is_not_counted_in_where_it_did_not_enter(worl
     await publisher.handle_text(
         json.dumps({"op": "publish", "id": 1, "subject": SUBJECT, "content": "here"})
     )
+    await publisher.answers.settle()  # the engine's part runs as a task (core/answers.py)
     assert world.counters.messages_in_total == 1
     assert world.hub.take_tally()[SUBJECT][:2] == [1, 1]
 
@@ -858,6 +860,7 @@ async def test_a_publish_computes_its_size_once(monkeypatch: pytest.MonkeyPatch)
         pub, pub_peer = world.session()
         frame = {"op": "publish", "id": 1, "subject": SUBJECT, "content": "héllo"}
         await pub.handle_text(json.dumps({**frame, "fields": {"k": "v"}}))
+        await pub.answers.settle()
         [result] = pub_peer.take()
         assert result["result"] == "ok"
         assert calls == [6 + 2]  # "héllo" is 6 bytes of UTF-8, the field 2
