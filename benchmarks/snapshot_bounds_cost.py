@@ -30,7 +30,7 @@ async def _per_publish(fields: int, messages: int, repeat: int) -> float:
     from pushgrid.server.engine.base import PublishRequest
     from pushgrid.server.engine.memory import MemoryEngine
 
-    engine = MemoryEngine(max_cached=1000)
+    engine = MemoryEngine()  # the default limits: 1,000 cached per subject
     await engine.start(lambda message: None)
     publishing: Any = importlib.import_module("pushgrid.server.core.publishing")
     read_back = not hasattr(publishing, "Admission")  # before ADR 024

@@ -54,7 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT.parent))
 
 from pushgrid.server.engine.base import PublishRequest  # noqa: E402
-from pushgrid.server.engine.memory import SWEEP_BATCH, MemoryEngine  # noqa: E402
+from pushgrid.server.engine.limits import SWEEP_BATCH  # noqa: E402
+from pushgrid.server.engine.memory import MemoryEngine  # noqa: E402
 
 PIPELINE = 2000
 
@@ -414,7 +415,7 @@ def table_bytes(count: int) -> None:
 
     for retained in (True, False):
         clock = FakeClock()
-        engine = MemoryEngine(expire_seconds=180, clock=clock, max_cached=1000)
+        engine = MemoryEngine(clock=clock)
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         for i in range(count):
@@ -439,7 +440,7 @@ def table_bytes(count: int) -> None:
 def sweep_cost(counts: list[int]) -> None:
     for count in counts:
         clock = FakeClock()
-        engine = MemoryEngine(expire_seconds=180, clock=clock, max_cached=1000)
+        engine = MemoryEngine(clock=clock)
         for i in range(count):
             engine.publish_now(PublishRequest(f"/flood/s{i}", "12345678", {"f": "v"}))
         fresh = _time_sweeps(engine, 50)

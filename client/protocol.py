@@ -33,6 +33,7 @@ from typing import TypeVar
 import msgspec
 
 from pushgrid.protocol.codec import publish_size
+from pushgrid.protocol.errors import InvalidSubject
 from pushgrid.protocol.exceptions import ClientError
 from pushgrid.protocol.frames import (
     Error,
@@ -55,7 +56,7 @@ from pushgrid.protocol.frames import (
 )
 from pushgrid.protocol.frames import Message as MessageFrame
 from pushgrid.protocol.frames import PublishResult as PublishResultFrame
-from pushgrid.protocol.subjects import subject_problem
+from pushgrid.protocol.subjects import validate_subject
 
 from .backoff import Backoff
 from .closecodes import OTHER_SERVER, ReconnectRule, rule_for_close
@@ -518,9 +519,7 @@ class ClientProtocol:
                 return [Deliver(_message(frame, self._merged(frame)))]
             return [Deliver(_message(frame))]
         if decision.action is Action.DROP:
-            log.debug(
-                "pushgrid: %s seq %d dropped (%s)", frame.subject, frame.seq, decision.reason
-            )
+            log.debug("pushgrid: %s seq %d dropped (%s)", frame.subject, frame.seq, decision.reason)
             return []
         options = self._subscriptions[frame.subject]
         log.info("pushgrid: %s: %s -> %s", frame.subject, decision.reason, decision.action)
@@ -658,9 +657,10 @@ def decode_welcome(data: str | bytes) -> Welcome:
 
 
 def check_subject(subject: str) -> None:
-    problem = subject_problem(subject)
-    if problem is not None:
-        raise ValueError(problem)
+    try:
+        validate_subject(subject)
+    except InvalidSubject as invalid:
+        raise ValueError(invalid.message) from None
 
 
 def subject_list(subjects: list[str] | str) -> list[str]:

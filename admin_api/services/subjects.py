@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from pushgrid.protocol.subjects import subject_problem
+from pushgrid.protocol.errors import InvalidSubject
+from pushgrid.protocol.subjects import validate_subject
 
 from ..access import member_access
 from ..member_client import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
@@ -20,9 +21,10 @@ from .members import client_url
 
 def check_subject(subject: str) -> None:
     """The push server's own subject rules (docs/protocol.md section 3), as a 422 problem."""
-    problem = subject_problem(subject)
-    if problem is not None:
-        raise ProblemError(422, problem, "invalid_subject")
+    try:
+        validate_subject(subject)
+    except InvalidSubject as invalid:
+        raise ProblemError(422, invalid.message, "invalid_subject") from None
 
 
 def _snapshot(member: Member, value: Any) -> SnapshotOut | None:

@@ -117,7 +117,7 @@
     return null;
   }
 
-  // Unicode categories refused in subjects (server/protocol/subjects.py), with their names.
+  // Unicode categories refused in subjects (pushgrid/protocol/subjects.py), with their names.
   const INVISIBLE = [
     [/\p{Cc}/u, "control"],
     [/\p{Cf}/u, "format (invisible)"],

@@ -20,7 +20,6 @@ from .frames import (
     client_id_error,
     msg_id_error,
 )
-from .sizes import message_size
 from .subjects import validate_subject
 
 _encoder = msgspec.json.Encoder()
@@ -74,6 +73,32 @@ def decode_client_frame(data: bytes | str, limits: Limits) -> ClientOp:
     return frame
 
 
+def decode_publish_body(data: bytes, limits: Limits) -> Publish:
+    """Parse and check an HTTP ``POST /publish`` body (docs/http.md), or raise
+    :class:`RemoteProtocolError`: the publish frame's keys, decoded into the same
+    :class:`Publish` and checked by the same rules as the WebSocket frame. HTTP has no ``op``
+    and no request ids: those keys are ignored, and ``"msg_id": null`` means none, as the
+    endpoint always took them. Every decoding failure is ``invalid_frame`` ("body: ...")."""
+    try:
+        raw = _raw_decoder.decode(data)
+        if isinstance(raw, dict):
+            raw.pop("op", None)
+            raw.pop("id", None)
+            if raw.get("msg_id", 0) is None:
+                del raw["msg_id"]
+        frame = msgspec.convert(raw, type=Publish)
+    except msgspec.DecodeError as exc:  # ValidationError too
+        raise RemoteProtocolError(ErrorCode.INVALID_FRAME, f"body: {exc}") from None
+    except RecursionError:  # an unknown key nested 1,000 deep (issue 34): never a traceback
+        raise RemoteProtocolError(ErrorCode.INVALID_FRAME, "body: JSON nested too deeply") from None
+    except UnicodeError as exc:  # a string that is not UTF-8: refused, never a traceback
+        raise RemoteProtocolError(
+            ErrorCode.INVALID_FRAME, f"body: not valid UTF-8: {exc}"
+        ) from None
+    _check_publish(frame, limits, None, "")
+    return frame
+
+
 def _decode_json_object(data: bytes | str) -> dict[str, Any]:
     try:
         raw = _raw_decoder.decode(data)
@@ -90,19 +115,21 @@ def _decode_json_object(data: bytes | str) -> dict[str, Any]:
 
 def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
     if isinstance(frame, Publish):
-        _check_publish(frame, limits, request_id)
+        _check_publish(frame, limits, request_id, "publish: ")
     elif isinstance(frame, Subscribe | Unsubscribe):
         _check_subjects(frame, limits, request_id)
     elif isinstance(frame, PresenceQuery):
         validate_subject(frame.subject, request_id)
 
 
-def _check_publish(frame: Publish, limits: Limits, request_id: int | None) -> None:
+def _check_publish(frame: Publish, limits: Limits, request_id: int | None, prefix: str) -> None:
+    """The rules of a publish, whichever transport it came on (``prefix``: the frame's
+    "publish: " before a msg_id error, nothing before HTTP's)."""
     validate_subject(frame.subject, request_id)
     invalid = msg_id_error(frame.msg_id) if isinstance(frame.msg_id, str) else None
     if invalid is not None:
-        raise RemoteProtocolError(ErrorCode.INVALID_FRAME, f"publish: {invalid}", request_id)
-    size = publish_size(frame)
+        raise RemoteProtocolError(ErrorCode.INVALID_FRAME, f"{prefix}{invalid}", request_id)
+    size = frame.size
     if size > limits.max_message_size:
         raise RemoteProtocolError(
             ErrorCode.MESSAGE_TOO_LARGE,
@@ -142,5 +169,5 @@ def _check_subjects(frame: Subscribe | Unsubscribe, limits: Limits, request_id: 
 
 
 def publish_size(frame: Publish) -> int:
-    """Size of a publish frame's message as MaxMessageSize counts it (:func:`message_size`)."""
-    return message_size(frame.content, frame.fields)
+    """Size of a publish frame's message as MaxMessageSize counts it (``Publish.size``)."""
+    return frame.size

@@ -1,4 +1,4 @@
-"""The protocol branch of the exception tree (``server/errors.py``), with its codes.
+"""The protocol branch of the exception tree (``pushgrid/protocol/exceptions.py``), with its codes.
 
 Every error a client can cause maps to a machine-readable ``code`` (sent in an ``error`` frame or
 a ``publish_result``) or to a WebSocket close code (``CloseCode``). ``docs/protocol.md`` documents
@@ -61,13 +61,51 @@ class CloseCode(IntEnum):
     CLUSTER_ISOLATED = 4007
 
 
+class Reaction(StrEnum):
+    """What a client does after a connection ends (the "client should" of docs/protocol.md
+    section 8.2), in the words that column uses."""
+
+    BACKOFF = "reconnect with backoff"
+    OTHER_SERVER = "another server, with backoff"
+    IMMEDIATE_OTHER = "reconnect at once, to another server"
+    STOP = "stop: do not retry"
+
+
+#: The one close-code table: each code a client may see -> its reaction. client/closecodes.py
+#: builds its rules from it; the browser client's CLOSE_RULES (client/js/pushgrid.js) and
+#: docs/protocol.md section 8.2 are checked against it (tests/unit/test_close_code_tables.py).
+CLOSE_REACTIONS: dict[int, Reaction] = {
+    CloseCode.NORMAL: Reaction.BACKOFF,
+    CloseCode.GOING_AWAY: Reaction.IMMEDIATE_OTHER,
+    CloseCode.PROTOCOL_ERROR: Reaction.STOP,
+    CloseCode.INVALID_PAYLOAD: Reaction.STOP,
+    CloseCode.POLICY_VIOLATION: Reaction.BACKOFF,
+    CloseCode.FRAME_TOO_LARGE: Reaction.BACKOFF,
+    CloseCode.INTERNAL_ERROR: Reaction.OTHER_SERVER,
+    CloseCode.SLOW_CONSUMER: Reaction.BACKOFF,  # and recover
+    CloseCode.KEEPALIVE_TIMEOUT: Reaction.BACKOFF,
+    CloseCode.DISCONNECTED_BY_OPERATOR: Reaction.OTHER_SERVER,
+    CloseCode.CONNECTION_LIMIT: Reaction.OTHER_SERVER,
+    CloseCode.TOO_MANY_ERRORS: Reaction.STOP,
+    CloseCode.TOKEN_EXPIRED: Reaction.BACKOFF,  # with a fresh token
+    CloseCode.CLUSTER_ISOLATED: Reaction.IMMEDIATE_OTHER,  # and recover
+    1006: Reaction.OTHER_SERVER,  # abnormal closure: never on the wire, reported by the library
+}
+#: a connection that ended without any close frame (a network failure)
+NO_CLOSE_REACTION = Reaction.OTHER_SERVER
+#: a code the table does not know
+UNKNOWN_CLOSE_REACTION = Reaction.BACKOFF
+
+
 __all__ = [
+    "CLOSE_REACTIONS",
     "CloseCode",
     "ErrorCode",
     "InvalidSubject",
     "LocalProtocolError",
     "ProtocolError",
     "PushgridError",
+    "Reaction",
     "RemoteProtocolError",
 ]
 
@@ -123,11 +161,11 @@ def invalid_subject_message(subject: object, reason: str) -> str:
 class InvalidSubject(RemoteProtocolError):
     code = ErrorCode.INVALID_SUBJECT
 
-    def __init__(self, subject: str, reason: str, request_id: int | None = None) -> None:
+    def __init__(self, subject: object, reason: str, request_id: int | None = None) -> None:
         super().__init__(
             ErrorCode.INVALID_SUBJECT,
             invalid_subject_message(subject, reason),
             request_id,
-            subject,
+            str(subject),
         )
         self.reason = reason

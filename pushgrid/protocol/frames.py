@@ -6,9 +6,12 @@ Unknown keys are ignored (forward compatibility); missing or mistyped keys are e
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Literal
 
 import msgspec
+
+from .sizes import message_size
 
 QoS = Literal["standard", "guaranteed"]
 MessageKind = Literal["snapshot", "update", "recovered", "historical"]
@@ -95,7 +98,8 @@ class Unsubscribe(msgspec.Struct, tag_field="op", tag="unsubscribe", frozen=True
     id: RequestId | None = None
 
 
-class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True):
+class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True, dict=True):
+    # dict=True: room for the cached ``size`` (never encoded: only fields are)
     subject: str
     content: str
     fields: dict[str, str] = msgspec.field(default_factory=dict)
@@ -108,6 +112,12 @@ class Publish(msgspec.Struct, tag_field="op", tag="publish", frozen=True):
     @property
     def message_id(self) -> str | None:
         return None if isinstance(self.msg_id, msgspec.UnsetType) else self.msg_id
+
+    @functools.cached_property
+    def size(self) -> int:
+        """The message's size as MaxMessageSize counts it (:func:`message_size`), computed once
+        per publish: the codec's limit, the engine's bounds and the counters read this one."""
+        return message_size(self.content, self.fields)
 
 
 class Ping(msgspec.Struct, tag_field="op", tag="ping", frozen=True):

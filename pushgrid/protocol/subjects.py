@@ -12,15 +12,9 @@ from __future__ import annotations
 
 import unicodedata
 
-from .errors import InvalidSubject, invalid_subject_message
+from .errors import InvalidSubject
 
 MAX_SUBJECT_BYTES = 1024
-
-
-def subject_problem(subject: object) -> str | None:
-    """The whole error message when ``subject`` is not valid, or None when it is."""
-    reason = subject_error(subject)
-    return None if reason is None else invalid_subject_message(subject, reason)
 
 
 def subject_error(subject: object) -> str | None:
@@ -68,11 +62,13 @@ _INVISIBLE = {
 }
 
 
-def validate_subject(subject: str, request_id: int | None = None) -> str:
-    """Return ``subject`` unchanged or raise :class:`InvalidSubject` naming the reason."""
+def validate_subject(subject: object, request_id: int | None = None) -> str:
+    """Return ``subject`` unchanged or raise :class:`InvalidSubject` naming the reason (its
+    ``message`` is the one wording of the error: :func:`invalid_subject_message`). With
+    :func:`subject_error` (the reason, no exception) the one pair of subject validators."""
     reason = subject_error(subject)
-    if reason is not None:
-        raise InvalidSubject(str(subject), reason, request_id)
+    if reason is not None or not isinstance(subject, str):
+        raise InvalidSubject(subject, reason or "a subject must be a string", request_id)
     return subject
 
 

@@ -21,13 +21,14 @@ re-subscribe, recovery after a reconnect) starts unsynced again; conflated subsc
 conflated messages, never deltas. What came before the first live message (snapshot,
 recovered, historical and buffered messages) is sent whole.
 
-The interface the hub uses is narrow: :meth:`SubjectDeltas.add` / ``remove`` and
+The interface the hub uses is narrow: :meth:`SubjectDeltas.add`, the collection of sessions the
+hub's other tables also are (``in``, ``len``, iteration, ``pop``) and
 :meth:`SubjectDeltas.deliver` (a message in, ``(deliveries, bytes)`` out).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,15 +79,26 @@ class SubjectDeltas:
     def add(self, session: Session, send: Send) -> None:
         self.subscribers[session] = DeltaSubscriber(send)
 
-    def remove(self, session: Session) -> bool:
-        """Drop ``session``'s subscription; True when none is left (the hub drops the rest,
-        and the table's bytes leave the hub's total here)."""
-        self.subscribers.pop(session, None)
-        if self.subscribers:
-            return False
-        self.limits.total -= self.nbytes
-        self.fields, self.nbytes = {}, 0
-        return True
+    # A collection of its subscribers' sessions, like the hub's other tables (Hub._tables):
+    # the hub drops the whole SubjectDeltas with its last subscriber.
+
+    def pop(self, session: Session, /) -> DeltaSubscriber:
+        """Drop ``session``'s subscription; with the last one the table's bytes leave the
+        hub's total here (the hub then drops the table)."""
+        subscriber = self.subscribers.pop(session)
+        if not self.subscribers:
+            self.limits.total -= self.nbytes
+            self.fields, self.nbytes = {}, 0
+        return subscriber
+
+    def __contains__(self, session: object, /) -> bool:
+        return session in self.subscribers
+
+    def __len__(self) -> int:
+        return len(self.subscribers)
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(self.subscribers)
 
     def _learn(self, changed: dict[str, str], keep: dict[str, str]) -> None:
         """Record ``changed`` as the newest values, then forget the oldest fields not in

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pushgrid.metrics.counters import Counters
@@ -41,6 +41,18 @@ class Peer(Protocol):
     def close(self, code: int, reason: str) -> None: ...
 
 
+class _Subscribers(Protocol):
+    """One subject's subscribers in one table (a dict keyed by session, or SubjectDeltas)."""
+
+    def __contains__(self, session: object, /) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Session]: ...
+
+    def pop(self, session: Session, /) -> object: ...
+
+
 class Hub:
     def __init__(self, engine: Engine, counters: Counters) -> None:
         self.engine = engine
@@ -53,6 +65,17 @@ class Hub:
         # subscriptions that asked for field deltas (server/core/deltas.py), per subject
         self._deltas: dict[str, SubjectDeltas] = {}
         self.delta_limits = DeltaLimits()  # the snapshot bounds' settings (server/app.py)
+        # The one list of the subscription tables: subject -> that table's subscribers (each a
+        # collection of sessions that ``pop`` one). Whatever asks "who follows a subject" goes
+        # through it, so a new table cannot be forgotten by one method (issue 34: the engine's
+        # "in use" predicate forgot the delta table). ``deliver`` reads each by name: it treats
+        # each kind differently and is the hot path.
+        self._tables: tuple[dict[str, Any], ...] = (
+            self._live,
+            self._pending,
+            self._conflated,
+            self._deltas,
+        )
         self.conflator = Conflator(self._count_conflated)
         self.sessions: dict[str, Session] = {}
         # Hot and watched subjects (metrics/hotsubjects.py, server/core/watch.py): per-subject
@@ -165,43 +188,40 @@ class Hub:
         conflated = self._conflated.get(subject)
         if conflated is not None and session in conflated:
             conflated[session].active = False  # a pending timer skips it
-        for table in (self._live, self._pending, self._conflated):
-            subscribers: dict[Session, Any] | None = table.get(subject)
+        for table in self._tables:
+            subscribers: _Subscribers | None = table.get(subject)
             if subscribers is not None and session in subscribers:
-                del subscribers[session]
+                subscribers.pop(session)
                 if not subscribers:
-                    del table[subject]
-        deltas = self._deltas.get(subject)
-        if deltas is not None and deltas.remove(session):
-            del self._deltas[subject]  # its field values go with the last subscriber
+                    del table[subject]  # a delta table's field values go with it
+
+    def _subscribers(self, subject: str) -> Iterator[_Subscribers]:
+        """``subject``'s subscribers in every table that has some."""
+        for table in self._tables:
+            subscribers: _Subscribers | None = table.get(subject)
+            if subscribers is not None:
+                yield subscribers
 
     def subscriber_count(self, subject: str) -> int:
-        deltas = self._deltas.get(subject)
-        return sum(
-            len(table.get(subject, ())) for table in (self._live, self._pending, self._conflated)
-        ) + (len(deltas.subscribers) if deltas is not None else 0)
+        return sum(len(subscribers) for subscribers in self._subscribers(subject))
 
     def present(self, subject: str) -> dict[str, str]:
         """The sessions of this node subscribed to ``subject``: session id -> client id
         (presence, server/presence.py; "" when the client declared none)."""
-        deltas = self._deltas.get(subject)
-        tables: list[Iterable[Session]] = [
-            table.get(subject, {}) for table in (self._live, self._pending, self._conflated)
-        ]
-        if deltas is not None:
-            tables.append(deltas.subscribers)
         return {
-            session.id: session.client_ids.get(subject, "") for table in tables for session in table
+            session.id: session.client_ids.get(subject, "")
+            for subscribers in self._subscribers(subject)
+            for session in subscribers
         }
 
     def has_subscribers(self, subject: str) -> bool:
-        """Does a session of this node subscribe to ``subject`` (or is it subscribing)?"""
-        return subject in self._live or subject in self._pending or subject in self._conflated
+        """Does a session of this node subscribe to ``subject`` (or is it subscribing)? The
+        engine's "in use" predicate (guarantee 9): a subscribed subject is never evicted."""
+        # a table drops a subject with its last subscriber
+        return any(subject in table for table in self._tables)
 
     def subjects(self) -> Iterator[str]:
-        return iter(
-            self._live.keys() | self._pending.keys() | self._conflated.keys() | self._deltas.keys()
-        )
+        return iter(set[str]().union(*self._tables))
 
     def subscriber_counts(self) -> Iterator[tuple[str, int]]:
         """(subject, local subscribers) of every subscribed subject."""

@@ -25,15 +25,8 @@ from dataclasses import dataclass
 
 from pushgrid.kernel.throttle import AddressBuckets, Clock, TokenBucket
 from pushgrid.protocol.errors import ErrorCode
-from pushgrid.protocol.sizes import message_size
 
-from ..engine.base import (
-    EngineFull,
-    EngineUnavailable,
-    Published,
-    PublishRequest,
-    SnapshotLimitExceeded,
-)
+from ..engine.base import EngineRefusal, Published, PublishRequest
 from .entitlement import Entitlement, Grant
 from .hub import Hub
 
@@ -120,16 +113,11 @@ class Admission:
         as a task, in request order: core/answers.py)."""
         try:
             published = await self.hub.engine.publish(request)
-        except SnapshotLimitExceeded as exc:
+        except EngineRefusal as exc:  # a bound, a memory bound, no quorum (guarantee 8)
             refusal = Refusal(exc.code, exc.reason)
-        except EngineUnavailable as exc:
-            refusal = Refusal(ErrorCode.ENGINE_UNAVAILABLE, str(exc))
-        except EngineFull as exc:  # a memory bound of the node (guarantee 8)
-            refusal = Refusal(exc.error_code, exc.message)
         else:
             if not published.duplicate:  # a retry's original was counted when it came in
-                size = message_size(request.content, request.fields)
-                self.hub.count_published(request.subject, size)
+                self.hub.count_published(request.subject, request.size)
             return published
         self.count_refused()
         return refusal

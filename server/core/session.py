@@ -42,7 +42,7 @@ from pushgrid.protocol.frames import (
     Unsubscribed,
     Welcome,
 )
-from pushgrid.protocol.subjects import subject_error
+from pushgrid.protocol.subjects import validate_subject
 
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..framing.outframe import SETS, OutFrame
@@ -293,7 +293,7 @@ class Session:
         The rules are checked here, in request order; the engine's part runs as a task, so
         the next frame is read while this one waits for its acknowledgement (answers.py)."""
         request = PublishRequest(
-            op.subject, op.content, op.fields, op.retained, op.qos, op.message_id
+            op.subject, op.content, op.fields, op.retained, op.qos, op.message_id, op.size
         )
         publisher = Publisher(self.remote, self.host, self.grant, self.may_publish, self._bucket)
         refusal = await self.admission.refusal(publisher, request.subject)
@@ -332,9 +332,10 @@ class Session:
 
     async def _subscribe(self, item: SubscribeItem, request_id: int | None) -> None:
         subject = item.subject
-        reason = subject_error(subject)
-        if reason is not None:
-            self._reject(InvalidSubject(subject, reason, request_id))
+        try:
+            validate_subject(subject, request_id)
+        except InvalidSubject as invalid:
+            self._reject(invalid)
             return
         (denial,) = await self.entitlement.subscribe_denials(self.grant, self.remote, [subject])
         denial = denial or self._events_denial(self.grant, subject)

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Position, QoS
-from pushgrid.protocol.sizes import utf8_len
+from pushgrid.protocol.sizes import message_size, utf8_len
 
 from ..cluster.isolation import Progress
 from ..cluster.status import ClusterStatus
@@ -34,6 +34,14 @@ class PublishRequest:
     retained: bool = True
     qos: QoS = "guaranteed"
     msg_id: str | None = None  # the client's idempotency key (guarantee 7)
+    #: the message's size as MaxMessageSize counts it (protocol/sizes.py), computed once per
+    #: publish and carried: the codec's check (``Publish.size``) hands it on, the engine's
+    #: memory bounds and the counters read it; computed here when not given (-1)
+    size: int = -1
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            object.__setattr__(self, "size", message_size(self.content, self.fields))
 
 
 #: The alert announcements (the admin API publishes them through a member's monitoring port,
@@ -308,9 +316,11 @@ class MemberBus(Protocol):
     ) -> None: ...
 
 
-class SnapshotLimitExceeded(EngineError):
-    """A retained publish would leave the snapshot above a bound (guarantee 11); ``code`` is
-    ``too_many_fields`` or ``snapshot_too_large``, as the publisher is answered."""
+class EngineRefusal(EngineError):
+    """The one shape of the engine's refusals: ``code`` is the ErrorCode the client is answered
+    with (a failed ``publish_result``, an error frame, a problem+json), ``reason`` the text that
+    goes with it; ``str()`` is the reason. The admission path (server/core/publishing.py) turns
+    any of them into its answer the same way."""
 
     code: ErrorCode
 
@@ -320,22 +330,24 @@ class SnapshotLimitExceeded(EngineError):
         self.reason = reason
 
 
-class EngineUnavailable(EngineError):
+class SnapshotLimitExceeded(EngineRefusal):
+    """A retained publish would leave the snapshot above a bound (guarantee 11); ``code`` is
+    ``too_many_fields`` or ``snapshot_too_large``, as the publisher is answered."""
+
+
+class EngineUnavailable(EngineRefusal):
     """The engine cannot accept messages right now (for example no cluster quorum): retry later."""
 
-    code = "engine_unavailable"
+    code = ErrorCode.ENGINE_UNAVAILABLE
     retryable = True
 
+    def __init__(self, reason: str) -> None:
+        super().__init__(ErrorCode.ENGINE_UNAVAILABLE, reason)
 
-class EngineFull(EngineError):
+
+class EngineFull(EngineRefusal):
     """The node holds as much as its memory bounds allow (guarantee 8): the message is refused,
     nothing else changes. ``code`` is ``too_many_subjects`` (``MaxSubjects``) or
     ``retained_bytes_exceeded`` (``MaxRetainedBytes``); retry later, when idle subjects are gone."""
 
     retryable = True
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.error_code = code
-        self.code = code.value
-        self.message = message

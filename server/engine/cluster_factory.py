@@ -60,28 +60,10 @@ def build_cluster_engine(
         credentials,
     )
     if not guaranteed:
-        return StandardClusterEngine(
-            link,
-            max_cached=limits.max_cached,
-            expire_seconds=limits.expire_seconds,
-            dedup_window=limits.dedup_window,
-            dedup_max_keys=limits.dedup_max_keys,
-            max_subjects=limits.max_subjects,
-            max_retained_bytes=limits.max_retained_bytes,
-            bounds=limits.bounds,
-        )
+        return StandardClusterEngine(link, limits)
     replicas = settings.cluster_stream_replicas or (
         len(topology.seeds) if topology is not None else 3
     )
     return JetStreamEngine(
-        link,
-        replicas=replicas,
-        max_cached=limits.max_cached,
-        expire_seconds=limits.expire_seconds,
-        publish_timeout=settings.cluster_publish_timeout,
-        dedup_window=limits.dedup_window,
-        dedup_max_keys=limits.dedup_max_keys,
-        max_subjects=limits.max_subjects,
-        max_retained_bytes=limits.max_retained_bytes,
-        bounds=limits.bounds,
+        link, limits, replicas=replicas, publish_timeout=settings.cluster_publish_timeout
     )

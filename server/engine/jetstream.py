@@ -61,13 +61,11 @@ from nats.js.api import (
 
 from pushgrid.protocol.exceptions import EngineError
 from pushgrid.protocol.frames import Position
-from pushgrid.protocol.sizes import message_size
 
 from ..cluster.isolation import Progress
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus, ReplicaView
 from .base import (
-    DEFAULT_BOUNDS,
     Deliver,
     Engine,
     EngineStats,
@@ -76,12 +74,12 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
-    SnapshotBounds,
     SnapshotLimitExceeded,
 )
 from .dedup import DedupTable, Original, duplicate_of
+from .limits import EngineLimits
 from .member_table import SubjectTable, snapshot_growth
-from .memory import SWEEP_BATCH
+from .memory import DEFAULT_LIMITS
 from .nats_wire import (
     GUARANTEED_PREFIX,
     REPUBLISH_PREFIX,
@@ -140,26 +138,20 @@ class JetStreamEngine(Engine):
     def __init__(
         self,
         link: ClusterLink,
+        limits: EngineLimits = DEFAULT_LIMITS,
         *,
         stream: str = "PUSHGRID",
         replicas: int = 3,
-        max_cached: int = 1000,
-        expire_seconds: float = 180.0,
         publish_timeout: float = 15.0,
         clock: Callable[[], float] = time.time,
-        dedup_window: float = 120.0,
-        dedup_max_keys: int = 100_000,
-        max_subjects: int = 0,
-        max_retained_bytes: int = 0,
-        sweep_batch: int = SWEEP_BATCH,
-        bounds: SnapshotBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.link = link
+        self.limits = limits
         self.stream = stream
-        self._bounds = bounds
+        self._bounds = limits.bounds
         self._replicas = replicas
-        self._max_cached = max_cached
-        self._expire_ms = int(expire_seconds * 1000)
+        self._max_cached = limits.max_cached
+        self._expire_ms = limits.expire_ms
         self._publish_timeout = publish_timeout
         self._clock = clock
         self._deliver: Deliver | None = None
@@ -179,7 +171,7 @@ class JetStreamEngine(Engine):
         self._member_tag = secrets.token_hex(4)
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
-        self._dedup = DedupTable(dedup_window, dedup_max_keys)
+        self._dedup = DedupTable(limits.dedup_window, limits.dedup_max_keys)
         # subject -> stream seq through which this member knows the subject's msg_ids from
         # records it stored itself (delivered records: through ``_delivered``)
         self._chain: dict[str, int] = {}
@@ -187,10 +179,10 @@ class JetStreamEngine(Engine):
         self._in_flight: dict[tuple[str, str], asyncio.Future[Published]] = {}
         # the subjects of _heads/_recent/_chain, for the memory bounds (guarantees 8-10)
         self._table = SubjectTable(
-            max_subjects=max_subjects,
-            max_bytes=max_retained_bytes,
+            max_subjects=limits.max_subjects,
+            max_bytes=limits.max_retained_bytes,
             expire_ms=self._expire_ms,
-            sweep_batch=sweep_batch,
+            sweep_batch=limits.sweep_batch,
         )
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -977,7 +969,7 @@ class JetStreamEngine(Engine):
         head = self._heads.get(request.subject)
         growth = snapshot_growth(head.record if head is not None else None, request)
         if request.qos == "guaranteed" and self._max_cached > 0:
-            growth += message_size(request.content, request.fields)
+            growth += request.size
             recent = self._recent.get(request.subject)
             if recent is not None and len(recent) == recent.maxlen:
                 growth -= recent[0][2]

@@ -10,18 +10,31 @@ from dataclasses import dataclass
 
 from pushgrid.config import ServerSettings
 
-from .base import SnapshotBounds
+from .base import DEFAULT_BOUNDS, SnapshotBounds
+
+#: subjects the sweep looks at per call (guarantee 10): a few ms of work at most
+SWEEP_BATCH = 2000
 
 
 @dataclass(frozen=True, slots=True)
 class EngineLimits:
-    max_cached: int  # MaxCachedMessagesPerSubject
-    expire_seconds: float  # CacheExpireTime
-    dedup_window: float  # PublishDedupWindow
-    dedup_max_keys: int  # PublishDedupMaxKeys
-    bounds: SnapshotBounds  # MaxFieldsPerSubject, MaxSnapshotSize (guarantee 11)
-    max_subjects: int  # MaxSubjects (guarantee 8)
-    max_retained_bytes: int  # MaxRetainedBytes (guarantee 8)
+    """Every engine takes these whole (``limits=``), never unpacked into keyword arguments: a
+    new limit is one field here and one read in the engine that honours it (ADR 036). The
+    defaults are the settings' defaults; an engine's own construction details (its clock,
+    stream, link) stay separate arguments."""
+
+    max_cached: int = 1000  # MaxCachedMessagesPerSubject
+    expire_seconds: float = 180.0  # CacheExpireTime
+    dedup_window: float = 120.0  # PublishDedupWindow
+    dedup_max_keys: int = 100_000  # PublishDedupMaxKeys
+    bounds: SnapshotBounds = DEFAULT_BOUNDS  # MaxFieldsPerSubject, MaxSnapshotSize (guarantee 11)
+    max_subjects: int = 0  # MaxSubjects (guarantee 8); 0: unbounded
+    max_retained_bytes: int = 0  # MaxRetainedBytes (guarantee 8); 0: unbounded
+    sweep_batch: int = SWEEP_BATCH  # guarantee 10 (not a setting: tests lower it)
+
+    @property
+    def expire_ms(self) -> int:
+        return int(self.expire_seconds * 1000)
 
     @classmethod
     def from_settings(cls, settings: ServerSettings) -> EngineLimits:

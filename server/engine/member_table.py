@@ -46,7 +46,7 @@ def snapshot_growth(record: Record | None, request: PublishRequest) -> int:
     if not request.retained:
         return 0
     if record is None or record.sc is None:
-        return message_size(request.content, request.fields)
+        return request.size
     growth = utf8_len(request.content) - utf8_len(record.sc)
     for name, value in request.fields.items():
         old = record.sf.get(name)

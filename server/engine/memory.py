@@ -31,7 +31,6 @@ from pushgrid.protocol.sizes import message_size, utf8_len
 
 from . import trim
 from .base import (
-    DEFAULT_BOUNDS,
     UNBOUNDED_SUBJECTS,
     Deliver,
     Engine,
@@ -41,12 +40,13 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
-    SnapshotBounds,
 )
 from .dedup import DedupTable, Original, duplicate_of
+from .limits import EngineLimits
 
-#: subjects the sweep looks at per call (guarantee 10): a few ms of work at most
-SWEEP_BATCH = 2000
+#: the settings' defaults (tests and benchmarks build engines without settings)
+DEFAULT_LIMITS = EngineLimits()
+
 #: idle subjects a publish may evict inline when a bound is reached
 INLINE_EVICTIONS = 16
 #: evictions after which the sweep gives the freed heap back to the OS, once eviction paused
@@ -80,26 +80,20 @@ class MemoryEngine(Engine):
 
     def __init__(
         self,
-        max_cached: int = 1000,
-        expire_seconds: float = 180.0,
+        limits: EngineLimits = DEFAULT_LIMITS,
+        *,
         clock: Callable[[], float] = time.time,
         epoch: str | None = None,
-        dedup_window: float = 120.0,
-        dedup_max_keys: int = 100_000,
-        *,
-        max_subjects: int = 0,
-        max_retained_bytes: int = 0,
-        sweep_batch: int = SWEEP_BATCH,
-        bounds: SnapshotBounds = DEFAULT_BOUNDS,
     ) -> None:
-        self._max_cached = max_cached
-        self._bounds = bounds
-        self._expire_ms = int(expire_seconds * 1000)
+        self.limits = limits
+        self._max_cached = limits.max_cached
+        self._bounds = limits.bounds
+        self._expire_ms = limits.expire_ms
         self._clock = clock
         self.epoch = epoch or secrets.token_hex(6)
-        self._max_subjects = max_subjects
-        self._max_bytes = max_retained_bytes
-        self._sweep_batch = sweep_batch
+        self._max_subjects = limits.max_subjects
+        self._max_bytes = limits.max_retained_bytes
+        self._sweep_batch = limits.sweep_batch
         # live subjects, least recently published first (the sweep's order)
         self._subjects: OrderedDict[str, _Subject] = OrderedDict()
         # evicted subjects that keep their snapshot, in the order they were evicted
@@ -115,7 +109,7 @@ class MemoryEngine(Engine):
         self.evictions = 0  # subjects evicted from the live table (made dormant or forgotten)
         self.dropped_snapshots = 0  # dormant snapshots given up to make room
         self._untrimmed = 0  # evictions since the heap was last trimmed
-        self._dedup = DedupTable(dedup_window, dedup_max_keys)
+        self._dedup = DedupTable(limits.dedup_window, limits.dedup_max_keys)
 
     async def start(self, deliver: Deliver) -> None:
         self._deliver = deliver
@@ -159,7 +153,7 @@ class MemoryEngine(Engine):
         if request.retained:
             self._retain(state, request, delta, now)
         if request.qos == "guaranteed":
-            self._cache(state, message, now)
+            self._cache(state, message, now, request.size)
         if request.msg_id is not None:
             self._dedup.add(
                 request.subject, request.msg_id, Original(state.epoch, state.seq, now), now
@@ -195,7 +189,7 @@ class MemoryEngine(Engine):
         if not request.retained:
             return 0
         if state is None:
-            return message_size(request.content, request.fields)
+            return request.size
         old_content = state.content or ""
         delta = utf8_len(request.content) - utf8_len(old_content)
         for name, value in request.fields.items():
@@ -206,7 +200,7 @@ class MemoryEngine(Engine):
     def _growth(self, state: _Subject | None, request: PublishRequest, delta: int) -> int:
         growth = delta
         if request.qos == "guaranteed" and self._max_cached > 0:
-            growth += message_size(request.content, request.fields)
+            growth += request.size
             if state is not None and state.cache and len(state.cache) >= self._max_cached:
                 growth -= _message_bytes(state.cache[0])
         return growth
@@ -297,13 +291,13 @@ class MemoryEngine(Engine):
 
     # -- cache -----------------------------------------------------------------------------
 
-    def _cache(self, state: _Subject, message: Published, now: int) -> None:
+    def _cache(self, state: _Subject, message: Published, now: int, size: int) -> None:
+        """Cache ``message`` (``size``: its request's, the same content and fields)."""
         if self._max_cached <= 0:
             return
         if state.cache is None:
             state.cache = deque()
         state.cache.append(message)
-        size = _message_bytes(message)
         state.cached_bytes += size
         self._cached_messages += 1
         self._cached_bytes += size

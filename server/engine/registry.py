@@ -17,15 +17,7 @@ from .memory import MemoryEngine
 
 
 def _memory(limits: EngineLimits, cluster: ClusterSettings, server_name: str) -> Engine:
-    return MemoryEngine(
-        max_cached=limits.max_cached,
-        expire_seconds=limits.expire_seconds,
-        dedup_window=limits.dedup_window,
-        dedup_max_keys=limits.dedup_max_keys,
-        max_subjects=limits.max_subjects,
-        max_retained_bytes=limits.max_retained_bytes,
-        bounds=limits.bounds,
-    )
+    return MemoryEngine(limits)
 
 
 def _nats(limits: EngineLimits, cluster: ClusterSettings, server_name: str) -> Engine:

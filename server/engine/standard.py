@@ -26,7 +26,6 @@ from pushgrid.protocol.frames import Position, QoS
 from ..cluster.link import ClusterLink
 from ..cluster.status import ClusterStatus
 from .base import (
-    DEFAULT_BOUNDS,
     Deliver,
     Engine,
     EngineStats,
@@ -35,10 +34,10 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
-    SnapshotBounds,
     SnapshotLimitExceeded,
 )
-from .memory import SWEEP_BATCH, MemoryEngine
+from .limits import EngineLimits
+from .memory import DEFAULT_LIMITS, MemoryEngine
 from .nats_wire import STANDARD_PREFIX, subject_token, token_subject
 
 log = logging.getLogger(__name__)
@@ -66,29 +65,13 @@ class StandardClusterEngine(Engine):
     def __init__(
         self,
         link: ClusterLink,
+        limits: EngineLimits = DEFAULT_LIMITS,
         *,
-        max_cached: int = 1000,
-        expire_seconds: float = 180.0,
         clock: Callable[[], float] = time.time,
-        dedup_window: float = 120.0,
-        dedup_max_keys: int = 100_000,
-        max_subjects: int = 0,
-        max_retained_bytes: int = 0,
-        sweep_batch: int = SWEEP_BATCH,
-        bounds: SnapshotBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.link = link
-        self.local = MemoryEngine(
-            max_cached=max_cached,
-            expire_seconds=expire_seconds,
-            clock=clock,
-            dedup_window=dedup_window,
-            dedup_max_keys=dedup_max_keys,
-            max_subjects=max_subjects,
-            max_retained_bytes=max_retained_bytes,
-            sweep_batch=sweep_batch,
-            bounds=bounds,
-        )
+        self.limits = limits
+        self.local = MemoryEngine(limits, clock=clock)
         self._tag = secrets.token_hex(4)
         self._numbers = itertools.count(1)
         self._echoes: dict[str, asyncio.Future[Published]] = {}

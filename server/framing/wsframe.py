@@ -1,8 +1,8 @@
 """Server-side WebSocket frame encoding (RFC 6455 section 5.2), for encode-once fan-out.
 
 Server frames are never masked, so one encoded frame is valid for every connection: it is
-built once per message (:meth:`OutFrame.ws <server.protocol.outframe.OutFrame.ws>`) and the same
-bytes are written to each subscriber (permessage-deflate frames are built next to it,
+built once per message (:meth:`OutFrame.ws <pushgrid.server.framing.outframe.OutFrame.ws>`)
+and the same bytes are written to each subscriber (permessage-deflate frames are built next to it,
 :mod:`server.framing.deflate`, ADR 028). Incoming frames (masked, possibly fragmented) are
 parsed by wsproto.
 """
@@ -36,7 +36,7 @@ def frame_payload(frame: bytes) -> bytes:
 
     Anything else (a close or ping frame, a fragment, a masked frame) would corrupt a batch or
     the live trace: :class:`LocalProtocolError`, a bug on our side. (Event streams write an
-    :class:`~server.protocol.outframe.OutFrame`'s payload and never strip a header.)"""
+    :class:`~pushgrid.server.framing.outframe.OutFrame`'s payload and never strip a header.)"""
     if len(frame) < 2 or frame[0] != _FIN | _OP_TEXT or frame[1] & _MASK:
         raise LocalProtocolError(f"not one final unmasked text frame: {bytes(frame[:2]).hex()}")
     length = frame[1] & 0x7F

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pushgrid.protocol.errors import CloseCode
-from pushgrid.protocol.subjects import subject_problem
+from pushgrid.protocol.errors import CloseCode, InvalidSubject
+from pushgrid.protocol.subjects import validate_subject
 
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
@@ -97,9 +97,10 @@ class ServerOperations:
         return True
 
     async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
-        problem = subject_problem(subject)
-        if problem is not None:
-            raise ValueError(problem)
+        try:
+            validate_subject(subject)
+        except InvalidSubject as invalid:
+            raise ValueError(invalid.message) from None
         snapshot = await self.engine.snapshot(subject)
         if snapshot is None:
             return None

@@ -21,16 +21,14 @@ from pushgrid import __version__
 from pushgrid.config import ServerSettings
 from pushgrid.kernel.throttle import host_of
 from pushgrid.metrics.counters import Counters
-from pushgrid.protocol.codec import publish_size
-from pushgrid.protocol.errors import ErrorCode
+from pushgrid.protocol.codec import Limits, decode_publish_body
+from pushgrid.protocol.errors import ErrorCode, InvalidSubject, RemoteProtocolError
 from pushgrid.protocol.frames import (
     Position,
-    Publish,
     SubscribeItem,
     client_id_error,
-    msg_id_error,
 )
-from pushgrid.protocol.subjects import subject_problem
+from pushgrid.protocol.subjects import validate_subject
 
 from ..cluster.status import ClusterStatus
 from ..core.entitlement import Entitlement
@@ -185,9 +183,10 @@ async def _snapshot(
     app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     subject = query.get("subject", [""])[0]
-    invalid = subject_problem(subject)
-    if invalid is not None:
-        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
+    try:
+        validate_subject(subject)
+    except InvalidSubject as invalid:
+        return problem(400, invalid.code, invalid.message)
     grant = app.entitlement.grant(_token(request, query))
     (denial,) = await app.entitlement.subscribe_denials(grant, remote, [subject])
     if denial is not None:
@@ -211,46 +210,17 @@ async def _snapshot(
     return Response(200, snapshot.content.encode("utf-8", "surrogatepass"), headers)
 
 
-class _HttpPublish(msgspec.Struct, frozen=True):
-    subject: str
-    content: str
-    fields: dict[str, str] = msgspec.field(default_factory=dict)
-    retained: bool = True
-    qos: str = "guaranteed"
-    msg_id: str | None = None  # the idempotency key (docs/protocol.md 5.3)
-
-
-def _body_problem(data: _HttpPublish) -> Response | None:
-    """What is wrong with a decoded publish body, as the answer; None when nothing is."""
-    if data.qos not in ("standard", "guaranteed"):
-        return problem(400, ErrorCode.INVALID_FRAME, "qos must be 'standard' or 'guaranteed'")
-    invalid = subject_problem(data.subject)
-    if invalid is not None:
-        return problem(400, ErrorCode.INVALID_SUBJECT, invalid)
-    invalid = msg_id_error(data.msg_id) if data.msg_id is not None else None
-    if invalid is not None:
-        return problem(400, ErrorCode.INVALID_FRAME, invalid)
-    return None
+# An HTTP status for each code the protocol's publish checks answer (protocol/codec.py)
+_CHECK_STATUS = {ErrorCode.MESSAGE_TOO_LARGE: 413}
 
 
 async def _publish(
     app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
     try:
-        data = msgspec.json.decode(body, type=_HttpPublish)
-    except msgspec.DecodeError as exc:
-        return problem(400, ErrorCode.INVALID_FRAME, f"body: {exc}")
-    invalid_body = _body_problem(data)
-    if invalid_body is not None:
-        return invalid_body
-    op = Publish(data.subject, data.content, data.fields, data.retained)
-    size = publish_size(op)
-    if size > app.settings.max_message_size:
-        return problem(
-            413,
-            ErrorCode.MESSAGE_TOO_LARGE,
-            f"message of {size} bytes exceeds MaxMessageSize {app.settings.max_message_size}",
-        )
+        op = decode_publish_body(body, Limits(max_message_size=app.settings.max_message_size))
+    except RemoteProtocolError as error:
+        return problem(_CHECK_STATUS.get(error.code, 400), error.code, error.message)
     isolated = app.isolation()
     if isolated is not None:
         # Nothing is sent to the cluster, so the outcome is "not stored": the publisher retries
@@ -258,12 +228,7 @@ async def _publish(
         # this member cannot reach (a WebSocket session is closed with 4007 instead).
         return isolated_problem(isolated, "publish")
     publish_request = PublishRequest(
-        data.subject,
-        data.content,
-        data.fields,
-        data.retained,
-        "standard" if data.qos == "standard" else "guaranteed",
-        data.msg_id,
+        op.subject, op.content, op.fields, op.retained, op.qos, op.message_id, op.size
     )
     host = host_of(remote)
     grant = app.entitlement.grant(_token(request, query))

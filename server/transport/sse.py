@@ -26,7 +26,7 @@ RETRY_MS = 2000
 class SseEncoder:
     """Turns outgoing frames into SSE events for one stream and tracks its positions.
 
-    Positions come from each frame's :attr:`~server.protocol.outframe.OutFrame.move` and
+    Positions come from each frame's :attr:`~pushgrid.server.framing.outframe.OutFrame.move` and
     position, set where the frame was built (engine value, ``subscribed`` answer): the payload
     is written as it is, never decoded. A ``subscribed`` frame's position holds only once the
     messages that follow it (snapshot, recovered, historical) have been sent, so it is kept

@@ -257,6 +257,36 @@ async def test_http_publish_bad_body_is_400_problem(limited_server, body):
         assert (await http.get("/health")).status_code == 200
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            b'{"subject": "/a/b", "content": "x", "z": '
+            + b'{"a":' * 1000
+            + b"1"
+            + b"}" * 1000
+            + b"}",
+            id="unknown-key-nested-1000-deep",
+        ),
+        pytest.param(b'{"subject": "/a/b", "content": "\xff"}', id="not-utf8"),
+    ],
+)
+async def test_http_publish_body_the_decoder_refuses_is_400_without_a_traceback(
+    limited_server, body
+):
+    """Issue 34 item 2 row 9: these answered 500 and logged a traceback each time."""
+    tracebacks = limited_server.log().count("Traceback")
+    async with limited_server.http() as http:
+        response = await http.post(
+            "/publish", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 400, response.text
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.json()["code"] == "invalid_frame"
+        assert (await http.get("/health")).status_code == 200
+    assert limited_server.log().count("Traceback") == tracebacks
+
+
 async def test_http_unknown_path_and_wrong_method(limited_server):
     async with limited_server.http() as http:
         missing = await http.get("/no/such/thing")

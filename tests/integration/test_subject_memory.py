@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .pgtest import ServerProcess, WsClient, exported, http_publish
+from .pgtest import ServerProcess, WsClient, exported, http_publish, monitor_http
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -106,3 +106,49 @@ async def test_retained_bytes_beyond_the_bound_are_refused(
     answer = await http_publish(bounded, "/mem/big-http", big)
     assert answer.status_code == 507
     assert answer.json()["code"] == "retained_bytes_exceeded"
+
+
+async def _engine_subjects(server: ServerProcess) -> int:
+    async with monitor_http(server) as mon:
+        response = await mon.get("/jolokia/read/pushgrid:type=Cache/Subjects")
+    assert response.status_code == 200, response.text
+    count: int = response.json()["value"]
+    return count
+
+
+async def _until_fewer_subjects(server: ServerProcess, known: int) -> None:
+    """Poll the engine's subject count until it drops below ``known`` (a hang guard of 30 s,
+    not a timing check: the test then asserts what is left)."""
+    for _ in range(60):
+        if await _engine_subjects(server) < known:
+            return
+        await asyncio.sleep(0.5)
+
+
+async def test_a_subject_followed_only_by_delta_subscribers_is_kept(
+    server_factory: Callable[..., ServerProcess], connect: Callable[..., Awaitable[WsClient]]
+) -> None:
+    """Issue 34 item 1: a subject whose only subscriber asked for field deltas is in use like
+    one with a plain subscriber: idle past CacheExpireTime it keeps its epoch and numbering."""
+    server = server_factory(ServerName="it-delta-kept", CacheExpireTime=2, MetaSubjectInterval=0)
+    publisher = await connect(server)
+    delta, plain, idle = "/X/Y", "/X/plain", "/X/idle"  # oldest first: evicted in this order
+    firsts = {
+        s: await publisher.publish_ok(s, "1", {"f": "1"}, retained=False) for s in (delta, plain)
+    }
+    await publisher.publish_ok(idle, "1", {"f": "1"}, retained=False)
+    known = await _engine_subjects(server)
+    follower = await connect(server)
+    await follower.send(
+        {"op": "subscribe", "id": 1, "subjects": [{"subject": delta, "delta": True}]}
+    )
+    await follower.expect("subscribed", id=1)
+    await follower.subscribe(plain)
+    # idle past CacheExpireTime: the sweep (about once a second) forgets the unsubscribed one
+    await _until_fewer_subjects(server, known)
+    assert await _engine_subjects(server) == known - 1, "only the unsubscribed subject goes"
+    for subject in (delta, plain):
+        again = await publisher.publish_ok(subject, "2", {"f": "2"}, retained=False)
+        assert (again["epoch"], again["seq"]) == (firsts[subject]["epoch"], 2), subject
+        message = await follower.expect("message", subject=subject, content="2")
+        assert (message["epoch"], message["seq"]) == (again["epoch"], 2)

@@ -21,6 +21,7 @@ from pushgrid.server.core.publishing import (
     Refusal,
 )
 from pushgrid.server.engine.base import PublishRequest, SnapshotBounds
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 
 
@@ -112,7 +113,7 @@ class Throttle(PublishGuard):
 async def test_one_admission_path_rules_in_order_then_the_engine_bounds() -> None:
     """Address, meta-subject, entitlement, rate, then the engine's own snapshot bounds
     (guarantee 8); every refusal counted once, an accepted message counted in."""
-    engine = MemoryEngine(bounds=SnapshotBounds(max_fields=2, max_bytes=1024))
+    engine = MemoryEngine(EngineLimits(bounds=SnapshotBounds(max_fields=2, max_bytes=1024)))
     hub = Hub(engine, Counters())
     guard = Throttle(PublishLimits())
     admission = Admission(guard, JwtEntitlement("k" * 32, ["HS256"]), hub)

@@ -13,16 +13,21 @@ retained bytes and ``SWEEP_BATCH`` subjects of sweep work per call; snapshots ar
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import pytest
 from natsserver import delete_streams
 
+from pushgrid.metrics.counters import Counters
+from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
+from pushgrid.server.core.entitlement import ALLOW_ALL
+from pushgrid.server.core.hub import Hub
 from pushgrid.server.core.outgoing import snapshot_frame
+from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.base import (
     ALERTS_SUBJECT,
     Engine,
@@ -34,8 +39,10 @@ from pushgrid.server.engine.base import (
     SnapshotLimitExceeded,
 )
 from pushgrid.server.engine.jetstream import JetStreamEngine
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.engine.standard import StandardClusterEngine
+from pushgrid.server.framing.outframe import OutFrame
 
 CACHE_LIMIT = 5
 EXPIRE_SECONDS = 60.0
@@ -49,6 +56,17 @@ BYTES_LIMIT = 30_000
 SWEEP_BATCH = 10
 DEDUP_LIMIT = 30  # PublishDedupMaxKeys
 DEDUP_WINDOW = 120.0  # PublishDedupWindow
+#: every engine takes its limits whole (EngineLimits)
+LIMITS = EngineLimits(
+    max_cached=CACHE_LIMIT,
+    expire_seconds=EXPIRE_SECONDS,
+    bounds=BOUNDS,
+    max_subjects=SUBJECT_LIMIT,
+    max_retained_bytes=BYTES_LIMIT,
+    sweep_batch=SWEEP_BATCH,
+    dedup_window=DEDUP_WINDOW,
+    dedup_max_keys=DEDUP_LIMIT,
+)
 
 
 class FakeClock:
@@ -101,17 +119,7 @@ class Delivered:
 
 
 async def _memory_engine(clock: FakeClock) -> Engine:
-    return MemoryEngine(
-        max_cached=CACHE_LIMIT,
-        expire_seconds=EXPIRE_SECONDS,
-        clock=clock,
-        max_subjects=SUBJECT_LIMIT,
-        max_retained_bytes=BYTES_LIMIT,
-        sweep_batch=SWEEP_BATCH,
-        bounds=BOUNDS,
-        dedup_window=DEDUP_WINDOW,
-        dedup_max_keys=DEDUP_LIMIT,
-    )
+    return MemoryEngine(LIMITS, clock=clock)
 
 
 async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
@@ -122,19 +130,7 @@ async def _jetstream_engine(clock: FakeClock, request: pytest.FixtureRequest) ->
         "contract", "guaranteed", None, None, [url], BusCredentials.derive("contract")
     )
     return JetStreamEngine(
-        link,
-        stream="CONTRACT",
-        replicas=1,
-        max_cached=CACHE_LIMIT,
-        expire_seconds=EXPIRE_SECONDS,
-        publish_timeout=5,
-        clock=clock,
-        max_subjects=SUBJECT_LIMIT,
-        max_retained_bytes=BYTES_LIMIT,
-        sweep_batch=SWEEP_BATCH,
-        bounds=BOUNDS,
-        dedup_window=DEDUP_WINDOW,
-        dedup_max_keys=DEDUP_LIMIT,
+        link, LIMITS, stream="CONTRACT", replicas=1, publish_timeout=5, clock=clock
     )
 
 
@@ -142,18 +138,7 @@ async def _standard_engine(clock: FakeClock, request: pytest.FixtureRequest) -> 
     """Standard mode: core NATS fan-out into a local cache."""
     url: str = request.getfixturevalue("nats_url")
     link = ClusterLink("contract", "standard", None, None, [url], BusCredentials.derive("contract"))
-    return StandardClusterEngine(
-        link,
-        max_cached=CACHE_LIMIT,
-        expire_seconds=EXPIRE_SECONDS,
-        clock=clock,
-        max_subjects=SUBJECT_LIMIT,
-        max_retained_bytes=BYTES_LIMIT,
-        sweep_batch=SWEEP_BATCH,
-        bounds=BOUNDS,
-        dedup_window=DEDUP_WINDOW,
-        dedup_max_keys=DEDUP_LIMIT,
-    )
+    return StandardClusterEngine(link, LIMITS, clock=clock)
 
 
 async def _memory(clock: FakeClock, request: pytest.FixtureRequest) -> Engine:
@@ -712,7 +697,7 @@ async def test_a_full_dedup_table_refuses_new_ids_and_keeps_every_live_one(
         await publish(engine, "junk", subject=OTHER, retained=False, msg_id=f"junk-{n}")
     with pytest.raises(EngineFull) as refused:
         await publish(engine, "junk", subject=OTHER, retained=False, msg_id="junk-last")
-    assert refused.value.error_code is ErrorCode.DEDUP_TABLE_FULL
+    assert refused.value.code is ErrorCode.DEDUP_TABLE_FULL
     retry = await publish(engine, "alice", msg_id="alice-1")
     assert (retry.duplicate, retry.epoch, retry.seq) == (True, first.epoch, first.seq)
     assert not (await publish(engine, "plain", subject=OTHER, retained=False)).duplicate
@@ -890,7 +875,16 @@ async def test_a_subscribed_subject_is_never_evicted(
 ) -> None:
     """Observable on subjects without a snapshot: the subscribed one stays in the node's memory
     with its position, the other goes."""
-    engine.use_interest(lambda subject: subject == SUBJECT)
+    await _kept_while_in_use(engine, clock, delivered, lambda subject: subject == SUBJECT)
+    assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
+
+
+async def _kept_while_in_use(
+    engine: Engine, clock: FakeClock, delivered: Delivered, in_use: Callable[[str], bool]
+) -> Published:
+    """SUBJECT and OTHER published without a snapshot, idle past their expiry: only SUBJECT
+    (in use) stays, with its position; its message is returned."""
+    engine.use_interest(in_use)
     kept = await publish(engine, "kept", {"f": "1"}, retained=False)
     await publish(engine, "gone", subject=OTHER, retained=False)
     await delivered.wait_for(2)
@@ -899,7 +893,51 @@ async def test_a_subscribed_subject_is_never_evicted(
         engine.sweep()
     assert engine.stats().subjects == 1
     assert await engine.position(SUBJECT) == (kept.epoch, kept.seq)
-    assert await engine.history(SUBJECT, 10) == []  # its cache expired all the same
+    return kept
+
+
+class _Peer:
+    """A connection that takes every frame (the hub's subscriptions need one)."""
+
+    def send(self, frame: OutFrame) -> None:
+        pass
+
+    def send_all(self, frames: Sequence[OutFrame]) -> None:
+        pass
+
+    def close(self, code: int, reason: str) -> None:
+        pass
+
+
+_POLICY = SessionPolicy(
+    server_name="contract",
+    version="0",
+    keepalive=30.0,
+    limits=Limits(),
+    max_subscriptions=10,
+    publish_snapshot=True,
+)
+
+
+@pytest.mark.parametrize("kind", ["plain", "delta", "conflated", "pending"])
+async def test_every_kind_of_hub_subscription_keeps_its_subject(
+    engine: Engine, clock: FakeClock, delivered: Delivered, kind: str
+) -> None:
+    """The server's "in use" predicate is the hub's (server/app.py): a subject followed only by
+    field-delta subscribers (issue 34), only conflated ones, or by one still being set up is as
+    subscribed as one with a plain subscriber, and keeps its position."""
+    hub = Hub(engine, Counters())
+    session = Session("s1", hub, _Peer(), _POLICY, ALLOW_ALL, "127.0.0.1:1")
+    hub.add_session(session)
+    hub.begin_subscribe(session, SUBJECT)
+    if kind != "pending":
+        conflation_ms = 500 if kind == "conflated" else 0
+        hub.finish_subscribe(session, SUBJECT, conflation_ms, delta=kind == "delta")
+    kept = await _kept_while_in_use(engine, clock, delivered, hub.has_subscribers)
+    again = await publish(engine, "again", {"f": "2"}, retained=False)
+    assert (again.epoch, again.seq) == (kept.epoch, kept.seq + 1)
+    hub.remove_session(session)
+    assert not hub.has_subscribers(SUBJECT)
 
 
 async def test_sweep_work_per_call_is_bounded(

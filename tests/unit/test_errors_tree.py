@@ -1,5 +1,6 @@
 """One exception tree: every exception class of ours derives from PushgridError, the tree in
-server/errors.py's docstring is the real one, and the retry/code rules hold (as data below)."""
+pushgrid/protocol/exceptions.py's docstring is the real one, and the retry/code rules hold (as
+data below)."""
 
 from __future__ import annotations
 
@@ -90,7 +91,9 @@ def test_every_exception_class_derives_from_the_root(
         for (module, name), cls in exceptions.items()
         if not issubclass(cls, PushgridError) and name not in EXEMPT
     }
-    assert outside == set(), "derive these from server.errors.PushgridError (or a branch)"
+    assert outside == set(), (
+        "derive these from pushgrid.protocol.exceptions.PushgridError (or a branch)"
+    )
     for name in EXEMPT:
         assert name.startswith("_"), "only private control-flow classes may stay outside"
         assert any(n == name for _, n in exceptions), f"stale exemption {name}"
@@ -164,7 +167,7 @@ def test_the_docstring_tree_lists_every_class_in_its_place(
     entries = _documented_tree()
     documented = {(e.module, e.name) for e in entries}
     derived = {key for key, cls in exceptions.items() if issubclass(cls, PushgridError)}
-    assert derived - documented == set(), "add these to the tree in server/errors.py"
+    assert derived - documented == set(), "add these to the tree in pushgrid/protocol/exceptions.py"
     assert documented - derived == set(), "the tree names classes that are not there"
     for entry in entries:
         cls = exceptions[(entry.module, entry.name)]
@@ -288,3 +291,21 @@ def test_built_in_bases_stay_for_callers_that_catch_them() -> None:
     assert issubclass(MalformedObjectName, ValueError)
     assert issubclass(InstanceAlreadyExists, ValueError)
     assert issubclass(StoreBusyError, RuntimeError)
+
+
+def test_the_engine_refuses_in_one_shape() -> None:
+    """Every refusal of an engine carries ``code`` (the ErrorCode the client gets) and
+    ``reason``: the admission path answers all of them one way (ADR 036)."""
+    from pushgrid.server.engine.base import EngineFull, EngineRefusal, SnapshotLimitExceeded
+
+    refusals: list[EngineRefusal] = [
+        SnapshotLimitExceeded(ErrorCode.TOO_MANY_FIELDS, "fields"),
+        EngineUnavailable("no quorum"),
+        EngineFull(ErrorCode.TOO_MANY_SUBJECTS, "full"),
+    ]
+    shapes = [(type(r.code), r.code, r.reason, str(r)) for r in refusals]
+    assert shapes == [
+        (ErrorCode, ErrorCode.TOO_MANY_FIELDS, "fields", "fields"),
+        (ErrorCode, ErrorCode.ENGINE_UNAVAILABLE, "no quorum", "no quorum"),
+        (ErrorCode, ErrorCode.TOO_MANY_SUBJECTS, "full", "full"),
+    ]

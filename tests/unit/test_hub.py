@@ -21,6 +21,7 @@ from pushgrid.server.core.hub import Hub
 from pushgrid.server.core.outgoing import update_frame
 from pushgrid.server.core.session import Session, SessionPolicy
 from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.framing.outframe import OutFrame
 
@@ -273,6 +274,7 @@ async def test_published_by_a_session_reaches_subscribers(world: World) -> None:
             {"op": "publish", "id": 9, "subject": SUBJECT, "content": "x", "fields": {"k": "v"}}
         )
     )
+    await pub.answers.settle()  # the engine's part runs as a task (core/answers.py)
     [result] = pub_peer.take()
     assert result["type"] == "publish_result"
     assert (result["result"], result["id"], result["epoch"], result["seq"]) == ("ok", 9, EPOCH, 1)
@@ -637,6 +639,7 @@ async def test_a_delivered_message_is_not_counted_in_where_it_did_not_enter(worl
     await publisher.handle_text(
         json.dumps({"op": "publish", "id": 1, "subject": SUBJECT, "content": "here"})
     )
+    await publisher.answers.settle()  # the engine's part runs as a task (core/answers.py)
     assert world.counters.messages_in_total == 1
     assert world.hub.take_tally()[SUBJECT][:2] == [1, 1]
 
@@ -827,3 +830,40 @@ async def test_conflated_sends_are_counted_per_subject(world: World) -> None:
     assert counts[1] == 1
     assert counts[2] > 0
     assert world.counters.messages_out_total == 1
+
+
+# --- a publish's size: computed once, carried from the frame to the counters ------------------
+
+
+async def test_a_publish_computes_its_size_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MaxMessageSize (the codec), the engine's memory bound and the counters' bytes in all read
+    the one size computed for the frame (ADR 036; it was computed up to four times)."""
+    import sys
+
+    from pushgrid.protocol import sizes
+
+    original = sizes.message_size
+    calls: list[int] = []
+
+    def counted(content: str, fields: Any) -> int:
+        size = original(content, fields)
+        calls.append(size)
+        return size
+
+    for module in list(sys.modules.values()):  # every module that imported it, by name
+        if getattr(module, "message_size", None) is original:
+            monkeypatch.setattr(module, "message_size", counted)
+    world = await _world(
+        MemoryEngine(EngineLimits(max_subjects=10, max_retained_bytes=10**6), epoch=EPOCH)
+    )
+    try:
+        pub, pub_peer = world.session()
+        frame = {"op": "publish", "id": 1, "subject": SUBJECT, "content": "héllo"}
+        await pub.handle_text(json.dumps({**frame, "fields": {"k": "v"}}))
+        await pub.answers.settle()
+        [result] = pub_peer.take()
+        assert result["result"] == "ok"
+        assert calls == [6 + 2]  # "héllo" is 6 bytes of UTF-8, the field 2
+        assert world.hub.take_tally()[SUBJECT][3] == 8  # bytes in: that size
+    finally:
+        await world.engine.close()

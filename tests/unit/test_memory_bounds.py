@@ -5,6 +5,7 @@ bounds, and the least recently published unsubscribed ones give up their room wh
 from __future__ import annotations
 
 from pushgrid.server.engine.base import Published, PublishRequest
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 
 EXPIRE = 60.0
@@ -19,13 +20,13 @@ class Clock:
 
 
 def _engine(clock: Clock, *, max_subjects: int = 0, max_retained_bytes: int = 0) -> MemoryEngine:
-    return MemoryEngine(
+    limits = EngineLimits(
         max_cached=5,
         expire_seconds=EXPIRE,
-        clock=clock,
         max_subjects=max_subjects,
         max_retained_bytes=max_retained_bytes,
     )
+    return MemoryEngine(limits, clock=clock)
 
 
 def _publish(
@@ -76,3 +77,34 @@ async def test_a_publish_whose_own_subject_is_evicted_for_room_goes_on() -> None
     assert again.seq == 2
     assert engine.stats().subjects == 1
     assert engine.stats().cached_bytes == 60
+
+
+def test_the_engine_gets_the_settings_limits_whole() -> None:
+    """The registry hands the engine its EngineLimits whole (ADR 036): every engine key of the
+    file reaches the engine, none is re-spelled on the way."""
+    from pushgrid.config import Settings
+    from pushgrid.server.engine.base import SnapshotBounds
+    from pushgrid.server.engine.registry import build_engine
+
+    settings = Settings(
+        MaxCachedMessagesPerSubject=7,
+        CacheExpireTime=9,
+        PublishDedupWindow=11,
+        PublishDedupMaxKeys=13,
+        MaxFieldsPerSubject=17,
+        MaxSnapshotSize=19_000,
+        MaxSubjects=23,
+        MaxRetainedBytes=29_000,
+    )
+    engine = build_engine(settings.server, settings.cluster)
+    assert isinstance(engine, MemoryEngine)
+    assert engine.limits == EngineLimits.from_settings(settings.server)
+    assert engine.limits == EngineLimits(
+        max_cached=7,
+        expire_seconds=9,
+        dedup_window=11,
+        dedup_max_keys=13,
+        bounds=SnapshotBounds(max_fields=17, max_bytes=19_000),
+        max_subjects=23,
+        max_retained_bytes=29_000,
+    )

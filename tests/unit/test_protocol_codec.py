@@ -9,7 +9,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from pushgrid.protocol.codec import Limits, decode_client_frame, encode, publish_size
+from pushgrid.protocol.codec import (
+    Limits,
+    decode_client_frame,
+    decode_publish_body,
+    encode,
+    publish_size,
+)
 from pushgrid.protocol.errors import ErrorCode, RemoteProtocolError
 from pushgrid.protocol.frames import (
     CLIENT_OPS,
@@ -278,6 +284,85 @@ def test_invalid_subject_is_reported_before_size() -> None:
     error = _decode_error('{"op":"publish","id":3,"subject":"/a","content":"too long"}', limits)
     assert error.code is ErrorCode.INVALID_SUBJECT
     assert error.op == "publish"
+
+
+# --- HTTP POST /publish bodies: the same Publish, the same checks ---------------------------
+
+NESTED_1000 = (
+    b'{"subject": "/a/b", "content": "x", "z": ' + b'{"a":' * 1000 + b"1" + b"}" * 1000 + b"}"
+)
+
+
+def _body_error(body: bytes, limits: Limits = LIMITS) -> RemoteProtocolError:
+    with pytest.raises(RemoteProtocolError) as raised:
+        decode_publish_body(body, limits)
+    return raised.value
+
+
+def test_a_publish_body_decodes_to_the_frames_publish() -> None:
+    keys = {"subject": "/a/b", "content": "x", "fields": {"k": "v"}, "retained": False}
+    keys |= {"qos": "standard", "msg_id": "m-1"}
+    body = decode_publish_body(json.dumps(keys).encode(), LIMITS)
+    frame = decode_client_frame(json.dumps({"op": "publish", **keys}), LIMITS)
+    assert body == frame
+    assert body.size == publish_size(frame) == 3
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"op": "subscribe"}, {"id": "seven"}, {"id": 7}, {"msg_id": None}],
+    ids=["op", "id-text", "id-int", "msg_id-null"],
+)
+def test_a_publish_body_ignores_what_http_never_took(extra: dict[str, Any]) -> None:
+    """No op and no request ids over HTTP; a null msg_id is none (as the endpoint always took)."""
+    body = decode_publish_body(
+        json.dumps({"subject": "/a/b", "content": "x", **extra}).encode(), LIMITS
+    )
+    assert (body.subject, body.content, body.id, body.message_id) == ("/a/b", "x", None, None)
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "detail"),
+    [
+        pytest.param(
+            NESTED_1000, ErrorCode.INVALID_FRAME, "body: JSON nested too deeply", id="deep"
+        ),
+        pytest.param(
+            b'{"subject": "/a/b", "content": "\xff"}',
+            ErrorCode.INVALID_FRAME,
+            "body: not valid UTF-8",
+            id="utf8",
+        ),
+        pytest.param(b"{not json", ErrorCode.INVALID_FRAME, "body: JSON is malformed", id="json"),
+        pytest.param(
+            b"[1]", ErrorCode.INVALID_FRAME, "body: Expected `object`, got `array`", id="array"
+        ),
+        pytest.param(
+            b'{"subject": "/a", "content": "x"}',
+            ErrorCode.INVALID_SUBJECT,
+            "invalid subject '/a'",
+            id="subject",
+        ),
+        pytest.param(
+            b'{"subject": "/a/b", "content": "x", "msg_id": ""}',
+            ErrorCode.INVALID_FRAME,
+            "'msg_id' must hold",
+            id="msg_id",
+        ),
+        pytest.param(
+            b'{"subject": "/a/b", "content": "xx"}',
+            ErrorCode.MESSAGE_TOO_LARGE,
+            "message of 2 bytes exceeds MaxMessageSize 1",
+            id="size",
+        ),
+    ],
+)
+def test_a_bad_publish_body_is_refused_with_the_frames_codes(
+    body: bytes, code: ErrorCode, detail: str
+) -> None:
+    error = _body_error(body, Limits(max_message_size=1))
+    assert error.code is code
+    assert error.message.startswith(detail), error.message
 
 
 # --- server frames: exact JSON keys -----------------------------------------------------------

@@ -157,7 +157,7 @@ def test_non_strings_are_rejected(value: object) -> None:
     assert error is not None
     assert "string" in error
     with pytest.raises(InvalidSubject) as info:
-        validate_subject(value)  # type: ignore[arg-type]
+        validate_subject(value)
     assert info.value.code is ErrorCode.INVALID_SUBJECT
 
 
@@ -197,3 +197,21 @@ def test_multibyte_subject_under_the_char_count_but_over_the_byte_count_is_rejec
     subject = "/a/" + "日" * 400  # 403 characters, 1203 bytes
     assert len(subject) < MAX_SUBJECT_BYTES < len(subject.encode("utf-8"))
     assert subject_error(subject) is not None
+
+
+@pytest.mark.parametrize("value", [5, None, "/a", "a/b", "/a//b", "/a/b\u200b"])
+def test_one_pair_of_validators_one_wording(value: object) -> None:
+    """subject_error gives the reason, validate_subject raises with the one wording of the
+    error; the client's check and the server's reporters (HTTP, Jolokia, admin API) use them, so
+    a subject that is not even a string reads the same everywhere (ADR 036)."""
+    from pushgrid.client.protocol import check_subject
+    from pushgrid.protocol.errors import invalid_subject_message
+
+    reason = subject_error(value)
+    assert reason is not None
+    with pytest.raises(InvalidSubject) as raised:
+        validate_subject(value)
+    assert raised.value.message == invalid_subject_message(value, reason)
+    with pytest.raises(ValueError, match="invalid subject") as refused:
+        check_subject(value)  # type: ignore[arg-type]
+    assert str(refused.value) == raised.value.message

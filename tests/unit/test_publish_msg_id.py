@@ -20,6 +20,7 @@ from pushgrid.protocol.frames import (
 )
 from pushgrid.server.engine.base import EngineFull, PublishRequest
 from pushgrid.server.engine.dedup import DedupTable, Original
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 
 
@@ -141,8 +142,8 @@ def test_a_full_table_refuses_new_ids_and_forgets_no_live_one() -> None:
         table.add("/a/b", f"k{i}", Original("e", i + 1, 1000 + i), 1000 + i)
     with pytest.raises(EngineFull) as refused:
         table.admit("/a/b", "k3", 1010)
-    assert refused.value.error_code is ErrorCode.DEDUP_TABLE_FULL
-    assert "PublishDedupMaxKeys" in refused.value.message
+    assert refused.value.code is ErrorCode.DEDUP_TABLE_FULL
+    assert "PublishDedupMaxKeys" in refused.value.reason
     table.admit("/a/b", "k0", 1010)  # a repeat of a live id is answered, never refused
     table.admit("/a/b", None, 1010)  # so is a publish without a msg_id
     assert table.get("/a/b", "k0", 1010) == Original("e", 1, 1000)
@@ -157,7 +158,7 @@ def test_window_zero_turns_deduplication_off() -> None:
 
 async def test_memory_engine_stores_a_repeat_again_once_the_window_passed() -> None:
     now = [1_700_000_000.0]
-    engine = MemoryEngine(clock=lambda: now[0], dedup_window=30.0)
+    engine = MemoryEngine(EngineLimits(dedup_window=30.0), clock=lambda: now[0])
     await engine.start(lambda message: None)
     first = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="k"))
     now[0] += 29
@@ -171,7 +172,9 @@ async def test_throw_away_ids_cannot_evict_another_clients_live_id() -> None:
     """Issue 34 (2.7): 5,100 throw-away msg_ids with PublishDedupMaxKeys = 5000 evicted another
     client's id, whose retry within the window was stored again (seq 1 -> seq 2)."""
     now = [1_700_000_000.0]
-    engine = MemoryEngine(clock=lambda: now[0], dedup_window=120.0, dedup_max_keys=5000)
+    engine = MemoryEngine(
+        EngineLimits(dedup_window=120.0, dedup_max_keys=5000), clock=lambda: now[0]
+    )
     await engine.start(lambda message: None)
     first = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="alice-1"))
     codes = []
@@ -179,7 +182,7 @@ async def test_throw_away_ids_cannot_evict_another_clients_live_id() -> None:
         try:
             await engine.publish(PublishRequest("/x/y", "junk", {}, msg_id=f"junk-{i}"))
         except EngineFull as exc:
-            codes.append(exc.error_code)
+            codes.append(exc.code)
     assert codes == [ErrorCode.DEDUP_TABLE_FULL] * 101, "the 4,999 that fit are stored"
     now[0] += 60
     retry = await engine.publish(PublishRequest("/a/b", "x", {}, msg_id="alice-1"))
