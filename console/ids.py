@@ -106,6 +106,10 @@ class Ids(StrEnum):
     AUDIT_TABLE = "audit-table"
     AUDIT_REFRESH = "audit-refresh"
     AUDIT_INTERVAL = "audit-interval"
+    AUDIT_ACTOR = "audit-actor"  # the API's filters (GET /api/v1/audit)
+    AUDIT_ACTION = "audit-action"
+    AUDIT_OUTCOME = "audit-outcome"
+    AUDIT_SINCE = "audit-since"
 
 
 def indicator_id(kind: Ids, indicator: str) -> str:

@@ -20,7 +20,7 @@ from . import Page, Providers
 PATH = "jobs"
 TITLE = "Jobs"
 REFRESH_MS = 2000
-_STATUS_KIND = {"succeeded": "good", "failed": "bad", "running": "info"}
+_STATUS_KIND = {"succeeded": "good", "failed": "bad", "running": "info", "interrupted": "muted"}
 
 
 def layout() -> Component:

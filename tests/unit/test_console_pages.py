@@ -263,10 +263,19 @@ def test_subject_log_and_arrival() -> None:
     assert subjects.next_log(log, other, now=13.0) == []
 
     sent = subjects.published_record(PublishResult("/a/b", "ok", "e1", 3, "m1"), now=20.0)
-    waiting = subjects.arrival(sent, _info(2), now=20.5)
+    waiting, kept = subjects.arrival(sent, _info(2), now=20.5)
     assert _prop(waiting, "data-arrived") == "false"
-    arrived = subjects.arrival(sent, _info(3), now=20.5)
+    assert kept is None
+    arrived, kept = subjects.arrival(sent, _info(3), now=20.5)
     assert _prop(arrived, "data-arrived") == "true"
+    assert _prop(arrived, "data-took") == "0.500000"
+    assert kept is not None
+    assert kept["arrived"] == 20.5
+    # issue 34: the time it took is frozen once seen, however long the page keeps watching
+    later, again = subjects.arrival(kept, _info(4), now=95.0)
+    assert _prop(later, "data-took") == "0.500000"
+    assert again is None
+    assert "arrived in 0.50 s" in str(later.children[1].children)
     assert _info(3).subscriber_count == 3
 
 
