@@ -10,7 +10,9 @@ class Ids(StrEnum):
     URL = "url"
     TOKEN = "token"  # dcc.Store (session storage): the operator's admin-API token
     OPERATOR = "operator"  # dcc.Store: who the token belongs to
-    NAV = "nav"
+    NAV = "nav"  # the groups (Live, Traffic, Pipeline, Admin)
+    SUBNAV = "subnav"  # the pages of the current group
+    SHELL = "shell"  # the console's root: its class carries the operator's role
     PAGE = "page"
     USER = "user"
     SIGN_OUT = "sign-out"

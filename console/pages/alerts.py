@@ -19,7 +19,7 @@ from ..components import alert, attrs, card, notice, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import Page, Providers, alert_actions
+from . import OPERATOR_ONLY, Page, Providers, alert_actions
 
 PATH = "alerts"
 TITLE = "Alerts"
@@ -237,7 +237,8 @@ def _form() -> Component:
                 className="rule-form",
             ),
             html.Div(id=OpsIds.RULE_RESULT),
-        ]
+        ],
+        class_name=OPERATOR_ONLY,  # rules are written by operators
     )
 
 
@@ -378,4 +379,4 @@ def _wire_banner(app: Dash, providers: Providers) -> None:
             return no_update  # the page itself says what is wrong
 
 
-PAGE = Page(PATH, TITLE, "⚠", layout)
+PAGE = Page(PATH, TITLE, "⚠", layout, group="Admin")

@@ -157,4 +157,4 @@ def register(app: Dash, providers: Providers) -> None:
         return render_audit(entries), []
 
 
-PAGE = Page(PATH, TITLE, "☰", layout)
+PAGE = Page(PATH, TITLE, "☰", layout, group="Admin", role="admin")

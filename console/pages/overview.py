@@ -506,4 +506,4 @@ def _register_charts(app: Dash, providers: Providers) -> None:
         return result
 
 
-PAGE = Page(PATH, TITLE, "◉", layout)
+PAGE = Page(PATH, TITLE, "◉", layout, group="Live")

@@ -14,7 +14,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill, table
 from ..ids import Ids
 from ..provider import PresenceInfo, ProviderError, PublishResult, SubjectInfo
-from . import Page, Providers
+from . import OPERATOR_ONLY, Page, Providers
 
 PATH = "subjects"
 TITLE = "Subjects"
@@ -96,7 +96,8 @@ def layout() -> Component:
                                 n_clicks=0,
                             ),
                             html.Div(id=Ids.SUBJECT_ARRIVAL, className="arrival"),
-                        ]
+                        ],
+                        class_name=OPERATOR_ONLY,  # publishing needs the operator role
                     ),
                     card(
                         [
@@ -397,4 +398,4 @@ def _register_presence(app: Dash, providers: Providers) -> None:
         return render_presence(info)
 
 
-PAGE = Page(PATH, TITLE, "◈", layout)
+PAGE = Page(PATH, TITLE, "◈", layout, group="Live")

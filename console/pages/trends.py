@@ -197,4 +197,4 @@ def register(app: Dash, providers: Providers) -> None:
         )
 
 
-PAGE = Page(PATH, TITLE, "↗", layout)
+PAGE = Page(PATH, TITLE, "↗", layout, group="Traffic")

@@ -33,7 +33,7 @@ from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError, WindowStatistics
-from . import Page, Providers
+from . import OPERATOR_ONLY, Page, Providers
 from .statistics import coverage_note, pick, render_asof, render_table
 
 PATH = "watched"
@@ -162,7 +162,7 @@ def layout() -> Component:
                     html.Button("Stop watching", id=OpsIds.WATCHED_REMOVE, className="button"),
                     html.Span(id=OpsIds.WATCHED_RESULT, className="result"),
                 ],
-                class_name="watched-form",
+                class_name=f"watched-form {OPERATOR_ONLY}",
             ),
             card(html.Div(id=OpsIds.WATCHED_TABLE)),
             card(
@@ -262,4 +262,4 @@ def _register_stored(app: Dash, providers: Providers) -> None:
         return render_stored(pattern, stored_windows(answer, scope or CLUSTER), time.time())
 
 
-PAGE = Page(PATH, "Watched", "◎", layout)  # short: the nav bar is full
+PAGE = Page(PATH, "Watched", "◎", layout, group="Traffic")

@@ -3,14 +3,14 @@ and the app's routing: no browser, no network."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from dash.development.base_component import Component
 
 from pushgrid.console import http_provider as hp
-from pushgrid.console.app import PAGES, create_dash_app, href, page_for
+from pushgrid.console.app import PAGES, create_dash_app, href, nav, offered, page_for
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
@@ -434,24 +434,48 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         raise AssertionError("no provider is needed to build the app")
 
     app = create_dash_app(factory, requests_pathname_prefix="/console/")
-    assert [page.path for page in PAGES] == [
-        "",
-        "statistics",
-        "trends",
-        "subjects",
-        "sessions",
-        "jobs",
-        "audit",
-        "hot",
-        "watched",
-        "alerts",
-        "trace",
+    assert [(page.group, page.path) for page in PAGES] == [
+        ("Live", ""),
+        ("Live", "subjects"),
+        ("Live", "sessions"),
+        ("Live", "trace"),
+        ("Traffic", "statistics"),
+        ("Traffic", "trends"),
+        ("Traffic", "hot"),
+        ("Traffic", "watched"),
+        ("Pipeline", "jobs"),
+        ("Admin", "alerts"),
+        ("Admin", "audit"),
     ]
     for page in PAGES:
         assert page_for(app, href(app, page.path)) is page
     assert page_for(app, "/console/nope") is None
     assert href(app, "jobs") == "/console/jobs"
     assert calls == []
+
+
+def _ids(links: list[Any]) -> list[str]:
+    return [link.id for link in links]
+
+
+def test_the_navigation_is_grouped_and_offers_each_role_what_it_may_use() -> None:
+    """Issue 34: eleven pages in one row did not fit 1440 px; a viewer was offered pages the
+    admin API then refused (403)."""
+    app = create_dash_app(lambda _token: cast(ConsoleProvider, None))
+    trends_page = page_for(app, href(app, "trends"))
+    tabs, links = nav(app, trends_page, "admin")
+    assert _ids(tabs) == [f"nav-group-{g}" for g in ("live", "traffic", "pipeline", "admin")]
+    assert [tab.className for tab in tabs].count("nav-link active") == 1
+    assert tabs[1].className == "nav-link active"
+    assert _ids(links) == ["nav-statistics", "nav-trends", "nav-hot", "nav-watched"]
+    assert [page.path for page in offered("viewer")] == [
+        p.path for p in PAGES if p.path not in ("trace", "audit")
+    ]
+    assert "audit" not in [page.path for page in offered("operator")]
+    assert "trace" in [page.path for page in offered("operator")]
+    assert len(offered("admin")) == len(PAGES)
+    _tabs, live = nav(app, page_for(app, href(app, "")), "viewer")
+    assert _ids(live) == ["nav-overview", "nav-subjects", "nav-sessions"]
 
 
 def test_provider_errors_round_trip_as_json() -> None:
