@@ -74,6 +74,39 @@ def test_subscribe_prints_live_updates_as_json_lines(server, subject):
     assert proc.stdout.read() == "", "exactly --count lines"
 
 
+def test_subscribe_updates_leaves_out_the_snapshot(server, subject):
+    """Issue 34: a second run of the README tour counted the first run's snapshot in
+    ``--count 2`` and missed the second update; ``--updates`` counts new messages only."""
+    s = subject("updates")
+    assert run_cli("publish", s, "old", "--server", server.address).returncode == 0
+    proc = subprocess.Popen(
+        [*PUSHGRID, "subscribe", s, "--server", server.address, "--updates", "--count", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=clean_env(),
+        cwd=REPO,
+    )
+    try:
+        assert proc.stderr is not None
+        assert "connected to" in proc.stderr.readline()
+        sent = 0
+        while proc.poll() is None:  # until it has printed one: no guess at when it subscribed
+            sent += 1
+            assert sent < 100, "the subscriber never printed an update"
+            assert run_cli("publish", s, f"new {sent}", "--server", server.address).returncode == 0
+        assert proc.returncode == 0
+        assert proc.stdout is not None
+        (line,) = proc.stdout.read().splitlines()
+    finally:
+        proc.kill()
+        proc.wait()
+    message = json.loads(line)
+    assert message["type"] == "update"
+    assert message["content"].startswith("new "), "not the snapshot ('old')"
+
+
 def test_subscribe_history(server, subject):
     s = subject()
     for n in range(1, 5):
