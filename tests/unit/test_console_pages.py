@@ -11,6 +11,8 @@ from dash.development.base_component import Component
 
 from pushgrid.console import http_provider as hp
 from pushgrid.console.app import PAGES, create_dash_app, href, nav, offered, page_for
+from pushgrid.console.figures import trend_figure
+from pushgrid.console.format import chart_time
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
@@ -145,10 +147,11 @@ def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
 class HistoryApi:
     """A provider's ``history`` and ``trend`` over fixed answers, recording what was asked."""
 
-    def __init__(self, *answers: History) -> None:
+    def __init__(self, *answers: History, stored: bool = True) -> None:
         self.answers = list(answers)
         self.asked: list[int | None] = []
         self.trends: list[tuple[str, str, str, int | None]] = []
+        self.stored = stored  # whether the statistics store has trend points
 
     def history(self, since: int | None = None, until: int | None = None) -> History:
         self.asked.append(since)
@@ -156,6 +159,8 @@ class HistoryApi:
 
     def trend(self, query: TrendQuery) -> list[TrendPoint]:
         self.trends.append((query.scope, query.indicator, query.window, query.since))
+        if not self.stored:
+            return []
         return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
 
 
@@ -215,6 +220,48 @@ def test_overview_beyond_the_history_reads_the_statistics_store() -> None:
     again = overview.charts_update(api, "24h", update.state, 90_010)  # type: ignore[arg-type]
     assert again.figures["connected_users"] is None, "redrawn every 5 minutes, not each round"
     assert overview.needs_rebuild("15m", again.state), "back to the history: a whole range"
+
+
+def _annotations(figure: Any) -> list[str]:
+    return [a.text for a in figure.layout.annotations]
+
+
+def test_overview_long_ranges_say_why_empty_fill_from_history_and_span_the_range() -> None:
+    """Issue 34: 24 h / 7 d showed seven empty charts with meaningless axes until the pipeline
+    had points."""
+    now = 700_000
+    api = HistoryApi(_history(now, ("a",)), stored=False)
+    update = overview.charts_update(api, "7d", None, now)  # type: ignore[arg-type]
+    assert api.asked == [now - 7 * 86_400], "the admin API's history, asked once"
+    figure = update.figures["connected_users"]
+    assert figure is not None
+    assert [t.name for t in figure.data] == ["Cluster"]
+    assert len(figure.data[0].x) == 10, "the history's seconds, drawn"
+    assert list(figure.layout.xaxis.range) == [chart_time(now - 7 * 86_400), chart_time(now)]
+    assert _annotations(figure) == []
+    assert any("admin API's history" in p for p in update.problems)
+
+    empty = HistoryApi(_history(now, (), since=now + 1), stored=False)
+    nothing = overview.charts_update(empty, "24h", None, now)  # type: ignore[arg-type]
+    figure = nothing.figures["connected_users"]
+    assert figure is not None
+    (why,) = _annotations(figure)
+    assert why.startswith("no data for the last 24 h yet")
+    assert figure.layout.xaxis.visible is False, "no meaningless axes"
+
+    stored = overview.charts_update(HistoryApi(), "24h", None, 90_000)  # type: ignore[arg-type]
+    figure = stored.figures["connected_users"]
+    assert figure is not None
+    assert list(figure.layout.xaxis.range) == [chart_time(90_000 - 86_400), chart_time(90_000)]
+
+
+def test_a_trend_spans_the_selected_range() -> None:
+    """Issue 34: one trend point was drawn on an axis one millisecond wide."""
+    point = TrendPoint(50_000, 3600, 5.0, 4.0, 1.0)
+    assert trends.trend_span(40_000, [point], 60_000.5) == (40_000, 60_000)
+    assert trends.trend_span(None, [point], 60_000) == (50_000 - 3600, 60_000)
+    figure = trend_figure([point], "connected_users", "1h", CLUSTER, (40_000, 60_000))
+    assert list(figure.layout.xaxis.range) == [chart_time(40_000), chart_time(60_000)]
 
 
 def test_overview_reports_members_down() -> None:
