@@ -65,7 +65,7 @@ def panel_facts(panel: MemberPanel | None) -> list[Fact]:
     """The facts of a member's panel, in reading order; none without a panel."""
     if panel is None:
         return []
-    window = f"{panel.window_seconds:g} s"
+    window = f"{fmt.number(panel.window_seconds)} s"
     cpu = panel.cpu_percent
     lag, lag_max = panel.loop_lag_seconds, panel.loop_lag_max_seconds
     p50, p99 = panel.flush_delay_p50_seconds, panel.flush_delay_p99_seconds
