@@ -15,7 +15,7 @@ from dash import Dash, Input, Output, State, dcc, html, set_props
 from dash.development.base_component import Component
 from flask import Flask
 
-from .components import alert
+from .components import alert, attrs
 from .ids import Ids, OpsIds
 from .pages import (
     GROUPS,
@@ -142,7 +142,7 @@ def shell(app: Dash) -> Component:
                         href=href(app, ""),
                         className="brand",
                     ),
-                    html.Nav(id=Ids.NAV, className="nav", **{"aria-label": "sections"}),
+                    html.Nav(id=Ids.NAV, className="nav", **attrs({"aria-label": "sections"})),
                     html.Div(
                         [
                             html.Span(id=Ids.USER, className="user"),
@@ -155,7 +155,7 @@ def shell(app: Dash) -> Component:
                 ],
                 className="topbar",
             ),
-            html.Nav(id=Ids.SUBNAV, className="subnav", **{"aria-label": "pages"}),
+            html.Nav(id=Ids.SUBNAV, className="subnav", **attrs({"aria-label": "pages"})),
             html.Div(id=Ids.GLOBAL_ALERT, className="alerts global-alerts"),
             # firing alerts, on every page (console/pages/alerts.py: show_banner)
             html.Div(id=OpsIds.ALERT_BANNER, className="alerts alert-banner"),
@@ -202,7 +202,7 @@ def nav(
     row of eleven pages did not (issue 34). A group's tab opens its first page."""
     pages = offered(role)
     group = current.group if current is not None else GROUPS[0]
-    tabs = []
+    tabs: list[Component] = []
     for name in GROUPS:
         members = [page for page in pages if page.group == name]
         if members:
@@ -214,7 +214,7 @@ def nav(
                     id=f"nav-group-{name.lower()}",
                 )
             )
-    links = [
+    links: list[Component] = [
         dcc.Link(
             [html.Span(page.icon, className="nav-icon"), page.title],
             href=href(app, page.path),
