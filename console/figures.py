@@ -258,16 +258,6 @@ def trend_figure(
     )
     if span is not None:
         time_axis(figure, *span)
-    if not points:
-        figure.add_annotation(
-            text="no trend points in this range",
-            showarrow=False,
-            font={"color": MUTED, "size": 14},
-            xref="paper",
-            yref="paper",
-            x=0.5,
-            y=0.5,
-        )
     return figure
 
 

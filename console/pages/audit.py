@@ -33,19 +33,12 @@ def _filters() -> Component:
     """The API's filters (``GET /api/v1/audit``): actor, action, outcome, since."""
     return html.Div(
         [
-            dcc.Input(
-                id=Ids.AUDIT_ACTOR,
-                type="search",
-                placeholder="who (token name)",
-                debounce=0.3,
-                className="input",
-            ),
-            dcc.Input(
-                id=Ids.AUDIT_ACTION,
-                type="search",
-                placeholder="action, e.g. tokens.create",
-                debounce=0.3,
-                className="input",
+            *(
+                dcc.Input(id=id_, type="search", placeholder=hint, debounce=0.3, className="input")
+                for id_, hint in (
+                    (Ids.AUDIT_ACTOR, "who (token name)"),
+                    (Ids.AUDIT_ACTION, "action, e.g. tokens.create"),
+                )
             ),
             dcc.Dropdown(
                 id=Ids.AUDIT_OUTCOME,

@@ -298,16 +298,19 @@ class Console:
             for group in GROUPS:
                 tab = f"nav-group-{group.lower()}"
                 self.br.find_element(f"#{tab}").click()
-                found = self.wait(
-                    lambda tab=tab: self.js(
+
+                def shown(tab: str = tab) -> str | None:
+                    """'yes' / 'no' (the page's link is in the group) once the group is open."""
+                    answer: str | None = self.js(
                         "const a = document.querySelector('#nav .nav-link.active');"
                         "return a && a.id === arguments[0]"
                         " ? (document.getElementById(arguments[1]) ? 'yes' : 'no') : null",
                         tab,
                         link,
-                    ),
-                    f"the {group} group",
-                )
+                    )
+                    return answer
+
+                found = self.wait(shown, f"the {group} group")
                 if found == "yes":
                     break
         self.br.find_element(f"#{link}").click()
