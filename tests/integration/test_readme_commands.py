@@ -83,6 +83,11 @@ class Deployment:
         return ["ip", "netns", "exec", self.namespace]
 
     def start(self) -> Deployment:
+        # `make up` here installs nothing: an out-of-date install stamp would make it run
+        # `pip install -e .` from this directory and point the shared .venv at it
+        stale = subprocess.run(["make", "-q", "-C", str(REPO), ".venv/.installed-runtime"])
+        if stale.returncode != 0:
+            pytest.fail("the runtime install of .venv is out of date: run `make install` first")
         subprocess.run(["ip", "netns", "add", self.namespace], check=True, timeout=10)
         subprocess.run([*self.prefix(), "ip", "link", "set", "lo", "up"], check=True, timeout=10)
         with self.log.open("wb") as out:
