@@ -210,6 +210,7 @@ def _blocks(mode: str) -> list[Block]:
     return [b for b in BLOCKS if b.tag in ("", mode) and not b.deploys]
 
 
+@pytest.mark.timeout(2 * BLOCK_TIMEOUT + 60)  # each block twice
 @pytest.mark.parametrize("block", _blocks("make-up"), ids=lambda b: f"README.md:{b.line}")
 def test_readme_block_with_make_up(single: Deployment, block: Block) -> None:
     """Each block works verbatim twice in a row (issue 34: a reader runs the tour again, on
@@ -221,6 +222,7 @@ def test_readme_block_with_make_up(single: Deployment, block: Block) -> None:
         )
 
 
+@pytest.mark.timeout(2 * BLOCK_TIMEOUT + 60)
 @pytest.mark.parametrize("block", _blocks("make-cluster"), ids=lambda b: f"README.md:{b.line}")
 def test_readme_block_with_make_cluster(cluster: Deployment, block: Block) -> None:
     for run in ("first", "second"):  # verbatim twice in a row, as with make up
