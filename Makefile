@@ -1,18 +1,26 @@
 # pushgrid: `make up` runs everything on embedded defaults; `make test` runs the whole suite.
-# Both install what is missing first and are safe to run again.
+# Both install what is missing first and are safe to run again: `make up` only what running needs
+# (the `all` extra), `make test` / `make install` the test, lint and browser tools on top (`dev`).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
 .PHONY: up cluster test lint typecheck install system-deps runtime-deps clean bench audit fuzz faults
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# What running needs: the server, the admin API + console and the statistics pipeline.
+$(RUNTIME_STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[all]'
+	@touch $(RUNTIME_STAMP)
+
+# What developing needs on top: test, lint, type-check, browser and benchmark tools.
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
@@ -52,11 +60,11 @@ system-deps: runtime-deps
 # network (it is the `Listen` key, given as PUSHGRID_LISTEN).
 LISTEN ?= 127.0.0.1:8800
 
-up: $(STAMP) runtime-deps
+up: $(RUNTIME_STAMP) runtime-deps
 	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up
 
 # A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
-cluster: $(STAMP) runtime-deps
+cluster: $(RUNTIME_STAMP) runtime-deps
 	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up --members 3
 
 lint: $(STAMP)

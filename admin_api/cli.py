@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pushgrid.config.cli_support import LogLevelOption, fail, settings_or_exit
+from pushgrid.config.cli_support import LogLevelOption, fail, name_process, settings_or_exit
 from pushgrid.kernel.periodic import die_with_parent, run_child
 
 from .security import Role
@@ -79,15 +79,25 @@ def _migrate(url: str) -> None:
 
 
 def _create_token(
-    url: str, role: Role, name: str, expires_in: float | None = None
+    url: str,
+    role: Role,
+    name: str,
+    expires_in: float | None = None,
+    command: str = "pushgrid admin create-token",
 ) -> tuple[str, str]:
-    """(token id, token) of a new token in the database at ``url``."""
+    """(token id, token) of a new token in the database at ``url``, audited as ``command``."""
+    import getpass
+
     from pushgrid.metrics.sqlstore import session_scope
 
+    from .services.audit import CliAudit
     from .services.tokens import TokenService
 
+    audit = CliAudit(command, "tokens.create", getpass.getuser())
     with session_scope(url) as db:
-        created = TokenService(db).create(name, role, created_by="cli", expires_in=expires_in)
+        created = TokenService(db).create(
+            name, role, created_by="cli", expires_in=expires_in, audit=audit
+        )
     return created.id, created.token
 
 
@@ -100,7 +110,8 @@ def _bootstrap_token(url: str) -> str | None:
     with session_scope(url) as db:
         if TokenService(db).has_active(Role.ADMIN):
             return None
-    return _create_token(url, Role.ADMIN, "bootstrap-admin")[1]
+    command = "pushgrid admin serve --bootstrap"
+    return _create_token(url, Role.ADMIN, "bootstrap-admin", command=command)[1]
 
 
 def serve(config: Path | None, listen: str | None = None, bootstrap: bool = False) -> None:
@@ -118,6 +129,7 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
         host, port = parse_address(listen or settings.admin_listen)
     except ValueError as exc:
         raise fail(f"--listen: {exc}", 2) from None
+    name_process(f"admin {host}:{port}", "admin")
     logging.basicConfig(
         level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from pushgrid.metrics.sqlstore.models import JobRun
+from pushgrid.metrics.sqlstore.models import RUN_STATUSES, JobRun
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-STATUSES = ("running", "succeeded", "failed")
+STATUSES = RUN_STATUSES
 
 
 def _unix(moment: datetime | None) -> float:
@@ -31,8 +31,11 @@ def _unix(moment: datetime | None) -> float:
 
 
 def last_run_failed(db: Session) -> bool:
-    """The most recent statistics run failed (the "statistics pipeline failing" signal too)."""
-    last_run = db.scalars(select(JobRun).order_by(JobRun.id.desc()).limit(1)).first()
+    """The most recent statistics run failed (the "statistics pipeline failing" signal too).
+    Runs stopped by a clean shutdown (``interrupted``) say nothing about the pipeline: they are
+    passed over, so a restart does not fire the alert (issue 34)."""
+    judged = JobRun.status != "interrupted"
+    last_run = db.scalars(select(JobRun).where(judged).order_by(JobRun.id.desc()).limit(1)).first()
     return last_run is not None and last_run.status == "failed"
 
 

@@ -400,7 +400,7 @@ class StageOut(BaseModel):
 
 class JobRunOut(BaseModel):
     id: int
-    status: Literal["running", "succeeded", "failed"]
+    status: Literal["running", "succeeded", "failed", "interrupted"]
     started_at: datetime
     finished_at: datetime | None
     duration_seconds: float | None

@@ -113,15 +113,17 @@ def subscribe_command(
     count: int | None = None,
     token: str | None = None,
     history: int = 0,
+    updates: bool = False,
 ) -> int:
-    """Print messages of ``subjects`` as JSON lines until ``count`` messages (or Ctrl-C)."""
+    """Print messages of ``subjects`` as JSON lines until ``count`` messages (or Ctrl-C);
+    ``updates``: without the snapshot a subscription starts with."""
     if count is not None and count < 0:
         _error(f"--count must be >= 0, got {count}")
         return 1
     if count == 0:
         return 0
     try:
-        return asyncio.run(_subscribe(subjects, server, count, token, history))
+        return asyncio.run(_subscribe(subjects, server, count, token, history, updates))
     except ValueError as exc:
         _error(str(exc))
         return 1
@@ -145,7 +147,12 @@ _NOTES: dict[Status, Callable[[StatusEvent], str]] = {
 
 
 async def _subscribe(
-    subjects: list[str], server: str, count: int | None, token: str | None, history: int
+    subjects: list[str],
+    server: str,
+    count: int | None,
+    token: str | None,
+    history: int,
+    updates: bool = False,
 ) -> int:
     stop = asyncio.Event()
     denied: set[str] = set()
@@ -177,16 +184,22 @@ async def _subscribe(
     client = PushgridClient(server, token, on_status=on_status, backoff=CLI_BACKOFF)
     await client.subscribe(subjects, history=history)  # validates before connecting
     await client.connect(wait=False)
-    await _print_until(client, count, stop)
+    await _print_until(client, count, stop, updates)
     return exit_code
 
 
-async def _print_until(client: PushgridClient, count: int | None, stop: asyncio.Event) -> None:
-    """Print messages until ``count`` of them, or ``stop``; then close the client."""
+async def _print_until(
+    client: PushgridClient, count: int | None, stop: asyncio.Event, updates: bool = False
+) -> None:
+    """Print messages until ``count`` of them, or ``stop``; then close the client. ``updates``:
+    leave out the snapshot a subscription starts with, so ``count`` counts the messages
+    published from now on (a second run of the README's tour met the first run's snapshot)."""
 
     async def consume() -> None:
         received = 0
         async for message in client.messages():
+            if updates and message.type == "snapshot":
+                continue
             print(message_json(message), flush=True)
             received += 1
             if count is not None and received >= count:
@@ -272,9 +285,15 @@ def subscribe(
     history: Annotated[
         int, typer.Option("--history", help="Start with the N last cached messages.")
     ] = 0,
+    updates: Annotated[
+        bool,
+        typer.Option(
+            "--updates", help="Leave out the snapshot: print (and count) new messages only."
+        ),
+    ] = False,
 ) -> None:
     """Print messages as JSON lines: subject, content, fields, type, epoch, seq."""
-    raise typer.Exit(subscribe_command(subjects, server, count, token, history))
+    raise typer.Exit(subscribe_command(subjects, server, count, token, history, updates))
 
 
 def register(app: typer.Typer) -> None:

@@ -15,9 +15,11 @@ from dash import Dash, Input, Output, State, dcc, html, set_props
 from dash.development.base_component import Component
 from flask import Flask
 
-from .components import alert
+from .components import alert, attrs
 from .ids import Ids, OpsIds
 from .pages import (
+    GROUPS,
+    ROLES,
     Page,
     ProviderFactory,
     Providers,
@@ -38,18 +40,19 @@ from .requests import refuse_bad_requests
 from .security import page_headers
 
 ASSETS = Path(__file__).parent / "assets"
+#: every page, in the navigation's order (each group's first page is its tab's target)
 PAGES: tuple[Page, ...] = (
     overview.PAGE,
-    statistics.PAGE,
-    trends.PAGE,
     subjects.PAGE,
     sessions.PAGE,
-    jobs.PAGE,
-    audit.PAGE,
+    trace.PAGE,
+    statistics.PAGE,
+    trends.PAGE,
     hot.PAGE,
     watched.PAGE,
+    jobs.PAGE,
     alerts.PAGE,
-    trace.PAGE,
+    audit.PAGE,
 )
 _MODULES = (
     overview,
@@ -139,7 +142,7 @@ def shell(app: Dash) -> Component:
                         href=href(app, ""),
                         className="brand",
                     ),
-                    html.Nav(id=Ids.NAV, className="nav"),
+                    html.Nav(id=Ids.NAV, className="nav", **attrs({"aria-label": "sections"})),
                     html.Div(
                         [
                             html.Span(id=Ids.USER, className="user"),
@@ -152,12 +155,14 @@ def shell(app: Dash) -> Component:
                 ],
                 className="topbar",
             ),
+            html.Nav(id=Ids.SUBNAV, className="subnav", **attrs({"aria-label": "pages"})),
             html.Div(id=Ids.GLOBAL_ALERT, className="alerts global-alerts"),
             # firing alerts, on every page (console/pages/alerts.py: show_banner)
             html.Div(id=OpsIds.ALERT_BANNER, className="alerts alert-banner"),
             dcc.Interval(id=OpsIds.ALERT_BANNER_INTERVAL, interval=alerts.BANNER_MS),
             html.Main(id=Ids.PAGE, className="main"),
         ],
+        id=Ids.SHELL,
         className="console",
     )
 
@@ -184,16 +189,42 @@ def page_for(app: Dash, pathname: str | None) -> Page | None:
     return None
 
 
-def nav(app: Dash, current: Page | None) -> list[Component]:
-    return [
+def offered(role: str | None) -> list[Page]:
+    """The pages ``role`` may use, in the navigation's order (a viewer is not offered the
+    Live trace, an operator not the Audit log: their reads would answer 403)."""
+    return [page for page in PAGES if page.allows(role)]
+
+
+def nav(
+    app: Dash, current: Page | None, role: str | None = None
+) -> tuple[list[Component], list[Component]]:
+    """(the group tabs, the current group's pages): two short rows that fit 1366 px where one
+    row of eleven pages did not (issue 34). A group's tab opens its first page."""
+    pages = offered(role)
+    group = current.group if current is not None else GROUPS[0]
+    tabs: list[Component] = []
+    for name in GROUPS:
+        members = [page for page in pages if page.group == name]
+        if members:
+            tabs.append(
+                dcc.Link(
+                    name,
+                    href=href(app, members[0].path),
+                    className="nav-link active" if name == group else "nav-link",
+                    id=f"nav-group-{name.lower()}",
+                )
+            )
+    links: list[Component] = [
         dcc.Link(
             [html.Span(page.icon, className="nav-icon"), page.title],
             href=href(app, page.path),
-            className="nav-link active" if page is current else "nav-link",
+            className="subnav-link active" if page is current else "subnav-link",
             id=f"nav-{page.path or 'overview'}",
         )
-        for page in PAGES
+        for page in pages
+        if page.group == group
     ]
+    return tabs, links
 
 
 def not_found(pathname: str | None) -> Component:
@@ -213,6 +244,8 @@ def _register_shell(app: Dash) -> None:
     @app.callback(
         Output(Ids.PAGE, "children"),
         Output(Ids.NAV, "children"),
+        Output(Ids.SUBNAV, "children"),
+        Output(Ids.SHELL, "className"),
         Output(Ids.USER, "children"),
         Output(Ids.SIGN_OUT, "style"),
         Output(Ids.GLOBAL_ALERT, "children"),
@@ -225,10 +258,13 @@ def _register_shell(app: Dash) -> None:
     ) -> tuple[Any, ...]:
         hidden = {"display": "none"}
         if not token:
-            return login.layout(), [], "", hidden, []
+            return login.layout(), [], [], "console", "", hidden, []
         page = page_for(app, pathname)
         content = not_found(pathname) if page is None else page.layout()
-        return content, nav(app, page), user_label(operator), {}, []
+        role = (operator or {}).get("role")
+        tabs, links = nav(app, page, role)
+        shell_class = f"console role-{role if role in ROLES else 'viewer'}"
+        return content, tabs, links, shell_class, user_label(operator), {}, []
 
     @app.callback(
         Output(Ids.TOKEN, "data", allow_duplicate=True),

@@ -18,6 +18,7 @@ from pushgrid.ops.statistics import TrendQuery
 from .provider import (
     CLUSTER,
     AuditEntry,
+    AuditFilter,
     ClusterMemberState,
     ClusterView,
     History,
@@ -263,7 +264,11 @@ class DemoProvider:
     def start_job(self) -> JobRun:
         return JobRun(41, "running", _iso(time.time()))
 
-    def audit(self, limit: int = 50) -> list[AuditEntry]:
+    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditEntry]:
+        wanted = filters or AuditFilter()
+        return [e for e in self._audit() if _matches(e, wanted)][:limit]
+
+    def _audit(self) -> list[AuditEntry]:
         now = time.time()
         actions = [
             ("sessions.disconnect", "push-1/s0003", "succeeded", 200),
@@ -284,5 +289,15 @@ class DemoProvider:
                 "/api/v1/...",
                 "operator",
             )
-            for k in range(min(limit, 20))
+            for k in range(20)
         ]
+
+
+def _matches(entry: AuditEntry, wanted: AuditFilter) -> bool:
+    """The API's filters, on the made-up entries (the same rules as ``GET /api/v1/audit``)."""
+    return (
+        (wanted.actor is None or entry.actor == wanted.actor)
+        and (wanted.action is None or entry.action == wanted.action)
+        and (wanted.outcome is None or entry.outcome == wanted.outcome)
+        and (wanted.since is None or entry.at >= wanted.since)
+    )

@@ -74,15 +74,40 @@ def _rgba(color: str, alpha: float) -> str:
     return f"rgba({red},{green},{blue},{alpha})"
 
 
+def time_axis(figure: go.Figure, start: int, end: int) -> go.Figure:
+    """The selected range on the time axis, ``start`` to ``end`` (Unix seconds): one point is
+    drawn in its place in the range, not on an axis a millisecond wide (issue 34)."""
+    figure.update_xaxes(range=[chart_time(start), chart_time(end)], autorange=False)
+    return figure
+
+
+def say_empty(figure: go.Figure, why: str) -> go.Figure:
+    """No axes around nothing: the reason the chart is empty, in its middle."""
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    figure.add_annotation(
+        text=why,
+        showarrow=False,
+        font={"color": MUTED, "size": 11},
+        xref="paper",
+        yref="paper",
+        x=0.5,
+        y=0.5,
+    )
+    return figure
+
+
 def live_figure(
     indicator: str,
     traces: Sequence[ChartTrace],
     byte_unit: str = "B",
+    empty: str | None = None,
 ) -> go.Figure:
     """A chart of one indicator: one line per trace (the first, the cluster, filled).
 
     Byte values come already divided into ``byte_unit`` (``format.byte_unit``), so the axis,
-    the hover and the card read the same KiB/MiB."""
+    the hover and the card read the same KiB/MiB. ``empty``: why there is nothing to draw,
+    shown instead of the axes when no trace has a point."""
     several = len(traces) > 1
     figure = go.Figure(layout=_layout(170, showlegend=several))
     if several:
@@ -107,6 +132,8 @@ def live_figure(
     figure.update_yaxes(**live_value_axis(indicator, byte_unit))
     # four ticks at most: a card is ~250 px wide, more would be turned sideways
     figure.update_xaxes(tickformatstops=TIME_TICKS, automargin=True, nticks=4)
+    if empty is not None and not any(y is not None for t in traces for y in t.y):
+        say_empty(figure, empty)
     return figure
 
 
@@ -138,9 +165,14 @@ def live_value_axis(indicator: str, byte_unit: str = "B") -> dict[str, object]:
 
 
 def trend_figure(
-    points: Sequence[TrendPoint], indicator: str, window: str, scope: str
+    points: Sequence[TrendPoint],
+    indicator: str,
+    window: str,
+    scope: str,
+    span: tuple[int, int] | None = None,
 ) -> go.Figure:
-    """A trend series: average as a line, the ±σ band around it, the maximum dotted."""
+    """A trend series: average as a line, the ±σ band around it, the maximum dotted; ``span``:
+    the selected range (Unix seconds) on the time axis."""
     figure = go.Figure(layout=_layout(440, showlegend=True))
     if not points:  # no axes from -1 to 6 around nothing: say so (the summary says when)
         figure.update_xaxes(visible=False)
@@ -224,16 +256,8 @@ def trend_figure(
         },
         margin={"t": 48},
     )
-    if not points:
-        figure.add_annotation(
-            text="no trend points in this range",
-            showarrow=False,
-            font={"color": MUTED, "size": 14},
-            xref="paper",
-            yref="paper",
-            x=0.5,
-            y=0.5,
-        )
+    if span is not None:
+        time_axis(figure, *span)
     return figure
 
 

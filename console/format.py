@@ -6,7 +6,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal, cast
+from typing import Final, Literal, cast
 
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
@@ -67,12 +67,18 @@ def _digits(number: float, digits: int = 3) -> str:
 
 
 def byte_unit(peak: float | None) -> tuple[float, str]:
-    """(divisor, unit) for byte values up to ``peak``: the largest binary unit it reaches."""
+    """(divisor, unit) for byte values up to ``peak``: the largest binary unit whose amount
+    has at most three digits before the point (1,044,480 B is ``0.996 MiB``, not ``1020 KiB``:
+    three significant digits never need a fourth)."""
     top = abs(peak or 0.0)
     for size, suffix in _BYTES:
-        if top >= size:
+        if top >= size * _ROLL_OVER:
             return float(size), suffix
     return 1.0, "B"
+
+
+#: an amount of 1000 or more of a unit is shown in the next one (0.977 KiB, not 1000 B)
+_ROLL_OVER: Final = 1000 / 1024
 
 
 def number(value: float | None, how: NumberKind = "count", digits: int = 3) -> str:
@@ -103,7 +109,7 @@ def _bytes(value: float, digits: int) -> str:
     size, name = byte_unit(value)
     text = _digits(value / size, digits)
     bigger = [step for step in _BYTES if step[0] > size]
-    if abs(float(text)) >= 1024 and bigger:  # 1023.9 KiB rounds to 1024 KiB: say 1 MiB
+    if abs(float(text)) >= 1000 and bigger:  # 999.7 KiB rounds to 1000 KiB: say 0.976 MiB
         size, name = bigger[-1]
         text = _digits(value / size, digits)
     return f"{text} {name}"
@@ -122,6 +128,21 @@ def exact(value: float | None, indicator: str = "") -> str:
 
 def count(value: int | None) -> str:
     return DASH if value is None else f"{value:,}"
+
+
+def plural(value: int, noun: str, many: str | None = None) -> str:
+    """``1 record``, ``0 records``, ``1,000 records`` (``many``: an irregular plural)."""
+    return f"{value:,} {noun if value == 1 else many or noun + 's'}"
+
+
+def latency(seconds: float | None) -> str:
+    """A short time such as a loop lag or a flush delay: ``0.25 ms``, ``12.3 ms``, ``850 ms``,
+    then :func:`duration` from one second on (``20.2 s``, not ``2.02e+04 ms``)."""
+    if seconds is None or not math.isfinite(seconds):
+        return DASH
+    if abs(seconds) < 0.9995:
+        return f"{_digits(seconds * 1000, 3)} ms"
+    return duration(seconds)
 
 
 def duration(seconds: float | None) -> str:

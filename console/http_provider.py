@@ -22,6 +22,7 @@ from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditEntry,
+    AuditFilter,
     ClusterView,
     History,
     JobRun,
@@ -285,8 +286,9 @@ class HttpProvider(OpsHttpMixin):
     def start_job(self) -> JobRun:
         return job_of(self._request("POST", "/jobs", body={}))
 
-    def audit(self, limit: int = 50) -> list[AuditEntry]:
-        return [audit_of(item) for item in self._get("/audit", limit=limit)["items"]]
+    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditEntry]:
+        params = (filters or AuditFilter()).params()
+        return [audit_of(item) for item in self._get("/audit", limit=limit, **params)["items"]]
 
 
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------

@@ -10,7 +10,9 @@ class Ids(StrEnum):
     URL = "url"
     TOKEN = "token"  # dcc.Store (session storage): the operator's admin-API token
     OPERATOR = "operator"  # dcc.Store: who the token belongs to
-    NAV = "nav"
+    NAV = "nav"  # the groups (Live, Traffic, Pipeline, Admin)
+    SUBNAV = "subnav"  # the pages of the current group
+    SHELL = "shell"  # the console's root: its class carries the operator's role
     PAGE = "page"
     USER = "user"
     SIGN_OUT = "sign-out"
@@ -106,6 +108,10 @@ class Ids(StrEnum):
     AUDIT_TABLE = "audit-table"
     AUDIT_REFRESH = "audit-refresh"
     AUDIT_INTERVAL = "audit-interval"
+    AUDIT_ACTOR = "audit-actor"  # the API's filters (GET /api/v1/audit)
+    AUDIT_ACTION = "audit-action"
+    AUDIT_OUTCOME = "audit-outcome"
+    AUDIT_SINCE = "audit-since"
 
 
 def indicator_id(kind: Ids, indicator: str) -> str:

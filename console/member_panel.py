@@ -45,12 +45,6 @@ def _level(value: float | None, levels: tuple[float, float]) -> Level:
     return "bad" if value > bad else "warn" if value > warn else "ok"
 
 
-def _milliseconds(seconds: float | None) -> str:
-    if seconds is None:
-        return fmt.DASH
-    return f"{seconds * 1000:.3g} ms"
-
-
 def _open_files(panel: MemberPanel) -> Fact:
     files, limit, ratio = panel.open_files, panel.max_open_files, panel.open_files_ratio
     if ratio is None:
@@ -64,21 +58,21 @@ def _replica_lag(panel: MemberPanel) -> Fact:
     if lag is None:
         return Fact("replica_lag", "replica lag", "no stream")
     level: Level = "bad" if lag > REPLICA_LAG_LIMIT else "warn" if lag > 0 else "ok"
-    return Fact("replica_lag", "replica lag", f"{lag:,} records", level)
+    return Fact("replica_lag", "replica lag", fmt.plural(lag, "record"), level)
 
 
 def panel_facts(panel: MemberPanel | None) -> list[Fact]:
     """The facts of a member's panel, in reading order; none without a panel."""
     if panel is None:
         return []
-    window = f"{panel.window_seconds:g} s"
+    window = f"{fmt.number(panel.window_seconds)} s"
     cpu = panel.cpu_percent
     lag, lag_max = panel.loop_lag_seconds, panel.loop_lag_max_seconds
     p50, p99 = panel.flush_delay_p50_seconds, panel.flush_delay_p99_seconds
     flushes = panel.flushes_window
     slow, slow_total = panel.slow_consumers_window, panel.slow_consumers_total
     flush_text = (
-        f"≤{_milliseconds(p50)} / ≤{_milliseconds(p99)}" if flushes else f"no flush in {window}"
+        f"≤{fmt.latency(p50)} / ≤{fmt.latency(p99)}" if flushes else f"no flush in {window}"
     )
     return [
         Fact("cpu", "CPU", fmt.DASH if cpu is None else f"{cpu:.1f} %"),
@@ -87,14 +81,14 @@ def panel_facts(panel: MemberPanel | None) -> list[Fact]:
         Fact(
             "loop_lag",
             "loop lag (max)",
-            f"{_milliseconds(lag)} ({_milliseconds(lag_max)})",
+            f"{fmt.latency(lag)} ({fmt.latency(lag_max)})",
             _level(lag_max, LOOP_LAG_LEVELS),
         ),
         Fact("flush_delay", "flush p50 / p99", flush_text, _level(p99, FLUSH_P99_LEVELS)),
         Fact(
             "slow_consumers",
             f"slow consumers {window}",
-            f"{slow:,} ({fmt.count(slow_total)} total)",
+            f"{fmt.count(slow)} ({fmt.count(slow_total)} total)",
             "warn" if slow else "ok",
         ),
         _replica_lag(panel),

@@ -490,6 +490,21 @@ class JobRun(_Json):
 
 
 @dataclass(frozen=True)
+class AuditFilter:
+    """The audit API's filters (``GET /api/v1/audit``); ``None`` leaves one out."""
+
+    actor: str | None = None
+    action: str | None = None
+    outcome: str | None = None  # succeeded | denied | failed
+    since: str | None = None  # ISO 8601 with zone
+
+    def params(self) -> dict[str, str]:
+        given = {"actor": self.actor, "action": self.action}
+        given |= {"outcome": self.outcome, "since": self.since}
+        return {key: value for key, value in given.items() if value}
+
+
+@dataclass(frozen=True)
 class AuditEntry(_Json):
     id: int
     at: str  # ISO 8601
@@ -553,4 +568,4 @@ class ConsoleProvider(Protocol):
 
     def start_job(self) -> JobRun: ...
 
-    def audit(self, limit: int = 50) -> list[AuditEntry]: ...
+    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditEntry]: ...

@@ -340,7 +340,7 @@ class PushServer:
             if state == "down":
                 log.warning("cluster member %s is down (no heartbeat)", name)
             else:
-                log.warning("cluster member %s is up", name)
+                log.info("cluster member %s is up", name)  # a recovery: INFO
         self._member_states = states
 
     def _hot_subjects(self) -> HotSubjects:
@@ -474,7 +474,7 @@ class PushServer:
             for connection in sessions:
                 connection.close(CloseCode.CLUSTER_ISOLATED, _ISOLATED_REASON)
         elif change is Change.REJOINED:
-            log.warning("sees its cluster again: accepting sessions")
+            log.info("sees its cluster again: accepting sessions")  # a recovery: INFO
 
     async def _watch_cluster(self) -> None:
         while True:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pushgrid.config.cli_support import fail, settings_or_exit
+from pushgrid.config.cli_support import fail, name_process, settings_or_exit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -223,6 +223,7 @@ def stats_run(
     """Run the statistics jobs (compaction, rollups, windows) and store the results."""
     as_of_seconds = None if as_of is None else parse_as_of(as_of)
     settings = settings_or_exit(config)
+    name_process("stats run", "stats")
     url = db or settings.database
     archive_dir = archive if archive is not None else settings.metrics_archive
     spark_master = master or settings.spark_master
@@ -273,7 +274,7 @@ def stats_run(
         except (StoreError, SQLAlchemyError, OSError) as exc:
             raise fail(f"database {display_url(url)}: {_first_line(exc)}") from None
         except KeyboardInterrupt:
-            raise fail("stats run interrupted (recorded as failed)", 130) from None
+            raise fail("stats run interrupted (recorded as interrupted, not failed)", 130) from None
         display.stop(outcome.ok)
     run = outcome.run
     if not outcome.ok:

@@ -99,6 +99,13 @@ def describe_error(exc: BaseException) -> str:
     return "".join(traceback.format_exception_only(exc)).strip()
 
 
+def stopped_by_shutdown(exc: BaseException) -> bool:
+    """The run was stopped, not broken: Ctrl-C or `pushgrid up` stopping (SIGINT to the run's
+    process group, KeyboardInterrupt) or a SystemExit. Recorded ``interrupted``, which does not
+    fire StatsPipelineFailing (issue 34); anything else the pipeline raised is ``failed``."""
+    return isinstance(exc, KeyboardInterrupt | SystemExit)
+
+
 def input_rows(result: PipelineResult) -> int:
     """The rows the job read: the input of its first stage (compaction of the archive)."""
     return result.stages[0].input_rows if result.stages else 0
@@ -223,7 +230,7 @@ def run_job(
                 outcome.run = finish_run(
                     db,
                     run.id,
-                    status="failed",
+                    status="interrupted" if stopped_by_shutdown(exc) else "failed",
                     stages=outcome.result.stages if outcome.result else done,
                     error=describe_error(exc),
                 )

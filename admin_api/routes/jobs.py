@@ -7,6 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
+from pushgrid.metrics.sqlstore.models import RunStatus
+
 from ..deps import (
     GuardedRoute,
     JobRunnerDep,
@@ -18,7 +20,7 @@ from ..deps import (
 )
 from ..problems import problem_responses
 from ..schemas import JobRunOut, JobRunPage, JobTrigger
-from ..services.jobs import JobService, RunStatus
+from ..services.jobs import JobService
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=GuardedRoute)
 

@@ -51,6 +51,30 @@ class AuditRecord:
     at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CliAudit:
+    """An action of the ``pushgrid`` command line on the admin database (a token created by
+    ``pushgrid admin create-token`` or ``--bootstrap``): audited like the API's own, under the
+    same action name, with method ``CLI``, the command as the path and the system user as the
+    actor (issue 34: CLI tokens were missing from the log)."""
+
+    command: str  # "pushgrid admin create-token"
+    action: str  # the API route's name for the same action: "tokens.create"
+    user: str  # who ran it (the operating system's user name)
+
+    def entry(self, target: str, detail: str) -> AuditEntry:
+        return AuditEntry(
+            at=utc_now(),
+            actor=_clip(f"{self.user} (cli)", 128),
+            method="CLI",
+            path=self.command,
+            action=self.action,
+            target=_clip(target, MAX_TARGET),
+            status=201,
+            detail=_clip(detail, MAX_DETAIL),
+        )
+
+
 def audit_out(row: AuditEntry) -> AuditOut:
     return AuditOut(
         id=row.id,

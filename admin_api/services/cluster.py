@@ -253,7 +253,7 @@ class MemberWatch:
             if state == "down":
                 log.warning("member %s is down: its monitoring port does not answer", name)
             else:
-                log.warning("member %s is up", name)
+                log.info("member %s is up", name)  # a recovery: INFO
         self.states = states
         return changes
 

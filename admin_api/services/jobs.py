@@ -24,20 +24,19 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from pushgrid.config import StatsSettings
 from pushgrid.metrics.sqlstore import running_run
-from pushgrid.metrics.sqlstore.models import RUN_STATUSES, JobRun, utc_now
+from pushgrid.metrics.sqlstore.models import RUN_STATUSES, JobRun, RunStatus, utc_now
 from pushgrid.spark_stats.locking import warehouse_busy
 
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import JobRunOut, JobRunPage, StageOut
 
-RunStatus = Literal["running", "succeeded", "failed"]
 # How long a trigger waits for its child to record itself (the child imports the store and
 # migrates it first). The wait ends as soon as the row is there; it runs on a worker thread, not
 # the event loop. 30 s was too short on a loaded machine (load average 15 on 2 cores: the child

@@ -23,6 +23,7 @@ from ..security import (
     new_token,
     new_token_id,
 )
+from .audit import CliAudit
 
 # last_used_at is written at most once a minute per token (not on every request).
 LAST_USED_RESOLUTION: Final = timedelta(seconds=60)
@@ -54,9 +55,12 @@ class TokenService:
         role: Role,
         created_by: str | None = None,
         expires_in: float | None = None,
+        audit: CliAudit | None = None,
     ) -> TokenCreated:
         """Store a new token's hash; return its description with the token itself.
-        ``expires_in``: seconds until it stops authenticating (None: never)."""
+        ``expires_in``: seconds until it stops authenticating (None: never). ``audit``: a
+        creation outside the API (the CLI), recorded in the audit log in the same transaction
+        (the API's own creations are recorded by its audit middleware)."""
         token = new_token()
         row = ApiToken(
             id=new_token_id(),
@@ -70,6 +74,8 @@ class TokenService:
         )
         with transaction(self.db):
             self.db.add(row)
+            if audit is not None:
+                self.db.add(audit.entry(row.id, f"name={row.name} role={row.role}"))
         return TokenCreated(**token_out(row).model_dump(), token=token)
 
     def list(self) -> list[TokenOut]:

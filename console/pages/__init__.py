@@ -30,9 +30,25 @@ class Providers:
         return self.factory(token)
 
 
+#: the navigation's groups, in order (a group's tab opens its first page; issue 34: eleven
+#: pages in one row did not fit 1440 px)
+GROUPS: tuple[str, ...] = ("Live", "Traffic", "Pipeline", "Admin")
+#: the admin API's roles, weakest first (admin_api/security.py Role)
+ROLES: tuple[str, ...] = ("viewer", "operator", "admin")
+#: the class of a control only an operator (or admin) may use: hidden from a viewer
+OPERATOR_ONLY = "needs-operator"
+
+
 @dataclass(frozen=True)
 class Page:
     path: str  # relative to the console's prefix: "" for the Overview
     title: str
     icon: str
     layout: Callable[[], Component]
+    group: str = "Live"
+    role: str = "viewer"  # the weakest role the page's reads need (it is not offered below)
+
+    def allows(self, role: str | None) -> bool:
+        """The page is offered to ``role`` (an unknown role: a viewer)."""
+        have = ROLES.index(role) if role in ROLES else 0
+        return have >= ROLES.index(self.role)

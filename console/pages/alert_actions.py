@@ -17,7 +17,7 @@ from ..components import alert, card, notice, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import Providers
+from . import OPERATOR_ONLY, Providers
 
 SILENCE_DURATIONS: Final[dict[str, int]] = {
     "15 min": 900,
@@ -172,7 +172,8 @@ def alerts_card() -> Component:
                 className="rule-form",
             ),
             html.Div(id=OpsIds.ALERT_ACTION_RESULT),
-        ]
+        ],
+        class_name=OPERATOR_ONLY,  # acknowledging and silencing need the operator role
     )
 
 
@@ -187,7 +188,7 @@ def rules_actions() -> Component:
             _button("Delete", OpsIds.RULE_DELETE, "button danger"),
             html.Div(id=OpsIds.RULE_ACTION_RESULT),
         ],
-        className="rule-form",
+        className=f"rule-form {OPERATOR_ONLY}",
     )
 
 

@@ -19,7 +19,7 @@ from ..components import alert, attrs, card, notice, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import Page, Providers, alert_actions
+from . import OPERATOR_ONLY, Page, Providers, alert_actions
 
 PATH = "alerts"
 TITLE = "Alerts"
@@ -107,7 +107,7 @@ def render_rules(rules: Sequence[Mapping[str, Any]]) -> Component:
                     f"{what} {r['comparison']} "
                     f"{fmt.compact(r['threshold'], str(r.get('indicator') or ''))}"
                 ),
-                f"avg over {r['for']:g} s" if r["for"] else "last value",
+                f"avg over {fmt.number(r['for'])} s" if r["for"] else "last value",
                 clear_text(r),
                 r["severity"],
                 r["scope"],
@@ -128,7 +128,8 @@ def clear_text(rule: Mapping[str, Any]) -> str:
     """When a firing alert of the rule resolves (its hysteresis), in words."""
     at = rule["threshold"] if rule.get("clear_threshold") is None else rule["clear_threshold"]
     seconds = rule["for"] if rule.get("clear_for") is None else rule["clear_for"]
-    return f"not {rule['comparison']} {at:g} for {seconds:g} s"
+    shown = fmt.compact(at, str(rule.get("indicator") or ""))  # as the condition shows it
+    return f"not {rule['comparison']} {shown} for {fmt.number(seconds)} s"
 
 
 def render_history(events: Sequence[Mapping[str, Any]]) -> Component:
@@ -237,7 +238,8 @@ def _form() -> Component:
                 className="rule-form",
             ),
             html.Div(id=OpsIds.RULE_RESULT),
-        ]
+        ],
+        class_name=OPERATOR_ONLY,  # rules are written by operators
     )
 
 
@@ -378,4 +380,4 @@ def _wire_banner(app: Dash, providers: Providers) -> None:
             return no_update  # the page itself says what is wrong
 
 
-PAGE = Page(PATH, TITLE, "⚠", layout)
+PAGE = Page(PATH, TITLE, "⚠", layout, group="Admin")

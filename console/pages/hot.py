@@ -158,4 +158,4 @@ def register(app: Dash, providers: Providers) -> None:
         return render_hot(rankings), scope_options(document), unreachable_members(document)
 
 
-PAGE = Page(PATH, TITLE, "▲", layout)
+PAGE = Page(PATH, TITLE, "▲", layout, group="Traffic")

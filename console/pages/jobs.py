@@ -15,12 +15,12 @@ from ..components import alert, card, notice, page_header, pill, table
 from ..figures import jobs_figure
 from ..ids import Ids
 from ..provider import JobRun, ProviderError
-from . import Page, Providers
+from . import OPERATOR_ONLY, Page, Providers
 
 PATH = "jobs"
 TITLE = "Jobs"
 REFRESH_MS = 2000
-_STATUS_KIND = {"succeeded": "good", "failed": "bad", "running": "info"}
+_STATUS_KIND = {"succeeded": "good", "failed": "bad", "running": "info", "interrupted": "muted"}
 
 
 def layout() -> Component:
@@ -29,7 +29,9 @@ def layout() -> Component:
             page_header(
                 TITLE,
                 "Runs of the statistics pipeline (compaction, rollups, windows)",
-                html.Button("Start a run", id=Ids.JOBS_START, className="button primary"),
+                html.Button(
+                    "Start a run", id=Ids.JOBS_START, className=f"button primary {OPERATOR_ONLY}"
+                ),
             ),
             html.Div(id=Ids.JOBS_ALERT, className="alerts"),
             html.Div(id=Ids.JOBS_RESULT, className="alerts"),
@@ -168,4 +170,4 @@ def register(app: Dash, providers: Providers) -> None:
         return (version or 0) + 1, notice(f"run #{run.id} started ({run.status})", "success")
 
 
-PAGE = Page(PATH, TITLE, "⚙", layout)
+PAGE = Page(PATH, TITLE, "⚙", layout, group="Pipeline")

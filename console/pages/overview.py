@@ -16,7 +16,7 @@ from pushgrid.ops.statistics import TrendQuery
 
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill
-from ..figures import live_figure
+from ..figures import live_figure, time_axis
 from ..ids import Ids, indicator_id
 from ..member_panel import render_panel
 from ..provider import (
@@ -309,7 +309,7 @@ def plan_update(
         divisor, unit = units.get(indicator, (1.0, "B"))
         if rebuild:
             traces = fmt.history_traces(history, series, indicator, divisor)
-            figures[indicator] = live_figure(indicator, traces, unit)
+            figures[indicator] = live_figure(indicator, traces, unit, empty=NO_SAMPLES)
             extensions[indicator] = None
         else:
             figures[indicator] = None
@@ -321,13 +321,27 @@ def plan_update(
     return ChartsUpdate(figures, extensions, state)
 
 
+NO_SAMPLES = "waiting for the first samples from the admin API"
+
+
+def no_trend_text(label: str) -> str:
+    """Why a long range's chart is empty (issue 34: seven empty charts, meaningless axes)."""
+    return (
+        f"no data for the last {label} yet: the admin API holds the last hour; beyond it the "
+        "statistics pipeline writes one point per run (Jobs page)"
+    )
+
+
 def plan_trend(provider: ConsoleProvider, range_key: str, now: int) -> ChartsUpdate:
     """A range beyond the history: the cluster's average and maximum from the statistics
-    store (one point per pipeline run, over the range's ``trend_window``)."""
+    store (one point per pipeline run, over the range's ``trend_window``); a chart the store
+    has nothing for yet is filled from the admin API's history (the cluster's last hour), and
+    one with neither says why. The axis spans the selected range."""
     chosen = fmt.chart_range(range_key)
     window = chosen.trend_window or "1h"
     figures: dict[str, go.Figure | None] = {}
     problems: list[str] = []
+    history: History | None = None
     drawn = 0
     for indicator in CHARTS:
         try:
@@ -339,14 +353,22 @@ def plan_trend(provider: ConsoleProvider, range_key: str, now: int) -> ChartsUpd
             problems.append(f"statistics store: {exc}")
             points = []
         drawn += len(points)
-        peak = max((p.max or 0.0 for p in points), default=0.0)
-        divisor, unit = fmt.byte_unit(peak) if fmt.is_bytes(indicator) else (1.0, "B")
-        traces = fmt.trend_traces(points, window, divisor)
-        figures[indicator] = live_figure(indicator, traces, unit)
+        if points:
+            peak = max((p.max or 0.0 for p in points), default=0.0)
+            divisor, unit = fmt.byte_unit(peak) if fmt.is_bytes(indicator) else (1.0, "B")
+            traces = fmt.trend_traces(points, window, divisor)
+        else:  # the history the admin API holds, rather than nothing
+            if history is None:
+                history = provider.history(since=now - chosen.seconds)
+            peak = fmt.history_peak(history, indicator)
+            divisor, unit = fmt.byte_unit(peak) if fmt.is_bytes(indicator) else (1.0, "B")
+            traces = fmt.history_traces(history, [CLUSTER], indicator, divisor)
+        figure = live_figure(indicator, traces, unit, empty=no_trend_text(chosen.label))
+        figures[indicator] = time_axis(figure, now - chosen.seconds, now)
     if not drawn and not problems:
         problems.append(
             f"no statistics for the last {chosen.label} yet: the pipeline writes a point per "
-            "run (Jobs page); up to 1 h comes from the admin API's history"
+            "run (Jobs page); the charts show the admin API's history (its last hour) until then"
         )
     state = {"series": [], "last": {}, "range": range_key, "trend": now}
     return ChartsUpdate(figures, dict.fromkeys(CHARTS), state, problems)
@@ -506,4 +528,4 @@ def _register_charts(app: Dash, providers: Providers) -> None:
         return result
 
 
-PAGE = Page(PATH, TITLE, "◉", layout)
+PAGE = Page(PATH, TITLE, "◉", layout, group="Live")

@@ -13,7 +13,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, table
 from ..ids import Ids, disconnect_id
 from ..provider import ProviderError, SessionPage
-from . import Page, Providers
+from . import OPERATOR_ONLY, Page, Providers
 
 PATH = "sessions"
 TITLE = "Sessions"
@@ -95,7 +95,7 @@ def render_sessions(page: SessionPage, now: float) -> Component:
                 html.Button(
                     "Disconnect",
                     id=disconnect_id(session.member, session.id),
-                    className="button danger small",
+                    className=f"button danger small {OPERATOR_ONLY}",
                     n_clicks=0,
                 ),
             ]
@@ -245,4 +245,4 @@ def _wire_actions(app: Dash, providers: Providers) -> None:
         )
 
 
-PAGE = Page(PATH, TITLE, "⇄", layout)
+PAGE = Page(PATH, TITLE, "⇄", layout, group="Live")

@@ -232,4 +232,4 @@ def register(app: Dash, providers: Providers) -> None:
         return [render_asof(stats, time.time()), coverage_note(stats)], render_table(stats)
 
 
-PAGE = Page(PATH, TITLE, "▦", layout)
+PAGE = Page(PATH, TITLE, "▦", layout, group="Traffic")

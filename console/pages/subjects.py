@@ -14,7 +14,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill, table
 from ..ids import Ids
 from ..provider import PresenceInfo, ProviderError, PublishResult, SubjectInfo
-from . import Page, Providers
+from . import OPERATOR_ONLY, Page, Providers
 
 PATH = "subjects"
 TITLE = "Subjects"
@@ -96,7 +96,8 @@ def layout() -> Component:
                                 n_clicks=0,
                             ),
                             html.Div(id=Ids.SUBJECT_ARRIVAL, className="arrival"),
-                        ]
+                        ],
+                        class_name=OPERATOR_ONLY,  # publishing needs the operator role
                     ),
                     card(
                         [
@@ -235,23 +236,31 @@ def render_log(log: Sequence[Mapping[str, Any]]) -> Component:
     return table(["seen", "seq", "content"], rows, class_name="compact", empty="no changes yet")
 
 
-def arrival(published: Mapping[str, Any] | None, info: SubjectInfo, now: float) -> Component:
-    """Whether the last test message reached the subject's snapshot, and how fast."""
+def arrival(
+    published: Mapping[str, Any] | None, info: SubjectInfo, now: float
+) -> tuple[Component, dict[str, Any] | None]:
+    """Whether the last test message reached the subject's snapshot, and how fast; with the
+    published record to keep, holding the moment it was first seen in ``arrived``: the time it
+    took is frozen from then on (it kept growing with every refresh, issue 34)."""
     if not published or published.get("subject") != info.subject:
-        return html.Span()
+        return html.Span(), None
     seq, epoch = published.get("seq"), published.get("epoch")
     snap = info.snapshot
     if snap is not None and seq is not None and snap.epoch == epoch and snap.seq >= seq:
-        seen = published.get("arrived") or now
-        took = max(0.0, seen - float(published["sent"]))
-        return html.Div(
-            [pill("ARRIVED", "good"), html.Span(f" seq {seq} is in the snapshot ({took:.2f} s)")],
-            **attrs({"data-arrived": "true"}),
+        record = dict(published)
+        record.setdefault("arrived", now)
+        took = max(0.0, float(record["arrived"]) - float(record["sent"]))
+        text = f" seq {seq} is in the snapshot (arrived in {fmt.duration(took)})"
+        shown = html.Div(
+            [pill("ARRIVED", "good"), html.Span(text)],
+            **attrs({"data-arrived": "true", "data-took": f"{took:.6f}"}),
         )
-    return html.Div(
+        return shown, (record if "arrived" not in published else None)
+    waiting = html.Div(
         [pill("WAITING", "info"), html.Span(f" published seq {seq}, watching the snapshot…")],
         **attrs({"data-arrived": "false"}),
     )
+    return waiting, None
 
 
 def published_record(result: PublishResult, now: float) -> dict[str, Any]:
@@ -289,12 +298,14 @@ def register(app: Dash, providers: Providers) -> None:
         Output(Ids.SUBJECT_LOG_VIEW, "children"),
         Output(Ids.SUBJECT_ARRIVAL, "children"),
         Output(Ids.SUBJECT_ALERT, "children"),
+        Output(Ids.SUBJECT_PUBLISHED, "data", allow_duplicate=True),
         Input(Ids.SUBJECT_CURRENT, "data"),
         Input(Ids.SUBJECT_INTERVAL, "n_intervals"),
         State(Ids.SUBJECT_LOG, "data"),
         State(Ids.SUBJECT_PUBLISHED, "data"),
         State(Ids.TOKEN, "data"),
         State(Ids.SUBJECT_ENTITLEMENT, "value"),
+        prevent_initial_call="initial_duplicate",
     )
     def watch(
         subject: str | None,
@@ -305,22 +316,24 @@ def register(app: Dash, providers: Providers) -> None:
         entitlement: str | None,
     ) -> tuple[Any, ...]:
         if not subject:
-            return (no_update,) * 6
+            return (no_update,) * 7
         provider = providers(token)
         try:
             info = provider.subject(subject, (entitlement or "").strip() or None)
         except ProviderError as exc:
-            return no_update, no_update, no_update, no_update, no_update, alert([exc])
+            return (*(no_update,) * 5, alert([exc]), no_update)
         now = time.time()
         new_log = next_log(log or [], info, now)
         problems = [f"member {m}: {e}" for m, e in sorted(info.errors.items())]
+        shown, arrived = arrival(published, info, now)
         return (
             render_snapshot(info),
             render_subscribers(info),
             new_log,
             render_log(new_log),
-            arrival(published, info, now),
+            shown,
             alert(problems),
+            no_update if arrived is None else arrived,
         )
 
     @app.callback(
@@ -385,4 +398,4 @@ def _register_presence(app: Dash, providers: Providers) -> None:
         return render_presence(info)
 
 
-PAGE = Page(PATH, TITLE, "◈", layout)
+PAGE = Page(PATH, TITLE, "◈", layout, group="Live")

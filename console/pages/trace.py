@@ -334,4 +334,4 @@ def _wire_view(app: Dash, providers: Providers) -> None:
         return render_session(detail)
 
 
-PAGE = Page(PATH, TITLE, "⌁", layout)
+PAGE = Page(PATH, TITLE, "⌁", layout, group="Live", role="operator")

@@ -112,6 +112,16 @@ def time_range(name: str | None, now: float) -> tuple[int | None, int | None]:
     return (None if seconds is None else int(now) - seconds), None
 
 
+def trend_span(since: int | None, points: Sequence[TrendPoint], now: float) -> tuple[int, int]:
+    """The time axis of a trend: the selected range up to now; for "all", from an hour before
+    the first point (one point drew on an axis a millisecond wide: issue 34)."""
+    end = int(now)
+    if since is not None:
+        return since, end
+    first = min((p.as_of for p in points), default=end - 86_400)
+    return min(first - 3600, end - 3600), end
+
+
 def first_points_text(now: float) -> str:
     """When an empty series will get its first point: the pipeline writes one per closed UTC
     hour of the archive (docs/pipeline.md), on its next run after that hour ends."""
@@ -182,7 +192,8 @@ def register(app: Dash, providers: Providers) -> None:
         indicator: str, window: str, scope: str, range_name: str, token: str | None
     ) -> tuple[Any, Any, Any]:
         provider = providers(token)
-        since, until = time_range(range_name, time.time())
+        now = time.time()
+        since, until = time_range(range_name, now)
         try:
             query = TrendQuery(
                 scope=scope, indicator=indicator, window=window, since=since, until=until
@@ -191,10 +202,10 @@ def register(app: Dash, providers: Providers) -> None:
         except ProviderError as exc:
             return trend_figure([], indicator, window, scope), no_update, alert([exc])
         return (
-            trend_figure(points, indicator, window, scope),
+            trend_figure(points, indicator, window, scope, trend_span(since, points, now)),
             render_summary(points, indicator, time.time()),
             [],
         )
 
 
-PAGE = Page(PATH, TITLE, "↗", layout)
+PAGE = Page(PATH, TITLE, "↗", layout, group="Traffic")

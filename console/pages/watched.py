@@ -17,6 +17,7 @@ from typing import Any, Final
 from dash import Dash, Input, Output, State, callback_context, dcc, html, no_update
 from dash.development.base_component import Component
 
+from .. import format as fmt
 from ..components import (
     CLUSTER_SCOPE,
     Child,
@@ -32,7 +33,7 @@ from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError, WindowStatistics
-from . import Page, Providers
+from . import OPERATOR_ONLY, Page, Providers
 from .statistics import coverage_note, pick, render_asof, render_table
 
 PATH = "watched"
@@ -42,8 +43,8 @@ CLUSTER = CLUSTER_SCOPE
 RATES: Final = (
     ("incoming_messages_per_second", "in msg/s"),
     ("outgoing_messages_per_second", "out msg/s"),
-    ("incoming_bytes_per_second", "in B/s"),
-    ("outgoing_bytes_per_second", "out B/s"),
+    ("incoming_bytes_per_second", "in bytes/s"),
+    ("outgoing_bytes_per_second", "out bytes/s"),
 )
 #: a pattern's six indicators in their documented order (metrics/watched.py WATCH_NAMES; the
 #: console shares names, not the metrics code)
@@ -59,10 +60,10 @@ HEADER: Final = [
 ]
 
 
-def _number(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+def _number(value: float | None, indicator: str = "subscribers") -> str:
+    """The console's one formatter (``format.compact``): bytes in KiB/MiB, rates with SI
+    prefixes, counts with separators (the bytes were shown raw, ``98,633``: issue 34)."""
+    return fmt.compact(None if value is None else float(value), indicator)
 
 
 def _window(pattern: Mapping[str, Any], window: str, stat: str) -> float | None:
@@ -78,12 +79,12 @@ def watched_rows(document: Mapping[str, Any], scope: str) -> list[list[str]]:
         return [
             [
                 p["pattern"],
-                *(_number(p["current"].get(name, 0.0)) for name, _ in RATES),
+                *(_number(p["current"].get(name, 0.0), name) for name, _ in RATES),
                 _number(p["subscribers"]),
                 _number(p["totals"].get("messages_in_total", 0)),
                 _number(p["totals"].get("messages_out_total", 0)),
-                "–",
-                "–",
+                fmt.DASH,
+                fmt.DASH,
             ]
             for p in document.get("cluster", [])
         ]
@@ -92,12 +93,12 @@ def watched_rows(document: Mapping[str, Any], scope: str) -> list[list[str]]:
             return [
                 [
                     p["pattern"],
-                    *(_number(p["indicators"][name]["current"]) for name, _ in RATES),
+                    *(_number(p["indicators"][name]["current"], name) for name, _ in RATES),
                     _number(p["subscribers"]),
                     _number(p["totals"].get("messages_in_total", 0)),
                     _number(p["totals"].get("messages_out_total", 0)),
-                    _number(_window(p, "1m", "avg")),
-                    _number(_window(p, "15m", "max")),
+                    _number(_window(p, "1m", "avg"), "incoming_messages_per_second"),
+                    _number(_window(p, "15m", "max"), "incoming_messages_per_second"),
                 ]
                 for p in member.get("patterns", [])
             ]
@@ -161,7 +162,7 @@ def layout() -> Component:
                     html.Button("Stop watching", id=OpsIds.WATCHED_REMOVE, className="button"),
                     html.Span(id=OpsIds.WATCHED_RESULT, className="result"),
                 ],
-                class_name="watched-form",
+                class_name=f"watched-form {OPERATOR_ONLY}",
             ),
             card(html.Div(id=OpsIds.WATCHED_TABLE)),
             card(
@@ -261,4 +262,4 @@ def _register_stored(app: Dash, providers: Providers) -> None:
         return render_stored(pattern, stored_windows(answer, scope or CLUSTER), time.time())
 
 
-PAGE = Page(PATH, "Watched", "◎", layout)  # short: the nav bar is full
+PAGE = Page(PATH, "Watched", "◎", layout, group="Traffic")

@@ -46,8 +46,10 @@ NAMING_CONVENTION: Final[dict[str, str]] = {
     "pk": "pk_%(table_name)s",
 }
 
-RunStatus = Literal["running", "succeeded", "failed"]
-RUN_STATUSES: Final[tuple[RunStatus, ...]] = ("running", "succeeded", "failed")
+# ``interrupted``: stopped by a clean shutdown (SIGINT, Ctrl-C, `pushgrid up` stopping), which
+# is not a failure of the pipeline (issue 34)
+RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
+RUN_STATUSES: Final[tuple[RunStatus, ...]] = ("running", "succeeded", "failed", "interrupted")
 
 # Column sizes (shared with the initial migration).
 SCOPE_LENGTH: Final = 255
@@ -99,12 +101,13 @@ class Base(DeclarativeBase):
 
 
 class JobRun(Base):
-    """One ``pushgrid stats run``: from ``running`` to ``succeeded`` or ``failed``."""
+    """One ``pushgrid stats run``: from ``running`` to ``succeeded``, ``failed`` or
+    ``interrupted``."""
 
     __tablename__ = "job_runs"
     __table_args__ = (
         CheckConstraint(
-            "status IN ('running', 'succeeded', 'failed')",
+            "status IN ('running', 'succeeded', 'failed', 'interrupted')",
             name="status",
         ),
     )

@@ -173,12 +173,12 @@ def finish_run(
     error: str | None = None,
     finished_at: datetime | None = None,
 ) -> JobRun:
-    """Close a run as ``succeeded`` or ``failed`` with its counts or error text.
+    """Close a run as ``succeeded``, ``failed`` or ``interrupted`` with its counts or error text.
 
     ``as_of``, counts and stages left ``None`` keep what the run already has.
     """
-    if status not in ("succeeded", "failed"):
-        raise ValueError(f"a run finishes as succeeded or failed, not {status!r}")
+    if status == "running":
+        raise ValueError("a run finishes as succeeded, failed or interrupted, not 'running'")
     with transaction(db):
         run = get_run(db, run_id)
         run.status = status

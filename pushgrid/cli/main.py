@@ -16,7 +16,7 @@ import uvloop
 
 from pushgrid import __version__
 from pushgrid.config import Settings
-from pushgrid.config.cli_support import LogLevelOption, fail, settings_or_exit
+from pushgrid.config.cli_support import LogLevelOption, choice, fail, name_process, settings_or_exit
 from pushgrid.kernel.redaction import redact_text
 
 from . import allocator
@@ -127,8 +127,17 @@ def _push_server(settings: Settings) -> PushServer:
 def server(config: ConfigOption = None, log_level: LogLevelOption = None) -> None:
     """Run a push server (WebSocket + HTTP on the client port)."""
     settings = _settings(config)
-    allocator.apply(settings.server.allocator)
+    allocator.apply(settings.server.allocator)  # may re-execute: the title is set after it
+    name_process(_member_title("server", settings), settings.server_name)
     _run(_push_server(settings))
+
+
+def _member_title(command: str, settings: Settings) -> str:
+    """``server m2 127.0.0.1:8801``: the command, the member's name and its client port."""
+    return " ".join([command, settings.server_name, *settings.listen[:1]])
+
+
+DELIVERY_MODES = ("Guaranteed", "Standard")  # the ClusterDeliveryMode key's values
 
 
 @app.command()
@@ -144,7 +153,12 @@ def up(
         ),
     ] = 1,
     mode: Annotated[
-        str, typer.Option("--mode", help="Cluster delivery mode: Guaranteed or Standard.")
+        str,
+        typer.Option(
+            "--mode",
+            help="Cluster delivery mode: Guaranteed or Standard.",
+            callback=lambda value: choice("--mode", value, DELIVERY_MODES),
+        ),
     ] = "Guaranteed",
     jmx: Annotated[
         bool, typer.Option("--jmx", help="Also run the JMX bridge on JmxListen (needs java).")
@@ -159,6 +173,7 @@ def up(
     children: list[Coroutine[Any, Any, None]] = []
     if members > 1:
         settings, admin_env, children = _local_cluster(config, settings, members, mode)
+    name_process(_member_title("up", settings), settings.server_name)
 
     def banner(server: PushServer) -> None:
         host, port = settings.listen_addresses[0] if settings.listen else ("127.0.0.1", 8800)

@@ -15,6 +15,8 @@ from .jmx import JmxSettings
 from .loader import (
     ENV_PREFIX,
     ConfigError,
+    config_keys,
+    did_you_mean,
     env_name,
     load_settings,
     read_config_file,
@@ -38,7 +40,9 @@ __all__ = [
     "Settings",
     "StatsSettings",
     "TraceSettings",
+    "config_keys",
     "default_seed_count",
+    "did_you_mean",
     "env_name",
     "load_settings",
     "read_config_file",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 
-from . import ConfigError, Settings, load_settings
+from . import ConfigError, ServerSettings, Settings, did_you_mean, load_settings
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -25,11 +25,38 @@ def settings_or_exit(config: Path | None) -> Settings:
         raise fail(f"configuration error\n{exc}", 2) from None
 
 
+def choice(option: str, value: str, choices: tuple[str, ...]) -> str:
+    """``value`` as spelt in ``choices`` (case-insensitive), or a usage error naming the
+    ``option`` the user typed, the values it takes and the closest one: checked here, not in
+    the ``PUSHGRID_*`` variable the option becomes, which the user never set."""
+    for known in choices:
+        if known.lower() == value.lower():
+            return known
+    raise typer.BadParameter(
+        f"{value!r} is not one of {', '.join(choices)}{did_you_mean(value, choices)}",
+        param_hint=f"'{option}'",
+    )
+
+
+LOG_LEVELS: tuple[str, ...] = get_args(ServerSettings.model_fields["log_level"].annotation)
+
+
+def name_process(title: str, name: str) -> None:
+    """Show ``pushgrid <title>`` in `ps` (the command line) and ``pushgrid <name>`` in `top`
+    and /proc/PID/comm (15 bytes: the member's name must come first): the members of a local
+    cluster run the same command line and differ only in their environment (issue 34)."""
+    import setproctitle
+
+    setproctitle.setproctitle(f"pushgrid {title}")
+    setproctitle.setthreadtitle(f"pushgrid {name}"[:15])  # the main thread: the process's comm
+
+
 def _log_level(value: str | None) -> str | None:
     """``--log-level`` is the ``LogLevel`` key for this command and the processes it starts
-    (``PUSHGRID_LOGLEVEL`` wins over the file; a bad value stops start-up naming the key)."""
+    (``PUSHGRID_LOGLEVEL`` wins over the file; a bad value is refused naming the option)."""
     if value:
-        os.environ["PUSHGRID_LOGLEVEL"] = value.upper()
+        value = choice("--log-level", value, LOG_LEVELS)
+        os.environ["PUSHGRID_LOGLEVEL"] = value
     return value
 
 

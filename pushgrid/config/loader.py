@@ -10,8 +10,9 @@ from. Nothing else in pushgrid reads the environment.
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
@@ -42,6 +43,19 @@ def _keys() -> dict[str, str]:
     return {(info.alias or name).lower(): name for name, info in Settings.model_fields.items()}
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean X?)`` naming the closest of ``choices`` to a mistyped ``word``
+    (case-insensitive, difflib's ratio of at least 0.6), or ``""`` when none is close."""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]}?)" if close else ""
+
+
+def config_keys() -> list[str]:
+    """Every configuration key, as docs/configuration.md spells it."""
+    return [info.alias or name for name, info in Settings.model_fields.items()]
+
+
 def env_name(key: str) -> str:
     return ENV_PREFIX + key.upper().replace(".", "_")
 
@@ -67,7 +81,8 @@ def read_config_file(path: Path) -> dict[str, tuple[str, _Origin]]:
             raise ConfigError(f"{where}: expected 'Key = value', got {stripped!r}")
         field = keys.get(key.lower())
         if field is None:
-            raise ConfigError(f"{where}: unknown key {key!r} (see docs/configuration.md)")
+            hint = did_you_mean(key, config_keys()) or " (see docs/configuration.md)"
+            raise ConfigError(f"{where}: unknown key {key!r}{hint}")
         if field in values:
             raise ConfigError(f"{where}: {key} is set twice (first at {values[field][1].where})")
         values[field] = (value.strip(), _Origin(where))
@@ -82,7 +97,8 @@ def read_environment(environ: Mapping[str, str]) -> dict[str, tuple[str, _Origin
             continue
         field = by_env.get(variable)
         if field is None:
-            raise ConfigError(f"environment variable {variable}: unknown pushgrid setting")
+            hint = did_you_mean(variable, by_env)
+            raise ConfigError(f"environment variable {variable}: unknown pushgrid setting{hint}")
         values[field] = (value, _Origin(f"environment variable {variable}"))
     return values
 

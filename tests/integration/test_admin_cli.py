@@ -144,6 +144,29 @@ def test_serve_bootstraps_a_first_admin_token_and_create_token_prints_one(
         docs = http.get("/api/docs")
         assert docs.status_code == 200
         assert "swagger" in docs.text.lower()
+        # issue 34: tokens made on the command line are in the audit log, as the API's are
+        audit = http.get(
+            "/api/v1/audit",
+            params={"action": "tokens.create"},
+            headers={"authorization": f"Bearer {bootstrap}"},
+        )
+        assert audit.status_code == 200, audit.text
+        items = audit.json()["items"]
+        made = {
+            (e["path"], e["detail"], e["outcome"], e["actor"].endswith(" (cli)"))
+            for e in items
+            if e["method"] == "CLI"
+        }
+        assert made == {
+            (
+                "pushgrid admin serve --bootstrap",
+                "name=bootstrap-admin role=admin",
+                "succeeded",
+                True,
+            ),
+            ("pushgrid admin create-token", "name=dash role=viewer", "succeeded", True),
+        }
+        assert [e["outcome"] for e in items if e["method"] == "POST"] == ["denied"]  # the viewer's
 
     # only hashes in the database
     engine = create_engine(f"sqlite:///{tmp_path / 'data' / 'admin.db'}")

@@ -72,3 +72,19 @@ async def test_a_failed_newest_run_is_flagged(harness):
     metrics = await scrape(harness)
     assert metrics["pushgrid_stats_last_run_failed"] == 1
     assert metrics["pushgrid_stats_last_success_timestamp_seconds"] == 0
+
+
+async def test_a_run_interrupted_by_a_shutdown_is_no_failure(harness):
+    """Issue 34: `pushgrid up` stopped mid-run, started again: StatsPipelineFailing stayed
+    quiet only if the interrupted run is passed over (the run before it decides)."""
+    now = datetime.now(UTC)
+    add_run(harness, "succeeded", now - timedelta(minutes=10), now - timedelta(hours=1))
+    add_run(harness, "interrupted", now, now - timedelta(minutes=50))
+    metrics = await scrape(harness)
+    assert metrics["pushgrid_stats_last_run_failed"] == 0
+    assert metrics["pushgrid_stats_job_runs{status=interrupted}"] == 1
+    assert metrics["pushgrid_stats_job_runs{status=failed}"] == 0
+    add_run(harness, "failed", now, now - timedelta(minutes=40))
+    add_run(harness, "interrupted", now, now - timedelta(minutes=30))
+    metrics = await scrape(harness)
+    assert metrics["pushgrid_stats_last_run_failed"] == 1, "a failure before it still counts"

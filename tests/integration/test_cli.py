@@ -39,11 +39,10 @@ def test_publish_then_subscribe_count_1(server, subject):
     }
 
 
-def test_subscribe_prints_live_updates_as_json_lines(server, subject):
-    s = subject("live")
-    assert run_cli("publish", s, "first", "--server", server.address).returncode == 0
-    proc = subprocess.Popen(
-        [*PUSHGRID, "subscribe", s, "--server", server.address, "--count", "3"],
+def _subscriber(*args: str) -> subprocess.Popen[str]:
+    """``pushgrid subscribe ARGS`` running, its stdout and stderr piped."""
+    return subprocess.Popen(
+        [*PUSHGRID, "subscribe", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -51,6 +50,12 @@ def test_subscribe_prints_live_updates_as_json_lines(server, subject):
         env=clean_env(),
         cwd=REPO,
     )
+
+
+def test_subscribe_prints_live_updates_as_json_lines(server, subject):
+    s = subject("live")
+    assert run_cli("publish", s, "first", "--server", server.address).returncode == 0
+    proc = _subscriber(s, "--server", server.address, "--count", "3")
     timer = threading.Timer(60, proc.kill)  # never hang
     timer.start()
     try:
@@ -72,6 +77,31 @@ def test_subscribe_prints_live_updates_as_json_lines(server, subject):
     ]
     assert all(set(m) == KEYS for m in rest)
     assert proc.stdout.read() == "", "exactly --count lines"
+
+
+def test_subscribe_updates_leaves_out_the_snapshot(server, subject):
+    """Issue 34: a second run of the README tour counted the first run's snapshot in
+    ``--count 2`` and missed the second update; ``--updates`` counts new messages only."""
+    s = subject("updates")
+    assert run_cli("publish", s, "old", "--server", server.address).returncode == 0
+    proc = _subscriber(s, "--server", server.address, "--updates", "--count", "1")
+    try:
+        assert proc.stderr is not None
+        assert "connected to" in proc.stderr.readline()
+        sent = 0
+        while proc.poll() is None:  # until it has printed one: no guess at when it subscribed
+            sent += 1
+            assert sent < 100, "the subscriber never printed an update"
+            assert run_cli("publish", s, f"new {sent}", "--server", server.address).returncode == 0
+        assert proc.returncode == 0
+        assert proc.stdout is not None
+        (line,) = proc.stdout.read().splitlines()
+    finally:
+        proc.kill()
+        proc.wait()
+    message = json.loads(line)
+    assert message["type"] == "update"
+    assert message["content"].startswith("new "), "not the snapshot ('old')"
 
 
 def test_subscribe_history(server, subject):

@@ -280,17 +280,40 @@ class Console:
     def ensure_signed_in(self) -> None:
         if not self.driver.current_url.startswith(self.stack.console_url):
             self.open()
-        if not self.js("return !!document.getElementById('nav-overview')"):
+        if not self.js("return !!document.getElementById('nav-group-live')"):
             self.wait(
                 lambda: self.js("return !!document.getElementById('login-token')"), "the login page"
             )
             self.sign_in(self.stack.token)
-        self.br.wait_for_element("#nav-overview")
+        self.br.wait_for_element("#nav-group-live")
 
     def goto(self, page: str, ready: str) -> None:
-        """Follow the navigation link of ``page`` and wait for the ``ready`` selector."""
+        """Follow the navigation to ``page`` (its group's tab first, when the page's link is
+        not in the current group's row) and wait for the ``ready`` selector."""
+        from pushgrid.console.pages import GROUPS
+
         self.ensure_signed_in()
-        self.br.find_element(f"#nav-{page}").click()
+        link = f"nav-{page}"
+        if not self.js("return !!document.getElementById(arguments[0])", link):
+            for group in GROUPS:
+                tab = f"nav-group-{group.lower()}"
+                self.br.find_element(f"#{tab}").click()
+
+                def shown(tab: str = tab) -> str | None:
+                    """'yes' / 'no' (the page's link is in the group) once the group is open."""
+                    answer: str | None = self.js(
+                        "const a = document.querySelector('#nav .nav-link.active');"
+                        "return a && a.id === arguments[0]"
+                        " ? (document.getElementById(arguments[1]) ? 'yes' : 'no') : null",
+                        tab,
+                        link,
+                    )
+                    return answer
+
+                found = self.wait(shown, f"the {group} group")
+                if found == "yes":
+                    break
+        self.br.find_element(f"#{link}").click()
         self.br.wait_for_element(ready)
 
     def select(self, dropdown: str, value: str) -> None:
@@ -498,7 +521,7 @@ def test_login_refuses_a_bad_token_and_accepts_a_good_one(console: Console, stac
     alert = console.wait_text("#login-alert", "Unauthorized")
     assert "401" in alert
     console.sign_in(stack.token)
-    console.br.wait_for_element("#nav-overview")
+    console.br.wait_for_element("#nav-overview")  # the Overview's group: Live
     assert console.wait_text("#user", "console-test") == "console-test · admin"
     console.assert_no_errors()
 

@@ -57,3 +57,28 @@ def test_make_up_listens_on_loopback_unless_told(tmp_path: Path) -> None:
         assert all(ipaddress.ip_address(a.ip).is_loopback for a in listening), listening
     finally:
         server.kill()
+
+
+def _install_lines(target: str) -> list[str]:
+    """The pip installs ``make <target>`` runs on a fresh clone (``-B``: nothing installed yet)."""
+    dry = subprocess.run(
+        ["make", "-n", "-B", target],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        timeout=30,
+    )
+    return [ln for ln in dry.stdout.splitlines() if "pip install" in ln and " -e " in ln]
+
+
+def test_make_up_installs_what_running_needs_only() -> None:
+    """Issue 34 item 4.12: a fresh clone's `make up` spent 2 min installing test, lint and
+    browser tools; it installs the `all` extra (server, admin API + console, pipeline) only,
+    and `make test` still installs everything."""
+    (up,) = _install_lines("up")
+    assert "'.[all]'" in up, up
+    assert _install_lines("cluster") == [up]
+    test = _install_lines("test")
+    assert test[0] == up, test
+    assert "'.[dev]'" in test[1], test

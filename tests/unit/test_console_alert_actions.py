@@ -126,3 +126,11 @@ def test_silences_are_listed_with_their_target() -> None:
     ]
     assert "every target" in repr(actions.render_silences([silence]))
     assert "no silence in force" in repr(actions.render_silences([]))
+
+
+def test_rule_texts_read_through_the_one_formatter() -> None:
+    """Issue 34: a threshold printed with ``:g`` read ``2e-05`` or ``1e+06``."""
+    rule = {**RULE, "clear_threshold": 2_000_000, "clear_for": 0.5}
+    assert clear_text(rule).endswith(" for 0.5 s")
+    assert "e+" not in clear_text(rule)
+    assert "e-" not in clear_text({**RULE, "clear_threshold": 0.00002})

@@ -38,7 +38,11 @@ from pushgrid.metrics.window_spec import WINDOW_NAMES
         (3_500_000, "", "3.5M"),
         (512, "outgoing_bytes_per_second", "512 B"),
         (2048, "incoming_bytes_per_second", "2 KiB"),
-        (1_034_000, "outgoing_bytes_per_second", "1010 KiB"),  # was 1.01e+03 KiB
+        # was 1.01e+03 KiB, then 1010 KiB (issue 34): never four digits before the point
+        (1_034_000, "outgoing_bytes_per_second", "0.986 MiB"),
+        (1020 * 1024, "outgoing_bytes_per_second", "0.996 MiB"),
+        (999 * 1024, "outgoing_bytes_per_second", "999 KiB"),
+        (1000, "outgoing_bytes_per_second", "0.977 KiB"),
         (1023.9 * 1024, "outgoing_bytes_per_second", "1 MiB"),  # not 1024 KiB
         (1_597_465, "outgoing_bytes_per_second", "1.52 MiB"),  # was 1,597,465.00
         (9_500_000, "outgoing_bytes_per_second", "9.06 MiB"),
@@ -282,3 +286,26 @@ def test_live_value_axis_never_goes_below_one_unit_and_reads_kib_like_the_values
     assert figure.layout.yaxis.autorangeoptions.include == (0, 1)
     assert figure.layout.yaxis.ticksuffix == " KiB"
     assert "KiB" in figure.data[0].hovertemplate
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "—"),
+        (0.00025, "0.25 ms"),
+        (0.0123, "12.3 ms"),
+        (0.85, "850 ms"),
+        (0.9996, "1.00 s"),
+        (20.2, "20.2 s"),  # the loop lag shown as 2.02e+04 ms (issue 34)
+        (245.0, "4 min 05 s"),
+    ],
+)
+def test_latency(seconds: float | None, text: str) -> None:
+    assert fmt.latency(seconds) == text
+
+
+def test_plural() -> None:
+    assert fmt.plural(1, "record") == "1 record"  # was "1 records" (issue 34)
+    assert fmt.plural(0, "record") == "0 records"
+    assert fmt.plural(1000, "record") == "1,000 records"
+    assert fmt.plural(2, "index", "indices") == "2 indices"

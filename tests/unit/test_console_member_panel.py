@@ -47,6 +47,14 @@ def test_panel_facts_format_and_levels() -> None:
     assert facts["replica_lag"] == ("1,500 records", "bad")  # past the health model's limit
 
 
+def test_panel_facts_read_through_the_one_formatter() -> None:
+    """Issue 34: a loop lag of 20.2 s read ``2.02e+04 ms``, a replica lag of one "1 records"."""
+    facts = _facts({**PANEL, "loop_lag_seconds": 20.2, "loop_lag_max_seconds": 20.2,
+                    "replica_lag_max": 1})  # fmt: skip
+    assert facts["loop_lag"][0] == "20.2 s (20.2 s)"
+    assert facts["replica_lag"][0] == "1 record"
+
+
 def test_panel_facts_without_measures() -> None:
     assert panel_facts(None) == []
     quiet = _facts(

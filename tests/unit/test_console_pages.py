@@ -3,14 +3,16 @@ and the app's routing: no browser, no network."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from dash.development.base_component import Component
 
 from pushgrid.console import http_provider as hp
-from pushgrid.console.app import PAGES, create_dash_app, href, page_for
+from pushgrid.console.app import PAGES, create_dash_app, href, nav, offered, page_for
+from pushgrid.console.figures import trend_figure
+from pushgrid.console.format import chart_time
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
@@ -145,10 +147,11 @@ def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
 class HistoryApi:
     """A provider's ``history`` and ``trend`` over fixed answers, recording what was asked."""
 
-    def __init__(self, *answers: History) -> None:
+    def __init__(self, *answers: History, stored: bool = True) -> None:
         self.answers = list(answers)
         self.asked: list[int | None] = []
         self.trends: list[tuple[str, str, str, int | None]] = []
+        self.stored = stored  # whether the statistics store has trend points
 
     def history(self, since: int | None = None, until: int | None = None) -> History:
         self.asked.append(since)
@@ -156,6 +159,8 @@ class HistoryApi:
 
     def trend(self, query: TrendQuery) -> list[TrendPoint]:
         self.trends.append((query.scope, query.indicator, query.window, query.since))
+        if not self.stored:
+            return []
         return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
 
 
@@ -217,6 +222,48 @@ def test_overview_beyond_the_history_reads_the_statistics_store() -> None:
     assert overview.needs_rebuild("15m", again.state), "back to the history: a whole range"
 
 
+def _annotations(figure: Any) -> list[str]:
+    return [a.text for a in figure.layout.annotations]
+
+
+def test_overview_long_ranges_say_why_empty_fill_from_history_and_span_the_range() -> None:
+    """Issue 34: 24 h / 7 d showed seven empty charts with meaningless axes until the pipeline
+    had points."""
+    now = 700_000
+    api = HistoryApi(_history(now, ("a",)), stored=False)
+    update = overview.charts_update(api, "7d", None, now)  # type: ignore[arg-type]
+    assert api.asked == [now - 7 * 86_400], "the admin API's history, asked once"
+    figure = update.figures["connected_users"]
+    assert figure is not None
+    assert [t.name for t in figure.data] == ["Cluster"]
+    assert len(figure.data[0].x) == 10, "the history's seconds, drawn"
+    assert list(figure.layout.xaxis.range) == [chart_time(now - 7 * 86_400), chart_time(now)]
+    assert _annotations(figure) == []
+    assert any("admin API's history" in p for p in update.problems)
+
+    empty = HistoryApi(_history(now, (), since=now + 1), stored=False)
+    nothing = overview.charts_update(empty, "24h", None, now)  # type: ignore[arg-type]
+    figure = nothing.figures["connected_users"]
+    assert figure is not None
+    (why,) = _annotations(figure)
+    assert why.startswith("no data for the last 24 h yet")
+    assert figure.layout.xaxis.visible is False, "no meaningless axes"
+
+    stored = overview.charts_update(HistoryApi(), "24h", None, 90_000)  # type: ignore[arg-type]
+    figure = stored.figures["connected_users"]
+    assert figure is not None
+    assert list(figure.layout.xaxis.range) == [chart_time(90_000 - 86_400), chart_time(90_000)]
+
+
+def test_a_trend_spans_the_selected_range() -> None:
+    """Issue 34: one trend point was drawn on an axis one millisecond wide."""
+    point = TrendPoint(50_000, 3600, 5.0, 4.0, 1.0)
+    assert trends.trend_span(40_000, [point], 60_000.5) == (40_000, 60_000)
+    assert trends.trend_span(None, [point], 60_000) == (50_000 - 3600, 60_000)
+    figure = trend_figure([point], "connected_users", "1h", CLUSTER, (40_000, 60_000))
+    assert list(figure.layout.xaxis.range) == [chart_time(40_000), chart_time(60_000)]
+
+
 def test_overview_reports_members_down() -> None:
     live = _live(100, ("a",))
     live.members.append(Member("b", "http://b", False, "connection refused"))
@@ -263,10 +310,19 @@ def test_subject_log_and_arrival() -> None:
     assert subjects.next_log(log, other, now=13.0) == []
 
     sent = subjects.published_record(PublishResult("/a/b", "ok", "e1", 3, "m1"), now=20.0)
-    waiting = subjects.arrival(sent, _info(2), now=20.5)
+    waiting, kept = subjects.arrival(sent, _info(2), now=20.5)
     assert _prop(waiting, "data-arrived") == "false"
-    arrived = subjects.arrival(sent, _info(3), now=20.5)
+    assert kept is None
+    arrived, kept = subjects.arrival(sent, _info(3), now=20.5)
     assert _prop(arrived, "data-arrived") == "true"
+    assert _prop(arrived, "data-took") == "0.500000"
+    assert kept is not None
+    assert kept["arrived"] == 20.5
+    # issue 34: the time it took is frozen once seen, however long the page keeps watching
+    later, again = subjects.arrival(kept, _info(4), now=95.0)
+    assert _prop(later, "data-took") == "0.500000"
+    assert again is None
+    assert "arrived in 0.50 s" in str(later.children[1].children)
     assert _info(3).subscriber_count == 3
 
 
@@ -425,24 +481,48 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         raise AssertionError("no provider is needed to build the app")
 
     app = create_dash_app(factory, requests_pathname_prefix="/console/")
-    assert [page.path for page in PAGES] == [
-        "",
-        "statistics",
-        "trends",
-        "subjects",
-        "sessions",
-        "jobs",
-        "audit",
-        "hot",
-        "watched",
-        "alerts",
-        "trace",
+    assert [(page.group, page.path) for page in PAGES] == [
+        ("Live", ""),
+        ("Live", "subjects"),
+        ("Live", "sessions"),
+        ("Live", "trace"),
+        ("Traffic", "statistics"),
+        ("Traffic", "trends"),
+        ("Traffic", "hot"),
+        ("Traffic", "watched"),
+        ("Pipeline", "jobs"),
+        ("Admin", "alerts"),
+        ("Admin", "audit"),
     ]
     for page in PAGES:
         assert page_for(app, href(app, page.path)) is page
     assert page_for(app, "/console/nope") is None
     assert href(app, "jobs") == "/console/jobs"
     assert calls == []
+
+
+def _ids(links: list[Any]) -> list[str]:
+    return [link.id for link in links]
+
+
+def test_the_navigation_is_grouped_and_offers_each_role_what_it_may_use() -> None:
+    """Issue 34: eleven pages in one row did not fit 1440 px; a viewer was offered pages the
+    admin API then refused (403)."""
+    app = create_dash_app(lambda _token: cast(ConsoleProvider, None))
+    trends_page = page_for(app, href(app, "trends"))
+    tabs, links = nav(app, trends_page, "admin")
+    assert _ids(tabs) == [f"nav-group-{g}" for g in ("live", "traffic", "pipeline", "admin")]
+    assert [_prop(tab, "className") for tab in tabs].count("nav-link active") == 1
+    assert _prop(tabs[1], "className") == "nav-link active"
+    assert _ids(links) == ["nav-statistics", "nav-trends", "nav-hot", "nav-watched"]
+    assert [page.path for page in offered("viewer")] == [
+        p.path for p in PAGES if p.path not in ("trace", "audit")
+    ]
+    assert "audit" not in [page.path for page in offered("operator")]
+    assert "trace" in [page.path for page in offered("operator")]
+    assert len(offered("admin")) == len(PAGES)
+    _tabs, live = nav(app, page_for(app, href(app, "")), "viewer")
+    assert _ids(live) == ["nav-overview", "nav-subjects", "nav-sessions"]
 
 
 def test_provider_errors_round_trip_as_json() -> None:

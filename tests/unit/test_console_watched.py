@@ -61,8 +61,9 @@ def test_cluster_rows_sum_the_members() -> None:
 
 def test_member_rows_show_the_windows() -> None:
     (row,) = watched_rows(DOCUMENT, "m1")
-    assert row[1:5] == ["12", "24", "1,200.50", "4,000"]
-    assert row[-2:] == ["7.50", "30"]
+    # the console's one formatter (issue 34: bytes were raw, "98,633")
+    assert row[1:5] == ["12", "24", "1.17 KiB", "3.91 KiB"]
+    assert row[-2:] == ["7.5", "30"]
     assert watched_rows(DOCUMENT, "nobody") == []
 
 

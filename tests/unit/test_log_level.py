@@ -11,14 +11,20 @@ from pushgrid.cli.main import app
 
 
 @pytest.mark.parametrize("command", [["server"], ["up"], ["admin", "serve"]])
-def test_a_bad_level_stops_start_up_naming_the_key(
+def test_a_bad_level_stops_start_up_naming_the_option(
     command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PUSHGRID_LOGLEVEL", "INFO")  # restored after the test
     result = CliRunner().invoke(app, [*command, "--log-level", "chatty"])
-    assert result.exit_code != 0
-    assert "LogLevel" in result.output
-    assert os.environ["PUSHGRID_LOGLEVEL"] == "CHATTY", "children inherit the level"
+    assert result.exit_code == 2
+    assert "'--log-level'" in result.output
+    assert os.environ["PUSHGRID_LOGLEVEL"] == "INFO", "a refused level reaches no child"
+
+
+def test_a_good_level_reaches_the_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PUSHGRID_LOGLEVEL", "INFO")
+    CliRunner().invoke(app, ["server", "--log-level", "debug", "--help"])
+    assert os.environ["PUSHGRID_LOGLEVEL"] == "DEBUG", "children inherit the level"
 
 
 def test_the_level_reaches_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:

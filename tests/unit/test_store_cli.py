@@ -299,7 +299,10 @@ def test_interrupted_run_is_recorded(
     fake.fail = KeyboardInterrupt()
     result = cli("stats", "run", "--db", url, "--archive", str(archive))
     assert result.exit_code == 130
-    assert _runs(url)[0].error == "interrupted"
+    (run,) = _runs(url)
+    assert run.error == "interrupted"
+    assert run.status == "interrupted", "a clean stop is not a pipeline failure (issue 34)"
+    assert "not failed" in result.stderr
 
 
 @pytest.mark.parametrize("bad", ["yesterday", "2026-13-01", "12:00", "-5"])

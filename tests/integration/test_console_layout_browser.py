@@ -1,0 +1,107 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_console_browser, used as arguments)
+"""Every console page fits 1366 and 1440 px without a horizontal scrollbar, and a viewer is not
+offered what it may not do (issue 34 item 4.7), in real headless Chromium on the stack of
+test_console_browser.py. The review met a nav bar with a scrollbar on every page and "Live
+trace" cut off at 1440 px, and Publish / Start a run / Disconnect offered to a viewer, then
+refused with 403. Screenshots: ``$PUSHGRID_SHOTS`` (default: the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
+    HEIGHT,
+    WIDTH,
+    Console,
+    Stack,
+    console,
+    pytestmark,
+    stack,
+)
+
+#: every page: (its nav id suffix, a selector that says it rendered)
+PAGES = [
+    ("overview", "#overview-health"),
+    ("subjects", "#subject-input"),
+    ("sessions", "#sessions-table"),
+    ("trace", "#trace-start"),
+    ("statistics", "#stats-table"),
+    ("trends", "#trends-graph"),
+    ("hot", "#hot-messages_in"),
+    ("watched", "#watched-table"),
+    ("jobs", "#jobs-table"),
+    ("alerts", "#rule-create"),
+    ("audit", "#audit-table"),
+]
+OVERFLOW = "return [document.documentElement.scrollWidth, window.innerWidth]"
+
+
+def _shots(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("PUSHGRID_SHOTS") or tmp_path)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+@pytest.mark.timeout(600)  # eleven pages in a browser, on a loaded machine
+@pytest.mark.parametrize("width", [1366, 1440])
+def test_every_page_fits_without_a_horizontal_scrollbar(
+    console: Console, width: int, tmp_path: Path
+) -> None:
+    shots = _shots(tmp_path)
+    console.driver.set_window_size(width, HEIGHT)
+    try:
+        console.ensure_signed_in()
+        for page, ready in PAGES:
+            console.goto(page, ready)
+            time.sleep(0.8)  # the page's first refresh (tables, charts) lays it out
+            scroll, inner = console.js(OVERFLOW)
+            console.driver.save_screenshot(str(shots / f"tourmisc-{page}-{width}.png"))
+            assert scroll <= inner, f"{page} at {width} px: {scroll} px wide in {inner} px"
+            nav = console.js(
+                "const n = document.getElementById('nav');"
+                "return [n.scrollWidth, n.clientWidth]"
+            )
+            assert nav[0] <= nav[1], f"the group tabs are clipped on {page}: {nav}"
+        console.assert_no_errors()
+    finally:
+        console.driver.set_window_size(WIDTH, HEIGHT)
+
+
+@pytest.mark.timeout(300)
+def test_a_viewer_is_not_offered_operator_actions(
+    console: Console, stack: Stack, tmp_path: Path
+) -> None:
+    made = stack.api("POST", "/tokens", json={"name": "layout-viewer", "role": "viewer"})
+    assert made.status_code == 201, made.text
+    shots = _shots(tmp_path)
+    console.ensure_signed_in()
+    console.br.find_element("#sign-out").click()
+    console.sign_in(made.json()["token"])
+    try:
+        console.wait_text("#user", "layout-viewer")
+        for hidden in ("nav-trace", "nav-audit"):  # their reads need operator / admin
+            assert not console.js("return !!document.getElementById(arguments[0])", hidden)
+        for page, ready, control in [
+            ("subjects", "#subject-input", "#subject-publish"),
+            ("jobs", "#jobs-table", "#jobs-start"),
+            ("watched", "#watched-table", "#watched-add"),
+            ("alerts", "#alerts-active", "#rule-create"),
+        ]:
+            console.goto(page, ready)
+            shown = console.js(
+                "const e = document.querySelector(arguments[0]);"
+                "return !!e && e.offsetParent !== null",
+                control,
+            )
+            assert shown is False, f"a viewer is offered {control} on {page}"
+            console.driver.save_screenshot(str(shots / f"tourmisc-viewer-{page}.png"))
+        console.assert_no_errors()
+    finally:
+        console.br.find_element("#sign-out").click()
+        console.sign_in(stack.token)
+        console.br.wait_for_element("#nav-group-live")
