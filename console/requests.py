@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 CALLBACK_PATH = "/_dash-update-component"
 log = logging.getLogger(__name__)
-_LISTS = ("inputs", "state", "outputs", "changedPropIds")
+_LISTS = ("inputs", "state", "changedPropIds")
 
 
 def _problem(status: int, code: str, detail: str) -> Response:
@@ -41,6 +41,9 @@ def callback_error(app: Dash, body: Any) -> str | None:
     for key in _LISTS:
         if key in body and not isinstance(body[key], list):
             return f"'{key}' must be a list"
+    # the renderer sends one output as an object, several as a list of them
+    if "outputs" in body and not isinstance(body["outputs"], list | dict):
+        return "'outputs' must be an object or a list"
     return None
 
 

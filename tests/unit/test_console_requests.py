@@ -10,6 +10,7 @@ import pytest
 
 from pushgrid.console.app import create_dash_app
 from pushgrid.console.mount import ProviderCache
+from pushgrid.console.requests import callback_error
 
 CALLBACK = "/_dash-update-component"
 
@@ -81,3 +82,20 @@ def test_existing_component_files_are_still_served(console: Any) -> None:
         "/_dash-component-suites/dash/deps/polyfill@7.12.1.min.js"
     )
     assert answer.status_code == 200
+
+
+def test_a_single_output_request_as_the_renderer_sends_it_is_let_through(console: Any) -> None:
+    """The renderer sends one output as an object, not a list: refusing that refused every
+    single-output callback of the console (the alert banner on every page, found in Chromium)."""
+    output = next(o for o in console.callback_map if not o.startswith(".."))
+    component, prop = output.rsplit(".", 1)
+    body = {
+        "output": output,
+        "outputs": {"id": component, "property": prop},
+        "inputs": [],
+        "state": [],
+        "changedPropIds": [],
+    }
+    assert callback_error(console, body) is None
+    answer = console.server.test_client().post(CALLBACK, json=body)
+    assert (answer.get_json(silent=True) or {}).get("code") != "invalid_callback"
