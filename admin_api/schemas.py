@@ -101,6 +101,11 @@ class ClusterMemberOut(BaseModel):
     quorum: bool | None = Field(
         default=None, description="Whether this member can store messages (null: not readable)"
     )
+    not_answering_seconds: float | None = Field(
+        default=None,
+        description="Seconds since the member stopped answering the admin API (a hung "
+        "process: it accepts connections but does not answer); null while it answers",
+    )
 
 
 class HealthReasonOut(BaseModel):
@@ -156,6 +161,11 @@ class MemberOut(BaseModel):
     created_at: datetime | None = None
     reachable: bool
     error: str | None = Field(default=None, description="Why the member could not be read")
+    not_answering_seconds: float | None = Field(
+        default=None,
+        description="Seconds since the member stopped answering (a hung process): it is not "
+        "asked again until it answers the admin API's watch; null while it answers",
+    )
     server_name: str | None = None
     version: str | None = None
     uptime_seconds: float | None = None

@@ -305,6 +305,7 @@ def member_of(item: Mapping[str, Any]) -> Member:
         connected_users=item.get("connected_users"),
         subscriptions=item.get("subscriptions"),
         panel=None if item.get("panel") is None else MemberPanel.model_validate(item["panel"]),
+        not_answering=item.get("not_answering_seconds"),
     )
 
 

@@ -35,6 +35,7 @@ from pushgrid.ops.cluster import ClusterDocument
 from ..access import member_access
 from ..alert_signals import key, merge
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
+from ..answering import Answering
 from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
 from ..pipeline_metrics import last_run_failed
 from ..problems import conflict, not_found
@@ -294,8 +295,11 @@ class AlertRunner:
         settings: AlertsSettings,
         session_factory: Callable[[], Session],
         members_of: Callable[[Session], list[Member]],
+        answering: Answering | None = None,
     ) -> None:
-        """``members_of``: the members the rules are evaluated on, read in a store session."""
+        """``members_of``: the members the rules are evaluated on, read in a store session;
+        ``answering``: the app's memory of silent members (never asked, never announced on)."""
+        self.answering = answering
         self.settings = settings
         self.session_factory = session_factory
         self.members_of = members_of
@@ -354,7 +358,7 @@ class AlertRunner:
 
     async def _run(self) -> None:
         await asyncio.to_thread(self.restore)
-        async with new_http_client() as http:
+        async with new_http_client(answering=self.answering) as http:
             while True:
                 started = time.monotonic()
                 try:

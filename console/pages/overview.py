@@ -18,6 +18,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill
 from ..figures import live_figure
 from ..ids import Ids, indicator_id
+from ..liveness import not_answering_text, register_staleness
 from ..member_panel import render_panel
 from ..provider import (
     CLUSTER,
@@ -49,7 +50,12 @@ def layout() -> Component:
             page_header(
                 TITLE,
                 "Cluster health and the seven indicators, one sample a second",
-                html.Span(id=Ids.OVERVIEW_UPDATED, className="updated"),
+                html.Span(
+                    [
+                        html.Span(id=Ids.OVERVIEW_UPDATED, className="updated"),
+                        html.Span(id=Ids.OVERVIEW_STALE, className="stale-note"),
+                    ]
+                ),
             ),
             html.Div(
                 [
@@ -80,6 +86,7 @@ def layout() -> Component:
             ),
             html.Div([_indicator_card(name) for name in CHARTS], className="live-grid"),
             dcc.Store(id=Ids.OVERVIEW_LAST_TS, data=None),
+            dcc.Store(id=Ids.OVERVIEW_ARRIVED, data=None),
             dcc.Store(id=Ids.OVERVIEW_CHARTS_ASK, data=None),
             dcc.Store(id=Ids.OVERVIEW_CHARTS_DONE, data=0),
             dcc.Store(id=Ids.OVERVIEW_STATUS_ASK, data=None),
@@ -171,7 +178,7 @@ def render_topology(topology: ClusterView | None) -> list[Component]:
 def render_members(members: Sequence[Member]) -> list[Component]:
     cards: list[Component] = []
     for member in members:
-        state = pill("UP", "good") if member.up else pill("DOWN", "bad")
+        state = _state_pill(member)
         if member.up:
             facts = [
                 _fact("users", fmt.count(member.connected_users)),
@@ -179,6 +186,8 @@ def render_members(members: Sequence[Member]) -> list[Component]:
                 _fact("uptime", fmt.duration(member.uptime)),
                 _fact("version", member.version or fmt.DASH),
             ]
+        elif member.not_answering is not None:  # hung: it is there, it does not answer
+            facts = [html.Div(not_answering_text(member.not_answering), className="member-error")]
         else:
             facts = [html.Div(member.error or "no answer", className="member-error")]
         cards.append(
@@ -193,10 +202,24 @@ def render_members(members: Sequence[Member]) -> list[Component]:
                     render_panel(member.panel if member.up else None),
                 ],
                 class_name="member-card" + ("" if member.up else " member-down"),
-                **attrs({"data-member": member.name, "data-up": "true" if member.up else "false"}),
+                **attrs(
+                    {
+                        "data-member": member.name,
+                        "data-up": "true" if member.up else "false",
+                        "data-answering": "false" if member.not_answering is not None else "true",
+                    }
+                ),
             )
         )
     return cards
+
+
+def _state_pill(member: Member) -> html.Span:
+    if member.up:
+        return pill("UP", "good")
+    if member.not_answering is not None:
+        return pill("NOT ANSWERING", "warn")
+    return pill("DOWN", "bad")
 
 
 def _fact(name: str, value: str) -> html.Div:
@@ -409,6 +432,9 @@ function(n, done, asked) {
 
 
 def register(app: Dash, providers: Providers) -> None:
+    register_staleness(
+        app, Ids.OVERVIEW_UPDATED, Ids.OVERVIEW_ARRIVED, Ids.OVERVIEW_STALE, Ids.OVERVIEW_INTERVAL
+    )
     _register_status(app, providers)
     _register_charts(app, providers)
 
