@@ -408,7 +408,9 @@ def card_values(overview: LiveOverview) -> dict[str, str]:
 
 
 def problems_of(overview: LiveOverview) -> list[str]:
-    problems = fmt.member_problems(overview.members)
+    hung = [m for m in overview.members if m.not_answering is not None]
+    problems = [f"member {m.name} is {not_answering_text(m.not_answering or 0)}" for m in hung]
+    problems += fmt.member_problems(m for m in overview.members if m.not_answering is None)
     if overview.cluster.error:
         problems.append(overview.cluster.error)
     return problems
