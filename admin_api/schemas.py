@@ -525,3 +525,14 @@ class PresenceOut(BaseModel):
     subscribers: int = Field(ge=0)
     clients: list[PresentClientOut]
     truncated: bool = Field(description="The list holds fewer sessions than subscribers")
+
+
+class OverviewOut(BaseModel):
+    """What the console's Overview shows at one refresh, from one round of reads: the members,
+    their live indicators and the cluster. A member listed unreachable in ``members`` is down in
+    ``cluster`` too (issue 34, 4.4: "Cluster OK, 2/3 up" beside a red card)."""
+
+    at: datetime
+    members: MemberList
+    live: LiveStats
+    cluster: ClusterOut

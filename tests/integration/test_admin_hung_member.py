@@ -102,6 +102,13 @@ def test_a_hung_member_is_not_answering_and_every_route_still_answers(
                 assert by_member["hung-a"]["reachable"] is True
                 assert by_member["hung-b"]["reachable"] is False
                 assert http.get("/sessions").status_code == 200
+                assert_one_state(http.get("/cluster/overview"))
+                # the cluster's per-second sums stop at the hung member's last sample: its
+                # clients are still connected, a sum without them would draw a drop (4.5)
+                history = http.get("/stats/history").json()
+                (hung,) = [m for m in history["members"] if m["scope"] == "hung-b"]
+                assert hung["seconds"], "hung-b was sampled before it stopped"
+                assert history["cluster"]["seconds"][-1] <= hung["seconds"][-1]
             finally:
                 b.proc.send_signal(signal.SIGCONT)
             back = wait_for(
@@ -109,5 +116,48 @@ def test_a_hung_member_is_not_answering_and_every_route_still_answers(
             )
             assert back["not_answering_seconds"] is None
             assert http.get("/cluster").json()["health"] == "ok"
+    finally:
+        admin.close()
+
+
+def assert_one_state(answer: httpx.Response) -> dict[str, Any]:
+    """One refresh of the Overview (``GET /cluster/overview``) tells one story: a member listed
+    unreachable is down in the cluster's health, which is then not ``ok`` (issue 34, 4.4)."""
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    down = {m["name"] for m in body["members"]["items"] if not m["reachable"]}
+    reasons = {r["member"] for r in body["cluster"]["reasons"] if r["code"] == "member_down"}
+    assert down <= reasons, (down, body["cluster"]["reasons"])
+    assert (body["cluster"]["health"] == "ok") == (not down and not reasons), body["cluster"]
+    live = {m["member"]: m["reachable"] for m in body["live"]["members"]}
+    assert set(live) == {m["name"] for m in body["members"]["items"]}
+    return body
+
+
+def test_one_refresh_tells_one_state_after_a_kill(
+    tmp_path: Any, pair: tuple[ServerProcess, ServerProcess]
+) -> None:
+    a, b = pair
+    admin = AdminHarness(tmp_path / "admin", [member_entry("hung-a", a), member_entry("hung-b", b)])
+    try:
+        with (
+            serving(admin) as api,
+            httpx.Client(
+                base_url=api, headers=admin.headers("viewer"), timeout=BOUND, trust_env=False
+            ) as http,
+        ):
+            assert assert_one_state(http.get("/cluster/overview"))["cluster"]["health"] == "ok"
+            b.kill()
+            body = wait_for(
+                lambda: (
+                    (o := assert_one_state(http.get("/cluster/overview")))["cluster"]["reasons"]
+                    and o
+                ),
+                "hung-b down",
+            )
+            assert body["cluster"]["health"] == "degraded"
+            assert body["members"]["unreachable"] == 1
+            for _ in range(10):  # every refresh after it agrees with itself
+                assert_one_state(http.get("/cluster/overview"))
     finally:
         admin.close()
