@@ -415,7 +415,9 @@ class AlertRunner:
         task.add_done_callback(self._sends.discard)
 
     async def _announce(self, members: Sequence[Member], changes: Sequence[Change]) -> None:
-        async with new_http_client() as http:
+        # a member that does not answer is never asked (admin_api/answering.py): the request
+        # would wait in its socket and publish the alert again when it wakes (issue 34, 4.3)
+        async with new_http_client(answering=self.answering) as http:
             alone, clustered = await _by_cluster(http, members)
             for change in changes:
                 body = announcement(change)
@@ -460,9 +462,32 @@ class AlertRunner:
 async def _by_cluster(
     http: httpx.AsyncClient, members: Sequence[Member]
 ) -> tuple[list[Member], list[Member]]:
-    """Standalone (or unreadable) members, and members of a cluster (their own view says)."""
-    views = await cluster_views(http, members)
-    alone = [m for m, v in zip(members, views, strict=True) if not _clustered(v)]
+    """Standalone members, and members of a cluster that answer (their own views say)."""
+    return announcers(members, await cluster_views(http, members))
+
+
+def announcers(
+    members: Sequence[Member], views: Sequence[dict[str, Any] | None]
+) -> tuple[list[Member], list[Member]]:
+    """Who announces (pure): standalone members each for itself, and the readable members of a
+    cluster, one of which is enough.
+
+    A member that cannot be read but that a readable clustered member lists is in that cluster:
+    its healthy members announce for it, it is neither asked nor waited for. Before, it was
+    taken as standalone and asked on its own: a hung member made the announcement 6 s late and,
+    when it woke, ran the queued request and published the alert a second time (issue 34, 4.3).
+    One that nobody lists is standalone (asked on its own; fails at once while silent)."""
+    listed = {
+        entry.get("name")
+        for view in views
+        if _clustered(view)
+        for entry in (view or {}).get("Members") or []
+    }
+    alone = [
+        m
+        for m, v in zip(members, views, strict=True)
+        if (v is None and m.name not in listed) or (v is not None and not _clustered(v))
+    ]
     clustered = [m for m, v in zip(members, views, strict=True) if _clustered(v)]
     return alone, clustered
 
