@@ -25,11 +25,29 @@ WAIT = 30.0
 
 
 @contextmanager
-def serving(admin: AdminHarness) -> Iterator[str]:
-    """The harness's app under uvicorn on a free port (lifespan on: its tasks run)."""
+def admin_api(
+    tmp_path: Any, pair: tuple[ServerProcess, ServerProcess], **options: Any
+) -> Iterator[httpx.Client]:
+    """The admin API over ``pair`` under uvicorn (lifespan on: its tasks run), and a viewer's
+    client of it whose every request must answer within :data:`BOUND`."""
+    a, b = pair
+    admin = AdminHarness(
+        tmp_path / "admin", [member_entry("hung-a", a), member_entry("hung-b", b)], **options
+    )
     port = free_port()
-    with serve_in_thread(admin.app, port):
-        yield f"http://127.0.0.1:{port}/api/v1"
+    try:
+        with (
+            serve_in_thread(admin.app, port),
+            httpx.Client(
+                base_url=f"http://127.0.0.1:{port}/api/v1",
+                headers=admin.headers("viewer"),
+                timeout=BOUND,
+                trust_env=False,
+            ) as http,
+        ):
+            yield http
+    finally:
+        admin.close()
 
 
 def wait_for(ask: Callable[[], Any], what: str) -> Any:
@@ -53,71 +71,58 @@ def pair(server_factory: Callable[..., ServerProcess]) -> tuple[ServerProcess, S
 def test_a_hung_member_is_not_answering_and_every_route_still_answers(
     tmp_path: Any, pair: tuple[ServerProcess, ServerProcess]
 ) -> None:
-    a, b = pair
-    admin = AdminHarness(
-        tmp_path / "admin",
-        [member_entry("hung-a", a), member_entry("hung-b", b)],
-        member_timeout=MEMBER_TIMEOUT,
-    )
+    b = pair[1]
     assert b.proc is not None
-    try:
-        with (
-            serving(admin) as api,
-            httpx.Client(
-                base_url=api, headers=admin.headers("viewer"), timeout=BOUND, trust_env=False
-            ) as http,
-        ):
+    with admin_api(tmp_path, pair, member_timeout=MEMBER_TIMEOUT) as http:
 
-            def members() -> dict[str, dict[str, Any]]:
-                answer = http.get("/members")
-                assert answer.status_code == 200, answer.text
-                return {item["name"]: item for item in answer.json()["items"]}
+        def members() -> dict[str, dict[str, Any]]:
+            answer = http.get("/members")
+            assert answer.status_code == 200, answer.text
+            return {item["name"]: item for item in answer.json()["items"]}
 
-            assert members()["hung-b"]["reachable"] is True
-            assert members()["hung-b"]["not_answering_seconds"] is None
-            b.proc.send_signal(signal.SIGSTOP)
-            try:
-                silent = wait_for(
-                    lambda: members()["hung-b"]["not_answering_seconds"] is not None,
-                    "hung-b not answering",
-                )
-                assert silent
-                listed = wait_for(
-                    lambda: (m := members()["hung-b"])["not_answering_seconds"] >= 2 and m,
-                    "the silence counted in seconds",
-                )
-                assert listed["reachable"] is False
-                assert "not answering for" in listed["error"]
-                assert members()["hung-a"]["reachable"] is True  # the other one is read
-                cluster = http.get("/cluster")
-                assert cluster.status_code == 200, cluster.text
-                body = cluster.json()
-                assert body["health"] == "degraded"
-                texts = [r["text"] for r in body["reasons"] if r["member"] == "hung-b"]
-                assert len(texts) == 1, body["reasons"]
-                assert texts[0].startswith("member hung-b is not answering for ")
-                live = http.get("/stats/live")
-                assert live.status_code == 200, live.text
-                by_member = {m["member"]: m for m in live.json()["members"]}
-                assert by_member["hung-a"]["reachable"] is True
-                assert by_member["hung-b"]["reachable"] is False
-                assert http.get("/sessions").status_code == 200
-                assert_one_state(http.get("/cluster/overview"))
-                # the cluster's per-second sums stop at the hung member's last sample: its
-                # clients are still connected, a sum without them would draw a drop (4.5)
-                history = http.get("/stats/history").json()
-                (hung,) = [m for m in history["members"] if m["scope"] == "hung-b"]
-                assert hung["seconds"], "hung-b was sampled before it stopped"
-                assert history["cluster"]["seconds"][-1] <= hung["seconds"][-1]
-            finally:
-                b.proc.send_signal(signal.SIGCONT)
-            back = wait_for(
-                lambda: (m := members()["hung-b"])["reachable"] and m, "hung-b answering again"
+        assert members()["hung-b"]["reachable"] is True
+        assert members()["hung-b"]["not_answering_seconds"] is None
+        b.proc.send_signal(signal.SIGSTOP)
+        try:
+            silent = wait_for(
+                lambda: members()["hung-b"]["not_answering_seconds"] is not None,
+                "hung-b not answering",
             )
-            assert back["not_answering_seconds"] is None
-            assert http.get("/cluster").json()["health"] == "ok"
-    finally:
-        admin.close()
+            assert silent
+            listed = wait_for(
+                lambda: (m := members()["hung-b"])["not_answering_seconds"] >= 2 and m,
+                "the silence counted in seconds",
+            )
+            assert listed["reachable"] is False
+            assert "not answering for" in listed["error"]
+            assert members()["hung-a"]["reachable"] is True  # the other one is read
+            cluster = http.get("/cluster")
+            assert cluster.status_code == 200, cluster.text
+            body = cluster.json()
+            assert body["health"] == "degraded"
+            texts = [r["text"] for r in body["reasons"] if r["member"] == "hung-b"]
+            assert len(texts) == 1, body["reasons"]
+            assert texts[0].startswith("member hung-b is not answering for ")
+            live = http.get("/stats/live")
+            assert live.status_code == 200, live.text
+            by_member = {m["member"]: m for m in live.json()["members"]}
+            assert by_member["hung-a"]["reachable"] is True
+            assert by_member["hung-b"]["reachable"] is False
+            assert http.get("/sessions").status_code == 200
+            assert_one_state(http.get("/cluster/overview"))
+            # the cluster's per-second sums stop at the hung member's last sample: its
+            # clients are still connected, a sum without them would draw a drop (4.5)
+            history = http.get("/stats/history").json()
+            (hung,) = [m for m in history["members"] if m["scope"] == "hung-b"]
+            assert hung["seconds"], "hung-b was sampled before it stopped"
+            assert history["cluster"]["seconds"][-1] <= hung["seconds"][-1]
+        finally:
+            b.proc.send_signal(signal.SIGCONT)
+        back = wait_for(
+            lambda: (m := members()["hung-b"])["reachable"] and m, "hung-b answering again"
+        )
+        assert back["not_answering_seconds"] is None
+        assert http.get("/cluster").json()["health"] == "ok"
 
 
 def assert_one_state(answer: httpx.Response) -> dict[str, Any]:
@@ -137,27 +142,17 @@ def assert_one_state(answer: httpx.Response) -> dict[str, Any]:
 def test_one_refresh_tells_one_state_after_a_kill(
     tmp_path: Any, pair: tuple[ServerProcess, ServerProcess]
 ) -> None:
-    a, b = pair
-    admin = AdminHarness(tmp_path / "admin", [member_entry("hung-a", a), member_entry("hung-b", b)])
-    try:
-        with (
-            serving(admin) as api,
-            httpx.Client(
-                base_url=api, headers=admin.headers("viewer"), timeout=BOUND, trust_env=False
-            ) as http,
-        ):
-            assert assert_one_state(http.get("/cluster/overview"))["cluster"]["health"] == "ok"
-            b.kill()
-            body = wait_for(
-                lambda: (
-                    (o := assert_one_state(http.get("/cluster/overview")))["cluster"]["reasons"]
-                    and o
-                ),
-                "hung-b down",
-            )
-            assert body["cluster"]["health"] == "degraded"
-            assert body["members"]["unreachable"] == 1
-            for _ in range(10):  # every refresh after it agrees with itself
-                assert_one_state(http.get("/cluster/overview"))
-    finally:
-        admin.close()
+    b = pair[1]
+    with admin_api(tmp_path, pair) as http:
+        assert assert_one_state(http.get("/cluster/overview"))["cluster"]["health"] == "ok"
+        b.kill()
+        body = wait_for(
+            lambda: (
+                (o := assert_one_state(http.get("/cluster/overview")))["cluster"]["reasons"] and o
+            ),
+            "hung-b down",
+        )
+        assert body["cluster"]["health"] == "degraded"
+        assert body["members"]["unreachable"] == 1
+        for _ in range(10):  # every refresh after it agrees with itself
+            assert_one_state(http.get("/cluster/overview"))
