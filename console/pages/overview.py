@@ -40,6 +40,7 @@ TICK_MS = 1000
 CHARTS: tuple[str, ...] = INDICATOR_NAMES
 BACKFILL_SECONDS = 120  # how far back a tick asks for seconds a series has not drawn yet
 TREND_REFRESH_SECONDS = 300  # a statistics-store range is redrawn every five minutes
+NO_DATA_AFTER = 5  # seconds a member's line may lag the newest before the page says so
 
 _HEALTH_KIND = {"ok": "good", "degraded": "warn", "down": "bad", "unknown": "muted"}
 
@@ -341,7 +342,19 @@ def plan_update(
                 grown |= fmt.byte_unit(fmt.history_peak(history, indicator))[0] > divisor
     last.update(fmt.history_newest(history, series))
     state = {"series": series, "last": last, "range": range_key, "units": units, "rebuild": grown}
-    return ChartsUpdate(figures, extensions, state)
+    return ChartsUpdate(figures, extensions, state, no_data_from(last))
+
+
+def no_data_from(last: Mapping[str, int]) -> list[str]:
+    """A note per member whose line stopped while the others go on (a member that hangs or is
+    down: its line and the cluster's show a gap, issue 34, 4.5), naming when it stopped."""
+    members = {name: ts for name, ts in last.items() if name != CLUSTER}
+    newest = max(members.values(), default=None)
+    return [
+        f"no data from {name} since {fmt.chart_time(int(ts))[11:]} UTC"
+        for name, ts in members.items()
+        if newest is not None and newest - int(ts) > NO_DATA_AFTER
+    ]
 
 
 def plan_trend(provider: ConsoleProvider, range_key: str, now: int) -> ChartsUpdate:
