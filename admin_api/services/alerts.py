@@ -467,7 +467,7 @@ async def _by_cluster(
 
 
 def announcers(
-    members: Sequence[Member], views: Sequence[dict[str, Any] | None]
+    members: Sequence[Member], views: Sequence[ClusterDocument | None]
 ) -> tuple[list[Member], list[Member]]:
     """Who announces (pure): standalone members each for itself, and the readable members of a
     cluster, one of which is enough.
@@ -478,10 +478,10 @@ def announcers(
     when it woke, ran the queued request and published the alert a second time (issue 34, 4.3).
     One that nobody lists is standalone (asked on its own; fails at once while silent)."""
     listed = {
-        entry.get("name")
+        entry.name
         for view in views
-        if _clustered(view)
-        for entry in (view or {}).get("Members") or []
+        if view is not None and _clustered(view)
+        for entry in view.members
     }
     alone = [
         m

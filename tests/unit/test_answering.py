@@ -4,13 +4,13 @@ rows 1 and 3): pure code and one event loop, no network."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from pushgrid.admin_api.answering import Answering, Silenced, not_answering_text
 from pushgrid.admin_api.member_client import Member
 from pushgrid.admin_api.services.alerts import announcers
+from pushgrid.ops.cluster import ClusterDocument, ClusterMember
 
 URL = "http://127.0.0.1:8901"
 
@@ -63,11 +63,38 @@ def _member(name: str) -> Member:
     return Member(name, f"http://127.0.0.1:89{name[-1]}0", "config")
 
 
-def _view(name: str, mode: str = "guaranteed") -> dict[str, Any]:
-    return {
-        "Mode": mode,
-        "Members": [{"name": f"m{i}", "self": f"m{i}" == name} for i in (1, 2, 3)],
-    }
+def _view(name: str, mode: str = "guaranteed") -> ClusterDocument:
+    entries = [
+        ClusterMember(
+            name=f"m{i}",
+            index=i,
+            address=f"127.0.0.1:71{i}0",
+            seed=True,
+            state="up",
+            is_self=f"m{i}" == name,
+            client_urls=[],
+            monitor_urls=[],
+            last_seen_seconds=None,
+        )
+        for i in (1, 2, 3)
+    ]
+    return ClusterDocument(
+        engine="nats" if mode != "standalone" else "memory",
+        mode=mode,
+        health="ok",
+        health_reasons=[],
+        quorum=True,
+        quorum_size=2,
+        seeds=3,
+        members_up=3,
+        members=entries if mode != "standalone" else [],
+        nats_connected=True,
+        meta_leader=None,
+        stream_leader=None,
+        replicas=[],
+        stream_messages=0,
+        config_mismatch=[],
+    )
 
 
 def test_a_hung_cluster_member_is_announced_for_by_the_healthy_ones() -> None:
@@ -79,6 +106,6 @@ def test_a_hung_cluster_member_is_announced_for_by_the_healthy_ones() -> None:
 
 def test_standalone_and_unknown_members_announce_for_themselves() -> None:
     members = [_member("s1"), _member("s2")]
-    alone, clustered = announcers(members, [{"Mode": "standalone", "Members": []}, None])
+    alone, clustered = announcers(members, [_view("s1", "standalone"), None])
     assert [m.name for m in alone] == ["s1", "s2"]
     assert clustered == []
