@@ -11,6 +11,7 @@ from dash.development.base_component import Component
 
 from pushgrid.console import http_provider as hp
 from pushgrid.console.app import PAGES, create_dash_app, href, page_for
+from pushgrid.console.format import chart_time
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
@@ -499,4 +500,4 @@ def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
     only_a = _history(110, ("a",), since=101)
     only_a.members["b"] = SecondSeries("b", [], {})
     later = overview.plan_update(only_a, "15m", first.state, False)
-    assert later.problems == [f"no data from b since {overview.fmt.chart_time(100)[11:]} UTC"]
+    assert later.problems == [f"no data from b since {chart_time(100)[11:]} UTC"]
