@@ -39,7 +39,9 @@ def callback_error(app: Dash, body: Any) -> str | None:
     if not isinstance(output, str) or output not in app.callback_map:
         return "no such callback"
     for key in _LISTS:
-        if key in body and not isinstance(body[key], list):
+        # a callback with one output sends ``outputs`` as one object, not a list of them
+        allowed = (list, dict) if key == "outputs" else (list,)
+        if key in body and not isinstance(body[key], allowed):
             return f"'{key}' must be a list"
     return None
 
