@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from pushgrid.config import AdminSettings, JmxSettings
 from pushgrid.kernel.throttle import AuthThrottle
 
+from .answering import Answering
 from .member_client import Member, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role, display_prefix, throttle_key
@@ -55,9 +56,18 @@ def get_db(request: Request) -> Iterator[Session]:
 
 
 async def get_http(request: Request) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client for member calls, for this request (bound to the running event loop)."""
-    async with new_http_client(float(request.app.state.member_timeout)) as http:
+    """An HTTP client for member calls, for this request (bound to the running event loop);
+    members known not to answer fail at once (admin_api/answering.py)."""
+    timeout = float(request.app.state.member_timeout)
+    async with new_http_client(timeout, get_answering(request)) as http:
         yield http
+
+
+def get_answering(request: Request) -> Answering:
+    return cast(Answering, request.app.state.answering)
+
+
+AnsweringDep = Annotated[Answering, Depends(get_answering)]
 
 
 def get_auth_throttle(request: Request) -> AuthThrottle:

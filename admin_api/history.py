@@ -140,13 +140,19 @@ def cluster_series(parts: Sequence[Series], until: int) -> Series:
     """Each second's sum over the members that have a sample of it, up to ``until``.
 
     The caller sets ``until`` to the newest second every live member has reported, so the last
-    second is never a partial sum of the members polled so far.
+    second is never a partial sum of the members polled so far. A second that a member lacks
+    between its first and its last sample (it hung: SIGSTOP, a stalled loop) is left out: a
+    sum without it would draw that member's sessions dropping to 0 while they stayed connected
+    (issue 34, 4.5); a gap says "no data" instead.
     """
+    holes = _holes(parts)
     totals: dict[int, list[float | None]] = {}
     for part in parts:
         for position, ts in enumerate(part.seconds):
             if ts > until:
                 break
+            if ts in holes:
+                continue
             row = totals.setdefault(ts, [None] * WIDTH)
             for index, name in enumerate(INDICATOR_NAMES):
                 value = part.values[name][position]
@@ -157,3 +163,12 @@ def cluster_series(parts: Sequence[Series], until: int) -> Series:
         name: [totals[ts][index] for ts in seconds] for index, name in enumerate(INDICATOR_NAMES)
     }
     return Series(seconds, values)
+
+
+def _holes(parts: Sequence[Series]) -> set[int]:
+    """The seconds some member lacks between its first and its last sample (pure)."""
+    holes: set[int] = set()
+    for part in parts:
+        for before, after in zip(part.seconds, part.seconds[1:], strict=False):
+            holes.update(range(before + 1, after))
+    return holes

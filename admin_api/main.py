@@ -37,6 +37,7 @@ from pushgrid.metrics.sqlstore import make_session_factory
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.engine import private_database_file
 
+from .answering import Answering
 from .audit import AuditMiddleware
 from .docs import add_docs
 from .history import HistoryStore
@@ -177,17 +178,23 @@ def create_app(
     factory = session_factory or make_session_factory(stats.database)
     protect_store(stats.database, admin, jmx, factory)
     runner = job_runner or JobRunner(stats, monitoring.metrics_archive)
+    # which members do not answer (issue 34, 4.1): the watch asks, the rest skip them
+    answering = Answering()
     alerts = AlertRunner(
         settings.alerts,
         lambda: app.state.session_factory(),
         lambda db: MemberService(db, admin, jmx).all(),
+        answering,
     )
     traces = TraceHub(settings.trace)
-    watch = MemberWatch(lambda: _members(app, admin, jmx))
+    watch = MemberWatch(
+        lambda: _members(app, admin, jmx), answering=answering, allow=admin.admin_discover_allow
+    )
     history = HistoryCollector(
         HistoryStore(admin.admin_history_seconds),
         lambda: _members(app, admin, jmx),
         admin.admin_discover_allow,
+        answering=answering,
     )
 
     @asynccontextmanager
@@ -220,6 +227,7 @@ def create_app(
     app.state.session_factory = factory
     app.state.job_runner = runner
     app.state.member_timeout = member_timeout
+    app.state.answering = answering
     app.state.alert_runner = alerts
     app.state.traces = traces
     app.state.history = history

@@ -25,6 +25,7 @@ import httpx
 
 from pushgrid.ops import names
 
+from .answering import Answering, Silenced, not_answering_text
 from .problems import ProblemError
 
 DEFAULT_TIMEOUT: Final = 3.0
@@ -71,13 +72,22 @@ class Member:
 class MemberFailure(ProblemError):
     """A member could not answer (see the module docstring for the statuses)."""
 
-    def __init__(self, member: Member, kind: FailureKind, message: str) -> None:
+    def __init__(
+        self,
+        member: Member,
+        kind: FailureKind,
+        message: str,
+        silent_seconds: float | None = None,
+    ) -> None:
         status = 504 if kind == "timeout" else 502
         detail = f"member {member.name!r} ({member.monitor_url}): {message}"
-        super().__init__(status, detail, _CODES[kind], member=member.name)
+        extensions = {} if silent_seconds is None else {"not_answering_seconds": silent_seconds}
+        super().__init__(status, detail, _CODES[kind], member=member.name, extensions=extensions)
         self.kind = kind
         self.retryable = kind in ("unreachable", "timeout")
         self.message = message
+        # how long the member has not answered (admin_api/answering.py); None: not silent
+        self.silent_seconds = silent_seconds
 
 
 class MemberJolokiaError(MemberFailure):
@@ -91,22 +101,49 @@ class MemberJolokiaError(MemberFailure):
 
 
 def _transport_failure(
-    member: Member, exc: httpx.HTTPError, timeout: float | None
+    member: Member, exc: httpx.HTTPError, timeout: float | None, silent: float | None = None
 ) -> MemberFailure:
     if isinstance(exc, httpx.TimeoutException):
         within = f" within {timeout:g} s" if timeout is not None else ""
-        return MemberFailure(member, "timeout", f"no answer{within} ({type(exc).__name__})")
+        message = f"no answer{within} ({type(exc).__name__})"
+        return MemberFailure(member, "timeout", message, silent)
     if isinstance(exc, httpx.TransportError):
         reason = str(exc) or type(exc).__name__
         return MemberFailure(member, "unreachable", f"unreachable: {reason}")
     return MemberFailure(member, "error", f"{type(exc).__name__}: {exc}")
 
 
-def new_http_client(timeout: float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+class MemberHttp(httpx.AsyncClient):
+    """The HTTP client of member calls, with the app's :class:`Answering` (None: no memory of
+    silences). ``probe``: ask silent members anyway (the member watch) instead of failing at
+    once with "not answering for N s"."""
+
+    def __init__(
+        self, timeout: float, answering: Answering | None = None, probe: bool = False
+    ) -> None:
+        super().__init__(timeout=httpx.Timeout(timeout), trust_env=False, follow_redirects=False)
+        self.answering = answering
+        self.probe = probe
+
+
+def new_http_client(
+    timeout: float = DEFAULT_TIMEOUT, answering: Answering | None = None, probe: bool = False
+) -> MemberHttp:
     """The HTTP client for member calls (no environment proxies, bounded waits)."""
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout), trust_env=False, follow_redirects=False
-    )
+    return MemberHttp(timeout, answering, probe)
+
+
+def _answering(http: httpx.AsyncClient) -> Answering | None:
+    return http.answering if isinstance(http, MemberHttp) else None
+
+
+def silences(http: httpx.AsyncClient, members: Sequence[Member]) -> dict[str, float]:
+    """The members that do not answer, with how long (admin_api/answering.py)."""
+    answering = _answering(http)
+    if answering is None:
+        return {}
+    found = {m.name: answering.silent_for(m.monitor_url) for m in members}
+    return {name: seconds for name, seconds in found.items() if seconds is not None}
 
 
 class MemberClient:
@@ -120,16 +157,46 @@ class MemberClient:
     def jolokia_url(self) -> str:
         return self.member.monitor_url.rstrip("/") + "/jolokia"
 
+    def _skip_if_silent(self) -> None:
+        """Fail at once for a member known not to answer (admin_api/answering.py)."""
+        answering = _answering(self.http)
+        if answering is None or (isinstance(self.http, MemberHttp) and self.http.probe):
+            return
+        silent = answering.silent_for(self.member.monitor_url)
+        if silent is not None:
+            raise MemberFailure(self.member, "timeout", not_answering_text(silent), silent)
+
+    async def _post(self, url: str, **kwargs: Any) -> httpx.Response:
+        """POST with the member's silence recorded: time-boxed, skipped while silent."""
+        self._skip_if_silent()
+        answering = _answering(self.http)
+        key = self.member.monitor_url
+        try:
+            if answering is None or (isinstance(self.http, MemberHttp) and self.http.probe):
+                response = await self.http.post(url, **kwargs)
+            else:
+                response = await answering.unless_silent(key, self.http.post(url, **kwargs))
+        except Silenced as exc:
+            raise MemberFailure(self.member, "timeout", str(exc), exc.seconds) from None
+        except httpx.HTTPError as exc:
+            silent = None
+            if answering is not None:
+                if isinstance(exc, httpx.TimeoutException):
+                    silent = answering.missed(key)
+                else:
+                    answering.refused(key)
+            raise _transport_failure(self.member, exc, self.http.timeout.read, silent) from None
+        if answering is not None:
+            answering.answered(key)
+        return response
+
     async def bulk(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """POST a bulk request; the answers, one per request, each with its own ``status``."""
-        try:
-            response = await self.http.post(
-                self.jolokia_url,
-                json=list(requests),
-                auth=self.member.auth or httpx.USE_CLIENT_DEFAULT,
-            )
-        except httpx.HTTPError as exc:
-            raise _transport_failure(self.member, exc, self.http.timeout.read) from None
+        response = await self._post(
+            self.jolokia_url,
+            json=list(requests),
+            auth=self.member.auth or httpx.USE_CLIENT_DEFAULT,
+        )
         if response.status_code == 401:
             raise MemberFailure(
                 self.member,
@@ -183,12 +250,7 @@ class MemberClient:
     ) -> httpx.Response:
         """``POST <client_url>/publish`` (transport failures raise :class:`MemberFailure`)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        try:
-            return await self.http.post(
-                client_url.rstrip("/") + "/publish", json=body, headers=headers
-            )
-        except httpx.HTTPError as exc:
-            raise _transport_failure(self.member, exc, self.http.timeout.read) from None
+        return await self._post(client_url.rstrip("/") + "/publish", json=body, headers=headers)
 
 
 # --- URLs ------------------------------------------------------------------------------------

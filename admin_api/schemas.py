@@ -101,6 +101,11 @@ class ClusterMemberOut(BaseModel):
     quorum: bool | None = Field(
         default=None, description="Whether this member can store messages (null: not readable)"
     )
+    not_answering_seconds: float | None = Field(
+        default=None,
+        description="Seconds since the member stopped answering the admin API (a hung "
+        "process: it accepts connections but does not answer); null while it answers",
+    )
 
 
 class HealthReasonOut(BaseModel):
@@ -156,6 +161,11 @@ class MemberOut(BaseModel):
     created_at: datetime | None = None
     reachable: bool
     error: str | None = Field(default=None, description="Why the member could not be read")
+    not_answering_seconds: float | None = Field(
+        default=None,
+        description="Seconds since the member stopped answering (a hung process): it is not "
+        "asked again until it answers the admin API's watch; null while it answers",
+    )
     server_name: str | None = None
     version: str | None = None
     uptime_seconds: float | None = None
@@ -515,3 +525,14 @@ class PresenceOut(BaseModel):
     subscribers: int = Field(ge=0)
     clients: list[PresentClientOut]
     truncated: bool = Field(description="The list holds fewer sessions than subscribers")
+
+
+class OverviewOut(BaseModel):
+    """What the console's Overview shows at one refresh, from one round of reads: the members,
+    their live indicators and the cluster. A member listed unreachable in ``members`` is down in
+    ``cluster`` too (issue 34, 4.4: "Cluster OK, 2/3 up" beside a red card)."""
+
+    at: datetime
+    members: MemberList
+    live: LiveStats
+    cluster: ClusterOut

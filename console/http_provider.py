@@ -154,13 +154,12 @@ class HttpProvider(OpsHttpMixin):
         return [member_of(item) for item in self._get("/members")["items"]]
 
     def live(self) -> LiveOverview:
-        members = self.members()
-        overview = live_overview(members, self._get("/stats/live"))
-        try:
-            topology = ClusterView.from_json(self._get("/cluster"))
-        except ProviderError:  # an older admin API: the page shows what the members say
-            return overview
-        return replace(overview, topology=topology)
+        """One answer per refresh (``/cluster/overview``): the cards, the counts and the
+        cluster badge come from the same reads, so they cannot disagree (issue 34, 4.4)."""
+        data = self._get("/cluster/overview")
+        members = [member_of(item) for item in data["members"]["items"]]
+        overview = live_overview(members, data["live"])
+        return replace(overview, topology=ClusterView.from_json(data["cluster"]))
 
     def history(self, since: int | None = None, until: int | None = None) -> History:
         return History.from_json(self._get("/stats/history", since=since, until=until))
@@ -307,6 +306,7 @@ def member_of(item: Mapping[str, Any]) -> Member:
         connected_users=item.get("connected_users"),
         subscriptions=item.get("subscriptions"),
         panel=None if item.get("panel") is None else MemberPanel.model_validate(item["panel"]),
+        not_answering=item.get("not_answering_seconds"),
     )
 
 

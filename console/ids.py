@@ -34,6 +34,8 @@ class Ids(StrEnum):
     OVERVIEW_VALUE = "overview-value"  # the big current value of each indicator card
     OVERVIEW_WINDOWS = "overview-windows"  # the 1m/5m/15m statistics of each indicator card
     OVERVIEW_UPDATED = "overview-updated"
+    OVERVIEW_ARRIVED = "overview-arrived"  # dcc.Store: when the last update arrived (browser)
+    OVERVIEW_STALE = "overview-stale"  # "stale: no update for N s" (console/liveness.py)
     OVERVIEW_RANGE = "overview-range"  # the charts' time range (format.RANGES)
     OVERVIEW_CHARTS_ASK = "overview-charts-ask"  # dcc.Store: the charts round asked for
     OVERVIEW_CHARTS_DONE = "overview-charts-done"  # dcc.Store: the charts round answered

@@ -90,6 +90,7 @@ class Member(_Json):
     subscriptions: int | None = None
     # the admin API's member panel (CPU, RSS, open files, loop lag, ...; console/member_panel.py)
     panel: MemberPanel | None = None
+    not_answering: float | None = None  # seconds since a hung member stopped answering
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "panel": None if self.panel is None else self.panel.as_dict()}

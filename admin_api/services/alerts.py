@@ -35,6 +35,7 @@ from pushgrid.ops.cluster import ClusterDocument
 from ..access import member_access
 from ..alert_signals import key, merge
 from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
+from ..answering import Answering
 from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
 from ..pipeline_metrics import last_run_failed
 from ..problems import conflict, not_found
@@ -294,8 +295,11 @@ class AlertRunner:
         settings: AlertsSettings,
         session_factory: Callable[[], Session],
         members_of: Callable[[Session], list[Member]],
+        answering: Answering | None = None,
     ) -> None:
-        """``members_of``: the members the rules are evaluated on, read in a store session."""
+        """``members_of``: the members the rules are evaluated on, read in a store session;
+        ``answering``: the app's memory of silent members (never asked, never announced on)."""
+        self.answering = answering
         self.settings = settings
         self.session_factory = session_factory
         self.members_of = members_of
@@ -354,7 +358,7 @@ class AlertRunner:
 
     async def _run(self) -> None:
         await asyncio.to_thread(self.restore)
-        async with new_http_client() as http:
+        async with new_http_client(answering=self.answering) as http:
             while True:
                 started = time.monotonic()
                 try:
@@ -411,7 +415,9 @@ class AlertRunner:
         task.add_done_callback(self._sends.discard)
 
     async def _announce(self, members: Sequence[Member], changes: Sequence[Change]) -> None:
-        async with new_http_client() as http:
+        # a member that does not answer is never asked (admin_api/answering.py): the request
+        # would wait in its socket and publish the alert again when it wakes (issue 34, 4.3)
+        async with new_http_client(answering=self.answering) as http:
             alone, clustered = await _by_cluster(http, members)
             for change in changes:
                 body = announcement(change)
@@ -456,9 +462,32 @@ class AlertRunner:
 async def _by_cluster(
     http: httpx.AsyncClient, members: Sequence[Member]
 ) -> tuple[list[Member], list[Member]]:
-    """Standalone (or unreadable) members, and members of a cluster (their own view says)."""
-    views = await cluster_views(http, members)
-    alone = [m for m, v in zip(members, views, strict=True) if not _clustered(v)]
+    """Standalone members, and members of a cluster that answer (their own views say)."""
+    return announcers(members, await cluster_views(http, members))
+
+
+def announcers(
+    members: Sequence[Member], views: Sequence[ClusterDocument | None]
+) -> tuple[list[Member], list[Member]]:
+    """Who announces (pure): standalone members each for itself, and the readable members of a
+    cluster, one of which is enough.
+
+    A member that cannot be read but that a readable clustered member lists is in that cluster:
+    its healthy members announce for it, it is neither asked nor waited for. Before, it was
+    taken as standalone and asked on its own: a hung member made the announcement 6 s late and,
+    when it woke, ran the queued request and published the alert a second time (issue 34, 4.3).
+    One that nobody lists is standalone (asked on its own; fails at once while silent)."""
+    listed = {
+        entry.name
+        for view in views
+        if view is not None and _clustered(view)
+        for entry in view.members
+    }
+    alone = [
+        m
+        for m, v in zip(members, views, strict=True)
+        if (v is None and m.name not in listed) or (v is not None and not _clustered(v))
+    ]
     clustered = [m for m, v in zip(members, views, strict=True) if _clustered(v)]
     return alone, clustered
 

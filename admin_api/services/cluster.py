@@ -16,7 +16,8 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 import httpx
@@ -27,11 +28,12 @@ from pushgrid.ops.attributes import ContractError, decode
 from pushgrid.ops.cluster import ClusterDocument, ClusterMember
 
 from ..access import is_jmx
-from ..member_client import Member, MemberClient, MemberFailure, new_http_client
+from ..answering import Answering, not_answering_text
+from ..member_client import Member, MemberClient, MemberFailure, new_http_client, silences
 from ..schemas import ClusterMemberOut, ClusterOut, HealthReasonOut
 
 CLUSTER_MBEAN = names.CLUSTER
-WATCH_INTERVAL = 2.0  # seconds between two looks of :class:`MemberWatch`
+WATCH_INTERVAL = 1.0  # seconds between two looks of :class:`MemberWatch`
 
 log = logging.getLogger("pushgrid.admin")
 
@@ -130,17 +132,29 @@ async def with_discovered(
     return [*known, *discovered_members(known, await cluster_views(http, known), allow)]
 
 
-def merge_views(members: Sequence[Member], views: Sequence[ClusterDocument | None]) -> ClusterOut:
+def merge_views(
+    members: Sequence[Member],
+    views: Sequence[ClusterDocument | None],
+    silent: Mapping[str, float] | None = None,
+    down: Sequence[str] = (),
+) -> ClusterOut:
     """One picture from every member's view (pure): the first readable view gives the mode and
-    leadership; each member's state is what the members that can be read agree on."""
+    leadership; each member's state is what the members that can be read agree on.
+
+    ``silent``: members that do not answer (name -> seconds, admin_api/answering.py): each is
+    down here whatever the others' heartbeats still say, "not answering for N s". ``down``:
+    members another read of the same refresh found unreachable (they count as down here too,
+    so that one refresh never shows a member down beside a cluster "ok", issue 34, 4.4)."""
+    silent = dict(silent or {})
+    gone = set(down) | set(silent)
     readable = [(m, v) for m, v in zip(members, views, strict=True) if v is not None]
     health = cluster_health(
         {
-            m.name: None if v is None else member_health_of(v)
+            m.name: None if v is None or m.name in gone else member_health_of(v)
             for m, v in zip(members, views, strict=True)
         }
     )
-    reasons = [HealthReasonOut(**reason.as_dict()) for reason in health.reasons]
+    reasons = _reasons_out(health.reasons, silent)
     if not readable:
         return ClusterOut(
             mode=None, health=health.status, reasons=reasons, quorum=False, members=[]
@@ -165,13 +179,29 @@ def merge_views(members: Sequence[Member], views: Sequence[ClusterDocument | Non
                 name=name,
                 index=entry.index,
                 seed=entry.seed,
-                state="up" if entry.state == "up" else "down",
+                state="up" if entry.state == "up" and name not in gone else "down",
                 leader=_leads(entry, first.stream_leader),
-                quorum=quorum_by_member.get(name),
+                quorum=None if name in silent else quorum_by_member.get(name),
+                not_answering_seconds=silent.get(name),
             )
             for name, entry in sorted(states.items(), key=lambda item: item[1].index)
         ],
     )
+
+
+def _reasons_out(reasons: Sequence[Reason], silent: Mapping[str, float]) -> list[HealthReasonOut]:
+    """The health's reasons once each; a silent member's ``member_down`` says for how long."""
+    out: list[HealthReasonOut] = []
+    seen: set[tuple[str, str]] = set()
+    for reason in reasons:
+        if (reason.code, reason.member) in seen:
+            continue
+        seen.add((reason.code, reason.member))
+        data = reason.as_dict()
+        if reason.code == "member_down" and reason.member in silent:
+            data["text"] = f"member {reason.member} is {not_answering_text(silent[reason.member])}"
+        out.append(HealthReasonOut(**data))
+    return out
 
 
 def member_health_of(view: ClusterDocument) -> Health:
@@ -190,10 +220,10 @@ def _leads(entry: ClusterMember, stream_leader: str | None) -> bool:
 
 
 async def cluster_overview(http: httpx.AsyncClient, members: Sequence[Member]) -> ClusterOut:
-    return merge_views(members, await cluster_views(http, members))
+    return merge_views(members, await cluster_views(http, members), silences(http, members))
 
 
-SLOW_LOOKS_DOWN = 2  # looks in a row without an answer in time before a member is "down"
+SLOW_LOOKS_DOWN = 4  # looks in a row without an answer in time before a member is "down"
 
 
 def watched_state(outcome: str, previous: str | None, slow_looks: int) -> str:
@@ -218,15 +248,26 @@ async def _answers(http: httpx.AsyncClient, member: Member) -> str:
 
 
 class MemberWatch:
-    """One WARNING line when a member the admin API manages stops answering, one when it answers
-    again (the members' own Cluster MBean, read every ``interval`` seconds; members managed over
-    JMX are not watched: a JVM run per look is too dear)."""
+    """Looks at every member the admin API manages (discovered ones too) each ``interval``
+    seconds, with two intervals as the time box: one WARNING line when a member stops
+    answering, one when it answers again (the members' own Cluster MBean; members
+    managed over JMX are not watched: a JVM run per look is too dear).
+
+    It is the *probe* of :class:`~admin_api.answering.Answering`: it asks silent members too,
+    and records each outcome; every other path skips a silent member, so the watch's first
+    answer is what ends a silence (issue 34, 4.1)."""
 
     def __init__(
-        self, members: Callable[[], list[Member]], interval: float = WATCH_INTERVAL
+        self,
+        members: Callable[[], list[Member]],
+        interval: float = WATCH_INTERVAL,
+        answering: Answering | None = None,
+        allow: Sequence[str] = (),
     ) -> None:
         self.members = members
         self.interval = interval
+        self.answering = answering or Answering()
+        self.allow = list(allow)
         self.states: dict[str, str] | None = None
         self.slow: dict[str, int] = {}  # looks in a row a member did not answer in time
         self._task: asyncio.Task[None] | None = None
@@ -241,7 +282,9 @@ class MemberWatch:
                 await self._task
 
     async def look(self, http: httpx.AsyncClient) -> list[tuple[str, str]]:
-        members = [m for m in await asyncio.to_thread(self.members) if not is_jmx(m.monitor_url)]
+        known = await asyncio.to_thread(self.members)
+        every = await with_discovered(http, known, self.allow)
+        members = [m for m in every if not is_jmx(m.monitor_url)]
         outcomes = await asyncio.gather(*(_answers(http, m) for m in members))
         states: dict[str, str] = {}
         for member, outcome in zip(members, outcomes, strict=True):
@@ -258,10 +301,13 @@ class MemberWatch:
         return changes
 
     async def _run(self) -> None:
-        async with new_http_client(timeout=self.interval) as http:
+        # the time box is two intervals: on a loaded machine (load 28 on 2 cores) a live member
+        # missed a 1 s look and was "not answering for 0 s" for a moment
+        async with new_http_client(2 * self.interval, self.answering, probe=True) as http:
             while True:
+                started = time.monotonic()
                 try:
                     await self.look(http)
                 except Exception:
                     log.exception("member watch failed")
-                await asyncio.sleep(self.interval)
+                await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - started)))

@@ -23,6 +23,7 @@ import httpx
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 
 from ..access import is_jmx
+from ..answering import Answering
 from ..history import HistoryStore, Series, cluster_series
 from ..member_client import INDICATORS_MBEAN, Member, MemberClient, MemberFailure, new_http_client
 from ..schemas import HistoryOut, HistorySeriesOut, IndicatorName
@@ -84,7 +85,10 @@ class HistoryCollector:
         members: Callable[[], list[Member]],
         discover_allow: Sequence[str] = (),
         interval: float = POLL_INTERVAL,
+        answering: Answering | None = None,
     ) -> None:
+        """``answering``: the app's memory of silent members (skipped, not waited for)."""
+        self.answering = answering
         self.store = store
         self.members = members
         self.discover_allow = list(discover_allow)
@@ -133,12 +137,19 @@ class HistoryCollector:
         return recorded
 
     def live_members(self) -> list[str]:
-        """Members whose last poll succeeded, within :data:`LIVE_FOR` seconds."""
+        """Members whose last poll succeeded, within :data:`LIVE_FOR` seconds, and members that
+        hang (admin_api/answering.py): their clients are still connected, so the cluster's sums
+        end at their last sample instead of dropping by their share (issue 34, 4.5)."""
         now = time.monotonic()
-        return [name for name, at in self.last_read.items() if now - at <= LIVE_FOR]
+        live = [name for name, at in self.last_read.items() if now - at <= LIVE_FOR]
+        if self.answering is not None:
+            silent = [m.name for m in self._known if self.answering.silent_for(m.monitor_url)]
+            live += [name for name in silent if name not in live]
+        return live
 
     async def _run(self) -> None:
-        async with new_http_client(timeout=max(2.0, self.interval)) as http:
+        timeout = max(2.0, self.interval)
+        async with new_http_client(timeout, self.answering) as http:
             while True:
                 try:
                     await self.poll(http)

@@ -172,7 +172,12 @@ async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
             read_view(http, member, names.SERVER, ServerIdentity), read_panel(http, member)
         )
     except MemberFailure as exc:
-        return MemberOut(**_base(member), reachable=False, error=exc.detail)
+        return MemberOut(
+            **_base(member),
+            reachable=False,
+            error=exc.detail,
+            not_answering_seconds=exc.silent_seconds,
+        )
     derived = derive_client_url(member.monitor_url, server.settings.listen)
     return MemberOut(
         **_base(member, derived),

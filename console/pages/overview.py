@@ -18,6 +18,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill
 from ..figures import live_figure, time_axis
 from ..ids import Ids, indicator_id
+from ..liveness import not_answering_text, register_staleness
 from ..member_panel import render_panel
 from ..provider import (
     CLUSTER,
@@ -39,6 +40,7 @@ TICK_MS = 1000
 CHARTS: tuple[str, ...] = INDICATOR_NAMES
 BACKFILL_SECONDS = 120  # how far back a tick asks for seconds a series has not drawn yet
 TREND_REFRESH_SECONDS = 300  # a statistics-store range is redrawn every five minutes
+NO_DATA_AFTER = 5  # seconds a member's line may lag the newest before the page says so
 
 _HEALTH_KIND = {"ok": "good", "degraded": "warn", "down": "bad", "unknown": "muted"}
 
@@ -49,7 +51,12 @@ def layout() -> Component:
             page_header(
                 TITLE,
                 "Cluster health and the seven indicators, one sample a second",
-                html.Span(id=Ids.OVERVIEW_UPDATED, className="updated"),
+                html.Span(
+                    [
+                        html.Span(id=Ids.OVERVIEW_UPDATED, className="updated"),
+                        html.Span(id=Ids.OVERVIEW_STALE, className="stale-note"),
+                    ]
+                ),
             ),
             html.Div(
                 [
@@ -80,6 +87,7 @@ def layout() -> Component:
             ),
             html.Div([_indicator_card(name) for name in CHARTS], className="live-grid"),
             dcc.Store(id=Ids.OVERVIEW_LAST_TS, data=None),
+            dcc.Store(id=Ids.OVERVIEW_ARRIVED, data=None),
             dcc.Store(id=Ids.OVERVIEW_CHARTS_ASK, data=None),
             dcc.Store(id=Ids.OVERVIEW_CHARTS_DONE, data=0),
             dcc.Store(id=Ids.OVERVIEW_STATUS_ASK, data=None),
@@ -171,7 +179,7 @@ def render_topology(topology: ClusterView | None) -> list[Component]:
 def render_members(members: Sequence[Member]) -> list[Component]:
     cards: list[Component] = []
     for member in members:
-        state = pill("UP", "good") if member.up else pill("DOWN", "bad")
+        state = _state_pill(member)
         if member.up:
             facts = [
                 _fact("users", fmt.count(member.connected_users)),
@@ -179,6 +187,8 @@ def render_members(members: Sequence[Member]) -> list[Component]:
                 _fact("uptime", fmt.duration(member.uptime)),
                 _fact("version", member.version or fmt.DASH),
             ]
+        elif member.not_answering is not None:  # hung: it is there, it does not answer
+            facts = [html.Div(not_answering_text(member.not_answering), className="member-error")]
         else:
             facts = [html.Div(member.error or "no answer", className="member-error")]
         cards.append(
@@ -193,10 +203,24 @@ def render_members(members: Sequence[Member]) -> list[Component]:
                     render_panel(member.panel if member.up else None),
                 ],
                 class_name="member-card" + ("" if member.up else " member-down"),
-                **attrs({"data-member": member.name, "data-up": "true" if member.up else "false"}),
+                **attrs(
+                    {
+                        "data-member": member.name,
+                        "data-up": "true" if member.up else "false",
+                        "data-answering": "false" if member.not_answering is not None else "true",
+                    }
+                ),
             )
         )
     return cards
+
+
+def _state_pill(member: Member) -> html.Span:
+    if member.up:
+        return pill("UP", "good")
+    if member.not_answering is not None:
+        return pill("NOT ANSWERING", "warn")
+    return pill("DOWN", "bad")
 
 
 def _fact(name: str, value: str) -> html.Div:
@@ -318,7 +342,19 @@ def plan_update(
                 grown |= fmt.byte_unit(fmt.history_peak(history, indicator))[0] > divisor
     last.update(fmt.history_newest(history, series))
     state = {"series": series, "last": last, "range": range_key, "units": units, "rebuild": grown}
-    return ChartsUpdate(figures, extensions, state)
+    return ChartsUpdate(figures, extensions, state, no_data_from(last))
+
+
+def no_data_from(last: Mapping[str, int]) -> list[str]:
+    """A note per member whose line stopped while the others go on (a member that hangs or is
+    down: its line and the cluster's show a gap, issue 34, 4.5), naming when it stopped."""
+    members = {name: ts for name, ts in last.items() if name != CLUSTER}
+    newest = max(members.values(), default=None)
+    return [
+        f"no data from {name} since {fmt.chart_time(int(ts))[11:]} UTC"
+        for name, ts in members.items()
+        if newest is not None and newest - int(ts) > NO_DATA_AFTER
+    ]
 
 
 NO_SAMPLES = "waiting for the first samples from the admin API"
@@ -407,7 +443,9 @@ def card_values(overview: LiveOverview) -> dict[str, str]:
 
 
 def problems_of(overview: LiveOverview) -> list[str]:
-    problems = fmt.member_problems(overview.members)
+    hung = [m for m in overview.members if m.not_answering is not None]
+    problems = [f"member {m.name} is {not_answering_text(m.not_answering or 0)}" for m in hung]
+    problems += fmt.member_problems(m for m in overview.members if m.not_answering is None)
     if overview.cluster.error:
         problems.append(overview.cluster.error)
     return problems
@@ -431,6 +469,9 @@ function(n, done, asked) {
 
 
 def register(app: Dash, providers: Providers) -> None:
+    register_staleness(
+        app, Ids.OVERVIEW_UPDATED, Ids.OVERVIEW_ARRIVED, Ids.OVERVIEW_STALE, Ids.OVERVIEW_INTERVAL
+    )
     _register_status(app, providers)
     _register_charts(app, providers)
 

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from pushgrid.kernel.addresses import parse_address
+
 from .admin import AdminSettings
 from .alerts import AlertsSettings, TraceSettings
 from .cluster import ClusterSettings
@@ -88,6 +90,22 @@ class Settings(
             and (self.monitor_tls_key or self.tls_key)
         ):
             raise ValueError("MonitorHTTPS.Listen needs MonitorTLSCertificate and MonitorTLSKey")
+        return self
+
+    @model_validator(mode="after")
+    def _member_named_as_server(self) -> Settings:
+        """``Admin.Members`` left at its default manages the server of this configuration under
+        the server's own name (``ServerName``, by default the host name) at its first monitoring
+        address: one name per member everywhere. It was ``local`` while the server called itself
+        by the host name (meta-subjects, pipeline scope ``node:<host>``), so under ``make up``
+        the console listed the only member twice (issue 34, 4.2)."""
+        if "admin_members" in self.model_fields_set or not self.monitor_http_listen:
+            return self
+        host, port = parse_address(self.monitor_http_listen[0])
+        host = "127.0.0.1" if host in ("", "*", "0.0.0.0", "::") else host
+        host = f"[{host}]" if ":" in host else host
+        # a validated model is frozen: the derived default is set once, here
+        self.__dict__["admin_members"] = [f"{self.server_name}=http://{host}:{port}"]
         return self
 
     def _part(self, part: type[_Part]) -> _Part:

@@ -4,7 +4,9 @@ Member 1 runs in the ``pushgrid up`` process; members 2..N run as ``pushgrid ser
 that die with it. Every member reads the same configuration file; what differs between them is
 given as ``PUSHGRID_*`` variables (which win over the file): member ``i`` listens on the client
 and monitoring ports of the file plus ``i - 1``, and its cluster endpoint is
-``127.0.0.1:7100 + 10 * (i - 1)`` (each member uses three ports from there). Without a
+``127.0.0.1:7100 + 10 * (i - 1)`` (each member uses three ports from there; a ``ClusterMembers``
+in the file or environment moves the start to its first entry's port, so that several local
+clusters can run on one machine). Without a
 ``ClusterPassword`` in the file, the members share a random one kept in
 ``ClusterDataDir/local-cluster.secret`` (0600), handed to them as ``PUSHGRID_CLUSTERPASSWORD``:
 the bus is never anonymous, not even on a laptop.
@@ -33,8 +35,16 @@ def _shift(address: str, offset: int) -> str:
     return f"{host}:{port + offset}"
 
 
-def cluster_endpoints(count: int) -> list[str]:
-    return [f"127.0.0.1:{CLUSTER_BASE_PORT + CLUSTER_PORT_STEP * i}" for i in range(count)]
+def cluster_endpoints(count: int, base: int = CLUSTER_BASE_PORT) -> list[str]:
+    return [f"127.0.0.1:{base + CLUSTER_PORT_STEP * i}" for i in range(count)]
+
+
+def cluster_base_port(settings: Settings) -> int:
+    """Where the local cluster's endpoints start: the first ``ClusterMembers`` entry's port when
+    one is given, else :data:`CLUSTER_BASE_PORT`."""
+    if not settings.cluster_members:
+        return CLUSTER_BASE_PORT
+    return parse_address(settings.cluster_members[0])[1]
 
 
 def local_cluster_password(settings: Settings) -> str:
@@ -57,7 +67,7 @@ def member_overrides(settings: Settings, count: int, index: int, mode: str) -> d
         "Listen": ", ".join(_shift(a, offset) for a in settings.listen) or _shift("*:8800", offset),
         "MonitorHTTP.Listen": ", ".join(_shift(a, offset) for a in settings.monitor_http_listen),
         "ServerName": f"m{index}",
-        "ClusterMembers": ", ".join(cluster_endpoints(count)),
+        "ClusterMembers": ", ".join(cluster_endpoints(count, cluster_base_port(settings))),
         "ClusterMember": str(index),
         "ClusterDeliveryMode": mode,
     }

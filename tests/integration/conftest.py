@@ -148,5 +148,6 @@ def browser(chromium: Browser) -> Browser:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
-        if here in Path(str(item.fspath)).parents:
+        # 90 s unless the module asks for more (a browser module that starts its own stack)
+        if here in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(90))

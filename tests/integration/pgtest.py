@@ -18,8 +18,9 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1385,6 +1386,29 @@ def assert_problem(
     if code is not None:
         assert problem["code"] == code, problem
     return problem
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any, port: int, timeout: float = 20.0) -> Iterator[Any]:
+    """An ASGI ``app`` under uvicorn on 127.0.0.1:``port`` in a thread, lifespan on (its
+    background tasks run); yields the ``uvicorn.Server`` (``should_exit`` stops it early)."""
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, name="admin-api", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        assert thread.is_alive(), "the admin API did not start"
+        assert time.monotonic() < deadline, "the admin API did not start in time"
+        time.sleep(0.05)
+    try:
+        yield server
+    finally:
+        server.should_exit = True
+        thread.join(15)
 
 
 class SilentTcpServer:

@@ -34,6 +34,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/members/{name}"): Role.VIEWER,
     ("DELETE", "/api/v1/members/{name}"): Role.ADMIN,
     ("GET", "/api/v1/cluster"): Role.VIEWER,
+    ("GET", "/api/v1/cluster/overview"): Role.VIEWER,
     ("GET", "/api/v1/stats/live"): Role.VIEWER,
     ("GET", "/api/v1/stats/live/{name}"): Role.VIEWER,
     ("GET", "/api/v1/stats/history"): Role.VIEWER,

@@ -32,7 +32,7 @@ from selenium.webdriver.common.keys import Keys
 from sqlalchemy import delete, update
 
 from .browser import CHROMEDRIVER, CHROMIUM, FLAGS, missing
-from .pgtest import DEFAULT_TIMEOUT, ServerProcess, free_port, window_coverage
+from .pgtest import DEFAULT_TIMEOUT, ServerProcess, free_port, serve_in_thread, window_coverage
 
 REPO = Path(__file__).resolve().parents[2]
 # Screenshots go to docs/img/ with CONSOLE_SCREENSHOTS=1 (to refresh the documentation), else to
@@ -181,21 +181,17 @@ def _admin_token(db_url: str) -> str:
         return TokenService(session).create("console-test", Role.ADMIN, "test").token
 
 
-@pytest.fixture(scope="module")
-def stack(
-    module_server_factory: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Stack]:
-    import uvicorn
-
+@contextlib.contextmanager
+def admin_console(servers: list[ServerProcess], work: Path, **options: Any) -> Iterator[Any]:
+    """The admin API with the console mounted, under uvicorn, over ``servers`` (named by their
+    ``ServerName``), on a seeded store in ``work``: yields ``(Stack, uvicorn.Server)``.
+    ``options``: more settings (load_settings keywords)."""
     from pushgrid.admin_api.main import create_app
     from pushgrid.admin_api.services.jobs import JobRunner
     from pushgrid.config import load_settings
     from pushgrid.console.mount import mount_console
     from pushgrid.metrics.sqlstore import make_session_factory, upgrade
 
-    presence = {"Occupancy.PresencePatterns": "/Chat/*"}  # the presence panel's test
-    servers = [module_server_factory(ServerName=name, **presence) for name in NODES]
-    work = tmp_path_factory.mktemp("console")
     db_url = f"sqlite:///{work / 'pushgrid.db'}"
     upgrade(db_url)
     as_of, old_as_of, runs = _seed(db_url)
@@ -206,13 +202,12 @@ def stack(
         None,
         environ={},
         admin_listen=f"127.0.0.1:{port}",
-        admin_members=[
-            f"{name}={srv.monitor_url}" for name, srv in zip(NODES, servers, strict=True)
-        ],
+        admin_members=[f"{srv.settings['ServerName']}={srv.monitor_url}" for srv in servers],
         database=db_url,
         metrics_archive=str(servers[0].workdir / "data" / "archive"),
         stats_warehouse=str(work / "warehouse"),
         spark_master="local[1]",
+        **options,
     )
     factory = make_session_factory(db_url)
     app = create_app(
@@ -221,20 +216,22 @@ def stack(
         job_runner=JobRunner(settings.stats, settings.metrics_archive, log_path=work / "stats.log"),
     )
     mount_console(app, settings.admin)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, name="admin-api", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT
-    while not server.started:
-        assert thread.is_alive(), "the admin API did not start"
-        assert time.monotonic() < deadline, "the admin API did not start in time"
-        time.sleep(0.05)
-    yield Stack(servers, f"http://127.0.0.1:{port}", token, db_url, as_of, old_as_of, runs)
-    server.should_exit = True
-    thread.join(15)
+    with serve_in_thread(app, port, WAIT) as server:
+        yield (
+            Stack(servers, f"http://127.0.0.1:{port}", token, db_url, as_of, old_as_of, runs),
+            server,
+        )
     factory.kw["bind"].dispose()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    module_server_factory: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    presence = {"Occupancy.PresencePatterns": "/Chat/*"}  # the presence panel's test
+    servers = [module_server_factory(ServerName=name, **presence) for name in NODES]
+    with admin_console(servers, tmp_path_factory.mktemp("console")) as (built, _server):
+        yield built
 
 
 # --- the browser ----------------------------------------------------------------------------

@@ -68,10 +68,24 @@ def test_cluster_sums_each_second_over_the_members_that_sampled_it() -> None:
         a.values.setdefault(other, [None] * 3)
         b.values.setdefault(other, [None] * 3)
     total = cluster_series([a, b], until=T0 + 2)
-    assert total.seconds == [T0, T0 + 1, T0 + 2], "T0 + 3: b alone, past the end"
-    assert total.values[USERS] == [11.0, 2.0, 33.0]
-    assert total.values[CONNECTS] == [1.0, None, 86.0]
-    assert total.values["outgoing_bytes_per_second"] == [None, None, None]
+    # T0 + 1: b has no sample between two of its own (it hung): a gap, not a sum without b
+    assert total.seconds == [T0, T0 + 2], "T0 + 3: b alone, past the end"
+    assert total.values[USERS] == [11.0, 33.0]
+    assert total.values[CONNECTS] == [1.0, 86.0]
+    assert total.values["outgoing_bytes_per_second"] == [None, None]
+
+
+def test_a_member_that_hung_leaves_a_gap_in_the_cluster_not_a_drop() -> None:
+    """Issue 34, 4.5: m2 stopped for three seconds with 50 clients connected; the cluster's
+    sessions must not read 10 for those seconds (m1 alone) but have no value."""
+    m1 = Series(list(range(T0, T0 + 6)), {USERS: [10.0] * 6})
+    m2 = Series([T0, T0 + 4, T0 + 5], {USERS: [50.0] * 3})
+    for part in (m1, m2):
+        for other in INDICATOR_NAMES:
+            part.values.setdefault(other, [None] * len(part.seconds))
+    total = cluster_series([m1, m2], until=T0 + 5)
+    assert total.seconds == [T0, T0 + 4, T0 + 5]
+    assert total.values[USERS] == [60.0, 60.0, 60.0]
 
 
 def test_samples_of_reads_recent_current_and_sample_time() -> None:

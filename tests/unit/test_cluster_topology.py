@@ -224,3 +224,22 @@ def test_a_local_cluster_shares_one_random_private_password(tmp_path: Path) -> N
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     given = load_settings(None, environ={}, cluster_password="mine")
     assert member_overrides(given, 3, 1, "Guaranteed")["ClusterPassword"] == "mine"
+
+
+def test_a_local_cluster_starts_its_cluster_ports_where_clustermembers_says() -> None:
+    """``pushgrid up --members 3`` used 7100, 7110, 7120 whatever the configuration: two local
+    clusters on one machine collided. A given ``ClusterMembers`` moves the start."""
+    default = load_settings(None, environ={}, cluster_password="pw")
+    assert member_overrides(default, 3, 2, "Guaranteed")["ClusterMembers"] == (
+        "127.0.0.1:7100, 127.0.0.1:7110, 127.0.0.1:7120"
+    )
+    moved = load_settings(
+        None,
+        environ={},
+        cluster_password="pw",
+        cluster_members=["127.0.0.1:25300", "127.0.0.1:25310", "127.0.0.1:25320"],
+        cluster_member="1",
+    )
+    overrides = member_overrides(moved, 3, 3, "Guaranteed")
+    assert overrides["ClusterMembers"] == "127.0.0.1:25300, 127.0.0.1:25310, 127.0.0.1:25320"
+    assert overrides["ClusterMember"] == "3"

@@ -570,3 +570,13 @@ def test_health_card_shows_the_clusters_own_view() -> None:
         ],
     }
     assert ClusterView.from_json(api).leader == "m1"
+
+
+def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
+    """Issue 34, 4.5: a hung member's seconds are a gap, and the page says whose."""
+    first = overview.plan_update(_history(100, ("a", "b")), "15m", None, True)
+    assert first.problems == []
+    only_a = _history(110, ("a",), since=101)
+    only_a.members["b"] = SecondSeries("b", [], {})
+    later = overview.plan_update(only_a, "15m", first.state, False)
+    assert later.problems == [f"no data from b since {chart_time(100)[11:]} UTC"]

@@ -59,7 +59,7 @@ def test_a_request_for_no_callback_is_400_without_a_log_line(
 
 
 def test_a_callback_request_with_a_known_output_but_a_wrong_shape_is_400(console: Any) -> None:
-    output = next(iter(console.callback_map))
+    output = next(o for o, entry in console.callback_map.items() if "callback" in entry)
     answer = console.server.test_client().post(CALLBACK, json={"output": output, "inputs": {}})
     assert answer.status_code == 400
     assert "'inputs' must be a list" in answer.get_json()["title"]
@@ -69,7 +69,9 @@ def test_a_request_dash_refuses_later_is_400_with_one_log_line(
     console: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A known callback with an output spec of the wrong length: Dash's own validation."""
-    output = next(o for o in console.callback_map if o.startswith(".."))
+    output = next(
+        o for o, entry in console.callback_map.items() if o.startswith("..") and "callback" in entry
+    )
     body = {"output": output, "outputs": [], "inputs": [], "state": [], "changedPropIds": []}
     with caplog.at_level(logging.DEBUG):
         answer = console.server.test_client().post(CALLBACK, json=body)
@@ -87,7 +89,10 @@ def test_existing_component_files_are_still_served(console: Any) -> None:
 def test_a_single_output_request_as_the_renderer_sends_it_is_let_through(console: Any) -> None:
     """The renderer sends one output as an object, not a list: refusing that refused every
     single-output callback of the console (the alert banner on every page, found in Chromium)."""
-    output = next(o for o in console.callback_map if not o.startswith(".."))
+    output = next(
+        o for o, entry in console.callback_map.items()
+        if not o.startswith("..") and "callback" in entry
+    )
     component, prop = output.rsplit(".", 1)
     body = {
         "output": output,
@@ -97,5 +102,31 @@ def test_a_single_output_request_as_the_renderer_sends_it_is_let_through(console
         "changedPropIds": [],
     }
     assert callback_error(console, body) is None
-    answer = console.server.test_client().post(CALLBACK, json=body)
-    assert (answer.get_json(silent=True) or {}).get("code") != "invalid_callback"
+
+
+def test_a_single_output_callback_request_is_accepted() -> None:
+    app = create_dash_app(lambda token: None)  # type: ignore[arg-type, return-value]
+    body = {
+        "output": "alert-banner.children",
+        "outputs": {"id": "alert-banner", "property": "children"},
+        "inputs": [{"id": "alert-banner-interval", "property": "n_intervals", "value": 1}],
+        "changedPropIds": ["alert-banner-interval.n_intervals"],
+        "state": [{"id": "token", "property": "data", "value": None}],
+    }
+    assert callback_error(app, body) is None
+    assert callback_error(app, {**body, "inputs": {"id": "x"}}) == "'inputs' must be a list"
+    assert callback_error(app, {**body, "output": "nothing.children"}) == "no such callback"
+
+
+def test_a_request_naming_a_clientside_callback_is_400_without_a_log_line(
+    console: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The renderer runs a clientside callback itself; Dash answered a request for one 500 with a
+    traceback (KeyError: no function for the output)."""
+    output = next(o for o, entry in console.callback_map.items() if "callback" not in entry)
+    body = {"output": output, "outputs": [], "inputs": [], "state": [], "changedPropIds": []}
+    with caplog.at_level(logging.DEBUG):
+        answer = console.server.test_client().post(CALLBACK, json=body)
+    assert answer.status_code == 400, answer.data[:200]
+    assert answer.get_json()["code"] == "invalid_callback"
+    assert [r for r in caplog.records if r.levelno >= logging.INFO] == []

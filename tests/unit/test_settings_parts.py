@@ -83,3 +83,19 @@ def test_no_two_parts_share_a_validator_name() -> None:
         for validator in [*decorators.field_validators, *decorators.model_validators]:
             assert validator not in seen, f"{name} and {seen[validator]} both define {validator}"
             seen[validator] = name
+
+
+def test_the_default_member_is_named_as_the_server_calls_itself() -> None:
+    """Issue 34, 4.2: under ``make up`` the server called itself by the host name (meta-subjects,
+    pipeline scope ``node:<host>``) while the admin API, console and RRD called it ``local``.
+    ``Admin.Members`` left at its default takes ``ServerName`` and the first monitoring address."""
+    from pushgrid.config import load_settings
+
+    named = load_settings(None, environ={}, server_name="vm")
+    assert named.admin.admin_members == ["vm=http://127.0.0.1:8900"]
+    moved = load_settings(
+        None, environ={"PUSHGRID_MONITORHTTP_LISTEN": "*:25100"}, server_name="edge-1"
+    )
+    assert moved.admin_members == ["edge-1=http://127.0.0.1:25100"]
+    given = load_settings(None, environ={"PUSHGRID_ADMIN_MEMBERS": "a=http://10.0.0.1:8900"})
+    assert given.admin_members == ["a=http://10.0.0.1:8900"], "a given list is kept as is"
