@@ -1344,10 +1344,13 @@ class AdminHarness:
     def headers(self, role: str | None) -> dict[str, str]:
         return {} if role is None else {"authorization": f"Bearer {self.tokens[role]}"}
 
-    def client(self, role: str | None = "admin", **kwargs: Any) -> httpx.AsyncClient:
+    def client(
+        self, role: str | None = "admin", address: str = "127.0.0.1", **kwargs: Any
+    ) -> httpx.AsyncClient:
+        """A client of the app in this process, from ``address`` (the throttles key by it)."""
         headers = {**self.headers(role), **kwargs.pop("headers", {})}
         return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=self.app),
+            transport=httpx.ASGITransport(app=self.app, client=(address, 50000)),
             base_url="http://admin.test",
             headers=headers,
             timeout=DEFAULT_TIMEOUT * 3,

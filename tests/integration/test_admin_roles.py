@@ -162,9 +162,14 @@ async def test_each_role_gets_exactly_what_it_should(harness):
             response = await anonymous.request(**request)
         assert_problem(response, 401, "unauthorized")
         assert response.headers["www-authenticate"].startswith("Bearer"), (method, path)
-        # a new forged token per route: one token refused again and again is throttled (429)
+        # a new forged token per route, each from an address of its own: one token refused
+        # again and again is throttled (429), and so are many unknown tokens from one address
+        # (issue 34 item 2 row 11)
         forged_token = f"Bearer pgt_{checked:08x}forged"
-        async with harness.client(None, headers={"authorization": forged_token}) as forged:
+        address = f"127.0.3.{checked // len(ADMIN_ROLES) % 250 + 1}"
+        async with harness.client(
+            None, address=address, headers={"authorization": forged_token}
+        ) as forged:
             assert_problem(await forged.request(**request), 401)
         for name in ADMIN_ROLES:
             role = Role(name)
