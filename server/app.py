@@ -168,10 +168,11 @@ class PushServer:
         self.cluster_settings = cluster
         self.monitoring_settings = monitoring
         self.counters = Counters()
-        self.engine = engine or build_engine(settings.engine_limits, cluster, server.server_name)
+        bounds = settings.engine_limits
+        self.engine = engine or build_engine(bounds, cluster, server.server_name)
         self.hub = Hub(self.engine, self.counters)
         self.hub.delta_limits = DeltaLimits(  # delta tables are bounded like snapshots
-            server.max_fields_per_subject, server.max_snapshot_size, server.max_retained_bytes
+            bounds.max_fields_per_subject, bounds.max_snapshot_size, bounds.max_retained_bytes
         )
         bus = self.engine.member_bus()
         self.occupancy = OccupancyService(
