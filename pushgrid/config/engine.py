@@ -7,7 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class EngineLimitSettings(BaseModel):
     """What ``EngineLimits.from_settings`` copies: the cache, deduplication, snapshot and
-    memory bounds of the subject table (docs/engine.md guarantees 8 and 11)."""
+    memory bounds of the subject table (guarantees 8 and 11); the hub's ``DeltaLimits`` read
+    the snapshot and memory bounds too."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
