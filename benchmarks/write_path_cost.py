@@ -80,8 +80,10 @@ async def measure(subscribers: int, inflight: int, steps: int) -> dict[str, floa
     conf = load_settings(MaxOutboundBufferSize=64 << 20)
 
     class Context:  # the parts of ConnectionContext a WebSocket connection uses on this path
-        limits = TransportLimits.from_settings(conf.server, conf.cluster_publish_timeout)
-        batching = Batching.from_settings(conf.server)
+        limits = TransportLimits.from_settings(
+            conf.transport, conf.session.max_frame_size, conf.cluster_publish_timeout
+        )
+        batching = Batching.from_settings(conf.batching)
         deflate = None
         tick = 0.0
         stopping = False

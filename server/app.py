@@ -14,7 +14,13 @@ from functools import partial
 from typing import Any
 
 from pushgrid import __version__
-from pushgrid.config import ConfigError, MonitoringSettings, ServerSettings, Settings
+from pushgrid.config import (
+    AccessSettings,
+    ConfigError,
+    ListenerSettings,
+    MonitoringSettings,
+    Settings,
+)
 from pushgrid.kernel.throttle import AuthThrottle
 from pushgrid.metrics.archive import SAMPLES, WATCHED, ArchiveWriter
 from pushgrid.metrics.counters import Counters
@@ -81,7 +87,7 @@ def _credentials(settings: MonitoringSettings) -> tuple[str, str] | None:
     return settings.monitor_username, settings.monitor_password
 
 
-def build_entitlement(settings: ServerSettings) -> Entitlement:
+def build_entitlement(settings: AccessSettings) -> Entitlement:
     if settings.entitlement == "jwt":
         require_exp = settings.entitlement_jwt_require_exp
         if settings.entitlement_jwt_public_key_file is not None:
@@ -105,7 +111,7 @@ def build_entitlement(settings: ServerSettings) -> Entitlement:
     return AllowAll()
 
 
-def build_publish_guard(settings: ServerSettings) -> PublishGuard:
+def build_publish_guard(settings: AccessSettings) -> PublishGuard:
     limits = PublishLimits(
         rate_per_connection=settings.publish_rate_per_connection,
         rate_per_address=settings.publish_rate_per_address,
@@ -115,7 +121,7 @@ def build_publish_guard(settings: ServerSettings) -> PublishGuard:
 
 
 def build_tls_contexts(
-    settings: ServerSettings, monitoring: MonitoringSettings
+    settings: ListenerSettings, monitoring: MonitoringSettings
 ) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
     """The contexts of the encrypted client and monitoring listeners (None: no such listener);
     ConfigError naming the key and the file when one cannot be built (server/transport/tls.py)."""
@@ -133,7 +139,7 @@ def build_tls_contexts(
     return client, monitor
 
 
-def _tls_files(settings: ServerSettings, monitor: MonitoringSettings | None) -> TlsFiles:
+def _tls_files(settings: ListenerSettings, monitor: MonitoringSettings | None) -> TlsFiles:
     """The certificate and key of a listener (``monitor``: the monitoring port's), named by the
     keys they come from (the monitoring port's default to TLSCertificate / TLSKey)."""
     certificate, certificate_setting = settings.tls_certificate, "TLSCertificate"
@@ -154,44 +160,51 @@ class PushServer:
         # The composition root: each subsystem gets its part of the settings; the whole object
         # reaches only the Configuration MBean (it shows every key).
         server, cluster, monitoring = settings.server, settings.cluster, settings.monitoring
-        self.settings: ServerSettings = server  # what the client port's endpoints read
+        session, transport, access = settings.session, settings.transport, settings.access
+        self.server_name = server.server_name
+        self.listeners = settings.listeners  # what start() binds
+        self.transport_settings = transport  # the write path's tick, shutdown
+        self.session_settings = session  # what the client port's endpoints and the ticker read
         self.cluster_settings = cluster
         self.monitoring_settings = monitoring
         self.counters = Counters()
-        self.engine = engine or build_engine(server, cluster)
+        bounds = settings.engine_limits
+        self.engine = engine or build_engine(bounds, cluster, server.server_name)
         self.hub = Hub(self.engine, self.counters)
         self.hub.delta_limits = DeltaLimits(  # delta tables are bounded like snapshots
-            server.max_fields_per_subject, server.max_snapshot_size, server.max_retained_bytes
+            bounds.max_fields_per_subject, bounds.max_snapshot_size, bounds.max_retained_bytes
         )
         bus = self.engine.member_bus()
         self.occupancy = OccupancyService(
             server.server_name, self.hub, bus, settings.occupancy, self.engine
         )
         self.engine.use_interest(self.hub.has_subscribers)  # idle-subject eviction (guarantee 9)
-        self.entitlement = build_entitlement(server)
-        self.admission = Admission(build_publish_guard(server), self.entitlement, self.hub)
+        self.entitlement = build_entitlement(access)
+        self.admission = Admission(build_publish_guard(access), self.entitlement, self.hub)
         self.auth_throttle = AuthThrottle(
             monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max
         )
         self.security = SecurityCounters()
         self.pending = PendingConnections(
-            server.max_pending_connections, server.max_pending_connections_per_address
+            transport.max_pending_connections, transport.max_pending_connections_per_address
         )
         self.policy = SessionPolicy(
             server_name=server.server_name,
             version=__version__,
-            keepalive=server.keepalive_interval,
-            limits=Limits(max_message_size=server.max_message_size),
-            max_subscriptions=server.max_subscriptions_per_connection,
-            publish_snapshot=server.publish_snapshot_message,
+            keepalive=session.keepalive_interval,
+            limits=Limits(max_message_size=session.max_message_size),
+            max_subscriptions=session.max_subscriptions_per_connection,
+            publish_snapshot=session.publish_snapshot_message,
         )
-        self.limits = TransportLimits.from_settings(server, cluster.cluster_publish_timeout)
+        self.limits = TransportLimits.from_settings(
+            transport, session.max_frame_size, cluster.cluster_publish_timeout
+        )
         # TLS contexts are built before anything starts: a bad file is a ConfigError (exit 2)
-        self._client_tls, self._monitor_tls = build_tls_contexts(server, monitoring)
-        self.batching = Batching.from_settings(server)
-        self.deflate = Deflate.from_settings(server)
+        self._client_tls, self._monitor_tls = build_tls_contexts(settings.listeners, monitoring)
+        self.batching = Batching.from_settings(settings.batching)
+        self.deflate = Deflate.from_settings(settings.deflate)
         self._publish_networks = [
-            ipaddress.ip_network(n, strict=False) for n in server.publish_allow
+            ipaddress.ip_network(n, strict=False) for n in access.publish_allow
         ]
         self.connections: set[Connection] = set()
         self._http_handler = partial(http.handle, self)
@@ -242,7 +255,7 @@ class PushServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.flusher = Flusher(loop, self.settings.flush_tick / 1000.0)
+        self.flusher = Flusher(loop, self.transport_settings.flush_tick / 1000.0)
         old_files, files = raise_open_file_limit()
         log.info("open-file limit %d (soft limit was %d)", files, old_files)
         self.loop_bridge.bind(loop)
@@ -250,16 +263,16 @@ class PushServer:
         await self.engine.start(self.hub.deliver)
         # Several members on one host may share the client port: the kernel spreads the
         # connections over them (docs/cluster.md, "One host, every core").
-        reuse = self.settings.listen_reuse_port or None
-        backlog = self.settings.listen_backlog
-        for host, port in self.settings.listen_addresses:
+        reuse = self.listeners.listen_reuse_port or None
+        backlog = self.listeners.listen_backlog
+        for host, port in self.listeners.listen_addresses:
             self._servers.append(
                 await loop.create_server(
                     self._protocol, host, port, reuse_port=reuse, backlog=backlog
                 )
             )
         if self._client_tls is not None:
-            for host, port in self.settings.listen_encrypted_addresses:
+            for host, port in self.listeners.listen_encrypted_addresses:
                 server = await loop.create_server(
                     self._protocol,
                     host,
@@ -385,7 +398,7 @@ class PushServer:
         watched = prefix == WATCHED
         return ArchiveWriter(
             root,
-            self.settings.server_name,
+            self.server_name,
             WATCH_NAMES if watched else INDICATOR_NAMES,
             retention_days=self.monitoring_settings.metrics_archive_retention,
             prefix=prefix,
@@ -400,7 +413,7 @@ class PushServer:
     def live_state(self) -> LiveState:
         throttle, security = self.auth_throttle, self.security
         return LiveState(
-            server_name=self.settings.server_name,
+            server_name=self.server_name,
             uptime=self.uptime(),
             started_at=self.started_at,
             engine_name=self.engine.name,
@@ -442,7 +455,7 @@ class PushServer:
     def cluster_status(self) -> ClusterStatus:
         status = self.engine.cluster_status()
         if status is None:
-            status = standalone_status(self.settings.server_name)
+            status = standalone_status(self.server_name)
         archive = self.sampler.read_model.archive
         state = ArchiveState(archive.enabled, archive.last_write, archive.last_error)
         isolated = self.isolation_detector.isolated
@@ -500,7 +513,7 @@ class PushServer:
             server.close()
         for connection in list(self.connections):
             connection.close(CloseCode.GOING_AWAY, "server shutting down: reconnect elsewhere")
-        deadline = time.monotonic() + self.settings.shutdown_timeout
+        deadline = time.monotonic() + self.transport_settings.shutdown_timeout
         while self.connections and time.monotonic() < deadline:  # noqa: ASYNC110 - poll a set
             await asyncio.sleep(0.05)
         for connection in list(self.connections):
@@ -562,7 +575,8 @@ class PushServer:
     async def _ticker(self) -> None:
         """Keepalive, dead-peer detection and cache expiry, on one timer for all connections."""
         loop = asyncio.get_running_loop()
-        policy = KeepalivePolicy(self.settings.keepalive_interval, self.settings.keepalive_timeout)
+        session = self.session_settings
+        policy = KeepalivePolicy(session.keepalive_interval, session.keepalive_timeout)
         period = min(1.0, policy.interval / 4)
         keepalive_frame = OutFrame.of(Keepalive())
         while True:

@@ -15,17 +15,31 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from pushgrid.kernel.addresses import parse_address
 
+from .access import AccessSettings
 from .admin import AdminSettings
 from .alerts import AlertsSettings, TraceSettings
+from .batching import BatchingSettings
 from .cluster import ClusterSettings
+from .deflate import DeflateSettings
+from .engine import EngineLimitSettings
 from .jmx import JmxSettings
+from .listeners import ListenerSettings
 from .monitoring import MonitoringSettings
 from .occupancy import OccupancySettings
 from .push import ServerSettings
+from .session import SessionSettings
 from .stats import StatsSettings
+from .transport import TransportSettings
 
 PARTS: dict[str, type[BaseModel]] = {
     "server": ServerSettings,
+    "listeners": ListenerSettings,
+    "transport": TransportSettings,
+    "session": SessionSettings,
+    "batching": BatchingSettings,
+    "deflate": DeflateSettings,
+    "engine_limits": EngineLimitSettings,
+    "access": AccessSettings,
     "cluster": ClusterSettings,
     "monitoring": MonitoringSettings,
     "jmx": JmxSettings,
@@ -49,6 +63,13 @@ class Settings(
     JmxSettings,
     MonitoringSettings,
     ClusterSettings,
+    AccessSettings,
+    EngineLimitSettings,
+    DeflateSettings,
+    BatchingSettings,
+    SessionSettings,
+    TransportSettings,
+    ListenerSettings,
     ServerSettings,
     BaseSettings,
 ):
@@ -77,19 +98,23 @@ class Settings(
         dropped), so it need not sit in the shared config."""
         if not isinstance(data, dict):
             return data
-        for part in (ServerSettings, MonitoringSettings, ClusterSettings, OccupancySettings):
-            for file_key, key in part.secret_files:
+        for part in PARTS.values():
+            for file_key, key in getattr(part, "secret_files", ()):
                 data = _secret_from_file(cls, data, file_key, key)
         return data
 
     @model_validator(mode="after")
     def _parts_consistent(self) -> Settings:
-        """Checks across parts: the monitoring TLS listeners fall back on the client TLS files."""
+        """Checks across parts: the monitoring TLS listeners fall back on the client TLS files;
+        one message of the session's hard frame limit fits the deflate part's inflating bounds."""
         if self.monitor_https_listen and not (
             (self.monitor_tls_certificate or self.tls_certificate)
             and (self.monitor_tls_key or self.tls_key)
         ):
             raise ValueError("MonitorHTTPS.Listen needs MonitorTLSCertificate and MonitorTLSKey")
+        problem = self.inflating_problem(self.max_frame_size)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
@@ -116,6 +141,34 @@ class Settings(
     @property
     def server(self) -> ServerSettings:
         return self._part(ServerSettings)
+
+    @property
+    def listeners(self) -> ListenerSettings:
+        return self._part(ListenerSettings)
+
+    @property
+    def transport(self) -> TransportSettings:
+        return self._part(TransportSettings)
+
+    @property
+    def session(self) -> SessionSettings:
+        return self._part(SessionSettings)
+
+    @property
+    def batching(self) -> BatchingSettings:
+        return self._part(BatchingSettings)
+
+    @property
+    def deflate(self) -> DeflateSettings:
+        return self._part(DeflateSettings)
+
+    @property
+    def engine_limits(self) -> EngineLimitSettings:
+        return self._part(EngineLimitSettings)
+
+    @property
+    def access(self) -> AccessSettings:
+        return self._part(AccessSettings)
 
     @property
     def cluster(self) -> ClusterSettings:

@@ -24,7 +24,7 @@ def build_cluster_engine(
     settings: ClusterSettings, limits: EngineLimits, server_name: str
 ) -> Engine:
     """The cluster engine of this member: its part of the settings, the engine limits (from
-    ServerSettings) and its name (ServerName, its tag in the cluster)."""
+    EngineLimitSettings) and its name (ServerName, its tag in the cluster)."""
     topology = None
     if settings.cluster_members and settings.cluster_member is not None:
         topology = Topology.build(

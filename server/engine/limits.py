@@ -1,4 +1,4 @@
-"""What every engine is bounded by, from the push server's settings part (ServerSettings).
+"""What every engine is bounded by, from its settings part (EngineLimitSettings).
 
 The engine builders take this and the cluster's part (ClusterSettings), never the whole
 Settings (issue 24 item 6): an engine cannot read the admin API's or the JMX bridge's keys.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pushgrid.config import ServerSettings
+from pushgrid.config import EngineLimitSettings
 
 from .base import DEFAULT_BOUNDS, SnapshotBounds
 
@@ -37,7 +37,7 @@ class EngineLimits:
         return int(self.expire_seconds * 1000)
 
     @classmethod
-    def from_settings(cls, settings: ServerSettings) -> EngineLimits:
+    def from_settings(cls, settings: EngineLimitSettings) -> EngineLimits:
         return cls(
             max_cached=settings.max_cached_messages_per_subject,
             expire_seconds=settings.cache_expire_time,

@@ -1,15 +1,15 @@
 """Engine name (the ``Engine`` setting) -> a factory building it from its settings parts.
 
 The NATS engines are imported only when chosen, so a standalone server never loads nats-py.
-A factory takes the engine's limits (from ServerSettings), the cluster's part and the server's
-name: never the whole Settings.
+A factory takes the engine's limits (from EngineLimitSettings), the cluster's part and the
+server's name: never the whole Settings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pushgrid.config import ClusterSettings, ServerSettings
+from pushgrid.config import ClusterSettings, EngineLimitSettings
 
 from .base import Engine
 from .limits import EngineLimits
@@ -32,7 +32,6 @@ ENGINES: dict[str, Callable[[EngineLimits, ClusterSettings, str], Engine]] = {
 }
 
 
-def build_engine(server: ServerSettings, cluster: ClusterSettings) -> Engine:
-    """The engine ``cluster.engine_name`` names, bounded by ``server``'s limits."""
-    limits = EngineLimits.from_settings(server)
-    return ENGINES[cluster.engine_name](limits, cluster, server.server_name)
+def build_engine(limits: EngineLimitSettings, cluster: ClusterSettings, server_name: str) -> Engine:
+    """The engine ``cluster.engine_name`` names, bounded by ``limits``, tagged ``server_name``."""
+    return ENGINES[cluster.engine_name](EngineLimits.from_settings(limits), cluster, server_name)

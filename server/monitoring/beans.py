@@ -41,7 +41,7 @@ from typing import Any
 import msgspec
 
 from pushgrid import __version__
-from pushgrid.config import Settings
+from pushgrid.config import EngineLimitSettings, Settings
 from pushgrid.kernel.redaction import redact_setting
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.readmodel import ReadModel
@@ -118,7 +118,7 @@ def server_beans(
     return [
         _server_bean(tables, settings),
         *(indicator_bean(tables, indicator) for indicator in INDICATORS),
-        _cache_bean(tables, settings),
+        _cache_bean(tables, settings.engine_limits),
         _compression_bean(tables),
         _sessions_bean(tables, operations),
         _subjects_bean(tables, operations),
@@ -207,7 +207,7 @@ def indicator_bean(tables: _Tables, indicator: Indicator) -> MBean:
     return MBean(object_name, indicator.description, attributes)
 
 
-def _cache_bean(tables: _Tables, settings: Settings) -> MBean:
+def _cache_bean(tables: _Tables, settings: EngineLimitSettings) -> MBean:
     max_cached, expire = settings.max_cached_messages_per_subject, settings.cache_expire_time
     rows: list[LiveRow] = [
         ("Subjects", "long", "Subjects known to the engine", lambda s: s.engine.subjects),

@@ -13,7 +13,7 @@ from collections.abc import Coroutine, MutableSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pushgrid.config import ServerSettings
+from pushgrid.config import BatchingSettings, DeflateSettings, TransportSettings
 from pushgrid.metrics.counters import Counters
 
 from ..framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
@@ -36,7 +36,7 @@ class Batching:
     max_size: int
 
     @staticmethod
-    def from_settings(settings: ServerSettings) -> Batching | None:
+    def from_settings(settings: BatchingSettings) -> Batching | None:
         if settings.batching_time == 0 and settings.batching_max_size == 0:
             return None
         return Batching(settings.batching_time / 1000.0, settings.batching_max_size)
@@ -76,7 +76,7 @@ class Deflate:
         self._shared: dict[int, Compressor] = {}
 
     @staticmethod
-    def from_settings(settings: ServerSettings) -> Deflate | None:
+    def from_settings(settings: DeflateSettings) -> Deflate | None:
         if not settings.per_message_deflate:
             return None
         options = DeflateOptions(
@@ -119,9 +119,11 @@ class TransportLimits:
     max_inbound_buffer_size: int
 
     @staticmethod
-    def from_settings(settings: ServerSettings, publish_timeout: float) -> TransportLimits:
-        """``publish_timeout``: how long a publish may wait for the engine (the cluster's)."""
-        max_frame_size = settings.max_frame_size
+    def from_settings(
+        settings: TransportSettings, max_frame_size: int, publish_timeout: float
+    ) -> TransportLimits:
+        """``max_frame_size``: the session's hard frame limit (also the HTTP body's);
+        ``publish_timeout``: how long a publish may wait for the engine (the cluster's)."""
         return TransportLimits(
             max_http_header_size=settings.max_http_header_size,
             max_http_headers=settings.max_http_headers,

@@ -18,7 +18,7 @@ import h11
 import msgspec
 
 from pushgrid import __version__
-from pushgrid.config import ServerSettings
+from pushgrid.config import SessionSettings
 from pushgrid.kernel.throttle import host_of
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import Limits, decode_publish_body
@@ -41,7 +41,10 @@ class HttpServices(Protocol):
     """What the client port's HTTP endpoints need from the server (PushServer satisfies it)."""
 
     @property
-    def settings(self) -> ServerSettings: ...  # of the settings, the push server's part
+    def server_name(self) -> str: ...
+
+    @property
+    def session_settings(self) -> SessionSettings: ...  # MaxMessageSize, MaxSubjectsPerStream
 
     @property
     def stopping(self) -> bool: ...
@@ -170,7 +173,7 @@ async def _health(
         "status": "stopping" if app.stopping else cluster.health,
         "mode": cluster.mode,
         "quorum": cluster.quorum,
-        "server": app.settings.server_name,
+        "server": app.server_name,
         "version": __version__,
         "engine": app.engine.name,
         "sessions": app.counters.sessions,
@@ -217,8 +220,9 @@ _CHECK_STATUS = {ErrorCode.MESSAGE_TOO_LARGE: 413}
 async def _publish(
     app: HttpServices, request: h11.Request, query: dict[str, list[str]], body: bytes, remote: str
 ) -> Response:
+    limits = Limits(max_message_size=app.session_settings.max_message_size)
     try:
-        op = decode_publish_body(body, Limits(max_message_size=app.settings.max_message_size))
+        op = decode_publish_body(body, limits)
     except RemoteProtocolError as error:
         return problem(_CHECK_STATUS.get(error.code, 400), error.code, error.message)
     isolated = app.isolation()
@@ -270,7 +274,7 @@ async def _events(
     subjects = list(dict.fromkeys(query.get("subject", [])))
     if not subjects:
         return problem(400, ErrorCode.INVALID_FRAME, "give at least one ?subject=")
-    limit = app.settings.max_subjects_per_stream
+    limit = app.session_settings.max_subjects_per_stream
     if len(subjects) > limit:
         # Every event id holds the position of each subject of the stream: bound its size.
         return problem(

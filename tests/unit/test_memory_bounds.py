@@ -96,9 +96,9 @@ def test_the_engine_gets_the_settings_limits_whole() -> None:
         MaxSubjects=23,
         MaxRetainedBytes=29_000,
     )
-    engine = build_engine(settings.server, settings.cluster)
+    engine = build_engine(settings.engine_limits, settings.cluster, settings.server_name)
     assert isinstance(engine, MemoryEngine)
-    assert engine.limits == EngineLimits.from_settings(settings.server)
+    assert engine.limits == EngineLimits.from_settings(settings.engine_limits)
     assert engine.limits == EngineLimits(
         max_cached=7,
         expire_seconds=9,

@@ -9,10 +9,12 @@ from pushgrid.config import (
     PARTS,
     AdminSettings,
     JmxSettings,
-    ServerSettings,
+    ListenerSettings,
     Settings,
     load_settings,
 )
+from pushgrid.server.engine.limits import EngineLimits
+from pushgrid.server.transport.context import Batching, Deflate, TransportLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = re.compile(r"^### .*\(`settings\.(\w+)`", re.MULTILINE)
@@ -65,8 +67,8 @@ def test_a_part_is_the_values_of_the_whole() -> None:
     assert settings.jmx.jmx_listen == "127.0.0.1:9911"
     assert isinstance(settings.admin, AdminSettings)
     assert settings.admin.admin_stale_after == 60
-    assert isinstance(settings.server, ServerSettings)
-    assert settings.server.listen_addresses == settings.listen_addresses
+    assert isinstance(settings.listeners, ListenerSettings)
+    assert settings.listeners.listen_addresses == settings.listen_addresses
     assert settings.cluster.engine_name == "memory"
     for name, part in PARTS.items():
         view = getattr(settings, name)
@@ -99,3 +101,48 @@ def test_the_default_member_is_named_as_the_server_calls_itself() -> None:
     assert moved.admin_members == ["edge-1=http://127.0.0.1:25100"]
     given = load_settings(None, environ={"PUSHGRID_ADMIN_MEMBERS": "a=http://10.0.0.1:8900"})
     assert given.admin_members == ["a=http://10.0.0.1:8900"], "a given list is kept as is"
+
+
+# Each part is what one object (or a few built together) is made from (ADR 043): the old
+# push-server part held 60 keys, read by a dozen objects that each saw all of them.
+LARGEST_PART = 30
+
+
+def test_no_part_is_a_grab_bag() -> None:
+    for name, part in PARTS.items():
+        assert len(part.model_fields) <= LARGEST_PART, (name, len(part.model_fields))
+
+
+def test_the_client_ports_objects_are_built_from_their_parts() -> None:
+    """Keys set in the file reach the objects through the narrow parts, unchanged."""
+    settings = load_settings(
+        environ={
+            "PUSHGRID_MAXSUBJECTS": "77",
+            "PUSHGRID_CACHEEXPIRETIME": "9",
+            "PUSHGRID_BATCHINGTIME": "250",
+            "PUSHGRID_BATCHINGMAXSIZE": "4096",
+            "PUSHGRID_DEFLATELEVEL": "3",
+            "PUSHGRID_DEFLATEMAXCONTEXTS": "5",
+            "PUSHGRID_MAXCONNECTIONS": "12",
+            "PUSHGRID_MAXMESSAGESIZE": "262144",
+            "PUSHGRID_SHUTDOWNTIMEOUT": "2",
+        }
+    )
+    limits = EngineLimits.from_settings(settings.engine_limits)
+    assert (limits.max_subjects, limits.expire_seconds) == (77, 9.0)
+    assert Batching.from_settings(settings.batching) == Batching(0.25, 4096)
+    deflate = Deflate.from_settings(settings.deflate)
+    assert deflate is not None
+    assert (deflate.options.level, deflate.max_contexts) == (3, 5)
+    transport = TransportLimits.from_settings(
+        settings.transport, settings.session.max_frame_size, publish_timeout=3.0
+    )
+    assert transport.max_connections == 12
+    assert transport.max_frame_size == transport.max_http_body == 8 * 262144
+    assert transport.finish_timeout == 5.0
+    assert settings.session.max_message_size == 262144
+    assert settings.server.model_dump() == {
+        "server_name": settings.server_name,
+        "allocator": "jemalloc",
+        "log_level": "INFO",
+    }

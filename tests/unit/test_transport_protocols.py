@@ -115,9 +115,11 @@ class FakeContext:
 
     def __init__(self, **settings: Any) -> None:
         conf = load_settings(**settings)
-        self.limits = TransportLimits.from_settings(conf.server, conf.cluster_publish_timeout)
-        self.batching = Batching.from_settings(conf.server)
-        self.deflate = Deflate.from_settings(conf.server)
+        self.limits = TransportLimits.from_settings(
+            conf.transport, conf.max_frame_size, conf.cluster_publish_timeout
+        )
+        self.batching = Batching.from_settings(conf.batching)
+        self.deflate = Deflate.from_settings(conf.deflate)
         self.tick = 100.0
         self.stopping = False
         self.isolated: str | None = None
