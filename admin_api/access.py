@@ -25,7 +25,7 @@ from pushgrid.ops.attributes import ContractError, decode
 from pushgrid.ops.attributes import names as attribute_names
 from pushgrid.ops.indicator import WINDOW_LABELS, window_attribute
 
-from .member_client import FailureKind, Member, MemberClient, MemberFailure
+from .member_client import FailureKind, MemberClient, MemberEndpoint, MemberFailure
 
 JMX_SCHEME: Final = "service:jmx:"
 JMX_TIMEOUT: Final = 20.0  # JVM start-up on a busy machine, not a slow member
@@ -42,7 +42,7 @@ class MemberAccess(Protocol):
     """What the member services call (Jolokia read/exec semantics)."""
 
     @property
-    def member(self) -> Member: ...
+    def member(self) -> MemberEndpoint: ...
 
     async def read(self, mbean: str, attributes: Sequence[str]) -> dict[str, Any]:
         """``{attribute: value}``; for a pattern ``{object name: {attribute: value}}``."""
@@ -57,7 +57,7 @@ def is_jmx(url: str) -> bool:
     return url.strip().startswith(JMX_SCHEME)
 
 
-def member_access(http: httpx.AsyncClient, member: Member) -> MemberAccess:
+def member_access(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberAccess:
     """The access for this member: JMX for a ``service:jmx:`` URL, else Jolokia."""
     if is_jmx(member.monitor_url):
         return JmxMember(member)
@@ -67,7 +67,9 @@ def member_access(http: httpx.AsyncClient, member: Member) -> MemberAccess:
 V = TypeVar("V", bound=msgspec.Struct)
 
 
-async def read_view(http: httpx.AsyncClient, member: Member, mbean: str, view: type[V]) -> V:
+async def read_view(
+    http: httpx.AsyncClient, member: MemberEndpoint, mbean: str, view: type[V]
+) -> V:
     """The attributes of ``view`` (a part of an MBean's document in the ops contract) read from
     the member and decoded; an answer that does not fit is a 502 ``member_error`` naming the
     attribute (raises :class:`MemberFailure`)."""
@@ -103,12 +105,12 @@ def _pick(attributes: Mapping[str, Any], wanted: Sequence[str]) -> dict[str, Any
 class JmxMember:
     """A member read over JMX with jmxquery (see the module docstring for the cost)."""
 
-    def __init__(self, member: Member, java: str = "java") -> None:
+    def __init__(self, member: MemberEndpoint, java: str = "java") -> None:
         self._member = member
         self.java = java
 
     @property
-    def member(self) -> Member:
+    def member(self) -> MemberEndpoint:
         return self._member
 
     @property

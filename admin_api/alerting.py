@@ -110,7 +110,7 @@ def hysteresis_ok(comparison: str, threshold: float, clear_threshold: float | No
 
 
 @dataclass(slots=True)
-class Window:
+class AlertWindow:
     """The samples of one target for one rule over the last ``span`` seconds, averaged.
 
     Samples are summed into at most :data:`MAX_BUCKETS` buckets of ``span / MAX_BUCKETS``
@@ -184,7 +184,7 @@ class Alert:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class AlertChange:
     """One state change to record and announce."""
 
     alert: Alert
@@ -197,7 +197,7 @@ class Evaluator:
     """The alerts and windows of every rule and target, kept between evaluations."""
 
     alerts: dict[tuple[int, str], Alert] = field(default_factory=dict)
-    windows: dict[tuple[int, str], Window] = field(default_factory=dict)
+    windows: dict[tuple[int, str], AlertWindow] = field(default_factory=dict)
 
     def active(self) -> list[Alert]:
         """Pending and firing alerts, firing first, then by rule and target."""
@@ -210,9 +210,9 @@ class Evaluator:
         members: Readings,
         now: float,
         cluster_extra: Mapping[tuple[str, str, str], float | None] | None = None,
-    ) -> list[Change]:
+    ) -> list[AlertChange]:
         """``cluster_extra``: readings of the cluster itself (not a sum of members)."""
-        changes: list[Change] = []
+        changes: list[AlertChange] = []
         cluster = {**cluster_readings(members), **(cluster_extra or {})}
         seen: set[tuple[int, str]] = set()
         for rule in rules:
@@ -229,17 +229,17 @@ class Evaluator:
             del self.windows[gone]
         for gone in [k for k in self.alerts if k not in seen]:  # rule deleted or member removed
             alert = self.alerts.pop(gone)
-            changes.append(Change(_resolved(alert, now), "resolved", now))
+            changes.append(AlertChange(_resolved(alert, now), "resolved", now))
         return changes
 
-    def _window(self, rule: Rule, target: str, now: float) -> Window:
+    def _window(self, rule: Rule, target: str, now: float) -> AlertWindow:
         window = self.windows.get((rule.id, target))
         if window is None or window.span != rule.for_seconds:  # new, or the rule was edited
-            window = Window(rule.for_seconds, now)
+            window = AlertWindow(rule.for_seconds, now)
             self.windows[(rule.id, target)] = window
         return window
 
-    def _step(self, rule: Rule, target: str, value: float | None, now: float) -> list[Change]:
+    def _step(self, rule: Rule, target: str, value: float | None, now: float) -> list[AlertChange]:
         key = (rule.id, target)
         alert = self.alerts.get(key)
         if alert is not None:
@@ -256,21 +256,21 @@ class Evaluator:
                 return []
             alert = Alert(rule, target, "firing", now, now, average)
             self.alerts[key] = alert
-            return [Change(alert, "firing", now)]
+            return [AlertChange(alert, "firing", now)]
         alert.value = average
         if alert.state == "pending":  # taken back from an older admin API
             return self._pending(alert, now)
         return self._firing(alert, now)
 
-    def _pending(self, alert: Alert, now: float) -> list[Change]:
+    def _pending(self, alert: Alert, now: float) -> list[AlertChange]:
         if alert.rule.clears(alert.value or 0.0):
             return [self._resolve(alert, now)]
         if alert.rule.holds(alert.value or 0.0):
             alert.state, alert.since = "firing", now
-            return [Change(alert, "firing", now)]
+            return [AlertChange(alert, "firing", now)]
         return []
 
-    def _firing(self, alert: Alert, now: float) -> list[Change]:
+    def _firing(self, alert: Alert, now: float) -> list[AlertChange]:
         if not alert.rule.clears(alert.value or 0.0):
             alert.clearing_since = None
             return []
@@ -280,9 +280,9 @@ class Evaluator:
             return [self._resolve(alert, now)]
         return []
 
-    def _resolve(self, alert: Alert, now: float) -> Change:
+    def _resolve(self, alert: Alert, now: float) -> AlertChange:
         del self.alerts[(alert.rule.id, alert.target)]
-        return Change(_resolved(alert, now), "resolved", now)
+        return AlertChange(_resolved(alert, now), "resolved", now)
 
 
 def _resolved(alert: Alert, now: float) -> Alert:

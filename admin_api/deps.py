@@ -25,7 +25,7 @@ from pushgrid.config import AdminSettings, JmxSettings
 from pushgrid.kernel.throttle import AuthThrottle
 
 from .answering import Answering
-from .member_client import Member, new_http_client
+from .member_client import MemberEndpoint, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role, display_prefix, throttle_key
 from .services.cluster import with_discovered
@@ -236,14 +236,14 @@ MemberServiceDep = Annotated[MemberService, Depends(get_member_service)]
 
 async def get_members(
     service: MemberServiceDep, admin: AdminSettingsDep, http: HttpDep
-) -> list[Member]:
+) -> list[MemberEndpoint]:
     """Configured, registered, then discovered members (from the members' cluster views)."""
     return await with_discovered(http, service.all(), admin.admin_discover_allow)
 
 
 async def get_member(
     name: MemberNamePath, service: MemberServiceDep, admin: AdminSettingsDep, http: HttpDep
-) -> Member:
+) -> MemberEndpoint:
     """The member named by the ``{name}`` path parameter (404 problem if unknown)."""
     try:
         return service.get(name)
@@ -256,8 +256,8 @@ async def get_member(
         raise
 
 
-MemberDep = Annotated[Member, Depends(get_member)]
-MembersDep = Annotated[list[Member], Depends(get_members)]
+MemberDep = Annotated[MemberEndpoint, Depends(get_member)]
+MembersDep = Annotated[list[MemberEndpoint], Depends(get_members)]
 
 
 def audit_target(request: Request, target: str | None, detail: str | None = None) -> None:

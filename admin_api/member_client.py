@@ -47,7 +47,7 @@ _CODES: Final[dict[FailureKind, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Member:
+class MemberEndpoint:
     """A member as the admin API knows it. The credentials never leave the admin API."""
 
     name: str
@@ -74,7 +74,7 @@ class MemberFailure(ProblemError):
 
     def __init__(
         self,
-        member: Member,
+        member: MemberEndpoint,
         kind: FailureKind,
         message: str,
         silent_seconds: float | None = None,
@@ -93,7 +93,7 @@ class MemberFailure(ProblemError):
 class MemberJolokiaError(MemberFailure):
     """One Jolokia request failed on the member (the answer's ``status`` is not 200)."""
 
-    def __init__(self, member: Member, status: int, error_type: str, error: str) -> None:
+    def __init__(self, member: MemberEndpoint, status: int, error_type: str, error: str) -> None:
         super().__init__(member, "error", f"Jolokia {status} {error_type}: {error}")
         self.jolokia_status = status
         self.error_type = error_type
@@ -101,7 +101,7 @@ class MemberJolokiaError(MemberFailure):
 
 
 def _transport_failure(
-    member: Member, exc: httpx.HTTPError, timeout: float | None, silent: float | None = None
+    member: MemberEndpoint, exc: httpx.HTTPError, timeout: float | None, silent: float | None = None
 ) -> MemberFailure:
     if isinstance(exc, httpx.TimeoutException):
         within = f" within {timeout:g} s" if timeout is not None else ""
@@ -137,7 +137,7 @@ def _answering(http: httpx.AsyncClient) -> Answering | None:
     return http.answering if isinstance(http, MemberHttp) else None
 
 
-def silences(http: httpx.AsyncClient, members: Sequence[Member]) -> dict[str, float]:
+def silences(http: httpx.AsyncClient, members: Sequence[MemberEndpoint]) -> dict[str, float]:
     """The members that do not answer, with how long (admin_api/answering.py)."""
     answering = _answering(http)
     if answering is None:
@@ -149,7 +149,7 @@ def silences(http: httpx.AsyncClient, members: Sequence[Member]) -> dict[str, fl
 class MemberClient:
     """Jolokia requests (and the test publish) to one member."""
 
-    def __init__(self, http: httpx.AsyncClient, member: Member) -> None:
+    def __init__(self, http: httpx.AsyncClient, member: MemberEndpoint) -> None:
         self.http = http
         self.member = member
 
@@ -335,7 +335,7 @@ def derive_client_url(monitor_url: str, listen: Sequence[str]) -> str | None:
 T = TypeVar("T")
 
 
-async def read_document(http: httpx.AsyncClient, member: Member, mbean: str) -> Any:
+async def read_document(http: httpx.AsyncClient, member: MemberEndpoint, mbean: str) -> Any:
     """The ``Document`` attribute of a member's MBean (raises :class:`MemberFailure`)."""
     return await MemberClient(http, member).request(
         {"type": "read", "mbean": mbean, "attribute": "Document"}
@@ -344,14 +344,14 @@ async def read_document(http: httpx.AsyncClient, member: Member, mbean: str) -> 
 
 async def each_member(
     http: httpx.AsyncClient,
-    members: Sequence[Member],
-    read: Callable[[httpx.AsyncClient, Member], Awaitable[T]],
-    unreachable: Callable[[Member, str], T],
+    members: Sequence[MemberEndpoint],
+    read: Callable[[httpx.AsyncClient, MemberEndpoint], Awaitable[T]],
+    unreachable: Callable[[MemberEndpoint, str], T],
 ) -> list[T]:
     """``read`` every member at once, in order; a member that fails is ``unreachable(member,
     detail)`` instead (one member down never hides the others)."""
 
-    async def one(member: Member) -> T:
+    async def one(member: MemberEndpoint) -> T:
         try:
             return await read(http, member)
         except MemberFailure as exc:

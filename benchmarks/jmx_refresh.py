@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 
 from pushgrid.admin_api.access import JmxMember
-from pushgrid.admin_api.member_client import Member, MemberClient
+from pushgrid.admin_api.member_client import MemberClient, MemberEndpoint
 from pushgrid.server.jmx.bridge import jmx_url
 
 PUSHGRID = [str(Path(sys.executable).with_name("pushgrid"))]
@@ -60,8 +60,8 @@ async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> dict[str, fl
 
 
 async def measure_reads(monitor: int, jmx_port: int, rounds: int) -> dict[str, Any]:
-    jolokia = Member("a", f"http://127.0.0.1:{monitor}", "config", None, "mon", "m")
-    jmx = Member("b", jmx_url("127.0.0.1", jmx_port), "config", None, "ops", "o")
+    jolokia = MemberEndpoint("a", f"http://127.0.0.1:{monitor}", "config", None, "mon", "m")
+    jmx = MemberEndpoint("b", jmx_url("127.0.0.1", jmx_port), "config", None, "ops", "o")
     attributes = ["Current", "SampleTime", "Windows"]
     pattern = "pushgrid:type=Indicator,*"
     async with httpx.AsyncClient(trust_env=False, timeout=10) as http:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from pushgrid.metrics.counters import Counters
-from pushgrid.metrics.hotsubjects import HotSubjects
+from pushgrid.metrics.hotsubjects import HotSubjectSketches
 from pushgrid.metrics.sampler import Sampler
 from pushgrid.server.monitoring.loop_bridge import LoopBridge
 
@@ -46,7 +46,7 @@ def main() -> None:
     rounds = parser.parse_args().rounds
     counters, now = Counters(), [1_800_000_000.5]
     sampler = Sampler(counters, clock=lambda: now[0])
-    hot = HotSubjects(Tally(), top_n=20, capacity=1000)
+    hot = HotSubjectSketches(Tally(), top_n=20, capacity=1000)
     sampler.listeners.append(hot.fold_seconds)
     sampler.attach_hot(hot)
 

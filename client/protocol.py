@@ -38,12 +38,14 @@ from pushgrid.protocol.exceptions import ClientError
 from pushgrid.protocol.frames import (
     Error,
     Keepalive,
+    MessageFrame,
     Ping,
     Pong,
     Position,
     PresenceAnswer,
     PresenceQuery,
     Publish,
+    PublishResultFrame,
     ServerFrame,
     Subscribe,
     Subscribed,
@@ -54,8 +56,6 @@ from pushgrid.protocol.frames import (
     Unsubscribed,
     Welcome,
 )
-from pushgrid.protocol.frames import Message as MessageFrame
-from pushgrid.protocol.frames import PublishResult as PublishResultFrame
 from pushgrid.protocol.subjects import validate_subject
 
 from .backoff import Backoff

@@ -28,12 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pushgrid.protocol.frames import Message, Position, Subscribed
+from pushgrid.protocol.frames import MessageFrame, Position, Subscribed
 
 __all__ = ["Action", "Decision", "Position", "RecoveryTracker"]
 
 
-def _is_conflated(frame: Message) -> bool:
+def _is_conflated(frame: MessageFrame) -> bool:
     """True for a conflated delivery (the flag exists from protocol version 1.1 on)."""
     return bool(getattr(frame, "conflated", False))
 
@@ -129,7 +129,7 @@ class RecoveryTracker:
             state.position = frame_position
             state.gaps = 0
 
-    def on_message(self, frame: Message) -> Decision:
+    def on_message(self, frame: MessageFrame) -> Decision:
         """Decide what to do with one ``message`` frame and update the subject's position."""
         state = self._states.setdefault(frame.subject, _SubjectState())
         current = state.position
@@ -148,7 +148,7 @@ class RecoveryTracker:
             return Decision(Action.DELIVER, "first position")
         return self._guaranteed(state, current, frame)
 
-    def _guaranteed(self, state: _SubjectState, current: Position, frame: Message) -> Decision:
+    def _guaranteed(self, state: _SubjectState, current: Position, frame: MessageFrame) -> Decision:
         """A guaranteed update or recovered message after a known position."""
         incoming = Position(frame.epoch, frame.seq)
         if current.epoch != frame.epoch:
@@ -164,7 +164,7 @@ class RecoveryTracker:
             return Decision(Action.DELIVER, "conflated" if _is_conflated(frame) else "in order")
         return self._gap(state, current, frame)
 
-    def _gap(self, state: _SubjectState, current: Position, frame: Message) -> Decision:
+    def _gap(self, state: _SubjectState, current: Position, frame: MessageFrame) -> Decision:
         if state.recovering:
             return Decision(Action.DROP, "gap while a recovery is pending")
         state.recovering = True

@@ -20,7 +20,7 @@ from .ids import Ids, OpsIds
 from .pages import (
     GROUPS,
     ROLES,
-    Page,
+    ConsolePage,
     ProviderFactory,
     Providers,
     alerts,
@@ -41,7 +41,7 @@ from .security import page_headers
 
 ASSETS = Path(__file__).parent / "assets"
 #: every page, in the navigation's order (each group's first page is its tab's target)
-PAGES: tuple[Page, ...] = (
+PAGES: tuple[ConsolePage, ...] = (
     overview.PAGE,
     subjects.PAGE,
     sessions.PAGE,
@@ -180,7 +180,7 @@ def href(app: Dash, path: str) -> str:
     return prefix + path.lstrip("/")
 
 
-def page_for(app: Dash, pathname: str | None) -> Page | None:
+def page_for(app: Dash, pathname: str | None) -> ConsolePage | None:
     """The page of a browser path (``/console/statistics`` -> Statistics), None if unknown."""
     relative = app.strip_relative_path(pathname or "") or ""
     for page in PAGES:
@@ -189,14 +189,14 @@ def page_for(app: Dash, pathname: str | None) -> Page | None:
     return None
 
 
-def offered(role: str | None) -> list[Page]:
+def offered(role: str | None) -> list[ConsolePage]:
     """The pages ``role`` may use, in the navigation's order (a viewer is not offered the
     Live trace, an operator not the Audit log: their reads would answer 403)."""
     return [page for page in PAGES if page.allows(role)]
 
 
 def nav(
-    app: Dash, current: Page | None, role: str | None = None
+    app: Dash, current: ConsolePage | None, role: str | None = None
 ) -> tuple[list[Component], list[Component]]:
     """(the group tabs, the current group's pages): two short rows that fit 1366 px where one
     row of eleven pages did not (issue 34). A group's tab opens its first page."""

@@ -17,30 +17,30 @@ from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
     CLUSTER,
-    AuditEntry,
     AuditFilter,
+    AuditRow,
     ClusterMemberState,
     ClusterView,
     History,
-    JobRun,
+    JobRunView,
     JobStage,
-    LiveIndicator,
+    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    Member,
-    Moments,
+    MemberCard,
+    MomentsView,
     Operator,
     PresenceInfo,
-    PresentClient,
+    PresentClientView,
     ProviderError,
-    PublishResult,
+    PublishOutcome,
     SecondSeries,
     SessionInfo,
-    SessionPage,
-    Snapshot,
+    SessionPageView,
     StatRow,
-    SubjectInfo,
-    TrendPoint,
+    SubjectSnapshot,
+    SubjectView,
+    TrendPointView,
     WindowStatistics,
 )
 
@@ -65,7 +65,7 @@ class DemoProvider:
     def __init__(self, token: str = "demo") -> None:  # nosec B107
         self.token = token
         self.members = ["push-1", "push-2"]
-        self.snapshots: dict[str, Snapshot] = {}
+        self.snapshots: dict[str, SubjectSnapshot] = {}
         self.gone: set[str] = set()
 
     def _value(self, indicator: str, member: int, ts: float) -> float:
@@ -81,7 +81,7 @@ class DemoProvider:
     def live(self) -> LiveOverview:
         now = int(time.time())
         members = [
-            Member(
+            MemberCard(
                 name,
                 f"http://127.0.0.1:{8900 + i}",
                 True,
@@ -103,12 +103,12 @@ class DemoProvider:
                 value = self._value(indicator, i, now)
                 totals[indicator] += value
                 windows = {
-                    w: Moments(60 * (k + 1), value * 1.4, value, value * 0.1)
+                    w: MomentsView(60 * (k + 1), value * 1.4, value, value * 0.1)
                     for k, w in enumerate(("1m", "5m", "15m"))
                 }
-                indicators[indicator] = LiveIndicator(indicator, value, windows)
+                indicators[indicator] = LiveIndicatorView(indicator, value, windows)
             scopes[name] = LiveScope(name, now, indicators)
-        cluster = LiveScope(CLUSTER, now, {n: LiveIndicator(n, v) for n, v in totals.items()})
+        cluster = LiveScope(CLUSTER, now, {n: LiveIndicatorView(n, v) for n, v in totals.items()})
         topology = ClusterView(
             "guaranteed",
             "ok",
@@ -167,7 +167,7 @@ class DemoProvider:
     def all_window_stats(self) -> list[WindowStatistics]:
         return [self.window_stats(scope) for scope in self.scopes()]
 
-    def trend(self, query: TrendQuery) -> list[TrendPoint]:
+    def trend(self, query: TrendQuery) -> list[TrendPointView]:
         indicator, since = query.indicator, query.since
         now = int(time.time()) // 3600 * 3600
         points = []
@@ -176,32 +176,36 @@ class DemoProvider:
             if since is not None and ts < since:
                 continue
             base = _BASE[indicator] * (1 + 0.3 * math.sin(ts / 40000))
-            points.append(TrendPoint(ts, 3600, base * 1.7, base, base * 0.15))
+            points.append(TrendPointView(ts, 3600, base * 1.7, base, base * 0.15))
         return sorted(points, key=lambda p: p.as_of)
 
-    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
+    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         # the demo's members have no entitlement: the token is not needed
-        return SubjectInfo(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
+        return SubjectView(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
 
     def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
         # the demo keeps presence for /Chat/... subjects: three sessions per member
         if not subject.startswith("/Chat/"):
             return PresenceInfo(subject, self.members[0], False, 3 * len(self.members))
         clients = [
-            PresentClient(f"{i:04x}{m}", f"user{i}@{m}", m) for m in self.members for i in range(3)
+            PresentClientView(f"{i:04x}{m}", f"user{i}@{m}", m)
+            for m in self.members
+            for i in range(3)
         ]
         return PresenceInfo(subject, self.members[0], True, len(clients), clients)
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome:
         old = self.snapshots.get(subject)
         seq = 1 if old is None else old.seq + 1
         merged = {**(old.fields if old else {}), **fields}
-        self.snapshots[subject] = Snapshot(subject, content, merged, "a1b2c3", seq, time.time())
-        return PublishResult(subject, "ok", "a1b2c3", seq, self.members[0])
+        self.snapshots[subject] = SubjectSnapshot(
+            subject, content, merged, "a1b2c3", seq, time.time()
+        )
+        return PublishOutcome(subject, "ok", "a1b2c3", seq, self.members[0])
 
     def sessions(
         self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
-    ) -> SessionPage:
+    ) -> SessionPageView:
         now = time.time()
         items = [
             SessionInfo(
@@ -228,13 +232,13 @@ class DemoProvider:
                 or any(search in x for x in s.subjects)
             )
         ]
-        return SessionPage(items[offset : offset + limit], len(items), offset, limit)
+        return SessionPageView(items[offset : offset + limit], len(items), offset, limit)
 
     def disconnect(self, member: str, session_id: str) -> bool:
         self.gone.add(session_id)
         return True
 
-    def jobs(self, limit: int = 20) -> list[JobRun]:
+    def jobs(self, limit: int = 20) -> list[JobRunView]:
         now = time.time()
         runs = []
         for k in range(12):
@@ -242,7 +246,7 @@ class DemoProvider:
             status = "failed" if k == 4 else "succeeded"
             took = 20 + 6 * math.sin(k)
             runs.append(
-                JobRun(
+                JobRunView(
                     40 - k,
                     status,
                     _iso(started),
@@ -261,14 +265,14 @@ class DemoProvider:
             )
         return runs[:limit]
 
-    def start_job(self) -> JobRun:
-        return JobRun(41, "running", _iso(time.time()))
+    def start_job(self) -> JobRunView:
+        return JobRunView(41, "running", _iso(time.time()))
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditEntry]:
+    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]:
         wanted = filters or AuditFilter()
         return [e for e in self._audit() if _matches(e, wanted)][:limit]
 
-    def _audit(self) -> list[AuditEntry]:
+    def _audit(self) -> list[AuditRow]:
         now = time.time()
         actions = [
             ("sessions.disconnect", "push-1/s0003", "succeeded", 200),
@@ -277,7 +281,7 @@ class DemoProvider:
             ("members.register", "push-3", "denied", 403),
         ]
         return [
-            AuditEntry(
+            AuditRow(
                 100 - k,
                 _iso(now - 90 * k),
                 "alice" if k % 3 else "bob",
@@ -293,7 +297,7 @@ class DemoProvider:
         ]
 
 
-def _matches(entry: AuditEntry, wanted: AuditFilter) -> bool:
+def _matches(entry: AuditRow, wanted: AuditFilter) -> bool:
     """The API's filters, on the made-up entries (the same rules as ``GET /api/v1/audit``)."""
     return (
         (wanted.actor is None or entry.actor == wanted.actor)

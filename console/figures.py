@@ -19,7 +19,7 @@ from .format import (
     scope_label,
     unit,
 )
-from .provider import JobRun, TrendPoint
+from .provider import JobRunView, TrendPointView
 
 # One palette for CSS and charts (console/assets/console.css uses the same values).
 BACKGROUND = "#0b1220"
@@ -165,7 +165,7 @@ def live_value_axis(indicator: str, byte_unit: str = "B") -> dict[str, object]:
 
 
 def trend_figure(
-    points: Sequence[TrendPoint],
+    points: Sequence[TrendPointView],
     indicator: str,
     window: str,
     scope: str,
@@ -261,7 +261,7 @@ def trend_figure(
     return figure
 
 
-def jobs_figure(runs: Sequence[JobRun]) -> go.Figure:
+def jobs_figure(runs: Sequence[JobRunView]) -> go.Figure:
     """Run durations, oldest left, colored by status."""
     ordered = sorted(runs, key=lambda r: r.id)
     figure = go.Figure(layout=_layout(200, showlegend=False, bargap=0.35))
@@ -281,7 +281,7 @@ def jobs_figure(runs: Sequence[JobRun]) -> go.Figure:
     return figure
 
 
-def run_start(run: JobRun) -> float | None:
+def run_start(run: JobRunView) -> float | None:
     return iso_unix(run.started_at)
 
 

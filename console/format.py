@@ -11,7 +11,15 @@ from typing import Final, Literal, cast
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
 
-from .provider import CLUSTER, History, LiveOverview, Member, StatRow, TrendPoint, WindowStatistics
+from .provider import (
+    CLUSTER,
+    History,
+    LiveOverview,
+    MemberCard,
+    StatRow,
+    TrendPointView,
+    WindowStatistics,
+)
 
 INDICATOR_BY_NAME: dict[str, Indicator] = {i.name: i for i in INDICATORS}
 STATS: tuple[tuple[str, str], ...] = (("max", "max"), ("avg", "avg"), ("stddev", "σ"))
@@ -206,7 +214,7 @@ def iso_unix(text: str | None) -> float | None:
 
 
 def cluster_health(
-    members: Sequence[Member], health: str | None, reasons: Sequence[str] = ()
+    members: Sequence[MemberCard], health: str | None, reasons: Sequence[str] = ()
 ) -> tuple[Health, str]:
     """The cluster at a glance, as the admin API's ``GET /cluster`` says it (the one health
     model, metrics/health.py): its status and reasons, never a verdict of the console's own.
@@ -223,7 +231,7 @@ def cluster_health(
     return cast(Health, health), f"{up} of {total} member{'s' if total != 1 else ''} up"
 
 
-def member_problems(members: Iterable[Member]) -> list[str]:
+def member_problems(members: Iterable[MemberCard]) -> list[str]:
     """One line per member that is down, for the alert area."""
     return [f"member {m.name} is down: {m.error or 'no answer'}" for m in members if not m.up]
 
@@ -439,7 +447,7 @@ def history_peak(history: History, indicator: str) -> float:
     return max(values, default=0.0)
 
 
-def trend_traces(points: Sequence[TrendPoint], window: str, divisor: float) -> list[ChartTrace]:
+def trend_traces(points: Sequence[TrendPointView], window: str, divisor: float) -> list[ChartTrace]:
     """The cluster's average and maximum over each run's ``window`` (the statistics store)."""
     xs = [chart_time(p.as_of) for p in points]
     return [

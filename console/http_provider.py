@@ -21,28 +21,28 @@ from pushgrid.ops.statistics import TrendQuery
 from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
-    AuditEntry,
     AuditFilter,
+    AuditRow,
     ClusterView,
     History,
-    JobRun,
+    JobRunView,
     JobStage,
-    LiveIndicator,
+    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    Member,
-    Moments,
+    MemberCard,
+    MomentsView,
     Operator,
     PresenceInfo,
-    PresentClient,
+    PresentClientView,
     ProviderError,
-    PublishResult,
+    PublishOutcome,
     SessionInfo,
-    SessionPage,
-    Snapshot,
+    SessionPageView,
     StatRow,
-    SubjectInfo,
-    TrendPoint,
+    SubjectSnapshot,
+    SubjectView,
+    TrendPointView,
     WindowStatistics,
 )
 
@@ -150,7 +150,7 @@ class HttpProvider(OpsHttpMixin):
         me = self._get("/me")
         return Operator(str(me["name"]), str(me["role"]), str(me.get("token_id") or ""))
 
-    def members(self) -> list[Member]:
+    def members(self) -> list[MemberCard]:
         return [member_of(item) for item in self._get("/members")["items"]]
 
     def live(self) -> LiveOverview:
@@ -179,21 +179,21 @@ class HttpProvider(OpsHttpMixin):
         # the directory's names only: /members would read every member's agent (issue 30)
         return list(self._get("/member-names")["items"])
 
-    def trend(self, query: TrendQuery) -> list[TrendPoint]:
+    def trend(self, query: TrendQuery) -> list[TrendPointView]:
         data = self._get("/stats/trend", **query.params())
         return [
-            TrendPoint(
+            TrendPointView(
                 unix(p["as_of"]) or 0, int(p["count"]), p.get("max"), p.get("avg"), p.get("stddev")
             )
             for p in data["points"]
         ]
 
-    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
+    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         """The subject on every member: the snapshot (the first member that has one) and the
         subscribers of each; members that fail (a member with entitlement refuses without a
         granting ``entitlement_token``: 403) are reported in ``errors``."""
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
-        snapshot: Snapshot | None = None
+        snapshot: SubjectSnapshot | None = None
         subscribers: dict[str, int] = {}
         errors: dict[str, str] = {}
         members = self.members()
@@ -217,7 +217,7 @@ class HttpProvider(OpsHttpMixin):
             raise ProviderError(
                 502, "No member answered", "; ".join(f"{m}: {e}" for m, e in errors.items())
             )
-        return SubjectInfo(subject, snapshot, subscribers, errors)
+        return SubjectView(subject, snapshot, subscribers, errors)
 
     def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
         """``GET /members/{name}/presence`` of the first member up that answers."""
@@ -236,7 +236,7 @@ class HttpProvider(OpsHttpMixin):
                 failure = exc
                 continue
             clients = [
-                PresentClient(str(c["session"]), str(c["client_id"]), str(c["member"]))
+                PresentClientView(str(c["session"]), str(c["client_id"]), str(c["member"]))
                 for c in data.get("clients") or []
             ]
             return PresenceInfo(
@@ -249,7 +249,7 @@ class HttpProvider(OpsHttpMixin):
             )
         raise failure or ProviderError(502, "No member answered", "no member is up")
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult:
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome:
         """Publish through the first reachable member (the engine delivers it cluster-wide)."""
         members = self.members()
         target = next((m for m in members if m.up), None)
@@ -257,7 +257,7 @@ class HttpProvider(OpsHttpMixin):
             raise ProviderError(502, "No member reachable", "every member is down")
         body = {"subject": subject, "content": content, "fields": dict(fields)}
         data = self._request("POST", f"/members/{target.name}/publish", body=body)
-        return PublishResult(
+        return PublishOutcome(
             str(data["subject"]),
             str(data["result"]),
             data.get("epoch"),
@@ -267,7 +267,7 @@ class HttpProvider(OpsHttpMixin):
 
     def sessions(
         self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
-    ) -> SessionPage:
+    ) -> SessionPageView:
         """A page of sessions; ``search`` is a subject when it starts with '/', else a part of
         the remote address."""
         params = search_params(search)
@@ -279,13 +279,13 @@ class HttpProvider(OpsHttpMixin):
         self._request("DELETE", f"/members/{member}/sessions/{session_id}")
         return True
 
-    def jobs(self, limit: int = 20) -> list[JobRun]:
+    def jobs(self, limit: int = 20) -> list[JobRunView]:
         return [job_of(item) for item in self._get("/jobs", limit=limit)["items"]]
 
-    def start_job(self) -> JobRun:
+    def start_job(self) -> JobRunView:
         return job_of(self._request("POST", "/jobs", body={}))
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditEntry]:
+    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]:
         params = (filters or AuditFilter()).params()
         return [audit_of(item) for item in self._get("/audit", limit=limit, **params)["items"]]
 
@@ -293,8 +293,8 @@ class HttpProvider(OpsHttpMixin):
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------
 
 
-def member_of(item: Mapping[str, Any]) -> Member:
-    return Member(
+def member_of(item: Mapping[str, Any]) -> MemberCard:
+    return MemberCard(
         name=str(item["name"]),
         url=str(item.get("monitor_url") or ""),
         up=bool(item.get("reachable")),
@@ -310,7 +310,7 @@ def member_of(item: Mapping[str, Any]) -> Member:
     )
 
 
-def live_overview(members: list[Member], data: Mapping[str, Any]) -> LiveOverview:
+def live_overview(members: list[MemberCard], data: Mapping[str, Any]) -> LiveOverview:
     """``GET /stats/live`` (+ ``GET /members``) as the Overview's values.
 
     The cluster's sample second is the newest of its members' (so a chart gets one point per
@@ -324,11 +324,11 @@ def live_overview(members: list[Member], data: Mapping[str, Any]) -> LiveOvervie
         if item.get("reachable") and ts is not None:
             newest = ts if newest is None else max(newest, ts)
         indicators = {
-            str(i["name"]): LiveIndicator(
+            str(i["name"]): LiveIndicatorView(
                 str(i["name"]),
                 i.get("current"),
                 {
-                    str(w): Moments(
+                    str(w): MomentsView(
                         int(v.get("count") or 0), v.get("max"), v.get("avg"), v.get("stddev")
                     )
                     for w, v in (i.get("windows") or {}).items()
@@ -343,7 +343,7 @@ def live_overview(members: list[Member], data: Mapping[str, Any]) -> LiveOvervie
         CLUSTER,
         newest,
         {
-            str(i["name"]): LiveIndicator(str(i["name"]), i.get("current"))
+            str(i["name"]): LiveIndicatorView(str(i["name"]), i.get("current"))
             for i in cluster_data.get("indicators") or []
         },
         None if newest is not None or not scopes else "no member could be read",
@@ -352,7 +352,7 @@ def live_overview(members: list[Member], data: Mapping[str, Any]) -> LiveOvervie
     known = {m.name for m in members}
     for name, scope in scopes.items():
         if name not in known:
-            members.append(Member(name, "", scope.error is None, scope.error))
+            members.append(MemberCard(name, "", scope.error is None, scope.error))
     return LiveOverview(members, cluster, scopes)
 
 
@@ -390,9 +390,9 @@ def window_statistics(data: Mapping[str, Any]) -> list[WindowStatistics]:
     return out
 
 
-def snapshot_of(data: Mapping[str, Any]) -> Snapshot:
+def snapshot_of(data: Mapping[str, Any]) -> SubjectSnapshot:
     ts = data.get("ts")
-    return Snapshot(
+    return SubjectSnapshot(
         str(data["subject"]),
         str(data["content"]),
         {str(k): str(v) for k, v in (data.get("fields") or {}).items()},
@@ -409,7 +409,7 @@ def search_params(search: str) -> dict[str, str]:
     return {"subject": text} if text.startswith("/") else {"remote": text}
 
 
-def session_page(data: Mapping[str, Any]) -> SessionPage:
+def session_page(data: Mapping[str, Any]) -> SessionPageView:
     items = [
         SessionInfo(
             member=str(s["member"]),
@@ -424,7 +424,7 @@ def session_page(data: Mapping[str, Any]) -> SessionPage:
         for s in data.get("items") or []
     ]
     errors = {str(e["member"]): str(e["error"]) for e in data.get("unreachable") or []}
-    return SessionPage(
+    return SessionPageView(
         items,
         int(data.get("total", 0)),
         int(data.get("offset", 0)),
@@ -433,8 +433,8 @@ def session_page(data: Mapping[str, Any]) -> SessionPage:
     )
 
 
-def job_of(item: Mapping[str, Any]) -> JobRun:
-    return JobRun(
+def job_of(item: Mapping[str, Any]) -> JobRunView:
+    return JobRunView(
         id=int(item["id"]),
         status=str(item["status"]),
         started_at=item.get("started_at"),
@@ -458,8 +458,8 @@ def job_of(item: Mapping[str, Any]) -> JobRun:
     )
 
 
-def audit_of(item: Mapping[str, Any]) -> AuditEntry:
-    return AuditEntry(
+def audit_of(item: Mapping[str, Any]) -> AuditRow:
+    return AuditRow(
         id=int(item["id"]),
         at=str(item["at"]),
         actor=item.get("actor"),

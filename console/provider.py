@@ -75,7 +75,7 @@ class Operator(_Json):
 
 
 @dataclass(frozen=True)
-class Member(_Json):
+class MemberCard(_Json):
     """One server the admin API manages, with its health as of the last probe."""
 
     name: str
@@ -96,7 +96,7 @@ class Member(_Json):
         return {**asdict(self), "panel": None if self.panel is None else self.panel.as_dict()}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Member:
+    def from_json(cls, data: Mapping[str, Any]) -> MemberCard:
         panel = data.get("panel")
         return cls(
             **{**data, "panel": None if panel is None else MemberPanel.model_validate(panel)}
@@ -104,7 +104,7 @@ class Member(_Json):
 
 
 @dataclass(frozen=True)
-class Moments(_Json):
+class MomentsView(_Json):
     """max / average / standard deviation of one indicator over one window."""
 
     count: int = 0
@@ -114,12 +114,12 @@ class Moments(_Json):
 
 
 @dataclass(frozen=True)
-class LiveIndicator:
+class LiveIndicatorView:
     """The current value of one indicator and its live windows (1m, 5m, 15m)."""
 
     name: str
     current: float | None
-    windows: dict[str, Moments] = field(default_factory=dict)
+    windows: dict[str, MomentsView] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,11 +129,11 @@ class LiveIndicator:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LiveIndicator:
+    def from_json(cls, data: Mapping[str, Any]) -> LiveIndicatorView:
         return cls(
             str(data["name"]),
             data.get("current"),
-            {w: Moments.from_json(m) for w, m in (data.get("windows") or {}).items()},
+            {w: MomentsView.from_json(m) for w, m in (data.get("windows") or {}).items()},
         )
 
 
@@ -143,7 +143,7 @@ class LiveScope:
 
     scope: str
     ts: int | None
-    indicators: dict[str, LiveIndicator] = field(default_factory=dict)
+    indicators: dict[str, LiveIndicatorView] = field(default_factory=dict)
     error: str | None = None  # the member could not be read
 
     def to_json(self) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class LiveScope:
         return cls(
             str(data["scope"]),
             data.get("ts"),
-            {n: LiveIndicator.from_json(i) for n, i in (data.get("indicators") or {}).items()},
+            {n: LiveIndicatorView.from_json(i) for n, i in (data.get("indicators") or {}).items()},
             data.get("error"),
         )
 
@@ -224,7 +224,7 @@ class ClusterView:
 class LiveOverview:
     """Everything the Overview shows at one tick: member health and live indicators."""
 
-    members: list[Member]
+    members: list[MemberCard]
     cluster: LiveScope
     scopes: dict[str, LiveScope] = field(default_factory=dict)  # by member name
     topology: ClusterView | None = None  # None: the admin API could not say
@@ -241,7 +241,7 @@ class LiveOverview:
     def from_json(cls, data: Mapping[str, Any]) -> LiveOverview:
         topology = data.get("topology")
         return cls(
-            [Member.from_json(m) for m in data["members"]],
+            [MemberCard.from_json(m) for m in data["members"]],
             LiveScope.from_json(data["cluster"]),
             {n: LiveScope.from_json(s) for n, s in (data.get("scopes") or {}).items()},
             ClusterView.from_json(topology) if topology else None,
@@ -340,7 +340,7 @@ class WindowStatistics:
 
 
 @dataclass(frozen=True)
-class TrendPoint(_Json):
+class TrendPointView(_Json):
     as_of: int
     count: int
     max: float | None
@@ -349,7 +349,7 @@ class TrendPoint(_Json):
 
 
 @dataclass(frozen=True)
-class Snapshot(_Json):
+class SubjectSnapshot(_Json):
     subject: str
     content: str
     fields: dict[str, str]
@@ -359,11 +359,11 @@ class Snapshot(_Json):
 
 
 @dataclass(frozen=True)
-class SubjectInfo:
+class SubjectView:
     """A subject's snapshot (``None``: nothing retained yet) and subscribers per member."""
 
     subject: str
-    snapshot: Snapshot | None
+    snapshot: SubjectSnapshot | None
     subscribers: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
 
@@ -380,18 +380,18 @@ class SubjectInfo:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SubjectInfo:
+    def from_json(cls, data: Mapping[str, Any]) -> SubjectView:
         snapshot = data.get("snapshot")
         return cls(
             str(data["subject"]),
-            None if snapshot is None else Snapshot.from_json(snapshot),
+            None if snapshot is None else SubjectSnapshot.from_json(snapshot),
             dict(data.get("subscribers") or {}),
             dict(data.get("errors") or {}),
         )
 
 
 @dataclass(frozen=True)
-class PresentClient(_Json):
+class PresentClientView(_Json):
     session: str
     client_id: str
     member: str
@@ -406,12 +406,12 @@ class PresenceInfo:
     asked: str
     enabled: bool
     subscribers: int
-    clients: list[PresentClient] = field(default_factory=list)
+    clients: list[PresentClientView] = field(default_factory=list)
     truncated: bool = False
 
 
 @dataclass(frozen=True)
-class PublishResult(_Json):
+class PublishOutcome(_Json):
     subject: str
     result: str
     epoch: str | None = None
@@ -432,7 +432,7 @@ class SessionInfo(_Json):
 
 
 @dataclass(frozen=True)
-class SessionPage:
+class SessionPageView:
     items: list[SessionInfo]
     total: int
     offset: int
@@ -449,7 +449,7 @@ class SessionPage:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SessionPage:
+    def from_json(cls, data: Mapping[str, Any]) -> SessionPageView:
         return cls(
             [SessionInfo.from_json(s) for s in data.get("items") or []],
             int(data.get("total", 0)),
@@ -470,7 +470,7 @@ class JobStage(_Json):
 
 
 @dataclass(frozen=True)
-class JobRun(_Json):
+class JobRunView(_Json):
     id: int
     status: str  # running | succeeded | failed
     started_at: str | None  # ISO 8601
@@ -484,7 +484,7 @@ class JobRun(_Json):
     stages: tuple[JobStage, ...] = ()  # done so far, for a running run
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JobRun:
+    def from_json(cls, data: Mapping[str, Any]) -> JobRunView:
         fields = dict(data)
         stages = tuple(JobStage.from_json(stage) for stage in fields.pop("stages", None) or ())
         return cls(**fields, stages=stages)
@@ -506,7 +506,7 @@ class AuditFilter:
 
 
 @dataclass(frozen=True)
-class AuditEntry(_Json):
+class AuditRow(_Json):
     id: int
     at: str  # ISO 8601
     actor: str | None
@@ -546,9 +546,9 @@ class ConsoleProvider(Protocol):
         """The window statistics of every scope the pipeline wrote (cluster first)."""
         ...
 
-    def trend(self, query: TrendQuery) -> list[TrendPoint]: ...
+    def trend(self, query: TrendQuery) -> list[TrendPointView]: ...
 
-    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectInfo:
+    def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""
         ...
 
@@ -557,16 +557,16 @@ class ConsoleProvider(Protocol):
         cluster's); ProviderError when none does (403 without the operator role)."""
         ...
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishResult: ...
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome: ...
 
     def sessions(
         self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
-    ) -> SessionPage: ...
+    ) -> SessionPageView: ...
 
     def disconnect(self, member: str, session_id: str) -> bool: ...
 
-    def jobs(self, limit: int = 20) -> list[JobRun]: ...
+    def jobs(self, limit: int = 20) -> list[JobRunView]: ...
 
-    def start_job(self) -> JobRun: ...
+    def start_job(self) -> JobRunView: ...
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditEntry]: ...
+    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]: ...

@@ -44,7 +44,7 @@ class TallySource(Protocol):
     def subscriber_counts(self) -> Iterable[tuple[str, int]]: ...
 
 
-class HotSubjects:
+class HotSubjectSketches:
     def __init__(
         self, source: TallySource, top_n: int = 20, capacity: int = 1000, window: float = 10.0
     ) -> None:

@@ -25,7 +25,7 @@ from pushgrid.kernel.throttle import AuthThrottle
 from pushgrid.metrics.archive import SAMPLES, WATCHED, ArchiveWriter
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.health import ArchiveState, member_transitions
-from pushgrid.metrics.hotsubjects import HotSubjects
+from pushgrid.metrics.hotsubjects import HotSubjectSketches
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.sampler import Sampler
@@ -34,7 +34,7 @@ from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
 
-from .cluster.isolation import Change, IsolationDetector, cluster_loss
+from .cluster.isolation import IsolationChange, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.deltas import DeltaLimits
@@ -356,9 +356,9 @@ class PushServer:
                 log.info("cluster member %s is up", name)  # a recovery: INFO
         self._member_states = states
 
-    def _hot_subjects(self) -> HotSubjects:
+    def _hot_subjects(self) -> HotSubjectSketches:
         settings = self.monitoring_settings
-        hot = HotSubjects(
+        hot = HotSubjectSketches(
             self.watch_feed,  # the hub's tally, seen by the watched patterns on its way
             top_n=settings.hot_subjects_top_n,
             capacity=settings.hot_subjects_capacity,
@@ -474,7 +474,7 @@ class PushServer:
         change = self.isolation_detector.observe(
             time.monotonic(), loss, self.engine.stream_progress()
         )
-        if change is Change.ISOLATED:
+        if change is IsolationChange.ISOLATED:
             sessions = [c for c in self.connections if c.session is not None]
             log.warning(
                 "cut off from the cluster for %g s (%s): closing %d sessions with %d,"
@@ -486,7 +486,7 @@ class PushServer:
             )
             for connection in sessions:
                 connection.close(CloseCode.CLUSTER_ISOLATED, _ISOLATED_REASON)
-        elif change is Change.REJOINED:
+        elif change is IsolationChange.REJOINED:
             log.info("sees its cluster again: accepting sessions")  # a recovery: INFO
 
     async def _watch_cluster(self) -> None:

@@ -35,7 +35,7 @@ from .core.occupancy import OccupancyTable, Transition
 from .core.presence import PresenceChange
 from .engine.base import EngineUnavailable, MemberBus, Published, PublishRequest
 from .occupancy_webhook import WebhookSender
-from .presence import PRESENCE_SUBJECT, Presence
+from .presence import PRESENCE_SUBJECT, PresenceService
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class OccupancyService:
         self.name, self._local, self._bus, self._settings = name, local, bus, settings
         self._publisher = publisher
         self.table = OccupancyTable()
-        self.presence = Presence(name, settings, self.table)
+        self.presence = PresenceService(name, settings, self.table)
         self._version = 0
         self._heard: dict[str, int] = {}  # member -> last version applied
         self._ids = itertools.count(1)

@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from pushgrid.config.occupancy import OccupancySettings
-from pushgrid.protocol.frames import PresenceAnswer, PresentClient
+from pushgrid.protocol.frames import PresenceAnswer, PresentClientFrame
 from pushgrid.protocol.subjects import pattern_matches
 
 from .core.entitlement import PRESENCE_SUBJECT
 from .core.presence import PresenceChange, PresenceTable
 
-__all__ = ["PRESENCE_SUBJECT", "Presence"]
+__all__ = ["PRESENCE_SUBJECT", "PresenceService"]
 META_PREFIX = "/pushgrid/"  # meta-subjects keep no presence (their followers are operators)
 
 
@@ -35,7 +35,7 @@ class ClusterCounts(Protocol):
     def subscribers(self, subject: str) -> int: ...
 
 
-class Presence:
+class PresenceService:
     def __init__(self, name: str, settings: OccupancySettings, counts: ClusterCounts) -> None:
         self.name = name
         self.patterns = tuple(settings.occupancy_presence_patterns)
@@ -82,7 +82,7 @@ class Presence:
         return PresenceAnswer(
             subject=subject,
             subscribers=subscribers,
-            clients=[PresentClient(p.session, p.client_id, p.member) for p in present],
+            clients=[PresentClientFrame(p.session, p.client_id, p.member) for p in present],
             truncated=len(present) < subscribers,
             id=request_id,
         )

@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
 
 
 @dataclass(frozen=True)
-class Member:
+class RrdMember:
     name: str
     url: str
 
@@ -58,19 +58,19 @@ class Member:
         return directory / f"{self.name}.rrd"
 
 
-def parse_member(text: str) -> Member:
+def parse_member(text: str) -> RrdMember:
     name, sep, url = text.partition("=")
     name, url = name.strip(), url.strip().rstrip("/")
     if not sep or not name or not url.startswith(("http://", "https://")):
         raise ValueError(f"{text!r} is not NAME=http(s)://host:port")
     if "/" in name or name.startswith("."):
         raise ValueError(f"{name!r} cannot be a file name")
-    return Member(name, url)
+    return RrdMember(name, url)
 
 
 def _members(
     config: Path | None, given: list[str] | None
-) -> tuple[list[Member], httpx.BasicAuth | None]:
+) -> tuple[list[RrdMember], httpx.BasicAuth | None]:
     settings = settings_or_exit(config)
     try:
         members = [parse_member(m) for m in (given or settings.admin_members)]
@@ -82,7 +82,7 @@ def _members(
     return members, auth
 
 
-def _ensure(tool: rrd.RrdTool, member: Member, directory: Path, start: int) -> bool:
+def _ensure(tool: rrd.RrdTool, member: RrdMember, directory: Path, start: int) -> bool:
     path = member.path(directory)
     if path.exists():
         return False
@@ -132,7 +132,7 @@ class Feeder:
     def __init__(
         self,
         tool: rrd.RrdTool,
-        members: list[Member],
+        members: list[RrdMember],
         directory: Path,
         auth: httpx.BasicAuth | None,
     ) -> None:
@@ -168,12 +168,12 @@ class Feeder:
                 self.tool.run(rrd.update_args(m.path(self.directory), ts, result))
                 self.last[m.name] = ts
 
-    async def _stats(self, http: httpx.AsyncClient, member: Member) -> dict[str, float]:
+    async def _stats(self, http: httpx.AsyncClient, member: RrdMember) -> dict[str, float]:
         response = await http.get(f"{member.url}/stats")
         response.raise_for_status()
         return rrd.parse_stats(response.text)
 
-    def _report(self, member: Member, problem: str | None) -> None:
+    def _report(self, member: RrdMember, problem: str | None) -> None:
         """Say when a member stops or starts answering (not every second)."""
         if problem is not None and member.name not in self.failing:
             self.failing.add(member.name)

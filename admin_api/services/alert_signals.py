@@ -23,13 +23,13 @@ from pushgrid.ops.server import ServerTotals
 from ..access import is_jmx, read_view
 from ..alert_signals import SLOW_COUNTER, MemberTracker, ServerLook, health_readings, merge
 from ..alerting import Readings, Rule
-from ..member_client import Member, MemberFailure
+from ..member_client import MemberEndpoint, MemberFailure
 from .cluster import cluster_views, member_health_of
 
 MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != CLUSTER)
 
 
-async def server_look(http: httpx.AsyncClient, member: Member) -> ServerLook | None:
+async def server_look(http: httpx.AsyncClient, member: MemberEndpoint) -> ServerLook | None:
     try:
         value = await read_view(http, member, names.SERVER, ServerTotals)
     except MemberFailure:
@@ -38,7 +38,7 @@ async def server_look(http: httpx.AsyncClient, member: Member) -> ServerLook | N
     return ServerLook(time.monotonic(), float(value.start_time), float(slow))
 
 
-def _names(members: Sequence[Member], views: Sequence[ClusterDocument | None]) -> set[str]:
+def _names(members: Sequence[MemberEndpoint], views: Sequence[ClusterDocument | None]) -> set[str]:
     names = {m.name for m in members}
     for view in views:
         names.update(entry.name for entry in ([] if view is None else view.members))
@@ -52,7 +52,7 @@ class SignalReader:
         self.tracker = MemberTracker()
 
     async def read(
-        self, http: httpx.AsyncClient, members: Sequence[Member], rules: Sequence[Rule]
+        self, http: httpx.AsyncClient, members: Sequence[MemberEndpoint], rules: Sequence[Rule]
     ) -> Readings:
         if not any(rule.indicator in MEMBER_SIGNALS for rule in rules) or not members:
             return {}

@@ -34,9 +34,9 @@ from pushgrid.ops.cluster import ClusterDocument
 
 from ..access import member_access
 from ..alert_signals import key, merge
-from ..alerting import Alert, Change, Evaluator, Readings, Rule, State
+from ..alerting import Alert, AlertChange, Evaluator, Readings, Rule, State
 from ..answering import Answering
-from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure, new_http_client
+from ..member_client import SUBJECTS_MBEAN, MemberEndpoint, MemberFailure, new_http_client
 from ..pipeline_metrics import last_run_failed
 from ..problems import conflict, not_found
 from ..schemas import MemberLive
@@ -164,7 +164,7 @@ class RuleService:
         with transaction(self.db):
             self.db.execute(delete(AlertRule).where(AlertRule.id == rule_id))
 
-    def record(self, changes: Sequence[Change]) -> None:
+    def record(self, changes: Sequence[AlertChange]) -> None:
         with transaction(self.db):
             for change in changes:
                 alert = change.alert
@@ -260,7 +260,7 @@ def active_alerts(alerts: Sequence[Alert], db: Session) -> list[AlertOut]:
     ]
 
 
-def announcement(change: Change) -> dict[str, Any]:
+def announcement(change: AlertChange) -> dict[str, Any]:
     """The webhook body and the fields of the ``/pushgrid/alerts`` message."""
     alert = change.alert
     return {
@@ -281,7 +281,7 @@ class _Loaded:
     """What one evaluation reads from SQL."""
 
     rules: list[Rule]
-    members: list[Member]
+    members: list[MemberEndpoint]
     mutes: list[Mute]
     cluster: Mapping[tuple[str, str, str], float | None]
 
@@ -294,7 +294,7 @@ class AlertRunner:
         self,
         settings: AlertsSettings,
         session_factory: Callable[[], Session],
-        members_of: Callable[[Session], list[Member]],
+        members_of: Callable[[Session], list[MemberEndpoint]],
         answering: Answering | None = None,
     ) -> None:
         """``members_of``: the members the rules are evaluated on, read in a store session;
@@ -320,14 +320,14 @@ class AlertRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def restore(self) -> list[Change]:
+    def restore(self) -> list[AlertChange]:
         """Take back the alerts that were pending or firing when the admin API stopped (their
         latest event in SQL), so that a restart neither forgets nor re-announces them. Alerts of
         rules deleted or disabled meanwhile are resolved (and recorded) at once."""
         with self.session_factory() as db:
             service = RuleService(db)
             rules = {rule.id: rule for rule in service.enabled()}
-            gone: list[Change] = []
+            gone: list[AlertChange] = []
             for event in service.open_events():
                 since = event.at.timestamp()
                 rule = rules.get(event.rule_id)
@@ -345,7 +345,7 @@ class AlertRunner:
                         "member",
                     )
                     alert = Alert(orphan, event.target, "resolved", time.time(), since, event.value)
-                    gone.append(Change(alert, "resolved", time.time()))
+                    gone.append(AlertChange(alert, "resolved", time.time()))
                     continue
                 state: State = "firing" if event.state == "firing" else "pending"
                 self.evaluator.alerts[(rule.id, event.target)] = Alert(
@@ -378,7 +378,7 @@ class AlertRunner:
             cluster = {key("stats_pipeline_failing"): 1.0 if failed else 0.0} if pipeline else {}
             return _Loaded(rules, members, mutes, cluster)
 
-    async def evaluate_once(self, http: httpx.AsyncClient) -> list[Change]:
+    async def evaluate_once(self, http: httpx.AsyncClient) -> list[AlertChange]:
         loaded = await asyncio.to_thread(self._load)
         readings: Readings = {}
         if loaded.rules:
@@ -403,7 +403,7 @@ class AlertRunner:
                 self._send(self._announce(loaded.members, announced))
         return changes
 
-    def _record(self, changes: Sequence[Change]) -> None:
+    def _record(self, changes: Sequence[AlertChange]) -> None:
         with self.session_factory() as db:
             RuleService(db).record(changes)
             resolved = [(c.alert.rule.id, c.alert.target) for c in changes if c.state == "resolved"]
@@ -414,7 +414,9 @@ class AlertRunner:
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
 
-    async def _announce(self, members: Sequence[Member], changes: Sequence[Change]) -> None:
+    async def _announce(
+        self, members: Sequence[MemberEndpoint], changes: Sequence[AlertChange]
+    ) -> None:
         # a member that does not answer is never asked (admin_api/answering.py): the request
         # would wait in its socket and publish the alert again when it wakes (issue 34, 4.3)
         async with new_http_client(answering=self.answering) as http:
@@ -430,7 +432,9 @@ class AlertRunner:
                 if self.settings.alerts_webhook:
                     await self._webhook(http, self.settings.alerts_webhook, body)
 
-    async def _publish(self, http: httpx.AsyncClient, member: Member, body: dict[str, Any]) -> bool:
+    async def _publish(
+        self, http: httpx.AsyncClient, member: MemberEndpoint, body: dict[str, Any]
+    ) -> bool:
         fields = {k: "" if v is None else str(v) for k, v in body.items() if k != "summary"}
         try:
             await member_access(http, member).execute(
@@ -460,15 +464,15 @@ class AlertRunner:
 
 
 async def _by_cluster(
-    http: httpx.AsyncClient, members: Sequence[Member]
-) -> tuple[list[Member], list[Member]]:
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint]
+) -> tuple[list[MemberEndpoint], list[MemberEndpoint]]:
     """Standalone members, and members of a cluster that answer (their own views say)."""
     return announcers(members, await cluster_views(http, members))
 
 
 def announcers(
-    members: Sequence[Member], views: Sequence[ClusterDocument | None]
-) -> tuple[list[Member], list[Member]]:
+    members: Sequence[MemberEndpoint], views: Sequence[ClusterDocument | None]
+) -> tuple[list[MemberEndpoint], list[MemberEndpoint]]:
     """Who announces (pure): standalone members each for itself, and the readable members of a
     cluster, one of which is enough.
 

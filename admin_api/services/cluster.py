@@ -29,7 +29,7 @@ from pushgrid.ops.cluster import ClusterDocument, ClusterMember
 
 from ..access import is_jmx
 from ..answering import Answering, not_answering_text
-from ..member_client import Member, MemberClient, MemberFailure, new_http_client, silences
+from ..member_client import MemberClient, MemberEndpoint, MemberFailure, new_http_client, silences
 from ..schemas import ClusterMemberOut, ClusterOut, HealthReasonOut
 
 CLUSTER_MBEAN = names.CLUSTER
@@ -39,12 +39,12 @@ log = logging.getLogger("pushgrid.admin")
 
 
 async def cluster_views(
-    http: httpx.AsyncClient, members: Sequence[Member]
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint]
 ) -> list[ClusterDocument | None]:
     """Each member's Cluster MBean (all attributes, pushgrid/ops/cluster.py), None where it
     cannot be read or does not fit the contract (logged: the member runs another version)."""
 
-    async def read(member: Member) -> ClusterDocument | None:
+    async def read(member: MemberEndpoint) -> ClusterDocument | None:
         if is_jmx(member.monitor_url):
             # jmxquery cannot print the Members table, and a JVM run per request is too slow
             # for discovery: a member managed over JMX is listed, not asked for the others.
@@ -95,13 +95,15 @@ def discovery_allowed(url: str, allow: Sequence[str]) -> bool:
 
 
 def discovered_members(
-    known: Sequence[Member], views: Sequence[ClusterDocument | None], allow: Sequence[str] = ()
-) -> list[Member]:
+    known: Sequence[MemberEndpoint],
+    views: Sequence[ClusterDocument | None],
+    allow: Sequence[str] = (),
+) -> list[MemberEndpoint]:
     """Members the known ones report that the admin API does not know yet (pure). They carry
     the reporting member's credentials only when ``allow`` lets their URL have them."""
     names = {member.name for member in known}
     urls = {member.monitor_url for member in known}
-    found: list[Member] = []
+    found: list[MemberEndpoint] = []
     for via, view in zip(known, views, strict=True):
         for entry in [] if view is None else view.members:
             monitor_urls, name = entry.monitor_urls, entry.name
@@ -110,7 +112,7 @@ def discovered_members(
             url = monitor_urls[0].rstrip("/")
             trusted = discovery_allowed(url, allow)
             found.append(
-                Member(
+                MemberEndpoint(
                     name=name,
                     monitor_url=url,
                     source="discovered",
@@ -125,15 +127,15 @@ def discovered_members(
 
 
 async def with_discovered(
-    http: httpx.AsyncClient, known: Sequence[Member], allow: Sequence[str] = ()
-) -> list[Member]:
+    http: httpx.AsyncClient, known: Sequence[MemberEndpoint], allow: Sequence[str] = ()
+) -> list[MemberEndpoint]:
     if not known:
         return []
     return [*known, *discovered_members(known, await cluster_views(http, known), allow)]
 
 
 def merge_views(
-    members: Sequence[Member],
+    members: Sequence[MemberEndpoint],
     views: Sequence[ClusterDocument | None],
     silent: Mapping[str, float] | None = None,
     down: Sequence[str] = (),
@@ -219,7 +221,9 @@ def _leads(entry: ClusterMember, stream_leader: str | None) -> bool:
     return bool(entry.index) and stream_leader == f"pushgrid-m{entry.index}"
 
 
-async def cluster_overview(http: httpx.AsyncClient, members: Sequence[Member]) -> ClusterOut:
+async def cluster_overview(
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint]
+) -> ClusterOut:
     return merge_views(members, await cluster_views(http, members), silences(http, members))
 
 
@@ -239,7 +243,7 @@ def watched_state(outcome: str, previous: str | None, slow_looks: int) -> str:
     return previous or "up"
 
 
-async def _answers(http: httpx.AsyncClient, member: Member) -> str:
+async def _answers(http: httpx.AsyncClient, member: MemberEndpoint) -> str:
     try:
         await MemberClient(http, member).request({"type": "read", "mbean": CLUSTER_MBEAN})
     except MemberFailure as exc:
@@ -259,7 +263,7 @@ class MemberWatch:
 
     def __init__(
         self,
-        members: Callable[[], list[Member]],
+        members: Callable[[], list[MemberEndpoint]],
         interval: float = WATCH_INTERVAL,
         answering: Answering | None = None,
         allow: Sequence[str] = (),

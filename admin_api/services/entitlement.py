@@ -19,10 +19,10 @@ from typing import Any, Final
 import httpx
 
 from pushgrid.ops import names
-from pushgrid.ops.server import ServerSettings
+from pushgrid.ops.server import ServerSettingsView
 
 from ..access import read_view
-from ..member_client import Member, MemberFailure
+from ..member_client import MemberEndpoint, MemberFailure
 from ..problems import ProblemError
 from .members import client_url
 
@@ -33,15 +33,15 @@ _GRANTED: Final = frozenset({200, 404})
 _DENIED: Final = frozenset({401, 403})
 
 
-async def entitlement_mode(http: httpx.AsyncClient, member: Member) -> str:
+async def entitlement_mode(http: httpx.AsyncClient, member: MemberEndpoint) -> str:
     """The member's ``Entitlement`` setting (``none``, ``jwt``, ``custom:NAME``)."""
-    server = await read_view(http, member, names.SERVER, ServerSettings)
+    server = await read_view(http, member, names.SERVER, ServerSettingsView)
     mode = server.settings.entitlement
     return "unknown" if mode is None else mode  # unknown: assume the member protects them
 
 
 async def granted(
-    http: httpx.AsyncClient, member: Member, token: str | None, subjects: Iterable[str]
+    http: httpx.AsyncClient, member: MemberEndpoint, token: str | None, subjects: Iterable[str]
 ) -> set[str]:
     """The subjects (of ``subjects``) the member lets ``token`` read; none without a token."""
     wanted = sorted(set(subjects))
@@ -71,7 +71,7 @@ async def granted(
 
 
 async def require_grant(
-    http: httpx.AsyncClient, member: Member, token: str | None, subject: str
+    http: httpx.AsyncClient, member: MemberEndpoint, token: str | None, subject: str
 ) -> None:
     """403 unless the caller may read ``subject`` on ``member`` (see the module docstring)."""
     mode = await entitlement_mode(http, member)
@@ -130,7 +130,10 @@ def redact_frames(frames: Sequence[dict[str, Any]], allowed: set[str]) -> list[d
 
 
 async def visible_frames(
-    http: httpx.AsyncClient, member: Member, token: str | None, frames: Sequence[dict[str, Any]]
+    http: httpx.AsyncClient,
+    member: MemberEndpoint,
+    token: str | None,
+    frames: Sequence[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """A session's recorded frames as the caller may see them."""
     if await entitlement_mode(http, member) == "none":

@@ -25,7 +25,13 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES
 from ..access import is_jmx
 from ..answering import Answering
 from ..history import HistoryStore, Series, cluster_series
-from ..member_client import INDICATORS_MBEAN, Member, MemberClient, MemberFailure, new_http_client
+from ..member_client import (
+    INDICATORS_MBEAN,
+    MemberClient,
+    MemberEndpoint,
+    MemberFailure,
+    new_http_client,
+)
 from ..schemas import HistoryOut, HistorySeriesOut, IndicatorName
 from .cluster import with_discovered
 from .live import NAME_BY_MBEAN, finite, mbean_name
@@ -69,7 +75,7 @@ def samples_of(value: Any) -> Samples:
     return out
 
 
-async def read_samples(http: httpx.AsyncClient, member: Member) -> Samples:
+async def read_samples(http: httpx.AsyncClient, member: MemberEndpoint) -> Samples:
     """One member's recent seconds (raises :class:`MemberFailure`)."""
     client = MemberClient(http, member)
     value = await client.read(INDICATORS_MBEAN, ["Current", "SampleTime", "Recent"])
@@ -82,7 +88,7 @@ class HistoryCollector:
     def __init__(
         self,
         store: HistoryStore,
-        members: Callable[[], list[Member]],
+        members: Callable[[], list[MemberEndpoint]],
         discover_allow: Sequence[str] = (),
         interval: float = POLL_INTERVAL,
         answering: Answering | None = None,
@@ -94,7 +100,7 @@ class HistoryCollector:
         self.discover_allow = list(discover_allow)
         self.interval = interval
         self.last_read: dict[str, float] = {}  # member -> monotonic time of its last read
-        self._known: list[Member] = []
+        self._known: list[MemberEndpoint] = []
         self._known_at = -math.inf
         self._task: asyncio.Task[None] | None = None
 
@@ -107,7 +113,7 @@ class HistoryCollector:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def _member_list(self, http: httpx.AsyncClient) -> list[Member]:
+    async def _member_list(self, http: httpx.AsyncClient) -> list[MemberEndpoint]:
         now = time.monotonic()
         if now - self._known_at >= MEMBERS_EVERY:
             known = await asyncio.to_thread(self.members)

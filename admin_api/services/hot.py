@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from pushgrid.ops import names
 
-from ..member_client import Member, MemberFailure, each_member, read_document
+from ..member_client import MemberEndpoint, MemberFailure, each_member, read_document
 from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot, RankingName
 
 HOT_MBEAN: Final = names.HOT_SUBJECTS
@@ -34,7 +34,7 @@ RANKINGS: Final[tuple[RankingName, ...]] = (
 )
 
 
-def parse_hot(member: Member, value: Any) -> MemberHot:
+def parse_hot(member: MemberEndpoint, value: Any) -> MemberHot:
     """The MBean's ``Document`` attribute -> :class:`MemberHot` (MemberFailure if malformed)."""
     if not isinstance(value, Mapping) or not isinstance(value.get("rankings"), Mapping):
         raise MemberFailure(member, "error", "unexpected HotSubjects answer")
@@ -52,12 +52,12 @@ def parse_hot(member: Member, value: Any) -> MemberHot:
         raise MemberFailure(member, "error", f"unexpected HotSubjects answer: {exc}") from None
 
 
-async def member_hot(http: httpx.AsyncClient, member: Member) -> MemberHot:
+async def member_hot(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberHot:
     """One member's rankings (raises :class:`MemberFailure`)."""
     return parse_hot(member, await read_document(http, member, HOT_MBEAN))
 
 
-def _unreachable(member: Member, detail: str) -> MemberHot:
+def _unreachable(member: MemberEndpoint, detail: str) -> MemberHot:
     return MemberHot(member=member.name, reachable=False, error=detail)
 
 
@@ -107,6 +107,6 @@ def merge(members: Sequence[MemberHot]) -> ClusterHot:
     return ClusterHot(top_n=top_n, rankings=rankings)
 
 
-async def hot_subjects(http: httpx.AsyncClient, members: Sequence[Member]) -> HotSubjects:
+async def hot_subjects(http: httpx.AsyncClient, members: Sequence[MemberEndpoint]) -> HotSubjects:
     results = await each_member(http, members, member_hot, _unreachable)
     return HotSubjects(at=datetime.now(UTC), cluster=merge(results), members=results)

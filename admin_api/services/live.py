@@ -20,7 +20,7 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 
 from ..access import member_access
-from ..member_client import INDICATORS_MBEAN, Member, MemberFailure
+from ..member_client import INDICATORS_MBEAN, MemberEndpoint, MemberFailure
 from ..schemas import (
     ClusterIndicator,
     ClusterLive,
@@ -95,7 +95,7 @@ def parse_indicators(value: Any) -> tuple[datetime | None, list[LiveIndicator]]:
     return sample_time, indicators
 
 
-async def member_live(http: httpx.AsyncClient, member: Member) -> MemberLive:
+async def member_live(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberLive:
     """One member's indicators (raises :class:`MemberFailure`)."""
     access = member_access(http, member)
     value = await access.read(INDICATORS_MBEAN, ["Current", "SampleTime", "Windows"])
@@ -107,7 +107,7 @@ async def member_live(http: httpx.AsyncClient, member: Member) -> MemberLive:
     )
 
 
-async def _member_or_error(http: httpx.AsyncClient, member: Member) -> MemberLive:
+async def _member_or_error(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberLive:
     try:
         return await member_live(http, member)
     except MemberFailure as exc:
@@ -129,7 +129,7 @@ def cluster_sums(members: Sequence[MemberLive]) -> list[ClusterIndicator]:
     ]
 
 
-async def live_stats(http: httpx.AsyncClient, members: Sequence[Member]) -> LiveStats:
+async def live_stats(http: httpx.AsyncClient, members: Sequence[MemberEndpoint]) -> LiveStats:
     results = list(await asyncio.gather(*(_member_or_error(http, m) for m in members)))
     reachable = sum(1 for result in results if result.reachable)
     return LiveStats(

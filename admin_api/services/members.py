@@ -22,18 +22,18 @@ from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.models import utc_now
 from pushgrid.ops import names
-from pushgrid.ops.server import ServerIdentity, ServerSettings
+from pushgrid.ops.server import ServerIdentity, ServerSettingsView
 
 from ..access import is_jmx, member_access, read_view
-from ..member_client import Member, MemberFailure, check_monitor_url, derive_client_url
+from ..member_client import MemberEndpoint, MemberFailure, check_monitor_url, derive_client_url
 from ..problems import ProblemError, conflict, not_found
 from ..schemas import MemberCreate, MemberList, MemberOut, MemberPanelOut
 from ..secretbox import SecretBox, is_sealed, secret_box
 
 
-def configured_members(admin: AdminSettings, jmx_login: JmxSettings) -> list[Member]:
+def configured_members(admin: AdminSettings, jmx_login: JmxSettings) -> list[MemberEndpoint]:
     """``Admin.Members`` (``name=URL`` entries), in their order."""
-    members: list[Member] = []
+    members: list[MemberEndpoint] = []
     for entry in admin.admin_members:
         name, _, url = entry.partition("=")
         try:
@@ -43,7 +43,7 @@ def configured_members(admin: AdminSettings, jmx_login: JmxSettings) -> list[Mem
         # A JMX member (its bridge) takes the JMX login, a Jolokia one the monitoring login.
         jmx = is_jmx(monitor_url)
         members.append(
-            Member(
+            MemberEndpoint(
                 name=name.strip(),
                 monitor_url=monitor_url,
                 source="config",
@@ -54,8 +54,8 @@ def configured_members(admin: AdminSettings, jmx_login: JmxSettings) -> list[Mem
     return members
 
 
-def _registered(row: RegisteredMember, box: SecretBox) -> Member:
-    return Member(
+def _registered(row: RegisteredMember, box: SecretBox) -> MemberEndpoint:
+    return MemberEndpoint(
         name=row.name,
         monitor_url=row.monitor_url,
         source="registered",
@@ -75,14 +75,14 @@ class MemberService:
         self.configured = configured_members(admin, jmx)
         self.box = secret_box(admin)
 
-    def all(self) -> list[Member]:
+    def all(self) -> list[MemberEndpoint]:
         """Configured members first (in configuration order), then registered ones by name."""
         configured = self.configured
         names = {member.name for member in configured}
         rows = self.db.scalars(select(RegisteredMember).order_by(RegisteredMember.name))
         return configured + [_registered(row, self.box) for row in rows if row.name not in names]
 
-    def get(self, name: str) -> Member:
+    def get(self, name: str) -> MemberEndpoint:
         for member in self.configured:
             if member.name == name:
                 return member
@@ -91,7 +91,7 @@ class MemberService:
             raise not_found(f"no member {name!r}")
         return _registered(row, self.box)
 
-    def register(self, data: MemberCreate, created_by: str | None) -> Member:
+    def register(self, data: MemberCreate, created_by: str | None) -> MemberEndpoint:
         if any(member.name == data.name for member in self.configured):
             raise conflict(f"member {data.name!r} is configured in Admin.Members", "member_exists")
         if self.db.get(RegisteredMember, data.name) is not None:
@@ -141,7 +141,7 @@ class MemberService:
 # --- what the members say -----------------------------------------------------------------------
 
 
-def _base(member: Member, client_url: str | None = None) -> dict[str, Any]:
+def _base(member: MemberEndpoint, client_url: str | None = None) -> dict[str, Any]:
     return {
         "name": member.name,
         "source": member.source,
@@ -152,7 +152,7 @@ def _base(member: Member, client_url: str | None = None) -> dict[str, Any]:
     }
 
 
-async def read_panel(http: httpx.AsyncClient, member: Member) -> MemberPanelOut | None:
+async def read_panel(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberPanelOut | None:
     """The member's operator panel; None when it has none (an older member) or it cannot be
     read (the member view says why through ``reachable``/``error``). Not read through a JMX
     bridge: each JMX read starts a JVM, and the Jolokia port has the panel for less."""
@@ -165,7 +165,7 @@ async def read_panel(http: httpx.AsyncClient, member: Member) -> MemberPanelOut 
         return None
 
 
-async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
+async def describe(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberOut:
     """The member and its state; a member that cannot be read is ``reachable: false``."""
     try:
         server, panel = await asyncio.gather(
@@ -194,17 +194,17 @@ async def describe(http: httpx.AsyncClient, member: Member) -> MemberOut:
     )
 
 
-async def describe_all(http: httpx.AsyncClient, members: Sequence[Member]) -> MemberList:
+async def describe_all(http: httpx.AsyncClient, members: Sequence[MemberEndpoint]) -> MemberList:
     items = list(await asyncio.gather(*(describe(http, member) for member in members)))
     reachable = sum(1 for item in items if item.reachable)
     return MemberList(items=items, reachable=reachable, unreachable=len(items) - reachable)
 
 
-async def client_url(http: httpx.AsyncClient, member: Member) -> str:
+async def client_url(http: httpx.AsyncClient, member: MemberEndpoint) -> str:
     """Where the member's client port is: registered, or derived from its ``Listen`` setting."""
     if member.client_url:
         return member.client_url
-    server = await read_view(http, member, names.SERVER, ServerSettings)
+    server = await read_view(http, member, names.SERVER, ServerSettingsView)
     url = derive_client_url(member.monitor_url, server.settings.listen)
     if url is None:
         raise MemberFailure(

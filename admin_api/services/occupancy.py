@@ -9,7 +9,7 @@ import httpx
 from pydantic import ValidationError
 
 from ..access import member_access
-from ..member_client import SUBJECTS_MBEAN, Member, MemberFailure
+from ..member_client import SUBJECTS_MBEAN, MemberEndpoint, MemberFailure
 from ..schemas import OccupancyOut, PresenceOut
 from .subjects import check_subject
 
@@ -18,7 +18,9 @@ __all__ = ["check_subject", "occupancy", "presence"]
 _Out = TypeVar("_Out", OccupancyOut, PresenceOut)
 
 
-async def _ask(http: httpx.AsyncClient, member: Member, operation: str, subject: str) -> Any:
+async def _ask(
+    http: httpx.AsyncClient, member: MemberEndpoint, operation: str, subject: str
+) -> Any:
     check_subject(subject)
     value = await member_access(http, member).execute(SUBJECTS_MBEAN, operation, subject)
     if not isinstance(value, dict):
@@ -26,15 +28,15 @@ async def _ask(http: httpx.AsyncClient, member: Member, operation: str, subject:
     return value
 
 
-async def occupancy(http: httpx.AsyncClient, member: Member, subject: str) -> OccupancyOut:
+async def occupancy(http: httpx.AsyncClient, member: MemberEndpoint, subject: str) -> OccupancyOut:
     return _model(OccupancyOut, member, "occupancy", await _ask(http, member, "occupancy", subject))
 
 
-async def presence(http: httpx.AsyncClient, member: Member, subject: str) -> PresenceOut:
+async def presence(http: httpx.AsyncClient, member: MemberEndpoint, subject: str) -> PresenceOut:
     return _model(PresenceOut, member, "presence", await _ask(http, member, "presence", subject))
 
 
-def _model(model: type[_Out], member: Member, operation: str, value: Any) -> _Out:
+def _model(model: type[_Out], member: MemberEndpoint, operation: str, value: Any) -> _Out:
     try:
         return model.model_validate({**value, "member": member.name})
     except ValidationError as exc:

@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 
 import httpx
 
-from ..member_client import Member, silences
+from ..member_client import MemberEndpoint, silences
 from ..schemas import OverviewOut
 from .cluster import cluster_views, merge_views
 from .live import live_stats
 from .members import describe_all
 
 
-async def overview(http: httpx.AsyncClient, members: Sequence[Member]) -> OverviewOut:
+async def overview(http: httpx.AsyncClient, members: Sequence[MemberEndpoint]) -> OverviewOut:
     listed, live, views = await asyncio.gather(
         describe_all(http, members), live_stats(http, members), cluster_views(http, members)
     )

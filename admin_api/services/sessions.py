@@ -14,7 +14,7 @@ import httpx
 from pydantic import ValidationError
 
 from ..access import member_access
-from ..member_client import SESSIONS_MBEAN, Member, MemberFailure
+from ..member_client import SESSIONS_MBEAN, MemberEndpoint, MemberFailure
 from ..problems import not_found
 from ..schemas import MemberError, SessionOut, SessionPage, SessionSort
 
@@ -34,7 +34,7 @@ class SessionQuery:
     limit: int = 100
 
 
-def parse_sessions(member: Member, value: Any) -> list[SessionOut]:
+def parse_sessions(member: MemberEndpoint, value: Any) -> list[SessionOut]:
     """The ``list()`` operation's answer -> sessions (malformed entries raise MemberFailure)."""
     if not isinstance(value, list):
         raise MemberFailure(member, "error", "unexpected Sessions.list answer")
@@ -87,7 +87,7 @@ def select_sessions(
     return len(chosen), chosen[query.offset : query.offset + query.limit]
 
 
-async def member_sessions(http: httpx.AsyncClient, member: Member) -> list[SessionOut]:
+async def member_sessions(http: httpx.AsyncClient, member: MemberEndpoint) -> list[SessionOut]:
     value = await member_access(http, member).execute(SESSIONS_MBEAN, "list")
     return parse_sessions(member, value)
 
@@ -102,14 +102,14 @@ def _page(
 
 
 async def one_member_page(
-    http: httpx.AsyncClient, member: Member, query: SessionQuery
+    http: httpx.AsyncClient, member: MemberEndpoint, query: SessionQuery
 ) -> SessionPage:
     """One member's sessions (raises MemberFailure when the member cannot be read)."""
     return _page(await member_sessions(http, member), query, [])
 
 
 async def cluster_page(
-    http: httpx.AsyncClient, members: Sequence[Member], query: SessionQuery
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint], query: SessionQuery
 ) -> SessionPage:
     """Every member's sessions; members that cannot be read are listed in ``unreachable``."""
     results = await asyncio.gather(
@@ -127,7 +127,7 @@ async def cluster_page(
     return _page(sessions, query, errors)
 
 
-async def disconnect(http: httpx.AsyncClient, member: Member, session_id: str) -> None:
+async def disconnect(http: httpx.AsyncClient, member: MemberEndpoint, session_id: str) -> None:
     """Close a session with code 4003 (404 problem when the member has no such session)."""
     access = member_access(http, member)
     closed = await access.execute(SESSIONS_MBEAN, "disconnect", session_id)

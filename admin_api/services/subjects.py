@@ -13,7 +13,7 @@ from pushgrid.protocol.errors import InvalidSubject
 from pushgrid.protocol.subjects import validate_subject
 
 from ..access import member_access
-from ..member_client import SUBJECTS_MBEAN, Member, MemberClient, MemberFailure
+from ..member_client import SUBJECTS_MBEAN, MemberClient, MemberEndpoint, MemberFailure
 from ..problems import ProblemError
 from ..schemas import PublishIn, PublishOut, SnapshotOut, SubjectInfo
 from .members import client_url
@@ -27,7 +27,7 @@ def check_subject(subject: str) -> None:
         raise ProblemError(422, invalid.message, "invalid_subject") from None
 
 
-def _snapshot(member: Member, value: Any) -> SnapshotOut | None:
+def _snapshot(member: MemberEndpoint, value: Any) -> SnapshotOut | None:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -35,7 +35,9 @@ def _snapshot(member: Member, value: Any) -> SnapshotOut | None:
     return SnapshotOut.model_validate(value)
 
 
-async def subject_info(http: httpx.AsyncClient, member: Member, subject: str) -> SubjectInfo:
+async def subject_info(
+    http: httpx.AsyncClient, member: MemberEndpoint, subject: str
+) -> SubjectInfo:
     check_subject(subject)
     access = member_access(http, member)
     snapshot_value, count = await asyncio.gather(
@@ -58,7 +60,7 @@ def _member_problem(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}"
 
 
-async def publish(http: httpx.AsyncClient, member: Member, data: PublishIn) -> PublishOut:
+async def publish(http: httpx.AsyncClient, member: MemberEndpoint, data: PublishIn) -> PublishOut:
     """Publish a test message on the member (see docs/admin-api.md for the error mapping)."""
     check_subject(data.subject)
     url = await client_url(http, member)

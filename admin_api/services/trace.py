@@ -29,7 +29,7 @@ from pushgrid.client import Message, PushgridClient, Status, StatusEvent
 from pushgrid.client.backoff import BackoffPolicy
 from pushgrid.config import TraceSettings
 
-from ..member_client import Member
+from ..member_client import MemberEndpoint
 from ..problems import ProblemError, conflict, not_found
 from ..schemas_ops import TraceMessage, TraceOut
 from ..security import Principal
@@ -54,7 +54,12 @@ class Trace:
     """One traced subject on one member."""
 
     def __init__(
-        self, member: Member, subject: str, owner: Principal, buffer_size: int, token: str | None
+        self,
+        member: MemberEndpoint,
+        subject: str,
+        owner: Principal,
+        buffer_size: int,
+        token: str | None,
     ) -> None:
         self.id = secrets.token_hex(8)
         self.member = member
@@ -162,7 +167,12 @@ class TraceHub:
             await self._reap()
 
     async def open(
-        self, member: Member, client_url: str, subject: str, owner: Principal, token: str | None
+        self,
+        member: MemberEndpoint,
+        client_url: str,
+        subject: str,
+        owner: Principal,
+        token: str | None,
     ) -> Trace:
         await self._reap()
         if len(self.traces) >= self.settings.trace_max_active:

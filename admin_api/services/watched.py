@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from pushgrid.ops import names
 from pushgrid.protocol.subjects import pattern_error
 
-from ..member_client import Member, MemberClient, MemberFailure, each_member, read_document
+from ..member_client import MemberClient, MemberEndpoint, MemberFailure, each_member, read_document
 from ..problems import ProblemError
 from ..schemas_ops import (
     ClusterWatchedPattern,
@@ -39,7 +39,7 @@ _REFUSALS: Final[dict[str, WatchOutcome]] = {
 }
 
 
-def parse_watched(member: Member, value: Any) -> MemberWatched:
+def parse_watched(member: MemberEndpoint, value: Any) -> MemberWatched:
     """The MBean's ``Document`` -> :class:`MemberWatched` (MemberFailure if malformed)."""
     if not isinstance(value, Mapping):
         raise MemberFailure(member, "error", "unexpected WatchedSubjects answer")
@@ -67,12 +67,12 @@ def parse_watched(member: Member, value: Any) -> MemberWatched:
         raise MemberFailure(member, "error", f"unexpected WatchedSubjects answer: {exc}") from None
 
 
-async def member_watched(http: httpx.AsyncClient, member: Member) -> MemberWatched:
+async def member_watched(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberWatched:
     """One member's watched patterns (raises :class:`MemberFailure`)."""
     return parse_watched(member, await read_document(http, member, WATCHED_MBEAN))
 
 
-def _unreachable(member: Member, detail: str) -> MemberWatched:
+def _unreachable(member: MemberEndpoint, detail: str) -> MemberWatched:
     return MemberWatched(member=member.name, reachable=False, error=detail)
 
 
@@ -103,7 +103,9 @@ def merge(members: Sequence[MemberWatched]) -> list[ClusterWatchedPattern]:
     return list(merged.values())
 
 
-async def watched_subjects(http: httpx.AsyncClient, members: Sequence[Member]) -> WatchedSubjects:
+async def watched_subjects(
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint]
+) -> WatchedSubjects:
     results = await each_member(http, members, member_watched, _unreachable)
     return WatchedSubjects(at=datetime.now(UTC), cluster=merge(results), members=results)
 
@@ -116,7 +118,11 @@ def check_pattern(pattern: str) -> None:
 
 
 async def _change(
-    http: httpx.AsyncClient, member: Member, operation: str, pattern: str, done: WatchOutcome
+    http: httpx.AsyncClient,
+    member: MemberEndpoint,
+    operation: str,
+    pattern: str,
+    done: WatchOutcome,
 ) -> MemberWatchResult:
     try:
         answer = await MemberClient(http, member).execute(WATCHED_MBEAN, operation, pattern)
@@ -132,7 +138,7 @@ async def _change(
 
 
 async def change(
-    http: httpx.AsyncClient, members: Sequence[Member], pattern: str, add: bool
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint], pattern: str, add: bool
 ) -> WatchChange:
     """Watch (``add``) or unwatch ``pattern`` on every member.
 

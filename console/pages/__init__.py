@@ -40,7 +40,7 @@ OPERATOR_ONLY = "needs-operator"
 
 
 @dataclass(frozen=True)
-class Page:
+class ConsolePage:
     path: str  # relative to the console's prefix: "" for the Overview
     title: str
     icon: str

@@ -19,7 +19,7 @@ from ..components import alert, attrs, card, notice, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import OPERATOR_ONLY, Page, Providers, alert_actions
+from . import OPERATOR_ONLY, ConsolePage, Providers, alert_actions
 
 PATH = "alerts"
 TITLE = "Alerts"
@@ -380,4 +380,4 @@ def _wire_banner(app: Dash, providers: Providers) -> None:
             return no_update  # the page itself says what is wrong
 
 
-PAGE = Page(PATH, TITLE, "⚠", layout, group="Admin")
+PAGE = ConsolePage(PATH, TITLE, "⚠", layout, group="Admin")

@@ -13,8 +13,8 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import alert, card, page_header, pill, table
 from ..ids import Ids
-from ..provider import AuditEntry, AuditFilter, ProviderError
-from . import Page, Providers
+from ..provider import AuditFilter, AuditRow, ProviderError
+from . import ConsolePage, Providers
 
 PATH = "audit"
 TITLE = "Audit"
@@ -92,7 +92,7 @@ def layout() -> Component:
     )
 
 
-def render_audit(entries: Sequence[AuditEntry]) -> Component:
+def render_audit(entries: Sequence[AuditRow]) -> Component:
     rows: list[list[Any]] = []
     props: list[dict[str, Any]] = []
     for entry in entries:
@@ -150,4 +150,4 @@ def register(app: Dash, providers: Providers) -> None:
         return render_audit(entries), []
 
 
-PAGE = Page(PATH, TITLE, "☰", layout, group="Admin", role="admin")
+PAGE = ConsolePage(PATH, TITLE, "☰", layout, group="Admin", role="admin")

@@ -23,7 +23,7 @@ from ..components import (
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import Page, Providers
+from . import ConsolePage, Providers
 
 PATH = "hot"
 TITLE = "Hot subjects"
@@ -158,4 +158,4 @@ def register(app: Dash, providers: Providers) -> None:
         return render_hot(rankings), scope_options(document), unreachable_members(document)
 
 
-PAGE = Page(PATH, TITLE, "▲", layout, group="Traffic")
+PAGE = ConsolePage(PATH, TITLE, "▲", layout, group="Traffic")

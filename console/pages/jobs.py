@@ -14,8 +14,8 @@ from .. import format as fmt
 from ..components import alert, card, notice, page_header, pill, table
 from ..figures import jobs_figure
 from ..ids import Ids
-from ..provider import JobRun, ProviderError
-from . import OPERATOR_ONLY, Page, Providers
+from ..provider import JobRunView, ProviderError
+from . import OPERATOR_ONLY, ConsolePage, Providers
 
 PATH = "jobs"
 TITLE = "Jobs"
@@ -60,7 +60,7 @@ def layout() -> Component:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_runs(runs: Sequence[JobRun], now: float) -> Component:
+def render_runs(runs: Sequence[JobRunView], now: float) -> Component:
     rows: list[list[Any]] = []
     props: list[dict[str, Any]] = []
     for run in runs:
@@ -94,7 +94,7 @@ def render_runs(runs: Sequence[JobRun], now: float) -> Component:
     )
 
 
-def render_stages(runs: Sequence[JobRun]) -> Component:
+def render_stages(runs: Sequence[JobRunView]) -> Component:
     """The stages of the newest run (so far, if it is running): rows, duration, share."""
     if not runs:
         return html.Div()
@@ -170,4 +170,4 @@ def register(app: Dash, providers: Providers) -> None:
         return (version or 0) + 1, notice(f"run #{run.id} started ({run.status})", "success")
 
 
-PAGE = Page(PATH, TITLE, "⚙", layout, group="Pipeline")
+PAGE = ConsolePage(PATH, TITLE, "⚙", layout, group="Pipeline")

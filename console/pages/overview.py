@@ -26,12 +26,12 @@ from ..provider import (
     ClusterView,
     ConsoleProvider,
     History,
-    LiveIndicator,
+    LiveIndicatorView,
     LiveOverview,
-    Member,
+    MemberCard,
     ProviderError,
 )
-from . import Page, Providers
+from . import ConsolePage, Providers
 
 PATH = ""
 TITLE = "Overview"
@@ -133,7 +133,7 @@ def _indicator_card(indicator: str) -> html.Div:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_health(members: Sequence[Member], topology: ClusterView | None = None) -> Component:
+def render_health(members: Sequence[MemberCard], topology: ClusterView | None = None) -> Component:
     health, text = fmt.cluster_health(
         members,
         None if topology is None else topology.health,
@@ -176,7 +176,7 @@ def render_topology(topology: ClusterView | None) -> list[Component]:
     ]
 
 
-def render_members(members: Sequence[Member]) -> list[Component]:
+def render_members(members: Sequence[MemberCard]) -> list[Component]:
     cards: list[Component] = []
     for member in members:
         state = _state_pill(member)
@@ -215,7 +215,7 @@ def render_members(members: Sequence[Member]) -> list[Component]:
     return cards
 
 
-def _state_pill(member: Member) -> html.Span:
+def _state_pill(member: MemberCard) -> html.Span:
     if member.up:
         return pill("UP", "good")
     if member.not_answering is not None:
@@ -227,7 +227,7 @@ def _fact(name: str, value: str) -> html.Div:
     return html.Div([html.Span(name, className="fact-name"), html.Span(value)], className="fact")
 
 
-def render_windows(indicator: str, scopes: Mapping[str, LiveIndicator | None]) -> html.Table:
+def render_windows(indicator: str, scopes: Mapping[str, LiveIndicatorView | None]) -> html.Table:
     """The 1m / 5m / 15m max, average and standard deviation under an indicator's chart.
 
     One block of rows per member (live windows are per member: the cluster's come from the
@@ -260,9 +260,11 @@ def render_windows(indicator: str, scopes: Mapping[str, LiveIndicator | None]) -
     )
 
 
-def member_indicators(overview: LiveOverview, indicator: str) -> dict[str, LiveIndicator | None]:
+def member_indicators(
+    overview: LiveOverview, indicator: str
+) -> dict[str, LiveIndicatorView | None]:
     """Each member's live ``indicator`` (None for a member that could not be read)."""
-    out: dict[str, LiveIndicator | None] = {}
+    out: dict[str, LiveIndicatorView | None] = {}
     for member in overview.members:
         scope = overview.scopes.get(member.name)
         out[member.name] = None if scope is None else scope.indicators.get(indicator)
@@ -569,4 +571,4 @@ def _register_charts(app: Dash, providers: Providers) -> None:
         return result
 
 
-PAGE = Page(PATH, TITLE, "◉", layout, group="Live")
+PAGE = ConsolePage(PATH, TITLE, "◉", layout, group="Live")

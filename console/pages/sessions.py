@@ -12,8 +12,8 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, table
 from ..ids import Ids, disconnect_id
-from ..provider import ProviderError, SessionPage
-from . import OPERATOR_ONLY, Page, Providers
+from ..provider import ProviderError, SessionPageView
+from . import OPERATOR_ONLY, ConsolePage, Providers
 
 PATH = "sessions"
 TITLE = "Sessions"
@@ -71,7 +71,7 @@ def layout() -> Component:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_sessions(page: SessionPage, now: float) -> Component:
+def render_sessions(page: SessionPageView, now: float) -> Component:
     rows: list[list[Any]] = []
     props: list[dict[str, Any]] = []
     for session in page.items:
@@ -109,7 +109,7 @@ def render_sessions(page: SessionPage, now: float) -> Component:
     )
 
 
-def member_options(page: SessionPage, known: list[str]) -> list[dict[str, str]]:
+def member_options(page: SessionPageView, known: list[str]) -> list[dict[str, str]]:
     names = sorted({*known, *(s.member for s in page.items), *page.errors})
     return [{"label": "all members", "value": ALL_MEMBERS}] + [
         {"label": n, "value": n} for n in names
@@ -245,4 +245,4 @@ def _wire_actions(app: Dash, providers: Providers) -> None:
         )
 
 
-PAGE = Page(PATH, TITLE, "⇄", layout, group="Live")
+PAGE = ConsolePage(PATH, TITLE, "⇄", layout, group="Live")

@@ -18,7 +18,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header
 from ..ids import Ids
 from ..provider import CLUSTER, ProviderError, WindowStatistics
-from . import Page, Providers
+from . import ConsolePage, Providers
 
 PATH = "statistics"
 TITLE = "Statistics"
@@ -232,4 +232,4 @@ def register(app: Dash, providers: Providers) -> None:
         return [render_asof(stats, time.time()), coverage_note(stats)], render_table(stats)
 
 
-PAGE = Page(PATH, TITLE, "▦", layout, group="Traffic")
+PAGE = ConsolePage(PATH, TITLE, "▦", layout, group="Traffic")

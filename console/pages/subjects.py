@@ -13,8 +13,8 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill, table
 from ..ids import Ids
-from ..provider import PresenceInfo, ProviderError, PublishResult, SubjectInfo
-from . import OPERATOR_ONLY, Page, Providers
+from ..provider import PresenceInfo, ProviderError, PublishOutcome, SubjectView
+from . import OPERATOR_ONLY, ConsolePage, Providers
 
 PATH = "subjects"
 TITLE = "Subjects"
@@ -131,7 +131,7 @@ def layout() -> Component:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_snapshot(info: SubjectInfo) -> Component:
+def render_snapshot(info: SubjectView) -> Component:
     snap = info.snapshot
     if snap is None:
         return html.Div(
@@ -163,7 +163,7 @@ def render_snapshot(info: SubjectInfo) -> Component:
     )
 
 
-def render_subscribers(info: SubjectInfo) -> Component:
+def render_subscribers(info: SubjectView) -> Component:
     rows = [[member, str(n)] for member, n in sorted(info.subscribers.items())]
     rows += [[member, f"error: {error}"] for member, error in sorted(info.errors.items())]
     return html.Div(
@@ -210,7 +210,7 @@ def presence_problem(exc: ProviderError) -> Component:
 
 
 def next_log(
-    log: Sequence[Mapping[str, Any]], info: SubjectInfo, now: float
+    log: Sequence[Mapping[str, Any]], info: SubjectView, now: float
 ) -> list[dict[str, Any]]:
     """Append the snapshot to the change log when its (epoch, seq) is new."""
     out = [dict(entry) for entry in log if entry.get("subject") == info.subject]
@@ -237,7 +237,7 @@ def render_log(log: Sequence[Mapping[str, Any]]) -> Component:
 
 
 def arrival(
-    published: Mapping[str, Any] | None, info: SubjectInfo, now: float
+    published: Mapping[str, Any] | None, info: SubjectView, now: float
 ) -> tuple[Component, dict[str, Any] | None]:
     """Whether the last test message reached the subject's snapshot, and how fast; with the
     published record to keep, holding the moment it was first seen in ``arrived``: the time it
@@ -263,7 +263,7 @@ def arrival(
     return waiting, None
 
 
-def published_record(result: PublishResult, now: float) -> dict[str, Any]:
+def published_record(result: PublishOutcome, now: float) -> dict[str, Any]:
     record = result.to_json()
     record["sent"] = now
     return record
@@ -398,4 +398,4 @@ def _register_presence(app: Dash, providers: Providers) -> None:
         return render_presence(info)
 
 
-PAGE = Page(PATH, TITLE, "◈", layout, group="Live")
+PAGE = ConsolePage(PATH, TITLE, "◈", layout, group="Live")

@@ -16,7 +16,7 @@ from ..components import Child, alert, card, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import Page, Providers
+from . import ConsolePage, Providers
 
 PATH = "trace"
 TITLE = "Live trace"
@@ -334,4 +334,4 @@ def _wire_view(app: Dash, providers: Providers) -> None:
         return render_session(detail)
 
 
-PAGE = Page(PATH, TITLE, "⌁", layout, group="Live", role="operator")
+PAGE = ConsolePage(PATH, TITLE, "⌁", layout, group="Live", role="operator")

@@ -17,8 +17,8 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header
 from ..figures import trend_figure
 from ..ids import Ids
-from ..provider import CLUSTER, ProviderError, TrendPoint
-from . import Page, Providers
+from ..provider import CLUSTER, ProviderError, TrendPointView
+from . import ConsolePage, Providers
 
 PATH = "trends"
 TITLE = "Trends"
@@ -112,7 +112,7 @@ def time_range(name: str | None, now: float) -> tuple[int | None, int | None]:
     return (None if seconds is None else int(now) - seconds), None
 
 
-def trend_span(since: int | None, points: Sequence[TrendPoint], now: float) -> tuple[int, int]:
+def trend_span(since: int | None, points: Sequence[TrendPointView], now: float) -> tuple[int, int]:
     """The time axis of a trend: the selected range up to now; for "all", from an hour before
     the first point (one point drew on an axis a millisecond wide: issue 34)."""
     end = int(now)
@@ -134,7 +134,7 @@ def first_points_text(now: float) -> str:
     )
 
 
-def render_summary(points: Sequence[TrendPoint], indicator: str, now: float) -> Component:
+def render_summary(points: Sequence[TrendPointView], indicator: str, now: float) -> Component:
     if not points:
         return html.Span(first_points_text(now), className="muted", **attrs({"data-points": "0"}))
     averages = [p.avg for p in points if p.avg is not None]
@@ -208,4 +208,4 @@ def register(app: Dash, providers: Providers) -> None:
         )
 
 
-PAGE = Page(PATH, TITLE, "↗", layout, group="Traffic")
+PAGE = ConsolePage(PATH, TITLE, "↗", layout, group="Traffic")

@@ -33,7 +33,7 @@ from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError, WindowStatistics
-from . import OPERATOR_ONLY, Page, Providers
+from . import OPERATOR_ONLY, ConsolePage, Providers
 from .statistics import coverage_note, pick, render_asof, render_table
 
 PATH = "watched"
@@ -262,4 +262,4 @@ def _register_stored(app: Dash, providers: Providers) -> None:
         return render_stored(pattern, stored_windows(answer, scope or CLUSTER), time.time())
 
 
-PAGE = Page(PATH, "Watched", "◎", layout, group="Traffic")
+PAGE = ConsolePage(PATH, "Watched", "◎", layout, group="Traffic")

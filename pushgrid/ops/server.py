@@ -81,7 +81,7 @@ class ServerIdentity(msgspec.Struct, rename="pascal", frozen=True, kw_only=True)
     settings: SettingsView
 
 
-class ServerSettings(msgspec.Struct, rename="pascal", frozen=True):
+class ServerSettingsView(msgspec.Struct, rename="pascal", frozen=True):
     """A ``read`` of the one ``Settings`` attribute."""
 
     settings: SettingsView

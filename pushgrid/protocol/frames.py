@@ -154,7 +154,7 @@ class Welcome(msgspec.Struct, tag_field="type", tag="welcome"):
     max_subscriptions: int
 
 
-class Message(msgspec.Struct, tag_field="type", tag="message", omit_defaults=True):
+class MessageFrame(msgspec.Struct, tag_field="type", tag="message", omit_defaults=True):
     """A delivered message. ``conflated`` appears (true) only on conflated deliveries."""
 
     kind: MessageKind
@@ -184,7 +184,7 @@ class Unsubscribed(msgspec.Struct, tag_field="type", tag="unsubscribed"):
     id: int | None = None
 
 
-class PublishResult(msgspec.Struct, tag_field="type", tag="publish_result"):
+class PublishResultFrame(msgspec.Struct, tag_field="type", tag="publish_result"):
     result: PublishResultCode
     subject: str
     id: int | None = None
@@ -206,7 +206,7 @@ class TokenResult(msgspec.Struct, tag_field="type", tag="token_result"):
     revoked: list[str] | None = None
 
 
-class PresentClient(msgspec.Struct):
+class PresentClientFrame(msgspec.Struct):
     session: str
     client_id: str  # "" when the subscriber declared none
     member: str
@@ -218,7 +218,7 @@ class PresenceAnswer(msgspec.Struct, tag_field="type", tag="presence"):
 
     subject: str
     subscribers: int
-    clients: list[PresentClient]
+    clients: list[PresentClientFrame]
     truncated: bool
     id: int | None = None
 
@@ -247,10 +247,10 @@ class Error(msgspec.Struct, tag_field="type", tag="error"):
 
 ServerFrame = (
     Welcome
-    | Message
+    | MessageFrame
     | Subscribed
     | Unsubscribed
-    | PublishResult
+    | PublishResultFrame
     | TokenResult
     | PresenceAnswer
     | Pong

@@ -28,7 +28,7 @@ from enum import StrEnum
 from .status import ClusterStatus
 
 
-class Change(StrEnum):
+class IsolationChange(StrEnum):
     ISOLATED = "isolated"  # close every client with CLUSTER_ISOLATED, refuse new sessions
     REJOINED = "rejoined"  # accept sessions again
 
@@ -71,14 +71,16 @@ class IsolationDetector:
     def isolated(self) -> bool:
         return self.reason is not None
 
-    def observe(self, now: float, loss: str | None, progress: Progress | None) -> Change | None:
+    def observe(
+        self, now: float, loss: str | None, progress: Progress | None
+    ) -> IsolationChange | None:
         loss = loss or self._behind(now, progress)
         if loss is None:
             self._lost_since = None
             if self.reason is None:
                 return None
             self.reason = None
-            return Change.REJOINED
+            return IsolationChange.REJOINED
         if self._lost_since is None:
             self._lost_since = now
         if self.reason is not None:
@@ -87,7 +89,7 @@ class IsolationDetector:
         if now - self._lost_since < self.timeout:
             return None
         self.reason = loss
-        return Change.ISOLATED
+        return IsolationChange.ISOLATED
 
     def _behind(self, now: float, progress: Progress | None) -> str | None:
         """Records the stream held ``timeout`` seconds ago and still not delivered."""

@@ -32,7 +32,7 @@ NATS_CLUSTER_NAME = "pushgrid"
 
 
 @dataclass(frozen=True, slots=True)
-class Member:
+class TopologyMember:
     """One entry of ``ClusterMembers``."""
 
     index: int  # 1-based position in the list
@@ -60,7 +60,7 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class Topology:
-    members: tuple[Member, ...]
+    members: tuple[TopologyMember, ...]
     own_index: int
 
     @staticmethod
@@ -68,17 +68,17 @@ class Topology:
         seeds = seed_count if seed_count is not None else default_seed_count(len(entries))
         index = resolve_self(entries, own)
         members = tuple(
-            Member(i, *parse_address(entry), seed=i <= seeds)
+            TopologyMember(i, *parse_address(entry), seed=i <= seeds)
             for i, entry in enumerate(entries, start=1)
         )
         return Topology(members, index)
 
     @property
-    def me(self) -> Member:
+    def me(self) -> TopologyMember:
         return self.members[self.own_index - 1]
 
     @property
-    def seeds(self) -> tuple[Member, ...]:
+    def seeds(self) -> tuple[TopologyMember, ...]:
         return tuple(m for m in self.members if m.seed)
 
     @property

@@ -20,7 +20,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from pushgrid.protocol.frames import PublishResult, ServerFrame
+from pushgrid.protocol.frames import PublishResultFrame, ServerFrame
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 #: the transport stops reading when its inbox fills): a bounded amount of memory per client.
 MAX_IN_FLIGHT = 64
 
-Answer = ServerFrame | asyncio.Future[PublishResult]
+Answer = ServerFrame | asyncio.Future[PublishResultFrame]
 
 
 class InOrder:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from pushgrid.protocol.frames import Message
+from pushgrid.protocol.frames import MessageFrame
 
 from ..engine.base import Published
 from ..framing.outframe import OutFrame
@@ -47,7 +47,7 @@ class ConflatedSubscription:
         last = self.last
         if last is None or not self.active:
             return None
-        message = Message(
+        message = MessageFrame(
             kind="update",
             subject=last.subject,
             content=self.content,

@@ -12,15 +12,15 @@ the engine's values.
 from __future__ import annotations
 
 from pushgrid.protocol.codec import encode
-from pushgrid.protocol.frames import Message, MessageKind
+from pushgrid.protocol.frames import MessageFrame, MessageKind
 
 from ..engine.base import Published, Snapshot
 from ..framing.outframe import SETS, OutFrame
 
 
-def message_of(published: Published, kind: MessageKind) -> Message:
+def message_of(published: Published, kind: MessageKind) -> MessageFrame:
     """The ``message`` frame delivering ``published`` as ``kind``."""
-    return Message(
+    return MessageFrame(
         kind=kind,
         subject=published.subject,
         content=published.content,
@@ -51,7 +51,7 @@ def message_frame(published: Published, kind: MessageKind) -> OutFrame:
 
 def snapshot_frame(snapshot: Snapshot) -> OutFrame:
     """The ``snapshot`` message frame."""
-    message = Message(
+    message = MessageFrame(
         kind="snapshot",
         subject=snapshot.subject,
         content=snapshot.content,

@@ -30,8 +30,8 @@ from pushgrid.protocol.frames import (
     PresenceAnswer,
     PresenceQuery,
     Publish,
-    PublishResult,
     PublishResultCode,
+    PublishResultFrame,
     ServerFrame,
     Subscribe,
     Subscribed,
@@ -262,7 +262,7 @@ class Session:
                 "too_large" if error.code == ErrorCode.MESSAGE_TOO_LARGE else "failed"
             )
             self.answers.add(  # after the publishes in flight before it, costing them nothing
-                PublishResult(
+                PublishResultFrame(
                     result=result,
                     subject=error.subject or "",
                     id=error.request_id,
@@ -305,7 +305,7 @@ class Session:
         task = asyncio.get_running_loop().create_task(self._accept(op, request))
         self.answers.add(task)
 
-    async def _accept(self, op: Publish, request: PublishRequest) -> PublishResult:
+    async def _accept(self, op: Publish, request: PublishRequest) -> PublishResultFrame:
         try:
             outcome = await self.admission.accept(request)
         except Exception:  # every publish gets its answer
@@ -314,7 +314,7 @@ class Session:
         if isinstance(outcome, Refusal):
             return _refused(op, outcome)
         self.messages_in += 1
-        return PublishResult(
+        return PublishResultFrame(
             result="ok",
             subject=op.subject,
             id=op.id,
@@ -472,8 +472,8 @@ def _answered_as_publish(error: RemoteProtocolError) -> bool:
     )
 
 
-def _refused(op: Publish, refusal: Refusal) -> PublishResult:
-    return PublishResult(
+def _refused(op: Publish, refusal: Refusal) -> PublishResultFrame:
+    return PublishResultFrame(
         result=_RESULTS.get(refusal.code, "failed"),
         subject=op.subject,
         id=op.id,

@@ -42,7 +42,7 @@ class WatchError(MonitoringError, ValueError):
         self.kind = kind
 
 
-class TallySource(Protocol):
+class PatternTallySource(Protocol):
     """What the watchlist reads from the hub."""
 
     def take_tally(self) -> dict[str, list[int]]: ...
@@ -193,7 +193,7 @@ class WatchFeed:
     :meth:`drain` takes what is left (all of it when the hot subjects are off) after them.
     """
 
-    def __init__(self, hub: TallySource, watchlist: Watchlist) -> None:
+    def __init__(self, hub: PatternTallySource, watchlist: Watchlist) -> None:
         self.hub = hub
         self.watchlist = watchlist
 

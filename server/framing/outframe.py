@@ -13,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from pushgrid.protocol.codec import encode
-from pushgrid.protocol.frames import Message, ServerFrame, Subscribed
+from pushgrid.protocol.frames import MessageFrame, ServerFrame, Subscribed
 
 from .wsframe import encode_text_frame
 
@@ -62,7 +62,7 @@ class OutFrame(msgspec.Struct, gc=False):
         return length + (2 if length < 126 else 4 if length < 1 << 16 else 10)
 
     @classmethod
-    def message(cls, message: Message) -> OutFrame:
+    def message(cls, message: MessageFrame) -> OutFrame:
         """A ``message`` frame; its position rule comes from the struct, before encoding."""
         move = OPENS if message.kind in _OPENING_KINDS else 0
         if message.kind == "snapshot" or message.qos == "guaranteed" or message.conflated:
@@ -73,7 +73,7 @@ class OutFrame(msgspec.Struct, gc=False):
     def of(cls, frame: ServerFrame) -> OutFrame:
         """Any server frame (control frames and ``subscribed`` answers)."""
         # exact types: isinstance on a msgspec Struct class costs ~140 ns, twice per frame
-        if type(frame) is Message:
+        if type(frame) is MessageFrame:
             return cls.message(frame)
         if (
             type(frame) is Subscribed

@@ -15,7 +15,7 @@ from enum import IntEnum
 from pushgrid.kernel.jmxquery import Reading
 
 
-class Status(IntEnum):
+class CheckStatus(IntEnum):
     OK = 0
     WARNING = 1
     CRITICAL = 2
@@ -58,7 +58,7 @@ class Range:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: Status
+    status: CheckStatus
     line: str
 
 
@@ -76,20 +76,20 @@ def _perf(reading: Reading, value: float, warn: Range | None, crit: Range | None
 def evaluate(readings: Sequence[Reading], warn: Range | None, crit: Range | None) -> Outcome:
     """The worst status over the numeric readings, with a Nagios output line."""
     if not readings:
-        return Outcome(Status.UNKNOWN, "JMX UNKNOWN - no attribute matched")
-    worst = Status.OK
+        return Outcome(CheckStatus.UNKNOWN, "JMX UNKNOWN - no attribute matched")
+    worst = CheckStatus.OK
     parts: list[str] = []
     perf: list[str] = []
     for reading in readings:
         value = reading.value
         if isinstance(value, bool) or not isinstance(value, int | float):
             line = f"JMX UNKNOWN - {_label(reading)} = {value!r} (not a number)"
-            return Outcome(Status.UNKNOWN, line)
-        status = Status.OK
+            return Outcome(CheckStatus.UNKNOWN, line)
+        status = CheckStatus.OK
         if crit is not None and crit.alerts(value):
-            status = Status.CRITICAL
+            status = CheckStatus.CRITICAL
         elif warn is not None and warn.alerts(value):
-            status = Status.WARNING
+            status = CheckStatus.WARNING
         worst = max(worst, status)
         parts.append(f"{_label(reading)} = {value:g}")
         perf.append(_perf(reading, float(value), warn, crit))

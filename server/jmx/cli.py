@@ -17,7 +17,7 @@ from pushgrid.config.cli_support import fail, settings_or_exit
 from pushgrid.kernel.jmxquery import JmxError, Reading, nest, query
 
 from .bridge import BridgeError, BridgeLaunch, prepare, run, run_alongside
-from .check import Range, Status, evaluate
+from .check import CheckStatus, Range, evaluate
 
 ConfigOption = Annotated[
     Path | None,
@@ -90,7 +90,7 @@ def _query_or_exit(
         found = query(url, patterns, user, password, java=settings.jmx_java, java_options=options)
         return asyncio.run(found)
     except JmxError as exc:
-        if unknown == Status.UNKNOWN:
+        if unknown == CheckStatus.UNKNOWN:
             typer.echo(f"JMX UNKNOWN - {url}: {exc.message}")
             raise typer.Exit(unknown) from None
         raise fail(f"{url}: {exc.message}", unknown) from None
@@ -147,7 +147,7 @@ def register(app: typer.Typer) -> None:
             ranges = [None if text is None else Range.parse(text) for text in (warn, crit)]
         except ValueError as exc:
             typer.echo(f"JMX UNKNOWN - {exc}")
-            raise typer.Exit(Status.UNKNOWN) from None
+            raise typer.Exit(CheckStatus.UNKNOWN) from None
         settings = settings_or_exit(config)
         wanted = [f"{pattern}/{attribute}"]
         readings = _query_or_exit(url, wanted, settings.jmx, username, 3, java_option)

@@ -48,7 +48,7 @@ HEALTH_CHECK_PERIOD = 1.0  # seconds: the cluster meta-subject follows a change 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class Publisher(Protocol):
+class MetaPublisher(Protocol):
     async def publish(self, request: PublishRequest) -> Published: ...
 
 
@@ -106,7 +106,7 @@ def cluster_message(server_name: str, cluster: ClusterStatus) -> PublishRequest:
 
 async def publish_meta_subjects(
     node: MonitoredNode,
-    engine: Publisher,
+    engine: MetaPublisher,
     interval: float,
     health_period: float = HEALTH_CHECK_PERIOD,
 ) -> None:
@@ -134,7 +134,7 @@ def _same(a: PublishRequest, b: PublishRequest) -> bool:
     return a.content == b.content and a.fields == b.fields
 
 
-async def _publish_round(engine: Publisher, round_: list[PublishRequest]) -> None:
+async def _publish_round(engine: MetaPublisher, round_: list[PublishRequest]) -> None:
     for message in round_:
         try:
             await engine.publish(message)

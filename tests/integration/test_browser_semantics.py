@@ -18,7 +18,7 @@ from pushgrid.client.backoff import Backoff, BackoffPolicy
 from pushgrid.client.closecodes import rule_for_close
 from pushgrid.client.recovery import RecoveryTracker
 from pushgrid.client.servers import parse_server
-from pushgrid.protocol.frames import Message, Subscribed, msg_id_error
+from pushgrid.protocol.frames import MessageFrame, Subscribed, msg_id_error
 from pushgrid.protocol.subjects import subject_error
 
 from .browser import Browser, missing
@@ -280,7 +280,7 @@ def test_recovery_tracker_agrees(page, seed):
             tracker.on_subscribed(msgspec.convert(frame, Subscribed))
             expected.append(None)
         else:
-            decision = tracker.on_message(msgspec.convert(frame, Message))
+            decision = tracker.on_message(msgspec.convert(frame, MessageFrame))
             recover = decision.recover
             expected.append(
                 [

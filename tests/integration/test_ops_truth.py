@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import pytest
 
-from pushgrid.admin_api.member_client import Member, new_http_client
+from pushgrid.admin_api.member_client import MemberEndpoint, new_http_client
 from pushgrid.admin_api.services.cluster import MemberWatch
 from pushgrid.console.http_provider import member_of
 from pushgrid.console.pages import overview
@@ -105,7 +105,7 @@ async def test_a_killed_member_degrades_every_view_for_the_same_reason(
             [f"m{i}={cluster.member(i).monitor_url}" for i in (1, 2, 3)],
         )
         watched = [
-            Member(name=f"m{i}", monitor_url=cluster.member(i).monitor_url, source="config")
+            MemberEndpoint(name=f"m{i}", monitor_url=cluster.member(i).monitor_url, source="config")
             for i in (1, 2, 3)
         ]
         watch = MemberWatch(lambda: watched)

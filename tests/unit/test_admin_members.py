@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from pushgrid.admin_api.member_client import Member, check_base_url, derive_client_url
+from pushgrid.admin_api.member_client import MemberEndpoint, check_base_url, derive_client_url
 from pushgrid.admin_api.schemas import (
     IndicatorName,
     LiveIndicator,
@@ -73,10 +73,10 @@ def test_client_url_from_listen(listen: list[str], expected: str | None) -> None
 
 
 def test_member_credentials_are_not_in_its_repr() -> None:
-    member = Member("m", "http://h:1", "registered", username="u", password="pw-secret")
+    member = MemberEndpoint("m", "http://h:1", "registered", username="u", password="pw-secret")
     assert "pw-secret" not in repr(member)
     assert member.has_credentials
-    assert not Member("m", "http://h:1", "config", username="u").has_credentials
+    assert not MemberEndpoint("m", "http://h:1", "config", username="u").has_credentials
 
 
 # --- live statistics --------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_session_filters_sort_and_pages(
 
 
 def test_parse_sessions_from_the_mbean_operation() -> None:
-    member = Member("push-1", "http://h:1", "config")
+    member = MemberEndpoint("push-1", "http://h:1", "config")
     (session,) = parse_sessions(
         member,
         [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pushgrid.admin_api.member_client import Member
+from pushgrid.admin_api.member_client import MemberEndpoint
 from pushgrid.admin_api.secretbox import SecretBox, _derived_key, _file_key, is_sealed
 from pushgrid.admin_api.security import throttle_key
 from pushgrid.admin_api.services.cluster import discovered_members, discovery_allowed
@@ -40,7 +40,7 @@ def test_discovery_allow_list(url: str, allow: list[str], expected: bool) -> Non
 
 
 def test_discovered_members_get_credentials_only_when_allowed() -> None:
-    via = Member("m1", "http://10.0.0.1:8900", "config", username="ops", password="pw")
+    via = MemberEndpoint("m1", "http://10.0.0.1:8900", "config", username="ops", password="pw")
     heard = [("m2", "http://10.0.0.2:8900"), ("evil", "http://203.0.113.9:8900")]
     view = ClusterDocument(
         engine="nats",

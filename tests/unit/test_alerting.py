@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from pushgrid.admin_api.alerting import (
     MAX_BUCKETS,
     Alert,
+    AlertWindow,
     Evaluator,
     Rule,
-    Window,
     cluster_readings,
     hysteresis_ok,
 )
@@ -109,17 +109,17 @@ def test_for_zero_fires_at_once_and_a_restored_pending_alert_fires_or_resolves()
 
 
 def test_a_window_is_bounded_and_averages_what_it_holds() -> None:
-    window = Window(span=86_400.0, first_seen=0.0)
+    window = AlertWindow(span=86_400.0, first_seen=0.0)
     for t in range(0, 100_000):
         window.add(float(t), 1.0 if t % 2 else 3.0)
     assert len(window.buckets) <= MAX_BUCKETS + 1
     assert window.average() == pytest.approx(2.0, rel=1e-3)
     assert window.full(100_000.0)
-    short = Window(span=2.0, first_seen=10.0)
+    short = AlertWindow(span=2.0, first_seen=10.0)
     for at, v in ((10.0, 1.0), (11.0, 2.0), (12.0, 6.0)):
         short.add(at, v)
     assert short.average() == 4.0  # (10, 12]: the samples of 11 and 12
-    assert not Window(span=2.0, first_seen=10.0).full(11.0)
+    assert not AlertWindow(span=2.0, first_seen=10.0).full(11.0)
 
 
 # --- hypothesis: a steady load with jitter never flaps -----------------------------------------

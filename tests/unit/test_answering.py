@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from pushgrid.admin_api.answering import Answering, Silenced, not_answering_text
-from pushgrid.admin_api.member_client import Member
+from pushgrid.admin_api.member_client import MemberEndpoint
 from pushgrid.admin_api.services.alerts import announcers
 from pushgrid.ops.cluster import ClusterDocument, ClusterMember
 
@@ -59,8 +59,8 @@ async def test_a_request_that_answers_is_not_disturbed() -> None:
     assert await Answering().unless_silent(URL, answer()) == "value"
 
 
-def _member(name: str) -> Member:
-    return Member(name, f"http://127.0.0.1:89{name[-1]}0", "config")
+def _member(name: str) -> MemberEndpoint:
+    return MemberEndpoint(name, f"http://127.0.0.1:89{name[-1]}0", "config")
 
 
 def _view(name: str, mode: str = "guaranteed") -> ClusterDocument:

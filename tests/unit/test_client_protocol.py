@@ -40,11 +40,11 @@ from pushgrid.client.servers import ServerPool, parse_servers
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import (
     Error,
-    Message,
+    MessageFrame,
     Ping,
     Position,
     Publish,
-    PublishResult,
+    PublishResultFrame,
     Subscribe,
     Subscribed,
     Token,
@@ -77,8 +77,8 @@ def wire(*frames: msgspec.Struct) -> bytes:
     return msgspec.json.encode(frames[0] if len(frames) == 1 else list(frames))
 
 
-def msg(seq: int, epoch: str = "e1", subject: str = S) -> Message:
-    return Message("update", subject, f"c{seq}", {}, epoch, seq, "guaranteed", True, 0)
+def msg(seq: int, epoch: str = "e1", subject: str = S) -> MessageFrame:
+    return MessageFrame("update", subject, f"c{seq}", {}, epoch, seq, "guaranteed", True, 0)
 
 
 def sent(actions: list[ClientAction]) -> list[msgspec.Struct]:
@@ -257,11 +257,11 @@ def test_publish_answers_too_large_and_lost_connections() -> None:
     assert isinstance(request, tuple)
     request_id, frame = request
     assert isinstance(frame, Publish)
-    (answer,) = p.data_received(wire(PublishResult("ok", S, request_id, "e1", 7)), 0.0)
+    (answer,) = p.data_received(wire(PublishResultFrame("ok", S, request_id, "e1", 7)), 0.0)
     assert isinstance(answer, Answer)
     assert isinstance(answer.result, Answered)
     assert answer.result.result is PublishStatus.OK
-    assert p.data_received(wire(PublishResult("ok", S, request_id, "e1", 7)), 0.0) == []
+    assert p.data_received(wire(PublishResultFrame("ok", S, request_id, "e1", 7)), 0.0) == []
     too_large = p.publish_request(S, "x" * 2000, {}, True, "guaranteed")
     assert not isinstance(too_large, tuple)
     assert too_large.result is PublishStatus.TOO_LARGE
@@ -283,7 +283,7 @@ def test_publish_carries_its_msg_id_and_a_repeat_is_answered_duplicate() -> None
     request_id, frame = request
     assert frame.message_id == "order-17"
     assert b'"msg_id":"order-17"' in msgspec.json.encode(frame)
-    reply = PublishResult("ok", S, request_id, "e1", 7, duplicate=True)
+    reply = PublishResultFrame("ok", S, request_id, "e1", 7, duplicate=True)
     (answer,) = p.data_received(wire(reply), 0.0)
     assert isinstance(answer, Answer)
     assert isinstance(answer.result, Answered)

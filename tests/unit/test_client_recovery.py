@@ -6,7 +6,14 @@ import msgspec
 import pytest
 
 from pushgrid.client.recovery import Action, RecoveryTracker
-from pushgrid.protocol.frames import Message, MessageKind, Position, QoS, RecoveryStatus, Subscribed
+from pushgrid.protocol.frames import (
+    MessageFrame,
+    MessageKind,
+    Position,
+    QoS,
+    RecoveryStatus,
+    Subscribed,
+)
 
 S = "/a/b"
 
@@ -17,8 +24,8 @@ def msg(
     kind: MessageKind = "update",
     qos: QoS = "guaranteed",
     subject: str = S,
-) -> Message:
-    return Message(
+) -> MessageFrame:
+    return MessageFrame(
         kind=kind,
         subject=subject,
         content=f"c{seq}",
@@ -47,7 +54,7 @@ def subscribed(
     )
 
 
-def actions(tracker: RecoveryTracker, frames: list[Message]) -> list[Action]:
+def actions(tracker: RecoveryTracker, frames: list[MessageFrame]) -> list[Action]:
     return [tracker.on_message(frame).action for frame in frames]
 
 
@@ -256,12 +263,12 @@ def test_negative_max_recoveries_rejected() -> None:
         RecoveryTracker(max_recoveries=-1)
 
 
-def conflated(seq: int, epoch: str = "e1") -> Message:
+def conflated(seq: int, epoch: str = "e1") -> MessageFrame:
     return msgspec.structs.replace(msg(seq, epoch), conflated=True)
 
 
 @pytest.mark.skipif(
-    "conflated" not in Message.__struct_fields__, reason="frames without the conflated flag"
+    "conflated" not in MessageFrame.__struct_fields__, reason="frames without the conflated flag"
 )
 def test_conflated_deliveries_skip_gap_detection_but_not_duplicates() -> None:
     tracker = RecoveryTracker()

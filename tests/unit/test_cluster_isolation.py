@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pushgrid.server.cluster.isolation import (
-    Change,
+    IsolationChange,
     IsolationDetector,
     Progress,
     cluster_loss,
@@ -81,11 +81,11 @@ def test_isolated_only_after_the_loss_lasts_the_timeout_then_rejoins_at_once() -
     assert detector.observe(1.0, "lost", None) is None
     assert detector.observe(2.9, "lost", None) is None
     assert not detector.isolated
-    assert detector.observe(3.0, "lost again", None) is Change.ISOLATED
+    assert detector.observe(3.0, "lost again", None) is IsolationChange.ISOLATED
     assert detector.reason == "lost again"
     assert detector.observe(10.0, "still", None) is None  # one change per isolation
     assert detector.reason == "still"
-    assert detector.observe(10.5, None, None) is Change.REJOINED
+    assert detector.observe(10.5, None, None) is IsolationChange.REJOINED
     assert detector.reason is None
     assert detector.observe(11.0, None, None) is None
 
@@ -95,7 +95,7 @@ def test_a_short_loss_is_forgotten() -> None:
     detector.observe(0.0, "lost", None)
     detector.observe(1.5, None, None)
     assert detector.observe(3.0, "lost", None) is None  # the clock starts again
-    assert detector.observe(5.0, "lost", None) is Change.ISOLATED
+    assert detector.observe(5.0, "lost", None) is IsolationChange.ISOLATED
 
 
 def test_a_member_delivering_with_a_steady_small_lag_is_not_behind() -> None:
@@ -113,12 +113,12 @@ def test_records_left_undelivered_past_the_timeout_count_as_a_loss() -> None:
     assert detector.observe(2.9, None, Progress(160, 140)) is None
     assert detector.observe(3.0, None, Progress(170, 149)) is None  # behind from here
     assert not detector.isolated
-    assert detector.observe(5.0, None, Progress(170, 149)) is Change.ISOLATED
+    assert detector.observe(5.0, None, Progress(170, 149)) is IsolationChange.ISOLATED
     assert detector.reason is not None
     assert "behind" in detector.reason
-    assert detector.observe(5.5, None, Progress(170, 170)) is Change.REJOINED
+    assert detector.observe(5.5, None, Progress(170, 170)) is IsolationChange.REJOINED
 
 
 def test_a_zero_timeout_isolates_at_the_first_loss() -> None:
     detector = IsolationDetector(0.0)
-    assert detector.observe(0.0, "lost", None) is Change.ISOLATED
+    assert detector.observe(0.0, "lost", None) is IsolationChange.ISOLATED

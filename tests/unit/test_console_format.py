@@ -8,10 +8,10 @@ from pushgrid.console import format as fmt
 from pushgrid.console.provider import (
     CLUSTER,
     History,
-    LiveIndicator,
+    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    Member,
+    MemberCard,
     SecondSeries,
     StatRow,
     WindowStatistics,
@@ -123,8 +123,8 @@ def test_labels_and_units() -> None:
     assert fmt.unit("nope") == ""
 
 
-def _member(name: str, up: bool = True, error: str | None = None) -> Member:
-    return Member(name, f"http://{name}:8900", up, error)
+def _member(name: str, up: bool = True, error: str | None = None) -> MemberCard:
+    return MemberCard(name, f"http://{name}:8900", up, error)
 
 
 def test_cluster_health_is_the_admin_apis() -> None:
@@ -196,9 +196,12 @@ def test_scope_options_put_the_cluster_first() -> None:
 def _overview(ts: int, value: float, members: tuple[str, ...] = ("m1",)) -> LiveOverview:
     indicator = "incoming_messages_per_second"
     scopes = {
-        name: LiveScope(name, ts, {indicator: LiveIndicator(indicator, value)}) for name in members
+        name: LiveScope(name, ts, {indicator: LiveIndicatorView(indicator, value)})
+        for name in members
     }
-    cluster = LiveScope(CLUSTER, ts, {indicator: LiveIndicator(indicator, value * len(members))})
+    cluster = LiveScope(
+        CLUSTER, ts, {indicator: LiveIndicatorView(indicator, value * len(members))}
+    )
     return LiveOverview([_member(m) for m in members], cluster, scopes)
 
 

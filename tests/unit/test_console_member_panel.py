@@ -10,7 +10,7 @@ from dash import html
 from pushgrid.console.http_provider import member_of
 from pushgrid.console.member_panel import REPLICA_LAG_LIMIT, panel_facts, render_panel
 from pushgrid.console.pages import overview
-from pushgrid.console.provider import Member
+from pushgrid.console.provider import MemberCard
 from pushgrid.ops.panel import MemberPanel
 
 PANEL: dict[str, Any] = {
@@ -118,4 +118,4 @@ def test_a_member_card_keeps_its_typed_panel_through_the_dash_store() -> None:
     assert member.panel.open_files_ratio == 0.85
     stored = member.to_json()
     assert stored["panel"] == PANEL  # plain JSON for Dash
-    assert Member.from_json(stored) == member
+    assert MemberCard.from_json(stored) == member

@@ -19,18 +19,18 @@ from pushgrid.console.provider import (
     ClusterView,
     ConsoleProvider,
     History,
-    LiveIndicator,
+    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    Member,
-    Moments,
+    MemberCard,
+    MomentsView,
     ProviderError,
-    PublishResult,
+    PublishOutcome,
     SecondSeries,
-    Snapshot,
     StatRow,
-    SubjectInfo,
-    TrendPoint,
+    SubjectSnapshot,
+    SubjectView,
+    TrendPointView,
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
@@ -125,14 +125,17 @@ def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
         name: LiveScope(
             name,
             ts,
-            {n: LiveIndicator(n, 3.0, {"1m": Moments(60, 9.0, 3.0, 1.0)}) for n in INDICATOR_NAMES},
+            {
+                n: LiveIndicatorView(n, 3.0, {"1m": MomentsView(60, 9.0, 3.0, 1.0)})
+                for n in INDICATOR_NAMES
+            },
         )
         for name in members
     }
     cluster = LiveScope(
-        CLUSTER, ts, {n: LiveIndicator(n, 3.0 * len(members)) for n in INDICATOR_NAMES}
+        CLUSTER, ts, {n: LiveIndicatorView(n, 3.0 * len(members)) for n in INDICATOR_NAMES}
     )
-    return LiveOverview([Member(m, "", True) for m in members], cluster, scopes)
+    return LiveOverview([MemberCard(m, "", True) for m in members], cluster, scopes)
 
 
 def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
@@ -157,11 +160,14 @@ class HistoryApi:
         self.asked.append(since)
         return self.answers.pop(0)
 
-    def trend(self, query: TrendQuery) -> list[TrendPoint]:
+    def trend(self, query: TrendQuery) -> list[TrendPointView]:
         self.trends.append((query.scope, query.indicator, query.window, query.since))
         if not self.stored:
             return []
-        return [TrendPoint(1000, 3600, 5e6, 4e6, 1.0), TrendPoint(4600, 3600, 6e6, 5e6, 1.0)]
+        return [
+            TrendPointView(1000, 3600, 5e6, 4e6, 1.0),
+            TrendPointView(4600, 3600, 6e6, 5e6, 1.0),
+        ]
 
 
 def test_overview_builds_figures_first_then_extends_them() -> None:
@@ -257,7 +263,7 @@ def test_overview_long_ranges_say_why_empty_fill_from_history_and_span_the_range
 
 def test_a_trend_spans_the_selected_range() -> None:
     """Issue 34: one trend point was drawn on an axis one millisecond wide."""
-    point = TrendPoint(50_000, 3600, 5.0, 4.0, 1.0)
+    point = TrendPointView(50_000, 3600, 5.0, 4.0, 1.0)
     assert trends.trend_span(40_000, [point], 60_000.5) == (40_000, 60_000)
     assert trends.trend_span(None, [point], 60_000) == (50_000 - 3600, 60_000)
     figure = trend_figure([point], "connected_users", "1h", CLUSTER, (40_000, 60_000))
@@ -266,7 +272,7 @@ def test_a_trend_spans_the_selected_range() -> None:
 
 def test_overview_reports_members_down() -> None:
     live = _live(100, ("a",))
-    live.members.append(Member("b", "http://b", False, "connection refused"))
+    live.members.append(MemberCard("b", "http://b", False, "connection refused"))
     assert overview.problems_of(live) == ["member b is down: connection refused"]
     cards = overview.render_members(live.members)
     assert [(_prop(c, "data-member"), _prop(c, "data-up")) for c in cards] == [
@@ -295,9 +301,11 @@ def test_overview_window_table_per_member() -> None:
 # --- subjects, sessions, trends -------------------------------------------------------------
 
 
-def _info(seq: int | None, epoch: str = "e1") -> SubjectInfo:
-    snapshot = None if seq is None else Snapshot("/a/b", f"v{seq}", {"k": "v"}, epoch, seq, 1.0)
-    return SubjectInfo("/a/b", snapshot, {"m1": 2, "m2": 1})
+def _info(seq: int | None, epoch: str = "e1") -> SubjectView:
+    snapshot = (
+        None if seq is None else SubjectSnapshot("/a/b", f"v{seq}", {"k": "v"}, epoch, seq, 1.0)
+    )
+    return SubjectView("/a/b", snapshot, {"m1": 2, "m2": 1})
 
 
 def test_subject_log_and_arrival() -> None:
@@ -306,10 +314,10 @@ def test_subject_log_and_arrival() -> None:
     assert subjects.next_log(log, _info(1), now=11.0) == log
     log = subjects.next_log(log, _info(2), now=12.0)
     assert [e["seq"] for e in log] == [1, 2]
-    other = SubjectInfo("/x/y", None, {})
+    other = SubjectView("/x/y", None, {})
     assert subjects.next_log(log, other, now=13.0) == []
 
-    sent = subjects.published_record(PublishResult("/a/b", "ok", "e1", 3, "m1"), now=20.0)
+    sent = subjects.published_record(PublishOutcome("/a/b", "ok", "e1", 3, "m1"), now=20.0)
     waiting, kept = subjects.arrival(sent, _info(2), now=20.5)
     assert _prop(waiting, "data-arrived") == "false"
     assert kept is None
@@ -389,12 +397,12 @@ def test_live_overview_from_the_admin_api() -> None:
             {"member": "b", "reachable": False, "error": "refused", "indicators": []},
         ],
     }
-    members = [Member("a", "http://a", True), Member("b", "http://b", False, "refused")]
+    members = [MemberCard("a", "http://a", True), MemberCard("b", "http://b", False, "refused")]
     live = hp.live_overview(members, data)
     ts = hp.unix("2026-11-22T14:00:04+00:00")
     assert live.cluster.ts == ts
     assert live.cluster.indicators["connected_users"].current == 4.0
-    assert live.scopes["a"].indicators["connected_users"].windows["1m"] == Moments(
+    assert live.scopes["a"].indicators["connected_users"].windows["1m"] == MomentsView(
         60, 5.0, 4.0, 0.5
     )
     assert live.scopes["b"].error == "refused"
@@ -537,7 +545,7 @@ def test_health_card_shows_the_clusters_own_view() -> None:
     from pushgrid.console.pages.overview import render_health
     from pushgrid.console.provider import ClusterMemberState, ClusterView
 
-    members = [Member(m, "", True) for m in ("m1", "m2", "m3")]
+    members = [MemberCard(m, "", True) for m in ("m1", "m2", "m3")]
     topology = ClusterView(
         "guaranteed",
         "ok",

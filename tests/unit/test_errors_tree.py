@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import pushgrid.protocol.exceptions
-from pushgrid.admin_api.member_client import Member, MemberFailure, MemberJolokiaError
+from pushgrid.admin_api.member_client import MemberEndpoint, MemberFailure, MemberJolokiaError
 from pushgrid.admin_api.problems import ProblemError
 from pushgrid.client.client import ConnectFailed
 from pushgrid.client.closecodes import rule_for_close
@@ -261,7 +261,7 @@ def test_http_status_rules(status: int, retry: bool) -> None:
 @pytest.mark.parametrize(("kind", "rule"), KIND_RULES.items())
 def test_member_and_jmx_kind_rules(kind: str, rule: tuple[str, bool]) -> None:
     code, retry = rule
-    member = Member("m1", "http://127.0.0.1:1", "config")
+    member = MemberEndpoint("m1", "http://127.0.0.1:1", "config")
     failure = MemberFailure(member, kind, "x")  # type: ignore[arg-type]
     assert (failure.code, failure.retryable) == (code, retry)
     assert JmxError(kind, "x").retryable is retry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from pushgrid.admin_api.member_client import Member
+from pushgrid.admin_api.member_client import MemberEndpoint
 from pushgrid.admin_api.services.cluster import SLOW_LOOKS_DOWN, merge_views, watched_state
 from pushgrid.metrics.health import (
     ArchiveState,
@@ -108,7 +108,9 @@ def test_every_member_view_shows_the_same_verdict() -> None:
     fields = meta_fields(status)
     assert (fields["health"], fields["reasons"]) == ("degraded", "member m3 is down")
     mbean = decode(ClusterDocument, msgspec.to_builtins(cluster_document(status)), "Cluster")
-    members = [Member(name=n, monitor_url=f"http://{n}", source="config") for n in ("m1", "m3")]
+    members = [
+        MemberEndpoint(name=n, monitor_url=f"http://{n}", source="config") for n in ("m1", "m3")
+    ]
     merged = merge_views(members, [mbean, None])
     assert merged.health == "degraded"
     assert [r.model_dump() for r in merged.reasons] == view["healthReasons"]

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import pytest
 
 from pushgrid.metrics.heavy_hitters import SpaceSaving
-from pushgrid.metrics.hotsubjects import HotSubjects
+from pushgrid.metrics.hotsubjects import HotSubjectSketches
 
 CAPACITY = 100
 
@@ -115,7 +115,7 @@ class FakeHub:
 
 def test_hot_subjects_rates_converge_and_rank() -> None:
     hub = FakeHub()
-    hot = HotSubjects(hub, top_n=3, capacity=10, window=5.0)
+    hot = HotSubjectSketches(hub, top_n=3, capacity=10, window=5.0)
     hub.subscribers = {"/a/x": 7, "/a/y": 2, "/a/z": 9, "/a/w": 1}
     for second in range(60):
         hub.tally = {
@@ -141,7 +141,7 @@ def test_a_reading_after_a_blocked_loop_is_no_bump_in_the_rates() -> None:
     """Issue 21: the sampler hands over the 3 seconds one late reading completed; their deltas
     are shared among them, so a steady 100/s still reads 100/s (before: a 3x bump)."""
     hub = FakeHub()
-    hot = HotSubjects(hub, top_n=3, capacity=10, window=5.0)
+    hot = HotSubjectSketches(hub, top_n=3, capacity=10, window=5.0)
     second = 1000
     for _ in range(60):
         hub.tally = {"/a/x": [100, 300, 30_000]}

@@ -20,7 +20,7 @@ from pushgrid.config import ConfigError, load_settings
 from pushgrid.kernel.jmxquery import Reading, _classify, nest
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.server.jmx.bridge import BridgeError, jmx_url, prepare
-from pushgrid.server.jmx.check import Range, Status, evaluate
+from pushgrid.server.jmx.check import CheckStatus, Range, evaluate
 
 # --- Nagios ranges ------------------------------------------------------------------------------
 
@@ -55,19 +55,19 @@ def reading(value: Any, attribute: str = "Current", key: str | None = None) -> R
 
 def test_check_takes_the_worst_status_and_prints_perfdata() -> None:
     outcome = evaluate([reading(3.0), reading(12.0)], Range.parse("10"), Range.parse("20"))
-    assert outcome.status is Status.WARNING
+    assert outcome.status is CheckStatus.WARNING
     assert outcome.line.startswith("JMX WARNING - ")
     assert "'ConnectedUsers.Current'=12;10;20" in outcome.line
     critical = evaluate([reading(3.0), reading(25)], Range.parse("10"), Range.parse("20"))
-    assert critical.status is Status.CRITICAL
-    assert evaluate([reading(3)], Range.parse("10"), None).status is Status.OK
+    assert critical.status is CheckStatus.CRITICAL
+    assert evaluate([reading(3)], Range.parse("10"), None).status is CheckStatus.OK
 
 
 def test_check_is_unknown_without_a_number_or_a_match() -> None:
-    assert evaluate([], None, None).status is Status.UNKNOWN
-    assert evaluate([reading("text")], None, None).status is Status.UNKNOWN
-    assert evaluate([reading(None)], None, None).status is Status.UNKNOWN
-    assert evaluate([reading(True)], None, None).status is Status.UNKNOWN
+    assert evaluate([], None, None).status is CheckStatus.UNKNOWN
+    assert evaluate([reading("text")], None, None).status is CheckStatus.UNKNOWN
+    assert evaluate([reading(None)], None, None).status is CheckStatus.UNKNOWN
+    assert evaluate([reading(True)], None, None).status is CheckStatus.UNKNOWN
 
 
 # --- jmxquery output ----------------------------------------------------------------------------

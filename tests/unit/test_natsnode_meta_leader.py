@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.natsnode import NatsNode
-from pushgrid.server.cluster.topology import MONITOR_OFFSET, BusOptions, Member, Topology
+from pushgrid.server.cluster.topology import MONITOR_OFFSET, BusOptions, Topology, TopologyMember
 
 
 async def _jsz_server(leader: str) -> tuple[asyncio.Server, int]:
@@ -39,7 +39,7 @@ def test_the_heartbeat_reads_the_leader_without_building_an_ssl_context_each_tim
     async def ask() -> list[str]:
         server, port = await _jsz_server("pushgrid-m2")
         async with server:
-            me = Member(1, "127.0.0.1", port - MONITOR_OFFSET, seed=True)
+            me = TopologyMember(1, "127.0.0.1", port - MONITOR_OFFSET, seed=True)
             bus = BusOptions(BusCredentials.derive("secret"))
             node = NatsNode(Topology((me,), 1), tmp_path, "nats-server", bus, jetstream=True)
             return [await node.meta_leader() for _ in range(5)]
@@ -52,7 +52,7 @@ def test_no_leader_when_the_monitoring_port_does_not_answer(tmp_path: Path) -> N
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    me = Member(1, "127.0.0.1", port - MONITOR_OFFSET, seed=True)
+    me = TopologyMember(1, "127.0.0.1", port - MONITOR_OFFSET, seed=True)
     node = NatsNode(
         Topology((me,), 1),
         tmp_path,

@@ -18,7 +18,7 @@ from pushgrid.ops.panel import MemberPanel, PanelAttributes
 from pushgrid.ops.server import (
     ServerDocument,
     ServerIdentity,
-    ServerSettings,
+    ServerSettingsView,
     ServerTotals,
     list_text,
     text_list,
@@ -75,7 +75,7 @@ def test_the_server_mbean_keeps_every_attribute_and_adds_typed_settings() -> Non
     # text without '"' (jmxquery prints no arrays and breaks on a quote) that the contract decodes
     assert values["Configuration"]["Listen"] == "['*:8800']"
     assert values["Settings"]["Listen"] == "*:8800"
-    assert decode(ServerSettings, values, "Server").settings.listen == ["*:8800"]
+    assert decode(ServerSettingsView, values, "Server").settings.listen == ["*:8800"]
     assert values["Settings"]["MonitorPassword"] == "********"
 
 
@@ -89,7 +89,7 @@ def test_the_member_panel_mbean_is_the_contract_panel() -> None:
     assert list(values["Panel"]) == list(MemberPanel.model_fields)
 
 
-@pytest.mark.parametrize("view", [ServerIdentity, ServerSettings, ServerTotals])
+@pytest.mark.parametrize("view", [ServerIdentity, ServerSettingsView, ServerTotals])
 def test_every_admin_view_decodes_what_the_server_serves(view: type[msgspec.Struct]) -> None:
     served_names = {a.name for a in beans()[names.SERVER].attributes}
     assert set(attribute_names(view)) <= served_names
@@ -109,7 +109,7 @@ def test_an_answer_that_does_not_fit_names_the_attribute() -> None:
     with pytest.raises(
         ContractError, match=r"Expected `str`, got `array` - at `\$.Settings.Listen`"
     ):
-        decode(ServerSettings, values, names.SERVER)
+        decode(ServerSettingsView, values, names.SERVER)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pushgrid.protocol.codec import encode
 from pushgrid.protocol.frames import (
     Keepalive,
-    Message,
+    MessageFrame,
     MessageKind,
     Pong,
     Position,
@@ -54,9 +54,9 @@ def test_the_live_update_and_the_opening_frames_of_an_engine_value() -> None:
 # -- the engine's values framed outside the engine: the same bytes as before (ADR 024) ----------
 
 
-def _old_message(p: Published, kind: MessageKind) -> Message:
+def _old_message(p: Published, kind: MessageKind) -> MessageFrame:
     """``Published.to_message`` as it was when the engine built frames (before ADR 024)."""
-    return Message(
+    return MessageFrame(
         kind=kind, subject=p.subject, content=p.content, fields=p.fields, epoch=p.epoch,
         seq=p.seq, qos=p.qos, retained=p.retained, ts=p.ts,
     )  # fmt: skip
@@ -73,7 +73,7 @@ def _old_out(p: Published, kind: MessageKind) -> OutFrame:
 def _old_snapshot_out(s: Snapshot) -> OutFrame:
     """``Snapshot.out`` as it was."""
     return OutFrame.message(
-        Message(
+        MessageFrame(
             kind="snapshot", subject=s.subject, content=s.content, fields=s.fields,
             epoch=s.epoch, seq=s.seq, qos=s.qos, retained=True, ts=s.ts,
         )
@@ -222,7 +222,7 @@ _subjects = st.sampled_from(["/a/b", "/c/d"])
 _epochs = st.sampled_from(["e1", "e2"])
 _seqs = st.integers(0, 4)
 _messages = st.builds(
-    Message,
+    MessageFrame,
     kind=st.sampled_from(["snapshot", "update", "recovered", "historical"]),
     subject=_subjects,
     content=st.just("c"),

@@ -17,7 +17,7 @@ from pushgrid.protocol.codec import Limits, decode_client_frame
 from pushgrid.protocol.errors import ErrorCode, RemoteProtocolError
 from pushgrid.protocol.frames import PresenceQuery, client_id_error
 from pushgrid.server.core.presence import BYTES_PER_ENTRY, PresenceTable, Present
-from pushgrid.server.presence import Presence
+from pushgrid.server.presence import PresenceService
 
 MEMBERS = st.sampled_from(["m1", "m2", "m3"])
 SUBJECTS = st.sampled_from(["/a", "/b", "/c"])
@@ -99,14 +99,14 @@ def test_a_changed_client_id_is_a_leave_then_a_join() -> None:
     assert [(c.event, c.present.client_id) for c in changes] == [("leave", "ann"), ("join", "anne")]
 
 
-def _presence(**keys: Any) -> Presence:
+def _presence(**keys: Any) -> PresenceService:
     settings = OccupancySettings.model_validate(keys)
 
     class Counts:
         def subscribers(self, subject: str) -> int:
             return 5
 
-    return Presence("m1", settings, Counts())
+    return PresenceService("m1", settings, Counts())
 
 
 class Hub:
@@ -206,10 +206,10 @@ def test_a_listed_session_costs_at_most_the_documented_bytes() -> None:
 
 def test_the_console_card_lists_the_clients_or_says_why_not() -> None:
     from pushgrid.console.pages.subjects import presence_problem, render_presence
-    from pushgrid.console.provider import PresenceInfo, PresentClient, ProviderError
+    from pushgrid.console.provider import PresenceInfo, PresentClientView, ProviderError
 
     listed = render_presence(
-        PresenceInfo("/Chat/x", "m1", True, 3, [PresentClient("s1", "ann", "m2")], True)
+        PresenceInfo("/Chat/x", "m1", True, 3, [PresentClientView("s1", "ann", "m2")], True)
     )
     text = str(listed)
     assert "ann" in text

@@ -21,13 +21,13 @@ from pushgrid.protocol.frames import (
     CLIENT_OPS,
     Error,
     Keepalive,
-    Message,
+    MessageFrame,
     Ping,
     Pong,
     Position,
     PresenceQuery,
     Publish,
-    PublishResult,
+    PublishResultFrame,
     ServerFrame,
     Subscribe,
     Subscribed,
@@ -381,7 +381,7 @@ SERVER_FRAMES: list[tuple[ServerFrame, dict[str, Any]]] = [
         },
     ),
     (
-        Message(
+        MessageFrame(
             kind="update",
             subject="/Stocks/NYSE/IBM",
             content="193",
@@ -433,7 +433,7 @@ SERVER_FRAMES: list[tuple[ServerFrame, dict[str, Any]]] = [
     ),
     (Unsubscribed("/a/b", 2), {"type": "unsubscribed", "subject": "/a/b", "id": 2}),
     (
-        PublishResult("ok", "/a/b", 3, "ep", 13),
+        PublishResultFrame("ok", "/a/b", 3, "ep", 13),
         {
             "type": "publish_result",
             "result": "ok",
@@ -446,7 +446,7 @@ SERVER_FRAMES: list[tuple[ServerFrame, dict[str, Any]]] = [
         },
     ),
     (
-        PublishResult("too_large", "/a/b", None, code="message_too_large", reason="big"),
+        PublishResultFrame("too_large", "/a/b", None, code="message_too_large", reason="big"),
         {
             "type": "publish_result",
             "result": "too_large",
@@ -503,7 +503,9 @@ def test_every_server_frame_type_is_covered() -> None:
 
 def test_encode_is_compact_utf8_json() -> None:
     data = encode(
-        Message("snapshot", "/Börse/ÄÖÜ/日本", "193 €", {"名": "値"}, "e", 1, "guaranteed", True, 0)
+        MessageFrame(
+            "snapshot", "/Börse/ÄÖÜ/日本", "193 €", {"名": "値"}, "e", 1, "guaranteed", True, 0
+        )
     )
     text = data.decode("utf-8")
     assert "/Börse/ÄÖÜ/日本" in text  # raw UTF-8, not \u escapes

@@ -14,7 +14,7 @@ from pushgrid.protocol.frames import (
     MAX_SAFE_INTEGER,
     MSG_ID_MAX_LENGTH,
     Publish,
-    PublishResult,
+    PublishResultFrame,
     QoS,
     msg_id_error,
 )
@@ -64,14 +64,14 @@ def test_frames_without_msg_id_keep_their_bytes(
     new = Publish(subject, content, fields, retained, qos, request_id)
     old = _OldPublish(subject, content, fields, retained, qos, request_id)
     assert msgspec.json.encode(new) == msgspec.json.encode(old)
-    result = PublishResult("ok", subject, request_id, "e", 3)
+    result = PublishResultFrame("ok", subject, request_id, "e", 3)
     assert encode(result) == msgspec.json.encode(
         _OldPublishResult("ok", subject, request_id, "e", 3)
     )
 
 
 def test_a_duplicate_answer_says_so() -> None:
-    frame = PublishResult("ok", "/a/b", 1, "e", 3, duplicate=True)
+    frame = PublishResultFrame("ok", "/a/b", 1, "e", 3, duplicate=True)
     assert encode(frame).endswith(b'"reason":null,"duplicate":true}')
 
 

@@ -13,7 +13,7 @@ import pytest
 from dash.development.base_component import Component
 
 from pushgrid.console.pages.jobs import render_stages
-from pushgrid.console.provider import JobRun, JobStage
+from pushgrid.console.provider import JobRunView, JobStage
 from pushgrid.metrics.window_spec import HOUR
 from pushgrid.spark_stats.verify import LiveWindows, Stat, compare
 
@@ -142,8 +142,8 @@ def _text(component: Component) -> str:
 def test_jobs_page_shows_the_last_runs_stages() -> None:
     stages = (JobStage("compaction", 30.0, 100, 100), JobStage("rollups", 10.0, 100, 7))
     runs = [
-        JobRun(2, "running", "2026-11-24T03:00:00+00:00", stages=stages),
-        JobRun(1, "succeeded", "2026-11-24T02:00:00+00:00", duration=5.0),
+        JobRunView(2, "running", "2026-11-24T03:00:00+00:00", stages=stages),
+        JobRunView(1, "succeeded", "2026-11-24T02:00:00+00:00", duration=5.0),
     ]
     text = _text(render_stages(runs))
     assert "Stages of run #2 (so far)" in text
@@ -151,4 +151,4 @@ def test_jobs_page_shows_the_last_runs_stages() -> None:
     assert "rollups" in text
     assert "75 %" in text  # 30 of 40 seconds
     assert "no stage recorded yet" in _text(render_stages(runs[1:]))
-    assert JobRun.from_json(runs[0].to_json()) == runs[0]
+    assert JobRunView.from_json(runs[0].to_json()) == runs[0]
