@@ -87,7 +87,7 @@ test: $(STAMP) system-deps audit
 # Security checks (docs/security.md): bandit on our code, pip-audit on the dependencies (it says
 # how many packages it could audit: the vulnerability service is not reachable everywhere).
 audit: $(STAMP)
-	$(BIN)/bandit -q -c pyproject.toml -r pushgrid/protocol server client metrics admin_api spark_stats console .ci
+	$(BIN)/bandit -q -c pyproject.toml -r pushgrid/protocol pushgrid/config pushgrid/kernel pushgrid/cli pushgrid/ops server client metrics admin_api spark_stats console .ci
 	$(BIN)/python .ci/pip_audit.py
 
 # Fuzz campaign against a live server (docs/security.md has the last results).
