@@ -28,11 +28,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pushgrid.protocol.exceptions import MonitoringError
+
 T = TypeVar("T")
 
 
-class Silenced(Exception):
-    """The member went silent while a request to it was waiting (the request was dropped)."""
+class Silenced(MonitoringError):
+    """The member went silent while a request to it was waiting (the request was dropped; the
+    member client turns it into a ``member_timeout`` failure)."""
+
+    code = "member_silent"
 
     def __init__(self, seconds: float) -> None:
         super().__init__(not_answering_text(seconds))

@@ -30,6 +30,7 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   ├── JmxError (pushgrid.kernel.jmxquery)                        jmx                  per kind
 │   ├── BridgeError (pushgrid.server.jmx.bridge)                   jmx_bridge           no
 │   ├── RrdError (pushgrid.metrics.rrd)                            rrd                  no
+│   ├── Silenced (pushgrid.admin_api.answering)                    member_silent        no
 │   └── WatchError (pushgrid.server.core.watch)                    watch                no
 ├── StatsError (pushgrid.protocol.exceptions)                      stats                no
 │   ├── StoreError (pushgrid.metrics.sqlstore.engine)              store                no

@@ -101,7 +101,7 @@ def test_run_lifecycle_failed_keeps_the_error(session: Session) -> None:
 
 def test_finish_run_rejects_bad_status_and_unknown_runs(session: Session) -> None:
     run_id = _run(session)
-    with pytest.raises(ValueError, match="succeeded or failed"):
+    with pytest.raises(ValueError, match="succeeded, failed or interrupted"):
         sqlstore.finish_run(session, run_id, status="running")
     with pytest.raises(sqlstore.StoreError, match="no job run 999"):
         sqlstore.finish_run(session, 999, status="failed", error="x")
