@@ -290,6 +290,9 @@ class Console:
         from pushgrid.console.pages import GROUPS
 
         self.ensure_signed_in()
+        # the pages' row scrolls with the page, under the sticky header: back to the top first,
+        # as a person would (a click at the header's height landed on the brand)
+        self.js("window.scrollTo(0, 0)")
         link = f"nav-{page}"
         if not self.js("return !!document.getElementById(arguments[0])", link):
             for group in GROUPS:

@@ -242,7 +242,9 @@ def _member_child(deployment: Deployment, index: int) -> psutil.Process:
     assert deployment.proc is not None
     for child in psutil.Process(deployment.proc.pid).children(recursive=True):
         try:
-            if "server" in child.cmdline() and f"PUSHGRID_SERVERNAME=m{index}" in _environ(child):
+            # a member sets its process title ("pushgrid server m2 ..."): words, not argv items
+            words = " ".join(child.cmdline()).split()
+            if "server" in words and f"PUSHGRID_SERVERNAME=m{index}" in _environ(child):
                 return child
         except psutil.NoSuchProcess:
             continue
