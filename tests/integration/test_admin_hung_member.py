@@ -82,6 +82,9 @@ def test_a_hung_member_is_not_answering_and_every_route_still_answers(
 
         assert members()["hung-b"]["reachable"] is True
         assert members()["hung-b"]["not_answering_seconds"] is None
+        # the history task samples every member once a second: the pause starts after hung-b's
+        # first sample (on a loaded machine the first round can come seconds after the start)
+        wait_for(lambda: history_seconds(http, "hung-b"), "a first history sample of hung-b")
         b.proc.send_signal(signal.SIGSTOP)
         try:
             silent = wait_for(
@@ -123,6 +126,14 @@ def test_a_hung_member_is_not_answering_and_every_route_still_answers(
         )
         assert back["not_answering_seconds"] is None
         assert http.get("/cluster").json()["health"] == "ok"
+
+
+def history_seconds(http: httpx.Client, member: str) -> list[Any]:
+    """The seconds ``GET /stats/history`` holds for ``member`` (empty before its first sample)."""
+    answer = http.get("/stats/history")
+    assert answer.status_code == 200, answer.text
+    found = [m["seconds"] for m in answer.json()["members"] if m["scope"] == member]
+    return found[0] if found else []
 
 
 def assert_one_state(answer: httpx.Response) -> dict[str, Any]:

@@ -63,8 +63,7 @@ def test_every_page_fits_without_a_horizontal_scrollbar(
             console.driver.save_screenshot(str(shots / f"tourmisc-{page}-{width}.png"))
             assert scroll <= inner, f"{page} at {width} px: {scroll} px wide in {inner} px"
             nav = console.js(
-                "const n = document.getElementById('nav');"
-                "return [n.scrollWidth, n.clientWidth]"
+                "const n = document.getElementById('nav');return [n.scrollWidth, n.clientWidth]"
             )
             assert nav[0] <= nav[1], f"the group tabs are clipped on {page}: {nav}"
         console.assert_no_errors()

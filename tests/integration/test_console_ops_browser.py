@@ -186,6 +186,7 @@ def test_a_pattern_watched_from_the_console_counts_what_is_published(
             publish(stack.servers[0], f"{prefix}/IBM", f"tick {n}")
         console.select("watched-scope", "console-1")
         row = f"#watched-table tr[data-pattern='{pattern}']"
+
         # the 7th cell (messages in); cells, not words: a byte rate reads "1.2 KiB" (two words)
         def messages_in() -> str | None:
             cell: str | None = console.js(

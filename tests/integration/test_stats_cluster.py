@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,11 +100,23 @@ def _end_group(group: int) -> None:
 @dataclass
 class Cluster:
     url: str
-    ui: str
+    master_log: Path
     processes: list[subprocess.Popen[bytes]]
 
     def wait_ready(self) -> None:
-        _wait(lambda: _alive_workers(self.ui) == 2, 120, "two workers registered with the master")
+        _wait(lambda: _master_ui(self.master_log), 120, "the master's web UI bound")
+        ui = _master_ui(self.master_log)
+        _wait(lambda: _alive_workers(ui) == 2, 120, f"two workers registered with the master {ui}")
+
+
+_BOUND_UI = re.compile(rb"Bound MasterWebUI to \S+ and started at (http://\S+)")
+
+
+def _master_ui(log: Path) -> str:
+    """The master's web UI as the master says it bound it: the port asked for may have been taken
+    between ``free_port()`` and the bind (parallel tests), and Spark then takes the next one."""
+    found = _BOUND_UI.search(log.read_bytes()) if log.exists() else None
+    return found.group(1).decode() if found else ""
 
 
 def _spark_class(cls: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
@@ -131,7 +144,7 @@ def _alive_workers(ui: str) -> int:
     try:
         with urllib.request.urlopen(f"{ui}/json/", timeout=5) as answer:
             return int(json.load(answer).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError):  # not up yet, or an HTML page while the UI starts
         return 0
 
 
@@ -143,7 +156,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     then calls ``wait_ready()``."""
     work = tmp_path_factory.mktemp("spark-cluster")
     port, ui_port = free_port(), free_port()
-    url, ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
+    url = f"spark://127.0.0.1:{port}"
     processes = [
         _spark_class(
             "org.apache.spark.deploy.master.Master",
@@ -163,7 +176,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             )
         )
     try:
-        yield Cluster(url, ui, processes)
+        yield Cluster(url, work / "master.log", processes)
     finally:
         for process in processes:
             _end_group(process.pid)
@@ -206,7 +219,7 @@ def test_cluster_run_stores_exactly_what_a_local_run_stores(
         local_run.result()
 
     # the application really ran on the cluster's executors
-    with urllib.request.urlopen(f"{cluster.ui}/json/", timeout=5) as answer:
+    with urllib.request.urlopen(f"{_master_ui(cluster.master_log)}/json/", timeout=5) as answer:
         completed = json.load(answer).get("completedapps", [])
     assert [app["name"] for app in completed] == ["pushgrid-stats"]
 
