@@ -269,10 +269,8 @@ class Console:
         self.br.server_url = self.stack.console_url  # loads it and waits for Dash to render
 
     def sign_in(self, token: str) -> None:
-        field = self.br.wait_for_element("#login-token")
-        self.br.clear_input(field)
-        field.send_keys(token)
-        self.br.find_element("#login-button").click()
+        self.type("#login-token", token)
+        self.click("#login-button")
 
     def ensure_signed_in(self) -> None:
         if not self.driver.current_url.startswith(self.stack.console_url):
@@ -297,7 +295,7 @@ class Console:
         if not self.js("return !!document.getElementById(arguments[0])", link):
             for group in GROUPS:
                 tab = f"nav-group-{group.lower()}"
-                self.br.find_element(f"#{tab}").click()
+                self.click(f"#{tab}")
 
                 def shown(tab: str = tab) -> str | None:
                     """'yes' / 'no' (the page's link is in the group) once the group is open."""
@@ -313,12 +311,41 @@ class Console:
                 found = self.wait(shown, f"the {group} group")
                 if found == "yes":
                     break
-        self.br.find_element(f"#{link}").click()
+        self.click(f"#{link}")
         self.br.wait_for_element(ready)
+
+    def click(self, selector: str) -> None:
+        """Click the element ``selector`` names (found again if Dash re-rendered it)."""
+        self._on_element(selector, lambda element: element.click())
+
+    def type(self, selector: str, text: str) -> None:
+        """Type ``text`` into the empty field ``selector`` names (found again if re-rendered)."""
+
+        def typed(element: Any) -> None:
+            self.br.clear_input(element)
+            element.send_keys(text)
+
+        self._on_element(selector, typed)
+
+    def _on_element(self, selector: str, action: Callable[[Any], None]) -> None:
+        """``action`` on the element ``selector`` names, found again when Dash re-rendered it
+        between the find and the action: a StaleElementReferenceException is the page updating,
+        not a bug."""
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                action(self.br.wait_for_element(selector))
+                return
+            except StaleElementReferenceException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def select(self, dropdown: str, value: str) -> None:
         """Choose ``value`` in a dcc.Dropdown: open it, click the option (Dash 4 markup)."""
-        self.br.find_element(f"#{dropdown}").click()
+        self.click(f"#{dropdown}")
         option = f".dash-dropdown-options input[value='{value}']"
         self.wait(
             lambda: self.js("return !!document.querySelector(arguments[0])", option),
@@ -875,8 +902,8 @@ def test_subject_snapshot_subscribers_and_a_test_publish_that_arrives(
     publish(stack.servers[0], subject, "193", volume="6.62M")
 
     console.goto("subjects", "#subject-input")
-    console.br.find_element("#subject-input").send_keys(subject)
-    console.br.find_element("#subject-lookup").click()
+    console.type("#subject-input", subject)
+    console.click("#subject-lookup")
     console.wait(
         lambda: (
             console.js(
@@ -900,9 +927,9 @@ def test_subject_snapshot_subscribers_and_a_test_publish_that_arrives(
         "one subscriber",
     )
 
-    console.br.find_element("#subject-content").send_keys("194")
-    console.br.find_element("#subject-fields").send_keys("bid=195\nask=196")
-    console.br.find_element("#subject-publish").click()
+    console.type("#subject-content", "194")
+    console.type("#subject-fields", "bid=195\nask=196")
+    console.click("#subject-publish")
     console.wait(
         lambda: (
             console.js(
@@ -934,7 +961,7 @@ def test_the_subjects_page_lists_the_presence_of_a_presence_subject(
     field = console.br.find_element("#subject-input")
     field.send_keys(Keys.CONTROL, "a")  # the page may still hold another test's subject
     field.send_keys(subject)
-    console.br.find_element("#subject-lookup").click()
+    console.click("#subject-lookup")
     console.wait(
         lambda: (
             console.js(
@@ -984,7 +1011,7 @@ def test_a_session_disconnected_from_the_console_is_closed_at_the_server(
         "the two sessions on the subject",
     )
     assert sorted(rows) == sorted([victim.session, bystander.session])
-    console.br.find_element(f"tr[data-session='{victim.session}'] button").click()
+    console.click(f"tr[data-session='{victim.session}'] button")
     alert = console.wait(lambda: _alert(console), "the confirmation dialog")
     assert victim.session in alert.text
     assert "console-2" in alert.text
@@ -1039,7 +1066,7 @@ def test_jobs_page_lists_runs_and_starts_one(console: Console, stack: Stack) -> 
     assert len(bars[0]["x"]) == 3
     console.screenshot("jobs")
 
-    console.br.find_element("#jobs-start").click()
+    console.click("#jobs-start")
     console.wait(lambda: _alert(console), "the confirmation dialog").accept()
     notice = console.wait_text("#jobs-result", "started")
     new_id = int(notice.split("#")[1].split()[0])

@@ -79,7 +79,7 @@ def test_a_viewer_is_not_offered_operator_actions(
     assert made.status_code == 201, made.text
     shots = _shots(tmp_path)
     console.ensure_signed_in()
-    console.br.find_element("#sign-out").click()
+    console.click("#sign-out")
     console.sign_in(made.json()["token"])
     try:
         console.wait_text("#user", "layout-viewer")
@@ -101,6 +101,6 @@ def test_a_viewer_is_not_offered_operator_actions(
             console.driver.save_screenshot(str(shots / f"tourmisc-viewer-{page}.png"))
         console.assert_no_errors()
     finally:
-        console.br.find_element("#sign-out").click()
+        console.click("#sign-out")
         console.sign_in(stack.token)
         console.br.wait_for_element("#nav-group-live")

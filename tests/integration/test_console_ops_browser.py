@@ -11,6 +11,8 @@ import signal
 import time
 from collections.abc import Callable
 
+import pytest
+
 from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
     Console,
     Stack,
@@ -24,15 +26,16 @@ from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
 )
 
 
+@pytest.mark.timeout(300)  # a rule, three clients, four pages and three actions, loaded machine
 def test_an_alert_fires_on_every_page_while_clients_connect(
     console: Console, stack: Stack, ws_clients: Callable[..., WsClient]
 ) -> None:
     console.goto("alerts", "#rule-create")
-    console.br.find_element("#rule-name").send_keys("BrowserBusy")
+    console.type("#rule-name", "BrowserBusy")
     console.select("rule-comparison", ">=")
-    console.br.find_element("#rule-threshold").send_keys("3")
+    console.type("#rule-threshold", "3")
     console.select("rule-severity", "critical")
-    console.br.find_element("#rule-create").click()  # the token is an admin's: may create
+    console.click("#rule-create")  # the token is an admin's: may create
     console.wait_text("#rule-result", "rule BrowserBusy created")
     try:
         console.wait_text("#alerts-rules", "BrowserBusy")
@@ -52,14 +55,14 @@ def test_an_alert_fires_on_every_page_while_clients_connect(
             "the firing row again",
         )
         console.select("alert-pick", f"{rule_id}|console-1")
-        console.br.find_element("#alert-ack").click()
+        console.click("#alert-ack")
         console.wait_text("#alert-action-result", "console-1 acknowledged")
         console.wait_js(
             "return !!document.querySelector('#alerts-active tr[data-acknowledged=yes]')",
             "the row acknowledged",
         )
         console.wait(lambda: "BrowserBusy" not in console.text("#alert-banner"), "banner quiet")
-        console.br.find_element("#alert-silence").click()
+        console.click("#alert-silence")
         console.wait_text("#alert-action-result", "silenced until")
         console.wait_text("#alerts-silences", "BrowserBusy")
         console.screenshot("alerts")
@@ -70,18 +73,18 @@ def test_an_alert_fires_on_every_page_while_clients_connect(
         )
         # edit the rule in the form, disable it, delete it: each through the page
         console.select("rule-pick", str(rule_id))
-        console.br.find_element("#rule-edit").click()
+        console.click("#rule-edit")
         console.wait(
             lambda: console.js("return document.getElementById('rule-threshold').value") == "3",
             "the rule's threshold in the form",
         )
-        console.br.find_element("#rule-toggle").click()
+        console.click("#rule-toggle")
         console.wait_text("#rule-action-result", "rule BrowserBusy disabled")
         console.wait_js(
             "return !!document.querySelector('#alerts-rules tr[data-enabled=false]')",
             "the rule disabled",
         )
-        console.br.find_element("#rule-delete").click()
+        console.click("#rule-delete")
         console.wait_text("#rule-action-result", "rule BrowserBusy deleted")
         console.wait(lambda: "BrowserBusy" not in console.text("#alerts-rules"), "rule gone")
         console.goto("audit", "#audit-table")
@@ -108,29 +111,29 @@ def test_a_traced_subject_shows_a_message_published_from_python(
 ) -> None:
     subject = unique("traced")
     console.goto("trace", "#trace-start")
-    console.br.find_element("#trace-member").send_keys("console-1")
-    console.br.find_element("#trace-subject").send_keys(subject)
-    console.br.find_element("#trace-start").click()
+    console.type("#trace-member", "console-1")
+    console.type("#trace-subject", subject)
+    console.click("#trace-start")
     console.wait(lambda: "live" in console.text("#trace-status").lower(), "the trace live")
     publish(stack.servers[0], subject, "hello from python", venue="NYSE")
     console.wait_text("#trace-messages", "hello from python")
     assert "venue=NYSE" in console.text("#trace-messages")
-    console.br.find_element("#trace-pause").click()
+    console.click("#trace-pause")
     console.wait(lambda: "resume" in console.text("#trace-pause").lower(), "paused")
     publish(stack.servers[0], subject, "sent while paused")  # kept by the admin API's buffer
-    console.br.find_element("#trace-pause").click()  # resume
+    console.click("#trace-pause")  # resume
     console.wait_text("#trace-messages", "sent while paused")
 
     watched = ws_clients(stack.servers[0])
     watched.subscribe(subject)
-    console.br.find_element("#trace-session").send_keys(watched.session)
-    console.br.find_element("#trace-session-show").click()
+    console.type("#trace-session", watched.session)
+    console.click("#trace-session-show")
     console.wait_text("#trace-session-view", subject)
     publish(stack.servers[0], subject, "hello again")  # recorded: the session is watched now
-    console.br.find_element("#trace-session-show").click()
+    console.click("#trace-session-show")
     console.wait_text("#trace-session-view", "hello again")
     console.screenshot("trace")
-    console.br.find_element("#trace-stop").click()
+    console.click("#trace-stop")
     console.assert_no_errors()
 
 
@@ -151,11 +154,11 @@ def test_a_trace_opened_while_the_member_is_slow_goes_live(console: Console, sta
     member = stack.servers[0]
     assert member.proc is not None
     console.goto("trace", "#trace-start")
-    console.br.find_element("#trace-member").send_keys("console-1")
-    console.br.find_element("#trace-subject").send_keys(subject)
+    console.type("#trace-member", "console-1")
+    console.type("#trace-subject", subject)
     member.proc.send_signal(signal.SIGSTOP)
     try:
-        console.br.find_element("#trace-start").click()
+        console.click("#trace-start")
         # a hold, not a wait: a tick of the 1 s poll while the open waits. Shorter than the
         # admin API's member watch needs to call the member silent (a look of 2 s): a member
         # silent longer fails the open at once with "not answering" (ADR 039), which is not
@@ -166,7 +169,7 @@ def test_a_trace_opened_while_the_member_is_slow_goes_live(console: Console, sta
     console.wait(lambda: "live" in console.text("#trace-status").lower(), "the trace live")
     publish(member, subject, "after a slow open")
     console.wait_text("#trace-messages", "after a slow open")
-    console.br.find_element("#trace-stop").click()
+    console.click("#trace-stop")
     console.assert_no_errors()
 
 
@@ -179,8 +182,8 @@ def test_a_pattern_watched_from_the_console_counts_what_is_published(
     pattern = f"{prefix}/*"
     console.goto("watched", "#watched-add")
     try:
-        console.br.find_element("#watched-pattern").send_keys(pattern)
-        console.br.find_element("#watched-add").click()
+        console.type("#watched-pattern", pattern)
+        console.click("#watched-add")
         console.wait_text("#watched-result", f"{pattern}: watched on console-1")
         for n in range(7):
             publish(stack.servers[0], f"{prefix}/IBM", f"tick {n}")
@@ -217,7 +220,7 @@ def test_a_pattern_watched_from_the_console_counts_what_is_published(
             == 3 * 12
         )  # max, avg, σ x the twelve windows of a pattern's own gauge
         console.screenshot("watched")
-        console.br.find_element("#watched-remove").click()
+        console.click("#watched-remove")
         console.wait_text("#watched-result", f"{pattern}: removed on console-1")
         console.assert_no_errors()
     finally:
