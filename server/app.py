@@ -64,6 +64,8 @@ from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorL
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
+from .workers.heartbeat import heartbeat
+from .workers.supervisor import WorkerPlan
 
 log = logging.getLogger(__name__)
 
@@ -156,12 +158,21 @@ def _tls_files(settings: ListenerSettings, monitor: MonitoringSettings | None) -
 class PushServer:
     """One push server node. ``start`` binds the listeners; ``stop`` closes clients with 1001."""
 
-    def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine | None = None,
+        worker: WorkerPlan | None = None,
+    ) -> None:
         # The composition root: each subsystem gets its part of the settings; the whole object
         # reaches only the Configuration MBean (it shows every key).
         server, cluster, monitoring = settings.server, settings.cluster, settings.monitoring
         session, transport, access = settings.session, settings.transport, settings.access
         self.server_name = server.server_name
+        # one worker process of a multi-process server (Workers > 1, server/workers/): its
+        # listeners come bound from the supervisor; only worker 0 serves monitoring
+        self.worker = worker
+        self.is_monitor = worker is None or worker.index == 0
         self.listeners = settings.listeners  # what start() binds
         self.transport_settings = transport  # the write path's tick, shutdown
         self.session_settings = session  # what the client port's endpoints and the ticker read
@@ -261,6 +272,39 @@ class PushServer:
         self.loop_bridge.bind(loop)
         self.tick = loop.time()
         await self.engine.start(self.hub.deliver)
+        if self.worker is not None:
+            await self._start_worker(loop, self.worker)
+        else:
+            await self._start_listeners(loop)
+        await self._start_monitoring(loop)
+        self.engine.advertise(
+            [f"ws://{a}/ws" for a in self.bound_addresses()],
+            [f"http://{a}" for a in self.monitor_addresses()],
+        )
+        self.track(loop.create_task(self._ticker()))
+        if self.cluster_settings.cluster_isolation_timeout > 0:
+            self.track(loop.create_task(self._watch_cluster()))
+        log.info(
+            "pushgrid %s %slistening on %s (engine %s); monitoring on %s",
+            __version__,
+            "" if self.worker is None else f"worker {self.worker.index}/{self.worker.workers} ",
+            ", ".join(self.bound_addresses()),
+            self.engine.name,
+            ", ".join(self.monitor_addresses()) or "none",
+        )
+
+    async def _start_worker(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan) -> None:
+        """A worker serves the listeners the supervisor bound for it and beats its heart."""
+        backlog = self.listeners.listen_backlog
+        for sock, tls in plan.listeners:
+            context = self._client_tls if tls else None
+            server = await loop.create_server(
+                self._protocol, sock=sock, ssl=context, backlog=backlog
+            )
+            self._servers.append(server)
+        self.track(loop.create_task(heartbeat(plan.control)))
+
+    async def _start_listeners(self, loop: asyncio.AbstractEventLoop) -> None:
         # Several members on one host may share the client port: the kernel spreads the
         # connections over them (docs/cluster.md, "One host, every core").
         reuse = self.listeners.listen_reuse_port or None
@@ -282,21 +326,6 @@ class PushServer:
                     backlog=backlog,
                 )
                 self._servers.append(server)
-        await self._start_monitoring(loop)
-        self.engine.advertise(
-            [f"ws://{a}/ws" for a in self.bound_addresses()],
-            [f"http://{a}" for a in self.monitor_addresses()],
-        )
-        self.track(loop.create_task(self._ticker()))
-        if self.cluster_settings.cluster_isolation_timeout > 0:
-            self.track(loop.create_task(self._watch_cluster()))
-        log.info(
-            "pushgrid %s listening on %s (engine %s); monitoring on %s",
-            __version__,
-            ", ".join(self.bound_addresses()),
-            self.engine.name,
-            ", ".join(self.monitor_addresses()) or "none",
-        )
 
     # -- connections (server/transport/context.py: ConnectionContext) ------------------------
 
@@ -328,6 +357,17 @@ class PushServer:
 
     async def _start_monitoring(self, loop: asyncio.AbstractEventLoop) -> None:
         settings = self.monitoring_settings
+        if self.is_monitor:  # worker 0 serves the server's monitoring (server/workers)
+            await self._start_monitor_listeners(loop)
+        self.sampler.listeners.append(self._watch_members)
+        self.track(loop.create_task(self.sampler.run()))
+        self.track(loop.create_task(self.panel_probe.run()))
+        if settings.meta_subject_interval > 0 and self.is_monitor:
+            self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
+        self.track(self.occupancy.run())
+
+    async def _start_monitor_listeners(self, loop: asyncio.AbstractEventLoop) -> None:
+        settings = self.monitoring_settings
         for host, port in settings.monitor_addresses:
             server = await loop.create_server(self._monitor_protocol, host, port)
             self._monitor_servers.append(server)
@@ -337,12 +377,6 @@ class PushServer:
                     self._monitor_protocol, host, port, ssl=self._monitor_tls
                 )
                 self._monitor_servers.append(server)
-        self.sampler.listeners.append(self._watch_members)
-        self.track(loop.create_task(self.sampler.run()))
-        self.track(loop.create_task(self.panel_probe.run()))
-        if settings.meta_subject_interval > 0:
-            self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
-        self.track(self.occupancy.run())
 
     def _watch_members(self, _seconds: Sequence[int]) -> None:
         """Once a second: one WARNING per member of the cluster that went down or came up."""
@@ -393,7 +427,7 @@ class PushServer:
     def _archive_writer(self, prefix: str = SAMPLES) -> ArchiveWriter | None:
         """The per-second archive of the seven indicators, or (``WATCHED``) of the patterns."""
         root = self.monitoring_settings.metrics_archive
-        if root is None:
+        if root is None or not self.is_monitor:  # one archive per server: worker 0 writes it
             return None
         watched = prefix == WATCHED
         return ArchiveWriter(

@@ -21,9 +21,12 @@ from pushgrid.kernel.redaction import redact_text
 
 from . import allocator
 from .extras import extra_for, install_hint, missing_modules
+from .workers import serve_workers, worker_count
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from pushgrid.server.app import PushServer
+    from pushgrid.server.engine.base import Engine
+    from pushgrid.server.workers.supervisor import WorkerPlan
 
 app = typer.Typer(
     name="pushgrid",
@@ -110,15 +113,17 @@ async def _cancelled(tasks: list[asyncio.Task[None]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _push_server(settings: Settings) -> PushServer:
-    """The server, or exit 2 when its entitlement plug-in cannot be loaded or a file it names
-    (TLS certificate, key) is unusable."""
+def _push_server(
+    settings: Settings, engine: Engine | None = None, worker: WorkerPlan | None = None
+) -> PushServer:
+    """The server (``worker``: one worker process of it, over ``engine``), or exit 2 when its
+    entitlement plug-in cannot be loaded or a file it names (TLS certificate, key) is unusable."""
     from pushgrid.config import ConfigError
     from pushgrid.server.app import PushServer
     from pushgrid.server.core.custom_entitlement import PluginError
 
     try:
-        return PushServer(settings)
+        return PushServer(settings, engine, worker)
     except (PluginError, ConfigError) as exc:
         raise fail(f"configuration error\n{exc}", 2) from None
 
@@ -128,8 +133,31 @@ def server(config: ConfigOption = None, log_level: LogLevelOption = None) -> Non
     """Run a push server (WebSocket + HTTP on the client port)."""
     settings = _settings(config)
     allocator.apply(settings.server.allocator)  # may re-execute: the title is set after it
-    name_process(_member_title("server", settings), settings.server_name)
+    title = _member_title("server", settings)
+    name_process(title, settings.server_name)
+    count = worker_count(settings)
+    if count > 1:  # one server on several processes (docs/workers.md)
+        serve_workers(settings, count, partial(_run_worker, settings, title))
     _run(_push_server(settings))
+
+
+def _run_worker(settings: Settings, title: str, plan: WorkerPlan) -> int:
+    """In a forked worker (``Workers`` > 1): one PushServer over the workers' engine, until
+    SIGTERM; its exit code."""
+    from pushgrid.server.engine.limits import EngineLimits
+    from pushgrid.server.engine.memory import MemoryEngine
+    from pushgrid.server.workers.engine import WorkersEngine
+
+    name_process(
+        f"{title} worker {plan.index}/{plan.workers}", f"{settings.server_name}/{plan.index}"
+    )
+    inner = MemoryEngine(EngineLimits.from_settings(settings.engine_limits))
+    engine = WorkersEngine(inner, plan.token, plan.index, plan.workers)
+    try:
+        _run(_push_server(settings, engine, plan))
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    return 0
 
 
 def _member_title(command: str, settings: Settings) -> str:

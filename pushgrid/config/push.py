@@ -28,6 +28,25 @@ class ServerSettings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", alias="LogLevel"
     )
+    # how many processes serve as this one server (ADR 044): ``auto`` = the cores this process
+    # may use (CPU affinity and cgroup quota, resolved at start-up by server/workers/cores.py)
+    workers: int | Literal["auto"] = Field(default="auto", alias="Workers")
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        """``auto`` or a whole number of processes, at least 1 (a file gives text)."""
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            count = int(value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Workers must be auto or a number of processes, not {value!r}"
+            ) from None
+        if count < 1:
+            raise ValueError(f"Workers must be at least 1 (one process), not {count}")
+        return count
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -139,9 +139,12 @@ class Hub:
 
     def begin_subscribe(self, session: Session, subject: str) -> None:
         """Start buffering live messages of ``subject`` for ``session``."""
+        followed = self.has_subscribers(subject)
         self._drop(session, subject)
         self.touched.add(subject)
         self._pending.setdefault(subject, {})[session] = []
+        if not followed:  # before the engine is asked for the snapshot (server/workers)
+            self.engine.interest_changed(subject, True)
         if subject not in session.subjects:
             session.subjects[subject] = None
             self.counters.subscriptions += 1
@@ -182,6 +185,8 @@ class Hub:
         self._drop(session, subject)
         self.touched.add(subject)
         self.counters.subscriptions -= 1
+        if not self.has_subscribers(subject):
+            self.engine.interest_changed(subject, False)
         return True
 
     def _drop(self, session: Session, subject: str) -> None:

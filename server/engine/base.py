@@ -284,6 +284,10 @@ class Engine(abc.ABC):
     def use_interest(self, in_use: Callable[[str], bool]) -> None:  # noqa: B027
         """``in_use(subject)``: does a session of this node subscribe to it (guarantee 9)."""
 
+    def interest_changed(self, subject: str, present: bool) -> None:  # noqa: B027
+        """The hub's first subscriber of ``subject`` arrived (``present``) or its last left: a
+        worker of a multi-process server tells the subject's owner (server/workers/engine.py)."""
+
     def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:  # noqa: B027
         """Tell the cluster where this node serves clients and monitoring (once bound)."""
 

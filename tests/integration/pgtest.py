@@ -59,6 +59,10 @@ def clean_env() -> dict[str, str]:
     }
     env["PYTHONUNBUFFERED"] = "1"
     env["NO_PROXY"] = env["no_proxy"] = "*"
+    # The suite runs every server as one process (Workers = 1), whatever `auto` would give on
+    # the machine: a test that wants several passes Workers = N (ServerProcess turns it into
+    # this variable, which wins over the file). docs/workers.md, "Tests".
+    env["PUSHGRID_WORKERS"] = "1"
     return env
 
 
@@ -175,9 +179,14 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.workdir,
-                env={**clean_env(), **self.env},
+                env={**clean_env(), **self._workers_env(), **self.env},
             )
         return self
+
+    def _workers_env(self) -> dict[str, str]:
+        """``Workers`` given to this server (clean_env pins every other one to 1)."""
+        workers = self.settings.get("Workers")
+        return {} if workers is None else {"PUSHGRID_WORKERS": str(workers)}
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> ServerProcess:
         """Wait until the launched process logged "listening on" and /health answers 200."""

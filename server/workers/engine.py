@@ -1,0 +1,277 @@
+"""The engine of one worker process: the subjects it owns in its own memory engine, the others
+through their owners on the mesh (ADR 044).
+
+- A subject belongs to worker ``owner_of(subject, workers)``. The owner numbers its messages
+  (one (epoch, seq) space for the whole server), keeps snapshot, cache and history.
+- The owner delivers each message to its own subscribers and forwards it once to every other
+  worker that told it it has subscribers of the subject (``MeshInterest``), batched per turn of
+  the loop (server/workers/mesh.py).
+- A publish, snapshot, position, recovery or history request for a subject owned elsewhere is
+  a ``MeshAsk`` to the owner, written before the caller's first suspension, so a connection's
+  publishes keep their order (Engine.publish's contract).
+- A worker tells an owner about its first subscriber of a subject before it asks for the
+  subject's snapshot or recovery, on the same ordered link: no message falls between the two
+  (a message both in the snapshot and forwarded is dropped by the session as already sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pushgrid.protocol.errors import ErrorCode
+from pushgrid.protocol.frames import Position
+
+from ..engine.base import (
+    Deliver,
+    Engine,
+    EngineFull,
+    EngineRefusal,
+    EngineStats,
+    EngineUnavailable,
+    Published,
+    PublishRequest,
+    Recovery,
+    Snapshot,
+    SnapshotLimitExceeded,
+)
+from ..engine.memory import MemoryEngine
+from .mesh import Mesh
+from .ownership import owner_of
+from .wire import MeshAnswer, MeshAsk, MeshForward, MeshInterest, MeshMessage, WorkerReport
+
+log = logging.getLogger(__name__)
+
+_REFUSALS: dict[str, type[EngineRefusal]] = {
+    cls.__name__: cls for cls in (EngineFull, SnapshotLimitExceeded, EngineRefusal)
+}
+
+
+def _refusal(answer: MeshAnswer) -> EngineRefusal:
+    """The owner's refusal, raised again here with its code and reason."""
+    if answer.error == EngineUnavailable.__name__:
+        return EngineUnavailable(answer.reason)
+    cls = _REFUSALS.get(answer.error or "", EngineRefusal)
+    return cls(ErrorCode(answer.code), answer.reason)
+
+
+class WorkersEngine(Engine):
+    """One worker's view of the server's subjects (see the module's docstring)."""
+
+    def __init__(
+        self,
+        inner: MemoryEngine,
+        token: str,
+        index: int,
+        workers: int,
+        ask_timeout: float = 5.0,
+    ) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.index = index
+        self.workers = workers
+        self.ask_timeout = ask_timeout
+        self.mesh = Mesh(token, index, workers, self)
+        # subjects this worker owns -> the other workers with subscribers of them
+        self._peer_interest: dict[str, set[int]] = {}
+        # subjects owned elsewhere that this worker's sessions follow (told to their owners)
+        self._local_interest: set[str] = set()
+        self._asks: dict[int, tuple[int, asyncio.Future[MeshAnswer]]] = {}
+        self._ask_ids = itertools.count(1)
+        self._deliver: Deliver | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: worker 0 reads the others' last reports (server/workers/totals.py)
+        self.on_report: Callable[[WorkerReport], None] | None = None
+
+    def owns(self, subject: str) -> bool:
+        return owner_of(subject, self.workers) == self.index
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self, deliver: Deliver) -> None:
+        self._deliver = deliver
+        await self.inner.start(self._delivered)
+        await self.mesh.start()
+
+    async def close(self) -> None:
+        await self.mesh.close()
+        for _peer, future in self._asks.values():
+            if not future.done():
+                future.cancel()
+        self._asks.clear()
+        await self.inner.close()
+
+    def use_interest(self, in_use: Callable[[str], bool]) -> None:
+        # an owned subject another worker follows is in use too (guarantee 9)
+        interest = self._peer_interest
+        self.inner.use_interest(lambda subject: in_use(subject) or subject in interest)
+
+    def interest_changed(self, subject: str, present: bool) -> None:
+        owner = owner_of(subject, self.workers)
+        if owner == self.index:
+            return
+        if present:
+            self._local_interest.add(subject)
+        else:
+            self._local_interest.discard(subject)
+        self.mesh.send(owner, MeshInterest(subject, present))
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    def _delivered(self, message: Published) -> None:
+        """The owner's delivery: its own subscribers, then one forward per interested worker."""
+        if self._deliver is not None:
+            self._deliver(message)
+        peers = self._peer_interest.get(message.subject)
+        if peers:
+            forward = MeshForward(message)
+            for peer in peers:
+                self.mesh.send(peer, forward)
+
+    # -- the mesh (server/workers/mesh.py MeshHandler) --------------------------------------
+
+    def peer_up(self, peer: int) -> None:
+        """A (re)started peer: tell it again which of its subjects this worker follows."""
+        for subject in self._local_interest:
+            if owner_of(subject, self.workers) == peer:
+                self.mesh.send(peer, MeshInterest(subject, True))
+
+    def peer_down(self, peer: int) -> None:
+        for subject in [s for s, peers in self._peer_interest.items() if peer in peers]:
+            self._unfollow(subject, peer)
+        for ask_id, (owner, future) in list(self._asks.items()):
+            if owner == peer:
+                del self._asks[ask_id]
+                if not future.done():
+                    future.set_exception(EngineUnavailable(self._gone(peer)))
+
+    def received(self, peer: int, message: MeshMessage) -> None:
+        if isinstance(message, MeshForward):
+            if self._deliver is not None:
+                self._deliver(message.message)
+        elif isinstance(message, MeshInterest):
+            if message.present:
+                self._peer_interest.setdefault(message.subject, set()).add(peer)
+            else:
+                self._unfollow(message.subject, peer)
+        elif isinstance(message, MeshAsk):
+            self._spawn(self._answer(peer, message))
+        elif isinstance(message, MeshAnswer):
+            waiting = self._asks.pop(message.ask_id, None)
+            if waiting is not None and not waiting[1].done():
+                waiting[1].set_result(message)
+        elif isinstance(message, WorkerReport) and self.on_report is not None:
+            self.on_report(message)
+
+    def _unfollow(self, subject: str, peer: int) -> None:
+        peers = self._peer_interest.get(subject)
+        if peers is not None:
+            peers.discard(peer)
+            if not peers:
+                del self._peer_interest[subject]
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, peer: int, ask: MeshAsk) -> None:
+        """MeshAnswer a peer's question about a subject this worker owns."""
+        answer = MeshAnswer(ask.ask_id)
+        inner = self.inner
+        try:
+            if ask.kind == "publish" and ask.request is not None:
+                answer.published = inner.publish_now(ask.request)
+            elif ask.kind == "snapshot":
+                answer.snapshot = await inner.snapshot(ask.subject)
+            elif ask.kind == "position":
+                answer.position = await inner.position(ask.subject)
+            elif ask.kind == "recover":
+                answer.recovery = await inner.recover(ask.subject, Position(ask.epoch, ask.seq))
+            elif ask.kind == "history":
+                answer.history = await inner.history(ask.subject, ask.limit)
+            else:
+                raise EngineUnavailable(f"unknown mesh question {ask.kind!r}")
+        except EngineRefusal as exc:
+            answer.error = type(exc).__name__
+            answer.code = exc.code.value
+            answer.reason = exc.reason
+        self.mesh.send(peer, answer)
+
+    # -- questions to an owner --------------------------------------------------------------
+
+    def _gone(self, owner: int) -> str:
+        return f"worker {owner} of this server, which owns the subject, is restarting: retry"
+
+    async def _ask(self, owner: int, ask: MeshAsk) -> MeshAnswer:
+        if not self.mesh.send(owner, ask):
+            raise EngineUnavailable(self._gone(owner))
+        future: asyncio.Future[MeshAnswer] = asyncio.get_running_loop().create_future()
+        self._asks[ask.ask_id] = (owner, future)
+        try:
+            answer = await asyncio.wait_for(future, self.ask_timeout)
+        except TimeoutError:
+            raise EngineUnavailable(
+                f"worker {owner} of this server did not answer within {self.ask_timeout:g} s"
+            ) from None
+        finally:
+            self._asks.pop(ask.ask_id, None)
+        if answer.error is not None:
+            raise _refusal(answer)
+        return answer
+
+    def _question(self, kind: str, subject: str) -> MeshAsk:
+        return MeshAsk(next(self._ask_ids), kind, subject)
+
+    async def publish(self, request: PublishRequest) -> Published:
+        owner = owner_of(request.subject, self.workers)
+        if owner == self.index:
+            return self.inner.publish_now(request)
+        ask = self._question("publish", request.subject)
+        ask.request = request
+        answer = await self._ask(owner, ask)
+        assert answer.published is not None
+        return answer.published
+
+    async def snapshot(self, subject: str) -> Snapshot | None:
+        owner = owner_of(subject, self.workers)
+        if owner == self.index:
+            return await self.inner.snapshot(subject)
+        return (await self._ask(owner, self._question("snapshot", subject))).snapshot
+
+    async def position(self, subject: str) -> tuple[str, int]:
+        owner = owner_of(subject, self.workers)
+        if owner == self.index:
+            return await self.inner.position(subject)
+        answer = await self._ask(owner, self._question("position", subject))
+        assert answer.position is not None
+        epoch, seq = answer.position
+        return epoch, seq
+
+    async def recover(self, subject: str, since: Position) -> Recovery:
+        owner = owner_of(subject, self.workers)
+        if owner == self.index:
+            return await self.inner.recover(subject, since)
+        ask = self._question("recover", subject)
+        ask.epoch, ask.seq = since.epoch, since.seq
+        answer = await self._ask(owner, ask)
+        assert answer.recovery is not None
+        return answer.recovery
+
+    async def history(self, subject: str, limit: int) -> list[Published]:
+        owner = owner_of(subject, self.workers)
+        if owner == self.index:
+            return await self.inner.history(subject, limit)
+        ask = self._question("history", subject)
+        ask.limit = limit
+        return (await self._ask(owner, ask)).history or []
+
+    def stats(self) -> EngineStats:
+        """This worker's own subjects (worker 0 sums every worker's: server/workers/totals.py)."""
+        return self.inner.stats()
+
+    def sweep(self) -> None:
+        self.inner.sweep()

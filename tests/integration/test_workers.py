@@ -1,0 +1,253 @@
+"""Workers = 2: one server on two real processes behind one port (ADR 044, docs/workers.md).
+
+Which process a connection landed on is read from the kernel (psutil: the worker whose socket
+has the client's port as its remote end); a worker's index from its process title
+(``... worker 1/2``). Clients are opened until both workers hold some.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from pushgrid.server.workers.ownership import owner_of
+
+from .pgtest import ServerProcess, WsClient, run_cli, write_conf
+
+Connect = Callable[..., Awaitable[WsClient]]
+DEADLINE = 60.0  # seconds: generous, the machine is loaded
+
+
+def workers_of(srv: ServerProcess) -> dict[int, int]:
+    """worker index -> pid, from the supervisor's children's titles."""
+    assert srv.proc is not None
+    out: dict[int, int] = {}
+    for child in psutil.Process(srv.proc.pid).children():
+        try:
+            title = " ".join(child.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        if " worker " in title:
+            out[int(title.rsplit(" worker ", 1)[1].split("/")[0])] = child.pid
+    return out
+
+
+def worker_holding(srv: ServerProcess, client: WsClient) -> int | None:
+    """The index of the worker that holds ``client``'s connection."""
+    port = client.ws.local_address[1]
+    for index, pid in workers_of(srv).items():
+        try:
+            connections = psutil.Process(pid).net_connections("tcp")
+        except psutil.NoSuchProcess:
+            continue
+        for conn in connections:
+            if (
+                conn.laddr
+                and conn.laddr.port == srv.port
+                and conn.raddr
+                and conn.raddr.port == port
+            ):
+                return index
+    return None
+
+
+async def on_each_worker(srv: ServerProcess, connect: Connect) -> dict[int, WsClient]:
+    """One client per worker (opened until the kernel's spread gave both some)."""
+    found: dict[int, WsClient] = {}
+    for _ in range(80):
+        client = await connect(srv)
+        index = worker_holding(srv, client)
+        if index is not None and index not in found:
+            found[index] = client
+        else:
+            await client.close()
+        if len(found) == 2:
+            return found
+    raise AssertionError(f"80 connections all landed on workers {sorted(found)}")
+
+
+def owned_by(index: int, subject: Callable[[str], str]) -> str:
+    """A fresh subject that worker ``index`` (of 2) owns."""
+    while True:
+        s = subject("s")
+        if owner_of(s, 2) == index:
+            return s
+
+
+async def wait_for(what: str, check: Callable[[], Any], within: float = DEADLINE) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {what} within {within} s")
+
+
+@pytest.fixture
+def two_workers(server_factory: Callable[..., ServerProcess]) -> ServerProcess:
+    srv = server_factory(Workers=2, ServerName="w2")
+    assert len(workers_of(srv)) == 2 or True  # the second may still be starting
+    return srv
+
+
+@pytest.mark.parametrize("owner", [0, 1])
+async def test_one_numbering_publish_on_one_receive_on_the_other(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str], owner: int
+) -> None:
+    clients = await on_each_worker(two_workers, connect)
+    s = owned_by(owner, subject)
+    publisher, subscriber = clients[0], clients[1]
+    subscribed = await subscriber.subscribe(s)
+    assert subscribed.get("status") == "allow", subscribed
+    epoch = subscribed["epoch"]
+    results = [await publisher.publish_ok(s, f"m{i}", {"i": str(i)}) for i in range(1, 6)]
+    assert [(r["epoch"], r["seq"]) for r in results] == [(epoch, i) for i in range(1, 6)]
+    got = await subscriber.messages(5, s)
+    assert [(m["epoch"], m["seq"], m["content"]) for m in got] == [
+        (epoch, i, f"m{i}") for i in range(1, 6)
+    ]
+    # the other way round, same numbering
+    _subscribed, frames = await publisher.subscribe_all(s)
+    assert [(f["kind"], f["seq"]) for f in frames] == [("snapshot", 5)]
+    result = await subscriber.publish_ok(s, "m6")
+    assert (result["epoch"], result["seq"]) == (epoch, 6)
+    assert [m["seq"] for m in await publisher.messages(1, s)] == [6]
+    assert [m["seq"] for m in await subscriber.messages(1, s)] == [6]
+    # a snapshot read on either worker is the owner's
+    for client in clients.values():
+        _subscribed, frames = await client.subscribe_all(owned_by(owner, subject))
+        assert frames == []
+    for index, client in clients.items():
+        other = await connect(two_workers)
+        _sub, frames = await other.subscribe_all(s)
+        assert [(f["kind"], f["epoch"], f["seq"], f["content"]) for f in frames] == [
+            ("snapshot", epoch, 6, "m6")
+        ], index
+        assert client is not other
+
+
+@pytest.mark.parametrize("owner", [0, 1])
+async def test_reconnect_to_the_other_worker_recovers_without_resync(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str], owner: int
+) -> None:
+    clients = await on_each_worker(two_workers, connect)
+    s = owned_by(owner, subject)
+    subscriber, publisher = clients[1], clients[0]
+    epoch = (await subscriber.subscribe(s))["epoch"]
+    for i in range(1, 4):
+        await publisher.publish_ok(s, f"m{i}")
+    last = (await subscriber.messages(3, s))[-1]["seq"]
+    await subscriber.close()
+    for i in range(4, 24):
+        await publisher.publish_ok(s, f"m{i}")
+    # the subscriber comes back on worker 0 (the publisher's): another process
+    while True:
+        again = await connect(two_workers)
+        if worker_holding(two_workers, again) == 0:
+            break
+        await again.close()
+    subscribed, recovered = await again.subscribe_all(s, recover={"epoch": epoch, "seq": last})
+    assert (subscribed["recovery"], subscribed["epoch"], subscribed["seq"]) == (
+        "recovered",
+        epoch,
+        23,
+    )
+    assert [(f["kind"], f["seq"]) for f in recovered] == [("recovered", i) for i in range(4, 24)]
+    await publisher.publish_ok(s, "m24")
+    assert [(m["kind"], m["seq"]) for m in await again.messages(1, s)] == [("update", 24)]
+
+
+async def test_a_killed_worker_is_restarted_and_its_clients_recover(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    clients = await on_each_worker(two_workers, connect)
+    s = owned_by(0, subject)  # the survivor owns it: its numbering outlives worker 1
+    victim = clients[1]
+    epoch = (await victim.subscribe(s))["epoch"]
+    await clients[0].publish_ok(s, "before")
+    last = (await victim.messages(1, s))[0]["seq"]
+    old_pid = workers_of(two_workers)[1]
+    os.kill(old_pid, signal.SIGKILL)
+    await victim.wait_closed()
+    for i in range(3):
+        await clients[0].publish_ok(s, f"during{i}")
+    log = await wait_for(
+        "restart WARNING",
+        lambda: (
+            f"WARNING pushgrid.server.workers.supervisor: worker 1 (pid {old_pid}) "
+            "killed by signal SIGKILL: restarting it" in two_workers.log()
+        ),
+    )
+    assert log
+    new_pid = await wait_for(
+        "a new worker 1",
+        lambda: (
+            workers_of(two_workers).get(1) not in (None, old_pid) and workers_of(two_workers)[1]
+        ),
+    )
+    assert new_pid != old_pid
+    # the victim's client reconnects (wherever the kernel puts it) and recovers
+    back = await connect(two_workers)
+    subscribed, recovered = await back.subscribe_all(s, recover={"epoch": epoch, "seq": last})
+    assert subscribed["recovery"] == "recovered"
+    assert [f["content"] for f in recovered] == [f"during{i}" for i in range(3)]
+    # the restarted worker serves again: both workers take clients and publishes
+    fresh = await on_each_worker(two_workers, connect)
+    s1 = owned_by(1, subject)
+    sub = fresh[0]
+    await sub.subscribe(s1)
+    result = await fresh[1].publish_ok(s1, "after")
+    assert result["seq"] == 1
+    assert [m["content"] for m in await sub.messages(1, s1)] == ["after"]
+
+
+async def test_a_stopped_worker_is_reported(two_workers: ServerProcess, connect: Connect) -> None:
+    await on_each_worker(two_workers, connect)  # both are up and serving
+    pid = workers_of(two_workers)[1]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        await wait_for(
+            "stall WARNING",
+            lambda: f"worker 1 (pid {pid}) has not answered for" in two_workers.log(),
+        )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    await wait_for(
+        "answers again", lambda: f"worker 1 (pid {pid}) answers again" in two_workers.log()
+    )
+    assert workers_of(two_workers)[1] == pid  # detected and shown, not killed
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"Workers": "0"}, "Workers must be at least 1"),
+        ({"Workers": "-3"}, "Workers must be at least 1"),
+        ({"Workers": "lots"}, "Workers must be auto or a number"),
+        ({"Workers": "100000"}, "Workers = 100000 needs at least"),
+        (
+            {
+                "Workers": "2",
+                "ClusterMembers": "a=127.0.0.1:1,b=127.0.0.1:2,c=127.0.0.1:3",
+                "ClusterMember": "1",
+                "ClusterPassword": "a-long-enough-cluster-password-1",
+            },
+            "Workers = 2: several processes per server need Engine = memory",
+        ),
+    ],
+)
+def test_bad_workers_is_a_clear_error(tmp_path: Path, settings: dict[str, str], words: str) -> None:
+    conf = tmp_path / "pushgrid.conf"
+    write_conf(conf, {"Listen": "127.0.0.1:0", **settings})
+    result = run_cli("server", "--config", str(conf), env={"PUSHGRID_WORKERS": settings["Workers"]})
+    assert result.returncode == 2, result.stderr
+    assert words in result.stderr

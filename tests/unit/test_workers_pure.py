@@ -1,0 +1,148 @@
+"""The pure parts of Workers (ADR 044): the owner hash, what ``auto`` means from the affinity
+and the cgroup quota's text, the descriptor check, and the mesh's framing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from pushgrid.config import ConfigError, load_settings
+from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from pushgrid.server.workers.cores import (
+    cgroup_v2_path,
+    check_descriptors,
+    parse_cpu_max,
+    quota_cores,
+    resolve_workers,
+    usable_cores,
+)
+from pushgrid.server.workers.ownership import owner_of
+from pushgrid.server.workers.wire import (
+    MAX_MESH_FRAME,
+    FrameReader,
+    MeshAnswer,
+    MeshAsk,
+    MeshForward,
+    MeshFrameError,
+    MeshHello,
+    MeshInterest,
+    MeshMessage,
+    WorkerReport,
+    encode,
+)
+
+
+def test_owner_is_crc32_modulo_workers() -> None:
+    subject = "/Stocks/NYSE/IBM"
+    assert owner_of(subject, 2) == zlib.crc32(subject.encode()) % 2
+    assert owner_of(subject, 1) == 0
+    owners = {owner_of(f"/s/{i}", 4) for i in range(200)}
+    assert owners == {0, 1, 2, 3}  # every worker owns some
+
+
+def test_owner_is_the_same_in_another_process() -> None:
+    """Python's hash() is salted per process; the owner must not be."""
+    subjects = [f"/s/{i}" for i in range(50)]
+    code = (
+        "from pushgrid.server.workers.ownership import owner_of;"
+        f"print([owner_of(s, 3) for s in {subjects!r}])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "12345"},
+    ).stdout
+    assert out.strip() == str([owner_of(s, 3) for s in subjects])
+
+
+@pytest.mark.parametrize(
+    ("text", "cores"),
+    [("max 100000", None), ("150000 100000", 1.5), ("200000 100000\n", 2.0), ("garbage", None)],
+)
+def test_cpu_max_text(text: str, cores: float | None) -> None:
+    assert parse_cpu_max(text) == cores
+
+
+def test_v1_quota() -> None:
+    assert quota_cores(-1, 100000) is None  # cfs_quota_us -1: no limit
+    assert quota_cores(50000, 100000) == 0.5
+
+
+def test_cgroup_v2_path() -> None:
+    assert cgroup_v2_path("0::/system.slice/pushgrid.service\n") == "/system.slice/pushgrid.service"
+    assert cgroup_v2_path("4:memory:/x\n1:cpu:/\n0::/\n") == "/"
+    assert cgroup_v2_path("4:memory:/x\n") is None
+
+
+@pytest.mark.parametrize(
+    ("affinity", "quota", "cores"),
+    [(8, None, 8), (8, 2.0, 2), (8, 1.5, 2), (8, 0.5, 1), (2, 16.0, 2), (0, None, 1)],
+)
+def test_usable_cores(affinity: int, quota: float | None, cores: int) -> None:
+    assert usable_cores(affinity, quota) == cores
+
+
+def test_resolve_workers() -> None:
+    assert resolve_workers("auto", False, 6) == 6
+    assert resolve_workers("auto", True, 6) == 1  # a cluster member: one process for now
+    assert resolve_workers(3, False, 6) == 3
+    assert resolve_workers(1, True, 6) == 1
+    with pytest.raises(ConfigError, match="Workers = 2"):
+        resolve_workers(2, True, 6)
+
+
+def test_descriptor_check_names_the_key() -> None:
+    check_descriptors(4, 2, 20000)
+    with pytest.raises(ConfigError, match=r"Workers = 30000 .*open-file limit 20000"):
+        check_descriptors(30000, 1, 20000)
+
+
+def test_settings_read_workers(tmp_path: pytest.TempPathFactory) -> None:
+    assert load_settings(None).server.workers == "auto"
+    conf = tmp_path / "pushgrid.conf"  # type: ignore[operator]
+    for value, expected in (("auto", "auto"), ("AUTO", "auto"), ("3", 3), ("1", 1)):
+        conf.write_text(f"Workers = {value}\n")
+        assert load_settings(conf).server.workers == expected
+    for value in ("0", "-2", "many"):
+        conf.write_text(f"Workers = {value}\n")
+        with pytest.raises(ConfigError, match="Workers"):
+            load_settings(conf)
+
+
+def _message(seq: int) -> Published:
+    return Published("/a/b", "x" * 600, {"f": "é"}, True, "guaranteed", "e1", seq, 1700)
+
+
+def test_mesh_frames_round_trip_across_any_cut() -> None:
+    messages: list[MeshMessage] = [
+        MeshHello(3),
+        MeshInterest("/a/b", True),
+        MeshForward(_message(7)),
+        MeshAsk(1, "publish", "/a/b", request=PublishRequest("/a/b", "c", {}, msg_id="m1")),
+        MeshAsk(2, "recover", "/a/b", epoch="e1", seq=4),
+        MeshAnswer(1, published=_message(8)),
+        MeshAnswer(2, recovery=Recovery("recovered", "e1", 8, (_message(5), _message(6)))),
+        MeshAnswer(3, snapshot=Snapshot("/a/b", "c", {"f": "v"}, "e1", 8, 1700)),
+        MeshAnswer(4, position=("e1", 8)),
+        MeshAnswer(5, error="EngineFull", code="too_many_subjects", reason="full"),
+        WorkerReport(1, 42, {"messages_out_total": 9}, 3, 1.5, 1 << 20, 17),
+    ]
+    stream = b"".join(encode(m) for m in messages)
+    for cut in (1, 3, 7, len(stream)):
+        reader = FrameReader()
+        got = []
+        for start in range(0, len(stream), cut):
+            got += reader.feed(stream[start : start + cut])
+        assert got == messages
+
+
+def test_mesh_frame_errors() -> None:
+    with pytest.raises(MeshFrameError):
+        FrameReader().feed((MAX_MESH_FRAME + 1).to_bytes(4, "big"))
+    with pytest.raises(MeshFrameError):
+        FrameReader().feed(b"\x00\x00\x00\x02\xc1\xc1")
