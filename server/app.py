@@ -50,7 +50,7 @@ from .monitoring.beans import build_agent
 from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
-from .monitoring.ports import NO_DEFLATE, DeflateStats, LiveState
+from .monitoring.ports import NO_DEFLATE, DeflateStats, LiveState, WorkerRow
 from .monitoring.probe import PanelProbe
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
@@ -64,8 +64,11 @@ from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorL
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
+from .workers.engine import WorkersEngine
 from .workers.heartbeat import heartbeat
 from .workers.supervisor import WorkerPlan
+from .workers.totals import ServerTotals, own_report, report_to_worker_zero
+from .workers.wire import WorkerReport
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +181,10 @@ class PushServer:
         self.session_settings = session  # what the client port's endpoints and the ticker read
         self.cluster_settings = cluster
         self.monitoring_settings = monitoring
-        self.counters = Counters()
+        # worker 0 of several counts for the whole server (server/workers/totals.py)
+        several = worker is not None and worker.workers > 1
+        self.totals = ServerTotals() if several and self.is_monitor else None
+        self.counters = self.totals or Counters()
         bounds = settings.engine_limits
         self.engine = engine or build_engine(bounds, cluster, server.server_name)
         self.hub = Hub(self.engine, self.counters)
@@ -303,6 +309,38 @@ class PushServer:
             )
             self._servers.append(server)
         self.track(loop.create_task(heartbeat(plan.control)))
+        engine = self.engine
+        if not isinstance(engine, WorkersEngine):
+            return
+        engine.totals = self.totals
+        if plan.index != 0:
+            self.track(report_to_worker_zero(partial(engine.mesh.send, 0), self._own_report))
+
+    def _own_report(self) -> WorkerReport:
+        index = 0 if self.worker is None else self.worker.index
+        engine = self.engine
+        own = engine.inner.stats() if isinstance(engine, WorkersEngine) else engine.stats()
+        return own_report(index, self.counters, len(self.connections), own)
+
+    def _worker_rows(self) -> tuple[WorkerRow, ...]:
+        """Worker 0's view of the server's processes (empty with one process)."""
+        if self.totals is None:
+            return ()
+        now = time.time()
+        rows = [self._own_report(), *self.totals.reports()]
+        return tuple(
+            WorkerRow(
+                r.index,
+                r.pid,
+                r.cpu_seconds,
+                r.rss_bytes,
+                r.connections,
+                r.counters.get("sessions", 0),
+                r.open_files,
+                0.0 if r.index == 0 else round(max(0.0, now - r.sent_at), 3),
+            )
+            for r in rows
+        )
 
     async def _start_listeners(self, loop: asyncio.AbstractEventLoop) -> None:
         # Several members on one host may share the client port: the kernel spreads the
@@ -467,6 +505,7 @@ class PushServer:
             flush_delay=self.flusher.delays.snapshot(),
             panel=self.panel_probe.panel,
             deflate=self._deflate_stats(),
+            workers=self._worker_rows(),
         )
 
     def _deflate_stats(self) -> DeflateStats:

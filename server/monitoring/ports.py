@@ -43,6 +43,21 @@ NO_DEFLATE = DeflateStats()
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerRow:
+    """One process of a multi-process server (Workers > 1, docs/workers.md), as worker 0 last
+    heard of it: ``report_age`` seconds ago (0 for worker 0 itself)."""
+
+    index: int
+    pid: int
+    cpu_seconds: float
+    rss_bytes: int
+    connections: int  # client and monitoring connections it holds
+    sessions: int  # of which WebSocket / SSE sessions
+    open_files: int
+    report_age: float
+
+
+@dataclass(frozen=True, slots=True)
 class LiveState:
     """The node's live numbers, read at once on the event loop."""
 
@@ -61,6 +76,8 @@ class LiveState:
     # the operator's member panel (metrics/member_panel.py), built once a second by the probe
     panel: MemberPanel = EMPTY_PANEL
     deflate: DeflateStats = NO_DEFLATE
+    # the server's processes, worker 0 first (empty with Workers = 1: nothing changes there)
+    workers: tuple[WorkerRow, ...] = ()
 
 
 class MonitoredNode(Protocol):

@@ -6,7 +6,7 @@ A custom collector formats, at scrape time, the node's live state and the sample
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -27,7 +27,7 @@ from pushgrid.ops.panel import MemberPanel
 
 from . import watched_view
 from .cluster_view import cluster_metrics
-from .ports import DeflateStats, LiveState, MonitoredNode
+from .ports import DeflateStats, LiveState, MonitoredNode, WorkerRow
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -259,7 +259,9 @@ class PushgridCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         model = self.node.read_model()
-        yield from live_metrics(self.node.live_state())
+        live = self.node.live_state()
+        yield from live_metrics(live)
+        yield from worker_metrics(live.workers)
         yield from indicator_metrics(model)
         yield from archive_metrics(model.archive)
         yield from cluster_metrics(self.node.cluster_status())
@@ -279,6 +281,27 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 def _or_zero(value: float | None) -> float:
     return 0.0 if value is None else value
+
+
+_WORKER_GAUGES = (
+    ("cpu_seconds", "pushgrid_worker_cpu_seconds", "CPU time of one worker process"),
+    ("rss_bytes", "pushgrid_worker_resident_memory_bytes", "Resident memory of one worker"),
+    ("connections", "pushgrid_worker_connections", "Connections one worker holds"),
+    ("sessions", "pushgrid_worker_sessions", "Client sessions one worker holds"),
+    ("open_files", "pushgrid_worker_open_files", "Open file descriptors of one worker"),
+    ("report_age", "pushgrid_worker_report_age_seconds", "Age of a worker's last report"),
+)
+
+
+def worker_metrics(rows: Sequence[WorkerRow]) -> Iterator[Metric]:
+    """The per-process breakdown of a multi-process server (none with Workers = 1)."""
+    if not rows:
+        return
+    for attribute, name, documentation in _WORKER_GAUGES:
+        family = GaugeMetricFamily(name, documentation, labels=["worker", "pid"])
+        for row in rows:
+            family.add_metric([str(row.index), str(row.pid)], getattr(row, attribute))
+        yield family
 
 
 def build_registry(node: MonitoredNode) -> CollectorRegistry:

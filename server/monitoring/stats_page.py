@@ -10,6 +10,7 @@ Pure formatting of the sampler's :class:`~metrics.readmodel.ReadModel` and the n
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from pushgrid.metrics.indicators import INDICATORS
@@ -32,7 +33,7 @@ def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
             "windows": {window: r.as_dict() for window, r in reading.windows.items()},
         }
     counters = live.counters
-    return {
+    document = {
         "server": live.server_name,
         "ts": model.ts,
         "sample_interval": model.interval,
@@ -56,6 +57,9 @@ def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
         "panel": live.panel.as_dict(),
         "watched_subjects": dict(model.watched),
     }
+    if live.workers:  # Workers > 1 only: one process's document stays as it was
+        document["workers"] = [asdict(row) for row in live.workers]
+    return document
 
 
 def stats_text(document: dict[str, Any]) -> str:
@@ -74,4 +78,7 @@ def stats_text(document: dict[str, Any]) -> str:
     for name, value in document["panel"].items():
         lines.append(f"panel.{name} {'U' if value is None else number_text(value)}")
     lines.extend(watched_view.stats_lines(document.get("watched_subjects", {})))
+    for row in document.get("workers", ()):
+        index = row["index"]
+        lines.extend(f"worker.{index}.{k} {v}" for k, v in row.items() if k != "index")
     return "\n".join(lines) + "\n"

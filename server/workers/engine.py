@@ -41,6 +41,7 @@ from ..engine.base import (
 from ..engine.memory import MemoryEngine
 from .mesh import Mesh
 from .ownership import owner_of
+from .totals import ServerTotals
 from .wire import MeshAnswer, MeshAsk, MeshForward, MeshInterest, MeshMessage, WorkerReport
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,8 @@ class WorkersEngine(Engine):
         self._ask_ids = itertools.count(1)
         self._deliver: Deliver | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        #: worker 0 reads the others' last reports (server/workers/totals.py)
-        self.on_report: Callable[[WorkerReport], None] | None = None
+        #: worker 0's counters hold the others' last reports (server/workers/totals.py)
+        self.totals: ServerTotals | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index
@@ -140,6 +141,8 @@ class WorkersEngine(Engine):
                 self.mesh.send(peer, MeshInterest(subject, True))
 
     def peer_down(self, peer: int) -> None:
+        if self.totals is not None:
+            self.totals.gone(peer)
         for subject in [s for s, peers in self._peer_interest.items() if peer in peers]:
             self._unfollow(subject, peer)
         for ask_id, (owner, future) in list(self._asks.items()):
@@ -163,8 +166,8 @@ class WorkersEngine(Engine):
             waiting = self._asks.pop(message.ask_id, None)
             if waiting is not None and not waiting[1].done():
                 waiting[1].set_result(message)
-        elif isinstance(message, WorkerReport) and self.on_report is not None:
-            self.on_report(message)
+        elif isinstance(message, WorkerReport) and self.totals is not None:
+            self.totals.absorb(message)
 
     def _unfollow(self, subject: str, peer: int) -> None:
         peers = self._peer_interest.get(subject)
@@ -270,8 +273,9 @@ class WorkersEngine(Engine):
         return (await self._ask(owner, ask)).history or []
 
     def stats(self) -> EngineStats:
-        """This worker's own subjects (worker 0 sums every worker's: server/workers/totals.py)."""
-        return self.inner.stats()
+        """This worker's own subjects; worker 0's: every worker's (server/workers/totals.py)."""
+        own = self.inner.stats()
+        return own if self.totals is None else self.totals.engine_stats(own)
 
     def sweep(self) -> None:
         self.inner.sweep()

@@ -79,6 +79,8 @@ class WorkerReport(msgspec.Struct, tag=True):
     cpu_seconds: float
     rss_bytes: int
     open_files: int
+    engine: list[int]  # subjects, cached messages, cached bytes, dropped snapshots
+    sent_at: float  # Unix time
 
 
 MeshMessage = MeshHello | MeshInterest | MeshForward | MeshAsk | MeshAnswer | WorkerReport

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -251,3 +252,49 @@ def test_bad_workers_is_a_clear_error(tmp_path: Path, settings: dict[str, str], 
     result = run_cli("server", "--config", str(conf), env={"PUSHGRID_WORKERS": settings["Workers"]})
     assert result.returncode == 2, result.stderr
     assert words in result.stderr
+
+
+def _get(srv: ServerProcess, path: str) -> httpx.Response:
+    with httpx.Client(trust_env=False, timeout=10.0) as http:
+        return http.get(f"{srv.monitor_url}{path}")
+
+
+def _stats(srv: ServerProcess) -> dict[str, Any]:
+    document: dict[str, Any] = _get(srv, "/stats?format=json").json()
+    return document
+
+
+async def test_the_monitoring_port_counts_the_whole_server_once(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    clients = await on_each_worker(two_workers, connect)
+    s = owned_by(1, subject)
+    for client in clients.values():
+        await client.subscribe(s)
+    for i in range(7):
+        await clients[0].publish_ok(s, f"m{i}")
+    for client in clients.values():
+        assert len(await client.messages(7, s)) == 7
+
+    def settled() -> dict[str, Any] | None:
+        document = _stats(two_workers)
+        totals, gauges = document["totals"], document["gauges"]
+        workers = document.get("workers", [])
+        if (
+            totals["messages_in_total"] == 7
+            and totals["messages_out_total"] == 14
+            and gauges["sessions"] == 2
+            and gauges["subscriptions"] == 2
+            and gauges["subjects"] >= 1  # and the meta-subjects
+            and [w["sessions"] for w in workers] == [1, 1]
+        ):
+            return document
+        return None
+
+    document = await wait_for("the server's totals on the monitoring port", settled)
+    pids = workers_of(two_workers)
+    assert [(w["index"], w["pid"]) for w in document["workers"]] == [(0, pids[0]), (1, pids[1])]
+    assert all(w["rss_bytes"] > 1 << 20 and w["open_files"] > 0 for w in document["workers"])
+    metrics = _get(two_workers, "/metrics").text
+    assert "pushgrid_messages_sent_total 14.0" in metrics
+    assert f'pushgrid_worker_sessions{{pid="{pids[1]}",worker="1"}} 1.0' in metrics

@@ -130,7 +130,7 @@ def test_mesh_frames_round_trip_across_any_cut() -> None:
         MeshAnswer(3, snapshot=Snapshot("/a/b", "c", {"f": "v"}, "e1", 8, 1700)),
         MeshAnswer(4, position=("e1", 8)),
         MeshAnswer(5, error="EngineFull", code="too_many_subjects", reason="full"),
-        WorkerReport(1, 42, {"messages_out_total": 9}, 3, 1.5, 1 << 20, 17),
+        WorkerReport(1, 42, {"messages_out_total": 9}, 3, 1.5, 1 << 20, 17, [1, 2, 3, 0], 1.0),
     ]
     stream = b"".join(encode(m) for m in messages)
     for cut in (1, 3, 7, len(stream)):
