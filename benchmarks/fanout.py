@@ -451,6 +451,7 @@ class Params:
     batching_time: int = 0  # ms, pushgrid's BatchingTime (0 = off)
     batching_max_size: int = 0  # bytes, pushgrid's BatchingMaxSize (0 = off)
     flush_tick: float | None = None  # ms, pushgrid's FlushTick (None = the server's default)
+    workers: int = 1  # pushgrid's Workers (processes of the one server; ADR 044)
     profile_dir: Path | None = None  # py-spy profiles of the server during the window
     # Latency probe: this many of the subscribers (0 = none) in one more process, every message
     # sampled, at nice PROBE_NICE, so the probe reads as soon as a frame arrives instead of
@@ -480,6 +481,7 @@ def batching_config(p: Params) -> dict[str, str]:
         out["BatchingMaxSize"] = str(p.batching_max_size)
     if p.flush_tick is not None:
         out["FlushTick"] = f"{p.flush_tick:g}"
+    out["Workers"] = str(p.workers)  # explicit: `auto` would follow the taskset pinning
     return out
 
 
@@ -767,6 +769,7 @@ def run_once(
         "batching_time_ms": p.batching_time if label == "pushgrid" else None,
         "batching_max_size": p.batching_max_size if label == "pushgrid" else None,
         "flush_tick_ms": p.flush_tick if label == "pushgrid" else None,
+        "workers": p.workers if label == "pushgrid" else None,
         "profile": str(spy[1]) if spy is not None else None,
         "duration_s": round(window, 3),
         "warmup_s": p.warmup,
@@ -1127,6 +1130,10 @@ def main(
         Path | None,
         typer.Option(help="record a py-spy profile of the server's window into this directory"),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, help="pushgrid's Workers: processes of the one server (ADR 044)"),
+    ] = 1,
     json_out: Annotated[
         Path | None, typer.Option(help="also append the JSON lines to this file")
     ] = None,
@@ -1161,6 +1168,7 @@ def main(
         batching_time=batching_time,
         batching_max_size=batching_max_size,
         flush_tick=flush_tick,
+        workers=workers,
         profile_dir=profile_dir,
     )
     pin = prepare_process(params, client_cpus, server_cpu, target is not Target.none)

@@ -67,7 +67,7 @@ from .transport.tls import TlsFiles, TlsPolicy, server_context
 from .workers.engine import WorkersEngine
 from .workers.heartbeat import heartbeat
 from .workers.supervisor import WorkerPlan
-from .workers.totals import ServerTotals, own_report, report_to_worker_zero
+from .workers.totals import WorkerTotals, own_report, report_to_worker_zero
 from .workers.wire import WorkerReport
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ class PushServer:
         self.monitoring_settings = monitoring
         # worker 0 of several counts for the whole server (server/workers/totals.py)
         several = worker is not None and worker.workers > 1
-        self.totals = ServerTotals() if several and self.is_monitor else None
+        self.totals = WorkerTotals() if several and self.is_monitor else None
         self.counters = self.totals or Counters()
         bounds = settings.engine_limits
         self.engine = engine or build_engine(bounds, cluster, server.server_name)

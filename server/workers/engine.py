@@ -41,7 +41,7 @@ from ..engine.base import (
 from ..engine.memory import MemoryEngine
 from .mesh import Mesh
 from .ownership import owner_of
-from .totals import ServerTotals
+from .totals import WorkerTotals
 from .wire import MeshAnswer, MeshAsk, MeshForward, MeshInterest, MeshMessage, WorkerReport
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class WorkersEngine(Engine):
         self._deliver: Deliver | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: worker 0's counters hold the others' last reports (server/workers/totals.py)
-        self.totals: ServerTotals | None = None
+        self.totals: WorkerTotals | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index

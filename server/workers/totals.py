@@ -2,14 +2,15 @@
 
 Every other worker sends worker 0 a ``WorkerReport`` once a second on the mesh: its counters
 (metrics.counters.Counters), its engine's counts and its process numbers. Worker 0's counters
-are a :class:`ServerTotals`: its own hot-path integers plus the others' last reports, so the
+are a :class:`WorkerTotals`: its own hot-path integers plus the others' last reports, so the
 sampler, /stats, Prometheus, the MBeans, the meta-subjects and the archive (all of which read
 ``Counters.as_dict()``) see the server's totals, each message counted once (where it entered
 or where it was delivered, as in one process).
 
 A worker that restarts starts its counters at 0: its last report's totals are kept as
 *retired* so the server's totals never go down (rates stay right); its gauges (sessions,
-subscriptions) leave with it.
+subscriptions) leave with it. Only ``Counters`` names are summed: a newer worker's extra
+counter never reaches the sampler.
 """
 
 from __future__ import annotations
@@ -29,40 +30,40 @@ REPORT_INTERVAL = 1.0  # seconds between two reports of a worker to worker 0
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-class ServerTotals(Counters):
+class WorkerTotals(Counters):
     """Worker 0's counters: its own, plus every other worker's last report."""
 
-    __slots__ = ("_peers", "_retired")
+    __slots__ = ("_down", "_peers", "_retired")
 
     def __init__(self) -> None:
         super().__init__()
         self._peers: dict[int, WorkerReport] = {}
-        self._retired: dict[str, int] = {}
+        self._down: set[int] = set()  # workers whose link is down: their totals only
+        self._retired: dict[str, int] = {}  # the totals of workers' earlier lives
 
     def absorb(self, report: WorkerReport) -> None:
         old = self._peers.get(report.index)
-        if old is not None and old.pid != report.pid:
-            self._retire(old)
+        if old is not None and old.pid != report.pid:  # a new life starts at 0
+            for name, value in old.counters.items():
+                if name.endswith("_total"):
+                    self._retired[name] = self._retired.get(name, 0) + value
         self._peers[report.index] = report
+        self._down.discard(report.index)
 
     def gone(self, index: int) -> None:
-        """Worker ``index``'s link is down: its totals are retired, its gauges leave."""
-        old = self._peers.pop(index, None)
-        if old is not None:
-            self._retire(old)
-
-    def _retire(self, report: WorkerReport) -> None:
-        for name, value in report.counters.items():
-            if name.endswith("_total"):
-                self._retired[name] = self._retired.get(name, 0) + value
+        """Worker ``index``'s link is down: its gauges leave, its totals stay (if the same
+        process comes back, its next report replaces them: nothing is counted twice)."""
+        self._down.add(index)
 
     def as_dict(self) -> dict[str, int]:
         totals = own_counters(self)
         for name, value in self._retired.items():
-            totals[name] = totals.get(name, 0) + value
-        for report in self._peers.values():
+            totals[name] += value
+        for index, report in self._peers.items():
+            down = index in self._down
             for name, value in report.counters.items():
-                totals[name] = totals.get(name, 0) + value
+                if name in totals and not (down and not name.endswith("_total")):
+                    totals[name] += value
         return totals
 
     def reports(self) -> list[WorkerReport]:
@@ -76,7 +77,9 @@ class ServerTotals(Counters):
             own.cached_bytes,
             own.dropped_snapshots,
         )
-        for report in self._peers.values():
+        for index, report in self._peers.items():
+            if index in self._down:
+                continue
             subjects += report.engine[0]
             messages += report.engine[1]
             size += report.engine[2]
@@ -86,7 +89,7 @@ class ServerTotals(Counters):
 
 def own_counters(counters: Counters) -> dict[str, int]:
     """A process's own hot-path counters (``as_dict`` of worker 0's holds the others' too;
-    ``self.__slots__`` there would name ServerTotals' own slots)."""
+    ``self.__slots__`` there would name WorkerTotals' own slots)."""
     return {name: getattr(counters, name) for name in Counters.__slots__}
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from pushgrid.server.workers.ownership import owner_of
 
-from .pgtest import ServerProcess, WsClient, run_cli, write_conf
+from .pgtest import ServerProcess, WsClient, http_publish, run_cli, write_conf
 
 Connect = Callable[..., Awaitable[WsClient]]
 DEADLINE = 60.0  # seconds: generous, the machine is loaded
@@ -165,6 +165,28 @@ async def test_reconnect_to_the_other_worker_recovers_without_resync(
     assert [(f["kind"], f["seq"]) for f in recovered] == [("recovered", i) for i in range(4, 24)]
     await publisher.publish_ok(s, "m24")
     assert [(m["kind"], m["seq"]) for m in await again.messages(1, s)] == [("update", 24)]
+
+
+async def test_http_publish_and_msg_id_reach_both_workers_once(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    """POST /publish lands on either worker; the owner numbers it and drops a repeated
+    msg_id whichever worker the repeat lands on."""
+    clients = await on_each_worker(two_workers, connect)
+    subjects = [owned_by(0, subject), owned_by(1, subject)]
+    for s in subjects:
+        for client in clients.values():
+            await client.subscribe(s)
+    for s in subjects:
+        answers = [
+            (await http_publish(two_workers, s, "once", msg_id="k1")).json() for _ in range(6)
+        ]
+        assert {(a["epoch"], a["seq"]) for a in answers} == {(answers[0]["epoch"], 1)}, answers
+        for client in clients.values():
+            got = await client.messages(1, s)
+            assert [(m["seq"], m["content"]) for m in got] == [(1, "once")]
+    for client in clients.values():
+        assert await client.sync() == [], "a repeated msg_id was delivered again"
 
 
 async def test_a_killed_worker_is_restarted_and_its_clients_recover(

@@ -10,7 +10,14 @@ import zlib
 import pytest
 
 from pushgrid.config import ConfigError, load_settings
-from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from pushgrid.metrics.counters import Counters
+from pushgrid.server.engine.base import (
+    EngineStats,
+    Published,
+    PublishRequest,
+    Recovery,
+    Snapshot,
+)
 from pushgrid.server.workers.cores import (
     cgroup_v2_path,
     check_descriptors,
@@ -20,6 +27,7 @@ from pushgrid.server.workers.cores import (
     usable_cores,
 )
 from pushgrid.server.workers.ownership import owner_of
+from pushgrid.server.workers.totals import WorkerTotals
 from pushgrid.server.workers.wire import (
     MAX_MESH_FRAME,
     FrameReader,
@@ -146,3 +154,26 @@ def test_mesh_frame_errors() -> None:
         FrameReader().feed((MAX_MESH_FRAME + 1).to_bytes(4, "big"))
     with pytest.raises(MeshFrameError):
         FrameReader().feed(b"\x00\x00\x00\x02\xc1\xc1")
+
+
+def _report(pid: int, sent: int, sessions: int) -> WorkerReport:
+    counters = {name: 0 for name in Counters.__slots__}
+    counters |= {"messages_out_total": sent, "sessions": sessions}
+    return WorkerReport(1, pid, counters, sessions, 0.5, 1 << 20, 9, [3, 4, 5, 0], 1.0)
+
+
+def test_worker_zero_counts_the_server_once() -> None:
+    totals = WorkerTotals()
+    totals.messages_out_total, totals.sessions = 10, 2
+    totals.absorb(_report(pid=100, sent=7, sessions=1))
+    assert (totals.as_dict()["messages_out_total"], totals.as_dict()["sessions"]) == (17, 3)
+    totals.absorb(_report(pid=100, sent=9, sessions=1))  # a newer report replaces the last
+    assert totals.as_dict()["messages_out_total"] == 19
+    assert totals.engine_stats(EngineStats(1, 1, 1)) == EngineStats(4, 5, 6, 0)
+    totals.gone(1)  # link down: its gauges leave, its totals stay
+    assert (totals.as_dict()["messages_out_total"], totals.as_dict()["sessions"]) == (19, 2)
+    assert totals.engine_stats(EngineStats(1, 1, 1)) == EngineStats(1, 1, 1)
+    totals.absorb(_report(pid=100, sent=9, sessions=1))  # the same process back: not twice
+    assert totals.as_dict()["messages_out_total"] == 19
+    totals.absorb(_report(pid=200, sent=2, sessions=1))  # restarted at 0: never goes down
+    assert (totals.as_dict()["messages_out_total"], totals.as_dict()["sessions"]) == (21, 3)
