@@ -8,8 +8,10 @@ has the client's port as its remote end); a worker's index from its process titl
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,10 +20,19 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+from websockets.asyncio.client import connect as ws_connect
 
 from pushgrid.server.workers.ownership import owner_of
 
-from .pgtest import ServerProcess, WsClient, http_publish, run_cli, write_conf
+from .pgtest import (
+    ServerProcess,
+    WsClient,
+    free_port,
+    http_publish,
+    run_cli,
+    self_signed_certificate,
+    write_conf,
+)
 
 Connect = Callable[..., Awaitable[WsClient]]
 DEADLINE = 60.0  # seconds: generous, the machine is loaded
@@ -320,3 +331,28 @@ async def test_the_monitoring_port_counts_the_whole_server_once(
     metrics = _get(two_workers, "/metrics").text
     assert "pushgrid_messages_sent_total 14.0" in metrics
     assert f'pushgrid_worker_sessions{{pid="{pids[1]}",worker="1"}} 1.0' in metrics
+
+
+async def test_tls_listener_is_served_by_every_worker(
+    server_factory: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    port = free_port()
+    srv = server_factory(
+        Workers=2, ListenEncrypted=f"127.0.0.1:{port}", TLSCertificate=cert, TLSKey=key
+    )
+    context = ssl.create_default_context(cafile=str(cert))
+    seen: set[int] = set()
+    for _ in range(60):
+        async with ws_connect(
+            f"wss://127.0.0.1:{port}/ws", ssl=context, open_timeout=30, compression=None
+        ) as ws:
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            local = ws.local_address[1]
+            for index, pid in workers_of(srv).items():
+                for conn in psutil.Process(pid).net_connections("tcp"):
+                    if conn.laddr.port == port and conn.raddr and conn.raddr.port == local:
+                        seen.add(index)
+        if seen == {0, 1}:
+            break
+    assert seen == {0, 1}
