@@ -26,6 +26,7 @@ from pushgrid.server.workers.ownership import owner_of
 
 from .pgtest import (
     ServerProcess,
+    SseStream,
     WsClient,
     free_port,
     http_publish,
@@ -356,3 +357,35 @@ async def test_tls_listener_is_served_by_every_worker(
         if seen == {0, 1}:
             break
     assert seen == {0, 1}
+
+
+async def test_sse_last_event_id_recovers_across_workers(
+    two_workers: ServerProcess, subject: Callable[[str], str]
+) -> None:
+    """SSE streams land on either worker; each subject has a local and a remote owner for any
+    stream, and Last-Event-ID recovers both exactly, whichever worker the next stream is on."""
+    a, b = owned_by(0, subject), owned_by(1, subject)
+    for s in (a, b):
+        assert (await http_publish(two_workers, s, f"{s}-0")).json()["result"] == "ok"
+    first = await SseStream(two_workers, [a, b]).open()
+    try:
+        await first.expect("message", subject=b, kind="snapshot")
+        last_id = first.last_event_id
+    finally:
+        await first.close()
+    missed = [(await http_publish(two_workers, a, f"m{i}")).json() for i in range(5)]
+    missed += [(await http_publish(two_workers, b, f"n{i}")).json() for i in range(5)]
+    for _ in range(4):  # new connections: the kernel spreads them over both workers
+        again = await SseStream(two_workers, [a, b], headers={"Last-Event-ID": last_id}).open()
+        try:
+            frames = [(await again.next()).data for _ in range(1 + 2 * 6)]
+        finally:
+            await again.close()
+        subscribed = [f for f in frames if f["type"] == "subscribed"]
+        assert [(f["subject"], f["recovery"]) for f in subscribed] == [
+            (a, "recovered"),
+            (b, "recovered"),
+        ]
+        recovered = [(f["subject"], f["content"]) for f in frames if f["type"] == "message"]
+        assert recovered == [(a, f"m{i}") for i in range(5)] + [(b, f"n{i}") for i in range(5)]
+        assert {f["epoch"] for f in frames if f.get("subject") == a} == {missed[0]["epoch"]}
