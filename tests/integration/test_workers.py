@@ -371,6 +371,7 @@ async def test_sse_last_event_id_recovers_across_workers(
     try:
         await first.expect("message", subject=b, kind="snapshot")
         last_id = first.last_event_id
+        assert last_id is not None
     finally:
         await first.close()
     missed = [(await http_publish(two_workers, a, f"m{i}")).json() for i in range(5)]
