@@ -7,6 +7,7 @@
     pushgrid admin create-token --role viewer|operator|admin [--name NAME] [--expires-in SECONDS]
                                 [--config FILE]
     pushgrid admin export-rules [--output FILE] [--config FILE]
+    pushgrid admin user add|passwd|remove|list ...     (console users: admin_api/cli_users.py)
 
 Both apply the database migrations first (``Database`` setting). ``--bootstrap`` creates and
 prints an admin token when the database has no active one (what ``make up`` / ``pushgrid up``
@@ -28,6 +29,7 @@ import typer
 from pushgrid.config.cli_support import LogLevelOption, fail, name_process, settings_or_exit
 from pushgrid.kernel.periodic import die_with_parent, run_child
 
+from .cli_users import user_app
 from .security import Role
 
 if TYPE_CHECKING:
@@ -59,6 +61,9 @@ BootstrapOption = Annotated[
         help="Create and print an admin token when the database has no active one.",
     ),
 ]
+
+
+admin_app.add_typer(user_app, name="user")  # console users (ADR 052)
 
 
 def register(app: typer.Typer) -> None:

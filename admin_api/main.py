@@ -45,6 +45,7 @@ from .member_client import DEFAULT_TIMEOUT
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router
+from .routes.signin import router as signin_router
 from .secretbox import secret_box
 from .services.alerts import AlertRunner
 from .services.cluster import MemberWatch
@@ -52,6 +53,7 @@ from .services.history import HistoryCollector
 from .services.jobs import JobRunner
 from .services.members import MemberService
 from .services.trace import TraceHub
+from .signin_state import SignInState
 
 OPENAPI_URL = f"{API_PREFIX}/openapi.json"
 DOCS_URL = "/api/docs"
@@ -231,6 +233,8 @@ def create_app(
     app.state.alert_runner = alerts
     app.state.traces = traces
     app.state.history = history
+    app.state.signin_settings = settings.signin
+    app.state.signin = SignInState(settings.signin)  # lockout tables (ADR 052)
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
         monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max
@@ -238,6 +242,7 @@ def create_app(
     install(app)
     add_docs(app, DOCS_URL, OPENAPI_URL)
     app.include_router(api_router)
+    app.include_router(signin_router)  # public: how a browser signs in (ADR 052)
     app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness
     app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
     app.add_middleware(SecurityHeaders)
