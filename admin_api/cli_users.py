@@ -51,7 +51,8 @@ NameArgument = Annotated[str, typer.Argument(help="The user's name (letters, dig
 
 def read_password(name: str) -> str:
     """The new password: asked twice on a terminal, else the first line of standard input."""
-    from .passwords import PasswordRuleError, check_rules
+    from .passwords import check_rules
+    from .problems import ProblemError
 
     if sys.stdin.isatty():
         first = getpass.getpass(f"password for {name}: ")
@@ -64,8 +65,8 @@ def read_password(name: str) -> str:
             raise fail("no password on standard input (one line expected)", 2)
     try:
         check_rules(password, name)
-    except PasswordRuleError as exc:
-        raise fail(str(exc), 2) from None
+    except ProblemError as exc:
+        raise fail(exc.detail, 2) from None
     return password
 
 

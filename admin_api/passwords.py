@@ -18,6 +18,8 @@ from typing import Final
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from .problems import ProblemError
+
 MIN_LENGTH: Final = 12
 MAX_LENGTH: Final = 1024  # argon2 takes any length; a bound keeps a request's cost bounded
 MEMORY_KIB: Final = 19_456
@@ -32,20 +34,21 @@ _HASHER: Final = PasswordHasher(
 _DUMMY: Final = _HASHER.hash("pushgrid: no such user")
 
 
-class PasswordRuleError(ValueError):
-    """A new password that breaks the rules (the message says which)."""
+def _weak(detail: str) -> ProblemError:
+    return ProblemError(422, detail, "weak_password")
 
 
 def check_rules(password: str, user: str | None = None) -> None:
-    """Length 12-1024, not blank, not the user's name (raises :class:`PasswordRuleError`)."""
+    """Length 12-1024, not blank, not the user's name (else a 422 ``weak_password`` problem,
+    which the command line prints as its message)."""
     if len(password) < MIN_LENGTH:
-        raise PasswordRuleError(f"the password must have at least {MIN_LENGTH} characters")
+        raise _weak(f"the password must have at least {MIN_LENGTH} characters")
     if len(password) > MAX_LENGTH:
-        raise PasswordRuleError(f"the password must have at most {MAX_LENGTH} characters")
+        raise _weak(f"the password must have at most {MAX_LENGTH} characters")
     if not password.strip():
-        raise PasswordRuleError("the password must not be blank")
+        raise _weak("the password must not be blank")
     if user is not None and password.strip().lower() == user.strip().lower():
-        raise PasswordRuleError("the password must not be the user's name")
+        raise _weak("the password must not be the user's name")
 
 
 def hash_password(password: str) -> str:

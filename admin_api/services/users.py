@@ -18,8 +18,8 @@ from pushgrid.metrics.sqlstore.admin_models import ConsoleUser, SignInSession
 from pushgrid.metrics.sqlstore.models import utc_now
 
 from ..lockout import FailureCount, LockoutPolicy, after_failure
-from ..passwords import PasswordRuleError, check_rules, hash_password, needs_rehash, verify_password
-from ..problems import ProblemError, conflict, not_found
+from ..passwords import check_rules, hash_password, needs_rehash, verify_password
+from ..problems import conflict, not_found
 from ..schemas_signin import UserOut, UserPage
 from ..security import Role
 from .audit import CliAudit
@@ -59,10 +59,7 @@ class PasswordCheck:
 
 
 def _checked_password(password: str, name: str) -> str:
-    try:
-        check_rules(password, name)
-    except PasswordRuleError as exc:
-        raise ProblemError(422, str(exc), "weak_password") from None
+    check_rules(password, name)
     return hash_password(password)
 
 
