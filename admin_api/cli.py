@@ -162,12 +162,15 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
                 f"  first admin token (shown once): {token}",
                 f"  try: curl -H 'Authorization: Bearer {token}' {base}/api/v1/members",
             ]
-    lines.append(f"  console: {base}/console/ (sign in with an API token)")
+    lines.append(
+        f"  console: {base}/console/ (sign in with an API token, or as a user: "
+        "pushgrid admin user add NAME --role admin)"
+    )
     typer.echo("\n".join(lines))
     from pushgrid.console.mount import mount_console
 
     app = create_app(settings)
-    mount_console(app, settings.admin, api_url=base)
+    mount_console(app, settings.admin, api_url=base, signin=settings.signin)
     try:
         uvicorn.run(
             app,

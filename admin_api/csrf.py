@@ -14,7 +14,10 @@ from __future__ import annotations
 import hmac
 from typing import Final
 
-CSRF_HEADER: Final = "X-CSRF-Token"
+from pushgrid.console.security import CSRF_HEADER
+
+__all__ = ["CSRF_HEADER", "SAFE_METHODS", "csrf_problem"]
+
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 

@@ -23,10 +23,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pushgrid.config import SignInSettings
+from pushgrid.console.security import CSRF_COOKIE, OIDC_COOKIE, SESSION_COOKIE
 
-SESSION_COOKIE: Final = "pushgrid_session"
-CSRF_COOKIE: Final = "pushgrid_csrf"
-OIDC_COOKIE: Final = "pushgrid_oidc"
+__all__ = [
+    "CSRF_COOKIE",
+    "OIDC_COOKIE",
+    "OIDC_COOKIE_SECONDS",
+    "SESSION_COOKIE",
+    "clear_session_cookies",
+    "secure",
+    "set_session_cookies",
+]
+
 OIDC_COOKIE_SECONDS: Final = 600
 
 

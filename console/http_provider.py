@@ -90,11 +90,15 @@ class HttpProvider(OpsHttpMixin):
         *,
         timeout: float = TIMEOUT,
         transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
+        """``token``: the API token; empty with ``headers`` carrying a signed-in browser's
+        session cookie and CSRF token instead (console/mount.py, ADR 052)."""
         self.base_url = base_url.rstrip("/")
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=self.base_url + API,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            headers={**auth, "Accept": "application/json", **(headers or {})},
             timeout=timeout,
             trust_env=False,
             transport=transport,

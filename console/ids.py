@@ -22,6 +22,12 @@ class Ids(StrEnum):
     LOGIN_TOKEN = "login-token"
     LOGIN_BUTTON = "login-button"
     LOGIN_ALERT = "login-alert"
+    # sign-in with a password or single sign-on (ADR 052)
+    LOGIN_USER = "login-user"
+    LOGIN_PASSWORD = "login-password"
+    LOGIN_PASSWORD_BUTTON = "login-password-button"
+    LOGIN_SSO = "login-sso"
+    LOGIN_SSO_ERROR = "login-sso-error"
 
     # overview
     OVERVIEW_INTERVAL = "overview-interval"
