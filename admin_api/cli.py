@@ -29,6 +29,7 @@ import typer
 from pushgrid.config.cli_support import LogLevelOption, fail, name_process, settings_or_exit
 from pushgrid.kernel.periodic import die_with_parent, run_child
 
+from .cli_store import migrate as _migrate
 from .cli_users import user_app
 from .security import Role
 
@@ -69,18 +70,6 @@ admin_app.add_typer(user_app, name="user")  # console users (ADR 052)
 def register(app: typer.Typer) -> None:
     """Add the ``admin`` command group to the ``pushgrid`` app."""
     app.add_typer(admin_app, name="admin")
-
-
-def _migrate(url: str) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from pushgrid.metrics.sqlstore import StoreError, display_url, upgrade
-
-    try:
-        upgrade(url)
-    except (StoreError, SQLAlchemyError, OSError) as exc:
-        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise fail(f"cannot migrate {display_url(url)}: {line}") from None
 
 
 def _create_token(

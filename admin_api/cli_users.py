@@ -82,10 +82,10 @@ def _name(name: str) -> str:
 
 
 def _database(config: Path | None) -> str:
-    from .cli import _migrate
+    from .cli_store import migrate
 
     settings = settings_or_exit(config)
-    _migrate(settings.database)
+    migrate(settings.database)
     return settings.database
 
 

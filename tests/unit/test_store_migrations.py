@@ -41,6 +41,8 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "window_stats",
             "trend_points",
             "watched_window_stats",
+            "admin_users",
+            "admin_sessions",
         }
         uniques = inspector.get_unique_constraints("window_stats")
         assert [u["column_names"] for u in uniques] == [["scope", "indicator", "window", "as_of"]]
