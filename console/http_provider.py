@@ -289,9 +289,12 @@ class HttpProvider(OpsHttpMixin):
     def start_job(self) -> JobRunView:
         return job_of(self._request("POST", "/jobs", body={}))
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]:
+    def audit(
+        self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
+    ) -> list[AuditRow]:
         params = (filters or AuditFilter()).params()
-        return [audit_of(item) for item in self._get("/audit", limit=limit, **params)["items"]]
+        answer = self._get("/audit", limit=limit, offset=offset or None, **params)
+        return [audit_of(item) for item in answer["items"]]
 
 
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------

@@ -236,3 +236,25 @@ async def test_admins_manage_users_through_the_api(harness):
     entries = await audit(harness, action="users.remove")
     assert [(e["target"], e["status"]) for e in entries] == [("bob", 404), ("bob", 204)]
     assert entries[1]["detail"] == "sessions ended=1"
+
+
+async def test_the_audit_log_filters_sign_ins_by_time_range(harness):
+    async with harness.client(None) as api:
+        await sign_in(api, password="not the password at all")
+        await sign_in(api)
+    entries = await audit(harness, action="auth.login")
+    newest, oldest = entries[0]["at"], entries[1]["at"]
+    assert [e["status"] for e in entries] == [200, 401]
+    before = await audit(harness, action="auth.login", until=str(newest))
+    assert [e["status"] for e in before] == [401]
+    since = await audit(harness, action="auth.login", since=str(newest))
+    assert [e["status"] for e in since] == [200]
+    async with harness.client("admin") as admin:
+        backwards = await admin.get(f"{API}/audit", params={"since": newest, "until": oldest})
+        assert_problem(backwards, 422)
+        naive = await admin.get(f"{API}/audit", params={"until": "2026-11-28T02:00:00"})
+        assert "until needs a time zone" in assert_problem(naive, 422)["detail"]
+        page = await admin.get(
+            f"{API}/audit", params={"offset": 1, "limit": 1, "action": "auth.login"}
+        )
+        assert [e["status"] for e in page.json()["items"]] == [401]
