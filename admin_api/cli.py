@@ -29,6 +29,7 @@ import typer
 from pushgrid.config.cli_support import LogLevelOption, fail, name_process, settings_or_exit
 from pushgrid.kernel.periodic import die_with_parent, run_child
 
+from .cli_store import ConfigOption
 from .cli_store import migrate as _migrate
 from .cli_users import user_app
 from .security import Role
@@ -43,10 +44,6 @@ admin_app = typer.Typer(
     add_completion=False,
 )
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
-]
 ListenOption = Annotated[
     str | None,
     typer.Option(

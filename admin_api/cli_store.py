@@ -1,8 +1,19 @@
-"""The admin database for the command line: migrated before any command uses it."""
+"""What the admin command lines share (``cli.py``, ``cli_users.py``): the ``--config`` option and
+the database, migrated before any command uses it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
 from pushgrid.config.cli_support import fail
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
+]
 
 
 def migrate(url: str) -> None:

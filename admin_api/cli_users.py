@@ -27,6 +27,7 @@ import typer
 
 from pushgrid.config.cli_support import fail, settings_or_exit
 
+from .cli_store import ConfigOption
 from .security import Role
 
 if TYPE_CHECKING:
@@ -42,10 +43,6 @@ user_app = typer.Typer(
     add_completion=False,
 )
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
-]
 NameArgument = Annotated[str, typer.Argument(help="The user's name (letters, digits, ._@+-).")]
 
 
