@@ -258,3 +258,22 @@ async def test_the_audit_log_filters_sign_ins_by_time_range(harness):
             f"{API}/audit", params={"offset": 1, "limit": 1, "action": "auth.login"}
         )
         assert [e["status"] for e in page.json()["items"]] == [401]
+
+
+async def test_a_foreign_form_cannot_sign_a_browser_in(harness):
+    """Login CSRF: a foreign page's form can send text/plain or form data, not JSON without a
+    CORS preflight (which the admin API never grants); neither signs in."""
+    body = '{"username": "alice", "password": "' + PASSWORD + '"}'
+    async with harness.client(None) as api:
+        plain = await api.post(
+            f"{API}/auth/login", content=body, headers={"content-type": "text/plain"}
+        )
+        assert_problem(plain, 422)
+        form = await api.post(f"{API}/auth/login", data={"username": "alice", "password": PASSWORD})
+        assert_problem(form, 422)
+        assert "pushgrid_session" not in api.cookies
+        preflight = await api.options(
+            f"{API}/auth/login",
+            headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+        )
+        assert "access-control-allow-origin" not in preflight.headers
