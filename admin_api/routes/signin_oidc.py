@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from ..deps import get_session_factory
 from ..oidc import OidcClient, OidcError, OidcIdentity
-from ..problems import ProblemError
+from ..problems import ProblemError, problem_responses
 from ..services.audit import AuditRecord, AuditService
 from ..services.signin_sessions import OpenedSession, SessionService
 from ..signin_cookies import OIDC_COOKIE, OIDC_COOKIE_SECONDS, secure, set_session_cookies
@@ -43,7 +43,13 @@ def redirect_uri(request: Request, client: OidcClient) -> str:
     return configured or str(request.url_for("auth.oidc.callback"))
 
 
-@router.get("/start", name="auth.oidc.start", status_code=303, response_class=RedirectResponse)
+@router.get(
+    "/start",
+    name="auth.oidc.start",
+    status_code=303,
+    response_class=RedirectResponse,
+    responses=problem_responses(404, 502),
+)
 async def start(request: Request) -> RedirectResponse:
     """Go to the OpenID provider to sign in (authorization code flow with PKCE)."""
     client = oidc_client(request)
@@ -89,7 +95,11 @@ def _refused(request: Request, error: OidcError) -> None:
 
 
 @router.get(
-    "/callback", name="auth.oidc.callback", status_code=303, response_class=RedirectResponse
+    "/callback",
+    name="auth.oidc.callback",
+    status_code=303,
+    response_class=RedirectResponse,
+    responses=problem_responses(404),
 )
 async def callback(request: Request) -> RedirectResponse:
     """Where the OpenID provider sends the browser back: checks the answer and signs in."""
