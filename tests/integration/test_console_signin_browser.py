@@ -35,6 +35,7 @@ def stack(
     with admin_console([server], tmp_path_factory.mktemp("signin")) as (built, _server):
         with session_scope(built.db_url) as db:
             UserService(db).create("olivia", Role.OPERATOR, PASSWORD)
+            UserService(db).create("ada", Role.ADMIN, PASSWORD)
         yield built
 
 
@@ -127,3 +128,32 @@ def test_a_refused_single_sign_on_is_explained_on_the_sign_in_page(
         methods = http.get(f"{stack.api_url}/api/v1/auth/methods").json()
     assert methods["oidc"] is False  # not configured here: no SSO button
     assert not console.js("return !!document.getElementById('login-sso')")
+
+
+@pytest.mark.timeout(300)
+def test_an_admin_reads_the_sign_ins_on_the_audit_page(console: Console, stack: Stack) -> None:
+    console.open()
+    sign_in_with_password(console, "olivia", "wrong password again")
+    console.wait_text("#login-alert", "wrong user name or password")
+    console.errors()  # the refused request's own log line
+    sign_in_with_password(console, "ada", PASSWORD)
+    assert console.wait_text("#user", "ada") == "ada · admin"
+    console.goto("audit", "#audit-table")
+    type_into(console, "#audit-actor", "olivia")
+    type_into(console, "#audit-action", "auth.login")
+
+    def rows() -> list[str] | None:
+        found: list[str] = console.js(
+            "return Array.from(document.querySelectorAll('#audit-table tr[data-action]'))"
+            ".map(r => r.dataset.outcome)"
+        )
+        return found if len(found) == 3 else None
+
+    assert console.wait(rows, "olivia's three sign-ins") == ["denied", "succeeded", "denied"]
+    assert console.text("#audit-shown") == "rows 1-3"
+    type_into(console, "#audit-to", "2000-01-01 00:00")  # a range before any of them
+    console.wait_text("#audit-shown", "no rows after 0")
+    console.screenshot("signin-audit")
+    console.br.find_element("#sign-out").click()
+    console.br.wait_for_element("#login-password-button")
+    console.assert_no_errors()
