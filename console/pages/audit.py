@@ -33,11 +33,10 @@ ANY = ""
 
 def _range_inputs() -> list[Component]:
     return [
-        dcc.Input(id=id_, type="search", placeholder=hint, debounce=0.5, className="input")
-        for id_, hint in (
-            (Ids.AUDIT_FROM, "from (UTC) 2026-11-28 02:00"),
-            (Ids.AUDIT_TO, "to (UTC)"),
+        dcc.Input(
+            id=id_, type="search", placeholder=hint, debounce=0.5, className="input audit-range"
         )
+        for id_, hint in ((Ids.AUDIT_FROM, "from, UTC"), (Ids.AUDIT_TO, "to, UTC"))
     ]
 
 
@@ -219,7 +218,9 @@ def register(app: Dash, providers: Providers) -> None:
             entries = provider.audit(LIMIT, wanted, first)
         except ProviderError as exc:
             return no_update, alert([exc]), no_update, no_update
-        shown = f"rows {first + 1}-{first + len(entries)}" if entries else f"no rows after {first}"
+        shown = f"rows {first + 1}-{first + len(entries)}" if entries else "no rows"
+        if not entries and first:
+            shown = f"no rows after row {first}"
         return render_audit(entries), [], shown, len(entries)
 
     @app.callback(
