@@ -94,7 +94,8 @@ def build_record(scope: Scope, status: int) -> AuditRecord:
         path=str(scope.get("path", "")),
         action=str(action),
         status=status,
-        actor=principal.name if isinstance(principal, Principal) else None,
+        # a sign-in attempt names its user before anyone is authenticated (ADR 052)
+        actor=principal.name if isinstance(principal, Principal) else state.get("audit_actor"),
         token_id=principal.token_id if isinstance(principal, Principal) else None,
         role=principal.role.value if isinstance(principal, Principal) else None,
         target=None if target is None else str(target),

@@ -7,6 +7,7 @@
     pushgrid admin create-token --role viewer|operator|admin [--name NAME] [--expires-in SECONDS]
                                 [--config FILE]
     pushgrid admin export-rules [--output FILE] [--config FILE]
+    pushgrid admin user add|passwd|remove|list ...     (console users: admin_api/cli_users.py)
 
 Both apply the database migrations first (``Database`` setting). ``--bootstrap`` creates and
 prints an admin token when the database has no active one (what ``make up`` / ``pushgrid up``
@@ -28,6 +29,9 @@ import typer
 from pushgrid.config.cli_support import LogLevelOption, fail, name_process, settings_or_exit
 from pushgrid.kernel.periodic import die_with_parent, run_child
 
+from .cli_store import ConfigOption
+from .cli_store import migrate as _migrate
+from .cli_users import user_app
 from .security import Role
 
 if TYPE_CHECKING:
@@ -40,10 +44,6 @@ admin_app = typer.Typer(
     add_completion=False,
 )
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="pushgrid.conf file (Key = value lines)."),
-]
 ListenOption = Annotated[
     str | None,
     typer.Option(
@@ -61,21 +61,12 @@ BootstrapOption = Annotated[
 ]
 
 
+admin_app.add_typer(user_app, name="user")  # console users (ADR 052)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``admin`` command group to the ``pushgrid`` app."""
     app.add_typer(admin_app, name="admin")
-
-
-def _migrate(url: str) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from pushgrid.metrics.sqlstore import StoreError, display_url, upgrade
-
-    try:
-        upgrade(url)
-    except (StoreError, SQLAlchemyError, OSError) as exc:
-        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise fail(f"cannot migrate {display_url(url)}: {line}") from None
 
 
 def _create_token(
@@ -157,12 +148,15 @@ def serve(config: Path | None, listen: str | None = None, bootstrap: bool = Fals
                 f"  first admin token (shown once): {token}",
                 f"  try: curl -H 'Authorization: Bearer {token}' {base}/api/v1/members",
             ]
-    lines.append(f"  console: {base}/console/ (sign in with an API token)")
+    lines.append(
+        f"  console: {base}/console/ (sign in with an API token, or as a user: "
+        "pushgrid admin user add NAME --role admin)"
+    )
     typer.echo("\n".join(lines))
     from pushgrid.console.mount import mount_console
 
     app = create_app(settings)
-    mount_console(app, settings.admin, api_url=base)
+    mount_console(app, settings.admin, api_url=base, signin=settings.signin)
     try:
         uvicorn.run(
             app,

@@ -21,10 +21,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from pushgrid.config import AdminSettings, JmxSettings
+from pushgrid.config import AdminSettings, JmxSettings, SignInSettings
 from pushgrid.kernel.throttle import AuthThrottle
 
 from .answering import Answering
+from .csrf import CSRF_HEADER, csrf_problem
 from .member_client import MemberEndpoint, new_http_client
 from .problems import ProblemError, unauthorized
 from .security import Principal, Role, display_prefix, throttle_key
@@ -32,7 +33,9 @@ from .services.cluster import with_discovered
 from .services.history import HistoryCollector
 from .services.jobs import JobRunner
 from .services.members import MemberService
+from .services.signin_sessions import SessionService, session_principal
 from .services.tokens import TokenService
+from .signin_cookies import SESSION_COOKIE
 
 
 def get_admin_settings(request: Request) -> AdminSettings:
@@ -44,6 +47,11 @@ def get_admin_settings(request: Request) -> AdminSettings:
 def get_jmx_settings(request: Request) -> JmxSettings:
     """The JMX part (the login of ``service:jmx:`` members)."""
     return cast(JmxSettings, request.app.state.jmx_settings)
+
+
+def get_signin_settings(request: Request) -> SignInSettings:
+    """Console sign-in: sessions, lockout, OpenID Connect (ADR 052)."""
+    return cast(SignInSettings, request.app.state.signin_settings)
 
 
 def get_session_factory(request: Request) -> sessionmaker[Session]:
@@ -169,10 +177,31 @@ class RoleGuard:
         request.state.principal = principal
         return self._check_role(principal)
 
+    def _authenticate_cookie(self, request: Request, db: Session, cookie: str) -> Principal:
+        """A signed-in browser (ADR 052): its session must be live, and a request that may
+        change something must carry the session's CSRF token (admin_api/csrf.py)."""
+        row = SessionService(db, get_signin_settings(request)).find(cookie)
+        if row is None:
+            raise unauthorized("the sign-in session has ended: sign in again", "invalid_token")
+        principal = session_principal(row)
+        request.state.principal = principal
+        refused = csrf_problem(request.method, row.csrf_token, request.headers.get(CSRF_HEADER))
+        if refused is not None:
+            raise ProblemError(403, refused, "csrf_failed")
+        return self._check_role(principal)
+
+    def _either(self, request: Request, db: Session, token: str | None) -> Principal:
+        """The bearer token when one is sent (automation: unchanged), else the browser's
+        sign-in cookie, else 401."""
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if token is None and cookie:
+            return self._authenticate_cookie(request, db, cookie)
+        return self._authenticate(request, db, token)
+
     def authorize(self, request: Request) -> Principal:
         """The check :class:`GuardedRoute` runs first (in a worker thread: it reads SQL)."""
         with get_session_factory(request)() as db:
-            return self._authenticate(request, db, _bearer_token(request))
+            return self._either(request, db, _bearer_token(request))
 
     def __call__(
         self,
@@ -184,7 +213,7 @@ class RoleGuard:
         if isinstance(principal, Principal):  # authorized by GuardedRoute already
             return self._check_role(principal)
         token = credentials.credentials if credentials is not None else None
-        return self._authenticate(request, db, token)
+        return self._either(request, db, token)
 
 
 def require(role: Role) -> RoleGuard:

@@ -42,9 +42,12 @@ from .audit import AuditMiddleware
 from .docs import add_docs
 from .history import HistoryStore
 from .member_client import DEFAULT_TIMEOUT
+from .oidc import OidcClient
 from .pipeline_metrics import route as metrics_route
 from .problems import Problem, install
 from .routes import API_PREFIX, api_router
+from .routes.signin import router as signin_router
+from .routes.signin_oidc import router as oidc_router
 from .secretbox import secret_box
 from .services.alerts import AlertRunner
 from .services.cluster import MemberWatch
@@ -52,6 +55,7 @@ from .services.history import HistoryCollector
 from .services.jobs import JobRunner
 from .services.members import MemberService
 from .services.trace import TraceHub
+from .signin_state import SignInState
 
 OPENAPI_URL = f"{API_PREFIX}/openapi.json"
 DOCS_URL = "/api/docs"
@@ -231,6 +235,9 @@ def create_app(
     app.state.alert_runner = alerts
     app.state.traces = traces
     app.state.history = history
+    app.state.signin_settings = settings.signin
+    app.state.signin = SignInState(settings.signin)  # lockout tables (ADR 052)
+    app.state.oidc = OidcClient(settings.signin) if settings.signin.oidc_enabled else None
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
         monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max
@@ -238,6 +245,8 @@ def create_app(
     install(app)
     add_docs(app, DOCS_URL, OPENAPI_URL)
     app.include_router(api_router)
+    app.include_router(signin_router)  # public: how a browser signs in (ADR 052)
+    app.include_router(oidc_router)
     app.router.routes.append(metrics_route)  # public /metrics: pipeline freshness
     app.add_middleware(AuditMiddleware, session_factory=lambda: app.state.session_factory)
     app.add_middleware(SecurityHeaders)

@@ -41,11 +41,17 @@ _RANK: Final[dict[Role, int]] = {Role.VIEWER: 1, Role.OPERATOR: 2, Role.ADMIN: 3
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """The caller: the token it authenticated with."""
+    """The caller: the token it authenticated with, or its browser's sign-in session (then
+    ``token_id`` is the session's public id and ``via`` how it signed in: ADR 052)."""
 
     token_id: str
     name: str
     role: Role
+    via: str = "token"  # token | password | oidc
+
+    @property
+    def by_cookie(self) -> bool:
+        return self.via != "token"
 
 
 def new_token() -> str:

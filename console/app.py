@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from dash import Dash, Input, Output, State, dcc, html, set_props
+from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, set_props
 from dash.development.base_component import Component
 from flask import Flask
 
@@ -36,8 +36,9 @@ from .pages import (
     trends,
     watched,
 )
+from .provider import ProviderError
 from .requests import refuse_bad_requests
-from .security import page_headers
+from .security import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, page_headers
 
 ASSETS = Path(__file__).parent / "assets"
 #: every page, in the navigation's order (each group's first page is its tab's target)
@@ -76,12 +77,14 @@ def create_dash_app(
     provider_factory: ProviderFactory,
     requests_pathname_prefix: str = "/console/",
     routes_pathname_prefix: str = "/",
+    sign_in: login.SignInOptions | None = None,
 ) -> Dash:
     """The console app.
 
     ``routes_pathname_prefix`` is where the WSGI app itself answers ("/" when mounted under
     ``/console`` by the admin API, which strips the mount path), ``requests_pathname_prefix``
-    where the browser sees it (``/console/``).
+    where the browser sees it (``/console/``). ``sign_in``: what the sign-in page offers
+    besides a token (passwords, single sign-on: console/pages/login.py).
     """
     server = Flask("console", root_path=str(Path(__file__).parent))
     app = Dash(
@@ -95,15 +98,20 @@ def create_dash_app(
         suppress_callback_exceptions=True,
         serve_locally=True,
         on_error=show_unexpected_error,
+        # the renderer sends the session's CSRF token (the readable cookie) with every callback
+        # request; the console forwards it to the admin API, which checks it (ADR 052)
+        csrf_token_name=CSRF_COOKIE,
+        csrf_header_name=CSRF_HEADER,
     )
     app.layout = shell(app)
+    everything = login.SignInOptions(password=True, sso_url="sso")
     app.validation_layout = html.Div(  # type: ignore[assignment]
-        [shell(app), login.layout(), *(page.layout() for page in PAGES)]
+        [shell(app), login.layout(everything), *(page.layout() for page in PAGES)]
     )
     providers = Providers(provider_factory)
     for module in _MODULES:
         module.register(app, providers)
-    _register_shell(app)
+    _register_shell(app, providers, sign_in or login.SignInOptions())
     _security_headers(app)
     refuse_bad_requests(app)
     return app
@@ -240,7 +248,24 @@ def user_label(operator: dict[str, Any] | None) -> str:
     return f"{operator.get('name', '?')} · {operator.get('role', '?')}"
 
 
-def _register_shell(app: Dash) -> None:
+#: the token store's value for a browser signed in with a password or single sign-on: the
+#: secret is then the HttpOnly cookie, which no script can read (ADR 052)
+SESSION_MARKER = "session"
+
+
+def cookie_operator(providers: Providers) -> dict[str, Any] | None:
+    """Who the browser's session cookie signs in (None: no cookie, or the session ended)."""
+    from flask import request
+
+    if not request.cookies.get(SESSION_COOKIE):
+        return None
+    try:
+        return providers(SESSION_MARKER).whoami().to_json()
+    except ProviderError:
+        return None
+
+
+def _register_shell(app: Dash, providers: Providers, sign_in: login.SignInOptions) -> None:
     @app.callback(
         Output(Ids.PAGE, "children"),
         Output(Ids.NAV, "children"),
@@ -252,13 +277,28 @@ def _register_shell(app: Dash) -> None:
         Input(Ids.URL, "pathname"),
         Input(Ids.TOKEN, "data"),
         State(Ids.OPERATOR, "data"),
+        State(Ids.URL, "search"),
     )
     def route(
-        pathname: str | None, token: str | None, operator: dict[str, Any] | None
+        pathname: str | None,
+        token: str | None,
+        operator: dict[str, Any] | None,
+        search: str | None,
     ) -> tuple[Any, ...]:
         hidden = {"display": "none"}
-        if not token:
-            return login.layout(), [], [], "console", "", hidden, []
+        if not token or token == SESSION_MARKER:
+            # a session cookie (password, single sign-on) is checked on every navigation: an
+            # ended session shows the sign-in page, a new tab of a signed-in browser the page
+            found = cookie_operator(providers)
+            if found is None:
+                if token:
+                    set_props(Ids.TOKEN, {"data": None})
+                error = login.sso_error(search)
+                return login.layout(sign_in, error), [], [], "console", "", hidden, []
+            if token != SESSION_MARKER or found != operator:
+                set_props(Ids.OPERATOR, {"data": found})
+                set_props(Ids.TOKEN, {"data": SESSION_MARKER})
+            operator = found
         page = page_for(app, pathname)
         content = not_found(pathname) if page is None else page.layout()
         role = (operator or {}).get("role")
@@ -266,11 +306,11 @@ def _register_shell(app: Dash) -> None:
         shell_class = f"console role-{role if role in ROLES else 'viewer'}"
         return content, tabs, links, shell_class, user_label(operator), {}, []
 
-    @app.callback(
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        ClientsideFunction(namespace="pushgridSignIn", function_name="signOut"),
         Output(Ids.TOKEN, "data", allow_duplicate=True),
         Output(Ids.OPERATOR, "data", allow_duplicate=True),
         Input(Ids.SIGN_OUT, "n_clicks"),
+        State(Ids.TOKEN, "data"),
         prevent_initial_call=True,
     )
-    def sign_out(clicks: int) -> tuple[Any, Any]:
-        return None, None

@@ -268,9 +268,11 @@ class DemoProvider:
     def start_job(self) -> JobRunView:
         return JobRunView(41, "running", _iso(time.time()))
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]:
+    def audit(
+        self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
+    ) -> list[AuditRow]:
         wanted = filters or AuditFilter()
-        return [e for e in self._audit() if _matches(e, wanted)][:limit]
+        return [e for e in self._audit() if _matches(e, wanted)][offset : offset + limit]
 
     def _audit(self) -> list[AuditRow]:
         now = time.time()
@@ -304,4 +306,5 @@ def _matches(entry: AuditRow, wanted: AuditFilter) -> bool:
         and (wanted.action is None or entry.action == wanted.action)
         and (wanted.outcome is None or entry.outcome == wanted.outcome)
         and (wanted.since is None or entry.at >= wanted.since)
+        and (wanted.until is None or entry.at < wanted.until)
     )

@@ -90,11 +90,15 @@ class HttpProvider(OpsHttpMixin):
         *,
         timeout: float = TIMEOUT,
         transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
+        """``token``: the API token; empty with ``headers`` carrying a signed-in browser's
+        session cookie and CSRF token instead (console/mount.py, ADR 052)."""
         self.base_url = base_url.rstrip("/")
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
             base_url=self.base_url + API,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            headers={**auth, "Accept": "application/json", **(headers or {})},
             timeout=timeout,
             trust_env=False,
             transport=transport,
@@ -285,9 +289,12 @@ class HttpProvider(OpsHttpMixin):
     def start_job(self) -> JobRunView:
         return job_of(self._request("POST", "/jobs", body={}))
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]:
+    def audit(
+        self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
+    ) -> list[AuditRow]:
         params = (filters or AuditFilter()).params()
-        return [audit_of(item) for item in self._get("/audit", limit=limit, **params)["items"]]
+        answer = self._get("/audit", limit=limit, offset=offset or None, **params)
+        return [audit_of(item) for item in answer["items"]]
 
 
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------

@@ -22,6 +22,12 @@ class Ids(StrEnum):
     LOGIN_TOKEN = "login-token"
     LOGIN_BUTTON = "login-button"
     LOGIN_ALERT = "login-alert"
+    # sign-in with a password or single sign-on (ADR 052)
+    LOGIN_USER = "login-user"
+    LOGIN_PASSWORD = "login-password"
+    LOGIN_PASSWORD_BUTTON = "login-password-button"
+    LOGIN_SSO = "login-sso"
+    LOGIN_SSO_ERROR = "login-sso-error"
 
     # overview
     OVERVIEW_INTERVAL = "overview-interval"
@@ -114,6 +120,13 @@ class Ids(StrEnum):
     AUDIT_ACTION = "audit-action"
     AUDIT_OUTCOME = "audit-outcome"
     AUDIT_SINCE = "audit-since"
+    AUDIT_FROM = "audit-from"  # an absolute range (UTC), besides the relative "since"
+    AUDIT_TO = "audit-to"
+    AUDIT_OFFSET = "audit-offset"  # dcc.Store: the page's first row (paging)
+    AUDIT_OLDER = "audit-older"
+    AUDIT_NEWER = "audit-newer"
+    AUDIT_SHOWN = "audit-shown"  # "rows 101-200"
+    AUDIT_COUNT = "audit-count"  # dcc.Store: how many rows the page shows
 
 
 def indicator_id(kind: Ids, indicator: str) -> str:

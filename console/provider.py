@@ -498,10 +498,11 @@ class AuditFilter:
     action: str | None = None
     outcome: str | None = None  # succeeded | denied | failed
     since: str | None = None  # ISO 8601 with zone
+    until: str | None = None  # ISO 8601 with zone: before it
 
     def params(self) -> dict[str, str]:
         given = {"actor": self.actor, "action": self.action}
-        given |= {"outcome": self.outcome, "since": self.since}
+        given |= {"outcome": self.outcome, "since": self.since, "until": self.until}
         return {key: value for key, value in given.items() if value}
 
 
@@ -569,4 +570,6 @@ class ConsoleProvider(Protocol):
 
     def start_job(self) -> JobRunView: ...
 
-    def audit(self, limit: int = 50, filters: AuditFilter | None = None) -> list[AuditRow]: ...
+    def audit(
+        self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
+    ) -> list[AuditRow]: ...

@@ -33,6 +33,15 @@ PAGE_POLICY: dict[str, tuple[str, ...]] = {
     "frame-ancestors": ("'none'",),
 }
 
+#: the cookies and header of a browser signed in with a password or single sign-on (ADR 052):
+#: the session's secret (HttpOnly), its CSRF token (readable by the console's scripts, which
+#: send it back in the header), and a single sign-on under way. The admin API sets and checks
+#: them (admin_api/signin_cookies.py, admin_api/csrf.py); the console forwards them.
+SESSION_COOKIE = "pushgrid_session"
+CSRF_COOKIE = "pushgrid_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+OIDC_COOKIE = "pushgrid_oidc"
+
 #: answers that are data, not pages (JSON, problem documents, files)
 DATA_POLICY = "default-src 'none'; frame-ancestors 'none'"
 

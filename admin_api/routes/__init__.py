@@ -3,6 +3,8 @@
 Every router uses ``route_class=GuardedRoute`` and every route declares its role
 (``principal: Viewer | Operator | Admin``); a route's OpenAPI summary is the first sentence of
 its docstring and its operation id its name (``members.register``, the audit log's action).
+The sign-in routes (``signin.py``, ``/api/v1/auth``) are the exception: public, they are how a
+browser gets in, and ``admin_api/main.py`` includes them on their own.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from . import (
     subjects,
     tokens,
     trace,
+    users,
     watched,
 )
 
@@ -52,6 +55,7 @@ ROUTERS = (
     alert_silences,
     trace,
     watched,
+    users,
 )
 
 

@@ -25,12 +25,17 @@ def list_audit(
     ] = None,
     outcome: Outcome | None = None,
     since: Annotated[datetime | None, Query(description="At or after (ISO 8601 with zone)")] = None,
+    until: Annotated[datetime | None, Query(description="Before (ISO 8601 with zone)")] = None,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> AuditPage:
     """Every mutating call (who, what, when, outcome), newest first."""
-    if since is not None and (since.tzinfo is None or since.utcoffset() is None):
-        raise ProblemError(422, "since needs a time zone (e.g. 2026-11-22T15:00:00Z)")
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None and (moment.tzinfo is None or moment.utcoffset() is None):
+            raise ProblemError(422, f"{name} needs a time zone (e.g. 2026-11-22T15:00:00Z)")
+    if since is not None and until is not None and until <= since:
+        raise ProblemError(422, "until must be after since")
     return AuditService(db).page(
-        offset=offset, limit=limit, actor=actor, action=action, outcome=outcome, since=since
-    )
+        offset=offset, limit=limit, actor=actor, action=action, outcome=outcome, since=since,
+        until=until,
+    )  # fmt: skip

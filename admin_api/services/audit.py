@@ -122,6 +122,7 @@ class AuditService:
         action: str | None = None,
         outcome: Outcome | None = None,
         since: datetime | None = None,
+        until: datetime | None = None,
     ) -> AuditPage:
         """Entries matching the filters, newest first."""
         filters = []
@@ -131,6 +132,8 @@ class AuditService:
             filters.append(AuditEntry.action == action)
         if since is not None:
             filters.append(AuditEntry.at >= since)
+        if until is not None:
+            filters.append(AuditEntry.at < until)
         if outcome == "succeeded":
             filters.append(AuditEntry.status < 400)
         elif outcome == "denied":

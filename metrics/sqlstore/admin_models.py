@@ -13,6 +13,10 @@ table              content
 ``alert_events``   alert state changes: pending, firing, resolved
 ``alert_silences`` silences: a rule's alerts (on one target or all) are not announced until a time
 ``alert_acks``     acknowledgements of active alerts (removed when the alert resolves)
+``admin_users``    console users: name, role, an argon2id password hash (never the password),
+                   the lockout counters (migration ``0009``, ADR 052)
+``admin_sessions`` console sign-in sessions: the SHA-256 of the cookie (never the cookie), the
+                   user, role, CSRF token and expiry
 =================  ==============================================================================
 
 The schema is created by the Alembic migrations ``alembic/versions/0002_admin_api.py`` and
@@ -43,7 +47,9 @@ __all__ = [
     "ApiToken",
     "AuditEntry",
     "Base",
+    "ConsoleUser",
     "RegisteredMember",
+    "SignInSession",
 ]
 
 NAME_LENGTH: Final = 64
@@ -194,3 +200,52 @@ class AlertAck(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
     comment: Mapped[str] = mapped_column(String(1024), default="")
+
+
+# --- console sign-in (issue 35 item 5; migration 0009; ADR 052) ----------------------------------
+
+
+class ConsoleUser(Base):
+    """A console user who signs in with a password (``pushgrid admin user add``)."""
+
+    __tablename__ = "admin_users"
+    __table_args__ = (CheckConstraint("role IN ('viewer', 'operator', 'admin')", name="role"),)
+
+    name: Mapped[str] = mapped_column(String(NAME_LENGTH), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str] = mapped_column(String(255))  # argon2id, PHC string
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+    password_changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    last_sign_in_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # lockout (admin_api/lockout.py): failures since failed_since; locked while locked_until
+    failed_count: Mapped[int] = mapped_column(Integer, default=0)
+    failed_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:  # no hash in logs
+        return f"ConsoleUser(name={self.name!r}, role={self.role!r})"
+
+
+class SignInSession(Base):
+    """A signed-in browser: the cookie's SHA-256 is the key (the cookie is stored nowhere)."""
+
+    __tablename__ = "admin_sessions"
+    __table_args__ = (
+        CheckConstraint("role IN ('viewer', 'operator', 'admin')", name="role"),
+        Index(None, "user_name"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    public_id: Mapped[str] = mapped_column(String(32), unique=True)  # in audit entries
+    user_name: Mapped[str] = mapped_column(String(TOKEN_NAME_LENGTH))
+    role: Mapped[str] = mapped_column(String(16))
+    via: Mapped[str] = mapped_column(String(16))  # password | oidc
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    address: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:  # no secrets in logs
+        return f"SignInSession(public_id={self.public_id!r}, user_name={self.user_name!r})"

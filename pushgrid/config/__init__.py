@@ -34,6 +34,7 @@ from .occupancy import OccupancySettings
 from .push import ServerSettings
 from .session import SessionSettings
 from .settings import PARTS, Settings
+from .signin import SignInSettings
 from .stats import StatsSettings
 from .transport import TransportSettings
 
@@ -55,6 +56,7 @@ __all__ = [
     "ServerSettings",
     "SessionSettings",
     "Settings",
+    "SignInSettings",
     "StatsSettings",
     "TraceSettings",
     "TransportSettings",

@@ -28,6 +28,7 @@ from .monitoring import MonitoringSettings
 from .occupancy import OccupancySettings
 from .push import ServerSettings
 from .session import SessionSettings
+from .signin import SignInSettings
 from .stats import StatsSettings
 from .transport import TransportSettings
 
@@ -48,6 +49,7 @@ PARTS: dict[str, type[BaseModel]] = {
     "alerts": AlertsSettings,
     "trace": TraceSettings,
     "occupancy": OccupancySettings,
+    "signin": SignInSettings,
 }
 """Attribute of :class:`Settings` -> the part it hands out (every key is in exactly one)."""
 
@@ -55,6 +57,7 @@ _Part = TypeVar("_Part", bound=BaseModel)
 
 
 class Settings(
+    SignInSettings,
     OccupancySettings,
     AdminSettings,
     StatsSettings,
@@ -201,6 +204,10 @@ class Settings(
     @property
     def occupancy(self) -> OccupancySettings:
         return self._part(OccupancySettings)
+
+    @property
+    def signin(self) -> SignInSettings:
+        return self._part(SignInSettings)
 
 
 def _secret_from_file(

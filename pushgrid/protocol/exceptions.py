@@ -39,8 +39,9 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   ├── JobError (pushgrid.spark_stats.jobs)                       job                  no
 │   └── VerifyError (pushgrid.spark_stats.verify)                  verify               no
 ├── ProblemError (pushgrid.admin_api.problems)                     per status           per status
-│   └── MemberFailure (pushgrid.admin_api.member_client)           member_*             per kind
-│       └── MemberJolokiaError (pushgrid.admin_api.member_client)  member_error         no
+│   ├── MemberFailure (pushgrid.admin_api.member_client)           member_*             per kind
+│   │   └── MemberJolokiaError (pushgrid.admin_api.member_client)  member_error         no
+│   └── OidcError (pushgrid.admin_api.oidc)                        per status           per status
 └── ClientError (pushgrid.protocol.exceptions)                     client               no
     ├── ConnectFailed (pushgrid.client.client)                     connect_failed       no
     ├── PresenceRefused (pushgrid.client.client)                   presence_refused     no

@@ -77,6 +77,18 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/members/{name}/watched-subjects"): Role.VIEWER,
     ("POST", "/api/v1/watched-subjects"): Role.OPERATOR,
     ("DELETE", "/api/v1/watched-subjects"): Role.OPERATOR,
+    ("GET", "/api/v1/users"): Role.ADMIN,
+    ("POST", "/api/v1/users"): Role.ADMIN,
+    ("PUT", "/api/v1/users/{name}/password"): Role.ADMIN,
+    ("DELETE", "/api/v1/users/{name}"): Role.ADMIN,
+}
+#: the sign-in routes (ADR 052): public, how a browser gets in (logout checks its own session)
+SIGN_IN = {
+    ("POST", "/api/v1/auth/login"),
+    ("POST", "/api/v1/auth/logout"),
+    ("GET", "/api/v1/auth/methods"),
+    ("GET", "/api/v1/auth/oidc/start"),
+    ("GET", "/api/v1/auth/oidc/callback"),
 }
 PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/api/docs/assets/{name}", "/metrics"}
 
@@ -120,14 +132,20 @@ def harness(tmp_path) -> Iterator[AdminHarness]:
 
 def test_every_route_declares_exactly_the_documented_role(harness):
     table: dict[tuple[str, str], Role] = {}
+    public: set[tuple[str, str]] = set()
     for method, path, route in api_routes(harness.app):
         assert path.startswith(API + "/"), path
+        if path.startswith(API + "/auth/"):
+            assert not route_guards(route.dependant), f"{method} {path} is a sign-in route"
+            public.add((method, path))
+            continue
         assert isinstance(route, GuardedRoute), f"{method} {path} is not a GuardedRoute"
         guards = route_guards(route.dependant)
         assert len(guards) == 1, f"{method} {path} has {len(guards)} role dependencies"
         assert isinstance(guards[0], RoleGuard)
         table[(method, path)] = guards[0].role
     assert table == EXPECTED
+    assert public == SIGN_IN
     # nothing else is served but the (public, data-free) API documentation
     assert other_routes(harness.app) == PUBLIC
 

@@ -30,7 +30,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from .pgtest import AdminHarness, ServerProcess, member_entry
-from .test_admin_roles import EXPECTED
+from .test_admin_roles import EXPECTED, SIGN_IN
 
 pytestmark = pytest.mark.slow
 
@@ -43,6 +43,14 @@ CHECKS = [
     response_headers_conformance,
 ]
 SKIPPED = {("POST", "/api/v1/members"), ("DELETE", "/api/v1/tokens/{token_id}")}
+#: public sign-in routes that declare no input at all (no parameter, body or security scheme):
+#: there is no invalid request to generate for them, only the positive mode runs
+NO_INPUT = {
+    ("POST", "/api/v1/auth/logout"),
+    ("GET", "/api/v1/auth/methods"),
+    ("GET", "/api/v1/auth/oidc/start"),
+    ("GET", "/api/v1/auth/oidc/callback"),
+}
 
 
 def _said(exc: BaseException) -> str:
@@ -79,13 +87,16 @@ def test_the_api_conforms_to_its_openapi_schema(harness):
     for result in schema.get_all_operations():
         assert isinstance(result, Ok), result
         operations.append(result.ok())
-    assert len(operations) == len(EXPECTED)  # every route of the role table is in the schema
+    # every route of the role table is in the schema, and the public sign-in routes
+    assert len(operations) == len(EXPECTED) + len(SIGN_IN)
     failures: list[str] = []
     tested = 0
     for operation in operations:
         if (operation.method.upper(), operation.path) in SKIPPED:
             continue
-        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+        key = (operation.method.upper(), operation.path)
+        modes = [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
+        for mode in modes[:1] if key in NO_INPUT else modes:
 
             @given(case=operation.as_strategy(generation_mode=mode))
             @settings(
@@ -108,5 +119,5 @@ def test_the_api_conforms_to_its_openapi_schema(harness):
                     f"{operation.method.upper()} {operation.path} ({mode.value}): {_said(exc)}"
                 )
             tested += 1
-    assert tested == 2 * (len(operations) - len(SKIPPED))
+    assert tested == 2 * (len(operations) - len(SKIPPED)) - len(NO_INPUT)
     assert not failures, "\n\n".join(failures)

@@ -21,7 +21,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0008"
+    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0009"
     engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
@@ -41,6 +41,8 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "window_stats",
             "trend_points",
             "watched_window_stats",
+            "admin_users",
+            "admin_sessions",
         }
         uniques = inspector.get_unique_constraints("window_stats")
         assert [u["column_names"] for u in uniques] == [["scope", "indicator", "window", "as_of"]]
