@@ -39,6 +39,7 @@ from pushgrid.metrics.sqlstore.engine import private_database_file
 
 from .answering import Answering
 from .audit import AuditMiddleware
+from .canary_probe import CanaryProbes
 from .docs import add_docs
 from .history import HistoryStore
 from .member_client import DEFAULT_TIMEOUT
@@ -190,6 +191,9 @@ def create_app(
     watch = MemberWatch(
         lambda: _members(app, admin, jmx), answering=answering, allow=admin.admin_discover_allow
     )
+    probes = CanaryProbes(  # the admin API's own subscriber on every member (ADR 049)
+        lambda: _members(app, admin, jmx), admin.admin_discover_allow, answering
+    )
     history = HistoryCollector(
         HistoryStore(admin.admin_history_seconds),
         lambda: _members(app, admin, jmx),
@@ -203,9 +207,11 @@ def create_app(
         traces.start()
         watch.start()
         history.start()
+        probes.start()
         try:
             yield
         finally:
+            await probes.stop()
             await history.stop()
             await watch.stop()
             await alerts.stop()
@@ -231,6 +237,7 @@ def create_app(
     app.state.alert_runner = alerts
     app.state.traces = traces
     app.state.history = history
+    app.state.canary_probes = probes
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
         monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max

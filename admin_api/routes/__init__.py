@@ -15,6 +15,7 @@ from . import (
     alert_silences,
     alerts,
     audit,
+    canaries,
     cluster,
     history,
     hot,
@@ -52,6 +53,7 @@ ROUTERS = (
     alert_silences,
     trace,
     watched,
+    canaries,
 )
 
 

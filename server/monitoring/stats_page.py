@@ -15,7 +15,7 @@ from typing import Any
 from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
-from . import watched_view
+from . import canary_view, watched_view
 from .numbers import number_text
 from .ports import LiveState
 
@@ -74,4 +74,5 @@ def stats_text(document: dict[str, Any]) -> str:
     for name, value in document["panel"].items():
         lines.append(f"panel.{name} {'U' if value is None else number_text(value)}")
     lines.extend(watched_view.stats_lines(document.get("watched_subjects", {})))
+    lines.extend(canary_view.stats_lines(document.get("canaries", {})))
     return "\n".join(lines) + "\n"
