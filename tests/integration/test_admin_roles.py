@@ -77,6 +77,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/members/{name}/watched-subjects"): Role.VIEWER,
     ("POST", "/api/v1/watched-subjects"): Role.OPERATOR,
     ("DELETE", "/api/v1/watched-subjects"): Role.OPERATOR,
+    ("GET", "/api/v1/delivery/canaries"): Role.VIEWER,
 }
 PUBLIC = {"/api/v1/openapi.json", "/api/docs", "/api/docs/assets/{name}", "/metrics"}
 
