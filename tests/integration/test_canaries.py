@@ -126,9 +126,11 @@ async def test_a_wedged_delivery_is_degraded_delivery_and_fires_delivery_stalled
             wedged = time.monotonic()
             for publisher_name in NAMES:
                 target = f"{publisher_name}->m2"
-                alert = await _until(
-                    lambda t=target: _alert(api, "DeliveryStalled", t), f"DeliveryStalled {target}"
-                )
+
+                async def firing(target: str = target) -> dict[str, Any] | None:
+                    return await _alert(api, "DeliveryStalled", target)
+
+                alert = await _until(firing, f"DeliveryStalled {target}")
                 assert alert["state"] == "firing"
                 assert alert["severity"] == "critical"
             print(
