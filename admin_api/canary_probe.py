@@ -14,7 +14,6 @@ member whose client URL or probe key changed (a restart) gets a new one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -118,13 +117,14 @@ class CanaryProbes:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for probe in list(self.probes.values()):
+        """Stop following and close every probe (each client says goodbye, code 1000)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        probes, self.probes = list(self.probes.values()), {}
+        for probe in probes:
             await probe.close()
-        self.probes.clear()
 
     def views(self) -> list[CanaryProbeOut]:
         now = time.time()
@@ -134,7 +134,8 @@ class CanaryProbes:
         while True:
             try:
                 async with new_http_client(answering=self._answering) as http:
-                    known = await with_discovered(http, self._members(), self._allow)
+                    listed = await asyncio.to_thread(self._members)  # a store read
+                    known = await with_discovered(http, listed, self._allow)
                     views = await cluster_views(http, known)
                     await self.follow(http, known, views)
             except Exception:  # the next look tries again; a probe never stops the admin API

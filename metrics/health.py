@@ -24,8 +24,9 @@ code                status     when
 ``config_mismatch`` degraded   a member was started with other ``ClusterMembers``
 ``delivery_stalled`` degraded  "degraded: delivery": the canaries of a member that is up no
                                longer reach this member through its delivery path for
-                               ``metrics.canary.STALE_AFTER`` s (it accepts publishes but
-                               delivers nothing); ``member`` names the pair ``publisher->receiver``
+                               ``metrics.canary.STALE_AFTER`` s while its own are accepted (it
+                               accepts publishes but delivers nothing); ``member`` names the
+                               pair ``publisher->receiver``
 =================== ========== ==================================================================
 
 A member is ``down`` when one of its reasons is; the cluster is ``down`` when no member can be

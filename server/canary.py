@@ -96,6 +96,10 @@ class CanaryService:
         self.row = CanaryRow(name)
         self.published = 0
         self.publish_failures = 0
+        # the last publish of this member's own canary was accepted: only then is a silence
+        # a delivery stall (a member that cannot publish says so with its own reasons:
+        # no_quorum, nats_disconnected; and at start nothing is judged before the first)
+        self.publishing = False
         self.malformed = 0  # frames on the subject that are not canaries (never expected)
         self._numbers = itertools.count(1)
         self._in_flight: asyncio.Task[None] | None = None
@@ -142,12 +146,15 @@ class CanaryService:
             await self._publisher.publish(request)
         except EngineError as exc:  # no quorum, engine full: the receivers see the silence
             self.publish_failures += 1
+            self.publishing = False
             log.debug("canary not published: %s", exc)
         except Exception:  # a canary must never take the member down: logged, counted
             self.publish_failures += 1
+            self.publishing = False
             log.warning("canary not published", exc_info=True)
         else:
             self.published += 1
+            self.publishing = True
 
     def _on_frame(self, frame: OutFrame) -> None:
         """A canary as the subject's subscribers get it (the hub's frame, decoded)."""
@@ -174,8 +181,9 @@ class CanaryService:
         return CanaryState(self.name, self.enabled, self.published, self.publish_failures, pairs)
 
     def stalled_pairs(self, status: ClusterStatus, now: float) -> tuple[str, ...]:
-        """``publisher->receiver`` of every stale pair whose publisher is up (health)."""
-        if not self.enabled:
+        """``publisher->receiver`` of every stale pair whose publisher is up (health), while this
+        member's own canaries are accepted: it takes publishes and does not deliver them."""
+        if not self.enabled or not self.publishing:
             return ()
         up = [m.name for m in status.members if m.state == "up"] + [self.name]
         return tuple(pair_name(p, self.name) for p in self.row.stalled(now, up))

@@ -177,6 +177,19 @@ async def test_a_wedged_delivery_stalls_the_pair_while_publishes_are_accepted(
         await engine.close()
 
 
+def test_a_member_whose_own_canaries_are_refused_is_not_judged_on_delivery() -> None:
+    """No quorum (or not started yet): the engine refuses the member's publishes; that is
+    no_quorum's to say, not delivery_stalled's, and nothing is judged before a first publish."""
+    engine = MemoryEngine()
+    service = CanaryService("solo", Hub(engine, Counters()), engine, lambda: _cluster(()))
+    service.row.expect("solo", T0)
+    later = T0 + STALE_AFTER + 5
+    assert service.row.pairs(later)[0].stale
+    assert service.stalled_pairs(standalone_status("solo"), later) == ()
+    service.publishing = True
+    assert service.stalled_pairs(standalone_status("solo"), later) == ("solo->solo",)
+
+
 def test_every_view_formats_the_same_state() -> None:
     row = CanaryRow("m2")
     row.expect("m1", T0)
