@@ -113,6 +113,11 @@ async def test_a_wedged_delivery_is_degraded_delivery_and_fires_delivery_stalled
             assert sorted(s["member"] for s in listed["items"] if s["internal"]) == list(NAMES)
             for index in (1, 2, 3):
                 assert (await _health(cluster.member(index)))["sessions"] == 0
+                # canaries, followers and probes are in no user count (benchmarks/ops_walk.py)
+                totals = (await _get(cluster.member(index), "/stats?format=json")).json()
+                assert totals["totals"]["messages_in_total"] == 0
+                assert totals["totals"]["messages_out_total"] == 0
+                assert totals["gauges"]["subscriptions"] == 0
 
             # a user's subscriber on m2 and a publisher on m2: publishes are accepted meanwhile
             subscriber = await WsClient.connect(cluster.member(2))
