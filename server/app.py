@@ -327,6 +327,7 @@ class PushServer:
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
         probe = self.canary.probe_grant(token)  # the admin API's probe (ADR 049), else None
+        internal = probe is not None and probe.valid  # a stale probe key is a user, refused
         session = Session(
             session_id=secrets.token_hex(8),
             hub=self.hub,
@@ -335,10 +336,10 @@ class PushServer:
             grant=self.entitlement.grant(token) if probe is None else probe,
             remote=remote,
             may_publish=probe is None and self.may_publish(remote.rpartition(":")[0]),
-            entitlement=self.entitlement if probe is None else PROBE_ENTITLEMENT,
+            entitlement=PROBE_ENTITLEMENT if internal else self.entitlement,
             admission=self.admission,
             presence=self.occupancy.presence,
-            internal=probe is not None,
+            internal=internal,
         )
         self.hub.add_session(session)
         return session

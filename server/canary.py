@@ -52,7 +52,9 @@ class CanaryPublisher(Protocol):
     async def publish(self, request: PublishRequest) -> Published: ...
 
 
+PROBE_PREFIX = "probe."
 PROBE_GRANT = Grant(subscribe=(CANARY_SUBJECT,), publish=())
+STALE_PROBE = Grant((), (), valid=False, reason="unknown probe key (the member restarted)")
 
 
 class ProbeEntitlement(Entitlement):
@@ -106,7 +108,7 @@ class CanaryService:
         # The admin API's probe connects to the client port with this key as its token (read
         # through the Canary MBean's ``probeKey`` operation, i.e. with the monitoring port's
         # credentials): its session is internal and may only subscribe to the canaries.
-        self.probe_key = "probe." + secrets.token_urlsafe(24)
+        self.probe_key = PROBE_PREFIX + secrets.token_urlsafe(24)
 
     async def run(self) -> None:
         """Follow, then publish one canary a second until cancelled."""
@@ -169,8 +171,10 @@ class CanaryService:
 
     def probe_grant(self, token: str | None) -> Grant | None:
         """The grant of the admin API's probe when ``token`` is its key, else None."""
-        if token is None or not hmac.compare_digest(token.encode(), self.probe_key.encode()):
+        if token is None or not token.startswith(PROBE_PREFIX):
             return None
+        if not hmac.compare_digest(token.encode(), self.probe_key.encode()):
+            return STALE_PROBE  # a key of this member's previous start: a user, entitled to nothing
         return PROBE_GRANT
 
     # -- what the views read ------------------------------------------------------------------

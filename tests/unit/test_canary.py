@@ -218,3 +218,16 @@ def test_a_frame_that_is_not_a_canary_is_counted_not_recorded(message: bytes) ->
     service._on_frame(OutFrame(message))
     assert service.malformed == 1
     assert not service.row.cells
+
+
+def test_only_the_current_probe_key_makes_an_internal_probe() -> None:
+    engine = MemoryEngine()
+    service = CanaryService("m1", Hub(engine, Counters()), engine, lambda: _cluster(()))
+    assert service.probe_grant(None) is None
+    assert service.probe_grant("eyJhbGciOi.a-user-token") is None  # any other token: a user
+    grant = service.probe_grant(service.probe_key)
+    assert grant is not None
+    assert (grant.subscribe, grant.publish, grant.valid) == ((CANARY_SUBJECT,), (), True)
+    stale = service.probe_grant("probe.a-key-of-a-previous-start")
+    assert stale is not None
+    assert not stale.valid  # counted as a user, and entitled to nothing
