@@ -1,10 +1,11 @@
 """The numbers of the built-in signals (``alerting.SIGNALS``) from what the members report (pure).
 
-Member down, quorum lost and archive failing are the reasons of the one health model
-(:func:`pushgrid.metrics.health.cluster_health` over the members' own Cluster MBeans): a rule
+Member down, quorum lost, archive failing and delivery stalled are the reasons of the one health
+model (:func:`pushgrid.metrics.health.cluster_health` over the members' own Cluster MBeans): a rule
 reads 1 while the model gives the reason for that member, 0 while it does not. The model is not
 re-derived here: whatever makes ``/health`` and ``GET /api/v1/cluster`` say "member m3 is down"
-makes ``member_down`` read 1 on target m3.
+makes ``member_down`` read 1 on target m3. ``delivery_stalled`` is read per canary pair: its
+target is ``publisher->receiver``, so the alert names the pair (ADR 049).
 
 A restart is a change of the member's ``StartTime`` (MBean ``pushgrid:type=Server``) between
 two looks; slow consumers are the member's ``slow_consumer_disconnects_total`` counter as a rate
@@ -26,6 +27,7 @@ HEALTH_SIGNALS: Final = {
     "archive_failing": "archive_failing",
 }
 SLOW_COUNTER: Final = "slow_consumer_disconnects_total"
+STALLED: Final = "delivery_stalled"  # its reason's member is the pair publisher->receiver
 
 Key = tuple[str, str, str]
 
@@ -48,6 +50,24 @@ def health_readings(
             if signal == "member_down" or name in readable_set:
                 values[key(signal)] = 1.0 if (code, name) in given else 0.0
         out[name] = values
+    return out
+
+
+def stall_readings(
+    members: Iterable[str], readable: Iterable[str], reasons: Iterable[Reason]
+) -> dict[str, dict[Key, float | None]]:
+    """``delivery_stalled`` per canary pair ``publisher->receiver`` whose receiver could be read:
+    1 while the receiver's health gives the reason for that pair, else 0 (an unreadable
+    receiver's pairs are unknown: missing, so their alerts neither fire nor resolve)."""
+    stalled = {r.member for r in reasons if r.code == STALLED}
+    names = sorted(set(members))
+    out: dict[str, dict[Key, float | None]] = {}
+    for receiver in sorted(set(readable)):
+        for publisher in names:
+            pair = f"{publisher}->{receiver}"
+            out[pair] = {key(STALLED): 1.0 if pair in stalled else 0.0}
+    for pair in stalled - set(out):  # a publisher this admin API does not list yet
+        out[pair] = {key(STALLED): 1.0}
     return out
 
 

@@ -39,6 +39,7 @@ from pushgrid.metrics.sqlstore.engine import private_database_file
 
 from .answering import Answering
 from .audit import AuditMiddleware
+from .canary_probe import CanaryProbes
 from .docs import add_docs
 from .history import HistoryStore
 from .member_client import DEFAULT_TIMEOUT
@@ -194,6 +195,9 @@ def create_app(
     watch = MemberWatch(
         lambda: _members(app, admin, jmx), answering=answering, allow=admin.admin_discover_allow
     )
+    probes = CanaryProbes(  # the admin API's own subscriber on every member (ADR 049)
+        lambda: _members(app, admin, jmx), admin.admin_discover_allow, answering
+    )
     history = HistoryCollector(
         HistoryStore(admin.admin_history_seconds),
         lambda: _members(app, admin, jmx),
@@ -207,9 +211,11 @@ def create_app(
         traces.start()
         watch.start()
         history.start()
+        probes.start()
         try:
             yield
         finally:
+            await probes.stop()
             await history.stop()
             await watch.stop()
             await alerts.stop()
@@ -238,6 +244,7 @@ def create_app(
     app.state.signin_settings = settings.signin
     app.state.signin = SignInState(settings.signin)  # lockout tables (ADR 052)
     app.state.oidc = OidcClient(settings.signin) if settings.signin.oidc_enabled else None
+    app.state.canary_probes = probes
     # Brute-force protection of API tokens (docs/security.md), shared by every route.
     app.state.auth_throttle = AuthThrottle(
         monitoring.auth_failures_before_backoff, monitoring.auth_backoff_max

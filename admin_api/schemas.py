@@ -384,6 +384,10 @@ class SessionOut(BaseModel):
     messages_in: int
     bytes_in: int
     bytes_out: int
+    internal: bool = Field(
+        default=False,
+        description="An internal probe (the admin API's canary subscriber), not a user",
+    )
 
 
 class MemberError(BaseModel):

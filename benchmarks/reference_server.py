@@ -118,9 +118,7 @@ async def handler(ws: ServerConnection) -> None:
 async def main(host: str, port: int, compression: bool = False) -> None:
     # --compression: the library's permessage-deflate (context takeover both ways, its default;
     # benchmarks/compression.py compares it with pushgrid's)
-    async with serve(
-        handler, host, port, compression="deflate" if compression else None
-    ) as server:
+    async with serve(handler, host, port, compression="deflate" if compression else None) as server:
         await server.serve_forever()
 
 

@@ -137,8 +137,10 @@ def subscribe_command(
 
 #: how each informational status is shown on stderr (denials and closes also decide the exit)
 _NOTES: dict[Status, Callable[[StatusEvent], str]] = {
-    Status.SERVER_DOWN: lambda event: f"server {event.server} down: {event.detail}"
-    + (f"; retrying in {event.retry_in:.1f} s" if event.retry_in is not None else ""),
+    Status.SERVER_DOWN: lambda event: (
+        f"server {event.server} down: {event.detail}"
+        + (f"; retrying in {event.retry_in:.1f} s" if event.retry_in is not None else "")
+    ),
     Status.SERVER_UP: lambda event: f"connected to {event.server}",
     Status.DATA_RESYNC: lambda event: (
         f"{event.subject}: data resync ({event.detail}), a snapshot follows"

@@ -25,6 +25,7 @@ from .pages import (
     Providers,
     alerts,
     audit,
+    delivery,
     hot,
     jobs,
     login,
@@ -47,6 +48,7 @@ PAGES: tuple[ConsolePage, ...] = (
     subjects.PAGE,
     sessions.PAGE,
     trace.PAGE,
+    delivery.PAGE,
     statistics.PAGE,
     trends.PAGE,
     hot.PAGE,
@@ -68,6 +70,7 @@ _MODULES = (
     watched,
     alerts,
     trace,
+    delivery,
 )
 TITLE = "pushgrid console"
 log = logging.getLogger(__name__)

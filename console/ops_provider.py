@@ -76,6 +76,10 @@ class OpsHttpMixin:
     def hot_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/hot-subjects"))
 
+    def canaries(self: _Requests) -> dict[str, Any]:
+        """The canary matrix (console/pages/delivery.py)."""
+        return dict(self._request("GET", "/delivery/canaries"))
+
     def watched_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/watched-subjects"))
 

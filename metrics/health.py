@@ -22,6 +22,11 @@ code                status     when
 ``stream_lag``      degraded   a JetStream replica is more than ``STREAM_LAG_LIMIT`` records behind
 ``archive_failing`` degraded   the last archive write failed, or none for ``ARCHIVE_STALE`` s
 ``config_mismatch`` degraded   a member was started with other ``ClusterMembers``
+``delivery_stalled`` degraded  "degraded: delivery": the canaries of a member that is up no
+                               longer reach this member through its delivery path for
+                               ``metrics.canary.STALE_AFTER`` s while its own are accepted (it
+                               accepts publishes but delivers nothing); ``member`` names the
+                               pair ``publisher->receiver``
 =================== ========== ==================================================================
 
 A member is ``down`` when one of its reasons is; the cluster is ``down`` when no member can be
@@ -49,6 +54,7 @@ _ORDER: Final = (
     "stream_lag",
     "archive_failing",
     "config_mismatch",
+    "delivery_stalled",
 )
 
 
@@ -71,10 +77,16 @@ class Reason:
             "stream_lag": f"stream replica {about} is behind",
             "archive_failing": f"{about} cannot write its metrics archive",
             "config_mismatch": f"member {about} has other ClusterMembers",
+            "delivery_stalled": _stalled_text(about),
         }.get(self.code, f"{self.code} {about}".strip())
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "member": self.member, "text": self.text}
+
+
+def _stalled_text(pair: str) -> str:
+    publisher, _, receiver = pair.partition("->")
+    return f"delivery: canaries of {publisher} do not reach {receiver or publisher}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +150,10 @@ def member_health(
     now: float = 0.0,
     stopping: bool = False,
     isolated: bool = False,
+    stalled_pairs: Sequence[str] = (),
 ) -> Health:
-    """A member's health from what it knows (pure)."""
+    """A member's health from what it knows (pure). ``stalled_pairs``: the canary pairs
+    ``publisher->receiver`` (metrics/canary.py) whose delivery to this member stalled."""
     reasons: list[Reason] = []
     if stopping:
         reasons.append(Reason("stopping", name))
@@ -158,6 +172,7 @@ def member_health(
     if archive_failing(archive, now):
         reasons.append(Reason("archive_failing", name))
     reasons += [Reason("config_mismatch", m) for m in config_mismatch]
+    reasons += [Reason("delivery_stalled", pair) for pair in stalled_pairs]
     return verdict(reasons)
 
 

@@ -23,6 +23,7 @@ from pushgrid.config import (
 )
 from pushgrid.kernel.throttle import AuthThrottle
 from pushgrid.metrics.archive import SAMPLES, WATCHED, ArchiveWriter
+from pushgrid.metrics.canary import CanaryState
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.health import ArchiveState, member_transitions
 from pushgrid.metrics.hotsubjects import HotSubjectSketches
@@ -34,6 +35,7 @@ from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
 
+from .canary import PROBE_ENTITLEMENT, CanaryService
 from .cluster.isolation import IsolationChange, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
 from .core.custom_entitlement import CustomEntitlement, load_plugin
@@ -43,8 +45,9 @@ from .core.hub import Hub, Peer
 from .core.publishing import Admission, PublishGuard, PublishLimits
 from .core.session import Session, SessionPolicy
 from .core.watch import WatchFeed, Watchlist
-from .engine.base import Engine
+from .engine.base import Deliver, Engine
 from .engine.registry import build_engine
+from .fault_points import DeliveryWedge
 from .framing.outframe import OutFrame
 from .monitoring.beans import build_agent
 from .monitoring.loop_bridge import LoopBridge
@@ -195,6 +198,15 @@ class PushServer:
         self.occupancy = OccupancyService(
             server.server_name, self.hub, bus, settings.occupancy, self.engine
         )
+        self.canary = CanaryService(
+            server.server_name,
+            self.hub,
+            self.engine,
+            self._engine_cluster,
+            monitoring.canary_enabled,
+        )
+        wedge_file = monitoring.test_wedge_delivery_file  # test only (server/fault_points.py)
+        self.delivery_wedge = None if wedge_file is None else DeliveryWedge(wedge_file)
         self.engine.use_interest(self.hub.has_subscribers)  # idle-subject eviction (guarantee 9)
         self.entitlement = build_entitlement(access)
         self.admission = Admission(build_publish_guard(access), self.entitlement, self.hub)
@@ -277,7 +289,7 @@ class PushServer:
         log.info("open-file limit %d (soft limit was %d)", files, old_files)
         self.loop_bridge.bind(loop)
         self.tick = loop.time()
-        await self.engine.start(self.hub.deliver)
+        await self.engine.start(self._deliver())
         if self.worker is not None:
             await self._start_worker(loop, self.worker)
         else:
@@ -365,6 +377,13 @@ class PushServer:
                 )
                 self._servers.append(server)
 
+    def _deliver(self) -> Deliver:
+        """The engine's delivery callback: the hub's, behind the test-only wedge when set."""
+        if self.delivery_wedge is None:
+            return self.hub.deliver
+        self.track(self.delivery_wedge.watch())
+        return self.delivery_wedge.wrap(self.hub.deliver)
+
     # -- connections (server/transport/context.py: ConnectionContext) ------------------------
 
     def _protocol(self) -> HttpConnection:
@@ -374,17 +393,20 @@ class PushServer:
         return MonitorConnection(self, self.monitor, self.monitor_limits)
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
+        probe = self.canary.probe_grant(token)  # the admin API's probe (ADR 049), else None
+        internal = probe is not None and probe.valid  # a stale probe key is a user, refused
         session = Session(
             session_id=secrets.token_hex(8),
             hub=self.hub,
             peer=peer,
             policy=self.policy,
-            grant=self.entitlement.grant(token),
+            grant=self.entitlement.grant(token) if probe is None else probe,
             remote=remote,
-            may_publish=self.may_publish(remote.rpartition(":")[0]),
-            entitlement=self.entitlement,
+            may_publish=probe is None and self.may_publish(remote.rpartition(":")[0]),
+            entitlement=PROBE_ENTITLEMENT if internal else self.entitlement,
             admission=self.admission,
             presence=self.occupancy.presence,
+            internal=internal,
         )
         self.hub.add_session(session)
         return session
@@ -403,6 +425,8 @@ class PushServer:
         if settings.meta_subject_interval > 0 and self.is_monitor:
             self.track(publish_meta_subjects(self, self.engine, settings.meta_subject_interval))
         self.track(self.occupancy.run())
+        if self.is_monitor:  # one canary per server, whatever its worker count (ADR 049)
+            self.track(self.canary.run())
 
     async def _start_monitor_listeners(self, loop: asyncio.AbstractEventLoop) -> None:
         settings = self.monitoring_settings
@@ -525,14 +549,25 @@ class PushServer:
         status = self.engine.cluster_status()
         return {} if status is None else {r.name: r.lag for r in status.replicas}
 
-    def cluster_status(self) -> ClusterStatus:
+    def _engine_cluster(self) -> ClusterStatus:
+        """The cluster as the engine sees it (no health yet)."""
         status = self.engine.cluster_status()
-        if status is None:
-            status = standalone_status(self.server_name)
+        return standalone_status(self.server_name) if status is None else status
+
+    def cluster_status(self) -> ClusterStatus:
+        status = self._engine_cluster()
         archive = self.sampler.read_model.archive
         state = ArchiveState(archive.enabled, archive.last_write, archive.last_error)
         isolated = self.isolation_detector.isolated
-        return assessed(status, state, time.time(), self.stopping, isolated)
+        now = time.time()
+        stalled = self.canary.stalled_pairs(status, now)
+        return assessed(status, state, now, self.stopping, isolated, stalled)
+
+    def canary_state(self) -> CanaryState:
+        return self.canary.state()
+
+    def canary_probe_key(self) -> str:
+        return self.canary.probe_key
 
     def isolation(self) -> str | None:
         """Why this member refuses new sessions (it does not see its cluster), or None. An

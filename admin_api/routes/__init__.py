@@ -17,6 +17,7 @@ from . import (
     alert_silences,
     alerts,
     audit,
+    canaries,
     cluster,
     history,
     hot,
@@ -56,6 +57,7 @@ ROUTERS = (
     trace,
     watched,
     users,
+    canaries,
 )
 
 

@@ -51,6 +51,9 @@ def session_query(
     sort: Annotated[
         SessionSort, Query(description="Order ('-' for descending)")
     ] = "connected_since",
+    internal: Annotated[
+        bool, Query(description="Also list internal probes (the admin API's canary subscriber)")
+    ] = False,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> SessionQuery:
@@ -62,6 +65,7 @@ def session_query(
         min_bytes_in=min_bytes_in,
         min_bytes_out=min_bytes_out,
         sort=sort,
+        internal=internal,
         offset=offset,
         limit=limit,
     )

@@ -21,7 +21,14 @@ from pushgrid.ops.cluster import ClusterDocument
 from pushgrid.ops.server import ServerTotals
 
 from ..access import is_jmx, read_view
-from ..alert_signals import SLOW_COUNTER, MemberTracker, ServerLook, health_readings, merge
+from ..alert_signals import (
+    SLOW_COUNTER,
+    MemberTracker,
+    ServerLook,
+    health_readings,
+    merge,
+    stall_readings,
+)
 from ..alerting import Readings, Rule
 from ..member_client import MemberEndpoint, MemberFailure
 from .cluster import cluster_views, member_health_of
@@ -68,7 +75,9 @@ class SignalReader:
                 healths[member.name] = None if view is None else member_health_of(view)
         health = cluster_health(healths)
         readable = [name for name, h in healths.items() if h is not None]
+        names = _names(members, views)
         return merge(
-            health_readings(_names(members, views), readable, health.reasons),
+            health_readings(names, readable, health.reasons),
+            stall_readings(names, readable, health.reasons),
             self.tracker.readings({m.name: look for m, look in zip(members, looks, strict=True)}),
         )

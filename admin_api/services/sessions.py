@@ -30,6 +30,7 @@ class SessionQuery:
     min_bytes_in: int | None = None
     min_bytes_out: int | None = None
     sort: SessionSort = "connected_since"
+    internal: bool = False  # list the internal probes too (ADR 049)
     offset: int = 0
     limit: int = 100
 
@@ -55,6 +56,7 @@ def parse_sessions(member: MemberEndpoint, value: Any) -> list[SessionOut]:
                     messages_in=int(raw.get("messages_in", 0)),
                     bytes_in=int(raw.get("bytes_in", 0)),
                     bytes_out=int(raw.get("bytes_out", 0)),
+                    internal=bool(raw.get("internal", False)),
                 )
             )
         except (KeyError, TypeError, ValueError, OverflowError, ValidationError) as exc:
@@ -63,6 +65,8 @@ def parse_sessions(member: MemberEndpoint, value: Any) -> list[SessionOut]:
 
 
 def matches(session: SessionOut, query: SessionQuery) -> bool:
+    if session.internal and not query.internal:
+        return False
     if query.remote is not None and query.remote not in session.remote:
         return False
     if query.subject is not None and query.subject not in session.subjects:

@@ -50,6 +50,12 @@ class MonitoringSettings(BaseModel):
         default=32 * 1024 * 1024, ge=64 * 1024, alias="JolokiaMaxAnswerBytes"
     )
     meta_subject_interval: float = Field(default=5.0, ge=0, alias="MetaSubjectInterval")
+    # canaries (server/canary.py, ADR 049): one a second on /pushgrid/canary, followed by every
+    # member through its delivery path; off: no canary, no "degraded: delivery"
+    canary_enabled: bool = Field(default=True, alias="Canary.Enabled")
+    # TEST ONLY (ADR 049): while this file exists the member's delivery callback discards every
+    # message (a wedged delivery task that still accepts publishes). Never set it in production.
+    test_wedge_delivery_file: Path | None = Field(default=None, alias="Test.WedgeDeliveryFile")
     # the hot-subject rankings: their length, the sketch's memory and the rates' time constant
     hot_subjects_top_n: int = Field(default=20, ge=0, le=1000, alias="HotSubjects.TopN")
     hot_subjects_capacity: int = Field(

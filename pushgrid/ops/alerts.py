@@ -15,6 +15,7 @@ SignalName = Literal[
     "slow_consumer_disconnects",
     "archive_failing",
     "stats_pipeline_failing",
+    "delivery_stalled",
 ]
 SIGNAL_NAMES: Final[tuple[str, ...]] = get_args(SignalName)
 
@@ -28,4 +29,9 @@ SIGNALS: Final[dict[str, tuple[str, str]]] = {
     "slow_consumer_disconnects": ("sessions closed as slow consumers, per second", ""),
     "archive_failing": ("1 while the member cannot write its metrics archive", ""),
     "stats_pipeline_failing": ("1 while the latest statistics run failed", CLUSTER),
+    # the target is the canary pair publisher->receiver, not one member (ADR 049)
+    "delivery_stalled": (
+        "1 per pair publisher->receiver while the receiver's health reports its canaries stalled",
+        "member",
+    ),
 }

@@ -16,6 +16,7 @@ SUBJECTS: Final = "pushgrid:type=Subjects"
 HOT_SUBJECTS: Final = "pushgrid:type=HotSubjects"
 MEMBER_PANEL: Final = "pushgrid:type=MemberPanel"
 WATCHED_SUBJECTS: Final = "pushgrid:type=WatchedSubjects"
+CANARY: Final = "pushgrid:type=Canary"  # the canaries this member receives (ADR 049)
 #: every indicator MBean (a pattern: the name key is the indicator's MBean name)
 INDICATORS: Final = "pushgrid:type=Indicator,*"
 #: the JMX bridge's own MBean (deploy/jmx/Bridge.java): whether its values are live
@@ -32,6 +33,7 @@ SUBJECTS_PRESENCE: Final = "presence"
 SUBJECTS_PUBLISH_ALERT: Final = "publishAlert"
 WATCH: Final = "watch"
 UNWATCH: Final = "unwatch"
+CANARY_PROBE_KEY: Final = "probeKey"  # the admin API probe's token (ADR 049)
 
 
 def indicator(mbean: str) -> str:

@@ -72,8 +72,10 @@ def assessed(
     now: float = 0.0,
     stopping: bool = False,
     isolated: bool = False,
+    stalled_pairs: tuple[str, ...] = (),
 ) -> ClusterStatus:
-    """``status`` with its health computed (metrics.health.member_health) and kept in it."""
+    """``status`` with its health computed (metrics.health.member_health) and kept in it;
+    ``stalled_pairs``: the canary pairs whose delivery to this member stalled (server/canary.py)."""
     me = next((m.name for m in status.members if m.is_self), "")
     report = member_health(
         me,
@@ -86,6 +88,7 @@ def assessed(
         now=now,
         stopping=stopping,
         isolated=isolated,
+        stalled_pairs=stalled_pairs,
     )
     return replace(status, report=report)
 

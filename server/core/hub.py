@@ -92,11 +92,18 @@ class Hub:
         # Subjects whose subscriptions changed since the occupancy service last looked
         # (server/occupancy.py): one set add per subscribe or unsubscribe, never per message.
         self.touched: set[str] = set()
+        # Internal followers (server/canary.py: the member's canary follower; sessions marked
+        # internal, such as the admin API's probe): subject -> their sends. They get the very
+        # frame subscribers get, from the same ``deliver``, but are not users: no counter, no
+        # tally, no occupancy (ADR 049).
+        self._internal: dict[str, dict[object, Callable[[OutFrame], None]]] = {}
 
     # -- sessions ---------------------------------------------------------------------------
 
     def add_session(self, session: Session) -> None:
         self.sessions[session.id] = session
+        if session.internal:  # a probe is not a user (ADR 049)
+            return
         self.counters.sessions += 1
         self.counters.connections_total += 1
 
@@ -106,6 +113,8 @@ class Hub:
         for subject in list(session.subjects):
             self.unsubscribe(session, subject)
         self.watched.pop(session, None)
+        if session.internal:
+            return
         self.counters.sessions -= 1
         self.counters.disconnections_total += 1
 
@@ -139,15 +148,17 @@ class Hub:
 
     def begin_subscribe(self, session: Session, subject: str) -> None:
         """Start buffering live messages of ``subject`` for ``session``."""
-        followed = self.has_subscribers(subject)
+        followed = self._interested(subject)
         self._drop(session, subject)
-        self.touched.add(subject)
         self._pending.setdefault(subject, {})[session] = []
         if not followed:  # before the engine is asked for the snapshot (server/workers)
             self.engine.interest_changed(subject, True)
         if subject not in session.subjects:
             session.subjects[subject] = None
-            self.counters.subscriptions += 1
+            if not session.internal:
+                self.counters.subscriptions += 1
+        if not session.internal:
+            self.touched.add(subject)
 
     def finish_subscribe(
         self, session: Session, subject: str, conflation_ms: int = 0, delta: bool = False
@@ -163,7 +174,9 @@ class Hub:
             del self._pending[subject]
         if subject not in session.subjects:
             return buffered
-        if conflation_ms > 0:
+        if session.internal:  # the frames subscribers get, uncounted (ADR 049)
+            self.follow(subject, session, self._sender(session))
+        elif conflation_ms > 0:
             anchor = asyncio.get_running_loop().time()
             subscription = ConflatedSubscription(session.peer.send, conflation_ms, anchor)
             self._conflated.setdefault(subject, {})[session] = subscription
@@ -183,11 +196,33 @@ class Hub:
         del session.subjects[subject]
         session.client_ids.pop(subject, None)
         self._drop(session, subject)
-        self.touched.add(subject)
-        self.counters.subscriptions -= 1
-        if not self.has_subscribers(subject):
+        if not session.internal:
+            self.touched.add(subject)
+            self.counters.subscriptions -= 1
+        if not self._interested(subject):
             self.engine.interest_changed(subject, False)
         return True
+
+    def follow(self, subject: str, follower: object, send: Callable[[OutFrame], None]) -> None:
+        """Deliver ``subject``'s live messages to an internal ``follower`` (not a user)."""
+        if not self._interested(subject):  # the subject's owner forwards it here (server/workers)
+            self.engine.interest_changed(subject, True)
+        self._internal.setdefault(subject, {})[follower] = send
+
+    def unfollow(self, subject: str, follower: object) -> None:
+        followers = self._internal.get(subject)
+        if followers is not None and followers.pop(follower, None) is not None and not followers:
+            del self._internal[subject]
+
+    def stop_following(self, subject: str, follower: object) -> None:
+        """:meth:`unfollow`, and the engine told when nobody here follows ``subject`` any more."""
+        self.unfollow(subject, follower)
+        if not self._interested(subject):
+            self.engine.interest_changed(subject, False)
+
+    def _interested(self, subject: str) -> bool:
+        """Does anything here receive ``subject``: a subscriber or an internal follower?"""
+        return self.has_subscribers(subject) or subject in self._internal
 
     def _drop(self, session: Session, subject: str) -> None:
         conflated = self._conflated.get(subject)
@@ -199,6 +234,8 @@ class Hub:
                 subscribers.pop(session)
                 if not subscribers:
                     del table[subject]  # a delta table's field values go with it
+        if session.internal:
+            self.unfollow(subject, session)
 
     def _subscribers(self, subject: str) -> Iterator[_Subscribers]:
         """``subject``'s subscribers in every table that has some."""
@@ -286,6 +323,17 @@ class Hub:
             self.counters.messages_out_total += sent
             counts[1] += sent
             counts[2] += size
+        self._fan_out(message, frame, counts)
+
+    def _fan_out(self, message: Published, frame: OutFrame | None, counts: list[int]) -> None:
+        """The live subscribers (counted) and the internal followers (not), one frame."""
+        subject = message.subject
+        internal = self._internal.get(subject)
+        if internal:
+            if frame is None:
+                frame = update_frame(message)
+            for follow in internal.values():
+                follow(frame)
         live = self._live.get(subject)
         if not live:
             return

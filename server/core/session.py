@@ -100,8 +100,12 @@ class Session:
         entitlement: Entitlement | None = None,
         admission: Admission | None = None,
         presence: PresenceLookup | None = None,
+        internal: bool = False,
     ) -> None:
         self.id = session_id
+        # an internal probe (the admin API's canary subscriber, ADR 049): served like any
+        # session, counted as none (no user, no subscription, no delivery in the indicators)
+        self.internal = internal
         self.hub = hub
         self.peer = peer
         self.policy = policy

@@ -52,6 +52,7 @@ from pushgrid.ops.panel import PanelAttributes
 from pushgrid.ops.server import ServerDocument, list_text
 
 from ..engine.base import ALERTS_SUBJECT
+from .canary_view import canary_bean
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent, JolokiaLimits
 from .loop_bridge import LoopBridge
@@ -123,6 +124,7 @@ def server_beans(
         _sessions_bean(tables, operations),
         _subjects_bean(tables, operations),
         cluster_bean(node, bridge.wrap),
+        canary_bean(node, bridge.wrap),
         hot_subjects_bean(tables),
         member_panel_bean(tables),
         watched_subjects_bean(tables, operations),
@@ -288,7 +290,7 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             [],
             "java.util.List",
             "Every session: id, remote, connected_since (ms), subjects, messages_in, "
-            "bytes_in, bytes_out",
+            "bytes_in, bytes_out, internal (a probe, not a user)",
             wrap(ops.session_list),
         ),
         Operation(

@@ -74,6 +74,7 @@ class ServerOperations:
                     "messages_in": session.messages_in,
                     "bytes_in": getattr(peer, "bytes_in", 0),
                     "bytes_out": getattr(peer, "bytes_out", 0),
+                    "internal": session.internal,  # the admin API's probe (ADR 049)
                 }
             )
         return out

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pushgrid.metrics.canary import CanaryState
 from pushgrid.metrics.delays import DelaySnapshot
 from pushgrid.metrics.member_panel import EMPTY_PANEL
 from pushgrid.metrics.readmodel import ReadModel
@@ -88,6 +89,10 @@ class MonitoredNode(Protocol):
     def live_state(self) -> LiveState: ...
 
     def cluster_status(self) -> ClusterStatus: ...
+
+    def canary_state(self) -> CanaryState: ...
+
+    def canary_probe_key(self) -> str: ...
 
     @property
     def stopping(self) -> bool: ...

@@ -26,6 +26,7 @@ from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
 from pushgrid.ops.panel import MemberPanel
 
 from . import watched_view
+from .canary_view import canary_metrics
 from .cluster_view import cluster_metrics
 from .ports import DeflateStats, LiveState, MonitoredNode, WorkerRow
 
@@ -265,6 +266,7 @@ class PushgridCollector(Collector):
         yield from indicator_metrics(model)
         yield from archive_metrics(model.archive)
         yield from cluster_metrics(self.node.cluster_status())
+        yield from canary_metrics(self.node.canary_state())
         yield from hot_subject_metrics(model.hot)
         yield from watched_view.prometheus_metrics(model.watched)
 

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry
 from pushgrid.kernel.throttle import AuthThrottle, host_of
 
 from ..transport.http import Response, json_response, problem
+from . import canary_view
 from .cluster_view import status_dict
 from .jolokia import JolokiaAgent, content_type
 from .ports import MonitoredNode
@@ -196,6 +197,7 @@ class MonitorRoutes:
             return problem(405, "method_not_allowed", f"{path} accepts GET")
         if path == "/stats":
             document = stats_document(self.node.read_model(), self.node.live_state())
+            document["canaries"] = canary_view.stats_section(self.node.canary_state())
             if parse_qs(url.query).get("format", [""])[0] == "json":
                 return json_response(200, document)
             text = stats_text(document).encode()

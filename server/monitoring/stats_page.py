@@ -16,7 +16,7 @@ from typing import Any
 from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
-from . import watched_view
+from . import canary_view, watched_view
 from .numbers import number_text
 from .ports import LiveState
 
@@ -81,4 +81,5 @@ def stats_text(document: dict[str, Any]) -> str:
     for row in document.get("workers", ()):
         index = row["index"]
         lines.extend(f"worker.{index}.{k} {v}" for k, v in row.items() if k != "index")
+    lines.extend(canary_view.stats_lines(document.get("canaries", {})))
     return "\n".join(lines) + "\n"

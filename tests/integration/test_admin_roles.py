@@ -81,6 +81,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("POST", "/api/v1/users"): Role.ADMIN,
     ("PUT", "/api/v1/users/{name}/password"): Role.ADMIN,
     ("DELETE", "/api/v1/users/{name}"): Role.ADMIN,
+    ("GET", "/api/v1/delivery/canaries"): Role.VIEWER,
 }
 #: the sign-in routes (ADR 052): public, how a browser gets in (logout checks its own session)
 SIGN_IN = {

@@ -120,6 +120,10 @@ async def test_stats_text_lists_every_indicator_window_and_statistic(srv):
         assert int(values[name]) >= 0, name
     expected = {"uptime_seconds", *TOTALS, *GAUGES}
     expected |= {f"panel.{key}" for key in EMPTY_PANEL.as_dict()}  # the member panel
+    # the canaries (docs/monitoring.md "Canaries"): this member's own, then its own pair
+    expected |= {"canary_published_total", "canary_publish_failures_total", "canary_stale_pairs"}
+    server = header["server"]
+    expected |= {f"canary.{server}.{key}" for key in ("age_seconds", "latency_seconds", "stale")}
     for indicator in INDICATOR_NAMES:
         expected.add(indicator)
         for window in WINDOW_NAMES:

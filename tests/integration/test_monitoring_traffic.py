@@ -298,8 +298,9 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
             "keepalive_timeouts_total": 0,
             "recovery_successes_total": 0,
             "recovery_failures_total": 0,
-            # the test subject and the meta-subjects (overview, one per indicator, cluster)
-            "subjects": 1 + 1 + len(INDICATORS) + 1,
+            # the test subject, the meta-subjects (overview, one per indicator, cluster) and
+            # the canaries' subject (/pushgrid/canary, docs/monitoring.md "Canaries")
+            "subjects": 1 + 1 + len(INDICATORS) + 1 + 1,
             # every message is cached (guaranteed qos, under the 1000 limit); the
             # meta-subjects use qos standard and are never cached
             "cache_messages": MESSAGES,

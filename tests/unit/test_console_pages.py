@@ -494,6 +494,7 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         ("Live", "subjects"),
         ("Live", "sessions"),
         ("Live", "trace"),
+        ("Live", "delivery"),
         ("Traffic", "statistics"),
         ("Traffic", "trends"),
         ("Traffic", "hot"),
@@ -530,7 +531,7 @@ def test_the_navigation_is_grouped_and_offers_each_role_what_it_may_use() -> Non
     assert "trace" in [page.path for page in offered("operator")]
     assert len(offered("admin")) == len(PAGES)
     _tabs, live = nav(app, page_for(app, href(app, "")), "viewer")
-    assert _ids(live) == ["nav-overview", "nav-subjects", "nav-sessions"]
+    assert _ids(live) == ["nav-overview", "nav-subjects", "nav-sessions", "nav-delivery"]
 
 
 def test_provider_errors_round_trip_as_json() -> None:

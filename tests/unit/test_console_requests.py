@@ -90,7 +90,8 @@ def test_a_single_output_request_as_the_renderer_sends_it_is_let_through(console
     """The renderer sends one output as an object, not a list: refusing that refused every
     single-output callback of the console (the alert banner on every page, found in Chromium)."""
     output = next(
-        o for o, entry in console.callback_map.items()
+        o
+        for o, entry in console.callback_map.items()
         if not o.startswith("..") and "callback" in entry
     )
     component, prop = output.rsplit(".", 1)

@@ -20,6 +20,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pushgrid.config import Settings
+from pushgrid.metrics.canary import CanaryState
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.delays import DelayHistogram, DelaySnapshot
 from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
@@ -123,6 +124,12 @@ class Node:
 
     def cluster_status(self) -> ClusterStatus:
         return standalone_status("node-a")
+
+    def canary_state(self) -> CanaryState:
+        return CanaryState("node-a", True, 0, 0, ())
+
+    def canary_probe_key(self) -> str:
+        return "probe.test"
 
 
 class NoOperations:

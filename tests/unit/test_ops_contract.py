@@ -14,6 +14,7 @@ from test_monitoring_views import beans
 from pushgrid.ops import names
 from pushgrid.ops.attributes import ContractError, attributes, decode
 from pushgrid.ops.attributes import names as attribute_names
+from pushgrid.ops.canary import CanaryDocument
 from pushgrid.ops.panel import MemberPanel, PanelAttributes
 from pushgrid.ops.server import (
     ServerDocument,
@@ -153,3 +154,16 @@ def test_the_trend_query_is_the_route_s_query_parameters() -> None:
         "since": 5,
         "until": None,
     }
+
+
+def test_the_canary_mbean_is_the_contract_document_and_decodes_back() -> None:
+    """What the admin API's matrix reads (ADR 049): every attribute in the document's order, and
+    the read decodes into the document (a node with no pair yet: an empty list)."""
+    canary = beans()[names.CANARY]
+    assert [(a.name, a.type) for a in canary.attributes] == [
+        (s.name, s.type) for s in attributes(CanaryDocument)
+    ]
+    assert [a.name for a in canary.attributes][-1] == "Pairs"
+    document = decode(CanaryDocument, served(canary), "Canary")
+    assert (document.member, document.stale_after, document.pairs) == ("node-a", 3.0, [])
+    assert [o.name for o in canary.operations] == [names.CANARY_PROBE_KEY]
