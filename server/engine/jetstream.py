@@ -656,7 +656,8 @@ class JetStreamEngine(Engine):
 
     async def _fill_from_leader(self, through: int) -> None:
         """Deliver up to ``_LEADER_RUN`` records after ``_delivered`` read from the stream
-        leader, or advance to ``through`` when the leader holds none of them any more."""
+        leader, or advance to ``through`` when one answer proves the stream holds none of
+        them any more."""
         for _ in range(_LEADER_RUN):
             stored = await self._leader_next(self._delivered + 1, GUARANTEED_PREFIX + ">")
             if stored is not None and stored.stream_seq <= through:
@@ -665,22 +666,39 @@ class JetStreamEngine(Engine):
                     return
                 continue
             if stored is None:
-                await self._leader_applied(through)
-            # The leader holds nothing between _delivered and through, and has applied past
-            # them: they were removed by the per-subject limit.
+                await self._purged_through(through)
+            # else: the server that answered holds a record past ``through`` and none between
+            # (its records are the stream's, in order): they were removed everywhere.
+            log.info(
+                "stream sequences %d..%d are no longer in the stream (removed by the "
+                "per-subject limit or a purge): nothing to deliver there",
+                self._delivered + 1,
+                through,
+            )
             self._advance(through)
             return
 
-    async def _leader_applied(self, through: int) -> None:
-        """Raise unless the stream leader has applied the stream up to ``through`` (a leader
-        that has not, a stale one cut off by a partition, cannot say a record was removed)."""
+    async def _purged_through(self, through: int) -> None:
+        """Raise unless the stream holds no record up to ``through`` any more (a purge moved
+        its first sequence past it).
+
+        The server that answered as stream leader holds no record from ``_delivered + 1``
+        on. The real leader always holds the stream's last record (the per-subject limit
+        keeps each subject's newest, and nothing here sets ``max_age``), so unless the stream
+        was purged that answer came from a server that is behind: a leader cut off by a
+        partition still answers as leader until it hears the new one, for a moment after the
+        heal too. Another server's word (this stream info may come from the real leader) that
+        it applied past ``through`` must not be combined with that "none": it once skipped a
+        whole partition's records (docs/cluster.md, "No record skipped"). One answer decides."""
         try:
             info = await self.link.nc.jsm().stream_info(self.stream)
         except (nats.errors.Error, TimeoutError) as exc:
             raise EngineUnavailable(f"cannot ask the stream leader: {exc}") from exc
-        if info.state.last_seq < through:
+        if info.state.first_seq <= through:
             raise EngineUnavailable(
-                f"the stream leader has applied {info.state.last_seq} < {through}: retry later"
+                f"a server answering as stream leader holds nothing after {self._delivered}, "
+                f"but the stream starts at {info.state.first_seq} <= {through}: it is behind "
+                "(an old leader after a partition); read again later"
             )
 
     async def _leader_next(self, start: int, nats_subject: str) -> StoredRecord | None:

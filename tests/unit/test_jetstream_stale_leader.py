@@ -1,0 +1,162 @@
+"""A member behind the stream never skips records on the word of an old stream leader (issue 34).
+
+What happened (``tests/integration/test_partitions.py``, one run of the full suite on a loaded
+machine): the stream leader's member m2 was cut off; the others elected a new leader and stored
+~450 records; after the heal m2 delivered none of them (each of the 12 subjects jumped, e.g. seq
+17 then 59) while its history, read from the stream, held them all. The nats-server logs show
+why it can happen: a leader cut off by a partition keeps answering as stream leader until it
+hears the new one (for the whole 10 s partition, and a moment after the heal). The member's gap
+fill asked "the stream leader" for the next record after its position (a non-direct get) and got
+"none" from the old leader, whose store ends where the partition began; it then asked "the
+stream leader" whether it had applied the stream past the gap (stream info), got "yes" from the
+new leader, and concluded the records had been removed, skipping them all.
+
+The faults are injected at the NATS boundary (:class:`Healed`): while the old leader answers,
+this member's replica and its leader reads end at the record the partition began after
+(``stale_end``), and republished records do not arrive while it is cut off; stream info always
+comes from the real leader. Everything else is the real engine on a real nats-server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from nats.aio.msg import Msg
+from natsserver import delete_streams
+
+from pushgrid.server.cluster.credentials import BusCredentials
+from pushgrid.server.cluster.link import ClusterLink
+from pushgrid.server.engine.base import Published, PublishRequest
+from pushgrid.server.engine.jetstream import JetStreamEngine, StoredRecord
+
+SUBJECT = "/Orders/EU/stale-leader"
+STREAM = "STALE"
+SETTLE = 30.0  # seconds the member gets to deliver what the stream holds (a loaded machine)
+
+
+class Healed(JetStreamEngine):
+    """A member whose reads are answered, while ``stale_end`` is set, by servers that hold the
+    stream only through ``stale_end``: its own replica (catching up) and the old leader, which
+    answers ``stale_reads`` more leader reads after the heal (None: until further notice)."""
+
+    cut = False  # republished records do not reach this member (it is cut off)
+    stale_end: int | None = None
+    stale_reads: int | None = None
+    stale_answers = 0  # leader reads the old leader answered with "none" (the fault happened)
+
+    def __init__(self, link: ClusterLink, *, stream: str, replicas: int) -> None:
+        super().__init__(link, stream=stream, replicas=replicas, publish_timeout=10)
+        self.delivered: list[Published] = []
+
+    async def _on_republished(self, msg: Msg) -> None:
+        if not self.cut:
+            await super()._on_republished(msg)
+
+    def _stale(self) -> bool:
+        return self.stale_end is not None and (self.stale_reads is None or self.stale_reads > 0)
+
+    async def _direct_batch(
+        self, start: int, batch: int, nats_subject: str | None = None
+    ) -> list[StoredRecord]:
+        records = await super()._direct_batch(start, batch, nats_subject)
+        if not self._stale():
+            return records
+        assert self.stale_end is not None
+        return [r for r in records if r.stream_seq <= self.stale_end]
+
+    async def _leader_next(self, start: int, nats_subject: str) -> StoredRecord | None:
+        stored = await super()._leader_next(start, nats_subject)
+        if not self._stale():
+            return stored
+        assert self.stale_end is not None
+        if self.stale_reads is not None:
+            self.stale_reads -= 1
+        if stored is not None and stored.stream_seq > self.stale_end:
+            self.stale_answers += 1
+            return None  # the old leader's store ends at stale_end
+        return stored
+
+
+def member(url: str, name: str, kind: type[JetStreamEngine]) -> JetStreamEngine:
+    link = ClusterLink(name, "guaranteed", None, None, [url], BusCredentials.derive("stale"))
+    return kind(link, stream=STREAM, replicas=1)
+
+
+@pytest.fixture
+async def engines(nats_url: str) -> AsyncIterator[tuple[JetStreamEngine, Healed]]:
+    await delete_streams(nats_url)
+    writer = member(nats_url, "a", JetStreamEngine)
+    healed = member(nats_url, "b", Healed)
+    assert isinstance(healed, Healed)
+    await writer.start(lambda message: None)
+    await healed.start(healed.delivered.append)
+    yield writer, healed
+    await writer.close()
+    await healed.close()
+
+
+async def publish(writer: JetStreamEngine, first: int, last: int) -> None:
+    for n in range(first, last + 1):
+        await writer.publish(PublishRequest(SUBJECT, f"m{n}", {}))
+
+
+async def until(settled: Callable[[], bool]) -> None:
+    """Wait (bounded by ``SETTLE``) until ``settled()``; the caller then judges exactly."""
+    deadline = time.monotonic() + SETTLE
+    while True:
+        if settled() or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.1)
+
+
+async def settled(healed: Healed, seq: int) -> None:
+    """Wait (bounded) until ``healed`` delivered ``seq`` of the subject."""
+    await until(lambda: any(m.seq >= seq for m in healed.delivered))
+
+
+def at_the_end(healed: Healed) -> bool:
+    progress = healed.stream_progress()
+    return progress is not None and progress.delivered >= progress.stream_last > 0
+
+
+async def test_an_old_leaders_none_does_not_skip_what_the_new_leader_holds(
+    engines: tuple[JetStreamEngine, Healed],
+) -> None:
+    writer, healed = engines
+    await publish(writer, 1, 5)
+    await settled(healed, 5)
+    progress = healed.stream_progress()
+    assert progress is not None
+    assert len(healed.delivered) == 5
+    # The partition: nothing reaches the member; its replica and the old leader stop here.
+    healed.stale_end, healed.cut = progress.delivered, True
+    await publish(writer, 6, 30)  # stored by the majority meanwhile
+    # The heal: the feed comes back; the old leader answers two more reads before it steps down.
+    healed.stale_reads, healed.cut = 2, False
+    await publish(writer, 31, 31)
+    await settled(healed, 31)
+    assert healed.stale_answers >= 1, "the old leader never answered: the fault did not happen"
+    got = [(m.seq, m.content) for m in healed.delivered]
+    assert got == [(n, f"m{n}") for n in range(1, 32)], f"delivered {got}"
+
+
+async def test_records_purged_from_the_stream_are_passed_over(
+    engines: tuple[JetStreamEngine, Healed],
+) -> None:
+    """The other side of the same decision: records the stream really no longer holds (an
+    operator purged it) do not hold the member up; it reaches the stream's end."""
+    writer, healed = engines
+    await publish(writer, 1, 3)
+    await settled(healed, 3)
+    healed.cut = True
+    await publish(writer, 4, 10)
+    await writer.link.nc.jsm().purge_stream(STREAM)
+    healed.cut = False
+    await until(lambda: at_the_end(healed))
+    progress = healed.stream_progress()
+    assert progress is not None
+    assert progress.delivered == progress.stream_last > 3, progress
+    assert [m.seq for m in healed.delivered] == [1, 2, 3]  # nothing the stream held is invented
