@@ -525,7 +525,10 @@ class JetStreamEngine(Engine):
             return batch[-1].stream_seq + 1
         after = batch[-1].stream_seq + 1 if batch else start
         leader = await self._leader_next(after, GUARANTEED_PREFIX + ">")
-        if leader is None or leader.stream_seq > through:
+        if leader is None:
+            await self._purged_through(after, through)  # else an old leader: read again
+            return None
+        if leader.stream_seq > through:
             return None
         self._note_ids(leader.subject, leader.record)
         return leader.stream_seq + 1
@@ -666,7 +669,7 @@ class JetStreamEngine(Engine):
                     return
                 continue
             if stored is None:
-                await self._purged_through(through)
+                await self._purged_through(self._delivered + 1, through)
             # else: the server that answered holds a record past ``through`` and none between
             # (its records are the stream's, in order): they were removed everywhere.
             log.info(
@@ -678,25 +681,25 @@ class JetStreamEngine(Engine):
             self._advance(through)
             return
 
-    async def _purged_through(self, through: int) -> None:
+    async def _purged_through(self, start: int, through: int) -> None:
         """Raise unless the stream holds no record up to ``through`` any more (a purge moved
         its first sequence past it).
 
-        The server that answered as stream leader holds no record from ``_delivered + 1``
-        on. The real leader always holds the stream's last record (the per-subject limit
-        keeps each subject's newest, and nothing here sets ``max_age``), so unless the stream
-        was purged that answer came from a server that is behind: a leader cut off by a
-        partition still answers as leader until it hears the new one, for a moment after the
-        heal too. Another server's word (this stream info may come from the real leader) that
-        it applied past ``through`` must not be combined with that "none": it once skipped a
-        whole partition's records (docs/cluster.md, "No record skipped"). One answer decides."""
+        The server that answered as stream leader holds no record from ``start`` on. The real
+        leader always holds the stream's last record (the per-subject limit keeps each
+        subject's newest, and nothing here sets ``max_age``), so unless the stream was purged
+        that answer came from a server that is behind: a leader cut off by a partition still
+        answers as leader until it hears the new one, for a moment after the heal too.
+        Another server's word (this stream info may come from the real leader) that it applied
+        past ``through`` must not be combined with that "none": it once skipped a whole
+        partition's records (docs/cluster.md, "No record skipped"). One answer decides."""
         try:
             info = await self.link.nc.jsm().stream_info(self.stream)
         except (nats.errors.Error, TimeoutError) as exc:
             raise EngineUnavailable(f"cannot ask the stream leader: {exc}") from exc
         if info.state.first_seq <= through:
             raise EngineUnavailable(
-                f"a server answering as stream leader holds nothing after {self._delivered}, "
+                f"a server answering as stream leader holds nothing from {start} on, "
                 f"but the stream starts at {info.state.first_seq} <= {through}: it is behind "
                 "(an old leader after a partition); read again later"
             )

@@ -160,3 +160,36 @@ async def test_records_purged_from_the_stream_are_passed_over(
     assert progress is not None
     assert progress.delivered == progress.stream_last > 3, progress
     assert [m.seq for m in healed.delivered] == [1, 2, 3]  # nothing the stream held is invented
+
+
+async def test_a_member_starting_beside_an_old_leader_learns_every_recent_msg_id(
+    nats_url: str,
+) -> None:
+    """The same "none" ended the reading of the recent msg_ids a member does when it starts
+    (guarantee 7): the ids stored after the old leader's end stayed unknown, and a client's
+    retry through that member stored its message a second time."""
+    await delete_streams(nats_url)
+    writer = member(nats_url, "a", JetStreamEngine)
+    await writer.start(lambda message: None)
+    healed = member(nats_url, "b", Healed)
+    assert isinstance(healed, Healed)
+    try:
+        first = await writer.publish(PublishRequest(SUBJECT, "a", {}, msg_id="a"))
+        # b and c wait behind a's record and are stored together, under the writer's own
+        # Nats-Msg-Id: only the members' msg_id tables can answer their retries.
+        b, c = await asyncio.gather(
+            *(writer.publish(PublishRequest(SUBJECT, x, {}, msg_id=x)) for x in "bc")
+        )
+        info = await writer.link.nc.jsm().stream_info(STREAM)
+        assert (first.seq, b.seq, c.seq) == (1, 2, 3)
+        assert info.state.last_seq == 2, "b and c were not stored in one record"
+        healed.stale_end, healed.stale_reads = 1, 2  # the old leader holds only a's record
+        await healed.start(healed.delivered.append)
+        retry = await healed.publish(PublishRequest(SUBJECT, "c", {}, msg_id="c"))
+        assert healed.stale_answers >= 1, "the old leader never answered: the fault did not happen"
+        assert (retry.seq, retry.content) == (3, "c")
+        history = [(m.seq, m.content) for m in await healed.history(SUBJECT, 100)]
+        assert history == [(1, "a"), (2, "b"), (3, "c")]
+    finally:
+        await writer.close()
+        await healed.close()
