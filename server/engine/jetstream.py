@@ -722,6 +722,7 @@ class JetStreamEngine(Engine):
         )
 
     def _handle(self, stored: StoredRecord) -> None:
+        _warn_of_gap(self._heads.get(stored.subject), stored)
         self._note_ids(stored.subject, stored.record)
         self._remember(stored.subject, Head(stored.stream_seq, stored.record))
         if self._deliver is not None:
@@ -1129,6 +1130,27 @@ def _take_batch(queue: list[_Queued]) -> list[_Queued]:
     batch = queue[:count]
     del queue[:count]
     return batch
+
+
+def _warn_of_gap(known: Head | None, stored: StoredRecord) -> None:
+    """Log when the numbers this member delivers of a subject jump: ``known`` is the newest
+    record of it this member has seen (delivered, stored or read), so a record after it in the
+    same epoch continues its numbering, unless records were removed from the stream before
+    this member read them (the per-subject limit, a member far behind) or skipped here (a
+    fault: issue 34's partition). Either way the operator can see it in the log."""
+    if known is None or known.stream_seq >= stored.stream_seq or known.record.e != stored.record.e:
+        return
+    first = next((item.s for item in stored.record.i if item.q == "guaranteed"), None)
+    if first is not None and first > known.record.s + 1:
+        log.warning(
+            "%s: delivering seq %d after %d: numbers %d..%d were not delivered by this member "
+            "(removed from the stream before it read them, or skipped)",
+            stored.subject,
+            first,
+            known.record.s,
+            known.record.s + 1,
+            first - 1,
+        )
 
 
 def _has_quorum(info: StreamInfo) -> bool:

@@ -20,6 +20,8 @@ comes from the real leader. Everything else is the real engine on a real nats-se
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -31,6 +33,8 @@ from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
 from pushgrid.server.engine.base import Published, PublishRequest
 from pushgrid.server.engine.jetstream import JetStreamEngine, StoredRecord
+from pushgrid.server.engine.limits import EngineLimits
+from pushgrid.server.engine.memory import DEFAULT_LIMITS
 
 SUBJECT = "/Orders/EU/stale-leader"
 STREAM = "STALE"
@@ -47,8 +51,10 @@ class Healed(JetStreamEngine):
     stale_reads: int | None = None
     stale_answers = 0  # leader reads the old leader answered with "none" (the fault happened)
 
-    def __init__(self, link: ClusterLink, *, stream: str, replicas: int) -> None:
-        super().__init__(link, stream=stream, replicas=replicas, publish_timeout=10)
+    def __init__(
+        self, link: ClusterLink, limits: EngineLimits, *, stream: str, replicas: int
+    ) -> None:
+        super().__init__(link, limits, stream=stream, replicas=replicas, publish_timeout=10)
         self.delivered: list[Published] = []
 
     async def _on_republished(self, msg: Msg) -> None:
@@ -80,9 +86,11 @@ class Healed(JetStreamEngine):
         return stored
 
 
-def member(url: str, name: str, kind: type[JetStreamEngine]) -> JetStreamEngine:
+def member(
+    url: str, name: str, kind: type[JetStreamEngine], limits: EngineLimits = DEFAULT_LIMITS
+) -> JetStreamEngine:
     link = ClusterLink(name, "guaranteed", None, None, [url], BusCredentials.derive("stale"))
-    return kind(link, stream=STREAM, replicas=1)
+    return kind(link, limits, stream=STREAM, replicas=1)
 
 
 @pytest.fixture
@@ -190,6 +198,41 @@ async def test_a_member_starting_beside_an_old_leader_learns_every_recent_msg_id
         assert (retry.seq, retry.content) == (3, "c")
         history = [(m.seq, m.content) for m in await healed.history(SUBJECT, 100)]
         assert history == [(1, "a"), (2, "b"), (3, "c")]
+    finally:
+        await writer.close()
+        await healed.close()
+
+
+async def test_a_jump_in_a_subjects_numbers_is_logged(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Numbers a member does not deliver are named in its log, so a skip like the partition's
+    is visible where it happens. Here they are legitimately gone: the member was cut off while
+    more than ``MaxCachedMessagesPerSubject`` (3) newer messages replaced them in the stream."""
+    await delete_streams(nats_url)
+    limits = dataclasses.replace(DEFAULT_LIMITS, max_cached=3)
+    link = ClusterLink("a", "guaranteed", None, None, [nats_url], BusCredentials.derive("stale"))
+    writer = JetStreamEngine(link, limits, stream=STREAM, replicas=1, publish_timeout=10)
+    healed = member(nats_url, "b", Healed, limits)
+    assert isinstance(healed, Healed)
+    await writer.start(lambda message: None)
+    await healed.start(healed.delivered.append)
+    try:
+        await publish(writer, 1, 1)
+        await settled(healed, 1)
+        healed.cut = True
+        await publish(writer, 2, 10)
+        healed.cut = False
+        with caplog.at_level(logging.WARNING, logger="pushgrid.server.engine.jetstream"):
+            await publish(writer, 11, 11)
+            await settled(healed, 11)
+        seqs = [m.seq for m in healed.delivered]
+        first = seqs[1]
+        assert seqs == [1, *range(first, 12)], seqs
+        assert first > 2  # the per-subject limit removed 2.. before the member read them
+        said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        expected = f"{SUBJECT}: delivering seq {first} after 1: numbers 2..{first - 1}"
+        assert any(expected in line for line in said), f"no warning {expected!r} in {said}"
     finally:
         await writer.close()
         await healed.close()
