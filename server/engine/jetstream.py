@@ -525,7 +525,10 @@ class JetStreamEngine(Engine):
             return batch[-1].stream_seq + 1
         after = batch[-1].stream_seq + 1 if batch else start
         leader = await self._leader_next(after, GUARANTEED_PREFIX + ">")
-        if leader is None or leader.stream_seq > through:
+        if leader is None:
+            await self._purged_through(after, through)  # else an old leader: read again
+            return None
+        if leader.stream_seq > through:
             return None
         self._note_ids(leader.subject, leader.record)
         return leader.stream_seq + 1
@@ -656,7 +659,8 @@ class JetStreamEngine(Engine):
 
     async def _fill_from_leader(self, through: int) -> None:
         """Deliver up to ``_LEADER_RUN`` records after ``_delivered`` read from the stream
-        leader, or advance to ``through`` when the leader holds none of them any more."""
+        leader, or advance to ``through`` when one answer proves the stream holds none of
+        them any more."""
         for _ in range(_LEADER_RUN):
             stored = await self._leader_next(self._delivered + 1, GUARANTEED_PREFIX + ">")
             if stored is not None and stored.stream_seq <= through:
@@ -665,22 +669,39 @@ class JetStreamEngine(Engine):
                     return
                 continue
             if stored is None:
-                await self._leader_applied(through)
-            # The leader holds nothing between _delivered and through, and has applied past
-            # them: they were removed by the per-subject limit.
+                await self._purged_through(self._delivered + 1, through)
+            # else: the server that answered holds a record past ``through`` and none between
+            # (its records are the stream's, in order): they were removed everywhere.
+            log.info(
+                "stream sequences %d..%d are no longer in the stream (removed by the "
+                "per-subject limit or a purge): nothing to deliver there",
+                self._delivered + 1,
+                through,
+            )
             self._advance(through)
             return
 
-    async def _leader_applied(self, through: int) -> None:
-        """Raise unless the stream leader has applied the stream up to ``through`` (a leader
-        that has not, a stale one cut off by a partition, cannot say a record was removed)."""
+    async def _purged_through(self, start: int, through: int) -> None:
+        """Raise unless the stream holds no record up to ``through`` any more (a purge moved
+        its first sequence past it).
+
+        The server that answered as stream leader holds no record from ``start`` on. The real
+        leader always holds the stream's last record (the per-subject limit keeps each
+        subject's newest, and nothing here sets ``max_age``), so unless the stream was purged
+        that answer came from a server that is behind: a leader cut off by a partition still
+        answers as leader until it hears the new one, for a moment after the heal too.
+        Another server's word (this stream info may come from the real leader) that it applied
+        past ``through`` must not be combined with that "none": it once skipped a whole
+        partition's records (docs/cluster.md, "No record skipped"). One answer decides."""
         try:
             info = await self.link.nc.jsm().stream_info(self.stream)
         except (nats.errors.Error, TimeoutError) as exc:
             raise EngineUnavailable(f"cannot ask the stream leader: {exc}") from exc
-        if info.state.last_seq < through:
+        if info.state.first_seq <= through:
             raise EngineUnavailable(
-                f"the stream leader has applied {info.state.last_seq} < {through}: retry later"
+                f"a server answering as stream leader holds nothing from {start} on, "
+                f"but the stream starts at {info.state.first_seq} <= {through}: it is behind "
+                "(an old leader after a partition); read again later"
             )
 
     async def _leader_next(self, start: int, nats_subject: str) -> StoredRecord | None:
@@ -701,6 +722,7 @@ class JetStreamEngine(Engine):
         )
 
     def _handle(self, stored: StoredRecord) -> None:
+        _warn_of_gap(self._heads.get(stored.subject), stored)
         self._note_ids(stored.subject, stored.record)
         self._remember(stored.subject, Head(stored.stream_seq, stored.record))
         if self._deliver is not None:
@@ -1108,6 +1130,27 @@ def _take_batch(queue: list[_Queued]) -> list[_Queued]:
     batch = queue[:count]
     del queue[:count]
     return batch
+
+
+def _warn_of_gap(known: Head | None, stored: StoredRecord) -> None:
+    """Log when the numbers this member delivers of a subject jump: ``known`` is the newest
+    record of it this member has seen (delivered, stored or read), so a record after it in the
+    same epoch continues its numbering, unless records were removed from the stream before
+    this member read them (the per-subject limit, a member far behind) or skipped here (a
+    fault: issue 34's partition). Either way the operator can see it in the log."""
+    if known is None or known.stream_seq >= stored.stream_seq or known.record.e != stored.record.e:
+        return
+    first = next((item.s for item in stored.record.i if item.q == "guaranteed"), None)
+    if first is not None and first > known.record.s + 1:
+        log.warning(
+            "%s: delivering seq %d after %d: numbers %d..%d were not delivered by this member "
+            "(removed from the stream before it read them, or skipped)",
+            stored.subject,
+            first,
+            known.record.s,
+            known.record.s + 1,
+            first - 1,
+        )
 
 
 def _has_quorum(info: StreamInfo) -> bool:
