@@ -66,9 +66,15 @@ class SubjectHistory(BaseModel):
     items: list[HistoryItem] = Field(description="Oldest first")
 
 
+class MemberRemoval(BaseModel):
+    member: str
+    removed: bool = Field(description="False: the member held no snapshot of the subject")
+    epoch: str = Field(description="The subject's epoch on that member after it (unchanged)")
+    seq: int = Field(description="The subject's seq on that member after it (unchanged)")
+
+
 class SnapshotRemoved(BaseModel):
     subject: str
-    member: str = Field(description="The member the removal went through (to every member)")
-    removed: bool = Field(description="False: the subject had no snapshot")
-    epoch: str | None = Field(description="The subject's epoch after the removal (unchanged)")
-    seq: int | None = Field(description="The subject's seq after the removal (unchanged)")
+    removed: bool = Field(description="A member held a snapshot of the subject")
+    members: list[MemberRemoval] = Field(description="Every member that answered")
+    unreachable: list[MemberError] = Field(default_factory=list)

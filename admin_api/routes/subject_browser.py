@@ -10,10 +10,11 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 from ..deps import GuardedRoute, HttpDep, MemberDep, MembersDep, Operator, Viewer, audit_target
 from ..member_client import MemberFailure
 from ..problems import MEMBER_ERRORS, ProblemError, problem_responses
-from ..schemas import MAX_SUBJECT_LENGTH
+from ..schemas import MAX_SUBJECT_LENGTH, MemberError
 from ..schemas_subjects import (
     MAX_HISTORY,
     MAX_SUBJECT_PAGE,
+    MemberRemoval,
     SnapshotRemoved,
     SubjectHistory,
     SubjectPage,
@@ -114,28 +115,35 @@ async def remove_snapshot(
     subject: SubjectParam,
     entitlement_token: EntitlementToken = None,
 ) -> SnapshotRemoved:
-    """Remove a subject's retained snapshot on every member, through the engine of the first
-    member that answers.
+    """Remove a subject's retained snapshot on every member, through each member's engine.
 
-    Epoch and seq do not change: new subscribers get no snapshot, live subscribers are sent
-    nothing, recovery is unaffected (docs/protocol.md). 409 `snapshot_removal_unsupported` on
-    a Guaranteed (JetStream) cluster, 503 `engine_unavailable` when the member is cut off
-    from its cluster; entitlement as for the history."""
+    A cluster's engine applies the removal on all its members (so asking each member again
+    changes nothing: a removal is idempotent), and standalone members each get it. Epoch and
+    seq do not change: new subscribers get no snapshot, live subscribers are sent nothing,
+    recovery is unaffected (docs/protocol.md). 409 `snapshot_removal_unsupported` on a
+    Guaranteed (JetStream) cluster, 503 `engine_unavailable` when a member is cut off from its
+    cluster; entitlement as for the history. Members that cannot be reached are listed in
+    `unreachable` (502 when none answers)."""
     check_subject(subject)
     audit_target(request, subject)
     if not members:
         raise ProblemError(409, "no member is registered", "no_members")
+    done: list[MemberRemoval] = []
+    unreachable: list[MemberError] = []
     failure: MemberFailure | None = None
     for member in members:
         try:
             await require_grant(http, member, entitlement_token, subject)
-            return await subject_browser.remove_snapshot(http, member, subject)
+            done.append(await subject_browser.remove_snapshot(http, member, subject))
         except MemberFailure as exc:
             if exc.kind not in ("unreachable", "timeout"):
                 raise
             failure = exc
-    assert failure is not None
-    raise failure
+            unreachable.append(MemberError(member=member.name, error=exc.detail))
+    if not done and failure is not None:
+        raise failure
+    removed = any(d.removed for d in done)
+    return SnapshotRemoved(subject=subject, removed=removed, members=done, unreachable=unreachable)
 
 
 @router.delete(

@@ -26,7 +26,7 @@ from ..problems import ProblemError, not_found
 from ..schemas import MemberError
 from ..schemas_subjects import (
     HistoryItem,
-    SnapshotRemoved,
+    MemberRemoval,
     SubjectHistory,
     SubjectPage,
     SubjectRow,
@@ -176,8 +176,8 @@ async def history(
 
 async def remove_snapshot(
     http: httpx.AsyncClient, member: MemberEndpoint, subject: str
-) -> SnapshotRemoved:
-    """Through ``member``'s engine, which applies it on every member (ADR 051)."""
+) -> MemberRemoval:
+    """Through ``member``'s engine, which applies it on every member of its cluster (ADR 051)."""
     try:
         value = await member_access(http, member).execute(
             names.SUBJECTS, names.SUBJECTS_REMOVE_SNAPSHOT, subject
@@ -187,12 +187,8 @@ async def remove_snapshot(
     if not isinstance(value, dict):
         raise MemberFailure(member, "error", "unexpected Subjects.removeSnapshot answer")
     try:
-        return SnapshotRemoved(
-            subject=subject,
-            member=member.name,
-            removed=bool(value["removed"]),
-            epoch=value.get("epoch"),
-            seq=value.get("seq"),
+        return MemberRemoval(
+            member=member.name, removed=value["removed"], epoch=value["epoch"], seq=value["seq"]
         )
     except (KeyError, ValidationError) as exc:
         raise MemberFailure(member, "error", f"unexpected removeSnapshot answer: {exc}") from None

@@ -200,13 +200,18 @@ async def test_removal_on_a_standalone_member_and_its_audit(admin, push1, push2,
     async with admin.client("operator") as api:
         removed = await api.delete(f"{API}/subjects/snapshot", params={"subject": topic})
         assert removed.status_code == 200, removed.text
-        assert removed.json() == {
-            "subject": topic,
-            "member": "push-1",
-            "removed": True,
-            "epoch": first["epoch"],
-            "seq": first["seq"],
-        }
+        body = removed.json()
+        assert (body["subject"], body["removed"]) == (topic, True)
+        # each standalone member gets it (push-2 held none); epoch and seq unchanged
+        assert [(m["member"], m["removed"]) for m in body["members"]] == [
+            ("push-1", True),
+            ("push-2", False),
+        ]
+        assert (body["members"][0]["epoch"], body["members"][0]["seq"]) == (
+            first["epoch"],
+            first["seq"],
+        )
+        assert [u["member"] for u in body["unreachable"]] == ["down"]
         info = await api.get(f"{API}/members/push-1/subjects", params={"subject": topic})
         assert info.json()["snapshot"] is None
         invalid = await api.delete(f"{API}/subjects/snapshot", params={"subject": "x"})
@@ -242,6 +247,7 @@ async def test_a_removed_snapshot_is_gone_on_every_cluster_member(tmp_path, conn
             removed = await api.delete(f"{API}/subjects/snapshot", params={"subject": topic})
             assert removed.status_code == 200, removed.text
             assert removed.json()["removed"] is True
+            assert [m["member"] for m in removed.json()["members"]] == ["m1", "m2"]
             for name in ("m1", "m2"):  # applied by each member as it arrives: bounded wait
                 for _ in range(100):
                     info = await api.get(
