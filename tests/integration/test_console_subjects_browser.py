@@ -142,6 +142,7 @@ def test_the_page_shows_exactly_what_the_api_returned_and_acts_on_it(
     assert seqs == [str(m["seq"]) for m in reversed(history["items"])]
     assert seqs[0] == "5"
     _shoot(console, _shots(tmp_path_factory), "browser")
+    console.screenshot("browse")  # docs/img/console-browse.png with CONSOLE_SCREENSHOTS=1
 
     # end the listener's subscription to IBM: it is told, and keeps VOD
     _click(console, f"#browse-detail tr[data-session='{listener.session}'] button")
