@@ -12,7 +12,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
-from pushgrid.ops.alerts import SIGNAL_NAMES
+from pushgrid.ops.alerts import RULE_WINDOWS, SIGNAL_NAMES
 
 from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, pill, table
@@ -26,7 +26,7 @@ TITLE = "Alerts"
 REFRESH_MS = 2000
 BANNER_MS = 3000
 _KIND = {"firing": "bad", "pending": "warn", "resolved": "good"}
-WINDOWS = ("current", "1m", "5m", "15m", "1h")
+WINDOWS = RULE_WINDOWS  # exactly the windows the admin API accepts (one list, the ops contract)
 # the built-in signals a rule can read (the ops contract's list, shared with the admin API)
 SIGNALS = SIGNAL_NAMES
 
