@@ -20,7 +20,7 @@ def _rule(**changes: Any) -> dict[str, Any]:
 
 
 def test_the_form_offers_exactly_the_windows_the_api_accepts() -> None:
-    assert RULE_WINDOWS == ("current", *WINDOW_NAMES)
+    assert ("current", *WINDOW_NAMES) == RULE_WINDOWS
     assert tuple(alerts.WINDOWS) == RULE_WINDOWS
     schema = RuleIn.model_json_schema()["properties"]["window"]
     assert tuple(schema["enum"]) == RULE_WINDOWS
