@@ -222,9 +222,20 @@ class AlertEventOut(BaseModel):
     state: AlertState
     value: float | None
     summary: str
+    previous_at: datetime | None = Field(
+        default=None, description="The alert's previous state change (null: its first)"
+    )
+    duration: float | None = Field(
+        default=None,
+        description="Seconds the alert was in its previous state (a resolved event: how long "
+        "it was firing); null for its first change",
+    )
 
 
 class AlertHistory(BaseModel):
+    total: int = Field(default=0, ge=0, description="Changes matching the filters (all pages)")
+    offset: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1)
     items: list[AlertEventOut]
 
 
