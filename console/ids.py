@@ -237,3 +237,15 @@ class SubjectBrowserIds(StrEnum):
     CONFIRM = "browse-confirm"
     ROW = "browse-row"  # pattern-matching: one per subject ({"type": ROW, "index": subject})
     UNSUBSCRIBE = "browse-unsubscribe"  # pattern-matching: "member|session"
+
+
+class AlertRowIds(StrEnum):
+    """Ids of the Alerts page's row actions and history filters (issue 35 item 4)."""
+
+    ACK = "alert-row-ack"  # pattern-matching: {"type": ACK, "index": "rule_id|target"}
+    SILENCE = "alert-row-silence"  # pattern-matching, as ACK
+    COMMENT = "alert-comment"  # the comment row actions send (acknowledge, silence)
+    HISTORY_RULE = "history-rule"
+    HISTORY_TARGET = "history-target"
+    HISTORY_STATE = "history-state"
+    HISTORY_RANGE = "history-range"
