@@ -3,7 +3,9 @@
 test_console_browser.py (two real servers, the admin API under uvicorn, the console): the page
 shows exactly the numbers ``/api/v1/subjects`` returned, keeps its query in the URL, shows a
 subject's cached history as the API gives it, removes a snapshot and ends a real client's
-subscription; a viewer is offered neither action. Screenshots at 1366 and 1920 px go to
+subscription; a viewer is offered neither action. The Alerts page (issue 35 item 4): each
+row's since is the API's, a row's own Silence sends the comment, the history's durations are the
+API's. Screenshots at 1366 and 1920 px go to
 ``$SUBJECTS_SHOTS`` when set (the lead's notes), else to a temporary directory.
 """
 
@@ -204,3 +206,67 @@ def test_a_viewer_is_not_offered_the_operator_actions(
     finally:
         console.br.find_element("#sign-out").click()
         console.ensure_signed_in()
+
+
+def test_the_alerts_page_shows_the_api_s_since_and_durations_and_acts_per_row(
+    console: Console, stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A rule that fires at once on both members: each row's since is the API's, a row's own
+    Silence sends the comment typed above the table (the silences list shows it, as the API
+    does), and the history shows each change's duration as the API computed it."""
+    name = f"RowDemo{int(time.time() * 1000) % 10**6}"
+    created = stack.api(
+        "POST",
+        "/alerts/rules",
+        json={"name": name, "indicator": "connected_users", "comparison": ">=", "threshold": 0},
+    )
+    assert created.status_code == 201, created.text
+    rule_id = created.json()["id"]
+    try:
+        console.goto("alerts", "#alerts-active")
+        row = f"#alerts-active tr[data-rule='{name}'][data-state='firing']"
+        console.wait(
+            lambda: console.js("return document.querySelectorAll(arguments[0]).length", row) == 2,
+            "the rule firing on both members",
+        )
+        api = {a["target"]: a for a in stack.api("GET", "/alerts").json()["items"]}
+        shown = console.js(
+            "return Array.from(document.querySelectorAll(arguments[0]))"
+            ".map(r => [r.dataset.target, r.dataset.since])",
+            row,
+        )
+        assert {target: since for target, since in shown} == {
+            target: api[target]["since"] for target, _ in shown
+        }
+        console.type("#alert-comment", "planned restart of console-1")
+        console.click(f"{row}[data-target='console-1'] button:nth-of-type(2)")  # Silence
+        console.wait_text("#alert-action-result", "silenced until")
+        silences = [s for s in stack.api("GET", "/alerts/silences").json()["items"]]
+        mine = [s for s in silences if s["rule_id"] == rule_id]
+        assert [(s["target"], s["comment"]) for s in mine] == [
+            ("console-1", "planned restart of console-1")
+        ]
+        console.wait_text("#alerts-silences", "planned restart of console-1")
+        _shoot(console, _shots(tmp_path_factory), "alerts")  # firing rows with their buttons
+        stack.api("PATCH", f"/alerts/rules/{rule_id}", json={"threshold": 1e9})  # resolves
+        console.select("history-state", "resolved")
+        from pushgrid.console import format as fmt
+
+        def agreed() -> bool:
+            """The page's resolved rows of the rule are exactly the API's, durations included."""
+            history = stack.api(
+                "GET", "/alerts/history", params={"rule_id": rule_id, "state": "resolved"}
+            ).json()["items"]
+            cells = console.js(
+                "return Array.from(document.querySelectorAll('#alerts-history tr[data-event]'))"
+                ".filter(r => r.innerText.includes(arguments[0]))"
+                ".map(r => [r.dataset.event, r.dataset.state, r.cells[4].innerText.trim()])",
+                name,
+            )
+            expected = [[str(e["id"]), "resolved", fmt.duration(e["duration"])] for e in history]
+            return len(history) == 2 and cells == expected
+
+        console.wait(agreed, "the resolved changes with the API's durations")
+        console.assert_no_errors()
+    finally:
+        stack.api("DELETE", f"/alerts/rules/{rule_id}")
