@@ -6,11 +6,10 @@ these methods (the demo data provider) makes the page say so instead of failing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
-from .ops_provider import ENTITLEMENT_HEADER
+from .ops_provider import ENTITLEMENT_HEADER, _Requests
 
 
 @runtime_checkable
@@ -30,17 +29,6 @@ class SubjectBrowserProvider(Protocol):
     def unsubscribe(
         self, member: str, session_id: str, subject: str, entitlement_token: str | None = None
     ) -> None: ...
-
-
-class _Requests(Protocol):
-    def _request(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any: ...
 
 
 def _token(entitlement_token: str | None) -> dict[str, str] | None:
