@@ -8,7 +8,6 @@ pages. A removal goes through one member's engine, which applies it on every mem
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,7 +20,7 @@ from pushgrid.ops import names
 from pushgrid.protocol.subjects import pattern_error
 
 from ..access import member_access
-from ..member_client import MemberEndpoint, MemberFailure, MemberJolokiaError
+from ..member_client import MemberEndpoint, MemberFailure, MemberJolokiaError, each_member
 from ..problems import ProblemError, not_found
 from ..schemas import MemberError
 from ..schemas_subjects import (
@@ -60,6 +59,10 @@ class _Merged:
     snapshot_bytes: int
     last_publish: int
     members: list[str]
+
+
+#: a member's answer: who, its rows, whether it cut them at its bound
+_Listed = tuple[MemberEndpoint, list[dict[str, Any]], bool]
 
 
 def _member_rows(member: MemberEndpoint, value: Any) -> tuple[list[dict[str, Any]], bool]:
@@ -128,20 +131,22 @@ async def subject_page(
     """Every member's subjects matching the pattern; members that cannot be read are listed in
     ``unreachable`` (the answer is still 200)."""
     check_pattern(query.pattern)
-    results = await asyncio.gather(
-        *(_list(http, member, query.pattern) for member in members), return_exceptions=True
-    )
+
+    async def listed(http: httpx.AsyncClient, member: MemberEndpoint) -> _Listed | MemberError:
+        return (member, *await _list(http, member, query.pattern))
+
+    def failed(member: MemberEndpoint, detail: str) -> _Listed | MemberError:
+        return MemberError(member=member.name, error=detail)
+
     merged: dict[str, _Merged] = {}
     errors: list[MemberError] = []
     truncated = False
-    for member, result in zip(members, results, strict=True):
-        if isinstance(result, MemberFailure):
-            errors.append(MemberError(member=member.name, error=result.detail))
-        elif isinstance(result, BaseException):
-            raise result
+    for answer in await each_member(http, members, listed, failed):
+        if isinstance(answer, MemberError):
+            errors.append(answer)
         else:
-            _merge(merged, member, result[0])
-            truncated = truncated or result[1]
+            _merge(merged, answer[0], answer[1])
+            truncated = truncated or answer[2]
     rows = [_row(subject, row) for subject, row in merged.items()]
     return SubjectPage(
         pattern=query.pattern,
