@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_admin_api, used as arguments)
 """The subject browser's admin API routes (issue 35 item 3, ADR 051) against real members.
 
 Two standalone ``pushgrid server`` processes and a member nothing listens on: search by the
@@ -10,42 +11,13 @@ is gone on every member, subscribers keep their (epoch, seq) and the numbering g
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from .cluster import Cluster
-from .pgtest import (
-    AdminHarness,
-    ServerProcess,
-    WsClient,
-    assert_problem,
-    down_member_entry,
-    member_entry,
-)
+from .pgtest import AdminHarness, WsClient, assert_problem, member_entry
+from .test_admin_api import admin, push1, push2  # noqa: F401  (fixtures, used by name)
 
 API = "/api/v1"
-
-
-@pytest.fixture(scope="module")
-def push1(module_server_factory) -> ServerProcess:
-    return module_server_factory(ServerName="push-1", MetaSubjectInterval=0)
-
-
-@pytest.fixture(scope="module")
-def push2(module_server_factory) -> ServerProcess:
-    return module_server_factory(ServerName="push-2", MetaSubjectInterval=0)
-
-
-@pytest.fixture
-def admin(tmp_path, push1, push2) -> Iterator[AdminHarness]:
-    harness = AdminHarness(
-        tmp_path / "admin",
-        [member_entry("push-1", push1), member_entry("push-2", push2), down_member_entry("down")],
-    )
-    yield harness
-    harness.close()
 
 
 async def _listed(api: Any, pattern: str, count: int, **params: Any) -> dict[str, Any]:
