@@ -88,6 +88,14 @@ def _click(console: Console, selector: str) -> None:
     )
 
 
+def _search(console: Console, pattern: str) -> None:
+    """Type the pattern once the page has read its URL (which sets the field: typing before it
+    would be overwritten)."""
+    console.wait(lambda: console.text("#browse-pager"), "the first listing")
+    console.type("#browse-pattern", pattern)
+    console.wait(lambda: "pattern=" in console.driver.current_url, "the pattern in the URL")
+
+
 def _api_page(stack: Stack, pattern: str) -> dict[str, Any]:
     answer = stack.api("GET", "/subjects", params={"pattern": pattern, "limit": 25})
     assert answer.status_code == 200, answer.text
@@ -112,7 +120,7 @@ def test_the_page_shows_exactly_what_the_api_returned_and_acts_on_it(
     pattern = f"{prefix}/*"
 
     console.goto("browse", "#browse-pattern")
-    console.br.find_element("#browse-pattern").send_keys(pattern)
+    _search(console, pattern)
     console.wait(lambda: len(_rows(console)) == 2, "the two subjects of the prefix")
     api = _api_page(stack, pattern)
     shown = {row["subject"]: row for row in _rows(console)}
@@ -195,7 +203,7 @@ def test_a_viewer_is_not_offered_the_operator_actions(
         console.br.wait_for_element("#nav-group-live")  # signed in (goto would sign in again)
         console.wait_text("#user", "viewer")
         console.goto("browse", "#browse-pattern")
-        console.br.find_element("#browse-pattern").send_keys(f"{prefix}/*")
+        _search(console, f"{prefix}/*")
         console.wait(lambda: len(_rows(console)) == 1, "the viewer's subject")
         _click(console, f"tr[data-subject='{prefix}/x'] button")
         console.wait_text("#browse-detail", "cached messages on")

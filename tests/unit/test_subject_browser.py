@@ -122,3 +122,16 @@ def test_pages_are_sorted_then_cut() -> None:
     assert names(SubjectQuery(sort="snapshot_bytes", offset=1, limit=1)) == ["/b/x"]
     assert names(SubjectQuery(sort="last_publish")) == ["/a/x", "/b/x", "/c/x"]
     assert names(SubjectQuery(sort="-last_publish")) == ["/c/x", "/b/x", "/a/x"]
+
+
+def test_the_console_page_state_goes_to_the_url_and_back() -> None:
+    from pushgrid.console.pages.subject_browser import DEFAULT, query_of, search_of
+
+    query = {"pattern": "/Stocks/*", "sort": "-subscribers", "offset": 25}
+    assert search_of(query) == "?pattern=%2FStocks%2F%2A&sort=-subscribers&offset=25"
+    assert query_of(search_of(query)) == query
+    assert search_of(DEFAULT) == ""  # a plain link stays plain
+    assert query_of("") == DEFAULT
+    # what a hand-edited URL cannot break: an unknown sort, a bad offset
+    assert query_of("?sort=content&offset=-3&pattern=") == DEFAULT
+    assert query_of("?offset=x")["offset"] == 0
