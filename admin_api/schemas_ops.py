@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from pushgrid.ops.alerts import SIGNALS, SignalName
+from pushgrid.ops.alerts import SIGNALS, RuleWindow, SignalName
 
 from .alerting import hysteresis_ok
 from .schemas import IndicatorName, Subject
@@ -47,9 +47,6 @@ class HotSubjects(BaseModel):
 
 # --- alert rules -------------------------------------------------------------------------------
 
-RuleWindow = Literal[
-    "current", "1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"
-]
 RuleStat = Literal["max", "avg", "stddev"]
 Comparison = Literal[">", ">=", "<", "<=", "==", "!="]
 Severity = Literal["info", "warning", "critical"]
@@ -225,9 +222,20 @@ class AlertEventOut(BaseModel):
     state: AlertState
     value: float | None
     summary: str
+    previous_at: datetime | None = Field(
+        default=None, description="The alert's previous state change (null: its first)"
+    )
+    duration: float | None = Field(
+        default=None,
+        description="Seconds the alert was in its previous state (a resolved event: how long "
+        "it was firing); null for its first change",
+    )
 
 
 class AlertHistory(BaseModel):
+    total: int = Field(default=0, ge=0, description="Changes matching the filters (all pages)")
+    offset: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1)
     items: list[AlertEventOut]
 
 

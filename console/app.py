@@ -32,6 +32,7 @@ from .pages import (
     overview,
     sessions,
     statistics,
+    subject_browser,
     subjects,
     trace,
     trends,
@@ -53,6 +54,7 @@ PAGES: tuple[ConsolePage, ...] = (
     trends.PAGE,
     hot.PAGE,
     watched.PAGE,
+    subject_browser.PAGE,
     jobs.PAGE,
     alerts.PAGE,
     audit.PAGE,
@@ -71,6 +73,7 @@ _MODULES = (
     alerts,
     trace,
     delivery,
+    subject_browser,
 )
 TITLE = "pushgrid console"
 log = logging.getLogger(__name__)

@@ -45,6 +45,7 @@ from .provider import (
     TrendPointView,
     WindowStatistics,
 )
+from .subject_provider import SubjectHttpMixin
 
 API: Final = "/api/v1"
 TIMEOUT: Final = 10.0
@@ -80,7 +81,7 @@ def problem(response: httpx.Response) -> ProviderError:
     return ProviderError(response.status_code, response.reason_phrase or "Error", text)
 
 
-class HttpProvider(OpsHttpMixin):
+class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
     """:class:`~console.provider.ConsoleProvider` over the admin API at ``base_url``."""
 
     def __init__(

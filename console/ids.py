@@ -212,3 +212,40 @@ class OpsIds(StrEnum):
     TRACE_SESSION = "trace-session"
     TRACE_SESSION_SHOW = "trace-session-show"
     TRACE_SESSION_VIEW = "trace-session-view"
+
+
+class SubjectBrowserIds(StrEnum):
+    """Ids of the subject browser (issue 35 item 3)."""
+
+    URL = "browse-url"  # the page's own dcc.Location: its query is the page's state
+    REFRESH = "browse-refresh"
+    ALERT = "browse-alert"
+    RESULT = "browse-result"
+    PATTERN = "browse-pattern"
+    SORT = "browse-sort"
+    TABLE = "browse-table"
+    PREV = "browse-prev"
+    NEXT = "browse-next"
+    PAGER = "browse-pager"
+    TOKEN = "browse-entitlement"
+    REMOVE = "browse-remove"
+    DETAIL = "browse-detail"
+    QUERY = "browse-query"  # dcc.Store: pattern, sort, offset (from the URL)
+    SELECTED = "browse-selected"  # dcc.Store: the subject shown below
+    VERSION = "browse-version"  # dcc.Store: bumped by an action, re-reads list and detail
+    TOTAL = "browse-total"  # dcc.Store: the last listing's total (paging's end)
+    CONFIRM = "browse-confirm"
+    ROW = "browse-row"  # pattern-matching: one per subject ({"type": ROW, "index": subject})
+    UNSUBSCRIBE = "browse-unsubscribe"  # pattern-matching: "member|session"
+
+
+class AlertRowIds(StrEnum):
+    """Ids of the Alerts page's row actions and history filters (issue 35 item 4)."""
+
+    ACK = "alert-row-ack"  # pattern-matching: {"type": ACK, "index": "rule_id|target"}
+    SILENCE = "alert-row-silence"  # pattern-matching, as ACK
+    COMMENT = "alert-comment"  # the comment row actions send (acknowledge, silence)
+    HISTORY_RULE = "history-rule"
+    HISTORY_TARGET = "history-target"
+    HISTORY_STATE = "history-state"
+    HISTORY_RANGE = "history-range"

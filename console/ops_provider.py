@@ -30,7 +30,11 @@ class OpsProvider(Protocol):
 
     def alert_rules(self) -> list[dict[str, Any]]: ...
 
-    def alert_history(self, limit: int = 50) -> list[dict[str, Any]]: ...
+    def alert_history(
+        self, limit: int = 50, filters: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """``filters``: the history route's (rule_id, target, state, since, until)."""
+        ...
 
     def create_rule(self, rule: Mapping[str, Any]) -> dict[str, Any]: ...
 
@@ -99,8 +103,11 @@ class OpsHttpMixin:
     def alert_rules(self: _Requests) -> list[dict[str, Any]]:
         return list(self._request("GET", "/alerts/rules")["items"])
 
-    def alert_history(self: _Requests, limit: int = 50) -> list[dict[str, Any]]:
-        return list(self._request("GET", "/alerts/history", {"limit": limit})["items"])
+    def alert_history(
+        self: _Requests, limit: int = 50, filters: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        params = {"limit": limit, **(filters or {})}
+        return list(self._request("GET", "/alerts/history", params)["items"])
 
     def create_rule(self: _Requests, rule: Mapping[str, Any]) -> dict[str, Any]:
         return dict(self._request("POST", "/alerts/rules", body=dict(rule)))

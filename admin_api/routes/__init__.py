@@ -29,6 +29,7 @@ from . import (
     occupancy,
     sessions,
     statistics,
+    subject_browser,
     subjects,
     tokens,
     trace,
@@ -58,6 +59,7 @@ ROUTERS = (
     watched,
     users,
     canaries,
+    subject_browser,
 )
 
 

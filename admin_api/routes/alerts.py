@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -9,9 +10,11 @@ from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..deps import GuardedRoute, Operator, SqlSession, Viewer, audit_target
-from ..problems import problem_responses
+from ..problems import ProblemError, problem_responses
 from ..rules_export import prometheus_rules
-from ..schemas_ops import AlertHistory, AlertList, RuleIn, RuleList, RuleOut, RulePatch
+from ..schemas_ops import AlertHistory, AlertList, AlertState, RuleIn, RuleList, RuleOut, RulePatch
+from ..services.alert_history import HistoryQuery, utc_param
+from ..services.alert_history import alert_history as alert_history_page
 from ..services.alerts import AlertRunner, RuleService, active_alerts
 from .verbs import changed, created, deleted, no_content
 
@@ -39,10 +42,27 @@ def alert_history(
     principal: Viewer,
     db: SqlSession,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     rule_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    target: Annotated[
+        str | None, Query(min_length=1, max_length=64, description="A member's name or 'cluster'")
+    ] = None,
+    state: Annotated[AlertState | None, Query(description="pending, firing or resolved")] = None,
+    since: Annotated[
+        datetime | None, Query(description="At or after (ISO 8601 with a zone)")
+    ] = None,
+    until: Annotated[datetime | None, Query(description="Before (ISO 8601 with a zone)")] = None,
 ) -> AlertHistory:
-    """State changes (pending, firing, resolved), newest first."""
-    return AlertHistory(items=RuleService(db).history(limit, rule_id))
+    """State changes (pending, firing, resolved), newest first, filtered and paged, each with
+    how long the alert was in its previous state.
+
+    `total` counts every matching change; `since` and `until` need a time zone (422 naming the
+    parameter otherwise) and `since` must be before `until`."""
+    start, end = utc_param(since, "since"), utc_param(until, "until")
+    if start is not None and end is not None and start >= end:
+        raise ProblemError(422, "query parameter 'since' must be before 'until'")
+    query = HistoryQuery(limit, offset, rule_id, target, state, start, end)
+    return alert_history_page(db, query)
 
 
 @router.get("/rules", name="alerts.rules", response_model=RuleList, responses=problem_responses())

@@ -40,7 +40,7 @@ from ..member_client import SUBJECTS_MBEAN, MemberEndpoint, MemberFailure, new_h
 from ..pipeline_metrics import last_run_failed
 from ..problems import conflict, not_found
 from ..schemas import MemberLive
-from ..schemas_ops import AckOut, AlertEventOut, AlertOut, RuleIn, RuleOut, RulePatch
+from ..schemas_ops import AckOut, AlertOut, RuleIn, RuleOut, RulePatch
 from .alert_signals import SignalReader
 from .alert_silences import AckService, Mute, SilenceService, silenced_until
 from .cluster import cluster_views
@@ -185,24 +185,6 @@ class RuleService:
         latest = select(func.max(AlertEvent.id)).group_by(AlertEvent.rule_id, AlertEvent.target)
         rows = self.db.scalars(select(AlertEvent).where(AlertEvent.id.in_(latest)))
         return [row for row in rows if row.state != "resolved"]
-
-    def history(self, limit: int, rule_id: int | None = None) -> list[AlertEventOut]:
-        query = select(AlertEvent).order_by(AlertEvent.id.desc()).limit(limit)
-        if rule_id is not None:
-            query = query.where(AlertEvent.rule_id == rule_id)
-        return [
-            AlertEventOut(
-                id=e.id,
-                at=e.at,
-                rule_id=e.rule_id,
-                rule=e.rule,
-                target=e.target,
-                state=e.state,  # type: ignore[arg-type]
-                value=e.value,
-                summary=e.summary,
-            )
-            for e in self.db.scalars(query)
-        ]
 
 
 # --- evaluation --------------------------------------------------------------------------------

@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
 
 from .. import format as fmt
 from ..components import alert, card, notice, table
-from ..ids import Ids, OpsIds
+from ..ids import AlertRowIds, Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
 from . import OPERATOR_ONLY, Providers
@@ -46,15 +46,20 @@ def parse_pick(value: str | None) -> tuple[int, str] | None:
     return int(rule_id), target
 
 
-def ack_body(pick: str | None) -> dict[str, Any] | None:
+def ack_body(pick: str | None, comment: str | None = None) -> dict[str, Any] | None:
+    """Acknowledge the picked alert with the operator's comment (a default one without)."""
     chosen = parse_pick(pick)
     if chosen is None:
         return None
-    return {"rule_id": chosen[0], "target": chosen[1], "comment": "acknowledged in the console"}
+    said = (comment or "").strip() or "acknowledged in the console"
+    return {"rule_id": chosen[0], "target": chosen[1], "comment": said}
 
 
-def silence_body(pick: str | None, duration: str | None, now: datetime) -> dict[str, Any] | None:
-    """Silence the picked alert's rule on its target for the chosen duration from ``now``."""
+def silence_body(
+    pick: str | None, duration: str | None, now: datetime, comment: str | None = None
+) -> dict[str, Any] | None:
+    """Silence the picked alert's rule on its target for the chosen duration from ``now``,
+    with the operator's comment (a default one without)."""
     chosen = parse_pick(pick)
     seconds = SILENCE_DURATIONS.get(duration or "")
     if chosen is None or seconds is None:
@@ -64,7 +69,7 @@ def silence_body(pick: str | None, duration: str | None, now: datetime) -> dict[
         "rule_id": chosen[0],
         "target": chosen[1],
         "until": until.isoformat(),
-        "comment": f"silenced in the console for {duration}",
+        "comment": (comment or "").strip() or f"silenced in the console for {duration}",
     }
 
 
@@ -209,22 +214,28 @@ def _run(ops: OpsProvider | None, action: Callable[[OpsProvider], str]) -> Any:
 
 def alert_action(
     ops: OpsProvider,
-    button: str | None,
+    button: str | dict[str, Any] | None,
     pick: str | None,
     duration: str | None,
     silence_id: int | None,
     now: datetime,
+    comment: str | None = None,
 ) -> str:
-    """What one of the alert buttons does (raises :class:`ProviderError`); the page's text."""
+    """What one of the alert buttons does (raises :class:`ProviderError`); the page's text.
+    A row's own button (``button`` a dict id) acts on that row's alert with ``comment``."""
+    if isinstance(button, dict):  # a row's Acknowledge or Silence
+        pick = str(button.get("index", ""))
+        button = OpsIds.ALERT_ACK if button.get("type") == AlertRowIds.ACK else "silence"
     if button == OpsIds.SILENCE_END:
         if silence_id is None:
             return "pick a silence first"
         ops.end_silence(int(silence_id))
         return "silence ended"
-    body = ack_body(pick) if button == OpsIds.ALERT_ACK else silence_body(pick, duration, now)
+    acknowledging = button == OpsIds.ALERT_ACK
+    body = ack_body(pick, comment) if acknowledging else silence_body(pick, duration, now, comment)
     if body is None:
         return "pick an alert first"
-    if button == OpsIds.ALERT_ACK:
+    if acknowledging:
         ops.acknowledge(body)
         return f"{body['target']} acknowledged"
     ops.silence(body)
@@ -267,17 +278,23 @@ def register(app: Dash, providers: Providers, form_states: Sequence[State]) -> N
         Input(OpsIds.ALERT_ACK, "n_clicks"),
         Input(OpsIds.ALERT_SILENCE, "n_clicks"),
         Input(OpsIds.SILENCE_END, "n_clicks"),
+        Input({"type": AlertRowIds.ACK.value, "index": ALL}, "n_clicks"),
+        Input({"type": AlertRowIds.SILENCE.value, "index": ALL}, "n_clicks"),
         State(OpsIds.ALERT_PICK, "value"),
         State(OpsIds.SILENCE_FOR, "value"),
         State(OpsIds.SILENCE_PICK, "value"),
+        State(AlertRowIds.COMMENT, "value"),
         State(Ids.TOKEN, "data"),
         prevent_initial_call=True,
     )
-    def act(_a: int, _s: int, _e: int, pick: Any, duration: Any, silence: Any, token: Any) -> Any:
+    def act(*values: Any) -> Any:
+        *_clicks, pick, duration, silence, comment, token = values
+        if not ctx.triggered or not ctx.triggered[0]["value"]:
+            return no_update  # a row's buttons drawn again (every refresh), not clicked
         button, now = ctx.triggered_id, datetime.now(UTC)
         return _run(
             _ops(providers, token),
-            lambda ops: alert_action(ops, button, pick, duration, silence, now),
+            lambda ops: alert_action(ops, button, pick, duration, silence, now, comment),
         )
 
     @app.callback(

@@ -5,18 +5,20 @@ The banner of firing alerts on every page is :func:`banner` (the shell's callbac
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
-from pushgrid.ops.alerts import SIGNAL_NAMES
+from pushgrid.ops.alerts import RULE_WINDOWS, SIGNAL_NAMES
 
 from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, pill, table
-from ..ids import Ids, OpsIds
+from ..ids import AlertRowIds, Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
 from . import OPERATOR_ONLY, ConsolePage, Providers, alert_actions
@@ -26,7 +28,7 @@ TITLE = "Alerts"
 REFRESH_MS = 2000
 BANNER_MS = 3000
 _KIND = {"firing": "bad", "pending": "warn", "resolved": "good"}
-WINDOWS = ("current", "1m", "5m", "15m", "1h")
+WINDOWS = RULE_WINDOWS  # exactly the windows the admin API accepts (one list, the ops contract)
 # the built-in signals a rule can read (the ops contract's list, shared with the admin API)
 SIGNALS = SIGNAL_NAMES
 
@@ -52,24 +54,50 @@ def banner(alerts: Sequence[Mapping[str, Any]]) -> list[Component]:
     ]
 
 
-def render_active(alerts: Sequence[Mapping[str, Any]]) -> Component:
-    rows = [
-        [
-            pill(a["state"], _KIND.get(a["state"], "muted")),
-            a["rule"],
-            a["target"],
-            a["severity"],
-            fmt.compact(a.get("value"), str(a.get("indicator") or "")),
-            a["summary"],
-            a.get("acknowledged_by") or "",
-            fmt.iso_time(a["silenced_until"]) if a.get("silenced_until") else "",
-        ]
-        for a in alerts
-    ]
+def render_active(alerts: Sequence[Mapping[str, Any]], now: float) -> Component:
+    """Each alert with since when it is in its state and for how long (the API's ``since``),
+    and, for an operator, its own Acknowledge and Silence buttons."""
+    rows = []
+    for a in alerts:
+        since = fmt.iso_unix(a.get("since"))
+        pick = f"{a['rule_id']}|{a['target']}"
+        rows.append(
+            [
+                pill(a["state"], _KIND.get(a["state"], "muted")),
+                a["rule"],
+                a["target"],
+                a["severity"],
+                fmt.compact(a.get("value"), str(a.get("indicator") or "")),
+                fmt.iso_time(a.get("since")),
+                fmt.duration(None if since is None else max(0.0, now - since)),
+                a["summary"],
+                a.get("acknowledged_by") or "",
+                fmt.iso_time(a["silenced_until"]) if a.get("silenced_until") else "",
+                html.Div(
+                    [
+                        html.Button(
+                            "Acknowledge",
+                            id={"type": AlertRowIds.ACK.value, "index": pick},
+                            className="button small",
+                            n_clicks=0,
+                        ),
+                        html.Button(
+                            "Silence",
+                            id={"type": AlertRowIds.SILENCE.value, "index": pick},
+                            className="button small",
+                            n_clicks=0,
+                        ),
+                    ],
+                    className=f"row-actions {OPERATOR_ONLY}",
+                ),
+            ]
+        )
     props = [
         {
             "data-rule": a["rule"],
+            "data-target": a["target"],
             "data-state": a["state"],
+            "data-since": a.get("since") or "",
             "data-acknowledged": "yes" if a.get("acknowledged_by") else "no",
             "data-silenced": "yes" if a.get("silenced_until") else "no",
         }
@@ -82,9 +110,12 @@ def render_active(alerts: Sequence[Mapping[str, Any]]) -> Component:
             "target",
             "severity",
             "value",
+            "since",
+            "for",
             "summary",
             "acknowledged by",
             "silenced until",
+            "",
         ],
         rows,
         row_props=props,
@@ -133,18 +164,74 @@ def clear_text(rule: Mapping[str, Any]) -> str:
 
 
 def render_history(events: Sequence[Mapping[str, Any]]) -> Component:
+    """State changes with how long the alert was in its previous state (a resolved one: how
+    long it fired), as the API computed it."""
     rows = [
         [
             fmt.iso_time(e["at"]),
             pill(e["state"], _KIND.get(e["state"], "muted")),
             e["rule"],
             e["target"],
+            fmt.duration(e.get("duration")),
             e["summary"],
         ]
         for e in events
     ]
+    props = [{"data-event": str(e["id"]), "data-state": e["state"]} for e in events]
     return table(
-        ["when", "state", "rule", "target", "summary"], rows, empty="no alert has changed state yet"
+        ["when", "state", "rule", "target", "after", "summary"],
+        rows,
+        row_props=props,
+        empty="no alert changed state in this view",
+    )
+
+
+HISTORY_RANGES: Final[dict[str, int]] = {"1 h": 3600, "24 h": 86_400, "7 d": 7 * 86_400}
+ALL_TIME: Final = "all"
+HISTORY_LIMIT: Final = 50
+
+
+def history_filters(
+    rule_id: Any, target: str | None, state: str | None, range_key: str | None, now: float
+) -> dict[str, Any]:
+    """The history filters of the page as the API's query parameters (empty ones left out)."""
+    filters: dict[str, Any] = {}
+    if rule_id not in (None, ""):
+        filters["rule_id"] = int(rule_id)
+    if target and target.strip():
+        filters["target"] = target.strip()
+    if state:
+        filters["state"] = state
+    seconds = HISTORY_RANGES.get(range_key or ALL_TIME)
+    if seconds is not None:
+        filters["since"] = datetime.fromtimestamp(now - seconds, UTC).isoformat()
+    return filters
+
+
+def _history_controls() -> Component:
+    return html.Div(
+        [
+            _field("rule", dcc.Dropdown(id=AlertRowIds.HISTORY_RULE, options=[], value=None)),
+            _field(
+                "target",
+                dcc.Input(
+                    id=AlertRowIds.HISTORY_TARGET,
+                    placeholder="member or cluster",
+                    debounce=0.4,
+                    className="input",
+                ),
+            ),
+            _field(
+                "state",
+                dcc.Dropdown(
+                    id=AlertRowIds.HISTORY_STATE,
+                    options=["pending", "firing", "resolved"],
+                    value=None,
+                ),
+            ),
+            _select(AlertRowIds.HISTORY_RANGE, "range", (*HISTORY_RANGES, ALL_TIME), "24 h"),
+        ],
+        className="rule-form",
     )
 
 
@@ -252,7 +339,19 @@ def layout() -> Component:
                 "window and cleared with hysteresis, evaluated every second",
             ),
             html.Div(id=OpsIds.ALERTS_ALERT, className="alerts"),
-            card([html.H2("Pending and firing"), html.Div(id=OpsIds.ALERTS_ACTIVE)]),
+            card(
+                [
+                    html.H2("Pending and firing"),
+                    dcc.Input(
+                        id=AlertRowIds.COMMENT,
+                        placeholder="comment for Acknowledge / Silence (who reads the audit log "
+                        "and the silences sees it)",
+                        maxLength=1024,
+                        className=f"input {OPERATOR_ONLY}",
+                    ),
+                    html.Div(id=OpsIds.ALERTS_ACTIVE),
+                ]
+            ),
             alert_actions.alerts_card(),
             _form(),
             card(
@@ -262,7 +361,13 @@ def layout() -> Component:
                     alert_actions.rules_actions(),
                 ]
             ),
-            card([html.H2("History"), html.Div(id=OpsIds.ALERTS_HISTORY)]),
+            card(
+                [
+                    html.H2("History"),
+                    _history_controls(),
+                    html.Div(id=OpsIds.ALERTS_HISTORY),
+                ]
+            ),
             dcc.Interval(id=OpsIds.ALERTS_INTERVAL, interval=REFRESH_MS),
         ],
         className="page page-alerts",
@@ -305,24 +410,36 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
         Output(OpsIds.ALERT_PICK, "options"),
         Output(OpsIds.RULE_PICK, "options"),
         Output(OpsIds.SILENCE_PICK, "options"),
+        Output(AlertRowIds.HISTORY_RULE, "options"),
         Input(OpsIds.ALERTS_INTERVAL, "n_intervals"),
         Input(OpsIds.RULE_RESULT, "children"),
         Input(OpsIds.ALERT_ACTION_RESULT, "children"),
         Input(OpsIds.RULE_ACTION_RESULT, "children"),
+        Input(AlertRowIds.HISTORY_RULE, "value"),
+        Input(AlertRowIds.HISTORY_TARGET, "value"),
+        Input(AlertRowIds.HISTORY_STATE, "value"),
+        Input(AlertRowIds.HISTORY_RANGE, "value"),
         State(Ids.TOKEN, "data"),
     )
-    def refresh(_n: int | None, _r: Any, _a: Any, _c: Any, token: str | None) -> tuple[Any, ...]:
+    def refresh(
+        _n: int | None, _r: Any, _a: Any, _c: Any, *filters_and_token: Any
+    ) -> tuple[Any, ...]:
+        *chosen, token = filters_and_token
         ops = _ops(providers, token)
         unchanged = (no_update,) * 3
         if ops is None:
-            return (*unchanged, alert(["no admin API behind this console"]), *(no_update,) * 4)
+            return (*unchanged, alert(["no admin API behind this console"]), *(no_update,) * 5)
+        now = time.time()
         try:
-            active, rules, history = ops.alerts(), ops.alert_rules(), ops.alert_history(50)
+            active, rules = ops.alerts(), ops.alert_rules()
+            rule_id, target, state, range_key = chosen
+            filters = history_filters(rule_id, target, state, range_key, now)
+            history = ops.alert_history(HISTORY_LIMIT, filters)
             silences = ops.silences()
         except ProviderError as exc:
-            return (*unchanged, alert([exc]), *(no_update,) * 4)
+            return (*unchanged, alert([exc]), *(no_update,) * 5)
         return (
-            render_active(active),
+            render_active(active, now),
             render_rules(rules),
             render_history(history),
             [],
@@ -330,6 +447,7 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
             alert_actions.alert_options(active),
             alert_actions.rule_options(rules),
             alert_actions.silence_options(silences),
+            alert_actions.rule_options(rules),
         )
 
     @app.callback(

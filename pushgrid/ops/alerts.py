@@ -1,6 +1,7 @@
 """The built-in alert signals: what an alert rule can read instead of an indicator. One list for
 the admin API's rule checks and evaluation (admin_api/alerting.py), its OpenAPI schema
-(``SignalName``) and the console's rule form."""
+(``SignalName``) and the console's rule form. The same for the windows a rule may read
+(``RuleWindow``): the API accepts exactly what the form offers (issue 35 item 4)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ SignalName = Literal[
     "delivery_stalled",
 ]
 SIGNAL_NAMES: Final[tuple[str, ...]] = get_args(SignalName)
+
+#: ``current`` (the last per-second sample) or one of the twelve live windows (the window
+#: definition, metrics/window_spec.py: tests/unit/test_alert_windows.py holds them equal)
+RuleWindow = Literal[
+    "current", "1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"
+]
+RULE_WINDOWS: Final[tuple[str, ...]] = get_args(RuleWindow)
 
 #: name -> (what the number is, the only scope it has, or "" when both make sense). Their
 #: values come from the health model (metrics/health.py) and the members' own counters

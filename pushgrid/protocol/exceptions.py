@@ -18,10 +18,11 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   │   └── InvalidSubject (pushgrid.protocol.errors)              invalid_subject      no
 │   └── HandshakeError (pushgrid.server.transport.handshake)       bad_handshake        no
 ├── EngineError (pushgrid.protocol.exceptions)                     engine               no
-│   └── EngineRefusal (pushgrid.server.engine.base)                per ErrorCode        no
-│       ├── SnapshotLimitExceeded (pushgrid.server.engine.base)    per ErrorCode        no
-│       ├── EngineUnavailable (pushgrid.server.engine.base)        engine_unavailable   yes
-│       └── EngineFull (pushgrid.server.engine.base)               per ErrorCode        yes
+│   ├── EngineRefusal (pushgrid.server.engine.base)                per ErrorCode        no
+│   │   ├── SnapshotLimitExceeded (pushgrid.server.engine.base)    per ErrorCode        no
+│   │   ├── EngineUnavailable (pushgrid.server.engine.base)        engine_unavailable   yes
+│   │   └── EngineFull (pushgrid.server.engine.base)               per ErrorCode        yes
+│   └── SnapshotRemovalUnsupported (pushgrid.server.engine.base)   removal_unsupported  no
 ├── MonitoringError (pushgrid.protocol.exceptions)                 monitoring           no
 │   ├── JolokiaError (pushgrid.server.monitoring.jolokia)          jolokia              no
 │   │   └── PathNotFound (pushgrid.server.monitoring.jolokia)      jolokia              no

@@ -11,7 +11,7 @@ and the NATS JetStream engine (cluster) implement it, and one test suite
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -164,6 +164,16 @@ class Recovery:
 
 
 @dataclass(frozen=True, slots=True)
+class SubjectEntry:
+    """One subject a node holds (the subject browser, issue 35): its snapshot's size as
+    MaxMessageSize counts it (0: no snapshot) and the time of its last publish (ms)."""
+
+    subject: str
+    snapshot_bytes: int
+    last_publish: int
+
+
+@dataclass(frozen=True, slots=True)
 class EngineStats:
     subjects: int
     cached_messages: int
@@ -277,6 +287,18 @@ class Engine(abc.ABC):
     def stats(self) -> EngineStats:
         """Cheap counts for monitoring."""
 
+    def catalog(self) -> Iterator[SubjectEntry]:
+        """The subjects this node holds now (live and dormant), in no particular order; an
+        engine that keeps no table lists none."""
+        return iter(())
+
+    async def remove_snapshot(self, subject: str) -> bool:
+        """Forget ``subject``'s retained snapshot on every node of the cluster (the subject
+        browser, ADR 051); False when it had none. Epoch and seq stay as they are: the next
+        publish continues the numbering and a recovering client is not told anything. Raises
+        :class:`SnapshotRemovalUnsupported` where the engine cannot do it."""
+        raise SnapshotRemovalUnsupported(self.name)
+
     def sweep(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
         """Forget expired entries and idle subjects, a bounded amount per call (guarantee 10);
         the server calls it about once a second."""
@@ -355,3 +377,13 @@ class EngineFull(EngineRefusal):
     ``retained_bytes_exceeded`` (``MaxRetainedBytes``); retry later, when idle subjects are gone."""
 
     retryable = True
+
+
+class SnapshotRemovalUnsupported(EngineError):
+    """The engine cannot remove a retained snapshot (a Guaranteed cluster's stream keeps the
+    snapshot in every record: ADR 051). Only the admin API's removal meets it (409)."""
+
+    code = "removal_unsupported"
+
+    def __init__(self, engine: str) -> None:
+        super().__init__(f"the {engine} engine cannot remove a retained snapshot")

@@ -43,7 +43,7 @@ import random
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -75,10 +75,11 @@ from .base import (
     Recovery,
     Snapshot,
     SnapshotLimitExceeded,
+    SubjectEntry,
 )
 from .dedup import DedupTable, Original, duplicate_of
 from .limits import EngineLimits
-from .member_table import SubjectTable, snapshot_growth
+from .member_table import SubjectTable, snapshot_bytes, snapshot_growth
 from .memory import DEFAULT_LIMITS
 from .nats_wire import (
     GUARANTEED_PREFIX,
@@ -1019,6 +1020,13 @@ class JetStreamEngine(Engine):
         return True
 
     # -- monitoring -------------------------------------------------------------------------
+
+    def catalog(self) -> Iterator[SubjectEntry]:
+        """The subjects whose head this member holds (the stream keeps evicted ones; they are
+        listed again once read or published). Removal is refused (the base's answer): every
+        record carries its snapshot, so removing one is a new kind of record (ADR 051)."""
+        for subject, head in list(self._heads.items()):
+            yield SubjectEntry(subject, snapshot_bytes(head.record), head.record.i[-1].t)
 
     def stats(self) -> EngineStats:
         """Subjects and cached messages this member has seen since it started (the stream's

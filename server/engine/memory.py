@@ -22,7 +22,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pushgrid.protocol.errors import ErrorCode
@@ -40,6 +40,7 @@ from .base import (
     PublishRequest,
     Recovery,
     Snapshot,
+    SubjectEntry,
 )
 from .dedup import DedupTable, Original, duplicate_of
 from .limits import EngineLimits
@@ -69,6 +70,7 @@ class _Subject:
     cached_bytes: int = 0
     retained_bytes: int = 0  # of the snapshot: content and merged fields
     touched: int = 0  # ms of the last publish (or of the sweep's last look, when subscribed)
+    published: int = 0  # ms of the last publish (the subject browser's "last publish")
 
 
 def _message_bytes(message: Published) -> int:
@@ -138,6 +140,7 @@ class MemoryEngine(Engine):
         if enforce:
             self._admit(state, request, delta, now)
         state = self._touch(request.subject, state, now)
+        state.published = now
         if request.qos == "guaranteed":
             state.seq += 1
         message = Published(
@@ -408,6 +411,30 @@ class MemoryEngine(Engine):
         self._expire(state, self._now_ms())
         cached = list(state.cache)
         return cached[-limit:]
+
+    def catalog(self) -> Iterator[SubjectEntry]:
+        for table in (self._subjects, self._dormant):
+            for subject, state in list(table.items()):
+                yield SubjectEntry(subject, state.retained_bytes, state.published)
+
+    async def remove_snapshot(self, subject: str) -> bool:
+        return self.remove_snapshot_now(subject)
+
+    def remove_snapshot_now(self, subject: str) -> bool:
+        """Drop the snapshot, keep epoch, seq and cache (ADR 051). A dormant subject has nothing
+        left then and is forgotten like one evicted without a snapshot: a later publish on it
+        starts a new epoch, so no (epoch, seq) ever names two messages (guarantee 9)."""
+        state = self._state(subject)
+        if state is None or state.content is None:
+            return False
+        self._retained_bytes -= state.retained_bytes
+        state.retained_bytes = 0
+        state.content = None
+        state.fields = {}
+        state.snapshot_ts = 0
+        if self._dormant.pop(subject, None) is not None:
+            self._evicted = True
+        return True
 
     def stats(self) -> EngineStats:
         return EngineStats(

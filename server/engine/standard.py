@@ -15,7 +15,7 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import msgspec
 import nats.errors
@@ -35,6 +35,7 @@ from .base import (
     Recovery,
     Snapshot,
     SnapshotLimitExceeded,
+    SubjectEntry,
 )
 from .limits import EngineLimits
 from .memory import DEFAULT_LIMITS, MemoryEngine
@@ -54,8 +55,19 @@ class _Wire(msgspec.Struct, frozen=True, array_like=True):
     msg_id: str | None = None  # the publisher's idempotency key: every member drops a repeat
 
 
+class _Removal(msgspec.Struct, frozen=True, array_like=True):
+    """A retained snapshot removed by an operator (ADR 051): every member drops its own."""
+
+    origin: str
+    subject: str
+
+
+#: where removals travel, signed like the membership messages (only a member may send one)
+REMOVALS_SUBJECT = "pg.snapshot.remove"
+
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Wire)
+_removal_decoder = msgspec.msgpack.Decoder(_Removal)
 
 
 class StandardClusterEngine(Engine):
@@ -75,6 +87,7 @@ class StandardClusterEngine(Engine):
         self._tag = secrets.token_hex(4)
         self._numbers = itertools.count(1)
         self._echoes: dict[str, asyncio.Future[Published]] = {}
+        self._removals: dict[str, asyncio.Future[bool]] = {}
 
     async def start(self, deliver: Deliver) -> None:
         await self.link.start()
@@ -85,6 +98,7 @@ class StandardClusterEngine(Engine):
             pending_msgs_limit=1_000_000,
             pending_bytes_limit=1 << 30,
         )
+        await self.link.subscribe_signed(REMOVALS_SUBJECT, self._on_removal)
 
     async def close(self) -> None:
         for echo in self._echoes.values():
@@ -133,6 +147,39 @@ class StandardClusterEngine(Engine):
             return
         if echo is not None and not echo.done():
             echo.set_result(published)
+
+    async def remove_snapshot(self, subject: str) -> bool:
+        """Sent to every member (this one included) like a publish; answers once this member
+        applied it. A member that is down misses it and keeps its snapshot (its cache and epoch
+        are its own anyway: docs/cluster.md)."""
+        if not self.link.connected:
+            raise EngineUnavailable("this member is not connected to the cluster")
+        origin = f"{self._tag}-{next(self._numbers)}"
+        echo: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._removals[origin] = echo
+        try:
+            await self.link.publish_signed(
+                REMOVALS_SUBJECT, _encoder.encode(_Removal(origin, subject))
+            )
+            return await asyncio.wait_for(echo, _ECHO_TIMEOUT)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise EngineUnavailable(f"the cluster did not take the removal: {exc}") from exc
+        finally:
+            self._removals.pop(origin, None)
+
+    async def _on_removal(self, data: bytes) -> None:
+        try:
+            removal = _removal_decoder.decode(data)
+        except msgspec.DecodeError:
+            log.warning("ignored a malformed snapshot removal")
+            return
+        removed = self.local.remove_snapshot_now(removal.subject)
+        echo = self._removals.get(removal.origin)
+        if echo is not None and not echo.done():
+            echo.set_result(removed)
+
+    def catalog(self) -> Iterator[SubjectEntry]:
+        return self.local.catalog()
 
     async def snapshot(self, subject: str) -> Snapshot | None:
         return await self.local.snapshot(subject)

@@ -382,8 +382,46 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
             f"Publish an alert on {ALERTS_SUBJECT} (a server-owned subject: clients may not)",
             wrap(ops.publish_alert),
         ),
+        *_browser_operations(ops, wrap),
     ]
     return MBean(ObjectName.parse(names.SUBJECTS), "Subjects", attributes, operations)
+
+
+def _browser_operations(ops: Operations, wrap: Callable[..., Any]) -> list[Operation]:
+    """The subject browser's operations (ADR 051; the admin API's /subjects routes)."""
+    subject = ("subject", "java.lang.String", "Subject")
+    return [
+        Operation(
+            names.SUBJECTS_LIST,
+            [("pattern", "java.lang.String", "A pattern of the entitlement rules' syntax")],
+            "java.util.Map",
+            "Subjects matching a pattern held or subscribed here: subject, subscribers, "
+            "snapshot_bytes, last_publish (ms); at most 10,000 (truncated)",
+            wrap(ops.subject_list),
+        ),
+        Operation(
+            names.SUBJECTS_HISTORY,
+            [subject, ("limit", "int", "How many (at most 100)")],
+            "java.util.List",
+            "The last cached messages of a subject, oldest first: epoch, seq, ts, content",
+            wrap(ops.subject_history),
+        ),
+        Operation(
+            names.SUBJECTS_REMOVE_SNAPSHOT,
+            [subject],
+            "java.util.Map",
+            "Remove the retained snapshot on every member: subject, removed (false: there was "
+            "none), epoch and seq (unchanged by the removal)",
+            wrap(ops.remove_snapshot),
+        ),
+        Operation(
+            names.SUBJECTS_UNSUBSCRIBE,
+            [("id", "java.lang.String", "Session id"), subject],
+            "boolean",
+            "End one session's subscription (it gets unsubscribed); false if it had none",
+            wrap(ops.unsubscribe),
+        ),
+    ]
 
 
 def configuration(settings: Settings) -> dict[str, Any]:

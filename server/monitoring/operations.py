@@ -5,25 +5,41 @@ MBeans call. Every method runs on the event loop (the MBeans reach it through th
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterator
+from typing import Any, Final, Protocol
 
 from pushgrid.protocol.errors import CloseCode, InvalidSubject
-from pushgrid.protocol.subjects import validate_subject
+from pushgrid.protocol.frames import Unsubscribed
+from pushgrid.protocol.subjects import pattern_error, pattern_matches, validate_subject
 
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
 from ..core.session import PresenceLookup
 from ..core.watch import WatchError, Watchlist
-from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot
+from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot, SubjectEntry
 from ..framing.wsframe import frame_payload
 
 
 class MessageStore(Protocol):
-    """The two engine calls the operations need."""
+    """The engine calls the operations need."""
 
     async def snapshot(self, subject: str) -> Snapshot | None: ...
 
     async def publish(self, request: PublishRequest) -> Published: ...
+
+    async def history(self, subject: str, limit: int) -> list[Published]: ...
+
+    async def remove_snapshot(self, subject: str) -> bool: ...
+
+    async def position(self, subject: str) -> tuple[str, int]: ...
+
+    def catalog(self) -> Iterator[SubjectEntry]: ...
+
+
+#: the most subjects one member lists for one search (the admin API sorts and pages the
+#: members' lists; past it the answer says ``truncated``) and the most cached messages shown
+MAX_LISTED: Final = 10_000
+MAX_HISTORY: Final = 100
 
 
 def _outbound_bytes(peer: object) -> int:
@@ -98,10 +114,7 @@ class ServerOperations:
         return True
 
     async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
-        try:
-            validate_subject(subject)
-        except InvalidSubject as invalid:
-            raise ValueError(invalid.message) from None
+        _checked(subject)
         snapshot = await self.engine.snapshot(subject)
         if snapshot is None:
             return None
@@ -177,3 +190,78 @@ class ServerOperations:
         except WatchError as exc:
             return {"pattern": pattern, "error": exc.kind, "detail": str(exc)}
         return {"pattern": pattern, "watched": False}
+
+    # -- the subject browser (issue 35, ADR 051) -------------------------------------------
+
+    def subject_list(self, pattern: str) -> dict[str, Any]:
+        """The subjects matching ``pattern`` (the entitlement rules' syntax) that this member
+        holds or has subscribers of: at most :data:`MAX_LISTED`, ``truncated`` past it."""
+        error = pattern_error(pattern)
+        if error is not None:
+            raise ValueError(error)
+        counts = dict(self.hub.subscriber_counts())
+        rows: dict[str, dict[str, Any]] = {}
+        truncated = False
+        for entry in self.engine.catalog():
+            if pattern_matches(pattern, entry.subject):
+                if len(rows) >= MAX_LISTED:
+                    truncated = True
+                    break
+                rows[entry.subject] = _row(entry, counts.get(entry.subject, 0))
+        for subject, count in counts.items():  # subscribed, never published: no engine entry
+            if subject not in rows and pattern_matches(pattern, subject):
+                if len(rows) >= MAX_LISTED:
+                    truncated = True
+                    break
+                rows[subject] = _row(SubjectEntry(subject, 0, 0), count)
+        return {"pattern": pattern, "subjects": list(rows.values()), "truncated": truncated}
+
+    async def subject_history(self, subject: str, limit: int) -> list[dict[str, Any]]:
+        """The last ``limit`` (at most :data:`MAX_HISTORY`) cached messages, oldest first."""
+        _checked(subject)
+        messages = await self.engine.history(subject, max(0, min(int(limit), MAX_HISTORY)))
+        return [
+            {
+                "epoch": m.epoch,
+                "seq": m.seq,
+                "ts": m.ts,
+                "retained": m.retained,
+                "qos": m.qos,
+                "content": m.content[:2048],
+                "fields": m.fields,
+            }
+            for m in messages
+        ]
+
+    async def remove_snapshot(self, subject: str) -> dict[str, Any]:
+        """Remove the retained snapshot through the engine (every member of a cluster):
+        ``{"subject", "removed", "epoch", "seq"}`` with the subject's position after it."""
+        _checked(subject)
+        removed = await self.engine.remove_snapshot(subject)
+        epoch, seq = await self.engine.position(subject)
+        return {"subject": subject, "removed": removed, "epoch": epoch, "seq": seq}
+
+    def unsubscribe(self, session_id: str, subject: str) -> bool:
+        """End one session's subscription as if it had sent ``unsubscribe``: it gets the
+        ``unsubscribed`` frame (no id) and nothing more of the subject; False if it had none."""
+        session = self.hub.sessions.get(session_id)
+        if session is None or not self.hub.unsubscribe(session, subject):
+            return False
+        session.send(Unsubscribed(subject=subject))
+        return True
+
+
+def _checked(subject: str) -> None:
+    try:
+        validate_subject(subject)
+    except InvalidSubject as invalid:
+        raise ValueError(invalid.message) from None
+
+
+def _row(entry: SubjectEntry, subscribers: int) -> dict[str, Any]:
+    return {
+        "subject": entry.subject,
+        "subscribers": subscribers,
+        "snapshot_bytes": entry.snapshot_bytes,
+        "last_publish": entry.last_publish,
+    }

@@ -82,6 +82,10 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("PUT", "/api/v1/users/{name}/password"): Role.ADMIN,
     ("DELETE", "/api/v1/users/{name}"): Role.ADMIN,
     ("GET", "/api/v1/delivery/canaries"): Role.VIEWER,
+    ("GET", "/api/v1/subjects"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/subjects/history"): Role.VIEWER,
+    ("DELETE", "/api/v1/subjects/snapshot"): Role.OPERATOR,
+    ("DELETE", "/api/v1/members/{name}/sessions/{session_id}/subjects"): Role.OPERATOR,
 }
 #: the sign-in routes (ADR 052): public, how a browser gets in (logout checks its own session)
 SIGN_IN = {

@@ -90,6 +90,8 @@ def test_a_viewer_is_not_offered_operator_actions(
             ("jobs", "#jobs-table", "#jobs-start"),
             ("watched", "#watched-table", "#watched-add"),
             ("alerts", "#alerts-active", "#rule-create"),
+            ("alerts", "#alerts-active", "#alert-comment"),
+            ("browse", "#browse-pattern", "#browse-remove"),
         ]:
             console.goto(page, ready)
             shown = console.js(

@@ -20,6 +20,7 @@ from pushgrid.admin_api.alerting import (
 )
 from pushgrid.admin_api.rules_export import prometheus_rules, promql
 from pushgrid.admin_api.schemas_ops import RuleIn, RuleOut
+from pushgrid.admin_api.services.alert_history import HistoryQuery, alert_history
 from pushgrid.admin_api.services.alerts import AlertRunner, RuleService
 from pushgrid.config import load_settings
 from pushgrid.metrics import sqlstore
@@ -271,7 +272,8 @@ def test_a_restarted_runner_takes_back_open_alerts(tmp_path: Path) -> None:
     changes = second.evaluator.evaluate(rules, {"m1": {KEY: 1.0}}, 102.0)
     assert [(c.alert.rule.id, c.state) for c in changes] == [(busy.id, "resolved")]
     with factory() as session:
-        states = [e.state for e in reversed(RuleService(session).history(10)) if e.rule == "Gone"]
+        events = alert_history(session, HistoryQuery(limit=10)).items
+        states = [e.state for e in reversed(events) if e.rule == "Gone"]
     assert states == ["firing", "resolved"]
     factory.kw["bind"].dispose()
 

@@ -88,7 +88,7 @@ def test_acknowledged_and_silenced_alerts_leave_the_banner_not_the_list() -> Non
     shown = banner(ACTIVE)
     assert len(shown) == 1
     assert "MemberDown on m3" in repr(shown[0])
-    rows = repr(render_active(ACTIVE))
+    rows = repr(render_active(ACTIVE, 1_767_229_200.0))
     assert "ann" in rows
     assert "2026-01-01 01:00:00 UTC" in rows  # silenced until
 
@@ -134,3 +134,79 @@ def test_rule_texts_read_through_the_one_formatter() -> None:
     assert clear_text(rule).endswith(" for 0.5 s")
     assert "e+" not in clear_text(rule)
     assert "e-" not in clear_text({**RULE, "clear_threshold": 0.00002})
+
+
+# --- issue 35 item 4: since and duration, row actions with a comment, history filters ---------
+
+
+class _Recorder:
+    """Records the calls an action makes (the provider is the admin API's client)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, object]]] = []
+
+    def acknowledge(self, body: dict[str, object]) -> dict[str, object]:
+        self.calls.append(("acknowledge", body))
+        return body
+
+    def silence(self, body: dict[str, object]) -> dict[str, object]:
+        self.calls.append(("silence", body))
+        return body
+
+
+def test_each_alert_shows_since_when_and_for_how_long() -> None:
+    since = datetime(2026, 1, 1, 0, 0, tzinfo=UTC)
+    alert = {**ACTIVE[0], "since": since.isoformat()}
+    rows = repr(render_active([alert], since.timestamp() + 3 * 3600 + 7 * 60))
+    assert "2026-01-01 00:00:00 UTC" in rows
+    assert "3 h 07 min" in rows
+    assert "'alert-row-ack'" in rows
+    assert "'7|m3'" in rows
+
+
+def test_a_row_action_sends_the_operator_s_comment() -> None:
+    ops = _Recorder()
+    now = datetime(2026, 1, 1, 3, 0, tzinfo=UTC)
+    row_ack = {"type": "alert-row-ack", "index": "7|m3"}
+    text = actions.alert_action(ops, row_ack, None, None, None, now, " on it: disk full ")  # type: ignore[arg-type]
+    assert text == "m3 acknowledged"
+    row_silence = {"type": "alert-row-silence", "index": "2|cluster"}
+    actions.alert_action(ops, row_silence, None, "4 h", None, now, "maintenance")  # type: ignore[arg-type]
+    assert ops.calls == [
+        ("acknowledge", {"rule_id": 7, "target": "m3", "comment": "on it: disk full"}),
+        (
+            "silence",
+            {
+                "rule_id": 2,
+                "target": "cluster",
+                "until": "2026-01-01T07:00:00+00:00",
+                "comment": "maintenance",
+            },
+        ),
+    ]
+    assert actions.ack_body("7|m3", "  ")["comment"] == "acknowledged in the console"  # type: ignore[index]
+
+
+def test_history_filters_and_durations() -> None:
+    from pushgrid.console.pages.alerts import history_filters, render_history
+
+    now = 1_767_229_200.0
+    assert history_filters(None, "", None, "all", now) == {}
+    assert history_filters(3, " m1 ", "resolved", "1 h", now) == {
+        "rule_id": 3,
+        "target": "m1",
+        "state": "resolved",
+        "since": "2026-01-01T00:00:00+00:00",
+    }
+    event = {
+        "id": 9,
+        "at": "2026-01-01T01:00:00+00:00",
+        "state": "resolved",
+        "rule": "Busy",
+        "target": "m1",
+        "summary": "Busy on m1 resolved",
+        "duration": 600.0,
+    }
+    shown = repr(render_history([event, {**event, "id": 8, "duration": None}]))
+    assert "10 min" in shown
+    assert "—" in shown

@@ -499,6 +499,7 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         ("Traffic", "trends"),
         ("Traffic", "hot"),
         ("Traffic", "watched"),
+        ("Traffic", "browse"),
         ("Pipeline", "jobs"),
         ("Admin", "alerts"),
         ("Admin", "audit"),
@@ -523,7 +524,13 @@ def test_the_navigation_is_grouped_and_offers_each_role_what_it_may_use() -> Non
     assert _ids(tabs) == [f"nav-group-{g}" for g in ("live", "traffic", "pipeline", "admin")]
     assert [_prop(tab, "className") for tab in tabs].count("nav-link active") == 1
     assert _prop(tabs[1], "className") == "nav-link active"
-    assert _ids(links) == ["nav-statistics", "nav-trends", "nav-hot", "nav-watched"]
+    assert _ids(links) == [
+        "nav-statistics",
+        "nav-trends",
+        "nav-hot",
+        "nav-watched",
+        "nav-browse",
+    ]
     assert [page.path for page in offered("viewer")] == [
         p.path for p in PAGES if p.path not in ("trace", "audit")
     ]

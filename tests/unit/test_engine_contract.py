@@ -37,6 +37,7 @@ from pushgrid.server.engine.base import (
     Recovery,
     SnapshotBounds,
     SnapshotLimitExceeded,
+    SnapshotRemovalUnsupported,
 )
 from pushgrid.server.engine.jetstream import JetStreamEngine
 from pushgrid.server.engine.limits import EngineLimits
@@ -1054,3 +1055,46 @@ async def test_alert_announcements_are_never_refused_by_a_bound(
     # every other subject is still bounded
     with pytest.raises(EngineFull):
         await publish(engine, "one too many", subject=SUBJECT)
+
+
+# --- the subject browser: catalog and snapshot removal (ADR 051) --------------------------------
+
+
+async def test_catalog_lists_each_subject_with_its_snapshot_size_and_last_publish(
+    engine: Engine, clock: FakeClock, delivered: Delivered
+) -> None:
+    await publish(engine, "193", {"volume": "6.62M"}, subject=SUBJECT)
+    clock.advance(5)
+    await publish(engine, "not kept", subject=OTHER, retained=False)
+    await delivered.wait_for(2)
+    entries = {entry.subject: entry for entry in engine.catalog()}
+    assert set(entries) == {SUBJECT, OTHER}
+    assert entries[SUBJECT].snapshot_bytes == len("193") + len("volume") + len("6.62M")
+    assert entries[SUBJECT].last_publish == int(clock.now * 1000) - 5000
+    other = entries[OTHER]
+    assert (other.snapshot_bytes, other.last_publish) == (0, int(clock.now * 1000))
+
+
+async def test_removing_a_snapshot_keeps_epoch_and_seq(
+    engine: Engine, delivered: Delivered
+) -> None:
+    """The snapshot is gone, the numbering goes on (no new epoch), the cache is still there;
+    a Guaranteed stream refuses (every record carries its snapshot)."""
+    first = await publish(engine, "193", {"volume": "6.62M"})
+    second = await publish(engine, "192")
+    await delivered.wait_for(2)
+    if engine.delivery_mode == "guaranteed":
+        with pytest.raises(SnapshotRemovalUnsupported):
+            await engine.remove_snapshot(SUBJECT)
+        return
+    assert await engine.remove_snapshot(SUBJECT) is True
+    assert await engine.snapshot(SUBJECT) is None
+    assert await engine.position(SUBJECT) == (second.epoch, 2)
+    assert [m.seq for m in await engine.history(SUBJECT, 10)] == [1, 2]
+    assert await engine.remove_snapshot(SUBJECT) is False  # nothing left to remove
+    assert [e.snapshot_bytes for e in engine.catalog() if e.subject == SUBJECT] == [0]
+    third = await publish(engine, "191", {"bid": "190"})
+    assert (third.epoch, third.seq) == (first.epoch, 3)
+    snapshot = await engine.snapshot(SUBJECT)
+    assert snapshot is not None
+    assert (snapshot.content, snapshot.fields) == ("191", {"bid": "190"})  # the old fields went

@@ -169,6 +169,18 @@ class NoOperations:
     def unwatch(self, pattern: str) -> dict[str, Any]:
         return {"pattern": pattern, "watched": False}
 
+    def subject_list(self, pattern: str) -> dict[str, Any]:
+        return {"pattern": pattern, "subjects": [], "truncated": False}
+
+    async def subject_history(self, subject: str, limit: int) -> list[dict[str, Any]]:
+        return []
+
+    async def remove_snapshot(self, subject: str) -> dict[str, Any]:
+        return {"subject": subject, "removed": False, "epoch": "e", "seq": 0}
+
+    def unsubscribe(self, session_id: str, subject: str) -> bool:
+        return False
+
 
 STDDEV = statistics.pstdev(SAMPLES)
 
