@@ -22,7 +22,8 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   │   ├── SnapshotLimitExceeded (pushgrid.server.engine.base)    per ErrorCode        no
 │   │   ├── EngineUnavailable (pushgrid.server.engine.base)        engine_unavailable   yes
 │   │   └── EngineFull (pushgrid.server.engine.base)               per ErrorCode        yes
-│   └── SnapshotRemovalUnsupported (pushgrid.server.engine.base)   removal_unsupported  no
+│   ├── SnapshotRemovalUnsupported (pushgrid.server.engine.base)   removal_unsupported  no
+│   └── MeshFrameError (pushgrid.server.workers.wire)              mesh_frame           no
 ├── MonitoringError (pushgrid.protocol.exceptions)                 monitoring           no
 │   ├── JolokiaError (pushgrid.server.monitoring.jolokia)          jolokia              no
 │   │   └── PathNotFound (pushgrid.server.monitoring.jolokia)      jolokia              no

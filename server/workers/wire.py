@@ -12,6 +12,8 @@ import struct
 
 import msgspec
 
+from pushgrid.protocol.exceptions import EngineError
+
 from ..engine.base import Published, PublishRequest, Recovery, Snapshot
 
 _LENGTH = struct.Struct(">I")
@@ -95,8 +97,11 @@ def encode(message: MeshMessage) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-class MeshFrameError(ValueError):
-    """The byte stream does not hold mesh frames (a bug or corruption): drop the link."""
+class MeshFrameError(EngineError, ValueError):
+    """The byte stream between two workers does not hold mesh frames (a bug or corruption): the
+    link is dropped, the other worker's subscribers see a gap and recover (docs/workers.md)."""
+
+    code = "mesh_frame"
 
 
 class FrameReader:

@@ -175,8 +175,7 @@ def test_the_page_shows_exactly_what_the_api_returned_and_acts_on_it(
     after = {i["subject"]: i for i in _api_page(stack, pattern)["items"]}
     assert after[f"{prefix}/NYSE/IBM"]["snapshot_bytes"] == 0
     console.wait(
-        lambda: {r["subject"]: r["bytes"] for r in _rows(console)}.get(f"{prefix}/NYSE/IBM")
-        == "0",
+        lambda: {r["subject"]: r["bytes"] for r in _rows(console)}.get(f"{prefix}/NYSE/IBM") == "0",
         "the page shows the snapshot gone",
     )
     console.assert_no_errors()
