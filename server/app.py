@@ -50,6 +50,7 @@ from .engine.registry import build_engine
 from .fault_points import DeliveryWedge
 from .framing.outframe import OutFrame
 from .monitoring.beans import build_agent
+from .monitoring.delivery_view import NO_DELIVERY, read_delivery
 from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
@@ -241,6 +242,11 @@ class PushServer:
         self.sampler = Sampler(self.counters, self._archive_writer())
         self.watchlist = self._watchlist()
         self.watch_feed = WatchFeed(self.hub, self.watchlist)
+        # reports count for the watched patterns their subjects match (core/delivery.py)
+        self.hub.delivery.patterns = lambda subject: [
+            p.pattern for p in self.watchlist.matching(subject)
+        ]
+        self.delivery_reading = NO_DELIVERY
         self.hot_subjects = self._hot_subjects()
         self._watch_subjects()
         self.loop_bridge = LoopBridge()
@@ -420,6 +426,7 @@ class PushServer:
         if self.is_monitor:  # worker 0 serves the server's monitoring (server/workers)
             await self._start_monitor_listeners(loop)
         self.sampler.listeners.append(self._watch_members)
+        self.sampler.listeners.append(self._read_delivery)
         self.track(loop.create_task(self.sampler.run()))
         self.track(loop.create_task(self.panel_probe.run()))
         if settings.meta_subject_interval > 0 and self.is_monitor:
@@ -439,6 +446,12 @@ class PushServer:
                     self._monitor_protocol, host, port, ssl=self._monitor_tls
                 )
                 self._monitor_servers.append(server)
+
+    def _read_delivery(self, _seconds: Sequence[int]) -> None:
+        """Once a second: the delivery numbers every view reads (ADR 048)."""
+        watched = set(self.watchlist.patterns)
+        self.hub.delivery.keep_patterns(watched)
+        self.delivery_reading = read_delivery(self.hub.delivery, watched)
 
     def _watch_members(self, _seconds: Sequence[int]) -> None:
         """Once a second: one WARNING per member of the cluster that went down or came up."""
@@ -530,6 +543,7 @@ class PushServer:
             panel=self.panel_probe.panel,
             deflate=self._deflate_stats(),
             workers=self._worker_rows(),
+            delivery=self.delivery_reading,
         )
 
     def _deflate_stats(self) -> DeflateStats:

@@ -19,6 +19,7 @@ from . import (
     audit,
     canaries,
     cluster,
+    delivery,
     history,
     hot,
     jobs,
@@ -58,6 +59,7 @@ ROUTERS = (
     watched,
     users,
     canaries,
+    delivery,
 )
 
 

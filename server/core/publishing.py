@@ -118,6 +118,8 @@ class Admission:
         else:
             if not published.duplicate:  # a retry's original was counted when it came in
                 self.hub.count_published(request.subject, request.size)
+                if request.ingress:  # ingress to the engine's acknowledgement (ADR 048)
+                    self.hub.delivery.leg("publish_ack", time.time_ns() / 1000 - request.ingress)
             return published
         self.count_refused()
         return refusal

@@ -232,7 +232,14 @@ async def _publish(
         # this member cannot reach (a WebSocket session is closed with 4007 instead).
         return isolated_problem(isolated, "publish")
     publish_request = PublishRequest(
-        op.subject, op.content, op.fields, op.retained, op.qos, op.message_id, op.size
+        op.subject,
+        op.content,
+        op.fields,
+        op.retained,
+        op.qos,
+        op.message_id,
+        op.size,
+        ingress=time.time_ns() // 1000,
     )
     host = host_of(remote)
     grant = app.entitlement.grant(_token(request, query))
