@@ -154,7 +154,7 @@ class PushgridClient:
     ``compression``: offer permessage-deflate (the server agrees unless it is configured off;
     docs/protocol.md 1.1). Raises ValueError for an invalid server list.
     ``reports``: measure delivery latency and loss and report them to the server every
-    ``report_interval`` seconds (docs/protocol.md 5.8; on by default); ``wall_clock`` is the
+    ``report_interval`` seconds (docs/protocol.md 5.7; on by default); ``wall_clock`` is the
     clock the latencies are read on (seconds since the Unix epoch; its offset to the server's
     is estimated from pings, so a wrong clock is corrected).
     """

@@ -28,7 +28,7 @@ class Message:
     conflation period: the latest content and the union of the period's fields).
     ``latency``: for a live update, seconds from the publisher's arrival at the server to this
     client's receipt, corrected by the client's clock offset (None when not measured: reports
-    off, no offset yet, not a live update; docs/protocol.md 5.8).
+    off, no offset yet, not a live update; docs/protocol.md 5.7).
     """
 
     subject: str

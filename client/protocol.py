@@ -108,7 +108,7 @@ _decoder: msgspec.json.Decoder[ServerFrame | list[ServerFrame]] = msgspec.json.D
 
 ClientFrame = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery | DeliveryReport
 
-#: seconds between delivery reports (docs/protocol.md 5.8)
+#: seconds between delivery reports (docs/protocol.md 5.7)
 REPORT_INTERVAL = 5.0
 #: clock pings after a welcome: this many, a second apart, then one per report period
 EARLY_CLOCK_PINGS = 4
@@ -419,7 +419,7 @@ class ClientProtocol:
             actions.append(Send(Ping()))
         return actions
 
-    # --- delivery reports (client/delivery.py, docs/protocol.md 5.8) ---------------------------
+    # --- delivery reports (client/delivery.py, docs/protocol.md 5.7) ---------------------------
 
     def _start_reports(self, now: float) -> list[ClientAction]:
         """A new connection (maybe to another server, another clock): estimate the offset

@@ -1,7 +1,7 @@
 """The Delivery MBean (``pushgrid:type=Delivery``): what the clients report of their deliveries.
 
 End-to-end latency (ingress member to the subscriber's receipt, as the clients measure it:
-docs/protocol.md 5.8) over the last ``Window`` seconds, as percentiles and as the histogram's
+docs/protocol.md 5.7) over the last ``Window`` seconds, as percentiles and as the histogram's
 buckets (protocol/latency.py), so the admin API merges members exactly; the server's own legs;
 the loss counters the clients report. Buckets travel as text (``"31:120 32:7"``: index:count of
 the non-empty buckets), never as arrays: jmxquery (the JMX bridge's readers) prints no arrays
@@ -76,6 +76,13 @@ class DeliveryDocument(msgspec.Struct, rename="pascal", frozen=True, kw_only=Tru
         dict[str, str],
         java(MAP, "Watched pattern -> the window's loss counters, space-separated in LOSS order"),
     ]
+
+
+class DeliveryLoss(msgspec.Struct, rename="pascal", frozen=True):
+    """What the ``client_loss`` alert signal reads: the window's loss counters."""
+
+    window: int
+    loss: dict[str, int]
 
 
 EMPTY_DELIVERY: Final = DeliveryDocument(

@@ -129,7 +129,7 @@ def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
 
 
 def _check_report(frame: DeliveryReport, request_id: int | None) -> None:
-    """A report's rules beyond its types (docs/protocol.md 5.8): at most MAX_REPORT_SUBJECTS
+    """A report's rules beyond its types (docs/protocol.md 5.7): at most MAX_REPORT_SUBJECTS
     named subjects and one unattributed entry, each subject once and valid, buckets in range,
     ascending, each count 1..MAX_COUNT. A broken report is refused whole (``invalid_report``)."""
     named = [entry.subject for entry in frame.entries if entry.subject is not None]

@@ -139,7 +139,7 @@ class PresenceQuery(msgspec.Struct, tag_field="op", tag="presence", frozen=True)
     id: RequestId | None = None
 
 
-# A report's numbers: counts of one report period (docs/protocol.md 5.8)
+# A report's numbers: counts of one report period (docs/protocol.md 5.7)
 ReportCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 #: subjects one report may name (the client folds the rest into the unattributed entry)
 MAX_REPORT_SUBJECTS = 64
@@ -160,7 +160,7 @@ class ReportEntry(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class DeliveryReport(msgspec.Struct, tag_field="op", tag="report", frozen=True, omit_defaults=True):
-    """A client's delivery report (docs/protocol.md 5.8): latency and loss since its last one.
+    """A client's delivery report (docs/protocol.md 5.7): latency and loss since its last one.
 
     ``offset`` and ``rtt``: the client's clock offset to the server and the round trip of the
     ping it was estimated from, in microseconds (the server keeps them on the session)."""

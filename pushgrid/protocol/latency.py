@@ -3,7 +3,7 @@
 A client measures each live message's latency (its receipt minus the message's ``ingress``
 time, corrected by the client's clock offset to the server) and counts it in one of
 :data:`BUCKET_COUNT` buckets; a ``report`` frame carries the non-empty buckets as
-``[index, count]`` pairs (docs/protocol.md 5.8). Because every client, member and the admin API
+``[index, count]`` pairs (docs/protocol.md 5.7). Because every client, member and the admin API
 use the same bounds, histograms merge by adding counts, exactly, at any level (session, member,
 watched pattern, cluster, archive second).
 

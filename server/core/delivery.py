@@ -2,7 +2,7 @@
 
 Clients report, every few seconds, the latency histogram of the live updates they got (receipt
 minus the message's ``ingress`` time, on the server's clock) and their loss counters
-(docs/protocol.md 5.8). :class:`DeliveryBook` adds each report to
+(docs/protocol.md 5.7). :class:`DeliveryBook` adds each report to
 
 * the member's totals (cumulative since start: Prometheus histograms and counters),
 * the patterns of the WatchedSubjects list that match each subject of the report,
