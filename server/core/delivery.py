@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pushgrid.protocol.frames import DeliveryReport
-from pushgrid.protocol.latency import LEGS, LOSS_KINDS, LatencyHistogram
+from pushgrid.protocol.latency import LEGS, LOSS_KINDS, PERCENTILES, LatencyHistogram
 
 #: seconds of one-second histograms kept for the recent percentiles
 WINDOW_SECONDS = 60
@@ -66,6 +66,20 @@ class SessionDelivery:
     last_report: float = 0.0  # wall time of the last report, 0: none yet
     offset_us: int = 0  # the client's clock offset to this server (server - client)
     rtt_us: int = 0  # the round trip of the ping the offset came from
+
+    def summary(self) -> dict[str, object]:
+        """What a session view shows: latency count and percentiles (seconds, since the
+        session began), loss counters, reports, the last one's time and the clock offset."""
+        latency = self.totals.latency
+        return {
+            "latency_count": latency.count,
+            **{f"latency_{name}": latency.quantile(q) for name, q in PERCENTILES},
+            "loss": dict(self.totals.loss),
+            "reports": self.reports,
+            "last_report": self.last_report or None,
+            "clock_offset_us": self.offset_us,
+            "rtt_us": self.rtt_us,
+        }
 
 
 @dataclass(slots=True)

@@ -26,6 +26,7 @@ from .pgtest import (
     WsClient,
     eventually,
     jolokia_bulk,
+    jolokia_exec,
     member_entry,
     monitor_http,
     parse_prometheus,
@@ -211,6 +212,13 @@ async def test_a_malformed_report_gets_invalid_report_and_nothing_else_changes(
         delivery = await until(settled, what="the good report counted")
         assert delivery["rejected_reports"] == 1
         assert delivery["latency"]["count"] == 2
+        # the reporting session's own summary (what a session view reads)
+        answer = await jolokia_exec(
+            server, "pushgrid:type=Sessions", "detail", [good.welcome["session"]]
+        )
+        detail = answer["value"]
+        assert detail["delivery"]["latency_count"] == 2
+        assert detail["delivery"]["reports"] == 1
     finally:
         await bad.close()
         await good.close()
