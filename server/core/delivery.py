@@ -83,7 +83,9 @@ class SessionDelivery:
 
 
 @dataclass(slots=True)
-class _Second:
+class DeliverySecond:
+    """One second's reports and legs (the ring's entries, the archive's lines)."""
+
     second: int
     member: DeliveryTally = field(default_factory=DeliveryTally)
     patterns: dict[str, DeliveryTally] = field(default_factory=dict)
@@ -106,15 +108,16 @@ class DeliveryBook:
         self.legs = {leg: LatencyHistogram() for leg in LEGS}
         self.reports = 0
         self.rejected_reports = 0
-        self._ring: deque[_Second] = deque(maxlen=WINDOW_SECONDS)
+        self._ring: deque[DeliverySecond] = deque(maxlen=WINDOW_SECONDS)
+        self._archived = 0  # the last second handed to the archive
         #: which watched patterns a subject counts for (server/core/watch.py), set by the app
         self.patterns: Callable[[str], Iterable[str]] = lambda subject: ()
 
-    def _now(self) -> _Second:
+    def _now(self) -> DeliverySecond:
         second = int(self._clock())
         ring = self._ring
         if not ring or ring[-1].second != second:
-            ring.append(_Second(second))
+            ring.append(DeliverySecond(second))
         return ring[-1]
 
     def add_report(self, report: DeliveryReport, session: SessionDelivery) -> None:
@@ -143,6 +146,14 @@ class DeliveryBook:
         """One measurement of a server leg (see :data:`LEGS`)."""
         self.legs[leg].observe(micros)
         self._now().legs[leg].observe(micros)
+
+    def completed(self) -> list[DeliverySecond]:
+        """The seconds that ended since the last call (each once, oldest first): the archive's."""
+        now = int(self._clock())
+        done = [s for s in self._ring if self._archived < s.second < now]
+        if done:
+            self._archived = done[-1].second
+        return done
 
     def recent(self, seconds: int = WINDOW_SECONDS) -> RecentDelivery:
         """The last ``seconds`` merged: the member, each pattern, each leg."""

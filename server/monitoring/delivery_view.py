@@ -26,7 +26,7 @@ from pushgrid.ops.delivery import (
 )
 from pushgrid.protocol.latency import LOSS_KINDS, UPPER
 
-from ..core.delivery import WINDOW_SECONDS, DeliveryBook
+from ..core.delivery import WINDOW_SECONDS, DeliveryBook, DeliverySecond, DeliveryTally
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,4 +171,30 @@ def stats_lines(section: Mapping[str, object]) -> list[str]:
             lines.append(f"{prefix} {'U' if value is None else value}")
 
     flat("delivery", section)
+    return lines
+
+
+#: the delivery archive's columns after its text keys (``scope``, ``buckets``)
+ARCHIVE_KEYS: tuple[str, ...] = ("scope", "buckets")
+ARCHIVE_COLUMNS: tuple[str, ...] = ("count", *LOSS_KINDS)
+
+
+def archive_lines(
+    second: DeliverySecond, watched: set[str]
+) -> list[tuple[tuple[str, str], dict[str, float]]]:
+    """One second of the book as archive lines (metrics/archive.py ``DELIVERY``): the member,
+    each leg and each watched pattern that saw something."""
+    lines: list[tuple[tuple[str, str], dict[str, float]]] = []
+    scopes: list[tuple[str, DeliveryTally]] = [("member", second.member)]
+    scopes += [(f"pattern:{p}", t) for p, t in sorted(second.patterns.items()) if p in watched]
+    for scope, tally in scopes:
+        if tally.latency.count or any(tally.loss.values()):
+            values = {"count": float(tally.latency.count)}
+            values.update({kind: float(n) for kind, n in tally.loss.items()})
+            lines.append(((scope, bucket_text(tally.latency.counts)), values))
+    for leg, histogram in second.legs.items():
+        if histogram.count:
+            lines.append(
+                ((f"leg:{leg}", bucket_text(histogram.counts)), {"count": histogram.count})
+            )
     return lines

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from pushgrid.client import BackoffPolicy, Message, PushgridClient
+from pushgrid.metrics.archive import read_samples
+from pushgrid.ops.delivery import text_counts
 from pushgrid.protocol.frames import Subscribed
-from pushgrid.protocol.latency import UPPER, bucket_of
+from pushgrid.protocol.latency import BUCKET_COUNT, UPPER, bucket_of, quantile_of
 
 from .pgtest import (
     DEFAULT_TIMEOUT,
@@ -113,6 +115,7 @@ async def test_reported_latency_matches_the_clients_on_every_view(
         assert delivery["reports"] >= 1
         assert delivery["rejected_reports"] == 0
         await _other_views(server, tmp_path, delivery)
+        await _archived(server, delivery)
     finally:
         await client.close()
         await publisher.close()
@@ -150,6 +153,30 @@ async def _other_views(server: ServerProcess, tmp_path: Path, stats: dict[str, A
     assert body["cluster"]["latency"]["p99"] == stats["latency"]["p99"]
     (pattern,) = body["cluster"]["patterns"]
     assert (pattern["pattern"], pattern["latency"]["count"]) == (PATTERN, N)
+
+
+async def _archived(server: ServerProcess, stats: dict[str, Any]) -> None:
+    """The per-second archive's delivery lines add up to what /stats shows (exact merge)."""
+    node_dir = server.workdir / "data" / "archive"
+
+    async def lines() -> dict[str, Any] | None:
+        rows = [row for path in node_dir.glob("*/*/delivery-*.csv*") for row in read_samples(path)]
+        member = [r for r in rows if r["scope"] == "member"]
+        if sum(int(float(r["count"])) for r in member) != N:
+            return None
+        return {"rows": rows, "member": member}
+
+    found = await until(lines, what=f"{N} latencies in the archive")
+    merged = [0] * BUCKET_COUNT
+    for row in found["member"]:
+        for index, count in enumerate(text_counts(row["buckets"])):
+            merged[index] += count
+    for name, q in (("p50", 0.5), ("p99", 0.99)):
+        assert quantile_of(merged, N, q) == stats["latency"][name], name
+    patterns = [r for r in found["rows"] if r["scope"] == f"pattern:{PATTERN}"]
+    assert sum(int(float(r["count"])) for r in patterns) == N
+    legs = [r for r in found["rows"] if r["scope"] == "leg:publish_ack"]
+    assert sum(int(float(r["count"])) for r in legs) == N
 
 
 async def test_a_gap_forced_on_a_client_is_counted(
