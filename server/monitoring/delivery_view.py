@@ -198,3 +198,15 @@ def archive_lines(
                 ((f"leg:{leg}", bucket_text(histogram.counts)), {"count": histogram.count})
             )
     return lines
+
+
+def meta_fields(document: DeliveryDocument) -> dict[str, str]:
+    """The ``/pushgrid/<node>/delivery`` meta-subject's fields: /stats's ``delivery`` section
+    flattened (``latency.p99``, ``loss.gaps``, ``legs.engine.p50`` ...; no field for a
+    percentile without samples)."""
+    fields: dict[str, str] = {}
+    for line in stats_lines(stats_section(document)):
+        name, _, value = line.partition(" ")
+        if value != "U":
+            fields[name.removeprefix("delivery.")] = value
+    return fields

@@ -116,6 +116,7 @@ async def test_reported_latency_matches_the_clients_on_every_view(
         assert delivery["rejected_reports"] == 0
         await _other_views(server, tmp_path, delivery)
         await _archived(server, delivery)
+        await _meta_subject(server, delivery)
     finally:
         await client.close()
         await publisher.close()
@@ -177,6 +178,23 @@ async def _archived(server: ServerProcess, stats: dict[str, Any]) -> None:
     assert sum(int(float(r["count"])) for r in patterns) == N
     legs = [r for r in found["rows"] if r["scope"] == "leg:publish_ack"]
     assert sum(int(float(r["count"])) for r in legs) == N
+
+
+async def _meta_subject(server: ServerProcess, stats: dict[str, Any]) -> None:
+    """``/pushgrid/<node>/delivery`` carries the same numbers (a retained meta-subject)."""
+    watcher = await WsClient.connect(server)
+    try:
+        await watcher.subscribe("/pushgrid/it-node/delivery")
+        deadline = time.monotonic() + DEFAULT_TIMEOUT
+        while True:
+            (message,) = await watcher.messages(1, "/pushgrid/it-node/delivery")
+            if message["fields"].get("latency.count") == str(N):
+                break
+            assert time.monotonic() < deadline, message
+        assert float(message["fields"]["latency.p50"]) == stats["latency"]["p50"]
+        assert float(message["content"]) == stats["latency"]["p99"]
+    finally:
+        await watcher.close()
 
 
 async def test_a_gap_forced_on_a_client_is_counted(
