@@ -52,7 +52,7 @@ from .delivery import SessionDelivery
 from .entitlement import AllowAll, Entitlement, Grant, events_denial
 from .hub import Hub, Peer
 from .outgoing import message_frame, snapshot_frame
-from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal
+from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal, arrived
 
 log = logging.getLogger(__name__)
 
@@ -304,16 +304,7 @@ class Session:
 
         The rules are checked here, in request order; the engine's part runs as a task, so
         the next frame is read while this one waits for its acknowledgement (answers.py)."""
-        request = PublishRequest(
-            op.subject,
-            op.content,
-            op.fields,
-            op.retained,
-            op.qos,
-            op.message_id,
-            op.size,
-            ingress=time.time_ns() // 1000,
-        )
+        request = arrived(op)
         publisher = Publisher(self.remote, self.host, self.grant, self.may_publish, self._bucket)
         refusal = await self.admission.refusal(publisher, request.subject)
         if refusal is not None:

@@ -1,7 +1,7 @@
 """The built-in alert on client-observed loss (issue 33 item 2, ADR 048): ``ClientsSeeLoss``.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-28 02:30:00
 
 Data only (no schema change): one built-in rule, on by default, on the ``client_loss`` signal
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import context, op
 
-revision: str = "0009"
-down_revision: str | Sequence[str] | None = "0008"
+revision: str = "0011"
+down_revision: str | Sequence[str] | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
