@@ -310,14 +310,14 @@ class Hub:
         """Engine callback: fan ``message`` out to the subject's subscribers; measures the
         engine leg (ingress to here) and the fan-out's own time (ADR 048)."""
         if not message.ingress:
-            self._fan_out(message)
+            self._deliver_now(message)
             return
         started = time.time_ns()
         self.delivery.leg("engine", started / 1000 - message.ingress)
-        self._fan_out(message)
+        self._deliver_now(message)
         self.delivery.leg("fanout", (time.time_ns() - started) / 1000)
 
-    def _fan_out(self, message: Published) -> None:
+    def _deliver_now(self, message: Published) -> None:
         subject = message.subject
         counts = self.tally.get(subject) or self._new_tally(subject)
         frame: OutFrame | None = None  # the live update: encoded once, here, when someone reads it
