@@ -7,6 +7,11 @@ re-derived here: whatever makes ``/health`` and ``GET /api/v1/cluster`` say "mem
 makes ``member_down`` read 1 on target m3. ``delivery_stalled`` is read per canary pair: its
 target is ``publisher->receiver``, so the alert names the pair (ADR 049).
 
+Client loss (``client_loss``, ADR 048) is what a Guaranteed member's clients reported over its
+last 60 s (MBean ``pushgrid:type=Delivery``, ``Loss``): their resyncs plus their failed
+recoveries, messages they could not get back. A Standard member gives no value (its clients
+resync by design after a failover), nor does a member whose Delivery MBean cannot be read.
+
 A restart is a change of the member's ``StartTime`` (MBean ``pushgrid:type=Server``) between
 two looks; slow consumers are the member's ``slow_consumer_disconnects_total`` counter as a rate
 over the real time between two looks (a counter that goes back is a restart: no rate that look).
@@ -78,6 +83,7 @@ class ServerLook:
     at: float
     start_time: float  # ms since the epoch
     slow_disconnects: float
+    delivery_mode: str = ""  # "guaranteed" or "standard" (the Server MBean's DeliveryMode)
 
 
 @dataclass
@@ -110,6 +116,23 @@ def _rate(before: ServerLook | None, look: ServerLook, restarted: bool) -> float
         return None
     delta = look.slow_disconnects - before.slow_disconnects
     return None if delta < 0 else delta / (look.at - before.at)
+
+
+#: the loss counters that are messages a client did not get (gaps it recovered are not)
+LOST_KINDS: Final = ("resyncs", "recovery_failed")
+
+
+def loss_readings(
+    looks: Mapping[str, tuple[ServerLook | None, Mapping[str, int] | None]],
+) -> dict[str, dict[Key, float | None]]:
+    """``client_loss`` of every member: resyncs + failed recoveries its clients reported in
+    the window, on a Guaranteed member (missing on others and on unreadable ones)."""
+    out: dict[str, dict[Key, float | None]] = {}
+    for name, (look, loss) in looks.items():
+        if look is None or loss is None or look.delivery_mode != "guaranteed":
+            continue
+        out[name] = {key("client_loss"): float(sum(loss.get(k, 0) for k in LOST_KINDS))}
+    return out
 
 
 def merge(*parts: Mapping[str, Mapping[Key, float | None]]) -> dict[str, dict[Key, float | None]]:

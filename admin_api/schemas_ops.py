@@ -293,6 +293,12 @@ class SessionDetail(BaseModel):
     last_frames: list[dict[str, Any]] = Field(
         description="The last frames sent to the session (time, size, text), newest last"
     )
+    delivery: dict[str, Any] | None = Field(
+        default=None,
+        description="What the session's client reported (docs/monitoring.md, 'Delivery latency "
+        "and loss'): latency_count, latency_p50/p90/p99/p999 (s), loss, reports, last_report, "
+        "clock_offset_us, rtt_us; null from a member that does not say",
+    )
 
 
 # --- watched subjects --------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import inspect
 import logging
 import random
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Literal, TypeVar
@@ -68,6 +69,7 @@ from .models import (
     StatusEvent,
 )
 from .protocol import (
+    REPORT_INTERVAL,
     Abort,
     Answer,
     ClientAction,
@@ -151,6 +153,10 @@ class PushgridClient:
     one comma-separated string of them. ``token`` is sent as the ``token`` query parameter.
     ``compression``: offer permessage-deflate (the server agrees unless it is configured off;
     docs/protocol.md 1.1). Raises ValueError for an invalid server list.
+    ``reports``: measure delivery latency and loss and report them to the server every
+    ``report_interval`` seconds (docs/protocol.md 5.7; on by default); ``wall_clock`` is the
+    clock the latencies are read on (seconds since the Unix epoch; its offset to the server's
+    is estimated from pings, so a wrong clock is corrected).
     """
 
     def __init__(
@@ -171,6 +177,9 @@ class PushgridClient:
         compression: bool = True,
         client_id: str | None = None,
         on_presence: PresenceCallback | None = None,
+        reports: bool = True,
+        report_interval: float = REPORT_INTERVAL,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         invalid = client_id_error(client_id) if client_id is not None else None
         if invalid is not None:
@@ -183,6 +192,9 @@ class PushgridClient:
             token,
             max_recoveries,
             client_id,
+            reports=reports,
+            report_interval=report_interval,
+            wall_clock=wall_clock,
         )
         self._on_presence = on_presence
         self._on_message = on_message
@@ -237,6 +249,13 @@ class PushgridClient:
     def position(self, subject: str) -> Position | None:
         """The last ``(epoch, seq)`` received for ``subject``, or None."""
         return self._protocol.position(subject)
+
+    @property
+    def clock_offset(self) -> float | None:
+        """The estimated offset of the server's clock to ``wall_clock`` in seconds (server
+        minus client), or None before the first pong (or with reports off)."""
+        offset = self._protocol.delivery.clock.offset
+        return offset / 1e6 if offset is not None else None
 
     async def connect(
         self,

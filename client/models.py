@@ -26,6 +26,9 @@ class Message:
     For ``qos == "standard"`` ``seq`` is the seq of the last guaranteed message of the subject,
     not a sequence number of its own. ``conflated`` is True for a conflated delivery (one per
     conflation period: the latest content and the union of the period's fields).
+    ``latency``: for a live update, seconds from the publisher's arrival at the server to this
+    client's receipt, corrected by the client's clock offset (None when not measured: reports
+    off, no offset yet, not a live update; docs/protocol.md 5.7).
     """
 
     subject: str
@@ -38,6 +41,7 @@ class Message:
     retained: bool
     ts: int
     conflated: bool = False
+    latency: float | None = None
 
 
 class PublishStatus(StrEnum):

@@ -9,7 +9,8 @@ from its connection.
 Events in (method calls): ``start()``, ``welcome_received()``, ``data_received()``,
 ``timer_fired()``, ``connection_lost()``, ``backoff_elapsed()``, ``close()`` and the
 application's requests (``subscribe()``, ``unsubscribe()``, ``publish_request()``,
-``token_request()``). ``now`` is always passed in (seconds, any monotonic origin).
+``token_request()``). ``now`` is always passed in (seconds, any monotonic origin); the wall
+clock (latency measurement, :mod:`client.delivery`) is injected as ``wall_clock``.
 
 Actions out (returned lists, executed in order): :class:`Send` a frame, :class:`Deliver` a
 message, :class:`Notify` a status event, :class:`Answer` a publish or token request,
@@ -24,8 +25,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import random
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
@@ -36,6 +39,7 @@ from pushgrid.protocol.codec import publish_size
 from pushgrid.protocol.errors import InvalidSubject
 from pushgrid.protocol.exceptions import ClientError
 from pushgrid.protocol.frames import (
+    DeliveryReport,
     Error,
     Keepalive,
     MessageFrame,
@@ -60,6 +64,7 @@ from pushgrid.protocol.subjects import validate_subject
 
 from .backoff import Backoff
 from .closecodes import OTHER_SERVER, ReconnectRule, rule_for_close
+from .delivery import DeliveryReporter
 from .models import Message, MessageType, PublishResult, PublishStatus, QoS, Status, StatusEvent
 from .recovery import Action, RecoveryTracker
 from .servers import ServerAddress, ServerPool
@@ -101,7 +106,12 @@ _decoder: msgspec.json.Decoder[ServerFrame | list[ServerFrame]] = msgspec.json.D
     ServerFrame | list[ServerFrame]
 )
 
-ClientFrame = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery
+ClientFrame = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery | DeliveryReport
+
+#: seconds between delivery reports (docs/protocol.md 5.7)
+REPORT_INTERVAL = 5.0
+#: clock pings after a welcome: this many, a second apart, then one per report period
+EARLY_CLOCK_PINGS = 4
 
 
 class State(StrEnum):
@@ -241,7 +251,13 @@ class ClientProtocol:
         token: str | None = None,
         max_recoveries: int = 2,
         client_id: str | None = None,
+        *,
+        reports: bool = True,
+        report_interval: float = REPORT_INTERVAL,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        if not 0 < report_interval <= 3600:
+            raise ValueError(f"report_interval must be in (0, 3600] seconds, got {report_interval}")
         self.state = State.IDLE
         self.token = token
         self.client_id = client_id  # sent with every subscription (presence lists it)
@@ -260,6 +276,14 @@ class ClientProtocol:
         self._presences: set[int] = set()
         self._ids: Iterator[int] = itertools.count(1)
         self._last_rx = self._last_tx = 0.0
+        # delivery reports (client/delivery.py): clock pings in flight (id -> t0, wall us)
+        self.reports = reports
+        self.delivery = DeliveryReporter()
+        self._report_interval = report_interval
+        self._wall = wall_clock
+        self._clock_pings: dict[int, float] = {}
+        self._pings_sent = 0
+        self._next_ping = self._next_report = self._period_start = math.inf
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -308,7 +332,7 @@ class ClientProtocol:
         )
         items = [self._resubscribe_item(name, o) for name, o in self._subscriptions.items()]
         up = Notify(StatusEvent(Status.SERVER_UP, server=server, detail=welcome.server))
-        return [up, *self._subscribe_frames(items)]
+        return [up, *self._subscribe_frames(items), *self._start_reports(now)]
 
     def connection_lost(self, ended: Ended) -> list[ClientAction]:
         """The connection ended (or could not open): fail what waits, then retry or stop."""
@@ -368,23 +392,69 @@ class ClientProtocol:
         self._last_tx = now
 
     def deadline(self) -> float | None:
-        """When :meth:`timer_fired` must run next (None: no keepalive, or not open)."""
-        keepalive = self._keepalive()
-        if keepalive is None:
+        """When :meth:`timer_fired` must run next (None: no keepalive nor report, or not open)."""
+        if self.state is not State.OPEN:
             return None
-        return min(self._last_rx + DEAD_FACTOR * keepalive, self._last_tx + keepalive)
+        keepalive = self._keepalive()
+        due = min(self._next_ping, self._next_report)
+        if keepalive is not None:
+            due = min(due, self._last_rx + DEAD_FACTOR * keepalive, self._last_tx + keepalive)
+        return None if due == math.inf else due
 
     def timer_fired(self, now: float) -> list[ClientAction]:
-        """Ping after ``keepalive`` seconds of our own silence; abort after the dead deadline."""
+        """Ping after ``keepalive`` seconds of our own silence; abort after the dead deadline;
+        clock pings and delivery reports when they are due."""
         keepalive = self._keepalive()
-        if keepalive is None:
-            return []
-        if now >= self._last_rx + DEAD_FACTOR * keepalive:
+        if keepalive is not None and now >= self._last_rx + DEAD_FACTOR * keepalive:
             return [Abort(f"no frame from the server for {DEAD_FACTOR * keepalive:g} s")]
-        if now >= self._last_tx + keepalive:
+        actions: list[ClientAction] = []
+        if self.state is not State.OPEN:
+            return actions
+        if now >= self._next_report:
+            actions += self._report(now)
+        if now >= self._next_ping:
+            actions.append(self._clock_ping(now))
+        elif keepalive is not None and now >= self._last_tx + keepalive:
             self._last_tx = now
-            return [Send(Ping())]
-        return []
+            actions.append(Send(Ping()))
+        return actions
+
+    # --- delivery reports (client/delivery.py, docs/protocol.md 5.7) ---------------------------
+
+    def _start_reports(self, now: float) -> list[ClientAction]:
+        """A new connection (maybe to another server, another clock): estimate the offset
+        anew; the report period goes on (what was measured before is still reported)."""
+        if not self.reports:
+            return []
+        self.delivery.clock.clear()
+        self._clock_pings.clear()
+        self._pings_sent = 0
+        if self._next_report == math.inf:
+            self._next_report = now + self._report_interval
+            self._period_start = now
+        return [self._clock_ping(now)]
+
+    def _clock_ping(self, now: float) -> Send:
+        request_id = next(self._ids)
+        if len(self._clock_pings) >= 2 * EARLY_CLOCK_PINGS:  # unanswered ones: forget the oldest
+            del self._clock_pings[next(iter(self._clock_pings))]
+        self._clock_pings[request_id] = self._wall() * 1e6
+        self._pings_sent += 1
+        early = self._pings_sent < EARLY_CLOCK_PINGS
+        self._next_ping = now + (1.0 if early else self._report_interval)
+        self._last_tx = now
+        return Send(Ping(id=request_id))
+
+    def _report(self, now: float) -> list[ClientAction]:
+        report = self.delivery.report(min(now - self._period_start, 3600.0))
+        self._period_start = now
+        self._next_report = now + self._report_interval
+        return [Send(report)] if report is not None else []
+
+    def _pong(self, frame: Pong) -> None:
+        t0 = self._clock_pings.pop(frame.id, None) if frame.id is not None else None
+        if t0 is not None and isinstance(frame.time, int):
+            self.delivery.clock.add(t0, frame.time, self._wall() * 1e6)
 
     def _keepalive(self) -> float | None:
         if self.state is not State.OPEN or self.welcome is None or self.welcome.keepalive <= 0:
@@ -504,9 +574,11 @@ class ClientProtocol:
             return self._token_result(frame)
         if isinstance(frame, PresenceAnswer):
             return self._presence_answer(frame.id, frame)
-        if isinstance(frame, Welcome):
+        if isinstance(frame, Pong):
+            self._pong(frame)
+        elif isinstance(frame, Welcome):
             self.welcome = frame
-        elif not isinstance(frame, Keepalive | Pong | Unsubscribed):  # pragma: no cover
+        elif not isinstance(frame, Keepalive | Unsubscribed):  # pragma: no cover
             log.debug("pushgrid: ignoring %s", type(frame).__name__)
         return []
 
@@ -514,10 +586,12 @@ class ClientProtocol:
         if frame.subject not in self._subscriptions:
             return []  # unsubscribed while in flight
         decision = self._tracker.on_message(frame)
+        micros = self._measure(frame, decision.action, decision.reason) if self.reports else None
         if decision.action is Action.DELIVER:
+            latency = micros / 1e6 if micros is not None else None
             if self._subscriptions[frame.subject].delta:
-                return [Deliver(_message(frame, self._merged(frame)))]
-            return [Deliver(_message(frame))]
+                return [Deliver(_message(frame, self._merged(frame), latency))]
+            return [Deliver(_message(frame, latency=latency))]
         if decision.action is Action.DROP:
             log.debug("pushgrid: %s seq %d dropped (%s)", frame.subject, frame.seq, decision.reason)
             return []
@@ -532,6 +606,34 @@ class ClientProtocol:
             item = SubscribeItem(frame.subject, None, 0, options.conflation, options.delta)
         return self._subscribe_frames([item])
 
+    def _measure(self, frame: MessageFrame, action: Action, reason: str) -> float | None:
+        """What one message says of the delivery: its latency (returned, microseconds), a
+        duplicate, a gap, a resync."""
+        subject = frame.subject
+        micros = None
+        if action is Action.DELIVER:
+            if frame.kind == "update" and frame.ingress:
+                micros = self.delivery.latency(subject, frame.ingress, self._wall() * 1e6)
+            if reason == "new epoch adopted":
+                self.delivery.count(subject, "resyncs")
+        elif action is Action.DROP:
+            if reason.startswith("duplicate"):
+                self.delivery.count(subject, "duplicates")
+        else:  # a gap: recover it, or resync when recovering failed repeatedly
+            self.delivery.count(subject, "gaps")
+            if action is Action.RESYNC:
+                self.delivery.count(subject, "resyncs")
+        return micros
+
+    def _count_recovery(self, frame: Subscribed) -> None:
+        if not self.reports or frame.status != "allow":
+            return
+        if frame.recovery in ("recovered", "up_to_date"):
+            self.delivery.count(frame.subject, "recovered")
+        elif frame.recovery in ("new_epoch", "failed"):
+            self.delivery.count(frame.subject, "recovery_failed")
+            self.delivery.count(frame.subject, "resyncs")
+
     def _subscribed(self, frame: Subscribed) -> list[ClientAction]:
         if frame.id is not None and frame.id in self._sub_requests:
             waiting = self._sub_requests[frame.id]
@@ -541,6 +643,7 @@ class ClientProtocol:
         if frame.subject not in self._subscriptions:
             return []
         self._tracker.on_subscribed(frame)
+        self._count_recovery(frame)
         if frame.status != "allow":
             self._subscriptions.pop(frame.subject, None)
             status, detail = Status.SUBSCRIBE_DENY, frame.reason or "denied"
@@ -678,7 +781,9 @@ def _chunks(items: list[_T], size: int) -> Iterable[list[_T]]:
         yield items[start : start + size]
 
 
-def _message(frame: MessageFrame, fields: dict[str, str] | None = None) -> Message:
+def _message(
+    frame: MessageFrame, fields: dict[str, str] | None = None, latency: float | None = None
+) -> Message:
     return Message(
         subject=frame.subject,
         content=frame.content,
@@ -690,6 +795,7 @@ def _message(frame: MessageFrame, fields: dict[str, str] | None = None) -> Messa
         retained=frame.retained,
         ts=frame.ts,
         conflated=bool(getattr(frame, "conflated", False)),
+        latency=latency,
     )
 
 

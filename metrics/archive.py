@@ -37,6 +37,11 @@ def node_dirname(node: str) -> str:
 #: watched patterns (one line a second per pattern, ``ts,node,pattern,...``; ADR 030).
 SAMPLES = "samples"
 WATCHED = "watched"
+#: the delivery latency family (ADR 048): per second and scope (``member``, ``leg:<leg>``,
+#: ``pattern:<pattern>``) the latency buckets as text (``"31:120 32:7"``), their count and the
+#: clients' loss counters: ``ts,node,scope,buckets,count,gaps,...``; seconds without data have
+#: no line
+DELIVERY = "delivery"
 
 
 def hour_path(root: Path, node: str, ts: int, prefix: str = SAMPLES) -> Path:

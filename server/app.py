@@ -22,7 +22,7 @@ from pushgrid.config import (
     Settings,
 )
 from pushgrid.kernel.throttle import AuthThrottle
-from pushgrid.metrics.archive import SAMPLES, WATCHED, ArchiveWriter
+from pushgrid.metrics.archive import DELIVERY, SAMPLES, WATCHED, ArchiveWriter
 from pushgrid.metrics.canary import CanaryState
 from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.health import ArchiveState, member_transitions
@@ -50,6 +50,13 @@ from .engine.registry import build_engine
 from .fault_points import DeliveryWedge
 from .framing.outframe import OutFrame
 from .monitoring.beans import build_agent
+from .monitoring.delivery_view import (
+    ARCHIVE_COLUMNS,
+    ARCHIVE_KEYS,
+    NO_DELIVERY,
+    archive_lines,
+    read_delivery,
+)
 from .monitoring.loop_bridge import LoopBridge
 from .monitoring.meta import publish_meta_subjects
 from .monitoring.operations import ServerOperations
@@ -241,6 +248,13 @@ class PushServer:
         self.sampler = Sampler(self.counters, self._archive_writer())
         self.watchlist = self._watchlist()
         self.watch_feed = WatchFeed(self.hub, self.watchlist)
+        # reports count for the watched patterns their subjects match (core/delivery.py)
+        self.hub.delivery.patterns = lambda subject: [
+            p.pattern for p in self.watchlist.matching(subject)
+        ]
+        self.delivery_reading = NO_DELIVERY
+        self._delivery_archive = self._archive_writer(DELIVERY)
+        self.delivery_archive_errors = 0
         self.hot_subjects = self._hot_subjects()
         self._watch_subjects()
         self.loop_bridge = LoopBridge()
@@ -420,6 +434,7 @@ class PushServer:
         if self.is_monitor:  # worker 0 serves the server's monitoring (server/workers)
             await self._start_monitor_listeners(loop)
         self.sampler.listeners.append(self._watch_members)
+        self.sampler.listeners.append(self._read_delivery)
         self.track(loop.create_task(self.sampler.run()))
         self.track(loop.create_task(self.panel_probe.run()))
         if settings.meta_subject_interval > 0 and self.is_monitor:
@@ -439,6 +454,22 @@ class PushServer:
                     self._monitor_protocol, host, port, ssl=self._monitor_tls
                 )
                 self._monitor_servers.append(server)
+
+    def _read_delivery(self, _seconds: Sequence[int]) -> None:
+        """Once a second: the delivery numbers every view reads (ADR 048)."""
+        watched = set(self.watchlist.patterns)
+        book = self.hub.delivery
+        book.keep_patterns(watched)
+        self.delivery_reading = read_delivery(book, watched)
+        archive = self._delivery_archive
+        for second in book.completed():
+            lines = archive_lines(second, watched)
+            if archive is not None and lines:
+                try:
+                    archive.write_lines(second.second, lines)
+                except OSError as exc:  # the archive's trouble never stops the server
+                    self.delivery_archive_errors += 1
+                    log.warning("delivery archive: %s", exc)
 
     def _watch_members(self, _seconds: Sequence[int]) -> None:
         """Once a second: one WARNING per member of the cluster that went down or came up."""
@@ -491,14 +522,19 @@ class PushServer:
         root = self.monitoring_settings.metrics_archive
         if root is None or not self.is_monitor:  # one archive per server: worker 0 writes it
             return None
-        watched = prefix == WATCHED
+        columns: Sequence[str] = INDICATOR_NAMES
+        keys: tuple[str, ...] = ()
+        if prefix == WATCHED:
+            columns, keys = WATCH_NAMES, ("pattern",)
+        elif prefix == DELIVERY:  # ADR 048: buckets as text, one line per scope and second
+            columns, keys = ARCHIVE_COLUMNS, ARCHIVE_KEYS
         return ArchiveWriter(
             root,
             self.server_name,
-            WATCH_NAMES if watched else INDICATOR_NAMES,
+            columns,
             retention_days=self.monitoring_settings.metrics_archive_retention,
             prefix=prefix,
-            keys=("pattern",) if watched else (),
+            keys=keys,
         )
 
     # -- what the monitoring views read (server/monitoring/ports.py MonitoredNode) ------------
@@ -530,6 +566,7 @@ class PushServer:
             panel=self.panel_probe.panel,
             deflate=self._deflate_stats(),
             workers=self._worker_rows(),
+            delivery=self.delivery_reading,
         )
 
     def _deflate_stats(self) -> DeflateStats:
@@ -634,6 +671,8 @@ class PushServer:
         self.sampler.close()
         if self._watched_archive is not None:
             self._watched_archive.close()
+        if self._delivery_archive is not None:
+            self._delivery_archive.close()
         await self.engine.close()
         self._stopped.set()
 

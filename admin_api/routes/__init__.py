@@ -19,6 +19,7 @@ from . import (
     audit,
     canaries,
     cluster,
+    delivery,
     history,
     hot,
     jobs,
@@ -60,6 +61,7 @@ ROUTERS = (
     users,
     canaries,
     subject_browser,
+    delivery,
 )
 
 

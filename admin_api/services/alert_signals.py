@@ -18,6 +18,7 @@ from pushgrid.metrics.health import OK, Health, cluster_health
 from pushgrid.ops import names
 from pushgrid.ops.alerts import CLUSTER, SIGNALS
 from pushgrid.ops.cluster import ClusterDocument
+from pushgrid.ops.delivery import DeliveryLoss
 from pushgrid.ops.server import ServerTotals
 
 from ..access import is_jmx, read_view
@@ -26,6 +27,7 @@ from ..alert_signals import (
     MemberTracker,
     ServerLook,
     health_readings,
+    loss_readings,
     merge,
     stall_readings,
 )
@@ -42,7 +44,19 @@ async def server_look(http: httpx.AsyncClient, member: MemberEndpoint) -> Server
     except MemberFailure:
         return None
     slow = value.counters.get(SLOW_COUNTER, 0)
-    return ServerLook(time.monotonic(), float(value.start_time), float(slow))
+    return ServerLook(time.monotonic(), float(value.start_time), float(slow), value.delivery_mode)
+
+
+async def loss_look(http: httpx.AsyncClient, member: MemberEndpoint) -> dict[str, int] | None:
+    """The loss counters the member's clients reported in its window (None: unreadable)."""
+    try:
+        return (await read_view(http, member, names.DELIVERY, DeliveryLoss)).loss
+    except MemberFailure:
+        return None
+
+
+async def _no_loss() -> list[dict[str, int] | None]:
+    return []
 
 
 def _names(members: Sequence[MemberEndpoint], views: Sequence[ClusterDocument | None]) -> set[str]:
@@ -63,9 +77,11 @@ class SignalReader:
     ) -> Readings:
         if not any(rule.indicator in MEMBER_SIGNALS for rule in rules) or not members:
             return {}
-        views, looks = await asyncio.gather(
+        wants_loss = any(rule.indicator == "client_loss" for rule in rules)
+        views, looks, losses = await asyncio.gather(
             cluster_views(http, members),
             asyncio.gather(*(server_look(http, m) for m in members)),
+            asyncio.gather(*(loss_look(http, m) for m in members)) if wants_loss else _no_loss(),
         )
         healths: dict[str, Health | None] = {}
         for member, view, look in zip(members, views, looks, strict=True):
@@ -76,8 +92,12 @@ class SignalReader:
         health = cluster_health(healths)
         readable = [name for name, h in healths.items() if h is not None]
         names = _names(members, views)
+        by_name = {m.name: look for m, look in zip(members, looks, strict=True)}
         return merge(
             health_readings(names, readable, health.reasons),
             stall_readings(names, readable, health.reasons),
-            self.tracker.readings({m.name: look for m, look in zip(members, looks, strict=True)}),
+            self.tracker.readings(by_name),
+            loss_readings(
+                {m.name: (by_name[m.name], loss) for m, loss in zip(members, losses, strict=False)}
+            ),
         )

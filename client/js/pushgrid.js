@@ -89,6 +89,9 @@
   const encoder = new TextEncoder();
   const utf8Length = (text) => encoder.encode(text).length;
   const now = () => (typeof performance !== "undefined" ? performance.now() : Date.now()) / 1000;
+  /** Wall clock in ms since the Unix epoch, sub-millisecond where the platform allows. */
+  const wallClock = () => (typeof performance !== "undefined" && performance.timeOrigin
+    ? performance.timeOrigin + performance.now() : Date.now());
   const fmt = (seconds) => String(Math.round(seconds * 1000) / 1000);
   const describe = (err) => (err && err.message ? `${err.name}: ${err.message}` : String(err));
 
@@ -379,6 +382,100 @@
   /** The reaction to a connection that ended with close `code` (null: no close frame). */
   const ruleForClose = (code) => (code == null ? OTHER_SERVER : CLOSE_RULES[code] || BACKOFF);
 
+  // --- delivery reports (docs/protocol.md 5.7, client/delivery.py) ----------------------------
+
+  /** Latency bucket upper bounds in microseconds: the server's table (protocol/latency.py). */
+  const LATENCY_UPPER = Array.from({ length: 71 }, (_, i) => Math.round(Math.pow(10, 1 + i / 10)));
+  const BUCKET_COUNT = LATENCY_UPPER.length + 1;
+  const MAX_COUNT = 10000000;
+  const MAX_REPORT_SUBJECTS = 64;
+  const OFFSET_SAMPLES = 8;
+  const EARLY_CLOCK_PINGS = 4;
+  const LOSS_KINDS = ["gaps", "duplicates", "resyncs", "recovered", "recovery_failed"];
+
+  /** The bucket of a latency in microseconds (bucket 0: up to 10 us and negative readings). */
+  function bucketOf(micros) {
+    let lo = 0;
+    let hi = LATENCY_UPPER.length;
+    while (lo < hi) { // the first bound >= micros, as Python's bisect_left
+      const mid = (lo + hi) >> 1;
+      if (LATENCY_UPPER[mid] < micros) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** One report period's latency histograms and loss counters per subject, and the clock
+   * offset to the server (the minimum-round-trip ping of the last 8), as client/delivery.py. */
+  class DeliveryReporter {
+    constructor() {
+      this._subjects = new Map();
+      this._other = null;
+      this._samples = [];
+      this.best = null; // {rtt, offset} in microseconds
+      this.latencies = 0;
+    }
+    addSample(t0, server, t3) {
+      const rtt = t3 - t0;
+      if (rtt < 0) return;
+      this._samples.push({ rtt, offset: server - (t0 + t3) / 2 });
+      if (this._samples.length > OFFSET_SAMPLES) this._samples.shift();
+      this.best = this._samples.reduce((a, b) => (b.rtt < a.rtt ? b : a));
+    }
+    clearClock() {
+      this._samples = [];
+      this.best = null;
+    }
+    _seen(subject) {
+      let seen = this._subjects.get(subject);
+      if (!seen) {
+        if (this._subjects.size >= MAX_REPORT_SUBJECTS) {
+          if (!this._other) this._other = { latency: new Map(), counts: {} };
+          return this._other;
+        }
+        seen = { latency: new Map(), counts: {} };
+        this._subjects.set(subject, seen);
+      }
+      return seen;
+    }
+    /** The latency in microseconds of an update that reached the server at `ingress` (us) and
+     * arrived at `received` (this client's clock, us); null while no offset is known. */
+    latency(subject, ingress, received) {
+      if (!this.best || !(ingress > 0)) return null;
+      const micros = received + this.best.offset - ingress;
+      const buckets = this._seen(subject).latency;
+      const index = bucketOf(micros);
+      buckets.set(index, (buckets.get(index) || 0) + 1);
+      this.latencies += 1;
+      return micros;
+    }
+    count(subject, kind) {
+      const counts = this._seen(subject).counts;
+      counts[kind] = (counts[kind] || 0) + 1;
+    }
+    /** The period's report frame (null when nothing was seen); the period restarts. */
+    report(interval) {
+      const entry = (subject, seen) => {
+        const item = subject == null ? {} : { subject };
+        const pairs = [...seen.latency].sort((a, b) => a[0] - b[0]).map(([i, n]) => [i, Math.min(n, MAX_COUNT)]);
+        if (pairs.length) item.latency = pairs;
+        for (const kind of LOSS_KINDS) if (seen.counts[kind]) item[kind] = Math.min(seen.counts[kind], MAX_COUNT);
+        return pairs.length || Object.keys(seen.counts).length ? item : null;
+      };
+      const entries = [...this._subjects].map(([s, seen]) => entry(s, seen)).filter(Boolean);
+      if (this._other) {
+        const other = entry(null, this._other);
+        if (other) entries.push(other);
+      }
+      this._subjects = new Map();
+      this._other = null;
+      if (!entries.length) return null;
+      const frame = { op: "report", interval: Math.min(Math.max(interval, 0.001), 3600), entries };
+      if (this.best) Object.assign(frame, { offset: Math.round(this.best.offset), rtt: Math.round(this.best.rtt) });
+      return frame;
+    }
+  }
+
   // --- recovery --------------------------------------------------------------------------------
 
   /**
@@ -528,6 +625,12 @@
    * @param {number} [options.maxRecoveries=2] gaps in a row before a resync
    * @param {function():number} [options.random=Math.random] for reproducible choices
    * @param {boolean} [options.debug=false] log decisions with console.debug
+   * @param {boolean} [options.reports=true] measure delivery latency and loss and report them
+   *   to the server (WebSocket only; docs/protocol.md 5.7)
+   * @param {number} [options.reportInterval=5] seconds between reports
+   * @param {function():number} [options.clock] the wall clock latencies are read on, ms since
+   *   the Unix epoch (default: performance.timeOrigin + performance.now(), else Date.now());
+   *   its offset to the server's clock is estimated from pings
    * @param {string} [options.clientId] sent with every subscription: presence lists it
    *   (1 to 64 ASCII letters, digits and . _ : @ - + =; docs/occupancy.md, "Presence")
    * @param {function(object):void} [options.onPresence] gets the join/leave events of
@@ -561,6 +664,16 @@
       this._fallback = transport === "sse";
       this._wsFailures = 0;
       this._tracker = new RecoveryTracker(o.maxRecoveries ?? 2);
+      this._reports = o.reports !== false;
+      this._reportInterval = o.reportInterval ?? 5;
+      this._clock = o.clock || wallClock;
+      /** What this client measured of its deliveries (the report's source; docs/protocol.md 5.7). */
+      this.delivery = new DeliveryReporter();
+      this._clockPings = new Map(); // ping id -> t0 (wall clock, us)
+      this._pingsSent = 0;
+      this._nextPing = Infinity;
+      this._nextReport = Infinity;
+      this._periodStart = 0;
       this._subscriptions = new Map(); // subject -> {history, conflation, delta}
       this._fields = new Map(); // delta subscriptions: subject -> every field received, latest values
       this._resyncing = new Set();
@@ -1042,6 +1155,7 @@
       this.counters.welcomes += 1;
       this._pool.reset();
       this._tracker.cancelRecoveries();
+      this._startReports(conn);
       this._log(`connected to ${conn.server} (${welcome.server}, session ${welcome.session}, ${conn.kind})`);
       this._emit(statusEvent(Status.SERVER_UP, { server: String(conn.server), detail: welcome.server }));
       this._wake();
@@ -1114,9 +1228,70 @@
       if (!(keepalive > 0)) return;
       if (t - conn.lastRx >= DEAD_FACTOR * keepalive) {
         conn.finish(OTHER_SERVER, `no frame from the server for ${fmt(DEAD_FACTOR * keepalive)} s`);
+      } else if (conn.kind === "websocket" && this._reports && this._deliveryTimers(conn, t)) {
+        // a clock ping went out: it is also the keepalive's ping
       } else if (conn.kind === "websocket" && t - conn.lastTx >= keepalive) {
         conn.send({ op: "ping" });
       }
+    }
+
+    /** Clock pings and reports when due (true when a ping was sent). */
+    _deliveryTimers(conn, t) {
+      if (t >= this._nextReport) {
+        const report = this.delivery.report(t - this._periodStart);
+        this._periodStart = t;
+        this._nextReport = t + this._reportInterval;
+        if (report) conn.send(report);
+      }
+      if (t < this._nextPing) return false;
+      const id = this._ids++;
+      if (this._clockPings.size >= 2 * EARLY_CLOCK_PINGS) this._clockPings.delete(this._clockPings.keys().next().value);
+      this._clockPings.set(id, this._clock() * 1000);
+      this._pingsSent += 1;
+      this._nextPing = t + (this._pingsSent < EARLY_CLOCK_PINGS ? 1 : this._reportInterval);
+      conn.send({ op: "ping", id });
+      return true;
+    }
+
+    _startReports(conn) {
+      if (!this._reports || conn.kind !== "websocket") return;
+      this.delivery.clearClock();
+      this._clockPings.clear();
+      this._pingsSent = 0;
+      const t = now();
+      this._nextPing = t; // the watchdog sends the first at once
+      if (this._nextReport === Infinity) {
+        this._nextReport = t + this._reportInterval;
+        this._periodStart = t;
+      }
+    }
+
+    _pong(frame) {
+      const t0 = frame.id != null ? this._clockPings.get(frame.id) : undefined;
+      if (t0 === undefined) return;
+      this._clockPings.delete(frame.id);
+      if (typeof frame.time === "number") this.delivery.addSample(t0, frame.time, this._clock() * 1000);
+    }
+
+    /** What one message says of the delivery: its latency (seconds or null), a duplicate, a
+     * gap, a resync (client/protocol.py _measure). */
+    _measure(frame, decision) {
+      if (!this._reports) return null;
+      const subject = frame.subject;
+      let latency = null;
+      if (decision.action === "deliver") {
+        if (frame.kind === "update" && frame.ingress > 0) {
+          const micros = this.delivery.latency(subject, frame.ingress, this._clock() * 1000);
+          latency = micros == null ? null : micros / 1e6;
+        }
+        if (decision.reason === "new epoch adopted") this.delivery.count(subject, "resyncs");
+      } else if (decision.action === "drop") {
+        if (decision.reason.startsWith("duplicate")) this.delivery.count(subject, "duplicates");
+      } else {
+        this.delivery.count(subject, "gaps");
+        if (decision.action === "resync") this.delivery.count(subject, "resyncs");
+      }
+      return latency;
     }
 
     // --- frames from the server ----------------------------------------------------------------
@@ -1146,7 +1321,8 @@
         case "keepalive":
           this.counters.keepalives += 1;
           return undefined;
-        default: return undefined; // pong, unsubscribed, unknown (forward compatible)
+        case "pong": return this._pong(frame);
+        default: return undefined; // unsubscribed, unknown (forward compatible)
       }
     }
 
@@ -1160,6 +1336,7 @@
       const options = this._subscriptions.get(frame.subject);
       if (!options) return;
       const decision = this._tracker.onMessage(frame);
+      const latency = this._measure(frame, decision);
       if (decision.action === "deliver" && frame.subject === PRESENCE_SUBJECT && this.onPresence) {
         const f = frame.fields || {};
         return this._call(this.onPresence, Object.freeze({
@@ -1172,7 +1349,7 @@
         const message = Object.freeze({
           subject: frame.subject, content: frame.content, fields,
           type: frame.kind, epoch: frame.epoch, seq: frame.seq, qos: frame.qos,
-          retained: frame.retained, ts: frame.ts, conflated: frame.conflated === true,
+          retained: frame.retained, ts: frame.ts, conflated: frame.conflated === true, latency,
         });
         return this._call(this.onMessage, message, "onMessage");
       }
@@ -1206,6 +1383,14 @@
       }
       if (!this._subscriptions.has(frame.subject)) return;
       this._tracker.onSubscribed(frame);
+      if (this._reports && frame.status === "allow") {
+        if (frame.recovery === "recovered" || frame.recovery === "up_to_date") {
+          this.delivery.count(frame.subject, "recovered");
+        } else if (frame.recovery === "new_epoch" || frame.recovery === "failed") {
+          this.delivery.count(frame.subject, "recovery_failed");
+          this.delivery.count(frame.subject, "resyncs");
+        }
+      }
       let status = Status.SUBSCRIBE_ALLOW;
       let detail = null;
       if (frame.status !== "allow") {
@@ -1428,6 +1613,6 @@
   return {
     VERSION, PushgridClient, ConnectFailed, Status, MessageType, PublishStatus,
     ServerAddress, ServerPool, parseServer, parseServers, Backoff, backoffPolicy, DEFAULT_BACKOFF,
-    ruleForClose, RecoveryTracker, subjectError, msgIdError,
+    ruleForClose, RecoveryTracker, subjectError, msgIdError, DeliveryReporter, bucketOf, LATENCY_UPPER,
   };
 });

@@ -17,6 +17,7 @@ SignalName = Literal[
     "archive_failing",
     "stats_pipeline_failing",
     "delivery_stalled",
+    "client_loss",
 ]
 SIGNAL_NAMES: Final[tuple[str, ...]] = get_args(SignalName)
 
@@ -41,5 +42,10 @@ SIGNALS: Final[dict[str, tuple[str, str]]] = {
     "delivery_stalled": (
         "1 per pair publisher->receiver while the receiver's health reports its canaries stalled",
         "member",
+    ),
+    "client_loss": (
+        "messages the clients of a Guaranteed member could not get back over its last 60 s"
+        " (their reported resyncs + failed recoveries; none on a Standard member)",
+        "",
     ),
 }

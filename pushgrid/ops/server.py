@@ -91,4 +91,5 @@ class ServerTotals(msgspec.Struct, rename="pascal", frozen=True):
     """What the alert signals read: the start time (a restart) and the counters."""
 
     start_time: int
+    delivery_mode: str
     counters: dict[str, int]

@@ -10,8 +10,10 @@ import msgspec
 from .errors import ErrorCode, RemoteProtocolError
 from .frames import (
     CLIENT_OPS,
+    MAX_REPORT_SUBJECTS,
     MAX_SAFE_INTEGER,
     ClientOp,
+    DeliveryReport,
     PresenceQuery,
     Publish,
     ServerFrame,
@@ -20,6 +22,7 @@ from .frames import (
     client_id_error,
     msg_id_error,
 )
+from .latency import BUCKET_COUNT, MAX_COUNT
 from .subjects import validate_subject
 
 _encoder = msgspec.json.Encoder()
@@ -60,7 +63,8 @@ def decode_client_frame(data: bytes | str, limits: Limits) -> ClientOp:
         frame: ClientOp = msgspec.convert(raw, type=ClientOp)
         _check(frame, limits, request_id)
     except msgspec.ValidationError as exc:
-        error = RemoteProtocolError(ErrorCode.INVALID_FRAME, f"{op}: {exc}", request_id)
+        code = ErrorCode.INVALID_REPORT if op == "report" else ErrorCode.INVALID_FRAME
+        error = RemoteProtocolError(code, f"{op}: {exc}", request_id)
         error.op = op
         raise error from None
     except RemoteProtocolError as error:
@@ -120,6 +124,45 @@ def _check(frame: ClientOp, limits: Limits, request_id: int | None) -> None:
         _check_subjects(frame, limits, request_id)
     elif isinstance(frame, PresenceQuery):
         validate_subject(frame.subject, request_id)
+    elif isinstance(frame, DeliveryReport):
+        _check_report(frame, request_id)
+
+
+def _check_report(frame: DeliveryReport, request_id: int | None) -> None:
+    """A report's rules beyond its types (docs/protocol.md 5.7): at most MAX_REPORT_SUBJECTS
+    named subjects and one unattributed entry, each subject once and valid, buckets in range,
+    ascending, each count 1..MAX_COUNT. A broken report is refused whole (``invalid_report``)."""
+    named = [entry.subject for entry in frame.entries if entry.subject is not None]
+    unnamed = len(frame.entries) - len(named)
+    problem: str | None = None
+    if len(named) > MAX_REPORT_SUBJECTS or unnamed > 1:
+        problem = f"at most {MAX_REPORT_SUBJECTS} subjects and one entry without a subject"
+    elif len(set(named)) != len(named):
+        problem = "a subject appears twice"
+    for entry in frame.entries:
+        if problem is not None:
+            break
+        problem = _bucket_problem(entry.latency)
+    if problem is None:
+        for subject in named:
+            try:
+                validate_subject(subject, request_id)
+            except RemoteProtocolError as invalid:
+                problem = invalid.message
+                break
+    if problem is not None:
+        raise RemoteProtocolError(ErrorCode.INVALID_REPORT, f"report: {problem}", request_id)
+
+
+def _bucket_problem(pairs: list[tuple[int, int]]) -> str | None:
+    previous = -1
+    for index, count in pairs:
+        if not previous < index < BUCKET_COUNT:
+            return f"bucket indexes must ascend within 0..{BUCKET_COUNT - 1}, got {index}"
+        if not 1 <= count <= MAX_COUNT:
+            return f"a bucket count must be 1..{MAX_COUNT}, got {count}"
+        previous = index
+    return None
 
 
 def _check_publish(frame: Publish, limits: Limits, request_id: int | None, prefix: str) -> None:

@@ -36,6 +36,8 @@ class ErrorCode(StrEnum):
     PRESENCE_DISABLED = "presence_disabled"  # the subject matches no Occupancy.PresencePatterns
     # the node holds PublishDedupMaxKeys live msg_ids: a new msg_id is refused, retry later
     DEDUP_TABLE_FULL = "dedup_table_full"
+    # a delivery report that breaks its rules (docs/protocol.md 5.7): nothing of it is counted
+    INVALID_REPORT = "invalid_report"
 
 
 class CloseCode(IntEnum):

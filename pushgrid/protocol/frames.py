@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from .latency import MAX_COUNT
 from .sizes import message_size
 
 QoS = Literal["standard", "guaranteed"]
@@ -138,8 +139,49 @@ class PresenceQuery(msgspec.Struct, tag_field="op", tag="presence", frozen=True)
     id: RequestId | None = None
 
 
-ClientOp = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery
-CLIENT_OPS: tuple[str, ...] = ("subscribe", "unsubscribe", "publish", "ping", "token", "presence")
+# A report's numbers: counts of one report period (docs/protocol.md 5.7)
+ReportCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+#: subjects one report may name (the client folds the rest into the unattributed entry)
+MAX_REPORT_SUBJECTS = 64
+
+
+class ReportEntry(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a client saw of one subject (``subject`` absent: of subjects it did not name)
+    during one report period: the latency histogram's non-empty buckets as ``[index, count]``
+    pairs (protocol/latency.py) and its loss counters."""
+
+    subject: str | None = None
+    latency: list[tuple[int, int]] = msgspec.field(default_factory=list)
+    gaps: ReportCount = 0  # a seq jumped: messages missing (the client recovers)
+    duplicates: ReportCount = 0  # a seq at or below the position: dropped
+    resyncs: ReportCount = 0  # the numbering restarted (new epoch) or a recovery gave up
+    recovered: ReportCount = 0  # resubscriptions with recovery that got every missed message
+    recovery_failed: ReportCount = 0  # ... that did not (new_epoch, failed)
+
+
+class DeliveryReport(msgspec.Struct, tag_field="op", tag="report", frozen=True, omit_defaults=True):
+    """A client's delivery report (docs/protocol.md 5.7): latency and loss since its last one.
+
+    ``offset`` and ``rtt``: the client's clock offset to the server and the round trip of the
+    ping it was estimated from, in microseconds (the server keeps them on the session)."""
+
+    entries: list[ReportEntry]
+    interval: Annotated[float, msgspec.Meta(gt=0, le=3600)]
+    offset: int = 0
+    rtt: Annotated[int, msgspec.Meta(ge=0)] = 0
+    id: RequestId | None = None
+
+
+ClientOp = Subscribe | Unsubscribe | Publish | Ping | Token | PresenceQuery | DeliveryReport
+CLIENT_OPS: tuple[str, ...] = (
+    "subscribe",
+    "unsubscribe",
+    "publish",
+    "ping",
+    "token",
+    "presence",
+    "report",
+)
 
 
 # --- server -> client -------------------------------------------------------------------------
@@ -167,6 +209,9 @@ class MessageFrame(msgspec.Struct, tag_field="type", tag="message", omit_default
     retained: bool
     ts: int
     conflated: bool = False
+    #: microseconds since the Unix epoch when the publish reached its ingress member (live
+    #: updates only; absent on snapshots, recovered and historical messages, docs/protocol.md 4)
+    ingress: int = 0
 
 
 class Subscribed(msgspec.Struct, tag_field="type", tag="subscribed"):
@@ -225,6 +270,9 @@ class PresenceAnswer(msgspec.Struct, tag_field="type", tag="presence"):
 
 class Pong(msgspec.Struct, tag_field="type", tag="pong"):
     id: int | None = None
+    #: the server's clock when it answered, microseconds since the Unix epoch: the client's
+    #: clock-offset estimate (docs/protocol.md 5.4)
+    time: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class Keepalive(msgspec.Struct, tag_field="type", tag="keepalive"):

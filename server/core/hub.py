@@ -22,6 +22,7 @@ from pushgrid.metrics.counters import Counters
 from ..engine.base import Engine, Published
 from ..framing.outframe import OutFrame
 from .conflation import ConflatedSubscription, Conflator
+from .delivery import DeliveryBook
 from .deltas import DeltaLimits, SubjectDeltas
 from .outgoing import update_frame
 
@@ -65,6 +66,8 @@ class Hub:
         # subscriptions that asked for field deltas (server/core/deltas.py), per subject
         self._deltas: dict[str, SubjectDeltas] = {}
         self.delta_limits = DeltaLimits()  # the snapshot bounds' settings (server/app.py)
+        # the clients' delivery reports and the server's legs (core/delivery.py, ADR 048)
+        self.delivery = DeliveryBook()
         # The one list of the subscription tables: subject -> that table's subscribers (each a
         # collection of sessions that ``pop`` one). Whatever asks "who follows a subject" goes
         # through it, so a new table cannot be forgotten by one method (issue 34: the engine's
@@ -304,7 +307,17 @@ class Hub:
         counts[3] += size
 
     def deliver(self, message: Published) -> None:
-        """Engine callback: fan ``message`` out to the subject's subscribers."""
+        """Engine callback: fan ``message`` out to the subject's subscribers; measures the
+        engine leg (ingress to here) and the fan-out's own time (ADR 048)."""
+        if not message.ingress:
+            self._deliver_now(message)
+            return
+        started = time.time_ns()
+        self.delivery.leg("engine", started / 1000 - message.ingress)
+        self._deliver_now(message)
+        self.delivery.leg("fanout", (time.time_ns() - started) / 1000)
+
+    def _deliver_now(self, message: Published) -> None:
         subject = message.subject
         counts = self.tally.get(subject) or self._new_tally(subject)
         frame: OutFrame | None = None  # the live update: encoded once, here, when someone reads it

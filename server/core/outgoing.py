@@ -30,6 +30,8 @@ def message_of(published: Published, kind: MessageKind) -> MessageFrame:
         qos=published.qos,
         retained=published.retained,
         ts=published.ts,
+        # live updates only: a recovered or historical message's age is not a delivery latency
+        ingress=published.ingress if kind == "update" else 0,
     )
 
 

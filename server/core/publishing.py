@@ -25,10 +25,28 @@ from dataclasses import dataclass
 
 from pushgrid.kernel.throttle import AddressBuckets, Clock, TokenBucket
 from pushgrid.protocol.errors import ErrorCode
+from pushgrid.protocol.frames import Publish
 
 from ..engine.base import EngineRefusal, Published, PublishRequest
 from .entitlement import Entitlement, Grant
 from .hub import Hub
+
+
+def arrived(op: Publish) -> PublishRequest:
+    """A decoded publish (WebSocket frame or ``POST /publish`` body) as it enters the engine,
+    stamped with its ingress time: now, on this member (the start of the end-to-end latency
+    clients measure, ADR 048)."""
+    return PublishRequest(
+        op.subject,
+        op.content,
+        op.fields,
+        op.retained,
+        op.qos,
+        op.message_id,
+        op.size,
+        ingress=time.time_ns() // 1000,
+    )
+
 
 META_PREFIX = "/pushgrid/"
 
@@ -118,6 +136,8 @@ class Admission:
         else:
             if not published.duplicate:  # a retry's original was counted when it came in
                 self.hub.count_published(request.subject, request.size)
+                if request.ingress:  # ingress to the engine's acknowledgement (ADR 048)
+                    self.hub.delivery.leg("publish_ack", time.time_ns() / 1000 - request.ingress)
             return published
         self.count_refused()
         return refusal

@@ -24,6 +24,7 @@ from pushgrid.protocol.errors import (
     RemoteProtocolError,
 )
 from pushgrid.protocol.frames import (
+    DeliveryReport,
     Error,
     Ping,
     Pong,
@@ -47,10 +48,11 @@ from pushgrid.protocol.subjects import validate_subject
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..framing.outframe import SETS, OutFrame
 from .answers import InOrder
+from .delivery import SessionDelivery
 from .entitlement import AllowAll, Entitlement, Grant, events_denial
 from .hub import Hub, Peer
 from .outgoing import message_frame, snapshot_frame
-from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal
+from .publishing import Admission, Publisher, PublishGuard, PublishLimits, Refusal, arrived
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,8 @@ class Session:
         self._expiry: asyncio.TimerHandle | None = None
         self._welcomed = False  # the protocol's first frame is always the welcome
         self.answers = InOrder(self.send)  # publishes in flight, answered in request order
+        # what this session's client reported of its deliveries (core/delivery.py)
+        self.delivery = SessionDelivery()
 
     def __hash__(self) -> int:
         return id(self)
@@ -248,11 +252,13 @@ class Session:
         elif isinstance(op, Unsubscribe):
             self._unsubscribe(op)
         elif isinstance(op, Ping):
-            self.send(Pong(id=op.id))
+            self.send(Pong(id=op.id, time=time.time_ns() // 1000))
         elif isinstance(op, Token):
             await self._refresh_token(op)
         elif isinstance(op, PresenceQuery):
             await self._presence(op)
+        elif isinstance(op, DeliveryReport):
+            self.hub.delivery.add_report(op, self.delivery)
 
     def handle_binary(self) -> None:
         self._reject(
@@ -275,6 +281,8 @@ class Session:
                 )
             )
         else:
+            if error.code is ErrorCode.INVALID_REPORT:
+                self.hub.delivery.rejected_reports += 1
             self.send(
                 Error(
                     code=error.code.value,
@@ -296,9 +304,7 @@ class Session:
 
         The rules are checked here, in request order; the engine's part runs as a task, so
         the next frame is read while this one waits for its acknowledgement (answers.py)."""
-        request = PublishRequest(
-            op.subject, op.content, op.fields, op.retained, op.qos, op.message_id, op.size
-        )
+        request = arrived(op)
         publisher = Publisher(self.remote, self.host, self.grant, self.may_publish, self._bucket)
         refusal = await self.admission.refusal(publisher, request.subject)
         if refusal is not None:

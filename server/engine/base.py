@@ -38,6 +38,10 @@ class PublishRequest:
     #: publish and carried: the codec's check (``Publish.size``) hands it on, the engine's
     #: memory bounds and the counters read it; computed here when not given (-1)
     size: int = -1
+    #: microseconds since the Unix epoch when the publish reached this (the ingress) member;
+    #: 0 for the server's own messages (meta-subjects). Carried to every member and on the
+    #: wire as the message's ``ingress`` (end-to-end latency, ADR 048)
+    ingress: int = 0
 
     def __post_init__(self) -> None:
         if self.size < 0:
@@ -128,6 +132,8 @@ class Published:
     ts: int
     #: True on the answer to a repeated msg_id: the original's epoch, seq and ts (guarantee 7)
     duplicate: bool = field(default=False, compare=False)
+    #: the request's ``ingress`` (microseconds, 0: unknown), for the latency measurements
+    ingress: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,6 +152,7 @@ class MemoryEngine(Engine):
             epoch=state.epoch,
             seq=state.seq,
             ts=now,
+            ingress=request.ingress,
         )
         if request.retained:
             self._retain(state, request, delta, now)

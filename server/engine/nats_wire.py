@@ -47,6 +47,7 @@ class Item(msgspec.Struct, frozen=True, omit_defaults=True):
     r: bool = True  # retained
     q: QoS = "guaranteed"
     m: str | None = None  # the publisher's msg_id (guarantee 7); absent when it gave none
+    g: int = 0  # ingress: us since the Unix epoch at the ingress member (ADR 048); 0: absent
 
     def published(self, subject: str, epoch: str) -> Published:
         return Published(
@@ -58,6 +59,7 @@ class Item(msgspec.Struct, frozen=True, omit_defaults=True):
             epoch=epoch,
             seq=self.s,
             ts=self.t,
+            ingress=self.g,
         )
 
 
@@ -156,6 +158,7 @@ def next_record(
                 request.retained,
                 request.qos,
                 request.msg_id,
+                request.ingress,
             )
         )
         if request.retained:

@@ -53,6 +53,7 @@ class _Wire(msgspec.Struct, frozen=True, array_like=True):
     retained: bool
     qos: QoS
     msg_id: str | None = None  # the publisher's idempotency key: every member drops a repeat
+    ingress: int = 0  # us since the Unix epoch at the ingress member (older members: absent)
 
 
 class _Removal(msgspec.Struct, frozen=True, array_like=True):
@@ -116,7 +117,13 @@ class StandardClusterEngine(Engine):
         echo: asyncio.Future[Published] = asyncio.get_running_loop().create_future()
         self._echoes[origin] = echo
         wire = _Wire(
-            origin, request.content, request.fields, request.retained, request.qos, request.msg_id
+            origin,
+            request.content,
+            request.fields,
+            request.retained,
+            request.qos,
+            request.msg_id,
+            request.ingress,
         )
         try:
             await self.link.nc.publish(
@@ -137,7 +144,13 @@ class StandardClusterEngine(Engine):
             return
         echo = self._echoes.get(wire.origin)
         request = PublishRequest(
-            subject, wire.content, wire.fields, wire.retained, wire.qos, wire.msg_id
+            subject,
+            wire.content,
+            wire.fields,
+            wire.retained,
+            wire.qos,
+            wire.msg_id,
+            ingress=wire.ingress,
         )
         try:
             published = self.local.publish_now(request, enforce=False)

@@ -29,6 +29,8 @@ pushgrid:type=MemberPanel               process CPU, RSS, open files, event-loop
 pushgrid:type=WatchedSubjects           watched patterns: totals, rates, subscribers,
                                         subjects, windows; ops ``watch(String pattern)``,
                                         ``unwatch(String pattern)`` (server/core/watch.py)
+pushgrid:type=Delivery                  the clients' delivery latency and loss, the server's
+                                        legs (ops/delivery.py, server/core/delivery.py)
 =====================================  =====================================================
 """
 
@@ -47,6 +49,7 @@ from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops import names
+from pushgrid.ops.delivery import DeliveryDocument
 from pushgrid.ops.indicator import WINDOW_LABELS
 from pushgrid.ops.panel import PanelAttributes
 from pushgrid.ops.server import ServerDocument, list_text
@@ -128,7 +131,18 @@ def server_beans(
         hot_subjects_bean(tables),
         member_panel_bean(tables),
         watched_subjects_bean(tables, operations),
+        delivery_bean(tables),
     ]
+
+
+def delivery_bean(tables: _Tables) -> MBean:
+    """What the clients report of their deliveries and the server's legs (ADR 048)."""
+
+    def document(s: LiveState) -> DeliveryDocument:
+        return s.delivery.document
+
+    name = ObjectName.parse(names.DELIVERY)
+    return MBean(name, "Delivery latency and loss", tables.document(document))
 
 
 def _server_bean(tables: _Tables, settings: Settings) -> MBean:

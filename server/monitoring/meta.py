@@ -7,6 +7,9 @@ and ``-`` replaced by ``_``)::
                                    sessions, subscriptions, subjects, cache size, uptime
     /pushgrid/<node>/<indicator>   content: the last value; fields: ``current``, ``ts`` and
                                    ``<window>.<max|avg|stddev|count>`` for the 12 windows
+    /pushgrid/<node>/delivery      once the node's clients have reported (ADR 048): content
+                                   the window's latency p99 in seconds (``-`` without samples);
+                                   fields: /stats's ``delivery`` section flattened
 
 ``/pushgrid/<node>/cluster`` (content: the health) is also published as soon as anything in it
 changes (checked every ``HEALTH_CHECK_PERIOD``), not only with the next round: a member going
@@ -36,7 +39,7 @@ from ..engine.base import (
     PublishRequest,
     SnapshotLimitExceeded,
 )
-from . import watched_view
+from . import delivery_view, watched_view
 from .cluster_view import meta_fields
 from .numbers import number_text
 from .ports import LiveState, MonitoredNode
@@ -96,6 +99,10 @@ def meta_messages(
     messages.append(cluster_message(live.server_name, cluster))
     if model.watched.get("patterns"):
         messages.extend(watched_view.meta_messages(model, node))
+    delivery = live.delivery.document
+    if delivery.reports:
+        fields = delivery_view.meta_fields(delivery)
+        messages.append(_message(f"{node}/delivery", fields.get("latency.p99", "-"), fields))
     return messages
 
 

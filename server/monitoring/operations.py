@@ -104,6 +104,7 @@ class ServerOperations:
         (info,) = [i for i in self.session_list() if i["id"] == session_id]
         info["outbound_buffer_bytes"] = _outbound_bytes(session.peer)
         info["last_frames"] = [frame_info(at, frame) for at, frame in recorded]
+        info["delivery"] = session.delivery.summary()  # what its client reported (ADR 048)
         return info
 
     def disconnect(self, session_id: str) -> bool:

@@ -25,6 +25,7 @@ from pushgrid.ops.panel import MemberPanel
 
 from ..cluster.status import ClusterStatus
 from ..engine.base import EngineStats
+from .delivery_view import NO_DELIVERY, DeliveryReading
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,8 @@ class LiveState:
     deflate: DeflateStats = NO_DEFLATE
     # the server's processes, worker 0 first (empty with Workers = 1: nothing changes there)
     workers: tuple[WorkerRow, ...] = ()
+    # the clients' delivery reports and the server's legs, read once a second (ADR 048)
+    delivery: DeliveryReading = NO_DELIVERY
 
 
 class MonitoredNode(Protocol):

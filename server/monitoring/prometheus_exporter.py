@@ -28,6 +28,7 @@ from pushgrid.ops.panel import MemberPanel
 from . import watched_view
 from .canary_view import canary_metrics
 from .cluster_view import cluster_metrics
+from .delivery_view import delivery_metrics
 from .ports import DeflateStats, LiveState, MonitoredNode, WorkerRow
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -122,6 +123,7 @@ def live_metrics(live: LiveState) -> Iterator[Metric]:
         live.flush_delay,
     )
     yield from panel_metrics(live.panel)
+    yield from delivery_metrics(live.delivery)
 
 
 def deflate_metrics(deflate: DeflateStats) -> Iterator[Metric]:

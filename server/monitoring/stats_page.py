@@ -16,7 +16,7 @@ from typing import Any
 from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
-from . import canary_view, watched_view
+from . import canary_view, delivery_view, watched_view
 from .numbers import number_text
 from .ports import LiveState
 
@@ -56,6 +56,7 @@ def stats_document(model: ReadModel, live: LiveState) -> dict[str, Any]:
         "hot_subjects": dict(model.hot),
         "panel": live.panel.as_dict(),
         "watched_subjects": dict(model.watched),
+        "delivery": delivery_view.stats_section(live.delivery.document),
     }
     if live.workers:  # Workers > 1 only: one process's document stays as it was
         document["workers"] = [asdict(row) for row in live.workers]
@@ -82,4 +83,5 @@ def stats_text(document: dict[str, Any]) -> str:
         index = row["index"]
         lines.extend(f"worker.{index}.{k} {v}" for k, v in row.items() if k != "index")
     lines.extend(canary_view.stats_lines(document.get("canaries", {})))
+    lines.extend(delivery_view.stats_lines(document.get("delivery", {})))
     return "\n".join(lines) + "\n"

@@ -32,8 +32,8 @@ from pushgrid.protocol.subjects import validate_subject
 
 from ..cluster.status import ClusterStatus
 from ..core.entitlement import Entitlement
-from ..core.publishing import Admission, Publisher, Refusal
-from ..engine.base import Engine, PublishRequest
+from ..core.publishing import Admission, Publisher, Refusal, arrived
+from ..engine.base import Engine
 from .sse import parse_last_event_id, parse_position
 
 
@@ -231,9 +231,7 @@ async def _publish(
         # through another member at once instead of waiting ClusterPublishTimeout for a quorum
         # this member cannot reach (a WebSocket session is closed with 4007 instead).
         return isolated_problem(isolated, "publish")
-    publish_request = PublishRequest(
-        op.subject, op.content, op.fields, op.retained, op.qos, op.message_id, op.size
-    )
+    publish_request = arrived(op)
     host = host_of(remote)
     grant = app.entitlement.grant(_token(request, query))
     publisher = Publisher(remote, host, grant, app.may_publish(host))

@@ -73,6 +73,8 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("DELETE", "/api/v1/traces/{trace_id}"): Role.OPERATOR,
     ("GET", "/api/v1/members/{name}/sessions/{session_id}"): Role.OPERATOR,
     ("GET", "/api/v1/watched-subjects"): Role.VIEWER,
+    ("GET", "/api/v1/delivery/latency"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/delivery/latency"): Role.VIEWER,
     ("GET", "/api/v1/watched-subjects/statistics"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/watched-subjects"): Role.VIEWER,
     ("POST", "/api/v1/watched-subjects"): Role.OPERATOR,

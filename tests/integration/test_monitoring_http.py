@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.member_panel import EMPTY_PANEL
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.protocol.latency import LEGS, LOSS_KINDS
 
 from .pgtest import (
     DEFAULT_TIMEOUT,
@@ -124,6 +125,14 @@ async def test_stats_text_lists_every_indicator_window_and_statistic(srv):
     expected |= {"canary_published_total", "canary_publish_failures_total", "canary_stale_pairs"}
     server = header["server"]
     expected |= {f"canary.{server}.{key}" for key in ("age_seconds", "latency_seconds", "stale")}
+    # delivery latency and loss (no watched pattern here: no pattern lines)
+    summary = ("count", "p50", "p90", "p99", "p999")
+    expected |= {"delivery.window", "delivery.reports", "delivery.rejected_reports"}
+    expected |= {f"delivery.latency.{k}" for k in summary}
+    expected |= {f"delivery.legs.{leg}.{k}" for leg in LEGS for k in summary}
+    expected |= {
+        f"delivery.{part}.{kind}" for part in ("loss", "loss_total") for kind in LOSS_KINDS
+    }
     for indicator in INDICATOR_NAMES:
         expected.add(indicator)
         for window in WINDOW_NAMES:

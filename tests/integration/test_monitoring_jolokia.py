@@ -27,6 +27,7 @@ ALL_BEANS = sorted(
         "pushgrid:type=Cluster",
         "pushgrid:type=Cache",
         "pushgrid:type=Compression",
+        "pushgrid:type=Delivery",
         "pushgrid:type=HotSubjects",
         "pushgrid:type=MemberPanel",
         "pushgrid:type=Server",

@@ -116,3 +116,23 @@ def test_the_built_in_rules_are_on_after_migration_and_fire_on_their_signals(
     pipeline = by_signal["stats_pipeline_failing"]
     changes = Evaluator().evaluate([pipeline], {}, 1.0, {key("stats_pipeline_failing"): 1.0})
     assert [(c.alert.target, c.state) for c in changes] == [("cluster", "firing")]
+
+
+def test_client_loss_is_what_a_guaranteed_members_clients_could_not_get_back() -> None:
+    from pushgrid.admin_api.alert_signals import ServerLook, key, loss_readings
+
+    guaranteed = ServerLook(0.0, 1.0, 0.0, "guaranteed")
+    standard = ServerLook(0.0, 1.0, 0.0, "standard")
+    loss = {"gaps": 7, "duplicates": 3, "resyncs": 1, "recovered": 7, "recovery_failed": 2}
+    readings = loss_readings(
+        {
+            "g": (guaranteed, loss),
+            "clean": (guaranteed, {"gaps": 4, "recovered": 4}),  # every gap recovered
+            "s": (standard, loss),  # Standard clients resync by design after a failover
+            "unread": (guaranteed, None),
+        }
+    )
+    assert readings == {
+        "g": {key("client_loss"): 3.0},
+        "clean": {key("client_loss"): 0.0},
+    }

@@ -59,9 +59,10 @@ WELCOME = Welcome("srv", "1.1", "sess", keepalive=10.0, max_message_size=1000, m
 
 
 def protocol(servers: tuple[str, ...] = ("127.0.0.1:1", "127.0.0.1:2")) -> ClientProtocol:
+    """Delivery reports off: their pings and reports are tested in test_delivery_reports.py."""
     rng = random.Random(1)
     pool = ServerPool(parse_servers(list(servers)), rng)
-    return ClientProtocol(pool, Backoff(POLICY, rng), rng, token="t0")
+    return ClientProtocol(pool, Backoff(POLICY, rng), rng, token="t0", reports=False)
 
 
 def opened(subjects: tuple[str, ...] = ()) -> ClientProtocol:

@@ -322,6 +322,23 @@ async def test_delivery_once_per_message_in_order(engine: Engine, delivered: Del
     assert [m.content for m in delivered.of(OTHER)] == ["o1", "o2"]
 
 
+async def test_delivery_carries_the_ingress_time(engine: Engine, delivered: Delivered) -> None:
+    """The ingress member's arrival time reaches every member's delivery (ADR 048): the
+    end-to-end latency clients measure starts there."""
+    for qos, ingress in (
+        ("guaranteed", 1_795_359_512_393_104),
+        ("standard", 1_795_359_512_400_000),
+    ):
+        request = PublishRequest(SUBJECT, qos, {}, True, qos, ingress=ingress)  # type: ignore[arg-type]
+        published = await engine.publish(request)
+        assert published.ingress == ingress
+    messages = await delivered.wait_for(2)
+    assert [(m.content, m.ingress) for m in messages] == [
+        ("guaranteed", 1_795_359_512_393_104),
+        ("standard", 1_795_359_512_400_000),
+    ]
+
+
 async def test_delivery_of_many_messages_stays_in_seq_order(
     engine: Engine, delivered: Delivered
 ) -> None:

@@ -19,6 +19,7 @@ from pushgrid.protocol.codec import (
 from pushgrid.protocol.errors import ErrorCode, RemoteProtocolError
 from pushgrid.protocol.frames import (
     CLIENT_OPS,
+    DeliveryReport,
     Error,
     Keepalive,
     MessageFrame,
@@ -49,11 +50,13 @@ OP_TYPES = {
     "ping": Ping,
     "token": Token,
     "presence": PresenceQuery,
+    "report": DeliveryReport,
 }
 
 
 def _as_dict(frame: Any) -> dict[str, Any]:
-    data: dict[str, Any] = msgspec.to_builtins(frame)
+    # as JSON holds it (a report's bucket pairs are tuples in the struct, arrays on the wire)
+    data: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(frame))
     data["op"] = frame.__struct_config__.tag
     return data
 
@@ -406,6 +409,33 @@ SERVER_FRAMES: list[tuple[ServerFrame, dict[str, Any]]] = [
         },
     ),
     (
+        MessageFrame(
+            kind="update",
+            subject="/a/b",
+            content="1",
+            fields={},
+            epoch="e",
+            seq=1,
+            qos="guaranteed",
+            retained=True,
+            ts=1732280000000,
+            ingress=1732280000000123,
+        ),
+        {
+            "type": "message",
+            "kind": "update",
+            "subject": "/a/b",
+            "content": "1",
+            "fields": {},
+            "epoch": "e",
+            "seq": 1,
+            "qos": "guaranteed",
+            "retained": True,
+            "ts": 1732280000000,
+            "ingress": 1732280000000123,
+        },
+    ),
+    (
         Subscribed("/a/b", "allow", "recovered", "ep", 12, 1),
         {
             "type": "subscribed",
@@ -459,6 +489,7 @@ SERVER_FRAMES: list[tuple[ServerFrame, dict[str, Any]]] = [
         },
     ),
     (Pong(4), {"type": "pong", "id": 4}),
+    (Pong(4, time=1732280000000123), {"type": "pong", "id": 4, "time": 1732280000000123}),
     (Pong(), {"type": "pong", "id": None}),
     (Keepalive(), {"type": "keepalive"}),
     (
