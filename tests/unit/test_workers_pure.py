@@ -111,7 +111,8 @@ def test_descriptor_check_names_the_key() -> None:
 
 
 def test_settings_read_workers(tmp_path: pytest.TempPathFactory) -> None:
-    assert load_settings(None).server.workers == "auto"
+    # 1 until every feature works across workers (docs/workers.md): the default is not auto yet
+    assert load_settings(None).server.workers == 1
     conf = tmp_path / "pushgrid.conf"  # type: ignore[operator]
     for value, expected in (("auto", "auto"), ("AUTO", "auto"), ("3", 3), ("1", 1)):
         conf.write_text(f"Workers = {value}\n")
