@@ -363,6 +363,18 @@ class PublishOut(BaseModel):
 
 # --- sessions ----------------------------------------------------------------------------------
 
+SESSION_SORT_KEYS = (
+    "connected_since",
+    "bytes_in",
+    "bytes_out",
+    "remote",
+    "messages_in",
+    "messages_out",
+    "outbound_buffer_bytes",
+    "client_id",
+    "member",
+    "subject_count",
+)
 SessionSort = Literal[
     "connected_since",
     "-connected_since",
@@ -372,7 +384,20 @@ SessionSort = Literal[
     "-bytes_out",
     "remote",
     "-remote",
+    "messages_in",
+    "-messages_in",
+    "messages_out",
+    "-messages_out",
+    "outbound_buffer_bytes",
+    "-outbound_buffer_bytes",
+    "client_id",
+    "-client_id",
+    "member",
+    "-member",
+    "subject_count",
+    "-subject_count",
 ]
+SessionTransport = Literal["websocket", "sse"]
 
 
 class SessionOut(BaseModel):
@@ -381,13 +406,35 @@ class SessionOut(BaseModel):
     remote: str = Field(description="Remote address, host:port")
     connected_since: datetime
     subjects: list[str]
-    messages_in: int
+    messages_in: int = Field(description="Publishes accepted from the client")
     bytes_in: int
     bytes_out: int
+    client_id: str = Field(
+        default="",
+        description="The token's sub when the token names one, else the client_id the client "
+        "declared when subscribing; empty when it declared none (the session id identifies it)",
+    )
+    transport: SessionTransport = Field(default="websocket", description="websocket or sse")
+    compression: bool = Field(default=False, description="permessage-deflate agreed")
+    messages_out: int = Field(default=0, description="Message frames queued for the client")
+    outbound_buffer_bytes: int = Field(
+        default=0, description="Bytes queued and not yet written to the client's socket"
+    )
     internal: bool = Field(
         default=False,
-        description="An internal probe (the admin API's canary subscriber), not a user",
+        description="A probe of the admin API or a canary (connected with internal=1), not a "
+        "user: left out of lists and counts unless internal=include or only",
     )
+    delivery_latency_ms: float | None = Field(
+        default=None, description="Delivery latency the client reported; null when it has not"
+    )
+    lost_messages: int | None = Field(
+        default=None, description="Messages the client reported lost; null when it has not"
+    )
+
+    @property
+    def subject_count(self) -> int:
+        return len(self.subjects)
 
 
 class MemberError(BaseModel):
@@ -397,6 +444,9 @@ class MemberError(BaseModel):
 
 class SessionPage(Page):
     items: list[SessionOut]
+    internal_hidden: int = Field(
+        default=0, description="Internal sessions (probes) the internal filter left out"
+    )
     unreachable: list[MemberError] = Field(
         default_factory=list, description="Members whose sessions could not be read"
     )
@@ -540,3 +590,26 @@ class OverviewOut(BaseModel):
     members: MemberList
     live: LiveStats
     cluster: ClusterOut
+
+
+# --- slow consumers (ADR 050) ------------------------------------------------------------------
+
+
+class SlowConsumerOut(BaseModel):
+    """A session a member closed with 4001 (its outbound buffer passed MaxOutboundBufferSize)."""
+
+    member: str
+    at: datetime = Field(description="When it was closed (millisecond precision)")
+    session: str
+    remote: str
+    client_id: str
+    transport: SessionTransport
+    subjects: list[str] = Field(description="What it followed (the first 50)")
+    subject_count: int
+    queued_bytes: int = Field(description="Bytes waiting for the client when it was closed")
+    limit: int = Field(description="MaxOutboundBufferSize of the member")
+
+
+class SlowConsumerPage(Page):
+    items: list[SlowConsumerOut] = Field(description="Newest first")
+    unreachable: list[MemberError] = Field(default_factory=list)

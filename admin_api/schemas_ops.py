@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from pushgrid.ops.alerts import SIGNALS, RuleWindow, SignalName
 
 from .alerting import hysteresis_ok
-from .schemas import IndicatorName, Subject
+from .schemas import IndicatorName, SessionOut, SlowConsumerOut, Subject
 
 # --- hot subjects ------------------------------------------------------------------------------
 
@@ -280,18 +280,17 @@ class TraceOut(BaseModel):
     messages: list[TraceMessage] = Field(default_factory=list)
 
 
-class SessionDetail(BaseModel):
-    member: str
-    id: str
-    remote: str
-    connected_since: datetime
-    subjects: list[str]
-    outbound_buffer_bytes: int = Field(description="Bytes waiting to be written to the client")
-    messages_in: int
-    bytes_in: int
-    bytes_out: int
+class SessionDetail(SessionOut):
+    """One client: what the Clients list shows, the last frames sent to it and the member's
+    slow-consumer closes of the same client id (or, without one, the same host)."""
+
     last_frames: list[dict[str, Any]] = Field(
-        description="The last frames sent to the session (time, size, text), newest last"
+        description="The last frames sent to the session, newest last: at (ms since the Unix "
+        "epoch), size, text (cut at 2 KiB; null with redacted when entitlement hides it)"
+    )
+    slow_consumers: list[SlowConsumerOut] = Field(
+        default_factory=list,
+        description="This member's slow-consumer closes of the same client (newest first)",
     )
     delivery: dict[str, Any] | None = Field(
         default=None,

@@ -9,9 +9,15 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from ..deps import GuardedRoute, HttpDep, MemberDep, MembersDep, Operator, Viewer, audit_target
 from ..problems import MEMBER_ERRORS, ProblemError, problem_responses
-from ..schemas import MAX_SUBJECT_LENGTH, SessionPage, SessionSort
+from ..schemas import (
+    MAX_SUBJECT_LENGTH,
+    SessionPage,
+    SessionSort,
+    SessionTransport,
+    SlowConsumerPage,
+)
 from ..services import sessions
-from ..services.sessions import SessionQuery
+from ..services.sessions import SessionQuery, SlowConsumerQuery
 
 router = APIRouter(tags=["sessions"], route_class=GuardedRoute)
 
@@ -48,6 +54,16 @@ def session_query(
     ] = None,
     min_bytes_in: Annotated[int | None, Query(ge=0, le=MAX_BYTES)] = None,
     min_bytes_out: Annotated[int | None, Query(ge=0, le=MAX_BYTES)] = None,
+    client_id: Annotated[
+        str | None, Query(max_length=255, description="Substring of the client id")
+    ] = None,
+    transport: Annotated[SessionTransport | None, Query(description="websocket or sse")] = None,
+    member: Annotated[
+        str | None, Query(max_length=255, description="Only this member's sessions")
+    ] = None,
+    min_outbound_buffer_bytes: Annotated[
+        int | None, Query(ge=0, le=MAX_BYTES, description="At least this many bytes queued")
+    ] = None,
     sort: Annotated[
         SessionSort, Query(description="Order ('-' for descending)")
     ] = "connected_since",
@@ -64,6 +80,10 @@ def session_query(
         connected_before=_utc(connected_before, "connected_before"),
         min_bytes_in=min_bytes_in,
         min_bytes_out=min_bytes_out,
+        client_id=client_id,
+        transport=transport,
+        member=member,
+        min_outbound_buffer_bytes=min_outbound_buffer_bytes,
         sort=sort,
         internal=internal,
         offset=offset,
@@ -115,3 +135,48 @@ async def disconnect_session(
     audit_target(request, f"{member.name}/{session_id}")
     await sessions.disconnect(http, member, session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def slow_consumer_query(
+    session: Annotated[str | None, Query(max_length=64, description="Exactly this session")] = None,
+    client_id: Annotated[
+        str | None, Query(max_length=255, description="Exactly this client id")
+    ] = None,
+    remote: Annotated[
+        str | None, Query(max_length=255, description="Substring of the remote address")
+    ] = None,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> SlowConsumerQuery:
+    return SlowConsumerQuery(session, client_id, remote, offset, limit)
+
+
+SlowQueryDep = Annotated[SlowConsumerQuery, Depends(slow_consumer_query)]
+
+
+@router.get(
+    "/slow-consumers",
+    name="sessions.slow_consumers",
+    response_model=SlowConsumerPage,
+    responses=problem_responses(),
+)
+async def list_slow_consumers(
+    principal: Viewer, members: MembersDep, query: SlowQueryDep, http: HttpDep
+) -> SlowConsumerPage:
+    """Sessions the members closed as slow consumers (4001), newest first: each member keeps
+    its last 200. Members that cannot be read are listed in `unreachable`."""
+    return await sessions.slow_consumer_page(http, members, query)
+
+
+@router.get(
+    "/members/{name}/slow-consumers",
+    name="sessions.member_slow_consumers",
+    response_model=SlowConsumerPage,
+    responses=problem_responses(*MEMBER_ERRORS),
+)
+async def list_member_slow_consumers(
+    principal: Viewer, member: MemberDep, query: SlowQueryDep, http: HttpDep
+) -> SlowConsumerPage:
+    """One member's slow-consumer closes, newest first."""
+    records = await sessions.member_slow_consumers(http, member)
+    return sessions.slow_consumers_paged(records, query, [])

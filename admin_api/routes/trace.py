@@ -7,12 +7,17 @@ from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from pushgrid.ops.attributes import ContractError
+from pushgrid.ops.sessions import SessionDetailDocument, decode_answer, to_builtins
+
+from ..access import member_access
 from ..deps import GuardedRoute, HttpDep, MemberDep, Operator, audit_target
-from ..member_client import SESSIONS_MBEAN, MemberClient
+from ..member_client import SESSIONS_MBEAN, MemberFailure
 from ..problems import MEMBER_ERRORS, not_found, problem_responses
 from ..schemas_ops import SessionDetail, TraceIn, TraceOut
 from ..services.entitlement import visible_frames
 from ..services.members import client_url
+from ..services.sessions import session_out, slow_consumers_of
 from ..services.subjects import check_subject
 from ..services.trace import TraceHub
 from .subjects import EntitlementToken
@@ -99,13 +104,22 @@ async def session_detail(
     (`X-Entitlement-Token`) does not grant has its `text` replaced by null and
     `redacted: "entitlement"`.
     """
-    value = await MemberClient(http, member).execute(SESSIONS_MBEAN, "detail", session_id)
+    value = await member_access(http, member).execute(SESSIONS_MBEAN, "detail", session_id)
     if value is None:
         raise not_found(f"member {member.name!r} has no session {session_id!r}")
-    frames = value.get("last_frames") if isinstance(value, dict) else None
-    if isinstance(frames, list):
-        value = {
-            **value,
-            "last_frames": await visible_frames(http, member, entitlement_token, frames),
-        }
-    return SessionDetail.model_validate({"member": member.name, **value})
+    try:
+        document = decode_answer(value, SessionDetailDocument, "Sessions.detail")
+    except ContractError as exc:
+        raise MemberFailure(member, "error", str(exc)) from None
+    frames = await visible_frames(
+        http, member, entitlement_token, [to_builtins(f) for f in document.last_frames]
+    )
+    client = session_out(member, document)
+    history = await slow_consumers_of(http, member, client)
+    delivery = value.get("delivery") if isinstance(value, dict) else None
+    return SessionDetail(
+        **client.model_dump(),
+        last_frames=frames,
+        slow_consumers=history,
+        delivery=delivery if isinstance(delivery, dict) else None,
+    )

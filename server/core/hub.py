@@ -25,6 +25,7 @@ from .conflation import ConflatedSubscription, Conflator
 from .delivery import DeliveryBook
 from .deltas import DeltaLimits, SubjectDeltas
 from .outgoing import update_frame
+from .slow_consumers import SlowConsumerLog
 
 if TYPE_CHECKING:
     from .session import Session
@@ -100,6 +101,8 @@ class Hub:
         # frame subscribers get, from the same ``deliver``, but are not users: no counter, no
         # tally, no occupancy (ADR 049).
         self._internal: dict[str, dict[object, Callable[[OutFrame], None]]] = {}
+        # who was closed as a slow consumer (4001), bounded (server/core/slow_consumers.py)
+        self.slow_consumers = SlowConsumerLog()
 
     # -- sessions ---------------------------------------------------------------------------
 

@@ -127,6 +127,7 @@ class Session:
         self._declared: dict[str, str | None] = {}  # subject -> the id the client declared
         self.presence = presence
         self.messages_in = 0
+        self.replies_out = 0  # frames other than messages (answers, errors): not messages out
         self._errors_in_a_row = 0
         self._expiry: asyncio.TimerHandle | None = None
         self._welcomed = False  # the protocol's first frame is always the welcome
@@ -145,6 +146,7 @@ class Session:
     def send(self, frame: ServerFrame) -> None:
         if not self._welcomed and not isinstance(frame, Welcome):
             raise LocalProtocolError(f"{type(frame).__name__} frame before the welcome")
+        self.replies_out += 1
         self.peer.send(OutFrame.of(frame))
 
     def send_messages(self, frames: list[OutFrame]) -> None:
@@ -168,6 +170,14 @@ class Session:
         )
         self._welcomed = True
         self._arm_expiry()
+
+    @property
+    def client_id(self) -> str:
+        """Who the client is: the token's ``sub`` when it names one, else the ``client_id`` it
+        declared with its first subscription that declared one, else ""."""
+        if self.grant.client:
+            return self.grant.client
+        return next((c for c in self._declared.values() if c), "")
 
     def close(self) -> None:
         """The connection ended: drop the expiry timer."""

@@ -16,7 +16,8 @@ pushgrid:type=Server                    identity, uptime, engine, totals, config
 pushgrid:type=Indicator,name=<Name>     one per spec indicator: Current, Total and Max/
                                         Average/StdDev/Count per window (``Max1m`` ...)
 pushgrid:type=Cache                     cache size and limits, recovery outcomes
-pushgrid:type=Sessions                  Count; ops ``list()``, ``disconnect(String id)``
+pushgrid:type=Sessions                  Count; ops ``list()``, ``detail(String id)``,
+                                        ``disconnect(String id)``, ``slowConsumers()``
 pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
                                         ``subscriberCount(String subject)``,
                                         ``occupancy(String subject)``,
@@ -304,7 +305,8 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             [],
             "java.util.List",
             "Every session: id, remote, connected_since (ms), subjects, messages_in, "
-            "bytes_in, bytes_out, internal (a probe, not a user)",
+            "bytes_in, bytes_out, client_id, transport, compression, messages_out, "
+            "outbound_buffer_bytes, internal",
             wrap(ops.session_list),
         ),
         Operation(
@@ -321,6 +323,14 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             "boolean",
             "Close a session with code 4003; false if unknown",
             wrap(ops.disconnect),
+        ),
+        Operation(
+            names.SESSIONS_SLOW_CONSUMERS,
+            [],
+            "java.util.List",
+            "The last sessions closed as slow consumers (4001), oldest first: at (ms), "
+            "session, remote, client_id, transport, subjects, queued_bytes, limit",
+            wrap(ops.slow_consumers),
         ),
     ]
     name = ObjectName.parse(names.SESSIONS)

@@ -5,16 +5,19 @@ MBeans call. Every method runs on the event loop (the MBeans reach it through th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any, Final, Protocol
 
+from pushgrid.ops.sessions import RecordedFrame, SessionDetailDocument, SessionDocument, to_builtins
 from pushgrid.protocol.errors import CloseCode, InvalidSubject
 from pushgrid.protocol.frames import Unsubscribed
 from pushgrid.protocol.subjects import pattern_error, pattern_matches, validate_subject
 
 from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
-from ..core.session import PresenceLookup
+from ..core.session import PresenceLookup, Session
+from ..core.slow_consumers import transport_of
 from ..core.watch import WatchError, Watchlist
 from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot, SubjectEntry
 from ..framing.wsframe import frame_payload
@@ -43,20 +46,37 @@ MAX_HISTORY: Final = 100
 
 
 def _outbound_bytes(peer: object) -> int:
-    transport = getattr(peer, "transport", None)
-    size = getattr(transport, "get_write_buffer_size", None)
-    queued = sum(len(frame) for frame in getattr(peer, "_outbox", ()))
-    return queued + (int(size()) if callable(size) else 0)
+    """Bytes waiting for the client (``Connection.queued_bytes``; 0 for a peer without it)."""
+    return int(getattr(peer, "queued_bytes", 0))
 
 
-def frame_info(at: float, frame: bytes) -> dict[str, Any]:
+def frame_info(at: float, frame: bytes) -> RecordedFrame:
     """One recorded WebSocket frame: time (ms), payload size, payload text (cut at 2 KiB)."""
     payload = frame_payload(frame)
-    return {
-        "at": int(at * 1000),
-        "size": len(payload),
-        "text": payload[:2048].decode("utf-8", "replace"),
-    }
+    return RecordedFrame(
+        at=int(at * 1000), size=len(payload), text=payload[:2048].decode("utf-8", "replace")
+    )
+
+
+def session_info(session: Session) -> SessionDocument:
+    """What the Clients list shows of a session (pushgrid/ops/sessions.py)."""
+    peer = session.peer
+    frames_out = int(getattr(peer, "frames_out", 0))
+    return SessionDocument(
+        id=session.id,
+        remote=session.remote,
+        connected_since=int(session.connected_at * 1000),
+        subjects=list(session.subjects),
+        messages_in=session.messages_in,
+        bytes_in=getattr(peer, "bytes_in", 0),
+        bytes_out=getattr(peer, "bytes_out", 0),
+        client_id=session.client_id,
+        transport="sse" if transport_of(session) == "sse" else "websocket",
+        compression=bool(getattr(peer, "compressed", False)),
+        messages_out=max(0, frames_out - session.replies_out),
+        outbound_buffer_bytes=_outbound_bytes(peer),
+        internal=session.internal,
+    )
 
 
 class ServerOperations:
@@ -77,23 +97,8 @@ class ServerOperations:
         self.watchlist = watchlist if watchlist is not None else Watchlist()
 
     def session_list(self) -> list[dict[str, Any]]:
-        """Every session: id, remote, connected_since (ms), subjects, messages and bytes."""
-        out = []
-        for session in self.hub.sessions.values():
-            peer = session.peer
-            out.append(
-                {
-                    "id": session.id,
-                    "remote": session.remote,
-                    "connected_since": int(session.connected_at * 1000),
-                    "subjects": list(session.subjects),
-                    "messages_in": session.messages_in,
-                    "bytes_in": getattr(peer, "bytes_in", 0),
-                    "bytes_out": getattr(peer, "bytes_out", 0),
-                    "internal": session.internal,  # the admin API's probe (ADR 049)
-                }
-            )
-        return out
+        """Every session as :class:`~pushgrid.ops.sessions.SessionDocument`."""
+        return [to_builtins(session_info(s)) for s in self.hub.sessions.values()]
 
     def session_detail(self, session_id: str, keep: int = 20) -> dict[str, Any] | None:
         """One session for the live trace; from now on its last ``keep`` frames are recorded."""
@@ -101,11 +106,17 @@ class ServerOperations:
         if session is None:
             return None
         recorded = self.hub.watch(session, keep)
-        (info,) = [i for i in self.session_list() if i["id"] == session_id]
-        info["outbound_buffer_bytes"] = _outbound_bytes(session.peer)
-        info["last_frames"] = [frame_info(at, frame) for at, frame in recorded]
-        info["delivery"] = session.delivery.summary()  # what its client reported (ADR 048)
-        return info
+        info = session_info(session)
+        detail = SessionDetailDocument(
+            **{f: getattr(info, f) for f in info.__struct_fields__},
+            last_frames=[frame_info(at, frame) for at, frame in recorded],
+        )
+        # what its client reported (ADR 048), beside the document
+        return {**to_builtins(detail), "delivery": session.delivery.summary()}
+
+    def slow_consumers(self) -> list[dict[str, Any]]:
+        """The member's slow-consumer log (server/core/slow_consumers.py), oldest first."""
+        return [dataclasses.asdict(record) for record in self.hub.slow_consumers.records]
 
     def disconnect(self, session_id: str) -> bool:
         session = self.hub.sessions.get(session_id)

@@ -54,6 +54,7 @@ class Connection(asyncio.Protocol):
         "bytes_out",
         "ctx",
         "deadline",
+        "frames_out",
         "last_in",
         "last_out",
         "last_ping",
@@ -66,6 +67,8 @@ class Connection(asyncio.Protocol):
     initial: ClassVar[ConnState] = ConnState.HTTP
     client_port: ClassVar[bool] = True  # counts in the server's traffic (not the monitoring port)
     batched: ClassVar[bool] = True  # frames may be batched (Batching*): WebSocket only
+    transport_kind: ClassVar[str] = "websocket"  # what the Clients list shows (or "sse")
+    compressed: ClassVar[bool] = False  # permessage-deflate agreed (wsdeflate.py)
 
     def __init__(self, ctx: ConnectionContext) -> None:
         self.ctx = ctx
@@ -76,6 +79,7 @@ class Connection(asyncio.Protocol):
         self.deadline: float | None = None
         self.bytes_in = 0
         self.bytes_out = 0
+        self.frames_out = 0  # frames queued for the client (messages and answers)
         self.last_in = self.last_out = self.last_ping = ctx.tick
         self.session: Session | None = None
         self._outbox: list[bytes] = []
@@ -139,6 +143,7 @@ class Connection(asyncio.Protocol):
         """Queue one server frame as a WebSocket frame: the cached one every subscriber of the
         message shares (built once, :meth:`OutFrame.ws`; read first: this runs per delivery)."""
         data = frame.ws_frame or frame.ws()
+        self.frames_out += 1
         if self._held:  # already waiting for the next flush: only queue (one call less)
             self._outbox.append(data)
             self._queued += len(data)
@@ -158,6 +163,7 @@ class Connection(asyncio.Protocol):
         if self.state is _CLOSING or self.state is _CLOSED:
             return
         framed = [self.framed(frame) for frame in frames]
+        self.frames_out += len(framed)
         if sum(map(len, framed)) > self._limit:
             self._slow_consumer()
             return
@@ -242,12 +248,22 @@ class Connection(asyncio.Protocol):
             self.ctx.counters.bytes_in_total += size
         self.last_in = self.ctx.tick
 
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes waiting for the client: queued for the next flush and in the write buffer."""
+        transport = self.transport
+        buffered = transport.get_write_buffer_size() if transport is not None else 0
+        return self._queued + buffered
+
     def _slow_consumer(self) -> None:
-        """Drop what is queued, send the 4001 close after the last whole frame already
-        buffered, close once it is out, and cut after SlowConsumerCloseTimeout."""
+        """Record the close (the session's slow-consumer history), drop what is queued, send
+        the 4001 close after the last whole frame already buffered, close once it is out, and
+        cut after SlowConsumerCloseTimeout."""
         ctx = self.ctx
         ctx.counters.slow_consumer_disconnects_total += 1
         log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
+        if self.session is not None:
+            self.session.hub.slow_consumers.record(self.session, self.queued_bytes, self._limit)
         self._outbox.clear()
         self._outbox_size = 0
         self._queued = 0

@@ -28,6 +28,7 @@ class SseConnection(Connection):
 
     initial: ClassVar[ConnState] = ConnState.STREAMING
     batched: ClassVar[bool] = False  # one event per frame: SSE has no batch framing
+    transport_kind: ClassVar[str] = "sse"
 
     def __init__(self, ctx: ConnectionContext, encoder: SseEncoder) -> None:
         super().__init__(ctx)
@@ -47,6 +48,7 @@ class SseConnection(Connection):
     def send(self, frame: OutFrame) -> None:
         if self.state is _CLOSING or self.state is _CLOSED:
             return
+        self.frames_out += 1
         self._enqueue(self.encoder.event(frame))
 
     def framed(self, frame: OutFrame) -> bytes:

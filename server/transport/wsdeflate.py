@@ -12,7 +12,7 @@ that much memory and one chunk of CPU).
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.frame_protocol import CloseReason, FrameDecoder, FrameProtocol, Opcode, RsvBits
@@ -138,6 +138,8 @@ class DeflateWebSocketConnection(WebSocketConnection):
 
     __slots__ = ("_agreement", "_counted", "_deflate", "_inflate", "_own", "_shared")
 
+    compressed: ClassVar[bool] = True
+
     def __init__(self, ctx: ConnectionContext, agreement: Agreement) -> None:
         super().__init__(ctx)
         deflate = ctx.deflate
@@ -194,6 +196,7 @@ class DeflateWebSocketConnection(WebSocketConnection):
         return data
 
     def send(self, frame: OutFrame) -> None:
+        self.frames_out += 1
         self._enqueue(self.framed(frame))
 
     def flush(self) -> None:

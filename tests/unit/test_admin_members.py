@@ -7,7 +7,12 @@ from typing import get_args
 
 import pytest
 
-from pushgrid.admin_api.member_client import MemberEndpoint, check_base_url, derive_client_url
+from pushgrid.admin_api.member_client import (
+    MemberEndpoint,
+    MemberFailure,
+    check_base_url,
+    derive_client_url,
+)
 from pushgrid.admin_api.schemas import (
     IndicatorName,
     LiveIndicator,
@@ -187,7 +192,7 @@ SESSIONS = [
 
 
 def _ids(query: SessionQuery) -> tuple[int, list[str]]:
-    total, page = select_sessions(SESSIONS, query)
+    total, page, _hidden = select_sessions(SESSIONS, query)
     return total, [s.id for s in page]
 
 
@@ -215,6 +220,54 @@ def test_session_filters_sort_and_pages(
     query: SessionQuery, expected: tuple[int, list[str]]
 ) -> None:
     assert _ids(query) == expected
+
+
+def test_clients_filters_and_internal_probes() -> None:
+    """Issue 35: client id, transport, member and outbound filters; our own probes are left
+    out (and counted in ``hidden``) unless asked for."""
+    clients = [
+        *SESSIONS,
+        SESSIONS[0].model_copy(
+            update={"id": "p1", "internal": True, "client_id": "", "transport": "websocket"}
+        ),
+        SESSIONS[1].model_copy(
+            update={
+                "id": "c2",
+                "client_id": "alice-desk",
+                "transport": "sse",
+                "outbound_buffer_bytes": 900,
+            }
+        ),
+    ]
+
+    def pick(query: SessionQuery) -> tuple[int, list[str], int]:
+        total, page, hidden = select_sessions(clients, query)
+        return total, [c.id for c in page], hidden
+
+    assert pick(SessionQuery()) == (4, ["s1", "s3", "c2", "s2"], 1)
+    assert pick(SessionQuery(internal=True))[0] == 5
+    assert pick(SessionQuery(client_id="alice")) == (1, ["c2"], 0)
+    assert pick(SessionQuery(transport="sse")) == (1, ["c2"], 0)
+    assert pick(SessionQuery(member="b")) == (1, ["s3"], 0)
+    assert pick(SessionQuery(min_outbound_buffer_bytes=1)) == (1, ["c2"], 0)
+    assert pick(SessionQuery(sort="-client_id", limit=1))[1] == ["c2"]
+
+
+def test_a_sessions_answer_that_breaks_the_contract_names_the_field() -> None:
+    member = MemberEndpoint("push-1", "http://h:1", "config")
+    bad = [
+        {
+            "id": "x",
+            "remote": "r",
+            "connected_since": 1,
+            "subjects": [],
+            "messages_in": 0,
+            "bytes_in": 0,
+            "bytes_out": "lots",
+        }
+    ]
+    with pytest.raises(MemberFailure, match="bytes_out"):
+        parse_sessions(member, bad)
 
 
 def test_parse_sessions_from_the_mbean_operation() -> None:

@@ -142,6 +142,9 @@ class NoOperations:
     def disconnect(self, session_id: str) -> bool:
         return False
 
+    def slow_consumers(self) -> list[dict[str, Any]]:
+        return []
+
     async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
         return None
 

@@ -1,0 +1,85 @@
+"""The Sessions MBean's documents (``pushgrid:type=Sessions``): what ``list()``, ``detail(id)``
+and ``slowConsumers()`` answer, typed once for the server that builds them and the admin API
+that decodes them (ADR 035, ADR 050).
+
+Fields added after the first release carry defaults, so an admin API reads an older member's
+answer (a rolling upgrade) and shows what that member does not report as its default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypeVar
+
+import msgspec
+
+from .attributes import ContractError
+
+
+Transport = Literal["websocket", "sse"]
+T = TypeVar("T")
+
+
+class SessionDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """One session as ``list()`` answers it."""
+
+    id: str
+    remote: str  # host:port
+    connected_since: int  # ms since the Unix epoch
+    subjects: list[str]
+    messages_in: int  # publishes accepted from the client
+    bytes_in: int
+    bytes_out: int
+    #: the token's ``sub`` when the token names one, else the ``client_id`` the client
+    #: declared with its subscriptions (the first one), else "" (the client declared none)
+    client_id: str = ""
+    transport: Transport = "websocket"
+    compression: bool = False  # permessage-deflate agreed on this connection
+    messages_out: int = 0  # message frames queued for the client (answers not counted)
+    outbound_buffer_bytes: int = 0  # queued and not yet written to the socket
+    internal: bool = False  # the admin API's probe (ADR 049), not a user
+    #: what the client reported of its deliveries (issue 33, the delivery-truth reports):
+    #: None while the session has reported nothing, never a number the server made up
+    delivery_latency_ms: float | None = None
+    lost_messages: int | None = None
+
+
+class RecordedFrame(msgspec.Struct, frozen=True):
+    """One frame sent to a watched session: time (ms), payload size, text (cut at 2 KiB)."""
+
+    at: int
+    size: int
+    text: str
+
+
+class SessionDetailDocument(SessionDocument, frozen=True, kw_only=True):
+    """``detail(id)``: the session and the last frames sent to it since it was first looked at."""
+
+    last_frames: list[RecordedFrame] = msgspec.field(default_factory=list)
+
+
+class SlowConsumerClose(msgspec.Struct, frozen=True, kw_only=True):
+    """One session closed with 4001 (its outbound buffer passed MaxOutboundBufferSize)."""
+
+    at: int  # ms since the Unix epoch
+    session: str
+    remote: str
+    client_id: str
+    transport: Transport
+    subjects: list[str]  # the first 50 (subject_count has them all)
+    subject_count: int
+    queued_bytes: int  # what was waiting for the client when it was closed
+    limit: int  # MaxOutboundBufferSize
+
+
+def to_builtins(document: msgspec.Struct) -> Any:
+    """A document as Jolokia serves it (plain JSON values)."""
+    return msgspec.to_builtins(document)
+
+
+def decode_answer(value: Any, document: type[T], what: str) -> T:
+    """An operation's answer as ``document`` (``list[SessionDocument]``, ...); a
+    :class:`ContractError` saying what does not fit otherwise."""
+    try:
+        return msgspec.convert(value, document, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ContractError(f"{what} does not fit the ops contract: {exc}") from None
