@@ -204,7 +204,12 @@ class DemoProvider:
         return PublishOutcome(subject, "ok", "a1b2c3", seq, self.members[0])
 
     def sessions(
-        self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
+        self,
+        search: str = "",
+        member: str | None = None,
+        offset: int = 0,
+        limit: int = 20,
+        filters: Mapping[str, str] | None = None,
     ) -> SessionPageView:
         now = time.time()
         items = [

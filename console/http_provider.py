@@ -271,13 +271,18 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         )
 
     def sessions(
-        self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
+        self,
+        search: str = "",
+        member: str | None = None,
+        offset: int = 0,
+        limit: int = 20,
+        filters: Mapping[str, str] | None = None,
     ) -> SessionPageView:
-        """A page of sessions; ``search`` is a subject when it starts with '/', else a part of
-        the remote address."""
-        params = search_params(search)
+        """A page of sessions; ``search`` is a subject when it starts with '/', a part of the
+        remote address when it holds a ':' or is an IPv4 prefix, else a part of the client id."""
+        params = {"sort": "-connected_since", **search_params(search), **(filters or {})}
         path = "/sessions" if member is None else f"/members/{member}/sessions"
-        data = self._get(path, offset=offset, limit=limit, sort="-connected_since", **params)
+        data = self._get(path, offset=offset, limit=limit, **params)
         return session_page(data)
 
     def disconnect(self, member: str, session_id: str) -> bool:
@@ -414,7 +419,11 @@ def search_params(search: str) -> dict[str, str]:
     text = search.strip()
     if not text:
         return {}
-    return {"subject": text} if text.startswith("/") else {"remote": text}
+    if text.startswith("/"):
+        return {"subject": text}
+    if ":" in text or text.replace(".", "").isdigit():
+        return {"remote": text}
+    return {"client_id": text}
 
 
 def session_page(data: Mapping[str, Any]) -> SessionPageView:
@@ -428,6 +437,14 @@ def session_page(data: Mapping[str, Any]) -> SessionPageView:
             messages_in=int(s.get("messages_in") or 0),
             bytes_in=int(s.get("bytes_in") or 0),
             bytes_out=int(s.get("bytes_out") or 0),
+            client_id=str(s.get("client_id") or ""),
+            transport=str(s.get("transport") or "websocket"),
+            compression=bool(s.get("compression")),
+            messages_out=int(s.get("messages_out") or 0),
+            outbound_buffer_bytes=int(s.get("outbound_buffer_bytes") or 0),
+            internal=bool(s.get("internal")),
+            delivery_latency_ms=_optional_float(s.get("delivery_latency_ms")),
+            lost_messages=_optional_int(s.get("lost_messages")),
         )
         for s in data.get("items") or []
     ]
@@ -438,7 +455,16 @@ def session_page(data: Mapping[str, Any]) -> SessionPageView:
         int(data.get("offset", 0)),
         int(data.get("limit", 0)),
         errors,
+        int(data.get("internal_hidden") or 0),
     )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def job_of(item: Mapping[str, Any]) -> JobRunView:

@@ -100,6 +100,15 @@ class Ids(StrEnum):
     SESSIONS_CONFIRM = "sessions-confirm"
     SESSIONS_VERSION = "sessions-version"  # dcc.Store: bumped after a disconnect
     SESSIONS_RESULT = "sessions-result"  # outcome of the last disconnect
+    SESSIONS_TRANSPORT = "sessions-transport"  # Clients page (issue 35): transport filter
+    SESSIONS_SORT = "sessions-sort"
+    SESSIONS_INTERNAL = "sessions-internal"  # checklist: show our own probes too
+    SESSIONS_HIDDEN = "sessions-hidden"  # "N internal probes not shown"
+    SESSIONS_OPEN = "sessions-open"  # pattern-matching client button per row
+    SESSIONS_SELECTED = "sessions-selected"  # dcc.Store: the client whose detail is shown
+    SESSIONS_DETAIL = "sessions-detail"
+    SESSIONS_SLOW = "sessions-slow"  # the cluster's slow-consumer closes
+    SESSIONS_QUERY = "sessions-query"  # dcc.Store: the page's state (also in the URL's query)
 
     # jobs
     JOBS_ALERT = "jobs-alert"
@@ -132,6 +141,11 @@ class Ids(StrEnum):
 def indicator_id(kind: Ids, indicator: str) -> str:
     """The id of one indicator's element on the Overview: ``overview-graph-connected_users``."""
     return f"{kind.value}-{indicator}"
+
+
+def client_open_id(member: str, session: str) -> dict[str, str]:
+    """The pattern-matching id of the button that opens one client's detail."""
+    return {"type": Ids.SESSIONS_OPEN.value, "index": f"{member}|{session}"}
 
 
 def disconnect_id(member: str, session: str) -> dict[str, str]:

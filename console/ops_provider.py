@@ -62,6 +62,8 @@ class OpsProvider(Protocol):
         """``entitlement_token``: frames of subjects it does not grant come redacted."""
         ...
 
+    def slow_consumers(self, limit: int = 20) -> dict[str, Any]: ...
+
 
 class _Requests(Protocol):
     def _request(
@@ -146,3 +148,7 @@ class OpsHttpMixin:
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
         path = f"/members/{member}/sessions/{session_id}"
         return dict(self._request("GET", path, headers=headers))
+
+    def slow_consumers(self: _Requests, limit: int = 20) -> dict[str, Any]:
+        """The cluster's latest slow-consumer closes (``/slow-consumers``, newest first)."""
+        return dict(self._request("GET", "/slow-consumers", {"limit": limit}))

@@ -429,6 +429,15 @@ class SessionInfo(_Json):
     messages_in: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    # issue 35 (the Clients page): as the admin API's SessionOut names them
+    client_id: str = ""
+    transport: str = "websocket"
+    compression: bool = False
+    messages_out: int = 0
+    outbound_buffer_bytes: int = 0
+    internal: bool = False
+    delivery_latency_ms: float | None = None  # None: the client reported nothing
+    lost_messages: int | None = None
 
 
 @dataclass(frozen=True)
@@ -438,6 +447,7 @@ class SessionPageView:
     offset: int
     limit: int
     errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
+    internal_hidden: int = 0  # probes of our own the list left out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -446,6 +456,7 @@ class SessionPageView:
             "offset": self.offset,
             "limit": self.limit,
             "errors": dict(self.errors),
+            "internal_hidden": self.internal_hidden,
         }
 
     @classmethod
@@ -456,6 +467,7 @@ class SessionPageView:
             int(data.get("offset", 0)),
             int(data.get("limit", 0)),
             dict(data.get("errors") or {}),
+            int(data.get("internal_hidden", 0)),
         )
 
 
@@ -561,8 +573,16 @@ class ConsoleProvider(Protocol):
     def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome: ...
 
     def sessions(
-        self, search: str = "", member: str | None = None, offset: int = 0, limit: int = 20
-    ) -> SessionPageView: ...
+        self,
+        search: str = "",
+        member: str | None = None,
+        offset: int = 0,
+        limit: int = 20,
+        filters: Mapping[str, str] | None = None,
+    ) -> SessionPageView:
+        """``filters``: more of the admin API's ``/sessions`` parameters (transport, internal,
+        sort), passed as they are."""
+        ...
 
     def disconnect(self, member: str, session_id: str) -> bool: ...
 

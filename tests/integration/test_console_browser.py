@@ -1011,7 +1011,7 @@ def test_a_session_disconnected_from_the_console_is_closed_at_the_server(
         "the two sessions on the subject",
     )
     assert sorted(rows) == sorted([victim.session, bystander.session])
-    console.click(f"tr[data-session='{victim.session}'] button")
+    console.click(f"tr[data-session='{victim.session}'] button.danger")
     alert = console.wait(lambda: _alert(console), "the confirmation dialog")
     assert victim.session in alert.text
     assert "console-2" in alert.text

@@ -3,6 +3,7 @@ and the app's routing: no browser, no network."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, cast
 
 import httpx
@@ -596,3 +597,59 @@ def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
     only_a.members["b"] = SecondSeries("b", [], {})
     later = overview.plan_update(only_a, "15m", first.state, False)
     assert later.problems == [f"no data from b since {chart_time(100)[11:]} UTC"]
+
+
+# --- clients (issue 35) ---------------------------------------------------------------------
+
+
+def test_clients_state_round_trips_through_the_url() -> None:
+    state = sessions.query_from_url(
+        "?q=alice&transport=sse&sort=-messages_out&page=2"
+        "&internal=include&client=m1%7Cabc&member=m1"
+    )
+    assert state == {
+        "q": "alice",
+        "member": "m1",
+        "transport": "sse",
+        "sort": "-messages_out",
+        "internal": True,
+        "page": 2,
+        "client": "m1|abc",
+    }
+    assert sessions.query_from_url(sessions.url_from_query(state)) == state
+    assert sessions.url_from_query(sessions.query_from_url("")) == ""
+    assert sessions.api_filters(state) == {
+        "sort": "-messages_out",
+        "transport": "sse",
+        "internal": "true",
+    }
+    # a shared link with bad values falls back to the defaults
+    odd = sessions.query_from_url("?sort=password&transport=pigeon&page=-3")
+    assert (odd["sort"], odd["transport"], odd["page"]) == ("-connected_since", "*", 0)
+
+
+def test_clients_table_shows_the_api_numbers_and_no_made_up_latency() -> None:
+    from pushgrid.console.provider import SessionInfo, SessionPageView
+
+    info = SessionInfo(
+        "m1",
+        "abc",
+        "10.0.0.1:5000",
+        0.0,
+        ["/a"],
+        3,
+        1200,
+        4800,
+        client_id="alice",
+        transport="sse",
+        compression=False,
+        messages_out=7,
+        outbound_buffer_bytes=0,
+    )
+    rendered = str(sessions.render_sessions(SessionPageView([info], 1, 0, 15), 10.0))
+    for shown in ("alice", "SSE", "'7'", "10.0.0.1:5000"):
+        assert shown in rendered
+    assert re.search(r"\d ms", rendered) is None  # no delivery report: a dash, not a number
+    reported = SessionInfo("m1", "abd", "r:1", 0.0, delivery_latency_ms=12.5, lost_messages=2)
+    rendered = str(sessions.render_sessions(SessionPageView([reported], 1, 0, 15), 10.0))
+    assert "12.5 ms · 2 lost" in rendered

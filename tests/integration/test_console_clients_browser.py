@@ -1,0 +1,180 @@
+# ruff: noqa: F811  (pytest fixtures imported from test_console_browser, used as arguments)
+"""The Clients page (issue 35 item 1, ADR 050) in real headless Chromium on the stack of
+test_console_browser.py: a row shows exactly the numbers the admin API returned for the client,
+the filters live in the URL (a reload keeps them), a click opens the client's subscriptions and
+frames with millisecond times, and a viewer is not offered Disconnect.
+Screenshots at 1366 and 1920 px: ``$PUSHGRID_SHOTS`` (default: the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pushgrid.console import format as fmt
+
+from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
+    HEIGHT,
+    WIDTH,
+    Console,
+    Stack,
+    WsClient,
+    console,
+    publish,
+    pytestmark,
+    stack,
+    unique,
+    ws_clients,
+)
+
+ROW_CELLS = (
+    "return Array.from(document.querySelectorAll("
+    "`#sessions-table tr[data-client='${arguments[0]}'] td`)).map(c => c.innerText.trim())"
+)
+
+
+def _shots(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("PUSHGRID_SHOTS") or tmp_path)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def _search(console: Console, text: str) -> None:
+    """Type ``text`` into the search box (emptied first: the URL may have filled it)."""
+    field = console.br.find_element("#sessions-search")
+    console.br.clear_input(field)
+    field.send_keys(text)
+
+
+def _expected_cells(item: dict[str, Any]) -> list[str]:
+    """What the row must show of the API's item (columns 1-10: member .. queued)."""
+    return [
+        item["member"],
+        item["remote"],
+        "SSE" if item["transport"] == "sse" else "WebSocket",
+        "deflate" if item["compression"] else "off",
+        ", ".join(item["subjects"]),
+        fmt.count(item["messages_in"]),
+        fmt.count(item["messages_out"]),
+        fmt.compact(item["bytes_in"], "bytes"),
+        fmt.compact(item["bytes_out"], "bytes"),
+        fmt.compact(item["outbound_buffer_bytes"], "bytes"),
+    ]
+
+
+@pytest.mark.timeout(300)
+def test_the_clients_page_shows_exactly_the_api_numbers(
+    console: Console,
+    stack: Stack,
+    ws_clients: Callable[..., WsClient],
+    tmp_path: Path,
+) -> None:
+    subject = unique("clients")
+    client_id = f"alice-{int(time.time() * 1000) % 10**8}"
+    alice = ws_clients(stack.servers[1])
+    alice.subscribe(subject, client_id=client_id)
+    for n in range(3):
+        publish(stack.servers[1], subject, f"tick {n}")
+    deadline = time.monotonic() + 20
+    while len(alice.messages(subject)) < 3:
+        assert time.monotonic() < deadline, alice.frames
+        time.sleep(0.05)
+
+    console.goto("sessions", "#sessions-table table")
+    _search(console, client_id)
+
+    def agreed() -> tuple[list[str], dict[str, Any]] | None:
+        """The row and the API's item once they agree (the row is re-read after a refresh:
+        a keepalive between the page's read and ours moves bytes out)."""
+        cells: list[str] = console.js(ROW_CELLS, client_id)
+        answer = stack.api("GET", "/sessions", params={"client_id": client_id}).json()
+        if not cells or answer["total"] != 1:
+            return None
+        (item,) = answer["items"]
+        if cells[1:11] == _expected_cells(item):
+            return cells, item
+        console.br.find_element("#sessions-refresh").click()
+        return None
+
+    cells, item = console.wait(agreed, "the row to show the API's numbers")
+    assert item["id"] == alice.session
+    assert cells[0].startswith(client_id)
+    assert cells[7] == "3"  # messages out: the three ticks
+    assert cells[12] == fmt.DASH  # no delivery report from this client: no number shown
+    assert "q=" + client_id in console.driver.current_url  # the filter is in the URL
+
+    # the same URL in a fresh load keeps the filter
+    console.driver.get(console.driver.current_url)
+    console.wait(
+        lambda: (
+            console.js("const e = document.getElementById('sessions-search'); return e && e.value")
+            == client_id
+        ),
+        "the search restored from the URL",
+    )
+    console.wait(lambda: console.js(ROW_CELLS, client_id), "the row after the reload")
+
+    # the client's detail: subscriptions, frames with millisecond times
+    console.br.find_element(f"tr[data-client='{client_id}'] button.linklike").click()
+    console.wait_text("#sessions-detail", subject)
+    assert "client=" in console.driver.current_url
+    publish(stack.servers[1], subject, "after the click")
+
+    def frame_times() -> list[str] | None:
+        console.br.find_element("#sessions-refresh").click()
+        text = console.text("#sessions-detail")
+        if "after the click" not in text:
+            # the member records frames from the first look on; ask again
+            console.br.find_element(f"tr[data-client='{client_id}'] button.linklike").click()
+            return None
+        return re.findall(r"\d\d:\d\d:\d\d\.\d{3} UTC", text)
+
+    assert console.wait(frame_times, "a frame with a millisecond time")
+    shots = _shots(tmp_path)
+    for width in (1366, 1920):
+        console.driver.set_window_size(width, HEIGHT)
+        time.sleep(1.0)
+        scroll, inner = console.js(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        console.driver.save_screenshot(str(shots / f"clients-{width}.png"))
+        assert scroll <= inner, f"the Clients page at {width} px is {scroll} px wide"
+    console.driver.set_window_size(WIDTH, HEIGHT)
+    console.assert_no_errors()
+
+
+@pytest.mark.timeout(300)
+def test_a_viewer_sees_clients_but_is_not_offered_disconnect(
+    console: Console, stack: Stack, ws_clients: Callable[..., WsClient], tmp_path: Path
+) -> None:
+    bob = ws_clients(stack.servers[0])
+    bob.subscribe(unique("viewer"), client_id="bob-viewer-test")
+    made = stack.api("POST", "/tokens", json={"name": "clients-viewer", "role": "viewer"})
+    assert made.status_code == 201, made.text
+    console.ensure_signed_in()
+    console.br.find_element("#sign-out").click()
+    console.sign_in(made.json()["token"])
+    try:
+        console.wait_text("#user", "clients-viewer")
+        console.goto("sessions", "#sessions-table table")
+        _search(console, "bob-viewer-test")
+        console.wait(lambda: console.js(ROW_CELLS, "bob-viewer-test"), "bob's row")
+        offered = console.js(
+            "return Array.from(document.querySelectorAll('#sessions-table button.danger'))"
+            ".filter(b => b.offsetParent !== null).length"
+        )
+        assert offered == 0, "a viewer is offered Disconnect"
+        console.br.find_element("tr[data-client='bob-viewer-test'] button.linklike").click()
+        console.wait_text("#sessions-detail", "operator role")
+        console.driver.save_screenshot(str(_shots(tmp_path) / "clients-viewer-1366.png"))
+        console.assert_no_errors()
+    finally:
+        console.br.find_element("#sign-out").click()
+        console.sign_in(stack.token)
+        console.br.wait_for_element("#nav-group-live")
