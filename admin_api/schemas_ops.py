@@ -300,6 +300,51 @@ class SessionDetail(SessionOut):
     )
 
 
+class MemberTraceIn(BaseModel):
+    """A trace by client id or subject, recorded inside the members (not a subscriber)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: Literal["client", "subject"]
+    value: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
+        description="The client id (exactly) or the subject to follow"
+    )
+    member: Annotated[str, StringConstraints(max_length=255)] | None = Field(
+        default=None, description="One member; null: every member of the cluster"
+    )
+
+
+class MemberTraceEvent(BaseModel):
+    index: int = Field(description="Position in the trace (0, 1, ...); read with after=")
+    member: str
+    at: datetime = Field(description="When the member recorded it (millisecond precision)")
+    direction: Literal["in", "out"] = Field(description="out: sent by the member; in: by a client")
+    session: str = Field(description="The session; empty for a subject trace's fan-out")
+    client_id: str
+    subject: str
+    size: int = Field(description="Bytes of the frame's payload")
+    text: str = Field(description="The payload (cut at 2 KiB)")
+
+
+class MemberTraceState(BaseModel):
+    member: str
+    error: str | None = Field(description="Why the member is not followed now (null: it is)")
+    dropped: int = Field(description="Events the member's own ring dropped (10,000 kept)")
+
+
+class MemberTraceOut(BaseModel):
+    id: str
+    kind: Literal["client", "subject"]
+    value: str
+    created_at: datetime
+    created_by: str
+    members: list[MemberTraceState]
+    ring_size: int
+    dropped: int = Field(description="Events dropped from the admin API's ring (oldest first)")
+    next_index: int
+    events: list[MemberTraceEvent] = Field(default_factory=list)
+
+
 # --- watched subjects --------------------------------------------------------------------------
 
 WatchOutcome = Literal["watched", "already_watched", "removed", "not_watched", "refused", "failed"]

@@ -33,6 +33,7 @@ from ..member_client import MemberEndpoint
 from ..problems import ProblemError, conflict, not_found
 from ..schemas_ops import TraceMessage, TraceOut
 from ..security import Principal
+from .member_traces import MemberTraceHub
 
 CONNECT_TIMEOUT: Final = 5.0
 
@@ -155,6 +156,8 @@ class TraceHub:
         self.settings = settings
         self.traces: dict[str, Trace] = {}
         self._reaper: asyncio.Task[None] | None = None
+        # traces by client id or subject recorded inside the members (member_traces.py)
+        self.recorded = MemberTraceHub(settings.trace_max_active)
 
     def start(self) -> None:
         """Close idle traces in the background (a browser tab closed without Stop)."""
@@ -216,3 +219,4 @@ class TraceHub:
                 await self._reaper
         for trace_id in list(self.traces):
             await self._drop(trace_id)
+        await self.recorded.close()

@@ -71,6 +71,31 @@ class SlowConsumerClose(msgspec.Struct, frozen=True, kw_only=True):
     limit: int  # MaxOutboundBufferSize
 
 
+class TraceEventDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """One event of a member's trace (server/core/tracing.py)."""
+
+    index: int
+    at: int  # ms since the Unix epoch
+    direction: Literal["in", "out"]
+    session: str  # "" for a subject trace's fan-out
+    client_id: str
+    subject: str
+    size: int
+    text: str
+
+
+class TraceDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """``traceRead(id, after, limit)``: a member's trace and its events after ``after``."""
+
+    id: str
+    kind: Literal["client", "subject"]
+    value: str
+    created: int  # ms since the Unix epoch
+    next_index: int
+    dropped: int
+    events: list[TraceEventDocument]
+
+
 def to_builtins(document: msgspec.Struct) -> Any:
     """A document as Jolokia serves it (plain JSON values)."""
     return msgspec.to_builtins(document)

@@ -26,6 +26,7 @@ from .delivery import DeliveryBook
 from .deltas import DeltaLimits, SubjectDeltas
 from .outgoing import update_frame
 from .slow_consumers import SlowConsumerLog
+from .tracing import Tracer
 
 if TYPE_CHECKING:
     from .session import Session
@@ -103,6 +104,8 @@ class Hub:
         self._internal: dict[str, dict[object, Callable[[OutFrame], None]]] = {}
         # who was closed as a slow consumer (4001), bounded (server/core/slow_consumers.py)
         self.slow_consumers = SlowConsumerLog()
+        # traces by client id or subject (server/core/tracing.py): taps, never subscribers
+        self.tracer = Tracer()
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -129,23 +132,32 @@ class Hub:
         recorded = self.watched.get(session)
         if recorded is None:
             recorded = self.watched[session] = deque(maxlen=keep)
-            for subscribers in self._live.values():
-                if session in subscribers:
-                    subscribers[session] = self._sender(session)
-            for deltas in self._deltas.values():
-                subscriber = deltas.subscribers.get(session)
-                if subscriber is not None:
-                    subscriber.send = self._sender(session)
+            self.rebind(session)
         return recorded
+
+    def rebind(self, session: Session) -> None:
+        """Give ``session``'s live subscriptions the sender they need now (recording when the
+        session is watched or traced by its client id, the plain one otherwise)."""
+        for subscribers in self._live.values():
+            if session in subscribers:
+                subscribers[session] = self._sender(session)
+        for deltas in self._deltas.values():
+            subscriber = deltas.subscribers.get(session)
+            if subscriber is not None:
+                subscriber.send = self._sender(session)
 
     def _sender(self, session: Session) -> Callable[[OutFrame], None]:
         recorded = self.watched.get(session)
         send = session.peer.send
-        if recorded is None:
+        tracer = self.tracer
+        if recorded is None and session.client_id not in tracer.by_client:
             return send
 
         def record_and_send(frame: OutFrame) -> None:
-            recorded.append((time.time(), frame.ws()))
+            if recorded is not None:
+                recorded.append((time.time(), frame.ws()))
+            if tracer.by_client:
+                tracer.sent(session, (frame,))
             send(frame)
 
         return record_and_send
@@ -323,10 +335,11 @@ class Hub:
     def _deliver_now(self, message: Published) -> None:
         subject = message.subject
         counts = self.tally.get(subject) or self._new_tally(subject)
-        frame: OutFrame | None = None  # the live update: encoded once, here, when someone reads it
+        # the live update: encoded once, here, when someone reads it (a subject trace too)
+        frame = self._traced(message) if self.tracer.by_subject else None
         pending = self._pending.get(subject)
         if pending:
-            frame = update_frame(message)
+            frame = frame or update_frame(message)
             for buffered in pending.values():
                 buffered.append(frame)
         conflated = self._conflated.get(subject)
@@ -361,6 +374,14 @@ class Hub:
         self.counters.messages_out_total += sent
         counts[1] += sent
         counts[2] += sent * frame.ws_size()
+
+    def _traced(self, message: Published) -> OutFrame | None:
+        """The message's frame, recorded by the subject's traces (None: no trace follows it)."""
+        if message.subject not in self.tracer.by_subject:
+            return None
+        frame = update_frame(message)
+        self.tracer.delivered(message.subject, frame)
+        return frame
 
     def _count_conflated(self, subject: str, frame: OutFrame) -> None:
         """One conflated message sent (per subject, like a live delivery)."""

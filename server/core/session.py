@@ -147,11 +147,16 @@ class Session:
         if not self._welcomed and not isinstance(frame, Welcome):
             raise LocalProtocolError(f"{type(frame).__name__} frame before the welcome")
         self.replies_out += 1
-        self.peer.send(OutFrame.of(frame))
+        out = OutFrame.of(frame)
+        if self.hub.tracer.by_client:
+            self.hub.tracer.sent(self, (out,))
+        self.peer.send(out)
 
     def send_messages(self, frames: list[OutFrame]) -> None:
         if frames and not self._welcomed:
             raise LocalProtocolError("message frames before the welcome")
+        if self.hub.tracer.by_client:
+            self.hub.tracer.sent(self, frames)
         self.peer.send_all(frames)
         self.hub.counters.messages_out_total += len(frames)
 
@@ -245,6 +250,8 @@ class Session:
 
     async def handle_text(self, data: bytes | str) -> None:
         """Handle one complete text message from the client."""
+        if self.hub.tracer.by_client:
+            self.hub.tracer.received(self, data)
         try:
             op = decode_client_frame(data, self.policy.limits)
         except RemoteProtocolError as error:

@@ -17,7 +17,8 @@ pushgrid:type=Indicator,name=<Name>     one per spec indicator: Current, Total a
                                         Average/StdDev/Count per window (``Max1m`` ...)
 pushgrid:type=Cache                     cache size and limits, recovery outcomes
 pushgrid:type=Sessions                  Count; ops ``list()``, ``detail(String id)``,
-                                        ``disconnect(String id)``, ``slowConsumers()``
+                                        ``disconnect(String id)``, ``slowConsumers()``,
+                                        ``traceOpen/traceRead/traceClose``
 pushgrid:type=Subjects                  Count; ops ``snapshot(String subject)``,
                                         ``subscriberCount(String subject)``,
                                         ``occupancy(String subject)``,
@@ -331,6 +332,34 @@ def _sessions_bean(tables: _Tables, ops: Operations) -> MBean:
             "The last sessions closed as slow consumers (4001), oldest first: at (ms), "
             "session, remote, client_id, transport, subjects, queued_bytes, limit",
             wrap(ops.slow_consumers),
+        ),
+        Operation(
+            names.SESSIONS_TRACE_OPEN,
+            [
+                ("kind", "java.lang.String", "client or subject"),
+                ("value", "java.lang.String", "The client id or the subject"),
+            ],
+            "java.util.Map",
+            "Open a trace by client id or subject (not a subscriber): {id} or {error}",
+            wrap(ops.trace_open),
+        ),
+        Operation(
+            names.SESSIONS_TRACE_READ,
+            [
+                ("id", "java.lang.String", "Trace id"),
+                ("after", "long", "Events after this index (-1: all kept)"),
+                ("limit", "int", "At most this many events (1-5000)"),
+            ],
+            "java.util.Map",
+            "A trace's events after an index, with ms times; null if unknown",
+            wrap(ops.trace_read),
+        ),
+        Operation(
+            names.SESSIONS_TRACE_CLOSE,
+            [("id", "java.lang.String", "Trace id")],
+            "boolean",
+            "Close a trace; false if unknown",
+            wrap(ops.trace_close),
         ),
     ]
     name = ObjectName.parse(names.SESSIONS)

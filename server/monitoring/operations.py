@@ -18,6 +18,7 @@ from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
 from ..core.session import PresenceLookup, Session
 from ..core.slow_consumers import transport_of
+from ..core.tracing import TraceRefused
 from ..core.watch import WatchError, Watchlist
 from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot, SubjectEntry
 from ..framing.wsframe import frame_payload
@@ -113,6 +114,45 @@ class ServerOperations:
         )
         # what its client reported (ADR 048), beside the document
         return {**to_builtins(detail), "delivery": session.delivery.summary()}
+
+    def trace_open(self, kind: str, value: str) -> dict[str, Any]:
+        """Open a trace by client id or subject (admin API, audited there): ``{"id"}`` or
+        ``{"error"}``. A client trace starts recording the matching sessions' live frames."""
+        try:
+            tap = self.hub.tracer.open(str(kind), str(value))
+        except TraceRefused as exc:
+            return {"error": str(exc)}
+        if tap.kind == "client":
+            for session in self.hub.sessions.values():
+                if session.client_id == tap.value:
+                    self.hub.rebind(session)
+        return {"id": tap.id}
+
+    def trace_read(self, trace_id: str, after: int, limit: int) -> dict[str, Any] | None:
+        """The trace's events after ``after`` (at most ``limit``, 1-5000); None if unknown."""
+        tap = self.hub.tracer.taps.get(str(trace_id))
+        if tap is None:
+            return None
+        events = tap.after(int(after), max(1, min(5000, int(limit))))
+        return {
+            "id": tap.id,
+            "kind": tap.kind,
+            "value": tap.value,
+            "created": tap.created,
+            "next_index": tap.next_index,
+            "dropped": tap.dropped,
+            "events": [dataclasses.asdict(e) for e in events],
+        }
+
+    def trace_close(self, trace_id: str) -> bool:
+        tap = self.hub.tracer.taps.get(str(trace_id))
+        if not self.hub.tracer.close(str(trace_id)):
+            return False
+        if tap is not None and tap.kind == "client":
+            for session in self.hub.sessions.values():
+                if session.client_id == tap.value:
+                    self.hub.rebind(session)
+        return True
 
     def slow_consumers(self) -> list[dict[str, Any]]:
         """The member's slow-consumer log (server/core/slow_consumers.py), oldest first."""

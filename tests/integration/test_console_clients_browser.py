@@ -45,13 +45,6 @@ def _shots(tmp_path: Path) -> Path:
     return where
 
 
-def _search(console: Console, text: str) -> None:
-    """Type ``text`` into the search box (emptied first: the URL may have filled it)."""
-    field = console.br.find_element("#sessions-search")
-    console.br.clear_input(field)
-    field.send_keys(text)
-
-
 def _expected_cells(item: dict[str, Any]) -> list[str]:
     """What the row must show of the API's item (columns 1-10: member .. queued)."""
     return [
@@ -87,7 +80,7 @@ def test_the_clients_page_shows_exactly_the_api_numbers(
         time.sleep(0.05)
 
     console.goto("sessions", "#sessions-table table")
-    _search(console, client_id)
+    console.type("#sessions-search", client_id)  # emptied first: the URL may fill it
 
     def agreed() -> tuple[list[str], dict[str, Any]] | None:
         """The row and the API's item once they agree (the row is re-read after a refresh:
@@ -99,7 +92,7 @@ def test_the_clients_page_shows_exactly_the_api_numbers(
         (item,) = answer["items"]
         if cells[1:11] == _expected_cells(item):
             return cells, item
-        console.br.find_element("#sessions-refresh").click()
+        console.click("#sessions-refresh")
         return None
 
     cells, item = console.wait(agreed, "the row to show the API's numbers")
@@ -121,17 +114,17 @@ def test_the_clients_page_shows_exactly_the_api_numbers(
     console.wait(lambda: console.js(ROW_CELLS, client_id), "the row after the reload")
 
     # the client's detail: subscriptions, frames with millisecond times
-    console.br.find_element(f"tr[data-client='{client_id}'] button.linklike").click()
+    console.click(f"tr[data-client='{client_id}'] button.linklike")
     console.wait_text("#sessions-detail", subject)
     assert "client=" in console.driver.current_url
     publish(stack.servers[1], subject, "after the click")
 
     def frame_times() -> list[str] | None:
-        console.br.find_element("#sessions-refresh").click()
+        console.click("#sessions-refresh")
         text = console.text("#sessions-detail")
         if "after the click" not in text:
             # the member records frames from the first look on; ask again
-            console.br.find_element(f"tr[data-client='{client_id}'] button.linklike").click()
+            console.click(f"tr[data-client='{client_id}'] button.linklike")
             return None
         return re.findall(r"\d\d:\d\d:\d\d\.\d{3} UTC", text)
 
@@ -158,23 +151,23 @@ def test_a_viewer_sees_clients_but_is_not_offered_disconnect(
     made = stack.api("POST", "/tokens", json={"name": "clients-viewer", "role": "viewer"})
     assert made.status_code == 201, made.text
     console.ensure_signed_in()
-    console.br.find_element("#sign-out").click()
+    console.click("#sign-out")
     console.sign_in(made.json()["token"])
     try:
         console.wait_text("#user", "clients-viewer")
         console.goto("sessions", "#sessions-table table")
-        _search(console, "bob-viewer-test")
+        console.type("#sessions-search", "bob-viewer-test")
         console.wait(lambda: console.js(ROW_CELLS, "bob-viewer-test"), "bob's row")
         offered = console.js(
             "return Array.from(document.querySelectorAll('#sessions-table button.danger'))"
             ".filter(b => b.offsetParent !== null).length"
         )
         assert offered == 0, "a viewer is offered Disconnect"
-        console.br.find_element("tr[data-client='bob-viewer-test'] button.linklike").click()
+        console.click("tr[data-client='bob-viewer-test'] button.linklike")
         console.wait_text("#sessions-detail", "operator role")
         console.driver.save_screenshot(str(_shots(tmp_path) / "clients-viewer-1366.png"))
         console.assert_no_errors()
     finally:
-        console.br.find_element("#sign-out").click()
+        console.click("#sign-out")
         console.sign_in(stack.token)
         console.br.wait_for_element("#nav-group-live")

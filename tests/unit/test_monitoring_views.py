@@ -145,6 +145,15 @@ class NoOperations:
     def slow_consumers(self) -> list[dict[str, Any]]:
         return []
 
+    def trace_open(self, kind: str, value: str) -> dict[str, Any]:
+        return {"error": "none"}
+
+    def trace_read(self, trace_id: str, after: int, limit: int) -> dict[str, Any] | None:
+        return None
+
+    def trace_close(self, trace_id: str) -> bool:
+        return False
+
     async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
         return None
 
