@@ -5,10 +5,10 @@ disconnect (the ``disconnect`` operation closes the WebSocket with code 4003).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 from pydantic import ValidationError
@@ -141,10 +141,21 @@ async def cluster_page(
     http: httpx.AsyncClient, members: Sequence[MemberEndpoint], query: SessionQuery
 ) -> SessionPage:
     """Every member's sessions; members that cannot be read are listed in ``unreachable``."""
-    results = await asyncio.gather(
-        *(member_sessions(http, member) for member in members), return_exceptions=True
-    )
-    sessions: list[SessionOut] = []
+    sessions, errors = await from_every_member(http, members, member_sessions)
+    return _page(sessions, query, errors)
+
+
+T = TypeVar("T")
+
+
+async def from_every_member(
+    http: httpx.AsyncClient,
+    members: Sequence[MemberEndpoint],
+    read: Callable[[httpx.AsyncClient, MemberEndpoint], Awaitable[list[T]]],
+) -> tuple[list[T], list[MemberError]]:
+    """``read`` of every member, at once, joined; the members that failed, with why."""
+    results = await asyncio.gather(*(read(http, m) for m in members), return_exceptions=True)
+    items: list[T] = []
     errors: list[MemberError] = []
     for member, result in zip(members, results, strict=True):
         if isinstance(result, MemberFailure):
@@ -152,8 +163,8 @@ async def cluster_page(
         elif isinstance(result, BaseException):
             raise result
         else:
-            sessions.extend(result)
-    return _page(sessions, query, errors)
+            items.extend(result)
+    return items, errors
 
 
 async def disconnect(http: httpx.AsyncClient, member: MemberEndpoint, session_id: str) -> None:
@@ -204,18 +215,7 @@ async def slow_consumer_page(
     http: httpx.AsyncClient, members: Sequence[MemberEndpoint], query: SlowConsumerQuery
 ) -> SlowConsumerPage:
     """The members' slow-consumer logs merged, newest first; unreadable members listed."""
-    results = await asyncio.gather(
-        *(member_slow_consumers(http, member) for member in members), return_exceptions=True
-    )
-    records: list[SlowConsumerOut] = []
-    errors: list[MemberError] = []
-    for member, result in zip(members, results, strict=True):
-        if isinstance(result, MemberFailure):
-            errors.append(MemberError(member=member.name, error=result.detail))
-        elif isinstance(result, BaseException):
-            raise result
-        else:
-            records.extend(result)
+    records, errors = await from_every_member(http, members, member_slow_consumers)
     return slow_consumers_paged(records, query, errors)
 
 

@@ -20,17 +20,20 @@ def test_the_server_record_of_a_slow_consumer_is_the_contract_document() -> None
     assert decoded == [SlowConsumerClose(**dataclasses.asdict(record))]
 
 
+#: a ``list()`` entry as a member before issue 35 answered it
+OLDER_ENTRY = {
+    "id": "a",
+    "remote": "r:1",
+    "connected_since": 5,
+    "subjects": [],
+    "messages_in": 1,
+    "bytes_in": 2,
+    "bytes_out": 3,
+}
+
+
 def test_an_older_member_answer_decodes_with_defaults() -> None:
-    old = {
-        "id": "a",
-        "remote": "r:1",
-        "connected_since": 5,
-        "subjects": [],
-        "messages_in": 1,
-        "bytes_in": 2,
-        "bytes_out": 3,
-    }
-    (doc,) = decode_answer([old], list[SessionDocument], "Sessions.list")
+    (doc,) = decode_answer([OLDER_ENTRY], list[SessionDocument], "Sessions.list")
     assert (doc.client_id, doc.transport, doc.internal, doc.delivery_latency_ms) == (
         "",
         "websocket",
@@ -41,15 +44,6 @@ def test_an_older_member_answer_decodes_with_defaults() -> None:
 
 
 def test_a_wrong_transport_is_a_contract_error() -> None:
-    bad = {
-        "id": "a",
-        "remote": "r:1",
-        "connected_since": 5,
-        "subjects": [],
-        "messages_in": 1,
-        "bytes_in": 2,
-        "bytes_out": 3,
-        "transport": "pigeon",
-    }
+    bad = {**OLDER_ENTRY, "transport": "pigeon"}
     with pytest.raises(ContractError, match="transport"):
         decode_answer([bad], list[SessionDocument], "Sessions.list")
