@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import ValidationError
@@ -30,6 +30,7 @@ from ..schemas import (
     SlowConsumerOut,
     SlowConsumerPage,
 )
+
 
 @dataclass(frozen=True, slots=True)
 class SessionQuery:

@@ -8,12 +8,11 @@ answer (a rolling upgrade) and shows what that member does not report as its def
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from .attributes import ContractError
-
 
 Transport = Literal["websocket", "sse"]
 T = TypeVar("T")

@@ -62,7 +62,7 @@ async def test_trace_a_client_across_two_subjects_and_download_it(
         bystander = await connect(push_a)
         await bystander.subscribe(first)
         async with admin.client("operator") as api:
-            before = (await api.get(f"{API}/sessions", params={"internal": "include"})).json()
+            before = (await api.get(f"{API}/sessions", params={"internal": "true"})).json()
             opened = await api.post(
                 f"{API}/member-traces", json={"by": "client", "value": "desk-7"}
             )
@@ -93,7 +93,7 @@ async def test_trace_a_client_across_two_subjects_and_download_it(
             assert any(t.microsecond for t in times)
 
             # a trace is not a session and not a subscriber
-            after = (await api.get(f"{API}/sessions", params={"internal": "include"})).json()
+            after = (await api.get(f"{API}/sessions", params={"internal": "true"})).json()
             assert after["total"] == before["total"] + 1  # the publisher, nothing else
             later = await api.get(
                 f"{API}/member-traces/{trace['id']}", params={"after": view["next_index"] - 2}
@@ -154,7 +154,7 @@ async def test_a_subject_trace_on_one_member_records_without_subscribing(
             view = await _until(api, trace_id, lambda v: len(v["events"]) >= 3)
             assert [json.loads(e["text"])["content"] for e in view["events"]] == ["n0", "n1", "n2"]
             assert {e["session"] for e in view["events"]} == {""}
-            sessions = (await api.get(f"{API}/sessions", params={"internal": "include"})).json()
+            sessions = (await api.get(f"{API}/sessions", params={"internal": "true"})).json()
             assert [s["id"] for s in sessions["items"]] == [publisher.welcome["session"]]
             assert all(subject not in s["subjects"] for s in sessions["items"])
     finally:
