@@ -80,7 +80,19 @@ def test_the_clients_page_shows_exactly_the_api_numbers(
         time.sleep(0.05)
 
     console.goto("sessions", "#sessions-table table")
-    console.type("#sessions-search", client_id)  # emptied first: the URL may fill it
+
+    def searched() -> bool:
+        """The client id in the search box and in the URL (typed again when the page was laid
+        out anew meanwhile: a sign-in check re-renders it)."""
+        value = console.js(
+            "const e = document.getElementById('sessions-search'); return e && e.value"
+        )
+        if value == client_id:
+            return "q=" + client_id in console.driver.current_url
+        console.type("#sessions-search", client_id)  # emptied first: the URL may fill it
+        return False
+
+    console.wait(searched, "the search in the box and the URL")
 
     def agreed() -> tuple[list[str], dict[str, Any]] | None:
         """The row and the API's item once they agree (the row is re-read after a refresh:
