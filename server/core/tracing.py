@@ -143,6 +143,8 @@ class Tracer:
                 tap.record("out", session.id, session.client_id, frame.subject, frame.payload)
 
     def received(self, session: Session, data: bytes | str) -> None:
+        if not self.by_client:
+            return
         taps = self.by_client.get(session.client_id)
         if not taps:
             return
