@@ -33,7 +33,8 @@ PushgridError (pushgrid.protocol.exceptions)                       error        
 │   ├── BridgeError (pushgrid.server.jmx.bridge)                   jmx_bridge           no
 │   ├── RrdError (pushgrid.metrics.rrd)                            rrd                  no
 │   ├── Silenced (pushgrid.admin_api.answering)                    member_silent        no
-│   └── WatchError (pushgrid.server.core.watch)                    watch                no
+│   ├── WatchError (pushgrid.server.core.watch)                    watch                no
+│   └── TraceRefused (pushgrid.server.core.tracing)                trace_refused        no
 ├── StatsError (pushgrid.protocol.exceptions)                      stats                no
 │   ├── StoreError (pushgrid.metrics.sqlstore.engine)              store                no
 │   ├── StoreBusyError (pushgrid.spark_stats.locking)              store_busy           yes

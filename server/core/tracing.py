@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pushgrid.protocol.exceptions import MonitoringError
+
 if TYPE_CHECKING:
     from ..framing.outframe import OutFrame
     from .session import Session
@@ -34,8 +36,10 @@ TEXT_LIMIT = 2048  # bytes of a frame's text kept
 KINDS = ("client", "subject")
 
 
-class TraceRefused(ValueError):
+class TraceRefused(MonitoringError, ValueError):
     """An open the member refuses (bad kind or value, too many traces)."""
+
+    code = "trace_refused"
 
 
 @dataclass(frozen=True, slots=True)

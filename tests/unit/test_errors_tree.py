@@ -221,6 +221,7 @@ ERROR_CODE_RETRY: dict[ErrorCode, bool] = {
     ErrorCode.TOO_MANY_SUBJECTS: True,  # MaxSubjects: idle subjects are evicted meanwhile
     ErrorCode.RETAINED_BYTES_EXCEEDED: True,  # MaxRetainedBytes: likewise
     ErrorCode.DEDUP_TABLE_FULL: True,  # PublishDedupMaxKeys: ids leave after the window
+    ErrorCode.INVALID_REPORT: False,  # a client bug: the same report fails again (ADR 048)
 }
 HTTP_RETRY: dict[int, bool] = {
     0: True,  # no answer at all
