@@ -80,6 +80,7 @@ def harness(tmp_path, member) -> Iterator[AdminHarness]:
     admin.close()
 
 
+@pytest.mark.timeout(300)  # every operation (about 100) twice, a live member: minutes under load
 def test_the_api_conforms_to_its_openapi_schema(harness):
     schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", harness.app)
     headers = harness.headers("admin")
