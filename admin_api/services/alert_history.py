@@ -25,7 +25,11 @@ def utc_param(moment: datetime | None, name: str) -> datetime | None:
         raise ProblemError(
             422,
             f"query parameter {name!r} needs a time zone (e.g. 2026-11-22T15:00:00Z)",
-            extensions={"errors": [{"loc": ["query", name], "msg": "needs a time zone"}]},
+            extensions={
+                "errors": [
+                    {"loc": ["query", name], "msg": "needs a time zone", "type": "value_error"}
+                ]
+            },
         )
     return moment.astimezone(UTC)
 

@@ -49,7 +49,9 @@ def check_pattern(pattern: str) -> None:
             422,
             f"query parameter 'pattern': invalid pattern {pattern!r}: {reason}",
             "invalid_pattern",
-            extensions={"errors": [{"loc": ["query", "pattern"], "msg": reason}]},
+            extensions={
+                "errors": [{"loc": ["query", "pattern"], "msg": reason, "type": "value_error"}]
+            },
         )
 
 

@@ -130,8 +130,15 @@ def test_a_traced_subject_shows_a_message_published_from_python(
     console.click("#trace-session-show")
     console.wait_text("#trace-session-view", subject)
     publish(stack.servers[0], subject, "hello again")  # recorded: the session is watched now
-    console.click("#trace-session-show")
-    console.wait_text("#trace-session-view", "hello again")
+
+    def shown_again() -> bool:
+        """Show the session again, as the page asks ("show it again later"): the frame is
+        recorded when the member fans it out, which can follow the publish's answer."""
+        console.click("#trace-session-show")
+        time.sleep(0.5)
+        return "hello again" in console.text("#trace-session-view")
+
+    console.wait(shown_again, "the session's recorded frame 'hello again'")
     console.screenshot("trace")
     console.click("#trace-stop")
     console.assert_no_errors()

@@ -83,7 +83,14 @@ def open_deflating(srv: ServerProcess, offer: str = OFFER, source: str | None = 
 
 def answers(raw: RawWs) -> list[dict[str, Any]]:
     """The JSON text frames after the welcome (the server's small answers are plain)."""
-    return [json.loads(payload) for opcode, payload in raw.frames[1:] if opcode == OP_TEXT]
+    return [untimed(json.loads(payload)) for opcode, payload in raw.frames[1:] if opcode == OP_TEXT]
+
+
+def untimed(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` without a pong's ``time`` (the server's clock, checked an int; ADR 048)."""
+    if answer.get("type") == "pong":
+        assert isinstance(answer.pop("time"), int), answer
+    return answer
 
 
 def close_reason(raw: RawWs) -> str:
@@ -148,7 +155,7 @@ class Holder:
         self.raw.sock.sendall(encode_client_frame(OP_CONT, body[:-4]))
         self.raw.frames.clear()
         self.raw.read_frames(1)
-        return dict(json.loads(self.raw.frames[0][1]))
+        return untimed(dict(json.loads(self.raw.frames[0][1])))
 
 
 def hold_unfinished(

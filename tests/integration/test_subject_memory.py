@@ -30,6 +30,7 @@ def bounded(module_server_factory: Callable[..., ServerProcess]) -> ServerProces
         MaxRetainedBytes=200_000,
         CacheExpireTime=EXPIRE,
         MetaSubjectInterval=0,
+        **{"Canary.Enabled": False},  # /pushgrid/canary would hold one of the LIMIT subjects
     )
 
 
