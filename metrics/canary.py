@@ -12,13 +12,17 @@ Rules (docs/monitoring.md, "Canaries"):
   moment the receiver started expecting it (:meth:`CanaryRow.expect`: when it started following,
   or first saw the publisher up), so a member that just started is not stale at once;
 * the receiver's delivery is **stalled** (health reason ``delivery_stalled``, "degraded:
-  delivery") for every stale pair whose publisher is up: a publisher that is down is already
-  ``member_down``, and its silence says nothing about the receiver's delivery path.
+  delivery") for every stale pair whose publisher is *alive*: up, and heard (its heartbeat)
+  ``HEARD_AFTER`` seconds or more after its last canary arrived, so it would have published
+  another. A publisher that died is silent on both paths: its last heartbeat comes within a
+  heartbeat of its last canary, so its pair never stalls; it is ``member_down`` once the
+  membership says so (``DOWN_AFTER`` 3.5 s, later than ``STALE_AFTER``), and its silence says
+  nothing about the receiver's delivery path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -26,6 +30,10 @@ CANARY_INTERVAL: Final = 1.0  # seconds between two canaries of a member
 #: without a canary for this long a pair is stale: three missed canaries (one late canary on a
 #: loaded machine does not flap the health), and well inside the 5 s the issue allows
 STALE_AFTER: Final = 3.0
+#: a publisher heard this long after its last canary arrived is alive and publishing: one and a
+#: half canary intervals (a dead member's last heartbeat and last canary are at most about one
+#: interval apart; a canary's own delivery latency only narrows that gap)
+HEARD_AFTER: Final = 1.5 * CANARY_INTERVAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +104,19 @@ class CanaryRow:
             stale=silent_for > STALE_AFTER,
         )
 
-    def stalled(self, now: float, up: Iterable[str]) -> list[str]:
-        """The publishers that are up whose canaries no longer reach this receiver."""
-        live = set(up)
-        return [p.publisher for p in self.pairs(now) if p.stale and p.publisher in live]
+    def stalled(self, now: float, heard: Mapping[str, float]) -> list[str]:
+        """The alive publishers whose canaries no longer reach this receiver; ``heard``: every
+        member up, with the seconds since it was last heard (0.0 for this member itself)."""
+        out = []
+        for pair in self.pairs(now):
+            since_heard = heard.get(pair.publisher)
+            if not pair.stale or since_heard is None:
+                continue
+            cell = self.cells[pair.publisher]
+            silent_for = now - (cell.last or cell.since)
+            if silent_for - since_heard >= HEARD_AFTER:
+                out.append(pair.publisher)
+        return out
 
 
 def pair_name(publisher: str, receiver: str) -> str:

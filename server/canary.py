@@ -185,9 +185,15 @@ class CanaryService:
         return CanaryState(self.name, self.enabled, self.published, self.publish_failures, pairs)
 
     def stalled_pairs(self, status: ClusterStatus, now: float) -> tuple[str, ...]:
-        """``publisher->receiver`` of every stale pair whose publisher is up (health), while this
-        member's own canaries are accepted: it takes publishes and does not deliver them."""
+        """``publisher->receiver`` of every stale pair whose publisher is alive (health,
+        ``CanaryRow.stalled``), while this member's own canaries are accepted: it takes
+        publishes and does not deliver them."""
         if not self.enabled or not self.publishing:
             return ()
-        up = [m.name for m in status.members if m.state == "up"] + [self.name]
-        return tuple(pair_name(p, self.name) for p in self.row.stalled(now, up))
+        heard = {
+            m.name: m.last_seen_seconds or 0.0
+            for m in status.members
+            if m.state == "up" and not m.is_self
+        }
+        heard[self.name] = 0.0  # this member publishes its own canaries: alive
+        return tuple(pair_name(p, self.name) for p in self.row.stalled(now, heard))

@@ -64,16 +64,33 @@ def test_latency_is_never_negative_and_ages_are_none_before_the_first_canary() -
     assert row.pairs(T0 + 1.0)[0].latency == 0.0
 
 
-def test_stalled_names_only_publishers_that_are_up() -> None:
+def test_stalled_names_only_publishers_that_are_alive() -> None:
     row = CanaryRow("m2")
     for publisher in ("m1", "m2", "m3"):
         row.expect(publisher, T0)
     row.record("m2", T0 + 9.0, T0 + 9.0)
     later = T0 + 10.0
-    assert row.stalled(later, up=["m1", "m2", "m3"]) == ["m1", "m3"]
-    assert row.stalled(later, up=["m2", "m3"]) == ["m3"]  # m1 is down: member_down, not this
+    heard_now = {"m1": 0.4, "m2": 0.0, "m3": 0.9}
+    assert row.stalled(later, heard_now) == ["m1", "m3"]
+    assert row.stalled(later, {"m2": 0.0, "m3": 0.9}) == ["m3"]  # m1 is down: member_down
     row.forget(["m2", "m3"])
     assert [p.publisher for p in row.pairs(later)] == ["m2", "m3"]
+
+
+def test_a_killed_publisher_is_not_a_stall_while_the_membership_still_counts_it_up() -> None:
+    """SIGKILL: the canaries and the heartbeats stop together. The pair goes stale (3 s) before
+    the membership says down (3.5 s); the publisher's last heartbeat came within an interval of
+    its last canary, so the receiver's delivery is not blamed (issue 33: one reason per view)."""
+    row = CanaryRow("m1")
+    row.expect("m3", T0)
+    row.record("m3", T0 + 5.0, T0 + 5.1)  # the last canary; m3 dies at T0 + 5.5
+    for seconds_after_death in (2.7, 3.0, 3.4):
+        now = T0 + 5.5 + seconds_after_death
+        assert row.pairs(now)[0].stale
+        since_heard = seconds_after_death + 0.3  # its last heartbeat: 0.3 s before it died
+        assert row.stalled(now, {"m1": 0.0, "m3": since_heard}) == []
+    # alive and heard, its canaries not arriving: a stall of m1's delivery path
+    assert row.stalled(T0 + 8.5, {"m1": 0.0, "m3": 0.6}) == ["m3"]
 
 
 def test_a_stalled_pair_makes_the_member_degraded_delivery() -> None:
