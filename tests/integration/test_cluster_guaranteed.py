@@ -50,7 +50,13 @@ def subject() -> str:
 async def http_publish(
     member: ServerProcess, subject: str, content: str, **extra: Any
 ) -> dict[str, Any]:
-    response = await pgtest.http_publish(member, subject, content, **extra)
+    try:
+        response = await pgtest.http_publish(member, subject, content, **extra)
+    except httpx.TransportError as error:
+        # seen once in CI (a ReadError: the connection ended without an answer, cause unknown):
+        # the member's own account of that moment goes with the failure
+        tail = member.log()[-4000:]
+        raise AssertionError(f"{error!r} from port {member.port}; its log:\n{tail}") from error
     body: dict[str, Any] = response.json()
     body["status"] = response.status_code
     return body
