@@ -256,8 +256,10 @@ class SubjectBrowserIds(StrEnum):
 class AlertRowIds(StrEnum):
     """Ids of the Alerts page's row actions and history filters (issue 35 item 4)."""
 
-    ACK = "alert-row-ack"  # pattern-matching: {"type": ACK, "index": "rule_id|target"}
-    SILENCE = "alert-row-silence"  # pattern-matching, as ACK
+    ACK = "alert-row-ack"  # a row button's data-row-action (its data-pick: "rule_id|target")
+    SILENCE = "alert-row-silence"  # as ACK
+    # dcc.Store: the last row click, {"type": ACK or SILENCE, "index": pick, "at": ms}
+    ROW_ACTION = "alert-row-action"
     COMMENT = "alert-comment"  # the comment row actions send (acknowledge, silence)
     HISTORY_RULE = "history-rule"
     HISTORY_TARGET = "history-target"

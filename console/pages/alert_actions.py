@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
 
 from .. import format as fmt
@@ -278,8 +278,7 @@ def register(app: Dash, providers: Providers, form_states: Sequence[State]) -> N
         Input(OpsIds.ALERT_ACK, "n_clicks"),
         Input(OpsIds.ALERT_SILENCE, "n_clicks"),
         Input(OpsIds.SILENCE_END, "n_clicks"),
-        Input({"type": AlertRowIds.ACK.value, "index": ALL}, "n_clicks"),
-        Input({"type": AlertRowIds.SILENCE.value, "index": ALL}, "n_clicks"),
+        Input(AlertRowIds.ROW_ACTION, "data"),  # a row's own button (row_actions.js)
         State(OpsIds.ALERT_PICK, "value"),
         State(OpsIds.SILENCE_FOR, "value"),
         State(OpsIds.SILENCE_PICK, "value"),
@@ -288,10 +287,11 @@ def register(app: Dash, providers: Providers, form_states: Sequence[State]) -> N
         prevent_initial_call=True,
     )
     def act(*values: Any) -> Any:
-        *_clicks, pick, duration, silence, comment, token = values
-        if not ctx.triggered or not ctx.triggered[0]["value"]:
-            return no_update  # a row's buttons drawn again (every refresh), not clicked
-        button, now = ctx.triggered_id, datetime.now(UTC)
+        *_clicks, row, pick, duration, silence, comment, token = values
+        button = row if ctx.triggered_id == AlertRowIds.ROW_ACTION else ctx.triggered_id
+        if not button:
+            return no_update
+        now = datetime.now(UTC)
         return _run(
             _ops(providers, token),
             lambda ops: alert_action(ops, button, pick, duration, silence, now, comment),

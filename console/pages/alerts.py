@@ -54,6 +54,25 @@ def banner(alerts: Sequence[Mapping[str, Any]]) -> list[Component]:
     ]
 
 
+def _row_button(text: str, action: AlertRowIds, pick: str) -> Component:
+    """A row's own action button. It has no Dash id: the table is drawn again every refresh,
+    and a callback fed by buttons drawn again was triggered again by each redraw, which made
+    Dash drop the answer of the action still running (the silence was made, the page never
+    said so). console/assets/row_actions.js records the click, at the DOM event, in the store
+    :data:`AlertRowIds.ROW_ACTION` outside the table."""
+    return html.Button(
+        text,
+        className="button small",
+        **attrs(
+            {
+                "data-row-action": action.value,
+                "data-pick": pick,
+                "data-store": AlertRowIds.ROW_ACTION,
+            }
+        ),
+    )
+
+
 def render_active(alerts: Sequence[Mapping[str, Any]], now: float) -> Component:
     """Each alert with since when it is in its state and for how long (the API's ``since``),
     and, for an operator, its own Acknowledge and Silence buttons."""
@@ -75,18 +94,8 @@ def render_active(alerts: Sequence[Mapping[str, Any]], now: float) -> Component:
                 fmt.iso_time(a["silenced_until"]) if a.get("silenced_until") else "",
                 html.Div(
                     [
-                        html.Button(
-                            "Acknowledge",
-                            id={"type": AlertRowIds.ACK.value, "index": pick},
-                            className="button small",
-                            n_clicks=0,
-                        ),
-                        html.Button(
-                            "Silence",
-                            id={"type": AlertRowIds.SILENCE.value, "index": pick},
-                            className="button small",
-                            n_clicks=0,
-                        ),
+                        _row_button("Acknowledge", AlertRowIds.ACK, pick),
+                        _row_button("Silence", AlertRowIds.SILENCE, pick),
                     ],
                     className=f"row-actions {OPERATOR_ONLY}",
                 ),
@@ -369,6 +378,7 @@ def layout() -> Component:
                 ]
             ),
             dcc.Interval(id=OpsIds.ALERTS_INTERVAL, interval=REFRESH_MS),
+            dcc.Store(id=AlertRowIds.ROW_ACTION, data=None),
         ],
         className="page page-alerts",
     )
