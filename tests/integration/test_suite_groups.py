@@ -77,3 +77,8 @@ def test_groups_stay_on_one_worker_and_the_heaviest_go_first(tmp_path: Path) -> 
     assert worker["b1"] == worker["b2"]
     assert worker["c1"] == worker["c2"]
     assert len(set(worker.values())) > 1, "the modules were spread over the workers"
+    # the modules' own time, every module once (its tests' reports come from their workers)
+    table = ran.stdout[ran.stdout.index("the modules' own time") :].splitlines()[1:]
+    listed_modules = sorted(line.split()[1] for line in table if "test_" in line)
+    assert listed_modules == sorted(MODULES), table
+    assert any("in all (the sum over workers)" in line for line in table), table
