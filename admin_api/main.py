@@ -55,6 +55,7 @@ from .services.cluster import MemberWatch
 from .services.history import HistoryCollector
 from .services.jobs import JobRunner
 from .services.members import MemberService
+from .services.slo_recorder import SloRecorder
 from .services.trace import TraceHub
 from .signin_state import SignInState
 
@@ -191,6 +192,12 @@ def create_app(
         lambda db: MemberService(db, admin, jmx).all(),
         answering,
     )
+    slo_recorder = SloRecorder(  # the objectives' events (ADR 055)
+        settings.alerts,
+        lambda: app.state.session_factory(),
+        lambda db: MemberService(db, admin, jmx).all(),
+        answering,
+    )
     traces = TraceHub(settings.trace)
     watch = MemberWatch(
         lambda: _members(app, admin, jmx), answering=answering, allow=admin.admin_discover_allow
@@ -208,6 +215,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         alerts.start()
+        slo_recorder.start()
         traces.start()
         watch.start()
         history.start()
@@ -219,6 +227,7 @@ def create_app(
             await history.stop()
             await watch.stop()
             await alerts.stop()
+            await slo_recorder.stop()
             await traces.close()
             runner.close()
 
@@ -239,6 +248,7 @@ def create_app(
     app.state.member_timeout = member_timeout
     app.state.answering = answering
     app.state.alert_runner = alerts
+    app.state.slo_recorder = slo_recorder
     app.state.traces = traces
     app.state.history = history
     app.state.signin_settings = settings.signin

@@ -29,6 +29,7 @@ from . import (
     members,
     occupancy,
     sessions,
+    slos,
     statistics,
     subject_browser,
     subjects,
@@ -62,6 +63,7 @@ ROUTERS = (
     canaries,
     subject_browser,
     delivery,
+    slos,
 )
 
 

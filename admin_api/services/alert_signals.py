@@ -35,7 +35,10 @@ from ..alerting import Readings, Rule
 from ..member_client import MemberEndpoint, MemberFailure
 from .cluster import cluster_views, member_health_of
 
-MEMBER_SIGNALS = frozenset(name for name, (_, scope) in SIGNALS.items() if scope != CLUSTER)
+#: the signals read from the members (the objectives' burn rates come from SQL: services/alerts.py)
+MEMBER_SIGNALS = frozenset(
+    name for name, (_, scope) in SIGNALS.items() if scope != CLUSTER and not name.startswith("slo_")
+)
 
 
 async def server_look(http: httpx.AsyncClient, member: MemberEndpoint) -> ServerLook | None:

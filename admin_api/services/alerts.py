@@ -45,6 +45,10 @@ from .alert_signals import SignalReader
 from .alert_silences import AckService, Mute, SilenceService, silenced_until
 from .cluster import cluster_views
 from .live import live_stats
+from .slos import SloService
+
+#: the signals of the objectives' burn rates (read from SQL, not from the members)
+SLO_SIGNALS: Final = frozenset({"slo_fast_burn", "slo_slow_burn"})
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +270,7 @@ class _Loaded:
     members: list[MemberEndpoint]
     mutes: list[Mute]
     cluster: Mapping[tuple[str, str, str], float | None]
+    slo: Readings  # the objectives' burn rates, target slo:<name> (ADR 055)
 
 
 class AlertRunner:
@@ -358,7 +363,9 @@ class AlertRunner:
             failed = pipeline and last_run_failed(db)
             mutes = SilenceService(db).mutes(datetime.now(UTC))
             cluster = {key("stats_pipeline_failing"): 1.0 if failed else 0.0} if pipeline else {}
-            return _Loaded(rules, members, mutes, cluster)
+            burns = any(r.indicator in SLO_SIGNALS for r in rules)
+            slo = SloService(db).burn_readings(time.time()) if burns else {}
+            return _Loaded(rules, members, mutes, cluster, slo)
 
     async def evaluate_once(self, http: httpx.AsyncClient) -> list[AlertChange]:
         loaded = await asyncio.to_thread(self._load)
@@ -368,7 +375,7 @@ class AlertRunner:
                 live_stats(http, loaded.members),
                 self.signals.read(http, loaded.members, loaded.rules),
             )
-            readings = merge(readings_of(live.members), signals)
+            readings = merge(readings_of(live.members), signals, loaded.slo)
         now = time.time()
         changes = self.evaluator.evaluate(loaded.rules, readings, now, loaded.cluster)
         self.evaluations += 1

@@ -17,6 +17,8 @@ table              content
                    the lockout counters (migration ``0009``, ADR 052)
 ``admin_sessions`` console sign-in sessions: the SHA-256 of the cookie (never the cookie), the
                    user, role, CSRF token and expiry
+``slo_objectives`` service level objectives (migration ``0012``, ADR 055)
+``slo_minutes``    their good and total events per minute (kept for the objective's period)
 =================  ==============================================================================
 
 The schema is created by the Alembic migrations ``alembic/versions/0002_admin_api.py`` and
@@ -31,7 +33,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .models import Base, UTCDateTime, utc_now
@@ -50,6 +62,8 @@ __all__ = [
     "ConsoleUser",
     "RegisteredMember",
     "SignInSession",
+    "SloMinute",
+    "SloObjective",
 ]
 
 NAME_LENGTH: Final = 64
@@ -249,3 +263,40 @@ class SignInSession(Base):
 
     def __repr__(self) -> str:  # no secrets in logs
         return f"SignInSession(public_id={self.public_id!r}, user_name={self.user_name!r})"
+
+
+# --- service level objectives (issue 33 item 6; migration 0012; ADR 055) -------------------------
+
+
+class SloObjective(Base):
+    """An objective: ``target`` of the ``kind``'s events good over ``period_days``
+    (admin_api/slo.py says what good and total are per kind)."""
+
+    __tablename__ = "slo_objectives"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(48), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    target: Mapped[float] = mapped_column(Float)
+    period_days: Mapped[int] = mapped_column(Integer)
+    threshold_ms: Mapped[float | None] = mapped_column(Float)  # latency only
+    description: Mapped[str] = mapped_column(String(1024), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))
+
+    def __repr__(self) -> str:
+        return f"SloObjective(id={self.id!r}, name={self.name!r})"
+
+
+class SloMinute(Base):
+    """An objective's events in one minute (``minute``: its start, Unix seconds), summed over
+    the members."""
+
+    __tablename__ = "slo_minutes"
+
+    objective_id: Mapped[int] = mapped_column(
+        ForeignKey("slo_objectives.id", ondelete="CASCADE"), primary_key=True
+    )
+    minute: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    good: Mapped[int] = mapped_column(BigInteger)
+    total: Mapped[int] = mapped_column(BigInteger)

@@ -18,6 +18,8 @@ SignalName = Literal[
     "stats_pipeline_failing",
     "delivery_stalled",
     "client_loss",
+    "slo_fast_burn",
+    "slo_slow_burn",
 ]
 SIGNAL_NAMES: Final[tuple[str, ...]] = get_args(SignalName)
 
@@ -47,5 +49,14 @@ SIGNALS: Final[dict[str, tuple[str, str]]] = {
         "messages the clients of a Guaranteed member could not get back over its last 60 s"
         " (their reported resyncs + failed recoveries; none on a Standard member)",
         "",
+    ),
+    # the target is the objective, ``slo:<name>`` (ADR 055)
+    "slo_fast_burn": (
+        "an objective's error-budget burn rate, the smaller of its 1 h and 5 min rates",
+        "member",
+    ),
+    "slo_slow_burn": (
+        "an objective's error-budget burn rate, the smaller of its 6 h and 30 min rates",
+        "member",
     ),
 }

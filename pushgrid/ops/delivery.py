@@ -76,6 +76,18 @@ class DeliveryDocument(msgspec.Struct, rename="pascal", frozen=True, kw_only=Tru
         dict[str, str],
         java(MAP, "Watched pattern -> the window's loss counters, space-separated in LOSS order"),
     ]
+    latency_total_buckets: Annotated[
+        str,
+        java(STRING, "Latency buckets since start, 'index:count' (the SLOs' good/total events)"),
+    ] = ""
+
+
+class DeliveryTotals(msgspec.Struct, rename="pascal", frozen=True):
+    """What the SLO recorder reads (ADR 055): the cumulative latency buckets and loss counters
+    (an admin API takes the increase between two looks, so nothing between them is missed)."""
+
+    latency_total_buckets: str
+    loss_total: dict[str, int]
 
 
 class DeliveryLoss(msgspec.Struct, rename="pascal", frozen=True):
@@ -100,6 +112,7 @@ EMPTY_DELIVERY: Final = DeliveryDocument(
     leg_buckets=dict.fromkeys(LEGS, ""),
     pattern_buckets={},
     pattern_loss={},
+    latency_total_buckets="",
 )
 
 

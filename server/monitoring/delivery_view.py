@@ -65,6 +65,7 @@ def read_delivery(book: DeliveryBook, watched: set[str]) -> DeliveryReading:
         leg_buckets={leg: bucket_text(h.counts) for leg, h in recent.legs.items()},
         pattern_buckets={k: bucket_text(t.latency.counts) for k, t in sorted(patterns.items())},
         pattern_loss={k: loss_text(t.loss) for k, t in sorted(patterns.items())},
+        latency_total_buckets=bucket_text(book.totals.latency.counts),
     )
     return DeliveryReading(
         document,
