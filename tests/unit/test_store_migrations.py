@@ -43,6 +43,8 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "watched_window_stats",
             "admin_users",
             "admin_sessions",
+            "slo_objectives",
+            "slo_minutes",
         }
         uniques = inspector.get_unique_constraints("window_stats")
         assert [u["column_names"] for u in uniques] == [["scope", "indicator", "window", "as_of"]]
