@@ -31,6 +31,7 @@ from .pages import (
     login,
     overview,
     sessions,
+    slos,
     statistics,
     subject_browser,
     subjects,
@@ -50,6 +51,7 @@ PAGES: tuple[ConsolePage, ...] = (
     sessions.PAGE,
     trace.PAGE,
     delivery.PAGE,
+    slos.PAGE,
     statistics.PAGE,
     trends.PAGE,
     hot.PAGE,
@@ -74,6 +76,7 @@ _MODULES = (
     trace,
     delivery,
     subject_browser,
+    slos,
 )
 TITLE = "pushgrid console"
 log = logging.getLogger(__name__)

@@ -288,3 +288,33 @@ def run_start(run: JobRunView) -> float | None:
 def reading(value: float | None, indicator: str) -> str:
     """The big number on an indicator card."""
     return compact(value, indicator)
+
+
+def slo_figures(
+    histories: Sequence[tuple[str, Sequence[tuple[str, float, float]]]],
+    fast: float,
+    slow: float,
+) -> tuple[go.Figure, go.Figure]:
+    """The objectives' error budget left (percent) and burn rate over their periods, one line
+    per objective (``(name, [(iso time, budget left, burn rate), ...])``); the burn chart
+    carries the two alerts' thresholds (console/pages/slos.py, ADR 055)."""
+    budget, burn = go.Figure(layout=_layout(220)), go.Figure(layout=_layout(220))
+    for index, (name, points) in enumerate(histories):
+        color = SERIES[index % len(SERIES)]
+        times = [at for at, _, _ in points]
+        line = {"color": color, "width": 2}
+        budget.add_scatter(x=times, y=[100 * left for _, left, _ in points], name=name, line=line)
+        burn.add_scatter(x=times, y=[rate for _, _, rate in points], name=name, line=line)
+    budget.update_yaxes(ticksuffix=" %", rangemode="normal")
+    budget.add_hline(y=0, line={"color": BAD, "width": 1, "dash": "dot"})
+    for level, color, text in ((fast, BAD, "fast burn"), (slow, WARN, "slow burn")):
+        burn.add_hline(
+            y=level,
+            line={"color": color, "width": 1, "dash": "dash"},
+            annotation_text=f"{text} {level:g}x",
+            annotation_font={"color": color, "size": 10},
+        )
+    if not any(points for _, points in histories):
+        say_empty(budget, "no events recorded yet")
+        say_empty(burn, "no events recorded yet")
+    return budget, burn

@@ -89,6 +89,14 @@ class OpsHttpMixin:
     def watched_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/watched-subjects"))
 
+    def slos(self: _Requests) -> dict[str, Any]:
+        """The objectives and where they stand (console/pages/slos.py, ADR 055)."""
+        return dict(self._request("GET", "/slos"))
+
+    def slo_history(self: _Requests, objective_id: int, points: int = 120) -> dict[str, Any]:
+        """An objective's budget left and burn rate over its period, in steps."""
+        return dict(self._request("GET", f"/slos/{objective_id}/history", {"points": points}))
+
     def watch(self: _Requests, pattern: str) -> dict[str, Any]:
         return dict(self._request("POST", "/watched-subjects", body={"pattern": pattern}))
 

@@ -496,6 +496,7 @@ def test_the_app_routes_every_page_under_its_prefix() -> None:
         ("Live", "sessions"),
         ("Live", "trace"),
         ("Live", "delivery"),
+        ("Live", "slos"),
         ("Traffic", "statistics"),
         ("Traffic", "trends"),
         ("Traffic", "hot"),
@@ -539,7 +540,13 @@ def test_the_navigation_is_grouped_and_offers_each_role_what_it_may_use() -> Non
     assert "trace" in [page.path for page in offered("operator")]
     assert len(offered("admin")) == len(PAGES)
     _tabs, live = nav(app, page_for(app, href(app, "")), "viewer")
-    assert _ids(live) == ["nav-overview", "nav-subjects", "nav-sessions", "nav-delivery"]
+    assert _ids(live) == [
+        "nav-overview",
+        "nav-subjects",
+        "nav-sessions",
+        "nav-delivery",
+        "nav-slos",
+    ]
 
 
 def test_provider_errors_round_trip_as_json() -> None:
