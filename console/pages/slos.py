@@ -131,7 +131,7 @@ def layout() -> Component:
                 "budget left and how fast it burns (alerts SLOFastBurn and SLOSlowBurn)",
             ),
             html.Div(id=SloIds.ALERT, className="alerts"),
-            card([html.H2("Objectives"), html.Div(id=SloIds.TABLE)]),
+            card([html.H2("Where each stands"), html.Div(id=SloIds.TABLE)]),
             card(
                 [
                     html.H2("Error budget left over the period"),

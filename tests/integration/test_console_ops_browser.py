@@ -258,3 +258,57 @@ def _seed_stored_windows(db_url: str, pattern: str, as_of: int) -> None:
         run = start_run(session, as_of=as_of)
         write_results(session, run.id, result)
         finish_run(session, run.id, status="succeeded", as_of=as_of)
+
+
+def test_the_objectives_page_shows_budgets_and_burn(console: Console, stack: Stack) -> None:
+    """Two objectives with three hours of recorded minutes (the recorder's rows, written to the
+    store; the real recording is tests/integration/test_slos.py): the last hour of one burns at
+    30x, the other is all good."""
+    created = [
+        stack.api(
+            "POST",
+            "/slos",
+            json={"name": name, "kind": "latency", "target": 0.99, "threshold_ms": 100},
+        )
+        for name in ("ui_burning", "ui_calm")
+    ]
+    assert all(r.status_code == 201 for r in created), [r.text for r in created]
+    burning, calm = (r.json()["id"] for r in created)
+    _seed_slo_minutes(stack.db_url, burning, bad_last_hour=300)
+    _seed_slo_minutes(stack.db_url, calm, bad_last_hour=0)
+    try:
+        console.goto("slos", "#slos-table")
+        console.wait_js(
+            "return !!document.querySelector('#slos-table tr[data-burning=fast]')",
+            "the burning objective marked",
+        )
+        console.wait_text("#slos-table", "ui_calm")
+        assert "latency <= 100 ms" in console.text("#slos-table")
+        console.wait_js(
+            "return document.querySelectorAll('#slos-burn .scatterlayer .trace').length == 2",
+            "two burn lines",
+        )
+        console.screenshot("slos")
+        console.assert_no_errors()
+    finally:
+        for objective in (burning, calm):
+            stack.api("DELETE", f"/slos/{objective}")
+
+
+def _seed_slo_minutes(db_url: str, objective_id: int, bad_last_hour: int) -> None:
+    """Three hours of 1,000 events a minute, ``bad_last_hour`` of them bad each minute of the
+    last hour (at a 99 % target, 300 bad is a burn rate of 30); not the current minute, which
+    the running recorder may be writing."""
+    from pushgrid.metrics.sqlstore import make_session_factory
+    from pushgrid.metrics.sqlstore.admin_models import SloMinute
+
+    now = int(time.time()) // 60 * 60
+    with make_session_factory(db_url)() as session:
+        for back in range(1, 181):
+            bad = bad_last_hour if back <= 60 else 0
+            session.add(
+                SloMinute(
+                    objective_id=objective_id, minute=now - 60 * back, good=1000 - bad, total=1000
+                )
+            )
+        session.commit()
