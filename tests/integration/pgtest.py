@@ -782,8 +782,8 @@ class TcpProxy:
                 task.cancel()
                 self._tasks.discard(task)
 
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One direction, chunk by chunk (test_delivery_delay's proxy holds each chunk)."""
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
                 writer.write(data)

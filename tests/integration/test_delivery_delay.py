@@ -83,7 +83,8 @@ async def test_delay_before_one_members_clients_shows_on_that_member_only(
     """Phase 1 without delay, phase 2 with 50 ms each way: the clients' own medians and the
     admin API's p50 per member, each phase its own reference (the same proxy, the same paths)."""
     m1, m2 = pair.member(1), pair.member(2)
-    proxy = await DelayingProxy(m2.host, m2.port, 0.0).start()
+    proxy = DelayingProxy(m2.host, m2.port, 0.0)
+    await proxy.start()
     direct: list[Message] = []
     delayed: list[Message] = []
     clients = [_subscriber(m1.address, direct), _subscriber(proxy.address, delayed)]
