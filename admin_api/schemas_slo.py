@@ -48,7 +48,8 @@ class SloIn(BaseModel):
     name: ObjectiveName = Field(description="Letters, digits, '_', '-', '.'; unique")
     kind: ObjectiveKind = Field(
         description="latency: deliveries at or under threshold_ms; loss: deliveries the "
-        "clients did not lose; recovery: recoveries answered from the cache"
+        "clients did not lose; recovery: recoveries answered from the cache; subscribe: "
+        "subscriptions the members opened (not failed for want of quorum or an engine error)"
     )
     target: Target
     period_days: PeriodDays = 30

@@ -13,6 +13,10 @@ loss          deliveries the clients measured / those + the messages they report
               get back (resyncs + failed recoveries: ``LOST_KINDS``)
 recovery      recoveries answered from the cache (or up to date) / every recovery asked for (the
               member's ``recovery_successes_total`` and ``recovery_failures_total``)
+subscribe     subscriptions opened / those + the ones the member failed to open (no quorum, an
+              engine error: ``subscribes_total``, ``subscribe_failures_total``); a subscription
+              the entitlement denied or the client got wrong (a bad subject, too many) is the
+              client's answer, not a failure of the service, and counts in neither
 ============  ======================================================================================
 
 **A latency threshold between two bucket edges.** The buckets (protocol/latency.py) hold
@@ -45,7 +49,7 @@ from pushgrid.protocol.latency import UPPER
 
 from .alert_signals import LOST_KINDS
 
-ObjectiveKind = Literal["latency", "loss", "recovery"]
+ObjectiveKind = Literal["latency", "loss", "recovery", "subscribe"]
 OBJECTIVE_KINDS: Final[tuple[str, ...]] = get_args(ObjectiveKind)
 
 #: the windows the burn rates are computed over (seconds), and the two alerts' pairs
@@ -88,6 +92,8 @@ class MemberCounts:
     loss: Mapping[str, int]  # loss counters since start
     recovered: int  # recovery_successes_total
     recovery_failed: int  # recovery_failures_total
+    subscribed: int = 0  # subscribes_total
+    subscribe_failed: int = 0  # subscribe_failures_total
 
 
 def increase(before: MemberCounts | None, after: MemberCounts) -> MemberCounts | None:
@@ -98,7 +104,12 @@ def increase(before: MemberCounts | None, after: MemberCounts) -> MemberCounts |
     restarted = before.start_time != after.start_time
     latency = tuple(a - b for a, b in zip(after.latency, before.latency, strict=True))
     loss = {k: after.loss.get(k, 0) - before.loss.get(k, 0) for k in after.loss}
-    scalars = (after.recovered - before.recovered, after.recovery_failed - before.recovery_failed)
+    scalars = (
+        after.recovered - before.recovered,
+        after.recovery_failed - before.recovery_failed,
+        after.subscribed - before.subscribed,
+        after.subscribe_failed - before.subscribe_failed,
+    )
     if restarted or min((*latency, *loss.values(), *scalars), default=0) < 0:
         return after
     return MemberCounts(after.start_time, latency, loss, *scalars)
@@ -125,6 +136,8 @@ class ObjectiveSpec:
             delivered = sum(counts.latency)
             lost = sum(counts.loss.get(k, 0) for k in LOST_KINDS)
             return Events(delivered, delivered + lost)
+        if self.kind == "subscribe":
+            return Events(counts.subscribed, counts.subscribed + counts.subscribe_failed)
         return Events(counts.recovered, counts.recovered + counts.recovery_failed)
 
 

@@ -22,6 +22,8 @@ class Counters:
         "recovery_successes_total",
         "sessions",
         "slow_consumer_disconnects_total",
+        "subscribe_failures_total",
+        "subscribes_total",
         "subscriptions",
     )
 
@@ -39,6 +41,10 @@ class Counters:
         self.recovery_successes_total = 0
         self.recovery_failures_total = 0
         self.publish_rejected_total = 0
+        # subscriptions opened / failed by the member (no quorum, engine error): the
+        # subscribe-success objective's events (ADR 055); denials are not failures
+        self.subscribes_total = 0
+        self.subscribe_failures_total = 0
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}

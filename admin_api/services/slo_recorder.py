@@ -51,6 +51,8 @@ async def member_counts(http: httpx.AsyncClient, member: MemberEndpoint) -> Memb
         dict(delivery.loss_total),
         counters.get("recovery_successes_total", 0),
         counters.get("recovery_failures_total", 0),
+        counters.get("subscribes_total", 0),
+        counters.get("subscribe_failures_total", 0),
     )
 
 

@@ -32,6 +32,11 @@ FAST_BURN: Final = 14.4  # the built-in rules' thresholds (migration 0012)
 SLOW_BURN: Final = 6.0
 CHARTED: Final = 7  # objectives drawn on the charts (one color each)
 WINDOWS: Final = ("5m", "30m", "1h", "6h")
+GOOD_WHEN: Final = {
+    "loss": "no loss",
+    "recovery": "recoveries succeed",
+    "subscribe": "subscribes succeed",
+}
 
 
 class SloIds(StrEnum):
@@ -50,13 +55,14 @@ class SloProvider(Protocol):
 
 
 def what(objective: Mapping[str, Any]) -> str:
-    """``latency <= 39.8 ms`` (the edge it is judged at), ``no loss``, ``recoveries succeed``."""
+    """``latency <= 39.8 ms`` (the edge it is judged at), ``no loss``, ``recoveries succeed``,
+    ``subscribes succeed``."""
     kind = objective.get("kind")
     if kind == "latency":
         edge = objective.get("threshold_edge_ms")
         shown = fmt.latency(None if edge is None else edge / 1000)
         return f"latency <= {shown}"
-    return {"loss": "no loss", "recovery": "recoveries succeed"}.get(str(kind), str(kind))
+    return GOOD_WHEN.get(str(kind), str(kind))
 
 
 def budget_pill(left: float) -> Component:

@@ -396,6 +396,7 @@ class Session:
         try:
             status, frames, epoch, last_seq = await self._initial(item, request_id)
         except EngineUnavailable as exc:  # a cluster without quorum: the client retries later
+            self.hub.counters.subscribe_failures_total += 1
             self.hub.unsubscribe(self, subject)
             self._reject(
                 RemoteProtocolError(ErrorCode.ENGINE_UNAVAILABLE, str(exc), request_id, subject)
@@ -403,6 +404,7 @@ class Session:
             return
         except Exception:
             log.exception("subscribe %s failed", subject)
+            self.hub.counters.subscribe_failures_total += 1
             self.hub.unsubscribe(self, subject)
             self._reject(
                 RemoteProtocolError(ErrorCode.INTERNAL, "subscribe failed", request_id, subject)
@@ -410,6 +412,7 @@ class Session:
             return
         if subject not in self.subjects:  # unsubscribed (or disconnected) meanwhile
             return
+        self.hub.counters.subscribes_total += 1
         self.send(status)
         self.send_messages(frames)
         buffered = self.hub.finish_subscribe(self, subject, item.conflation_period, item.delta)

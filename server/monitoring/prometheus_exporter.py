@@ -103,6 +103,15 @@ def live_metrics(live: LiveState) -> Iterator[Metric]:
     recoveries.add_metric(["success"], counters["recovery_successes_total"])
     recoveries.add_metric(["failure"], counters["recovery_failures_total"])
     yield recoveries
+    subscribes = CounterMetricFamily(
+        "pushgrid_subscribes",
+        "Subscriptions opened (ok) and failed by the member (no quorum, engine error);"
+        " denials are neither",
+        labels=["outcome"],
+    )
+    subscribes.add_metric(["ok"], counters["subscribes_total"])
+    subscribes.add_metric(["failure"], counters["subscribe_failures_total"])
+    yield subscribes
     for key, (name, documentation) in _REFUSALS.items():
         yield _counter(name, documentation, live.refusals[key])
     yield _gauge("pushgrid_connected_users", "Connected users (sessions)", counters["sessions"])

@@ -50,6 +50,8 @@ TOTALS = [
     "recovery_failures_total",
     "recovery_successes_total",
     "slow_consumer_disconnects_total",
+    "subscribes_total",
+    "subscribe_failures_total",
     "dropped_snapshots_total",
     "deflate_uncompressed_bytes_total",
     "deflate_compressed_bytes_total",
@@ -219,6 +221,8 @@ async def test_metrics_exposition(srv):
         assert families[gauge].type == "gauge", gauge
     for outcome in ("success", "failure"):
         assert ("pushgrid_recoveries_total", (("outcome", outcome),)) in samples
+    for outcome in ("ok", "failure"):
+        assert ("pushgrid_subscribes_total", (("outcome", outcome),)) in samples
     assert "process_cpu_seconds_total" in names
     assert "process_resident_memory_bytes" in names
     for indicator in INDICATOR_NAMES:

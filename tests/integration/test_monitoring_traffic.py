@@ -81,6 +81,8 @@ PROMETHEUS_TOTALS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     "publish_rejected_total": ("pushgrid_publish_rejected_total", ()),
     "recovery_successes_total": ("pushgrid_recoveries_total", (("outcome", "success"),)),
     "recovery_failures_total": ("pushgrid_recoveries_total", (("outcome", "failure"),)),
+    "subscribes_total": ("pushgrid_subscribes_total", (("outcome", "ok"),)),
+    "subscribe_failures_total": ("pushgrid_subscribes_total", (("outcome", "failure"),)),
 }
 PROMETHEUS_GAUGES = {
     "sessions": "pushgrid_connected_users",
@@ -298,6 +300,7 @@ async def test_known_traffic_is_reported_identically_everywhere(server_factory, 
             "keepalive_timeouts_total": 0,
             "recovery_successes_total": 0,
             "recovery_failures_total": 0,
+            "subscribe_failures_total": 0,
             # the test subject, the meta-subjects (overview, one per indicator, cluster) and
             # the canaries' subject (/pushgrid/canary, docs/monitoring.md "Canaries")
             "subjects": 1 + 1 + len(INDICATORS) + 1 + 1,

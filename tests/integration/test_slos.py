@@ -32,6 +32,7 @@ FAST_RETRY = BackoffPolicy(base=0.05, quick_retries=20, jitter=0.0, cap=0.5, sta
 BURNING = {"name": "burning", "kind": "latency", "target": 0.99, "threshold_ms": 0.01}
 HEALTHY = {"name": "healthy", "kind": "latency", "target": 0.99, "threshold_ms": 100_000}
 NO_LOSS = {"name": "no_loss", "kind": "loss", "target": 0.999, "period_days": 7}
+SUBSCRIBES = {"name": "subscribes", "kind": "subscribe", "target": 0.999}
 
 
 async def _until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
@@ -108,7 +109,7 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             admin.client("admin") as admin_api,
         ):
             ids = {}
-            for body in (BURNING, HEALTHY, NO_LOSS):
+            for body in (BURNING, HEALTHY, NO_LOSS, SUBSCRIBES):
                 response = await api.post(f"{API}/slos", json=body)
                 assert response.status_code == 201, response.text
                 ids[body["name"]] = response.json()["id"]
@@ -132,6 +133,7 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
                 items = (await viewer.get(f"{API}/slos")).json()["items"]
                 found = {item["name"]: item for item in items}
                 done = all(found[n]["status"]["total"] == 2 * N for n in ("burning", "healthy"))
+                done = done and found["subscribes"]["status"]["total"] == len(clients)
                 return found if done else None
 
             found = await _until(counted, "every latency counted for both objectives")
@@ -147,6 +149,8 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             assert burning["budget_remaining"] < 0  # overspent
             no_loss = found["no_loss"]["status"]
             assert (no_loss["good"], no_loss["total"]) == (2 * N, 2 * N)
+            subscribes = found["subscribes"]["status"]  # each client's one subscription
+            assert (subscribes["good"], subscribes["total"]) == (2, 2)
 
             fired = await _until(
                 lambda: _both(api, "slo:burning"), "SLOFastBurn and SLOSlowBurn firing"
@@ -158,6 +162,7 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             await _quiet_alerts_work(api, fired["SLOFastBurn"])
             assert await _alerts(api, "slo:healthy") == {}
             assert await _alerts(api, "slo:no_loss") == {}
+            assert await _alerts(api, "slo:subscribes") == {}
             history = (await viewer.get(f"{API}/slos/{ids['burning']}/history")).json()
             assert history["points"]
             assert history["points"][-1]["burn_rate"] > 14.4

@@ -20,7 +20,13 @@ from pushgrid.server.core.entitlement import ALLOW_ALL, Grant
 from pushgrid.server.core.hub import Hub
 from pushgrid.server.core.outgoing import update_frame
 from pushgrid.server.core.session import Session, SessionPolicy
-from pushgrid.server.engine.base import Published, PublishRequest, Recovery, Snapshot
+from pushgrid.server.engine.base import (
+    EngineUnavailable,
+    Published,
+    PublishRequest,
+    Recovery,
+    Snapshot,
+)
 from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.framing.outframe import OutFrame
@@ -867,3 +873,36 @@ async def test_a_publish_computes_its_size_once(monkeypatch: pytest.MonkeyPatch)
         assert world.hub.take_tally()[SUBJECT][3] == 8  # bytes in: that size
     finally:
         await world.engine.close()
+
+
+# --- subscribe outcomes (the subscribe-success objective, ADR 055) ------------------------------
+
+
+class NoQuorumEngine(MemoryEngine):
+    """An engine that cannot answer a snapshot (a cluster without quorum)."""
+
+    async def snapshot(self, subject: str) -> Snapshot:
+        raise EngineUnavailable("no quorum")
+
+
+async def test_subscribes_count_opened_and_failed_not_denied(world: World) -> None:
+    session, peer = world.session(Grant(subscribe=(SUBJECT,), publish=()))
+    await session.handle_text(subscribe({"subject": SUBJECT}, {"subject": OTHER}))
+    frames = peer.take()
+    assert [(f["type"], f.get("status")) for f in frames if f["type"] == "subscribed"] == [
+        ("subscribed", "allow"),
+        ("subscribed", "deny"),  # the entitlement's answer: not a failure of the service
+    ]
+    assert (world.counters.subscribes_total, world.counters.subscribe_failures_total) == (1, 0)
+    broken = await _world(NoQuorumEngine(epoch=EPOCH))
+    try:
+        session, peer = broken.session()
+        await session.handle_text(subscribe({"subject": SUBJECT}))
+        [frame] = peer.take()
+        assert (frame["type"], frame["code"]) == ("error", "engine_unavailable")
+        assert (broken.counters.subscribes_total, broken.counters.subscribe_failures_total) == (
+            0,
+            1,
+        )
+    finally:
+        await broken.engine.close()

@@ -86,11 +86,15 @@ def test_loss_and_recovery_events() -> None:
         {"gaps": 7, "duplicates": 3, "resyncs": 2, "recovered": 7, "recovery_failed": 1},
         40,
         10,
+        995,
+        5,
     )
     loss = ObjectiveSpec(1, "l", "loss", 0.999, 30).events(counts)
     assert (loss.good, loss.total) == (90, 93)  # gaps recovered and duplicates are not loss
     recovery = ObjectiveSpec(1, "r", "recovery", 0.99, 30).events(counts)
     assert (recovery.good, recovery.total) == (40, 50)
+    subscribe = ObjectiveSpec(1, "s", "subscribe", 0.999, 30).events(counts)
+    assert (subscribe.good, subscribe.total) == (995, 1000)
 
 
 def test_burn_rate_and_budget_by_hand() -> None:
@@ -162,10 +166,10 @@ def test_a_five_minute_window_is_the_current_minute_and_four_before() -> None:
 
 
 def test_increase_between_looks_and_after_a_restart() -> None:
-    first = MemberCounts(1, (1, 2), {"resyncs": 1}, 5, 1)
-    later = MemberCounts(1, (4, 2), {"resyncs": 3}, 9, 1)
+    first = MemberCounts(1, (1, 2), {"resyncs": 1}, 5, 1, 10, 0)
+    later = MemberCounts(1, (4, 2), {"resyncs": 3}, 9, 1, 17, 2)
     assert increase(None, first) is None  # the first look is the baseline
-    assert increase(first, later) == MemberCounts(1, (3, 0), {"resyncs": 2}, 4, 0)
+    assert increase(first, later) == MemberCounts(1, (3, 0), {"resyncs": 2}, 4, 0, 7, 2)
     restarted = MemberCounts(2, (1, 0), {"resyncs": 0}, 1, 0)  # a new start time
     assert increase(later, restarted) == restarted
     went_back = MemberCounts(1, (0, 2), {"resyncs": 3}, 9, 1)  # a counter went back
