@@ -36,6 +36,7 @@ from ..access import member_access
 from ..alert_signals import key, merge
 from ..alerting import Alert, AlertChange, Evaluator, Readings, Rule, State
 from ..answering import Answering
+from ..background import repeat
 from ..member_client import SUBJECTS_MBEAN, MemberEndpoint, MemberFailure, new_http_client
 from ..pipeline_metrics import last_run_failed
 from ..problems import conflict, not_found
@@ -346,14 +347,11 @@ class AlertRunner:
     async def _run(self) -> None:
         await asyncio.to_thread(self.restore)
         async with new_http_client(answering=self.answering) as http:
-            while True:
-                started = time.monotonic()
-                try:
-                    await self.evaluate_once(http)
-                except Exception:
-                    log.exception("alert evaluation failed")
-                elapsed = time.monotonic() - started
-                await asyncio.sleep(max(0.05, self.settings.alerts_interval - elapsed))
+            await repeat(
+                lambda: self.evaluate_once(http),
+                lambda: self.settings.alerts_interval,
+                "alert evaluation",
+            )
 
     def _load(self) -> _Loaded:
         with self.session_factory() as db:

@@ -11,7 +11,6 @@ read keeps its baseline; what it counted meanwhile is attributed to the minute i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from pushgrid.ops.server import ServerTotals
 
 from ..access import read_view
 from ..answering import Answering
+from ..background import BackgroundTask, repeat
 from ..member_client import MemberEndpoint, MemberFailure, new_http_client
 from ..slo import Events, MemberCounts, ObjectiveSpec, increase, minute_of
 from .slos import SloService, spec_of
@@ -69,7 +69,7 @@ def objective_events(
     return out
 
 
-class SloRecorder:
+class SloRecorder(BackgroundTask):
     def __init__(
         self,
         settings: AlertsSettings,
@@ -83,27 +83,14 @@ class SloRecorder:
         self.answering = answering
         self.last: dict[str, MemberCounts] = {}
         self.looks = 0
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
+    async def run(self) -> None:
         async with new_http_client(answering=self.answering) as http:
-            while True:
-                started = time.monotonic()
-                try:
-                    await self.record_once(http)
-                except Exception:
-                    log.exception("SLO recording failed")
-                elapsed = time.monotonic() - started
-                await asyncio.sleep(max(0.05, self.settings.alerts_interval - elapsed))
+            await repeat(
+                lambda: self.record_once(http),
+                lambda: self.settings.alerts_interval,
+                "SLO recording",
+            )
 
     def _load(self) -> tuple[list[ObjectiveSpec], list[MemberEndpoint]]:
         with self.session_factory() as db:
