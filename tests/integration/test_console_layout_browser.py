@@ -30,6 +30,7 @@ PAGES = [
     ("subjects", "#subject-input"),
     ("sessions", "#sessions-table"),
     ("trace", "#trace-start"),
+    ("slos", "#slos-table"),
     ("statistics", "#stats-table"),
     ("trends", "#trends-graph"),
     ("hot", "#hot-messages_in"),
