@@ -255,7 +255,9 @@ def _pg_url(server: PostgresServer) -> str:
 
 def test_pushgrid_binary_has_the_commands(tmp_path: Path) -> None:
     """Through the installed ``pushgrid`` entry point (no Spark): db upgrade, stats status."""
-    from pushgrid.cli.main import app
+    from pushgrid.cli.main import command_line
+
+    app = command_line()
 
     if "stats" not in {group.name for group in app.registered_groups}:
         pytest.skip("pushgrid/cli/main.py does not register spark_stats.cli yet")

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pushgrid.cli.main import app
+from pushgrid.cli.main import command_line
 from pushgrid.config import ConfigError, did_you_mean, load_settings
+
+app = command_line()  # every part registered, as `pushgrid --help` shows them
 
 
 def test_did_you_mean_names_the_closest_choices() -> None:

@@ -7,7 +7,9 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from pushgrid.cli.main import app
+from pushgrid.cli.main import command_line
+
+app = command_line()  # every part registered, as `pushgrid --help` shows them
 
 
 @pytest.mark.parametrize("command", [["server"], ["up"], ["admin", "serve"]])
