@@ -327,6 +327,13 @@ class PushServer:
 
     async def _start_worker(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan) -> None:
         """A worker serves the listeners the supervisor bound for it and beats its heart."""
+        self.track(loop.create_task(heartbeat(plan.control)))  # waiting for peers is alive
+        engine = self.engine
+        if isinstance(engine, WorkersEngine):
+            await engine.wait_for_peers()  # clients are served by a whole mesh
+            engine.totals = self.totals
+            if plan.index != 0:
+                self.track(report_to_worker_zero(partial(engine.mesh.send, 0), self._own_report))
         backlog = self.listeners.listen_backlog
         for sock, tls in plan.listeners:
             context = self._client_tls if tls else None
@@ -334,13 +341,6 @@ class PushServer:
                 self._protocol, sock=sock, ssl=context, backlog=backlog
             )
             self._servers.append(server)
-        self.track(loop.create_task(heartbeat(plan.control)))
-        engine = self.engine
-        if not isinstance(engine, WorkersEngine):
-            return
-        engine.totals = self.totals
-        if plan.index != 0:
-            self.track(report_to_worker_zero(partial(engine.mesh.send, 0), self._own_report))
 
     def _own_report(self) -> WorkerReport:
         index = 0 if self.worker is None else self.worker.index
@@ -364,6 +364,7 @@ class PushServer:
                 r.counters.get("sessions", 0),
                 r.open_files,
                 0.0 if r.index == 0 else round(max(0.0, now - r.sent_at), 3),
+                r.index == 0 or self.totals.linked(r.index),
             )
             for r in rows
         )

@@ -47,7 +47,8 @@ NO_DEFLATE = DeflateStats()
 @dataclass(frozen=True, slots=True)
 class WorkerRow:
     """One process of a multi-process server (Workers > 1, docs/workers.md), as worker 0 last
-    heard of it: ``report_age`` seconds ago (0 for worker 0 itself)."""
+    heard of it: ``report_age`` seconds ago (0 for worker 0 itself; growing while the process
+    is stopped or stuck)."""
 
     index: int
     pid: int
@@ -57,6 +58,8 @@ class WorkerRow:
     sessions: int  # of which WebSocket / SSE sessions
     open_files: int
     report_age: float
+    # worker 0 has a mesh link to it (False: dead, restarting, or not yet linked)
+    linked: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -303,6 +303,7 @@ _WORKER_GAUGES = (
     ("sessions", "pushgrid_worker_sessions", "Client sessions one worker holds"),
     ("open_files", "pushgrid_worker_open_files", "Open file descriptors of one worker"),
     ("report_age", "pushgrid_worker_report_age_seconds", "Age of a worker's last report"),
+    ("linked", "pushgrid_worker_up", "1 while worker 0 has a link to the worker (0: restarting)"),
 )
 
 
@@ -313,7 +314,7 @@ def worker_metrics(rows: Sequence[WorkerRow]) -> Iterator[Metric]:
     for attribute, name, documentation in _WORKER_GAUGES:
         family = GaugeMetricFamily(name, documentation, labels=["worker", "pid"])
         for row in rows:
-            family.add_metric([str(row.index), str(row.pid)], getattr(row, attribute))
+            family.add_metric([str(row.index), str(row.pid)], float(getattr(row, attribute)))
         yield family
 
 

@@ -81,7 +81,11 @@ def stats_text(document: dict[str, Any]) -> str:
     lines.extend(watched_view.stats_lines(document.get("watched_subjects", {})))
     for row in document.get("workers", ()):
         index = row["index"]
-        lines.extend(f"worker.{index}.{k} {v}" for k, v in row.items() if k != "index")
+        lines.extend(
+            f"worker.{index}.{k} {int(v) if isinstance(v, bool) else v}"
+            for k, v in row.items()
+            if k != "index"
+        )
     lines.extend(canary_view.stats_lines(document.get("canaries", {})))
     lines.extend(delivery_view.stats_lines(document.get("delivery", {})))
     return "\n".join(lines) + "\n"

@@ -11,7 +11,12 @@ through their owners on the mesh (ADR 044).
   publishes keep their order (Engine.publish's contract).
 - A worker tells an owner about its first subscriber of a subject before it asks for the
   subject's snapshot or recovery, on the same ordered link: no message falls between the two
-  (a message both in the snapshot and forwarded is dropped by the session as already sent).
+  (a message both in the snapshot and forwarded is dropped by the session as already sent), and
+  the subscribe answer means the subscription is in place on the owner.
+- A question to an owner whose link is not up (the server is starting, or the owner restarts)
+  is held, in order, and written when the link comes up, after the interest this worker
+  re-announces then; it fails with engine_unavailable only if the link is not back within
+  ``LINK_WAIT`` seconds (it was never written then: a held publish is not applied later).
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from .totals import WorkerTotals
 from .wire import MeshAnswer, MeshAsk, MeshForward, MeshInterest, MeshMessage, WorkerReport
 
 log = logging.getLogger(__name__)
+
+#: seconds a question waits for its owner's link (start-up, a restart) before it fails
+LINK_WAIT = 15.0
 
 _REFUSALS: dict[str, type[EngineRefusal]] = {
     cls.__name__: cls for cls in (EngineFull, SnapshotLimitExceeded, EngineRefusal)
@@ -80,7 +88,12 @@ class WorkersEngine(Engine):
         self._peer_interest: dict[str, set[int]] = {}
         # subjects owned elsewhere that this worker's sessions follow (told to their owners)
         self._local_interest: set[str] = set()
-        self._asks: dict[int, tuple[int, asyncio.Future[MeshAnswer]]] = {}
+        # questions written or held: ask id -> (owner, its answer; None: ask again, the link
+        # was lost before the answer to a question that only reads)
+        self._asks: dict[int, tuple[int, asyncio.Future[MeshAnswer | None]]] = {}
+        # questions waiting for their owner's link, in the order they were asked
+        self._held: dict[int, list[MeshAsk]] = {}
+        self._reads: set[int] = set()  # ids of the questions in _asks that only read
         self._ask_ids = itertools.count(1)
         self._deliver: Deliver | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -103,7 +116,23 @@ class WorkersEngine(Engine):
             if not future.done():
                 future.cancel()
         self._asks.clear()
+        self._held.clear()
         await self.inner.close()
+
+    async def wait_for_peers(self) -> None:
+        """Until every other worker is linked (at most ``LINK_WAIT`` s: then a WARNING, and the
+        questions for a missing one are held as usual): a worker serves clients only then, so
+        the server's first clients never meet a half-built mesh."""
+        missing = await self.mesh.wait_complete(LINK_WAIT)
+        if missing:
+            log.warning(
+                "worker %d: no link to worker%s %s after %g s: serving anyway (questions for "
+                "them wait until they link)",
+                self.index,
+                "s" if len(missing) > 1 else "",
+                ", ".join(map(str, missing)),
+                LINK_WAIT,
+            )
 
     def use_interest(self, in_use: Callable[[str], bool]) -> None:
         # an owned subject another worker follows is in use too (guarantee 9)
@@ -135,20 +164,29 @@ class WorkersEngine(Engine):
     # -- the mesh (server/workers/mesh.py MeshHandler) --------------------------------------
 
     def peer_up(self, peer: int) -> None:
-        """A (re)started peer: tell it again which of its subjects this worker follows."""
+        """A (re)started peer: tell it again which of its subjects this worker follows, then
+        ask the questions held for it (interest first: a held snapshot question follows it)."""
         for subject in self._local_interest:
             if owner_of(subject, self.workers) == peer:
                 self.mesh.send(peer, MeshInterest(subject, True))
+        for ask in self._held.pop(peer, ()):
+            if ask.ask_id in self._asks:  # not given up meanwhile
+                self.mesh.send(peer, ask)
 
     def peer_down(self, peer: int) -> None:
         if self.totals is not None:
             self.totals.gone(peer)
         for subject in [s for s, peers in self._peer_interest.items() if peer in peers]:
             self._unfollow(subject, peer)
+        held = {ask.ask_id for ask in self._held.get(peer, ())}
         for ask_id, (owner, future) in list(self._asks.items()):
-            if owner == peer:
+            if owner == peer and ask_id not in held:
                 del self._asks[ask_id]
-                if not future.done():
+                if future.done():
+                    continue
+                if ask_id in self._reads:  # asked again when the owner is back
+                    future.set_result(None)
+                else:  # a publish the owner may or may not have applied: the client retries
                     future.set_exception(EngineUnavailable(self._gone(peer)))
 
     def received(self, peer: int, message: MeshMessage) -> None:
@@ -210,21 +248,52 @@ class WorkersEngine(Engine):
         return f"worker {owner} of this server, which owns the subject, is restarting: retry"
 
     async def _ask(self, owner: int, ask: MeshAsk) -> MeshAnswer:
-        if not self.mesh.send(owner, ask):
-            raise EngineUnavailable(self._gone(owner))
-        future: asyncio.Future[MeshAnswer] = asyncio.get_running_loop().create_future()
-        self._asks[ask.ask_id] = (owner, future)
+        """``ask`` the owner; a read whose link is lost before the answer is asked again when
+        the owner is back (within ``LINK_WAIT`` of the first try)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + LINK_WAIT
+        if ask.kind != "publish":
+            self._reads.add(ask.ask_id)
         try:
-            answer = await asyncio.wait_for(future, self.ask_timeout)
+            while True:
+                answer = await self._ask_once(owner, ask, max(0.0, give_up - loop.time()))
+                if answer is not None:
+                    break
+        finally:
+            self._reads.discard(ask.ask_id)
+        if answer.error is not None:
+            raise _refusal(answer)
+        return answer
+
+    async def _ask_once(self, owner: int, ask: MeshAsk, link_wait: float) -> MeshAnswer | None:
+        future: asyncio.Future[MeshAnswer | None] = asyncio.get_running_loop().create_future()
+        self._asks[ask.ask_id] = (owner, future)
+        timeout = self.ask_timeout
+        held = not self.mesh.send(owner, ask)
+        if held:  # written by peer_up when the link comes up (see the module's docstring)
+            self._held.setdefault(owner, []).append(ask)
+            timeout += link_wait
+        try:
+            return await asyncio.wait_for(future, timeout)
         except TimeoutError:
+            if held and self._unhold(owner, ask):
+                raise EngineUnavailable(
+                    f"{self._gone(owner)} (not back within {LINK_WAIT:g} s)"
+                ) from None
             raise EngineUnavailable(
                 f"worker {owner} of this server did not answer within {self.ask_timeout:g} s"
             ) from None
         finally:
             self._asks.pop(ask.ask_id, None)
-        if answer.error is not None:
-            raise _refusal(answer)
-        return answer
+
+    def _unhold(self, owner: int, ask: MeshAsk) -> bool:
+        """Forget a held question; False when it had been written meanwhile."""
+        held = self._held.get(owner, [])
+        for i, waiting in enumerate(held):
+            if waiting is ask:
+                del held[i]
+                return True
+        return False
 
     def _question(self, kind: str, subject: str) -> MeshAsk:
         return MeshAsk(next(self._ask_ids), kind, subject)

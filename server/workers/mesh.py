@@ -122,6 +122,7 @@ class Mesh:
         self._server: asyncio.AbstractServer | None = None
         self._dialers: list[asyncio.Task[None]] = []
         self._closing = False
+        self._complete = asyncio.Event()  # a link to every other worker
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -161,6 +162,8 @@ class Mesh:
             old.abort()
             self.handler.peer_down(link.peer)
         log.debug("worker %d: link to worker %d up", self.index, link.peer)
+        if len(self._links) == self.workers - 1:
+            self._complete.set()
         self.handler.peer_up(link.peer)
 
     def detach(self, link: _Link) -> None:
@@ -168,8 +171,15 @@ class Mesh:
         if peer is None or self._links.get(peer) is not link:
             return
         del self._links[peer]
+        self._complete.clear()
         if not self._closing:
             self.handler.peer_down(peer)
+
+    async def wait_complete(self, within: float) -> list[int]:
+        """Wait (at most ``within`` s) for a link to every other worker; the missing ones."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._complete.wait(), within)
+        return [p for p in range(self.workers) if p != self.index and p not in self._links]
 
     def is_up(self, peer: int) -> bool:
         return peer in self._links

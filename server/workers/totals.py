@@ -55,6 +55,10 @@ class WorkerTotals(Counters):
         process comes back, its next report replaces them: nothing is counted twice)."""
         self._down.add(index)
 
+    def linked(self, index: int) -> bool:
+        """Is worker ``index``'s link up (its last report describes a running process)?"""
+        return index not in self._down
+
     def as_dict(self) -> dict[str, int]:
         totals = own_counters(self)
         for name, value in self._retired.items():

@@ -87,6 +87,16 @@ async def on_each_worker(srv: ServerProcess, connect: Connect) -> dict[int, WsCl
     raise AssertionError(f"80 connections all landed on workers {sorted(found)}")
 
 
+async def on_worker(index: int, srv: ServerProcess, connect: Connect) -> WsClient:
+    """A client that landed on worker ``index``."""
+    for _ in range(80):
+        client = await connect(srv)
+        if worker_holding(srv, client) == index:
+            return client
+        await client.close()
+    raise AssertionError(f"80 connections, none on worker {index}")
+
+
 def owned_by(index: int, subject: Callable[[str], str]) -> str:
     """A fresh subject that worker ``index`` (of 2) owns."""
     while True:
@@ -105,9 +115,20 @@ async def wait_for(what: str, check: Callable[[], Any], within: float = DEADLINE
     raise AssertionError(f"no {what} within {within} s")
 
 
-@pytest.fixture
-def two_workers(server_factory: Callable[..., ServerProcess]) -> ServerProcess:
-    return server_factory(Workers=2, ServerName="w2")
+@pytest.fixture(scope="module")
+def two_workers(
+    module_server_factory: Callable[..., ServerProcess], tmp_path_factory: pytest.TempPathFactory
+) -> ServerProcess:
+    """One Workers = 2 server (with a TLS listener) shared by the module's tests: each uses
+    subjects of its own; the tests that kill or stop a worker come last."""
+    cert, key = self_signed_certificate(tmp_path_factory.mktemp("w2-tls"))
+    return module_server_factory(
+        Workers=2,
+        ServerName="w2",
+        ListenEncrypted=f"127.0.0.1:{free_port()}",
+        TLSCertificate=cert,
+        TLSKey=key,
+    )
 
 
 @pytest.mark.parametrize("owner", [0, 1])
@@ -159,11 +180,7 @@ async def test_reconnect_to_the_other_worker_recovers_without_resync(
     for i in range(4, 24):
         await publisher.publish_ok(s, f"m{i}")
     # the subscriber comes back on worker 0 (the publisher's): another process
-    while True:
-        again = await connect(two_workers)
-        if worker_holding(two_workers, again) == 0:
-            break
-        await again.close()
+    again = await on_worker(0, two_workers, connect)
     subscribed, recovered = await again.subscribe_all(s, recover={"epoch": epoch, "seq": last})
     assert (subscribed["recovery"], subscribed["epoch"], subscribed["seq"]) == (
         "recovered",
@@ -184,7 +201,8 @@ async def test_http_publish_and_msg_id_reach_both_workers_once(
     subjects = [owned_by(0, subject), owned_by(1, subject)]
     for s in subjects:
         for client in clients.values():
-            await client.subscribe(s)
+            subscribed = await client.subscribe(s)
+            assert subscribed.get("status") == "allow", subscribed
     for s in subjects:
         answers = [
             (await http_publish(two_workers, s, "once", msg_id="k1")).json() for _ in range(6)
@@ -195,6 +213,141 @@ async def test_http_publish_and_msg_id_reach_both_workers_once(
             assert [(m["seq"], m["content"]) for m in got] == [(1, "once")]
     for client in clients.values():
         assert await client.sync() == [], "a repeated msg_id was delivered again"
+
+
+def test_bad_workers_is_a_clear_error(tmp_path: Path) -> None:
+    """The real binary exits 2 naming the key (every bad value: tests/unit/test_workers_cli.py,
+    in process)."""
+    conf = tmp_path / "pushgrid.conf"
+    write_conf(conf, {"Listen": "127.0.0.1:0", "Workers": "0"})
+    result = run_cli("server", "--config", str(conf), env={"PUSHGRID_WORKERS": "0"})
+    assert result.returncode == 2, result.stderr
+    assert "Workers must be at least 1" in result.stderr
+
+
+def _get(srv: ServerProcess, path: str) -> httpx.Response:
+    with httpx.Client(trust_env=False, timeout=10.0) as http:
+        return http.get(f"{srv.monitor_url}{path}")
+
+
+def _stats(srv: ServerProcess) -> dict[str, Any]:
+    document: dict[str, Any] = _get(srv, "/stats?format=json").json()
+    return document
+
+
+def linked(srv: ServerProcess, index: int) -> bool | None:
+    """Worker ``index``'s ``linked`` in /stats (worker 0's view of the server's processes);
+    None before its first report."""
+    rows: list[dict[str, Any]] = _stats(srv).get("workers", [])
+    return next((bool(row["linked"]) for row in rows if row["index"] == index), None)
+
+
+async def quiet_totals(srv: ServerProcess) -> tuple[int, int]:
+    """(messages in, messages out) once two reads a report period apart agree: the other
+    worker's counters reach worker 0 once a second, earlier tests' traffic included."""
+    previous = None
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        totals = _stats(srv)["totals"]
+        now = (totals["messages_in_total"], totals["messages_out_total"])
+        if now == previous:
+            return now
+        previous = now
+        await asyncio.sleep(1.5)
+    raise AssertionError(f"the totals did not settle within {DEADLINE} s")
+
+
+async def test_the_monitoring_port_counts_the_whole_server_once(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    clients = await on_each_worker(two_workers, connect)
+    s = owned_by(1, subject)
+    for client in clients.values():
+        subscribed = await client.subscribe(s)
+        assert subscribed.get("status") == "allow", subscribed
+    base_in, base_out = await quiet_totals(two_workers)
+    for i in range(7):
+        await clients[0].publish_ok(s, f"m{i}")
+    for client in clients.values():
+        assert len(await client.messages(7, s)) == 7
+
+    def settled() -> dict[str, Any] | None:
+        document = _stats(two_workers)
+        totals, gauges = document["totals"], document["gauges"]
+        workers = document.get("workers", [])
+        if (
+            totals["messages_in_total"] == base_in + 7
+            and totals["messages_out_total"] == base_out + 14
+            and gauges["sessions"] == 2
+            and gauges["subscriptions"] == 2
+            and gauges["subjects"] >= 1  # and the meta-subjects
+            and [w["sessions"] for w in workers] == [1, 1]
+        ):
+            return document
+        return None
+
+    document = await wait_for("the server's totals on the monitoring port", settled)
+    pids = workers_of(two_workers)
+    assert [(w["index"], w["pid"]) for w in document["workers"]] == [(0, pids[0]), (1, pids[1])]
+    assert all(w["rss_bytes"] > 1 << 20 and w["open_files"] > 0 for w in document["workers"])
+    metrics = _get(two_workers, "/metrics").text
+    assert f"pushgrid_messages_sent_total {base_out + 14}.0" in metrics
+    assert f'pushgrid_worker_sessions{{pid="{pids[1]}",worker="1"}} 1.0' in metrics
+
+
+async def test_tls_listener_is_served_by_every_worker(two_workers: ServerProcess) -> None:
+    port = int(two_workers.settings["ListenEncrypted"].rsplit(":", 1)[1])
+    context = ssl.create_default_context(cafile=str(two_workers.settings["TLSCertificate"]))
+    seen: set[int] = set()
+    for _ in range(60):
+        async with ws_connect(
+            f"wss://127.0.0.1:{port}/ws", ssl=context, open_timeout=30, compression=None
+        ) as ws:
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            local = ws.local_address[1]
+            for index, pid in workers_of(two_workers).items():
+                for conn in psutil.Process(pid).net_connections("tcp"):
+                    if conn.laddr.port == port and conn.raddr and conn.raddr.port == local:
+                        seen.add(index)
+        if seen == {0, 1}:
+            break
+    assert seen == {0, 1}
+
+
+async def test_sse_last_event_id_recovers_across_workers(
+    two_workers: ServerProcess, subject: Callable[[str], str]
+) -> None:
+    """SSE streams land on either worker; each subject has a local and a remote owner for any
+    stream, and Last-Event-ID recovers both exactly, whichever worker the next stream is on."""
+    a, b = owned_by(0, subject), owned_by(1, subject)
+    for s in (a, b):
+        assert (await http_publish(two_workers, s, f"{s}-0")).json()["result"] == "ok"
+    first = await SseStream(two_workers, [a, b]).open()
+    try:
+        await first.expect("message", subject=b, kind="snapshot")
+        last_id = first.last_event_id
+        assert last_id is not None
+    finally:
+        await first.close()
+    missed = [(await http_publish(two_workers, a, f"m{i}")).json() for i in range(5)]
+    missed += [(await http_publish(two_workers, b, f"n{i}")).json() for i in range(5)]
+    for _ in range(4):  # new connections: the kernel spreads them over both workers
+        again = await SseStream(two_workers, [a, b], headers={"Last-Event-ID": last_id}).open()
+        try:
+            frames = [(await again.next()).data for _ in range(1 + 2 * 6)]
+        finally:
+            await again.close()
+        subscribed = [f for f in frames if f["type"] == "subscribed"]
+        assert [(f["subject"], f["recovery"]) for f in subscribed] == [
+            (a, "recovered"),
+            (b, "recovered"),
+        ]
+        recovered = [(f["subject"], f["content"]) for f in frames if f["type"] == "message"]
+        assert recovered == [(a, f"m{i}") for i in range(5)] + [(b, f"n{i}") for i in range(5)]
+        assert {f["epoch"] for f in frames if f.get("subject") == a} == {missed[0]["epoch"]}
+
+
+# -- the tests that kill or stop a worker of the shared server: last ----------------------
 
 
 async def test_a_killed_worker_is_restarted_and_its_clients_recover(
@@ -258,131 +411,37 @@ async def test_a_stopped_worker_is_reported(two_workers: ServerProcess, connect:
     assert workers_of(two_workers)[1] == pid  # detected and shown, not killed
 
 
-@pytest.mark.parametrize(
-    ("settings", "words"),
-    [
-        ({"Workers": "0"}, "Workers must be at least 1"),
-        ({"Workers": "-3"}, "Workers must be at least 1"),
-        ({"Workers": "lots"}, "Workers must be auto or a number"),
-        ({"Workers": "100000"}, "Workers = 100000 needs at least"),
-        (
-            {
-                "Workers": "2",
-                "ClusterMembers": "a=127.0.0.1:1,b=127.0.0.1:2,c=127.0.0.1:3",
-                "ClusterMember": "1",
-                "ClusterPassword": "a-long-enough-cluster-password-1",
-            },
-            "Workers = 2: several processes per server need Engine = memory",
-        ),
-    ],
-)
-def test_bad_workers_is_a_clear_error(tmp_path: Path, settings: dict[str, str], words: str) -> None:
-    conf = tmp_path / "pushgrid.conf"
-    write_conf(conf, {"Listen": "127.0.0.1:0", **settings})
-    result = run_cli("server", "--config", str(conf), env={"PUSHGRID_WORKERS": settings["Workers"]})
-    assert result.returncode == 2, result.stderr
-    assert words in result.stderr
-
-
-def _get(srv: ServerProcess, path: str) -> httpx.Response:
-    with httpx.Client(trust_env=False, timeout=10.0) as http:
-        return http.get(f"{srv.monitor_url}{path}")
-
-
-def _stats(srv: ServerProcess) -> dict[str, Any]:
-    document: dict[str, Any] = _get(srv, "/stats?format=json").json()
-    return document
-
-
-async def test_the_monitoring_port_counts_the_whole_server_once(
+async def test_questions_for_a_restarting_owner_wait_for_it(
     two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
 ) -> None:
+    """While worker 1 is dead (its restart held back by stopping the supervisor), a subscribe
+    and a publish on worker 0 for a subject worker 1 owns wait for it instead of failing; once
+    it is back the subscription is in place on it and the publish is applied once."""
     clients = await on_each_worker(two_workers, connect)
+    publisher = await on_worker(0, two_workers, connect)
     s = owned_by(1, subject)
-    for client in clients.values():
-        await client.subscribe(s)
-    for i in range(7):
-        await clients[0].publish_ok(s, f"m{i}")
-    for client in clients.values():
-        assert len(await client.messages(7, s)) == 7
-
-    def settled() -> dict[str, Any] | None:
-        document = _stats(two_workers)
-        totals, gauges = document["totals"], document["gauges"]
-        workers = document.get("workers", [])
-        if (
-            totals["messages_in_total"] == 7
-            and totals["messages_out_total"] == 14
-            and gauges["sessions"] == 2
-            and gauges["subscriptions"] == 2
-            and gauges["subjects"] >= 1  # and the meta-subjects
-            and [w["sessions"] for w in workers] == [1, 1]
-        ):
-            return document
-        return None
-
-    document = await wait_for("the server's totals on the monitoring port", settled)
-    pids = workers_of(two_workers)
-    assert [(w["index"], w["pid"]) for w in document["workers"]] == [(0, pids[0]), (1, pids[1])]
-    assert all(w["rss_bytes"] > 1 << 20 and w["open_files"] > 0 for w in document["workers"])
-    metrics = _get(two_workers, "/metrics").text
-    assert "pushgrid_messages_sent_total 14.0" in metrics
-    assert f'pushgrid_worker_sessions{{pid="{pids[1]}",worker="1"}} 1.0' in metrics
-
-
-async def test_tls_listener_is_served_by_every_worker(
-    server_factory: Callable[..., ServerProcess], tmp_path: Path
-) -> None:
-    cert, key = self_signed_certificate(tmp_path)
-    port = free_port()
-    srv = server_factory(
-        Workers=2, ListenEncrypted=f"127.0.0.1:{port}", TLSCertificate=cert, TLSKey=key
-    )
-    context = ssl.create_default_context(cafile=str(cert))
-    seen: set[int] = set()
-    for _ in range(60):
-        async with ws_connect(
-            f"wss://127.0.0.1:{port}/ws", ssl=context, open_timeout=30, compression=None
-        ) as ws:
-            assert json.loads(await ws.recv())["type"] == "welcome"
-            local = ws.local_address[1]
-            for index, pid in workers_of(srv).items():
-                for conn in psutil.Process(pid).net_connections("tcp"):
-                    if conn.laddr.port == port and conn.raddr and conn.raddr.port == local:
-                        seen.add(index)
-        if seen == {0, 1}:
-            break
-    assert seen == {0, 1}
-
-
-async def test_sse_last_event_id_recovers_across_workers(
-    two_workers: ServerProcess, subject: Callable[[str], str]
-) -> None:
-    """SSE streams land on either worker; each subject has a local and a remote owner for any
-    stream, and Last-Event-ID recovers both exactly, whichever worker the next stream is on."""
-    a, b = owned_by(0, subject), owned_by(1, subject)
-    for s in (a, b):
-        assert (await http_publish(two_workers, s, f"{s}-0")).json()["result"] == "ok"
-    first = await SseStream(two_workers, [a, b]).open()
+    assert two_workers.proc is not None
+    supervisor, victim = two_workers.proc.pid, workers_of(two_workers)[1]
+    await wait_for("worker 1 shown", lambda: linked(two_workers, 1))
+    os.kill(supervisor, signal.SIGSTOP)
     try:
-        await first.expect("message", subject=b, kind="snapshot")
-        last_id = first.last_event_id
-        assert last_id is not None
+        os.kill(victim, signal.SIGKILL)
+        await clients[1].wait_closed()
+        # asked at once: the subscribe may meet the link still up, then lose it before the answer
+        subscribing = asyncio.create_task(clients[0].subscribe(s, timeout=DEADLINE))
+        await wait_for("worker 1 shown down", lambda: linked(two_workers, 1) is False)
+        publishing = asyncio.create_task(publisher.publish(s, "held", timeout=DEADLINE))
+        await asyncio.sleep(1.0)
+        # nothing can answer for the subject now: no error either
+        assert not subscribing.done(), subscribing.result()
+        assert not publishing.done(), publishing.result()
     finally:
-        await first.close()
-    missed = [(await http_publish(two_workers, a, f"m{i}")).json() for i in range(5)]
-    missed += [(await http_publish(two_workers, b, f"n{i}")).json() for i in range(5)]
-    for _ in range(4):  # new connections: the kernel spreads them over both workers
-        again = await SseStream(two_workers, [a, b], headers={"Last-Event-ID": last_id}).open()
-        try:
-            frames = [(await again.next()).data for _ in range(1 + 2 * 6)]
-        finally:
-            await again.close()
-        subscribed = [f for f in frames if f["type"] == "subscribed"]
-        assert [(f["subject"], f["recovery"]) for f in subscribed] == [
-            (a, "recovered"),
-            (b, "recovered"),
-        ]
-        recovered = [(f["subject"], f["content"]) for f in frames if f["type"] == "message"]
-        assert recovered == [(a, f"m{i}") for i in range(5)] + [(b, f"n{i}") for i in range(5)]
-        assert {f["epoch"] for f in frames if f.get("subject") == a} == {missed[0]["epoch"]}
+        os.kill(supervisor, signal.SIGCONT)
+    subscribed, published = await subscribing, await publishing
+    assert subscribed.get("status") == "allow", subscribed
+    assert (published.get("result"), published.get("seq")) == ("ok", 1), published
+    got = await clients[0].messages(1, s, timeout=DEADLINE)
+    assert [(m["seq"], m["content"]) for m in got] == [(1, "held")]
+    assert await clients[0].sync() == []
+    assert workers_of(two_workers)[1] != victim
+    await wait_for("worker 1 shown up", lambda: linked(two_workers, 1))
