@@ -57,6 +57,11 @@ def due(conn: Timed, now: float, policy: KeepalivePolicy) -> Due:
     silent = now - conn.last_in
     if conn.state is ConnState.STREAMING:  # an event stream only writes
         return Due.KEEPALIVE if now - conn.last_out >= policy.interval else Due.NOTHING
+    if conn.state is ConnState.RESPONDING:
+        # the request arrived whole; the client waits for our answer, its silence is no fault:
+        # the handler is bounded by its own timeouts (a cluster publish: ClusterPublishTimeout,
+        # which may exceed KeepaliveTimeout)
+        return Due.NOTHING
     if conn.state is not ConnState.OPEN and conn.state is not ConnState.PAUSED:
         # an HTTP client, or a closing one, that went silent
         return Due.ABORT if silent > policy.timeout else Due.NOTHING

@@ -53,6 +53,9 @@ class Peer:
         # HTTP (or closing) peers: aborted once silent beyond the timeout, never pinged
         (Peer(ConnState.HTTP, last_in=NOW - 25.1), Due.ABORT),
         (Peer(ConnState.HTTP, last_in=NOW - 25, last_out=0, last_ping=0), Due.NOTHING),
+        # a request being answered: the client waits for us (a publish waiting for its cluster
+        # may take ClusterPublishTimeout, longer than KeepaliveTimeout)
+        (Peer(ConnState.RESPONDING, last_in=NOW - 60, last_out=0, last_ping=0), Due.NOTHING),
         # WebSocket peers
         (Peer(last_in=NOW - 25.1), Due.CLOSE_SILENT),
         (Peer(ConnState.PAUSED, last_in=NOW - 25.1), Due.CLOSE_SILENT),
