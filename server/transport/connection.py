@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pushgrid.protocol.errors import CloseCode
 
+from ..core.accounting import CLOSED, DROPPED, WRITTEN
 from ..framing.outframe import OutFrame
 from ..framing.wsframe import batch_frame
 from .states import SENDING, ConnEvent, ConnState, next_state
@@ -46,10 +47,12 @@ class Connection(asyncio.Protocol):
         "_batch_due",
         "_held",
         "_limit",
+        "_live",
         "_marked",
         "_outbox",
         "_outbox_size",
         "_queued",
+        "_slow",
         "bytes_in",
         "bytes_out",
         "ctx",
@@ -91,6 +94,10 @@ class Connection(asyncio.Protocol):
         # (the hot path of Connection.send). Any state change clears it.
         self._held = False
         self._limit = ctx.limits.max_outbound_buffer_size
+        # the subjects of the live deliveries queued since the last flush (core/accounting.py):
+        # written at the flush, dropped or closed when the queue is discarded
+        self._live: list[str] = []
+        self._slow = False  # closed as a slow consumer: what it is still due is "dropped"
 
     def _to(self, event: ConnEvent) -> None:
         self.state = next_state(self.state, event)
@@ -125,6 +132,8 @@ class Connection(asyncio.Protocol):
         if self.state is not _CLOSED:
             self._to(ConnEvent.LOST)
         self.ctx.connections.discard(self)
+        if self._live:  # queued, never flushed
+            self._discard()
         if self.session is not None:
             self.ctx.end_session(self.session)
 
@@ -151,6 +160,33 @@ class Connection(asyncio.Protocol):
                 self.flush()  # see _enqueue
             return
         self._enqueue(data)
+
+    def deliver(self, frame: OutFrame) -> None:
+        """:meth:`send` for a live delivery: accounted as written at the flush that writes it,
+        or as dropped / closed when the connection discards it (core/accounting.py)."""
+        state = self.state
+        if state is _CLOSING or state is _CLOSED:
+            self._live.append(frame.subject)
+            self._discard()
+            return
+        self._live.append(frame.subject)
+        self.send(frame)
+
+    def deliver_all(self, frames: Sequence[OutFrame]) -> None:
+        """:meth:`send_all` for live deliveries (a subscription's buffered updates)."""
+        self._live.extend(frame.subject for frame in frames)
+        if self.state is _CLOSING or self.state is _CLOSED:
+            self._discard()
+            return
+        self.send_all(frames)
+
+    def _discard(self) -> None:
+        """The queued live deliveries will never be written: dropped (a slow consumer's) or
+        closed (any other closing connection)."""
+        live = self._live
+        if live and self.session is not None:
+            self.session.hub.count_outcomes(live, DROPPED if self._slow else CLOSED)
+        live.clear()
 
     def framed(self, frame: OutFrame) -> bytes:
         """``frame`` as this protocol writes it (what :meth:`send` queues)."""
@@ -212,6 +248,8 @@ class Connection(asyncio.Protocol):
         if not outbox or transport is None or transport.is_closing():
             outbox.clear()
             self._queued = 0
+            if self._live:
+                self._discard()
             return
         if len(outbox) == 1:
             data = outbox[0]
@@ -226,6 +264,10 @@ class Connection(asyncio.Protocol):
             self._slow_consumer()  # before the write: the close frame follows whole frames
             return
         self._write(data)
+        live = self._live
+        if live and self.session is not None:  # the deliveries this write carried
+            self.session.hub.count_outcomes(live, WRITTEN)
+            live.clear()
 
     def _overflows(self, transport: asyncio.Transport, size: int) -> bool:
         """Writing ``size`` more bytes would take a busy write buffer past the limit."""
@@ -264,6 +306,8 @@ class Connection(asyncio.Protocol):
         log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
         if self.session is not None:
             self.session.hub.slow_consumers.record(self.session, self.queued_bytes, self._limit)
+        self._slow = True
+        self._discard()  # what was queued is dropped with the slow consumer
         self._outbox.clear()
         self._outbox_size = 0
         self._queued = 0

@@ -62,6 +62,10 @@ class FakePeer:
         for frame in frames:
             self.send(frame)
 
+    # live deliveries: a real connection accounts them (core/accounting.py); queued alike here
+    deliver = send
+    deliver_all = send_all
+
     def close(self, code: int, reason: str) -> None:
         self.closed = (code, reason)
 
@@ -627,7 +631,7 @@ async def test_tally_counts_messages_in_out_and_bytes_per_subject(world: World) 
     assert tally[SUBJECT][0] == 2
     assert tally[SUBJECT][1] == 4
     assert tally[SUBJECT][2] >= 4 * size
-    assert tally[OTHER] == [1, 0, 0, 0]
+    assert tally[OTHER][:4] == [1, 0, 0, 0]
     assert world.hub.take_tally() == {}
     assert dict(world.hub.subscriber_counts()) == {SUBJECT: 2}
 
