@@ -1,0 +1,101 @@
+"""Delivery accounting's fold and views (server/core/accounting.py, ADR 054)."""
+
+from __future__ import annotations
+
+from pushgrid.ops import accounting as contract
+from pushgrid.server.core.accounting import (
+    CLOSED,
+    COLUMNS,
+    CONFLATED,
+    DUE,
+    PUBLISHED,
+    REFUSED,
+    WRITTEN,
+    DeliveryAccounts,
+    new_tally,
+)
+from pushgrid.server.monitoring.accounting_view import (
+    accounting_metrics,
+    read_accounting,
+    stats_lines,
+    stats_section,
+)
+
+
+def tally(**columns: int) -> list[int]:
+    counts = new_tally()
+    index = {
+        "published": PUBLISHED,
+        "due": DUE,
+        "written": WRITTEN,
+        "conflated": CONFLATED,
+        "closed": CLOSED,
+        "refused": REFUSED,
+    }
+    for name, n in columns.items():
+        counts[index[name]] = n
+    return counts
+
+
+def test_the_server_and_the_contract_name_the_same_columns() -> None:
+    assert COLUMNS == contract.COLUMNS
+    assert set(contract.OUTCOMES) < set(COLUMNS)
+
+
+def test_tallies_fold_into_totals_subjects_patterns_and_seconds() -> None:
+    patterns = {"/a/x": ["/a/*"], "/a/y": ["/a/*"], "/b": []}
+    accounts = DeliveryAccounts(lambda subject: patterns[subject])
+    accounts.close_second(["/a/*"])
+    accounts.absorb({"/a/x": tally(published=2, due=6, written=5, conflated=1)})
+    accounts.absorb({"/a/x": tally(due=3, written=2), "/b": tally(refused=4)})
+    accounts.absorb({"/a/y": tally(due=1, closed=1), "/b": new_tally()})
+    accounts.close_second(["/a/*"])
+    x = accounts.subjects["/a/x"].row()
+    assert (x["published"], x["due"], x["written"], x["conflated"]) == (2, 9, 7, 1)
+    assert contract.unaccounted(x) == 1  # one still in flight
+    pattern = accounts.patterns["/a/*"].row()
+    assert (pattern["due"], pattern["written"], pattern["closed"]) == (10, 7, 1)
+    assert accounts.totals.row()["refused"] == 4
+    assert accounts.totals.rate()["due"] == 10  # the second that closed
+    accounts.close_second(["/a/*"])
+    assert accounts.totals.rate()["due"] == 0
+    assert accounts.totals.row()["due"] == 10
+    assert [name for name, _ in accounts.top(2)] == ["/a/x", "/a/y"]
+    accounts.close_second([])  # unwatched: the pattern's row goes
+    assert accounts.patterns == {}
+
+
+def test_past_the_cap_the_subject_with_the_fewest_due_is_forgotten_not_the_totals() -> None:
+    accounts = DeliveryAccounts(subject_cap=2)
+    accounts.absorb({"/big": tally(due=10, written=10), "/small": tally(due=1, written=1)})
+    accounts.absorb({"/new": tally(due=5, written=5)})
+    assert set(accounts.subjects) == {"/big", "/new"}
+    assert accounts.forgotten == 1
+    assert accounts.totals.row()["due"] == 16
+
+
+def test_every_view_formats_the_one_document() -> None:
+    accounts = DeliveryAccounts(lambda subject: ["/a/*"])
+    accounts.absorb({"/a/x": tally(published=1, due=3, written=2, conflated=1)})
+    accounts.close_second(["/a/*"])
+    document = read_accounting(accounts, "m1", 5)
+    assert document.unaccounted == 0
+    (row,) = document.subjects
+    assert (row.name, row.total["due"], row.second["written"], row.unaccounted) == (
+        "/a/x",
+        3,
+        2,
+        0,
+    )
+    lines = list(stats_lines(stats_section(document)))
+    assert "deliveries.due_total 3" in lines
+    assert "deliveries.pattern./a/*.conflated_total 1" in lines
+    samples = {
+        (metric.name, tuple(sorted(sample.labels.items()))): sample.value
+        for metric in accounting_metrics(document)
+        for sample in metric.samples
+    }
+    assert samples[("pushgrid_deliveries", (("column", "written"),))] == 2
+    key = ("pushgrid_subject_deliveries", (("column", "due"), ("subject", "/a/x")))
+    assert samples[key] == 3
+    assert samples[("pushgrid_deliveries_unaccounted", (("pattern", "/a/*"),))] == 0
