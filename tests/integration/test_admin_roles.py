@@ -96,6 +96,8 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("POST", "/api/v1/slos"): Role.OPERATOR,
     ("PATCH", "/api/v1/slos/{objective_id}"): Role.OPERATOR,
     ("DELETE", "/api/v1/slos/{objective_id}"): Role.OPERATOR,
+    ("GET", "/api/v1/delivery/accounting"): Role.VIEWER,
+    ("GET", "/api/v1/members/{name}/delivery/accounting"): Role.VIEWER,
     ("GET", "/api/v1/subjects"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/subjects/history"): Role.VIEWER,
     ("DELETE", "/api/v1/subjects/snapshot"): Role.OPERATOR,

@@ -22,7 +22,15 @@ import jwt
 
 from pushgrid.protocol.errors import CloseCode
 
-from .pgtest import RawWs, ServerProcess, jolokia_bulk, monitor_http, parse_prometheus
+from .pgtest import (
+    AdminHarness,
+    RawWs,
+    ServerProcess,
+    jolokia_bulk,
+    member_entry,
+    monitor_http,
+    parse_prometheus,
+)
 
 SECRET = "integration-test-secret-0123456789abcdef"
 PATTERN = "/acct/*"
@@ -104,7 +112,7 @@ async def flood_until_slow(srv: ServerProcess, publisher: Any, fast: Any) -> int
 
 
 async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
-    server_factory, connect
+    server_factory, connect, tmp_path
 ) -> None:
     srv = server_factory(
         ServerName="acct-1",
@@ -226,6 +234,28 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     for column, value in expected.items():
         key = ("pushgrid_pattern_deliveries_total", (("column", column), ("pattern", PATTERN)))
         assert metrics[key] == value, (column, metrics.get(key))
+
+    # the admin API adds the members' rows up (one member here: the same numbers)
+    admin = AdminHarness(tmp_path / "admin", [member_entry("acct-1", srv)])
+    try:
+        async with admin.client("viewer") as api:
+            cluster = (await api.get("/api/v1/delivery/accounting")).json()
+            member = (await api.get("/api/v1/members/acct-1/delivery/accounting")).json()
+            unknown = await api.get("/api/v1/members/nobody/delivery/accounting")
+    finally:
+        admin.close()
+    assert cluster["totals"]["total"] == expected
+    assert cluster["totals"]["adds_up"] is True
+    assert {r["name"]: r["total"] for r in cluster["subjects"]} == subjects
+    ((pattern_row),) = cluster["patterns"]
+    assert (pattern_row["name"], pattern_row["total"], pattern_row["adds_up"]) == (
+        PATTERN,
+        expected,
+        True,
+    )
+    assert pattern_row["members"] == ["acct-1"]
+    assert member["totals"]["total"] == cluster["totals"]["total"]
+    assert unknown.status_code == 404
 
     # item 8c: the slow consumer's record names its address, client and subjects
     (record,) = await slow_consumers(srv)
