@@ -86,6 +86,10 @@ class OpsHttpMixin:
         """The canary matrix (console/pages/delivery.py)."""
         return dict(self._request("GET", "/delivery/canaries"))
 
+    def accounting(self: _Requests) -> dict[str, Any]:
+        """Delivery accounting (console/pages/delivery_accounting.py)."""
+        return dict(self._request("GET", "/delivery/accounting"))
+
     def watched_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/watched-subjects"))
 

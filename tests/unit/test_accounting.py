@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pushgrid.console.pages.delivery_accounting import holds_cell, render_accounting
 from pushgrid.ops import accounting as contract
 from pushgrid.server.core.accounting import (
     CLOSED,
@@ -99,3 +100,23 @@ def test_every_view_formats_the_one_document() -> None:
     key = ("pushgrid_subject_deliveries", (("column", "due"), ("subject", "/a/x")))
     assert samples[key] == 3
     assert samples[("pushgrid_deliveries_unaccounted", (("pattern", "/a/*"),))] == 0
+
+
+def test_the_console_rows_say_whether_due_adds_up_and_by_how_much() -> None:
+    """console/pages/delivery_accounting.py: a row that adds up, one off by 3, unreachable."""
+    columns = dict.fromkeys(contract.COLUMNS, 0)
+    good = {"name": "/a", "total": {**columns, "due": 4, "written": 4}, "unaccounted": 0}
+    off = {"name": "/b", "total": {**columns, "due": 5, "written": 2}, "unaccounted": 3}
+    document = {
+        "totals": {"name": "", "total": {**columns, "due": 9, "written": 6}, "unaccounted": 3},
+        "subjects": [good, off],
+        "patterns": [],
+        "members": [{"member": "m2", "reachable": False}],
+    }
+    text = str(render_accounting(document).to_plotly_json())
+    assert "adds up" in text
+    assert "off by 3" in text
+    assert "not read: m2" in text
+    assert "no pattern watched" in text
+    props = holds_cell(off).to_plotly_json()["props"]
+    assert (props["data-holds"], props["data-unaccounted"]) == ("False", "3")
