@@ -163,13 +163,32 @@ class Connection(asyncio.Protocol):
 
     def deliver(self, frame: OutFrame) -> None:
         """:meth:`send` for a live delivery: accounted as written at the flush that writes it,
-        or as dropped / closed when the connection discards it (core/accounting.py)."""
+        or as dropped / closed when the connection discards it (core/accounting.py). The
+        per-delivery path of every fan-out: :meth:`send`'s held case is repeated here (one
+        call less); protocols that frame otherwise (SSE, deflate) override it."""
+        self._live.append(frame.subject)
+        if self._held:  # sending and waiting for the next flush (see send)
+            data = frame.ws_frame or frame.ws()
+            self.frames_out += 1
+            self._outbox.append(data)
+            self._queued += len(data)
+            if self._queued > self._limit:
+                self.flush()
+            return
         state = self.state
         if state is _CLOSING or state is _CLOSED:
-            self._live.append(frame.subject)
             self._discard()
             return
+        self.send(frame)
+
+    def deliver_through_send(self, frame: OutFrame) -> None:
+        """:meth:`deliver` for a protocol with its own :meth:`send` (SSE, deflate): they
+        assign it as their ``deliver``."""
         self._live.append(frame.subject)
+        state = self.state
+        if state is _CLOSING or state is _CLOSED:
+            self._discard()
+            return
         self.send(frame)
 
     def deliver_all(self, frames: Sequence[OutFrame]) -> None:

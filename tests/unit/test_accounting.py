@@ -113,10 +113,10 @@ def test_the_console_rows_say_whether_due_adds_up_and_by_how_much() -> None:
         "patterns": [],
         "members": [{"member": "m2", "reachable": False}],
     }
-    text = str(render_accounting(document).to_plotly_json())
+    text = str(render_accounting(document).to_plotly_json())  # type: ignore[no-untyped-call]
     assert "adds up" in text
     assert "off by 3" in text
     assert "not read: m2" in text
     assert "no pattern watched" in text
-    props = holds_cell(off).to_plotly_json()["props"]
+    props = holds_cell(off).to_plotly_json()["props"]  # type: ignore[no-untyped-call]
     assert (props["data-holds"], props["data-unaccounted"]) == ("False", "3")
