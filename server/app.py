@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import secrets
@@ -46,6 +47,7 @@ from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
 from .core.publishing import Admission, PublishGuard, PublishLimits
 from .core.session import Session, SessionPolicy
+from .core.slow_consumers import ClosedSlowConsumer
 from .core.watch import WatchFeed, Watchlist
 from .engine.base import Deliver, Engine
 from .engine.registry import build_engine
@@ -61,7 +63,7 @@ from .monitoring.delivery_view import (
     read_delivery,
 )
 from .monitoring.loop_bridge import LoopBridge
-from .monitoring.meta import publish_meta_subjects
+from .monitoring.meta import publish_event, publish_meta_subjects, slow_consumer_event
 from .monitoring.operations import ServerOperations
 from .monitoring.ports import NO_DEFLATE, DeflateStats, LiveState, WorkerRow
 from .monitoring.probe import PanelProbe
@@ -256,6 +258,7 @@ class PushServer:
             self.monitoring_settings.accounting_max_subjects,
         )
         self.accounting_document = EMPTY_ACCOUNTING
+        self.hub.slow_consumers.on_record = self._slow_consumer_event
         self.watch_feed = WatchFeed(self.hub, self.watchlist, self.accounts)
         # reports count for the watched patterns their subjects match (core/delivery.py)
         self.hub.delivery.patterns = lambda subject: [
@@ -481,6 +484,13 @@ class PushServer:
                 except OSError as exc:  # the archive's trouble never stops the server
                     self.delivery_archive_errors += 1
                     log.warning("delivery archive: %s", exc)
+
+    def _slow_consumer_event(self, record: ClosedSlowConsumer) -> None:
+        """A slow consumer was closed: its record on /pushgrid/<node>/slow-consumers at once
+        (with the meta-subjects: not when MetaSubjectInterval is 0)."""
+        if self.monitoring_settings.meta_subject_interval > 0 and self.is_monitor:
+            request = slow_consumer_event(self.server_name, dataclasses.asdict(record))
+            self.track(publish_event(self.engine, request))
 
     def _read_accounting(self, _seconds: Sequence[int]) -> None:
         """Once a second, after the watched patterns drained the tally: the accounting's

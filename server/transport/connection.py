@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pushgrid.protocol.errors import CloseCode
 
 from ..core.accounting import CLOSED, DROPPED, WRITTEN
+from ..core.slow_consumers import WireState
 from ..framing.outframe import OutFrame
 from ..framing.wsframe import batch_frame
 from .states import SENDING, ConnEvent, ConnState, next_state
@@ -44,6 +45,7 @@ class Connection(asyncio.Protocol):
     """The part of a connection every protocol shares (a :class:`~server.core.hub.Peer`)."""
 
     __slots__ = (
+        "_backlog_since",
         "_batch_due",
         "_held",
         "_limit",
@@ -98,6 +100,7 @@ class Connection(asyncio.Protocol):
         # written at the flush, dropped or closed when the queue is discarded
         self._live: list[str] = []
         self._slow = False  # closed as a slow consumer: what it is still due is "dropped"
+        self._backlog_since: float | None = None  # tick the send buffer was last seen empty after
 
     def _to(self, event: ConnEvent) -> None:
         self.state = next_state(self.state, event)
@@ -279,19 +282,20 @@ class Connection(asyncio.Protocol):
         outbox.clear()
         self._outbox_size = 0
         self._queued = 0
-        if self._overflows(transport, len(data)):
-            self._slow_consumer()  # before the write: the close frame follows whole frames
-            return
+        buffered = transport.get_write_buffer_size()
+        if buffered:
+            if buffered + len(data) > self._limit:
+                self._slow_consumer()  # before the write: the close frame follows whole frames
+                return
+            if self._backlog_since is None:  # the client stopped keeping up (slow-consumer log)
+                self._backlog_since = self.ctx.tick
+        elif self._backlog_since is not None:
+            self._backlog_since = None
         self._write(data)
         live = self._live
         if live and self.session is not None:  # the deliveries this write carried
             self.session.hub.count_outcomes(live, WRITTEN)
             live.clear()
-
-    def _overflows(self, transport: asyncio.Transport, size: int) -> bool:
-        """Writing ``size`` more bytes would take a busy write buffer past the limit."""
-        buffered = transport.get_write_buffer_size()
-        return buffered > 0 and buffered + size > self._limit
 
     def _write(self, data: bytes) -> None:
         transport = self.transport
@@ -324,7 +328,9 @@ class Connection(asyncio.Protocol):
         ctx.counters.slow_consumer_disconnects_total += 1
         log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
         if self.session is not None:
-            self.session.hub.slow_consumers.record(self.session, self.queued_bytes, self._limit)
+            self.session.hub.slow_consumers.record(
+                self.session, self.queued_bytes, self._limit, self._wire_state()
+            )
         self._slow = True
         self._discard()  # what was queued is dropped with the slow consumer
         self._outbox.clear()
@@ -334,6 +340,15 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()  # sends what is buffered (close frame last), then FIN
         self.deadline = ctx.tick + ctx.limits.slow_consumer_close_timeout
+
+    def _wire_state(self) -> WireState:
+        since = self._backlog_since
+        return WireState(
+            compressed=self.compressed,
+            queued=tuple(self._live),
+            backlog_seconds=None if since is None else round(self.ctx.tick - since, 3),
+            bytes_out=self.bytes_out,
+        )
 
     def close(self, code: int, reason: str) -> None:
         """Stop sending: protocols with a close frame send it after what is queued."""

@@ -15,6 +15,7 @@ covered per subject, per pattern and for the member, in /stats, the MBean and Pr
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -44,6 +45,8 @@ def token(sub: str, permissions: dict[str, list[str]]) -> str:
 
 
 READER = token("reader", {"sub": ["/acct/*"]})
+MONITOR = token("monitor", {"sub": ["/pushgrid/*"]})
+EVENTS = "/pushgrid/acct-1/slow-consumers"
 PUBLISHER = token("publisher", {"pub": ["/acct/mixed", "/acct/slow", "/acct/gone"]})
 
 
@@ -120,7 +123,7 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
         EntitlementJwtSecret=SECRET,
         MaxOutboundBufferSize=65536,
         SlowConsumerCloseTimeout=1,
-        MetaSubjectInterval=0,
+        MetaSubjectInterval=60,  # meta-subjects on (the slow-consumer event), rounds rare
         **{"WatchedSubjects.Patterns": PATTERN, "Canary.Enabled": False},
     )
     plain = [await connect(srv, READER) for _ in range(2)]
@@ -142,6 +145,8 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     host, port = slow.sock.getsockname()[:2]
     slow_address = f"{host}:{port}"
     publisher = await connect(srv, PUBLISHER)
+    monitor = await connect(srv, MONITOR)
+    await subscribe_raw(monitor, {"subject": EVENTS})
 
     for i in range(20):
         await publisher.publish_ok(MIXED, f"m{i}", {"a": str(i), "b": "same"})
@@ -215,10 +220,15 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     assert published < slow_row["due"] <= 2 * published
     assert subjects[DENIED]["refused"] == 3
     assert subjects[DENIED]["published"] == subjects[DENIED]["due"] == 0
+    # the slow-consumer event went to its one subscriber (a meta-subject: not in the pattern)
+    assert (subjects[EVENTS]["due"], subjects[EVENTS]["written"]) == (1, 1)
     (pattern,) = section["patterns"]
     assert pattern["name"] == PATTERN
     expected = {column: sum(row[column] for row in subjects.values()) for column in subjects[MIXED]}
-    assert pattern["total"] == expected
+    assert pattern["total"] == {
+        column: sum(row[column] for name, row in subjects.items() if name.startswith("/acct/"))
+        for column in expected
+    }
     assert pattern["unaccounted"] == 0
     assert section["totals"] == expected  # nothing else was published on this member
     assert section["unaccounted"] == 0
@@ -231,7 +241,7 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     assert answer["status"] == 200, answer
     assert answer["value"]["Totals"] == expected
     assert {r["name"]: r["total"] for r in answer["value"]["Subjects"]} == subjects
-    for column, value in expected.items():
+    for column, value in pattern["total"].items():
         key = ("pushgrid_pattern_deliveries_total", (("column", column), ("pattern", PATTERN)))
         assert metrics[key] == value, (column, metrics.get(key))
 
@@ -250,7 +260,7 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     ((pattern_row),) = cluster["patterns"]
     assert (pattern_row["name"], pattern_row["total"], pattern_row["adds_up"]) == (
         PATTERN,
-        expected,
+        pattern["total"],
         True,
     )
     assert pattern_row["members"] == ["acct-1"]
@@ -262,3 +272,18 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     assert record["remote"] == slow_address
     assert record["subjects"] == [SLOW]
     assert (record["client_id"], record["transport"]) == ("reader", "websocket")
+    # issue 33 item 5: compression, queued subjects, send rate, time connected, offenses
+    assert (record["compressed"], record["offenses"], record["rtt_ms"]) == (False, 1, None)
+    assert set(record["queued_by_subject"]) <= {SLOW}
+    assert record["send_rate"] > 0
+    assert record["connected_seconds"] > 0
+    # ... and the same record as an event on the member's meta-subject
+    (event,) = await monitor.messages(1, EVENTS)
+    fields = event["fields"]
+    assert (event["content"], fields["remote"], fields["client_id"]) == (
+        record["session"],
+        slow_address,
+        "reader",
+    )
+    assert json.loads(fields["subjects"]) == [SLOW]
+    assert json.loads(fields["queued_bytes"]) == record["queued_bytes"]
