@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
+
+from .schemas import MemberError
 
 
 class AccountRowOut(BaseModel):
@@ -41,3 +45,24 @@ class AccountingOut(BaseModel):
         description="Subjects by deliveries due (each member lists its own top ones)"
     )
     patterns: list[AccountRowOut]
+
+
+class SlowConsumerOffenderOut(BaseModel):
+    """One client the members closed as a slow consumer, with every close of it added up."""
+
+    client: str = Field(description="Its client id, else its host (address without the port)")
+    client_id: str
+    closes: int = Field(description="Its closes in the members' logs (each keeps its last 200)")
+    members: list[str] = Field(description="The members that closed it")
+    first_at: datetime
+    last_at: datetime
+    last_remote: str
+    subjects: list[str] = Field(description="What it followed when closed (first 50, union)")
+    max_queued_bytes: int
+    compressed: bool = Field(description="Its last close was on a compressed connection")
+    last_rtt_ms: float | None = None
+
+
+class SlowConsumerOffendersOut(BaseModel):
+    items: list[SlowConsumerOffenderOut] = Field(description="Most closes first")
+    unreachable: list[MemberError] = Field(default_factory=list)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from ..deps import GuardedRoute, HttpDep, MemberDep, MembersDep, Viewer
 from ..problems import MEMBER_ERRORS, problem_responses
-from ..schemas_accounting import AccountingOut
-from ..services.accounting import accounting, member_accounting
+from ..schemas_accounting import AccountingOut, SlowConsumerOffendersOut
+from ..services.accounting import accounting, member_accounting, offender_page
 
 router = APIRouter(tags=["delivery"], route_class=GuardedRoute)
 
@@ -46,3 +48,26 @@ async def get_member_accounting(
 ) -> AccountingOut:
     """One member's delivery accounting (its own top subjects and watched patterns)."""
     return await member_accounting(http, member)
+
+
+@router.get(
+    "/slow-consumers/offenders",
+    name="sessions.slow_consumer_offenders",
+    response_model=SlowConsumerOffendersOut,
+    responses=problem_responses(),
+)
+async def get_slow_consumer_offenders(
+    principal: Viewer,
+    members: MembersDep,
+    http: HttpDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> SlowConsumerOffendersOut:
+    """Repeat offenders: the members' slow-consumer closes grouped by client, most first.
+
+    A client is its client id, else its host (the address without the port). Per client: its
+    closes across the cluster (each member keeps its last 200), the members that closed it,
+    first and last close, its last address, the subjects it followed, the most bytes queued
+    for it, whether its last connection was compressed and the round trip its client last
+    reported. Members that cannot be read are listed in `unreachable`.
+    """
+    return await offender_page(http, members, limit)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 import httpx
 
+from pushgrid.kernel.throttle import host_of
 from pushgrid.ops import names
 from pushgrid.ops.accounting import (
     COLUMNS,
@@ -21,7 +22,15 @@ from pushgrid.ops.accounting import (
 
 from ..access import read_view
 from ..member_client import MemberEndpoint, MemberFailure
-from ..schemas_accounting import AccountingMemberOut, AccountingOut, AccountRowOut
+from ..schemas import SlowConsumerOut
+from ..schemas_accounting import (
+    AccountingMemberOut,
+    AccountingOut,
+    AccountRowOut,
+    SlowConsumerOffenderOut,
+    SlowConsumerOffendersOut,
+)
+from .sessions import from_every_member, member_slow_consumers
 
 Read = tuple[MemberEndpoint, AccountingDocument | None, str | None]
 Part = tuple[str, dict[str, int], dict[str, int]]  # (member, total, second)
@@ -100,3 +109,41 @@ async def member_accounting(http: httpx.AsyncClient, member: MemberEndpoint) -> 
     """One member's accounting (a member that cannot be read is the route's 502/504)."""
     document = await read_view(http, member, names.ACCOUNTING, AccountingDocument)
     return join([(member, document, None)])
+
+
+def offenders(records: Iterable[SlowConsumerOut], limit: int) -> list[SlowConsumerOffenderOut]:
+    """The members' slow-consumer records grouped by client (its client id, else its host),
+    most closes first, then the most recent (pure)."""
+    groups: dict[str, list[SlowConsumerOut]] = {}
+    for record in records:
+        key = record.client_id or host_of(record.remote)
+        groups.setdefault(key, []).append(record)
+    rows = []
+    for key, group in groups.items():
+        group.sort(key=lambda r: r.at)
+        last = group[-1]
+        subjects = list(dict.fromkeys(s for r in group for s in r.subjects))
+        rows.append(
+            SlowConsumerOffenderOut(
+                client=key,
+                client_id=last.client_id,
+                closes=len(group),
+                members=sorted({r.member for r in group}),
+                first_at=group[0].at,
+                last_at=last.at,
+                last_remote=last.remote,
+                subjects=subjects[:50],
+                max_queued_bytes=max(r.queued_bytes for r in group),
+                compressed=last.compressed,
+                last_rtt_ms=last.rtt_ms,
+            )
+        )
+    rows.sort(key=lambda row: (-row.closes, -row.last_at.timestamp(), row.client))
+    return rows[:limit]
+
+
+async def offender_page(
+    http: httpx.AsyncClient, members: Sequence[MemberEndpoint], limit: int
+) -> SlowConsumerOffendersOut:
+    records, errors = await from_every_member(http, members, member_slow_consumers)
+    return SlowConsumerOffendersOut(items=offenders(records, limit), unreachable=errors)

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pushgrid.kernel.throttle import host_of
+
 if TYPE_CHECKING:
     from .session import Session
 
@@ -95,10 +97,6 @@ def _same_offender(record: ClosedSlowConsumer, session: Session) -> bool:
     if session.client_id:
         return record.client_id == session.client_id
     return not record.client_id and host_of(record.remote) == host_of(session.remote)
-
-
-def host_of(remote: str) -> str:
-    return remote.rsplit(":", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("PATCH", "/api/v1/slos/{objective_id}"): Role.OPERATOR,
     ("DELETE", "/api/v1/slos/{objective_id}"): Role.OPERATOR,
     ("GET", "/api/v1/delivery/accounting"): Role.VIEWER,
+    ("GET", "/api/v1/slow-consumers/offenders"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/delivery/accounting"): Role.VIEWER,
     ("GET", "/api/v1/subjects"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/subjects/history"): Role.VIEWER,

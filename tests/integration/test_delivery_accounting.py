@@ -252,6 +252,7 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
             cluster = (await api.get("/api/v1/delivery/accounting")).json()
             member = (await api.get("/api/v1/members/acct-1/delivery/accounting")).json()
             unknown = await api.get("/api/v1/members/nobody/delivery/accounting")
+            offenders = (await api.get("/api/v1/slow-consumers/offenders")).json()
     finally:
         admin.close()
     assert cluster["totals"]["total"] == expected
@@ -266,6 +267,13 @@ async def test_delivery_accounting_adds_up_and_the_slow_consumer_is_named(
     assert pattern_row["members"] == ["acct-1"]
     assert member["totals"]["total"] == cluster["totals"]["total"]
     assert unknown.status_code == 404
+    (offender,) = offenders["items"]
+    assert (offender["client"], offender["closes"], offender["members"]) == (
+        "reader",
+        1,
+        ["acct-1"],
+    )
+    assert (offender["last_remote"], offender["subjects"]) == (slow_address, [SLOW])
 
     # item 8c: the slow consumer's record names its address, client and subjects
     (record,) = await slow_consumers(srv)

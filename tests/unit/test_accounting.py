@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from pushgrid.admin_api.schemas import SlowConsumerOut
+from pushgrid.admin_api.services.accounting import offenders
 from pushgrid.console.pages.delivery_accounting import holds_cell, render_accounting
 from pushgrid.ops import accounting as contract
 from pushgrid.server.core.accounting import (
@@ -120,3 +124,43 @@ def test_the_console_rows_say_whether_due_adds_up_and_by_how_much() -> None:
     assert "no pattern watched" in text
     props = holds_cell(off).to_plotly_json()["props"]  # type: ignore[no-untyped-call]
     assert (props["data-holds"], props["data-unaccounted"]) == ("False", "3")
+
+
+def test_offenders_group_closes_by_client_id_else_host_most_closes_first() -> None:
+    """admin_api/services/accounting.py: the cluster-wide ranking of repeat offenders."""
+
+    def close(member: str, second: int, client_id: str, remote: str) -> SlowConsumerOut:
+        return SlowConsumerOut(
+            member=member,
+            at=datetime.fromtimestamp(second, UTC),
+            session=f"s{second}",
+            remote=remote,
+            client_id=client_id,
+            transport="websocket",
+            subjects=[f"/x/{second}"],
+            subject_count=1,
+            queued_bytes=second * 10,
+            limit=65536,
+        )
+
+    records = [
+        close("m1", 1, "app-1", "10.0.0.1:5000"),
+        close("m2", 5, "app-1", "10.0.0.9:6000"),  # the same client id elsewhere
+        close("m1", 3, "", "10.0.0.2:7000"),
+        close("m1", 4, "", "10.0.0.2:7001"),  # the same host, no client id
+        close("m2", 9, "", "10.0.0.3:7000"),
+    ]
+    ranked = offenders(records, 10)
+    assert [(r.client, r.closes) for r in ranked] == [
+        ("app-1", 2),
+        ("10.0.0.2", 2),
+        ("10.0.0.3", 1),
+    ]
+    first = ranked[0]
+    assert (first.members, first.last_remote, first.subjects, first.max_queued_bytes) == (
+        ["m1", "m2"],
+        "10.0.0.9:6000",
+        ["/x/1", "/x/5"],
+        50,
+    )
+    assert len(offenders(records, 1)) == 1
