@@ -90,6 +90,10 @@ class OpsHttpMixin:
         """Delivery accounting (console/pages/delivery_accounting.py)."""
         return dict(self._request("GET", "/delivery/accounting"))
 
+    def slow_consumer_offenders(self: _Requests) -> dict[str, Any]:
+        """Slow consumers by client, most closes first (console/pages/delivery_accounting.py)."""
+        return dict(self._request("GET", "/slow-consumers/offenders"))
+
     def watched_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/watched-subjects"))
 

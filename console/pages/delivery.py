@@ -19,7 +19,7 @@ from ..components import Child, alert, attrs, card, page_header, table
 from ..ids import Ids
 from ..provider import ProviderError
 from . import ConsolePage, Providers
-from .delivery_accounting import AccountingProvider, render_accounting
+from .delivery_accounting import AccountingProvider, render_accounting, render_offenders
 
 PATH = "delivery"
 TITLE = "Delivery"
@@ -31,6 +31,7 @@ class DeliveryIds(StrEnum):
     MATRIX = "delivery-matrix"
     PROBES = "delivery-probes"
     ACCOUNTING = "delivery-accounting"
+    OFFENDERS = "delivery-offenders"
     INTERVAL = "delivery-interval"
 
 
@@ -115,6 +116,7 @@ def layout() -> Component:
             card([html.H2("Canary matrix"), html.Div(id=DeliveryIds.MATRIX)]),
             card([html.H2("The admin API's probes"), html.Div(id=DeliveryIds.PROBES)]),
             card([html.H2("Accounting"), html.Div(id=DeliveryIds.ACCOUNTING)]),
+            card([html.H2("Slow consumers, by client"), html.Div(id=DeliveryIds.OFFENDERS)]),
             dcc.Interval(id=DeliveryIds.INTERVAL, interval=REFRESH_MS),
         ],
         className="page page-delivery",
@@ -141,17 +143,21 @@ def register(app: Dash, providers: Providers) -> None:
 
     @app.callback(
         Output(DeliveryIds.ACCOUNTING, "children"),
+        Output(DeliveryIds.OFFENDERS, "children"),
         Input(DeliveryIds.INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
     )
-    def refresh_accounting(_n: int | None, token: str | None) -> Any:
+    def refresh_accounting(_n: int | None, token: str | None) -> tuple[Any, Any]:
         provider = providers(token)
         if not isinstance(provider, AccountingProvider):
-            return []
+            return [], []
         try:
-            return render_accounting(provider.accounting())
+            return (
+                render_accounting(provider.accounting()),
+                render_offenders(provider.slow_consumer_offenders()),
+            )
         except ProviderError as exc:
-            return alert([exc])
+            return alert([exc]), no_update
 
 
 PAGE = ConsolePage(PATH, TITLE, "✓", layout, group="Live")

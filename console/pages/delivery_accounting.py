@@ -35,6 +35,8 @@ SHOWN = (
 class AccountingProvider(Protocol):
     def accounting(self) -> dict[str, Any]: ...
 
+    def slow_consumer_offenders(self) -> dict[str, Any]: ...
+
 
 def holds_cell(row: Mapping[str, Any]) -> Component:
     """``adds up`` or ``off by N`` (N = due minus the outcomes)."""
@@ -87,3 +89,36 @@ def render_accounting(document: Mapping[str, Any]) -> Component:
     if unreachable:
         parts.insert(0, html.P(f"not read: {', '.join(unreachable)}", className="acct-off"))
     return html.Div(parts, className="acct")
+
+
+def render_offenders(document: Mapping[str, Any]) -> Component:
+    """The cluster's slow consumers grouped by client, most closes first (ADR 054)."""
+    rows: list[list[Child]] = [
+        [
+            html.Strong(item["client"]),
+            fmt.count(item["closes"]),
+            ", ".join(item["members"]),
+            item["last_remote"],
+            ", ".join(item["subjects"][:5]) + (" ..." if len(item["subjects"]) > 5 else ""),
+            fmt.compact(item["max_queued_bytes"], "bytes"),
+            "deflate" if item.get("compressed") else "off",
+            fmt.latency(None if item.get("last_rtt_ms") is None else item["last_rtt_ms"] / 1000),
+            str(item["last_at"])[:19].replace("T", " "),
+        ]
+        for item in document.get("items", [])
+    ]
+    props = [{"data-client": item["client"]} for item in document.get("items", [])]
+    header: list[Child] = [
+        "client",
+        "closes",
+        "members",
+        "last address",
+        "subjects",
+        "most queued",
+        "compression",
+        "round trip",
+        "last closed (UTC)",
+    ]
+    return table(
+        header, rows, class_name="offenders-table", row_props=props, empty="no slow consumer"
+    )

@@ -72,6 +72,7 @@ def test_the_accounting_card_shows_the_api_counts_and_that_they_add_up(
 
     total = console.wait(agreed, "the accounting row to equal the API's and add up")
     assert (total["published"], total["due"], total["written"]) == (5, 10, 10)
+    console.wait_text("#delivery-offenders", "no slow consumer")  # none on this stack
     console.assert_no_errors()
     shots = Path(os.environ.get("PUSHGRID_SHOTS") or tmp_path)
     console.shots = shots

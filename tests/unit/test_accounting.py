@@ -6,7 +6,11 @@ from datetime import UTC, datetime
 
 from pushgrid.admin_api.schemas import SlowConsumerOut
 from pushgrid.admin_api.services.accounting import offenders
-from pushgrid.console.pages.delivery_accounting import holds_cell, render_accounting
+from pushgrid.console.pages.delivery_accounting import (
+    holds_cell,
+    render_accounting,
+    render_offenders,
+)
 from pushgrid.ops import accounting as contract
 from pushgrid.server.core.accounting import (
     CLOSED,
@@ -164,3 +168,29 @@ def test_offenders_group_closes_by_client_id_else_host_most_closes_first() -> No
         50,
     )
     assert len(offenders(records, 1)) == 1
+
+
+def test_the_console_lists_offenders_with_their_closes_and_round_trip() -> None:
+    item = {
+        "client": "app-1",
+        "closes": 3,
+        "members": ["m1", "m2"],
+        "last_remote": "10.0.0.9:6000",
+        "subjects": [f"/x/{i}" for i in range(7)],
+        "max_queued_bytes": 70_000,
+        "compressed": True,
+        "last_rtt_ms": 12.5,
+        "last_at": "2026-11-28T06:00:01.123000Z",
+    }
+    text = str(render_offenders({"items": [item]}).to_plotly_json())  # type: ignore[no-untyped-call]
+    for needle in (
+        "app-1",
+        "m1, m2",
+        "10.0.0.9:6000",
+        "/x/4 ...",
+        "deflate",
+        "2026-11-28 06:00:01",
+    ):
+        assert needle in text, needle
+    empty = str(render_offenders({"items": []}).to_plotly_json())  # type: ignore[no-untyped-call]
+    assert "no slow consumer" in empty
