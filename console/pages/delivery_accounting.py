@@ -14,10 +14,13 @@ from typing import Any, Protocol, runtime_checkable
 from dash import html
 from dash.development.base_component import Component
 
+from pushgrid.ops.accounting import COLUMNS
+
 from .. import format as fmt
 from ..components import Child, attrs, table
 
-#: the columns the table shows, in order (the admin API's ``columns``, published first)
+#: the columns the table shows, in order (the ops contract's, as the admin API returns them)
+SHOWN = COLUMNS
 SHOWN = (
     "published",
     "due",
