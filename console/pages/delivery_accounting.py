@@ -21,17 +21,6 @@ from ..components import Child, attrs, table
 
 #: the columns the table shows, in order (the ops contract's, as the admin API returns them)
 SHOWN = COLUMNS
-SHOWN = (
-    "published",
-    "due",
-    "written",
-    "conflated",
-    "deltas",
-    "dropped",
-    "closed",
-    "covered",
-    "refused",
-)
 
 
 @runtime_checkable
