@@ -608,6 +608,26 @@ class SlowConsumerOut(BaseModel):
     subject_count: int
     queued_bytes: int = Field(description="Bytes waiting for the client when it was closed")
     limit: int = Field(description="MaxOutboundBufferSize of the member")
+    compressed: bool = Field(default=False, description="permessage-deflate was agreed")
+    queued_by_subject: dict[str, int] = Field(
+        default_factory=dict,
+        description="Subjects of the live deliveries still queued at the close (top 10, count)",
+    )
+    backlog_seconds: float | None = Field(
+        default=None,
+        description="How long the socket's send buffer had not been empty (null: it was)",
+    )
+    send_rate: float = Field(
+        default=0.0, description="Bytes/s written to it, averaged over its session"
+    )
+    connected_seconds: float = Field(default=0.0, description="How long it was connected")
+    rtt_ms: float | None = Field(
+        default=None, description="The round trip its client last reported (null: never)"
+    )
+    offenses: int = Field(
+        default=1,
+        description="Its closes in the member's log so far (same client id, else address)",
+    )
 
 
 class SlowConsumerPage(Page):

@@ -86,6 +86,14 @@ class OpsHttpMixin:
         """The canary matrix (console/pages/delivery.py)."""
         return dict(self._request("GET", "/delivery/canaries"))
 
+    def accounting(self: _Requests) -> dict[str, Any]:
+        """Delivery accounting (console/pages/delivery_accounting.py)."""
+        return dict(self._request("GET", "/delivery/accounting"))
+
+    def slow_consumer_offenders(self: _Requests) -> dict[str, Any]:
+        """Slow consumers by client, most closes first (console/pages/delivery_accounting.py)."""
+        return dict(self._request("GET", "/slow-consumers/offenders"))
+
     def watched_subjects(self: _Requests) -> dict[str, Any]:
         return dict(self._request("GET", "/watched-subjects"))
 

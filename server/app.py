@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import secrets
@@ -31,6 +32,7 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.sampler import Sampler
 from pushgrid.metrics.watched import WATCH_NAMES
+from pushgrid.ops.accounting import EMPTY_ACCOUNTING, AccountingDocument
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
@@ -38,17 +40,20 @@ from pushgrid.protocol.frames import Keepalive
 from .canary import PROBE_ENTITLEMENT, CanaryService
 from .cluster.isolation import IsolationChange, IsolationDetector, cluster_loss
 from .cluster.status import ClusterStatus, assessed, standalone_status
+from .core.accounting import DeliveryAccounts
 from .core.custom_entitlement import CustomEntitlement, load_plugin
 from .core.deltas import DeltaLimits
 from .core.entitlement import AllowAll, Entitlement, JwtEntitlement
 from .core.hub import Hub, Peer
 from .core.publishing import Admission, PublishGuard, PublishLimits
 from .core.session import Session, SessionPolicy
+from .core.slow_consumers import ClosedSlowConsumer
 from .core.watch import WatchFeed, Watchlist
 from .engine.base import Deliver, Engine
 from .engine.registry import build_engine
 from .fault_points import DeliveryWedge
 from .framing.outframe import OutFrame
+from .monitoring.accounting_view import read_accounting
 from .monitoring.beans import build_agent
 from .monitoring.delivery_view import (
     ARCHIVE_COLUMNS,
@@ -58,7 +63,7 @@ from .monitoring.delivery_view import (
     read_delivery,
 )
 from .monitoring.loop_bridge import LoopBridge
-from .monitoring.meta import publish_meta_subjects
+from .monitoring.meta import publish_event, publish_meta_subjects, slow_consumer_event
 from .monitoring.operations import ServerOperations
 from .monitoring.ports import NO_DEFLATE, DeflateStats, LiveState, WorkerRow
 from .monitoring.probe import PanelProbe
@@ -247,7 +252,14 @@ class PushServer:
         self.started_at = time.time()
         self.sampler = Sampler(self.counters, self._archive_writer())
         self.watchlist = self._watchlist()
-        self.watch_feed = WatchFeed(self.hub, self.watchlist)
+        # delivery accounting (core/accounting.py, ADR 054): fed the hub's tally with the patterns
+        self.accounts = DeliveryAccounts(
+            lambda subject: [p.pattern for p in self.watchlist.matching(subject)],
+            self.monitoring_settings.accounting_max_subjects,
+        )
+        self.accounting_document = EMPTY_ACCOUNTING
+        self.hub.slow_consumers.on_record = self._slow_consumer_event
+        self.watch_feed = WatchFeed(self.hub, self.watchlist, self.accounts)
         # reports count for the watched patterns their subjects match (core/delivery.py)
         self.hub.delivery.patterns = lambda subject: [
             p.pattern for p in self.watchlist.matching(subject)
@@ -436,6 +448,7 @@ class PushServer:
             await self._start_monitor_listeners(loop)
         self.sampler.listeners.append(self._watch_members)
         self.sampler.listeners.append(self._read_delivery)
+        self.sampler.listeners.append(self._read_accounting)
         self.track(loop.create_task(self.sampler.run()))
         self.track(loop.create_task(self.panel_probe.run()))
         if settings.meta_subject_interval > 0 and self.is_monitor:
@@ -471,6 +484,20 @@ class PushServer:
                 except OSError as exc:  # the archive's trouble never stops the server
                     self.delivery_archive_errors += 1
                     log.warning("delivery archive: %s", exc)
+
+    def _slow_consumer_event(self, record: ClosedSlowConsumer) -> None:
+        """A slow consumer was closed: its record on /pushgrid/<node>/slow-consumers at once
+        (with the meta-subjects: not when MetaSubjectInterval is 0)."""
+        if self.monitoring_settings.meta_subject_interval > 0 and self.is_monitor:
+            request = slow_consumer_event(self.server_name, dataclasses.asdict(record))
+            self.track(publish_event(self.engine, request))
+
+    def _read_accounting(self, _seconds: Sequence[int]) -> None:
+        """Once a second, after the watched patterns drained the tally: the accounting's
+        second closes and every view reads the new document (ADR 054)."""
+        self.accounts.close_second(self.watchlist.patterns)
+        top = self.monitoring_settings.accounting_top_subjects
+        self.accounting_document = read_accounting(self.accounts, self.server_name, top)
 
     def _watch_members(self, _seconds: Sequence[int]) -> None:
         """Once a second: one WARNING per member of the cluster that went down or came up."""
@@ -606,6 +633,9 @@ class PushServer:
 
     def canary_probe_key(self) -> str:
         return self.canary.probe_key
+
+    def accounting(self) -> AccountingDocument:
+        return self.accounting_document
 
     def isolation(self) -> str | None:
         """Why this member refuses new sessions (it does not see its cluster), or None. An

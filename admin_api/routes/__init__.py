@@ -14,6 +14,7 @@ from fastapi.routing import APIRoute
 
 from ..deps import GuardedRoute
 from . import (
+    accounting,
     alert_silences,
     alerts,
     audit,
@@ -64,6 +65,7 @@ ROUTERS = (
     subject_browser,
     delivery,
     slos,
+    accounting,
 )
 
 

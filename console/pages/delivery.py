@@ -19,6 +19,7 @@ from ..components import Child, alert, attrs, card, page_header, table
 from ..ids import Ids
 from ..provider import ProviderError
 from . import ConsolePage, Providers
+from .delivery_accounting import AccountingProvider, render_accounting, render_offenders
 
 PATH = "delivery"
 TITLE = "Delivery"
@@ -29,6 +30,8 @@ class DeliveryIds(StrEnum):
     ALERT = "delivery-alert"
     MATRIX = "delivery-matrix"
     PROBES = "delivery-probes"
+    ACCOUNTING = "delivery-accounting"
+    OFFENDERS = "delivery-offenders"
     INTERVAL = "delivery-interval"
 
 
@@ -112,6 +115,8 @@ def layout() -> Component:
             html.Div(id=DeliveryIds.ALERT, className="alerts"),
             card([html.H2("Canary matrix"), html.Div(id=DeliveryIds.MATRIX)]),
             card([html.H2("The admin API's probes"), html.Div(id=DeliveryIds.PROBES)]),
+            card([html.H2("Accounting"), html.Div(id=DeliveryIds.ACCOUNTING)]),
+            card([html.H2("Slow consumers, by client"), html.Div(id=DeliveryIds.OFFENDERS)]),
             dcc.Interval(id=DeliveryIds.INTERVAL, interval=REFRESH_MS),
         ],
         className="page page-delivery",
@@ -135,6 +140,24 @@ def register(app: Dash, providers: Providers) -> None:
         except ProviderError as exc:
             return no_update, no_update, alert([exc])
         return render_matrix(document), render_probes(document), render_stalled(document)
+
+    @app.callback(
+        Output(DeliveryIds.ACCOUNTING, "children"),
+        Output(DeliveryIds.OFFENDERS, "children"),
+        Input(DeliveryIds.INTERVAL, "n_intervals"),
+        State(Ids.TOKEN, "data"),
+    )
+    def refresh_accounting(_n: int | None, token: str | None) -> tuple[Any, Any]:
+        provider = providers(token)
+        if not isinstance(provider, AccountingProvider):
+            return [], []
+        try:
+            return (
+                render_accounting(provider.accounting()),
+                render_offenders(provider.slow_consumer_offenders()),
+            )
+        except ProviderError as exc:
+            return alert([exc]), no_update
 
 
 PAGE = ConsolePage(PATH, TITLE, "✓", layout, group="Live")

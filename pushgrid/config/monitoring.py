@@ -62,6 +62,12 @@ class MonitoringSettings(BaseModel):
         default=1000, ge=10, le=1_000_000, alias="HotSubjects.Capacity"
     )
     hot_subjects_window: float = Field(default=10.0, ge=1, le=3600, alias="HotSubjects.Window")
+    # delivery accounting (server/core/accounting.py, ADR 054): rows listed by the views (the
+    # most deliveries due) and subjects counted one by one (the totals count every subject)
+    accounting_top_subjects: int = Field(default=20, ge=0, le=1000, alias="Accounting.TopSubjects")
+    accounting_max_subjects: int = Field(
+        default=10_000, ge=10, le=1_000_000, alias="Accounting.MaxSubjects"
+    )
     # watched subjects (server/core/watch.py): patterns with statistics of their own, their
     # cap, and how many subjects the subject -> patterns cache holds
     watched_subjects_patterns: NameList = Field(default=[], alias="WatchedSubjects.Patterns")

@@ -18,6 +18,7 @@ MEMBER_PANEL: Final = "pushgrid:type=MemberPanel"
 WATCHED_SUBJECTS: Final = "pushgrid:type=WatchedSubjects"
 CANARY: Final = "pushgrid:type=Canary"  # the canaries this member receives (ADR 049)
 DELIVERY: Final = "pushgrid:type=Delivery"
+ACCOUNTING: Final = "pushgrid:type=Accounting"  # delivery accounting (ADR 054)
 #: every indicator MBean (a pattern: the name key is the indicator's MBean name)
 INDICATORS: Final = "pushgrid:type=Indicator,*"
 #: the JMX bridge's own MBean (deploy/jmx/Bridge.java): whether its values are live

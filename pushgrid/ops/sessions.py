@@ -68,6 +68,16 @@ class SlowConsumerClose(msgspec.Struct, frozen=True, kw_only=True):
     subject_count: int
     queued_bytes: int  # what was waiting for the client when it was closed
     limit: int  # MaxOutboundBufferSize
+    # issue 33 item 5 (ADR 054); defaults: an older member's record still decodes
+    compressed: bool = False  # permessage-deflate agreed
+    queued_by_subject: dict[str, int] = {}  # live deliveries queued at the close, top 10
+    backlog_seconds: float | None = None  # since the socket's send buffer was last empty
+    send_rate: float = 0.0  # bytes/s written to it, averaged over its session
+    connected_seconds: float = 0.0
+    rtt_ms: float | None = None  # the round trip its client last reported (None: never)
+    offenses: int = (
+        1  # closes of this client id (else address) in the member's log, this one included
+    )
 
 
 class TraceEventDocument(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,10 +17,11 @@ from pushgrid.protocol.frames import MessageFrame
 
 from ..engine.base import Published
 from ..framing.outframe import OutFrame
+from .accounting import CLOSED
 
 
 class ConflatedSubscription:
-    __slots__ = ("active", "anchor", "content", "fields", "last", "period", "send")
+    __slots__ = ("absorbed", "active", "anchor", "content", "fields", "last", "period", "send")
 
     def __init__(self, send: Callable[[OutFrame], None], period_ms: int, anchor: float) -> None:
         self.send = send
@@ -30,6 +31,7 @@ class ConflatedSubscription:
         self.last: Published | None = None  # latest message of the current period
         self.content = ""
         self.fields: dict[str, str] = {}
+        self.absorbed = 0  # messages of the current period (its one message carries the last)
 
     def next_due(self, now: float) -> float:
         elapsed = max(0.0, now - self.anchor)
@@ -38,6 +40,7 @@ class ConflatedSubscription:
     def absorb(self, message: Published) -> bool:
         """Take one message; True when it opened the period (the caller schedules the send)."""
         opened = self.last is None
+        self.absorbed += 1
         self.last = message
         self.content = message.content
         self.fields.update(message.fields)
@@ -64,13 +67,25 @@ class ConflatedSubscription:
         self.fields = {}
         return frame
 
+    def take_abandoned(self) -> int:
+        """The messages of a period whose subscription ended before it did (never sent)."""
+        if self.active or self.last is None:
+            return 0
+        abandoned, self.absorbed, self.last, self.fields = self.absorbed, 0, None, {}
+        return abandoned
+
 
 class Conflator:
     """Sends conflated messages when their periods end, on shared timers."""
 
-    def __init__(self, on_sent: Callable[[str, OutFrame], None]) -> None:
+    def __init__(
+        self,
+        on_sent: Callable[[str, OutFrame, int], None],
+        on_outcome: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         self._due: dict[float, list[ConflatedSubscription]] = {}
-        self._on_sent = on_sent
+        self._on_sent = on_sent  # (subject, frame, messages it stands for)
+        self._on_outcome = on_outcome  # (subject, accounting column, count): abandoned periods
 
     def absorb(self, subscription: ConflatedSubscription, message: Published) -> None:
         if not subscription.absorb(message):
@@ -87,7 +102,13 @@ class Conflator:
     def _fire(self, due: float) -> None:
         for subscription in self._due.pop(due, ()):
             subject = subscription.last.subject if subscription.last is not None else ""
+            absorbed = subscription.absorbed
             frame = subscription.take_frame()
             if frame is not None:
+                subscription.absorbed = 0
                 subscription.send(frame)
-                self._on_sent(subject, frame)  # counted per subject (hot, watched subjects)
+                self._on_sent(subject, frame, absorbed)  # per subject (hot, watched, accounting)
+                continue
+            abandoned = subscription.take_abandoned()
+            if abandoned and self._on_outcome is not None:
+                self._on_outcome(subject, CLOSED, abandoned)

@@ -68,13 +68,16 @@ class DeltaLimits:
 class SubjectDeltas:
     """One subject's delta subscribers and the last delivered value of each of its fields."""
 
-    __slots__ = ("fields", "limits", "nbytes", "subscribers")
+    __slots__ = ("elided", "fields", "limits", "nbytes", "subscribers")
 
     def __init__(self, limits: DeltaLimits | None = None) -> None:
         self.fields: dict[str, str] = {}  # oldest change first
         self.subscribers: dict[Session, DeltaSubscriber] = {}
         self.limits = limits if limits is not None else DeltaLimits()
         self.nbytes = 0  # UTF-8 bytes of the names and values in ``fields``
+        # deliveries of the last ``deliver`` that left unchanged fields out (accounting's
+        # "merged into deltas", core/accounting.py)
+        self.elided = 0
 
     def add(self, session: Session, send: Send) -> None:
         self.subscribers[session] = DeltaSubscriber(send)
@@ -143,9 +146,10 @@ class SubjectDeltas:
             self._learn(changed, new)
         delta: OutFrame | None = None
         full: OutFrame | None = None
-        size = 0
+        size = synced = 0
         for subscriber in self.subscribers.values():
             if subscriber.synced:
+                synced += 1
                 if delta is None:
                     delta = _with_fields(message, changed, update)
                     if changed == message.fields:
@@ -161,6 +165,7 @@ class SubjectDeltas:
                 subscriber.send(full)
                 subscriber.synced = True
                 size += full.ws_size()
+        self.elided = synced if len(changed) < len(new) else 0
         return len(self.subscribers), size, update
 
 

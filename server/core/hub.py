@@ -21,6 +21,7 @@ from pushgrid.metrics.counters import Counters
 
 from ..engine.base import Engine, Published
 from ..framing.outframe import OutFrame
+from .accounting import CLOSED, CONFLATED, DELTAS, DUE, REFUSED, new_tally
 from .conflation import ConflatedSubscription, Conflator
 from .delivery import DeliveryBook
 from .deltas import DeltaLimits, SubjectDeltas
@@ -37,9 +38,16 @@ class Peer(Protocol):
 
     def send(self, frame: OutFrame) -> None: ...
 
+    def deliver(self, frame: OutFrame) -> None:
+        """``send`` for a live delivery: counted as written when it reaches the socket, or as
+        dropped or closed when the connection discards it (core/accounting.py)."""
+
     def send_all(self, frames: Sequence[OutFrame]) -> None:
         """One request's replies, in order; more than the connection may hold for one request
         closes it as a slow consumer."""
+
+    def deliver_all(self, frames: Sequence[OutFrame]) -> None:
+        """``send_all`` for live deliveries (a subscription's buffered updates)."""
 
     def close(self, code: int, reason: str) -> None: ...
 
@@ -81,10 +89,11 @@ class Hub:
             self._conflated,
             self._deltas,
         )
-        self.conflator = Conflator(self._count_conflated)
+        self.conflator = Conflator(self._count_conflated, self.count_outcome)
         self.sessions: dict[str, Session] = {}
         # Hot and watched subjects (metrics/hotsubjects.py, server/core/watch.py): per-subject
-        # [messages in, messages out, bytes out, bytes in] since the sampler last took them. A
+        # [messages in, messages out, bytes out, bytes in] since the sampler last took them,
+        # then the delivery accounting's columns (core/accounting.py: due, written, ...). A
         # few integer ops per message; the sketch and pattern work happen once a second.
         # ``tally_limit`` subjects at most: past it the hub hands the deltas over early
         # through ``on_tally_full``.
@@ -148,7 +157,8 @@ class Hub:
 
     def _sender(self, session: Session) -> Callable[[OutFrame], None]:
         recorded = self.watched.get(session)
-        send = session.peer.send
+        # a user's live deliveries are accounted (written, dropped); a probe's are not (ADR 049)
+        send = session.peer.send if session.internal else session.peer.deliver
         tracer = self.tracer
         if recorded is None and session.client_id not in tracer.by_client:
             return send
@@ -196,7 +206,7 @@ class Hub:
             self.follow(subject, session, self._sender(session))
         elif conflation_ms > 0:
             anchor = asyncio.get_running_loop().time()
-            subscription = ConflatedSubscription(session.peer.send, conflation_ms, anchor)
+            subscription = ConflatedSubscription(session.peer.deliver, conflation_ms, anchor)
             self._conflated.setdefault(subject, {})[session] = subscription
         elif delta:
             deltas = self._deltas.get(subject)
@@ -243,6 +253,10 @@ class Hub:
         return self.has_subscribers(subject) or subject in self._internal
 
     def _drop(self, session: Session, subject: str) -> None:
+        pending = self._pending.get(subject)
+        if pending and not session.internal and pending.get(session):
+            # a subscription that never opened: its buffered updates are never sent
+            self.count_outcome(subject, CLOSED, len(pending[session]))
         conflated = self._conflated.get(subject)
         if conflated is not None and session in conflated:
             conflated[session].active = False  # a pending timer skips it
@@ -303,8 +317,31 @@ class Hub:
             if self.on_tally_full is not None:
                 self.on_tally_full()  # takes the deltas so far
             self.tally = {}  # (hot subjects off: nobody takes them; the memory stays bounded)
-        counts = self.tally[subject] = [0, 0, 0, 0]
+        counts = self.tally[subject] = new_tally()
         return counts
+
+    def count_outcome(self, subject: str, column: int, n: int = 1) -> None:
+        """``n`` deliveries of ``subject`` ended as ``column`` (core/accounting.py)."""
+        counts = self.tally.get(subject) or self._new_tally(subject)
+        counts[column] += n
+
+    def count_outcomes(self, subjects: list[str], column: int) -> None:
+        """One delivery of each of ``subjects`` (a connection's flush or drop) ended as
+        ``column``. A flush mostly carries one subject's messages (the same str object, so
+        ``list.count`` compares pointers in C): counted at once, the others one by one."""
+        first = subjects[0]
+        same = subjects.count(first)
+        self.count_outcome(first, column, same)
+        if same < len(subjects):
+            tally = self.tally
+            for subject in subjects:
+                if subject != first:
+                    counts = tally.get(subject) or self._new_tally(subject)
+                    counts[column] += 1
+
+    def count_refused(self, subject: str) -> None:
+        """A publish of ``subject`` refused by entitlement (never published, never due)."""
+        self.count_outcome(subject, REFUSED)
 
     # -- delivery ---------------------------------------------------------------------------
 
@@ -340,10 +377,13 @@ class Hub:
         pending = self._pending.get(subject)
         if pending:
             frame = frame or update_frame(message)
-            for buffered in pending.values():
+            for session, buffered in pending.items():
                 buffered.append(frame)
+                if not session.internal:  # a probe's subscription is not due anything
+                    counts[DUE] += 1
         conflated = self._conflated.get(subject)
         if conflated:
+            counts[DUE] += len(conflated)
             for subscription in conflated.values():
                 self.conflator.absorb(subscription, message)
         deltas = self._deltas.get(subject)
@@ -352,6 +392,8 @@ class Hub:
             self.counters.messages_out_total += sent
             counts[1] += sent
             counts[2] += size
+            counts[DUE] += sent
+            counts[DELTAS] += deltas.elided
         self._fan_out(message, frame, counts)
 
     def _fan_out(self, message: Published, frame: OutFrame | None, counts: list[int]) -> None:
@@ -373,6 +415,7 @@ class Hub:
         sent = len(live)
         self.counters.messages_out_total += sent
         counts[1] += sent
+        counts[DUE] += sent
         counts[2] += sent * frame.ws_size()
 
     def _traced(self, message: Published) -> OutFrame | None:
@@ -383,9 +426,11 @@ class Hub:
         self.tracer.delivered(message.subject, frame)
         return frame
 
-    def _count_conflated(self, subject: str, frame: OutFrame) -> None:
-        """One conflated message sent (per subject, like a live delivery)."""
+    def _count_conflated(self, subject: str, frame: OutFrame, absorbed: int) -> None:
+        """One conflated message sent (per subject, like a live delivery): it carries the last
+        of the ``absorbed`` messages, the others were conflated away."""
         self.counters.messages_out_total += 1
         counts = self.tally.get(subject) or self._new_tally(subject)
         counts[1] += 1
         counts[2] += frame.ws_size()
+        counts[CONFLATED] += absorbed - 1

@@ -155,5 +155,6 @@ class Admission:
             return refusal
         denial = await self.entitlement.publish_denial(publisher.grant, publisher.remote, subject)
         if denial is not None:
+            self.hub.count_refused(subject)  # per subject: delivery accounting's "refused"
             return Refusal(ErrorCode.DENIED, denial)
         return self.guard.rate(publisher.host, publisher.bucket)

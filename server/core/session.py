@@ -47,6 +47,7 @@ from pushgrid.protocol.subjects import validate_subject
 
 from ..engine.base import EngineUnavailable, PublishRequest
 from ..framing.outframe import SETS, OutFrame
+from .accounting import COVERED
 from .answers import InOrder
 from .delivery import SessionDelivery
 from .entitlement import AllowAll, Entitlement, Grant, events_denial
@@ -152,12 +153,16 @@ class Session:
             self.hub.tracer.sent(self, (out,))
         self.peer.send(out)
 
-    def send_messages(self, frames: list[OutFrame]) -> None:
+    def send_messages(self, frames: list[OutFrame], live: bool = False) -> None:
+        """Queue message frames; ``live``: updates due to a subscription (accounted)."""
         if frames and not self._welcomed:
             raise LocalProtocolError("message frames before the welcome")
         if self.hub.tracer.by_client:
             self.hub.tracer.sent(self, frames)
-        self.peer.send_all(frames)
+        if live:
+            self.peer.deliver_all(frames)
+        else:
+            self.peer.send_all(frames)
         self.hub.counters.messages_out_total += len(frames)
 
     def welcome(self) -> None:
@@ -416,7 +421,13 @@ class Session:
         self.send(status)
         self.send_messages(frames)
         buffered = self.hub.finish_subscribe(self, subject, item.conflation_period, item.delta)
-        self.send_messages([f for f in buffered if not _already_sent(f, epoch, last_seq)])
+        fresh = [f for f in buffered if not _already_sent(f, epoch, last_seq)]
+        if self.internal:  # a probe's deliveries are not accounted (ADR 049)
+            self.send_messages(fresh)
+            return
+        if len(fresh) < len(buffered):  # the opening frames held them (core/accounting.py)
+            self.hub.count_outcome(subject, COVERED, len(buffered) - len(fresh))
+        self.send_messages(fresh, live=True)
 
     async def _initial(
         self, item: SubscribeItem, request_id: int | None

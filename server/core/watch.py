@@ -26,6 +26,8 @@ from pushgrid.metrics.watched import PatternStats
 from pushgrid.protocol.exceptions import MonitoringError
 from pushgrid.protocol.subjects import pattern_error, pattern_matches
 
+from .accounting import DeliveryAccounts
+
 log = logging.getLogger(__name__)
 
 #: time a second's reading may spend reading the patterns' rolling windows (round-robin)
@@ -193,20 +195,28 @@ class WatchFeed:
     :meth:`drain` takes what is left (all of it when the hot subjects are off) after them.
     """
 
-    def __init__(self, hub: PatternTallySource, watchlist: Watchlist) -> None:
+    def __init__(
+        self,
+        hub: PatternTallySource,
+        watchlist: Watchlist,
+        accounts: DeliveryAccounts | None = None,
+    ) -> None:
         self.hub = hub
         self.watchlist = watchlist
+        self.accounts = accounts  # delivery accounting sees every tally too (ADR 054)
 
     def take_tally(self) -> dict[str, list[int]]:
         tally = self.hub.take_tally()
         self.watchlist.absorb(tally)
+        if self.accounts is not None:
+            self.accounts.absorb(tally)
         return tally
 
     def subscriber_counts(self) -> Iterable[tuple[str, int]]:
         return self.hub.subscriber_counts()
 
     def drain(self) -> None:
-        self.watchlist.absorb(self.hub.take_tally())
+        self.take_tally()
 
     def read(self, wall: float, tick: float) -> None:
         """The sampler's reading: the deltas left, then the patterns' reading."""

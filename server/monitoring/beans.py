@@ -57,6 +57,7 @@ from pushgrid.ops.panel import PanelAttributes
 from pushgrid.ops.server import ServerDocument, list_text
 
 from ..engine.base import ALERTS_SUBJECT
+from .accounting_view import accounting_bean
 from .canary_view import canary_bean
 from .cluster_view import cluster_bean
 from .jolokia import JolokiaAgent, JolokiaLimits
@@ -130,6 +131,7 @@ def server_beans(
         _subjects_bean(tables, operations),
         cluster_bean(node, bridge.wrap),
         canary_bean(node, bridge.wrap),
+        accounting_bean(node, bridge.wrap),
         hot_subjects_bean(tables),
         member_panel_bean(tables),
         watched_subjects_bean(tables, operations),

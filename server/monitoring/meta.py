@@ -11,6 +11,11 @@ and ``-`` replaced by ``_``)::
                                    the window's latency p99 in seconds (``-`` without samples);
                                    fields: /stats's ``delivery`` section flattened
 
+``/pushgrid/<node>/slow-consumers`` is an event, published the moment the member closes a slow
+consumer (ADR 054): content the session id; fields: the slow-consumer record (client id,
+address, transport, compression, subjects, queued bytes and their age, send rate, round trip,
+offenses). Retained: the last one is its snapshot.
+
 ``/pushgrid/<node>/cluster`` (content: the health) is also published as soon as anything in it
 changes (checked every ``HEALTH_CHECK_PERIOD``), not only with the next round: a member going
 down must not wait up to ``MetaSubjectInterval`` to be seen there.
@@ -23,10 +28,12 @@ recovery cache.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
@@ -57,6 +64,25 @@ class MetaPublisher(Protocol):
 
 def node_segment(server_name: str) -> str:
     return _UNSAFE.sub("_", server_name) or "node"
+
+
+def slow_consumer_event(server_name: str, record: Mapping[str, Any]) -> PublishRequest:
+    """The ``/pushgrid/<node>/slow-consumers`` event of one slow-consumer close: every field of
+    the record as text (lists and maps as JSON)."""
+    fields = {
+        key: value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        for key, value in record.items()
+    }
+    subject = f"{META_ROOT}/{node_segment(server_name)}/slow-consumers"
+    return _message(subject, str(record.get("session", "")), fields)
+
+
+async def publish_event(engine: MetaPublisher, request: PublishRequest) -> None:
+    """Publish one meta-subject event; the engine's refusal is logged, never raised."""
+    try:
+        await engine.publish(request)
+    except (EngineUnavailable, EngineFull, SnapshotLimitExceeded) as exc:
+        log.warning("meta-subject event %s not published: %s", request.subject, exc)
 
 
 def _message(subject: str, content: str, fields: dict[str, str]) -> PublishRequest:

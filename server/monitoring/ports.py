@@ -21,6 +21,7 @@ from pushgrid.metrics.canary import CanaryState
 from pushgrid.metrics.delays import DelaySnapshot
 from pushgrid.metrics.member_panel import EMPTY_PANEL
 from pushgrid.metrics.readmodel import ReadModel
+from pushgrid.ops.accounting import AccountingDocument
 from pushgrid.ops.panel import MemberPanel
 
 from ..cluster.status import ClusterStatus
@@ -99,6 +100,8 @@ class MonitoredNode(Protocol):
     def canary_state(self) -> CanaryState: ...
 
     def canary_probe_key(self) -> str: ...
+
+    def accounting(self) -> AccountingDocument: ...
 
     @property
     def stopping(self) -> bool: ...

@@ -26,6 +26,7 @@ from pushgrid.metrics.readmodel import ArchiveReading, ReadModel
 from pushgrid.ops.panel import MemberPanel
 
 from . import watched_view
+from .accounting_view import accounting_metrics
 from .canary_view import canary_metrics
 from .cluster_view import cluster_metrics
 from .delivery_view import delivery_metrics
@@ -278,6 +279,7 @@ class PushgridCollector(Collector):
         yield from archive_metrics(model.archive)
         yield from cluster_metrics(self.node.cluster_status())
         yield from canary_metrics(self.node.canary_state())
+        yield from accounting_metrics(self.node.accounting())
         yield from hot_subject_metrics(model.hot)
         yield from watched_view.prometheus_metrics(model.watched)
 

@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry
 from pushgrid.kernel.throttle import AuthThrottle, host_of
 
 from ..transport.http import Response, json_response, problem
-from . import canary_view
+from . import accounting_view, canary_view
 from .cluster_view import status_dict
 from .jolokia import JolokiaAgent, content_type
 from .ports import MonitoredNode
@@ -198,6 +198,7 @@ class MonitorRoutes:
         if path == "/stats":
             document = stats_document(self.node.read_model(), self.node.live_state())
             document["canaries"] = canary_view.stats_section(self.node.canary_state())
+            document["accounting"] = accounting_view.stats_section(self.node.accounting())
             if parse_qs(url.query).get("format", [""])[0] == "json":
                 return json_response(200, document)
             text = stats_text(document).encode()

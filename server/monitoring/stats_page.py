@@ -16,7 +16,7 @@ from typing import Any
 from pushgrid.metrics.indicators import INDICATORS
 from pushgrid.metrics.readmodel import ReadModel
 
-from . import canary_view, delivery_view, watched_view
+from . import accounting_view, canary_view, delivery_view, watched_view
 from .numbers import number_text
 from .ports import LiveState
 
@@ -88,4 +88,5 @@ def stats_text(document: dict[str, Any]) -> str:
         )
     lines.extend(canary_view.stats_lines(document.get("canaries", {})))
     lines.extend(delivery_view.stats_lines(document.get("delivery", {})))
+    lines.extend(accounting_view.stats_lines(document.get("accounting", {})))
     return "\n".join(lines) + "\n"

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pushgrid.protocol.errors import CloseCode
 
+from ..core.accounting import CLOSED, DROPPED, WRITTEN
+from ..core.slow_consumers import WireState
 from ..framing.outframe import OutFrame
 from ..framing.wsframe import batch_frame
 from .states import SENDING, ConnEvent, ConnState, next_state
@@ -43,13 +45,16 @@ class Connection(asyncio.Protocol):
     """The part of a connection every protocol shares (a :class:`~server.core.hub.Peer`)."""
 
     __slots__ = (
+        "_backlog_since",
         "_batch_due",
         "_held",
         "_limit",
+        "_live",
         "_marked",
         "_outbox",
         "_outbox_size",
         "_queued",
+        "_slow",
         "bytes_in",
         "bytes_out",
         "ctx",
@@ -91,6 +96,11 @@ class Connection(asyncio.Protocol):
         # (the hot path of Connection.send). Any state change clears it.
         self._held = False
         self._limit = ctx.limits.max_outbound_buffer_size
+        # the subjects of the live deliveries queued since the last flush (core/accounting.py):
+        # written at the flush, dropped or closed when the queue is discarded
+        self._live: list[str] = []
+        self._slow = False  # closed as a slow consumer: what it is still due is "dropped"
+        self._backlog_since: float | None = None  # tick the send buffer was last seen empty after
 
     def _to(self, event: ConnEvent) -> None:
         self.state = next_state(self.state, event)
@@ -125,6 +135,8 @@ class Connection(asyncio.Protocol):
         if self.state is not _CLOSED:
             self._to(ConnEvent.LOST)
         self.ctx.connections.discard(self)
+        if self._live:  # queued, never flushed
+            self._discard()
         if self.session is not None:
             self.ctx.end_session(self.session)
 
@@ -151,6 +163,52 @@ class Connection(asyncio.Protocol):
                 self.flush()  # see _enqueue
             return
         self._enqueue(data)
+
+    def deliver(self, frame: OutFrame) -> None:
+        """:meth:`send` for a live delivery: accounted as written at the flush that writes it,
+        or as dropped / closed when the connection discards it (core/accounting.py). The
+        per-delivery path of every fan-out: :meth:`send`'s held case is repeated here (one
+        call less); protocols that frame otherwise (SSE, deflate) override it."""
+        self._live.append(frame.subject)
+        if self._held:  # sending and waiting for the next flush (see send)
+            data = frame.ws_frame or frame.ws()
+            self.frames_out += 1
+            self._outbox.append(data)
+            self._queued += len(data)
+            if self._queued > self._limit:
+                self.flush()
+            return
+        state = self.state
+        if state is _CLOSING or state is _CLOSED:
+            self._discard()
+            return
+        self.send(frame)
+
+    def deliver_through_send(self, frame: OutFrame) -> None:
+        """:meth:`deliver` for a protocol with its own :meth:`send` (SSE, deflate): they
+        assign it as their ``deliver``."""
+        self._live.append(frame.subject)
+        state = self.state
+        if state is _CLOSING or state is _CLOSED:
+            self._discard()
+            return
+        self.send(frame)
+
+    def deliver_all(self, frames: Sequence[OutFrame]) -> None:
+        """:meth:`send_all` for live deliveries (a subscription's buffered updates)."""
+        self._live.extend(frame.subject for frame in frames)
+        if self.state is _CLOSING or self.state is _CLOSED:
+            self._discard()
+            return
+        self.send_all(frames)
+
+    def _discard(self) -> None:
+        """The queued live deliveries will never be written: dropped (a slow consumer's) or
+        closed (any other closing connection)."""
+        live = self._live
+        if live and self.session is not None:
+            self.session.hub.count_outcomes(live, DROPPED if self._slow else CLOSED)
+        live.clear()
 
     def framed(self, frame: OutFrame) -> bytes:
         """``frame`` as this protocol writes it (what :meth:`send` queues)."""
@@ -212,6 +270,8 @@ class Connection(asyncio.Protocol):
         if not outbox or transport is None or transport.is_closing():
             outbox.clear()
             self._queued = 0
+            if self._live:
+                self._discard()
             return
         if len(outbox) == 1:
             data = outbox[0]
@@ -222,15 +282,20 @@ class Connection(asyncio.Protocol):
         outbox.clear()
         self._outbox_size = 0
         self._queued = 0
-        if self._overflows(transport, len(data)):
-            self._slow_consumer()  # before the write: the close frame follows whole frames
-            return
-        self._write(data)
-
-    def _overflows(self, transport: asyncio.Transport, size: int) -> bool:
-        """Writing ``size`` more bytes would take a busy write buffer past the limit."""
         buffered = transport.get_write_buffer_size()
-        return buffered > 0 and buffered + size > self._limit
+        if buffered:
+            if buffered + len(data) > self._limit:
+                self._slow_consumer()  # before the write: the close frame follows whole frames
+                return
+            if self._backlog_since is None:  # the client stopped keeping up (slow-consumer log)
+                self._backlog_since = self.ctx.tick
+        elif self._backlog_since is not None:
+            self._backlog_since = None
+        self._write(data)
+        live = self._live
+        if live and self.session is not None:  # the deliveries this write carried
+            self.session.hub.count_outcomes(live, WRITTEN)
+            live.clear()
 
     def _write(self, data: bytes) -> None:
         transport = self.transport
@@ -263,7 +328,11 @@ class Connection(asyncio.Protocol):
         ctx.counters.slow_consumer_disconnects_total += 1
         log.info("slow consumer %s (%s): closing", self.remote, self.session_id)
         if self.session is not None:
-            self.session.hub.slow_consumers.record(self.session, self.queued_bytes, self._limit)
+            self.session.hub.slow_consumers.record(
+                self.session, self.queued_bytes, self._limit, self._wire_state()
+            )
+        self._slow = True
+        self._discard()  # what was queued is dropped with the slow consumer
         self._outbox.clear()
         self._outbox_size = 0
         self._queued = 0
@@ -271,6 +340,15 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()  # sends what is buffered (close frame last), then FIN
         self.deadline = ctx.tick + ctx.limits.slow_consumer_close_timeout
+
+    def _wire_state(self) -> WireState:
+        since = self._backlog_since
+        return WireState(
+            compressed=self.compressed,
+            queued=tuple(self._live),
+            backlog_seconds=None if since is None else round(self.ctx.tick - since, 3),
+            bytes_out=self.bytes_out,
+        )
 
     def close(self, code: int, reason: str) -> None:
         """Stop sending: protocols with a close frame send it after what is queued."""

@@ -51,6 +51,8 @@ class SseConnection(Connection):
         self.frames_out += 1
         self._enqueue(self.encoder.event(frame))
 
+    deliver = Connection.deliver_through_send  # its own framing (core/accounting.py)
+
     def framed(self, frame: OutFrame) -> bytes:
         return self.encoder.event(frame)
 

@@ -199,6 +199,8 @@ class DeflateWebSocketConnection(WebSocketConnection):
         self.frames_out += 1
         self._enqueue(self.framed(frame))
 
+    deliver = WebSocketConnection.deliver_through_send  # its own framing (core/accounting.py)
+
     def flush(self) -> None:
         outbox = self._outbox
         if outbox and self._compressed_at_flush():

@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.member_panel import EMPTY_PANEL
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops.accounting import COLUMNS as ACCOUNTING_COLUMNS
 from pushgrid.protocol.latency import LEGS, LOSS_KINDS
 
 from .pgtest import (
@@ -135,6 +136,9 @@ async def test_stats_text_lists_every_indicator_window_and_statistic(srv):
     expected |= {
         f"delivery.{part}.{kind}" for part in ("loss", "loss_total") for kind in LOSS_KINDS
     }
+    # delivery accounting (docs/monitoring.md "Delivery accounting"; no watched pattern here)
+    expected |= {f"deliveries.{column}_total" for column in ACCOUNTING_COLUMNS}
+    expected.add("deliveries.unaccounted")
     for indicator in INDICATOR_NAMES:
         expected.add(indicator)
         for window in WINDOW_NAMES:

@@ -23,6 +23,7 @@ INDICATOR_BEANS = sorted(f"pushgrid:name={i.mbean},type=Indicator" for i in INDI
 ALL_BEANS = sorted(
     [
         *INDICATOR_BEANS,
+        "pushgrid:type=Accounting",
         "pushgrid:type=Canary",
         "pushgrid:type=Cluster",
         "pushgrid:type=Cache",

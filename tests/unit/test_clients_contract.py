@@ -15,9 +15,33 @@ from pushgrid.server.core.slow_consumers import ClosedSlowConsumer
 def test_the_server_record_of_a_slow_consumer_is_the_contract_document() -> None:
     served = [f.name for f in dataclasses.fields(ClosedSlowConsumer)]
     assert served == list(SlowConsumerClose.__struct_fields__)
-    record = ClosedSlowConsumer(1, "s", "127.0.0.1:1", "c", "sse", ["/a"], 1, 10, 20)
+    record = ClosedSlowConsumer(
+        1, "s", "127.0.0.1:1", "c", "sse", ["/a"], 1, 10, 20, True, {"/a": 3}, 1.5, 2e3, 4.0, 0.8, 2
+    )
     decoded = decode_answer([dataclasses.asdict(record)], list[SlowConsumerClose], "x")
     assert decoded == [SlowConsumerClose(**dataclasses.asdict(record))]
+
+
+def test_an_older_member_slow_consumer_record_decodes_with_defaults() -> None:
+    """A record as a member before issue 33 item 5 answered it (ADR 054)."""
+    older = {
+        "at": 1,
+        "session": "s",
+        "remote": "127.0.0.1:1",
+        "client_id": "",
+        "transport": "websocket",
+        "subjects": [],
+        "subject_count": 0,
+        "queued_bytes": 0,
+        "limit": 1,
+    }
+    (record,) = decode_answer([older], list[SlowConsumerClose], "x")
+    assert (record.compressed, record.queued_by_subject, record.rtt_ms, record.offenses) == (
+        False,
+        {},
+        None,
+        1,
+    )
 
 
 #: a ``list()`` entry as a member before issue 35 answered it

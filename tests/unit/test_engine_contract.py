@@ -920,8 +920,12 @@ class _Peer:
     def send(self, frame: OutFrame) -> None:
         pass
 
+    deliver = send
+
     def send_all(self, frames: Sequence[OutFrame]) -> None:
         pass
+
+    deliver_all = send_all
 
     def close(self, code: int, reason: str) -> None:
         pass

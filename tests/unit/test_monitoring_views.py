@@ -27,6 +27,7 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
 from pushgrid.metrics.readmodel import ArchiveReading, IndicatorReading, ReadModel, WindowReading
 from pushgrid.metrics.sampler import RECENT_SECONDS, Sampler
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops.accounting import EMPTY_ACCOUNTING, AccountingDocument
 from pushgrid.server.cluster.status import ClusterStatus, MemberView, standalone_status
 from pushgrid.server.engine.base import EngineStats, Published, PublishRequest
 from pushgrid.server.monitoring.beans import server_beans
@@ -130,6 +131,9 @@ class Node:
 
     def canary_probe_key(self) -> str:
         return "probe.test"
+
+    def accounting(self) -> AccountingDocument:
+        return EMPTY_ACCOUNTING
 
 
 class NoOperations:

@@ -12,6 +12,8 @@ import pytest
 from test_monitoring_views import beans
 
 from pushgrid.ops import names
+from pushgrid.ops.accounting import COLUMNS as ACCOUNTING_COLUMNS
+from pushgrid.ops.accounting import EMPTY_ACCOUNTING, AccountingDocument
 from pushgrid.ops.attributes import ContractError, attributes, decode
 from pushgrid.ops.attributes import names as attribute_names
 from pushgrid.ops.canary import CanaryDocument
@@ -154,6 +156,17 @@ def test_the_trend_query_is_the_route_s_query_parameters() -> None:
         "since": 5,
         "until": None,
     }
+
+
+def test_the_accounting_mbean_is_the_contract_document_and_decodes_back() -> None:
+    """ADR 054: every attribute in the document's order; a read decodes into the document."""
+    bean = beans()[names.ACCOUNTING]
+    assert [(a.name, a.type) for a in bean.attributes] == [
+        (s.name, s.type) for s in attributes(AccountingDocument)
+    ]
+    document = decode(AccountingDocument, served(bean), "Accounting")
+    assert document == EMPTY_ACCOUNTING  # the test node has counted nothing
+    assert list(document.totals) == list(ACCOUNTING_COLUMNS)
 
 
 def test_the_canary_mbean_is_the_contract_document_and_decodes_back() -> None:
