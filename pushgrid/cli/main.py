@@ -148,11 +148,13 @@ def _run_worker(settings: Settings, title: str, plan: WorkerPlan) -> int:
     from pushgrid.server.engine.limits import EngineLimits
     from pushgrid.server.engine.memory import MemoryEngine
     from pushgrid.server.workers.engine import WorkersEngine
+    from pushgrid.server.workers.ownership import worker_limits
 
     name_process(
         f"{title} worker {plan.index}/{plan.workers}", f"{settings.server_name}/{plan.index}"
     )
-    inner = MemoryEngine(EngineLimits.from_settings(settings.engine_limits))
+    limits = EngineLimits.from_settings(settings.engine_limits)
+    inner = MemoryEngine(worker_limits(limits, plan.workers, plan.index))
     engine = WorkersEngine(inner, plan.token, plan.index, plan.workers)
     try:
         _run(_push_server(settings, engine, plan))

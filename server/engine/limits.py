@@ -31,6 +31,9 @@ class EngineLimits:
     max_subjects: int = 0  # MaxSubjects (guarantee 8); 0: unbounded
     max_retained_bytes: int = 0  # MaxRetainedBytes (guarantee 8); 0: unbounded
     sweep_batch: int = SWEEP_BATCH  # guarantee 10 (not a setting: tests lower it)
+    # appended to a MaxSubjects / MaxRetainedBytes refusal: whose bound it is when the two
+    # are one process's share of the server's (Workers > 1, server/workers/ownership.py)
+    share_note: str = ""
 
     @property
     def expire_ms(self) -> int:

@@ -224,7 +224,8 @@ class MemoryEngine(Engine):
             if self._count() >= self._max_subjects:
                 raise EngineFull(
                     ErrorCode.TOO_MANY_SUBJECTS,
-                    f"this node holds MaxSubjects ({self._max_subjects}) subjects",
+                    f"this node holds MaxSubjects ({self._max_subjects}) subjects"
+                    + self.limits.share_note,
                 )
         if not self._max_bytes:
             return
@@ -235,7 +236,7 @@ class MemoryEngine(Engine):
                 raise EngineFull(
                     ErrorCode.RETAINED_BYTES_EXCEEDED,
                     f"this node holds MaxRetainedBytes ({self._max_bytes}) bytes of snapshots "
-                    "and cached messages",
+                    "and cached messages" + self.limits.share_note,
                 )
 
     def _held_bytes(self) -> int:

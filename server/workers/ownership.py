@@ -1,4 +1,5 @@
-"""Which worker process owns a subject: ``crc32(subject) % workers`` (ADR 044).
+"""Which worker process owns a subject: ``crc32(subject) % workers`` (ADR 044), and its share
+of the server's memory bounds (ADR 056).
 
 The owner numbers the subject's messages (one (epoch, seq) per server) and keeps its snapshot,
 cache and history. The hash must be the same in every process: ``zlib.crc32``, never Python's
@@ -7,7 +8,10 @@ cache and history. The hash must be the same in every process: ``zlib.crc32``, n
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
+
+from ..engine.limits import EngineLimits
 
 
 def owner_of(subject: str, workers: int) -> int:
@@ -15,3 +19,31 @@ def owner_of(subject: str, workers: int) -> int:
     if workers <= 1:
         return 0
     return zlib.crc32(subject.encode("utf-8")) % workers
+
+
+def share(total: int, workers: int, index: int) -> int:
+    """Worker ``index``'s part of a server-wide bound of ``total`` (0: unbounded stays 0): an
+    equal split, the remainder to the lowest indexes, so the parts add up to ``total``; at
+    least 1 (0 would mean unbounded), so a bound below ``workers`` holds ``workers``."""
+    if total <= 0:
+        return 0
+    return max(1, total // workers + (1 if index < total % workers else 0))
+
+
+def worker_limits(limits: EngineLimits, workers: int, index: int) -> EngineLimits:
+    """The limits of worker ``index``'s own engine: its share of ``MaxSubjects`` and
+    ``MaxRetainedBytes`` (each owner holds only its subjects, so the server holds at most the
+    configured bounds), the per-subject ones whole."""
+    if workers <= 1 or not (limits.max_subjects or limits.max_retained_bytes):
+        return limits
+    subjects = share(limits.max_subjects, workers, index)
+    size = share(limits.max_retained_bytes, workers, index)
+    return dataclasses.replace(
+        limits,
+        max_subjects=subjects,
+        max_retained_bytes=size,
+        share_note=(
+            f" (worker {index}'s share of this server's MaxSubjects = {limits.max_subjects}, "
+            f"MaxRetainedBytes = {limits.max_retained_bytes}, over {workers} worker processes)"
+        ),
+    )

@@ -347,6 +347,28 @@ async def test_sse_last_event_id_recovers_across_workers(
         assert {f["epoch"] for f in frames if f.get("subject") == a} == {missed[0]["epoch"]}
 
 
+async def test_max_subjects_is_the_server_s_not_each_worker_s(
+    server_factory: Callable[..., ServerProcess], subject: Callable[[str], str]
+) -> None:
+    """MaxSubjects = 4 with two workers: the server holds 4 subjects (2 per owner), not 4 per
+    owner; the refusal names the key and the worker's share."""
+    srv = server_factory(
+        Workers=2,
+        MaxSubjects=4,
+        MaxRetainedBytes=100_000,
+        MetaSubjectInterval=0,
+        **{"Canary.Enabled": False},  # its subject would hold one of the 4
+    )
+    fresh = [owned_by(0, subject) for _ in range(4)] + [owned_by(1, subject) for _ in range(4)]
+    answers = [(await http_publish(srv, s, "x")) for s in fresh]
+    accepted = [s for s, a in zip(fresh, answers, strict=True) if a.status_code == 200]
+    assert sorted(owner_of(s, 2) for s in accepted) == [0, 0, 1, 1], [a.text for a in answers]
+    refused = [a.json() for a in answers if a.status_code != 200]
+    assert len(refused) == 4
+    assert all("MaxSubjects" in r["detail"] and "share" in r["detail"] for r in refused), refused
+    await wait_for("4 subjects", lambda: _stats(srv)["gauges"]["subjects"] == 4)
+
+
 # -- the tests that kill or stop a worker of the shared server: last ----------------------
 
 

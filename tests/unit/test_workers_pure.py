@@ -18,6 +18,7 @@ from pushgrid.server.engine.base import (
     Recovery,
     Snapshot,
 )
+from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.workers.cores import (
     cgroup_v2_path,
     check_descriptors,
@@ -26,7 +27,7 @@ from pushgrid.server.workers.cores import (
     resolve_workers,
     usable_cores,
 )
-from pushgrid.server.workers.ownership import owner_of
+from pushgrid.server.workers.ownership import owner_of, share, worker_limits
 from pushgrid.server.workers.totals import WorkerTotals
 from pushgrid.server.workers.wire import (
     MAX_MESH_FRAME,
@@ -178,3 +179,17 @@ def test_worker_zero_counts_the_server_once() -> None:
     assert totals.as_dict()["messages_out_total"] == 19
     totals.absorb(_report(pid=200, sent=2, sessions=1))  # restarted at 0: never goes down
     assert (totals.as_dict()["messages_out_total"], totals.as_dict()["sessions"]) == (21, 3)
+
+
+def test_the_memory_bounds_are_shared_out_over_the_workers() -> None:
+    """MaxSubjects / MaxRetainedBytes are the server's: the workers' parts add up to them."""
+    assert [share(10, 3, i) for i in range(3)] == [4, 3, 3]
+    assert [share(0, 3, i) for i in range(3)] == [0, 0, 0], "unbounded stays unbounded"
+    assert [share(1, 2, i) for i in range(2)] == [1, 1], "0 would mean unbounded"
+    assert sum(share(1_000_001, 4, i) for i in range(4)) == 1_000_001
+    limits = EngineLimits(max_cached=7, max_subjects=5, max_retained_bytes=1000)
+    one = worker_limits(limits, 2, 1)
+    assert (one.max_subjects, one.max_retained_bytes, one.max_cached) == (2, 500, 7)
+    assert "worker 1's share of this server's MaxSubjects = 5" in one.share_note
+    assert worker_limits(limits, 1, 0) is limits
+    assert worker_limits(EngineLimits(), 2, 1) == EngineLimits(), "no bound: nothing to share"
