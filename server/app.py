@@ -79,6 +79,8 @@ from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorL
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
+from .workers.delivery_share import ARCHIVE_SETTLE, DeliveryShipper
+from .workers.delivery_share import absorb as absorb_delivery
 from .workers.engine import WorkersEngine
 from .workers.heartbeat import heartbeat
 from .workers.supervisor import WorkerPlan
@@ -344,8 +346,12 @@ class PushServer:
         if isinstance(engine, WorkersEngine):
             await engine.wait_for_peers()  # clients are served by a whole mesh
             engine.totals = self.totals
-            if plan.index != 0:
-                self.track(report_to_worker_zero(partial(engine.mesh.send, 0), self._own_report))
+            if plan.index == 0:
+                engine.reported = self._absorb_report
+            else:
+                shipper = DeliveryShipper(self.hub.delivery)
+                report = partial(self._report_to_worker_zero, shipper)
+                self.track(report_to_worker_zero(partial(engine.mesh.send, 0), report))
         backlog = self.listeners.listen_backlog
         for sock, tls in plan.listeners:
             context = self._client_tls if tls else None
@@ -359,6 +365,15 @@ class PushServer:
         engine = self.engine
         own = engine.inner.stats() if isinstance(engine, WorkersEngine) else engine.stats()
         return own_report(index, self.counters, len(self.connections), own)
+
+    def _report_to_worker_zero(self, shipper: DeliveryShipper) -> WorkerReport:
+        report = self._own_report()
+        report.delivery = shipper.shipment()
+        return report
+
+    def _absorb_report(self, report: WorkerReport) -> None:
+        if report.delivery is not None:
+            absorb_delivery(self.hub.delivery, report.delivery)
 
     def _worker_rows(self) -> tuple[WorkerRow, ...]:
         """Worker 0's view of the server's processes (empty with one process)."""
@@ -475,8 +490,11 @@ class PushServer:
         book = self.hub.delivery
         book.keep_patterns(watched)
         self.delivery_reading = read_delivery(book, watched)
+        if not self.is_monitor:  # a worker's seconds go to worker 0 (server/workers)
+            return
         archive = self._delivery_archive
-        for second in book.completed():
+        settle = 0 if self.worker is None else ARCHIVE_SETTLE
+        for second in book.completed(settle):
             lines = archive_lines(second, watched)
             if archive is not None and lines:
                 try:

@@ -94,6 +94,14 @@ class DeliverySecond:
     )
 
 
+def _merge_second(into: DeliverySecond, other: DeliverySecond) -> None:
+    into.member.merge(other.member)
+    for pattern, tally in other.patterns.items():
+        into.patterns.setdefault(pattern, DeliveryTally()).merge(tally)
+    for leg, histogram in other.legs.items():
+        into.legs[leg].merge(histogram)
+
+
 def _entry_counts(entry: object) -> tuple[int, ...]:
     return tuple(getattr(entry, kind) for kind in LOSS_KINDS)
 
@@ -137,6 +145,25 @@ class DeliveryBook:
             for tally in targets:
                 tally.add_entry(entry.latency, counts)
 
+    def absorb(self, second: DeliverySecond) -> None:
+        """Another worker process's completed second (Workers > 1, server/workers/
+        delivery_share.py): into the totals and the ring, merged with this one's same second."""
+        self.totals.merge(second.member)
+        for pattern, tally in second.patterns.items():
+            self.pattern_totals.setdefault(pattern, DeliveryTally()).merge(tally)
+        for leg, histogram in second.legs.items():
+            self.legs[leg].merge(histogram)
+        ring = self._ring
+        for mine in ring:
+            if mine.second == second.second:
+                _merge_second(mine, second)
+                return
+        if len(ring) == ring.maxlen and ring[0].second > second.second:
+            return  # older than the window
+        seconds = sorted([*ring, second], key=lambda s: s.second)
+        ring.clear()
+        ring.extend(seconds)
+
     def keep_patterns(self, watched: set[str]) -> None:
         """Forget the totals of patterns no longer watched (bounded by MaxPatterns)."""
         for pattern in [p for p in self.pattern_totals if p not in watched]:
@@ -147,9 +174,11 @@ class DeliveryBook:
         self.legs[leg].observe(micros)
         self._now().legs[leg].observe(micros)
 
-    def completed(self) -> list[DeliverySecond]:
-        """The seconds that ended since the last call (each once, oldest first): the archive's."""
-        now = int(self._clock())
+    def completed(self, settle: int = 0) -> list[DeliverySecond]:
+        """The seconds that ended since the last call (each once, oldest first): the archive's;
+        ``settle``: only those that ended at least that many seconds ago (the other workers'
+        share of a second arrives up to a report period later, ADR 056)."""
+        now = int(self._clock()) - settle
         done = [s for s in self._ring if self._archived < s.second < now]
         if done:
             self._archived = done[-1].second

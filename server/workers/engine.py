@@ -99,6 +99,8 @@ class WorkersEngine(Engine):
         self._tasks: set[asyncio.Task[None]] = set()
         #: worker 0's counters hold the others' last reports (server/workers/totals.py)
         self.totals: WorkerTotals | None = None
+        #: worker 0's: what else a report carries goes there (the clients' delivery reports)
+        self.reported: Callable[[WorkerReport], None] | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index
@@ -206,6 +208,8 @@ class WorkersEngine(Engine):
                 waiting[1].set_result(message)
         elif isinstance(message, WorkerReport) and self.totals is not None:
             self.totals.absorb(message)
+            if self.reported is not None:
+                self.reported(message)
 
     def _unfollow(self, subject: str, peer: int) -> None:
         peers = self._peer_interest.get(subject)

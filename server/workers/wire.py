@@ -15,6 +15,7 @@ import msgspec
 from pushgrid.protocol.exceptions import EngineError
 
 from ..engine.base import Published, PublishRequest, Recovery, Snapshot
+from .delivery_share import DeliveryShipment
 
 _LENGTH = struct.Struct(">I")
 #: a mesh frame larger than this is a bug or a corrupt stream, never a message (MaxMessageSize
@@ -83,6 +84,8 @@ class WorkerReport(msgspec.Struct, tag=True):
     open_files: int
     engine: list[int]  # subjects, cached messages, cached bytes, dropped snapshots
     sent_at: float  # Unix time
+    # its clients' delivery reports since the last report (server/workers/delivery_share.py)
+    delivery: DeliveryShipment | None = None
 
 
 MeshMessage = MeshHello | MeshInterest | MeshForward | MeshAsk | MeshAnswer | WorkerReport

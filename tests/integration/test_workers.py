@@ -347,6 +347,29 @@ async def test_sse_last_event_id_recovers_across_workers(
         assert {f["epoch"] for f in frames if f.get("subject") == a} == {missed[0]["epoch"]}
 
 
+async def test_delivery_reports_of_clients_on_every_worker_reach_the_views(
+    two_workers: ServerProcess, connect: Connect
+) -> None:
+    """A client's delivery report goes to the worker holding its connection; worker 0 serves
+    the views: the other worker's reports reach them (/stats, /metrics), each counted once."""
+    clients = await on_each_worker(two_workers, connect)
+    base = _stats(two_workers)["delivery"]
+    for i, client in enumerate(clients.values(), start=1):  # 2 reports, 3 latencies
+        await client.send({"op": "report", "interval": 5, "entries": [{"latency": [[30, i]]}]})
+
+    def counted() -> dict[str, Any] | None:
+        delivery: dict[str, Any] = _stats(two_workers)["delivery"]
+        reported = delivery["reports"] >= base["reports"] + 2
+        latencies = delivery["latency"]["count"] >= base["latency"]["count"] + 3
+        return delivery if reported and latencies else None  # a second is sent once it ended
+
+    delivery = await wait_for("both workers' reports in /stats", counted)
+    assert delivery["reports"] == base["reports"] + 2
+    assert delivery["latency"]["count"] == base["latency"]["count"] + 3
+    metrics = _get(two_workers, "/metrics").text
+    assert f"pushgrid_delivery_reports_total {base['reports'] + 2}.0" in metrics
+
+
 async def test_max_subjects_is_the_server_s_not_each_worker_s(
     server_factory: Callable[..., ServerProcess], subject: Callable[[str], str]
 ) -> None:

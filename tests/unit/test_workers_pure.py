@@ -7,10 +7,13 @@ import subprocess
 import sys
 import zlib
 
+import msgspec
 import pytest
 
 from pushgrid.config import ConfigError, load_settings
 from pushgrid.metrics.counters import Counters
+from pushgrid.protocol.frames import DeliveryReport
+from pushgrid.server.core.delivery import DeliveryBook, SessionDelivery
 from pushgrid.server.engine.base import (
     EngineStats,
     Published,
@@ -27,6 +30,8 @@ from pushgrid.server.workers.cores import (
     resolve_workers,
     usable_cores,
 )
+from pushgrid.server.workers.delivery_share import DeliveryShipment, DeliveryShipper
+from pushgrid.server.workers.delivery_share import absorb as absorb_delivery
 from pushgrid.server.workers.ownership import owner_of, share, worker_limits
 from pushgrid.server.workers.totals import WorkerTotals
 from pushgrid.server.workers.wire import (
@@ -158,10 +163,14 @@ def test_mesh_frame_errors() -> None:
         FrameReader().feed(b"\x00\x00\x00\x02\xc1\xc1")
 
 
-def _report(pid: int, sent: int, sessions: int) -> WorkerReport:
+def _report(
+    pid: int, sent: int, sessions: int, delivery: DeliveryShipment | None = None
+) -> WorkerReport:
     counters = {name: 0 for name in Counters.__slots__}
     counters |= {"messages_out_total": sent, "sessions": sessions}
-    return WorkerReport(1, pid, counters, sessions, 0.5, 1 << 20, 9, [3, 4, 5, 0], 1.0)
+    return WorkerReport(
+        1, pid, counters, sessions, 0.5, 1 << 20, 9, [3, 4, 5, 0], 1.0, delivery=delivery
+    )
 
 
 def test_worker_zero_counts_the_server_once() -> None:
@@ -193,3 +202,34 @@ def test_the_memory_bounds_are_shared_out_over_the_workers() -> None:
     assert "worker 1's share of this server's MaxSubjects = 5" in one.share_note
     assert worker_limits(limits, 1, 0) is limits
     assert worker_limits(EngineLimits(), 2, 1) == EngineLimits(), "no bound: nothing to share"
+
+
+def test_a_worker_s_delivery_seconds_reach_worker_zero_s_book_once() -> None:
+    """Worker 1 ships each completed second once; worker 0 merges it into its own same second,
+    and archives a second only once the others' share had time to arrive."""
+    now = [1000.0]
+    worker, zero = DeliveryBook(clock=lambda: now[0]), DeliveryBook(clock=lambda: now[0])
+    for book, n in ((worker, 2), (zero, 1)):
+        report = msgspec.json.decode(
+            b'{"op":"report","interval":5,"entries":[{"latency":[[30,%d]]}]}' % n,
+            type=DeliveryReport,
+        )
+        book.add_report(report, SessionDelivery())
+    shipper = DeliveryShipper(worker)
+    first = shipper.shipment()
+    assert (first.seconds, first.reports) == ([], 1), "the second has not ended"
+    now[0] = 1001.5
+    (back,) = FrameReader().feed(encode(_report(100, 0, 0, shipper.shipment())))
+    assert isinstance(back, WorkerReport)
+    assert back.delivery is not None
+    absorb_delivery(zero, back.delivery)
+    absorb_delivery(zero, first)
+    assert (zero.recent().member.latency.count, zero.reports, zero.totals.latency.count) == (
+        3,
+        2,
+        3,
+    )
+    assert shipper.shipment().seconds == [], "each second once"
+    assert zero.completed(settle=3) == [], "not settled yet"
+    now[0] = 1004.5
+    assert [s.second for s in zero.completed(settle=3)] == [1000]
