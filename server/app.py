@@ -364,7 +364,9 @@ class PushServer:
         index = 0 if self.worker is None else self.worker.index
         engine = self.engine
         own = engine.inner.stats() if isinstance(engine, WorkersEngine) else engine.stats()
-        return own_report(index, self.counters, len(self.connections), own)
+        panel = self.panel_probe.panel
+        lag = (panel.loop_lag_seconds, panel.loop_lag_max_seconds)
+        return own_report(index, self.counters, len(self.connections), own, lag)
 
     def _report_to_worker_zero(self, shipper: DeliveryShipper) -> WorkerReport:
         report = self._own_report()
@@ -392,6 +394,8 @@ class PushServer:
                 r.open_files,
                 0.0 if r.index == 0 else round(max(0.0, now - r.sent_at), 3),
                 r.index == 0 or self.totals.linked(r.index),
+                r.loop_lag,
+                r.loop_lag_max,
             )
             for r in rows
         )

@@ -61,6 +61,9 @@ class WorkerRow:
     report_age: float
     # worker 0 has a mesh link to it (False: dead, restarting, or not yet linked)
     linked: bool = True
+    # its event loop's lag: the last 1 s probe sleep's lateness, the max over the panel's 60 s
+    loop_lag_seconds: float | None = None
+    loop_lag_max_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

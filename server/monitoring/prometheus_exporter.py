@@ -306,6 +306,12 @@ _WORKER_GAUGES = (
     ("open_files", "pushgrid_worker_open_files", "Open file descriptors of one worker"),
     ("report_age", "pushgrid_worker_report_age_seconds", "Age of a worker's last report"),
     ("linked", "pushgrid_worker_up", "1 while worker 0 has a link to the worker (0: restarting)"),
+    ("loop_lag_seconds", "pushgrid_worker_loop_lag_seconds", "Event-loop lag of one worker"),
+    (
+        "loop_lag_max_seconds",
+        "pushgrid_worker_loop_lag_max_seconds",
+        "Largest event-loop lag of one worker over the last 60 s",
+    ),
 )
 
 
@@ -316,7 +322,9 @@ def worker_metrics(rows: Sequence[WorkerRow]) -> Iterator[Metric]:
     for attribute, name, documentation in _WORKER_GAUGES:
         family = GaugeMetricFamily(name, documentation, labels=["worker", "pid"])
         for row in rows:
-            family.add_metric([str(row.index), str(row.pid)], float(getattr(row, attribute)))
+            value = getattr(row, attribute)
+            if value is not None:  # a lag not measured yet
+                family.add_metric([str(row.index), str(row.pid)], float(value))
         yield family
 
 

@@ -82,11 +82,16 @@ def stats_text(document: dict[str, Any]) -> str:
     for row in document.get("workers", ()):
         index = row["index"]
         lines.extend(
-            f"worker.{index}.{k} {int(v) if isinstance(v, bool) else v}"
-            for k, v in row.items()
-            if k != "index"
+            f"worker.{index}.{k} {_worker_value(v)}" for k, v in row.items() if k != "index"
         )
     lines.extend(canary_view.stats_lines(document.get("canaries", {})))
     lines.extend(delivery_view.stats_lines(document.get("delivery", {})))
     lines.extend(accounting_view.stats_lines(document.get("accounting", {})))
     return "\n".join(lines) + "\n"
+
+
+def _worker_value(value: object) -> str:
+    """A worker row's value in the text: booleans as 1/0, unknown as U."""
+    if value is None:
+        return "U"
+    return str(int(value)) if isinstance(value, bool) else str(value)

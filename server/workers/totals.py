@@ -98,9 +98,13 @@ def own_counters(counters: Counters) -> dict[str, int]:
 
 
 def own_report(
-    index: int, counters: Counters, connections: int, engine: EngineStats
+    index: int,
+    counters: Counters,
+    connections: int,
+    engine: EngineStats,
+    loop_lag: tuple[float | None, float | None] = (None, None),
 ) -> WorkerReport:
-    """This process's numbers now."""
+    """This process's numbers now (``loop_lag``: its panel's last and window max)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return WorkerReport(
         index=index,
@@ -117,6 +121,8 @@ def own_report(
             engine.dropped_snapshots,
         ],
         sent_at=time.time(),
+        loop_lag=loop_lag[0],
+        loop_lag_max=loop_lag[1],
     )
 
 

@@ -86,6 +86,9 @@ class WorkerReport(msgspec.Struct, tag=True):
     sent_at: float  # Unix time
     # its clients' delivery reports since the last report (server/workers/delivery_share.py)
     delivery: DeliveryShipment | None = None
+    # its event loop's lag (member panel probe): the last, the max over the panel's window
+    loop_lag: float | None = None
+    loop_lag_max: float | None = None
 
 
 MeshMessage = MeshHello | MeshInterest | MeshForward | MeshAsk | MeshAnswer | WorkerReport

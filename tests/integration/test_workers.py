@@ -455,6 +455,17 @@ async def test_a_stopped_worker_is_reported(two_workers: ServerProcess, connect:
     )
     assert workers_of(two_workers)[1] == pid  # detected and shown, not killed
 
+    def lag_shown() -> dict[str, Any] | None:  # its loop was stopped for 5 s and more
+        row = next(r for r in _stats(two_workers)["workers"] if r["index"] == 1)
+        return row if (row["loop_lag_max_seconds"] or 0) >= 4.0 else None
+
+    row = await wait_for("worker 1's loop lag in /stats", lag_shown)
+    assert row["pid"] == pid
+    assert (
+        f'pushgrid_worker_loop_lag_max_seconds{{pid="{pid}",worker="1"}}'
+        in _get(two_workers, "/metrics").text
+    )
+
 
 async def test_questions_for_a_restarting_owner_wait_for_it(
     two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
