@@ -370,6 +370,36 @@ async def test_delivery_reports_of_clients_on_every_worker_reach_the_views(
     assert f"pushgrid_delivery_reports_total {base['reports'] + 2}.0" in metrics
 
 
+async def test_field_deltas_of_a_subject_owned_by_the_other_worker(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    """A delta subscriber on worker 0 of a subject worker 1 owns and publishes: the forwarded
+    messages go through worker 0's delta table like local ones (the first whole, then only the
+    fields that changed)."""
+    clients = await on_each_worker(two_workers, connect)
+    s = owned_by(1, subject)
+    fields = {"f1": "a", "f2": "b", "f3": "c"}
+    await clients[1].publish_ok(s, "0", fields)
+    wire = clients[0]
+    request_id = wire.next_id()
+    await wire.send(
+        {"op": "subscribe", "id": request_id, "subjects": [{"subject": s, "delta": True}]}
+    )
+    subscribed = await wire.expect("subscribed", id=request_id)
+    assert subscribed["status"] == "allow", subscribed
+    records = [{**fields, "f1": str(i), "f2": "x" if i % 2 else "y"} for i in range(4)]
+    for i, record in enumerate(records):
+        await clients[1].publish_ok(s, str(i), record)
+    frames = await wire.messages(5, s)
+    assert frames[0]["kind"] == "snapshot"
+    assert [f["fields"] for f in frames[1:]] == [
+        records[0],  # the first live message is whole
+        {"f1": "1", "f2": "x"},
+        {"f1": "2", "f2": "y"},
+        {"f1": "3", "f2": "x"},
+    ]
+
+
 async def test_max_subjects_is_the_server_s_not_each_worker_s(
     server_factory: Callable[..., ServerProcess], subject: Callable[[str], str]
 ) -> None:
