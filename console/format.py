@@ -201,6 +201,15 @@ def iso_time(text: str | None) -> str:
     return timestamp(moment.timestamp())
 
 
+def iso_millis(text: str | None) -> str:
+    """An ISO 8601 instant as ``14:05:03.120 UTC`` (a trace's events: milliseconds apart)."""
+    unix = iso_unix(text)
+    if unix is None:
+        return DASH
+    moment = datetime.fromtimestamp(unix, UTC)
+    return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+
+
 def iso_unix(text: str | None) -> float | None:
     if not text:
         return None

@@ -124,6 +124,29 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
+        response = self._send(method, path, params, body, headers)
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise ProviderError(
+                response.status_code, "Bad answer", f"{path} did not answer JSON"
+            ) from None
+
+    def _text(self, path: str, accept: str) -> str:
+        """A GET answered in another type than JSON (a JSON lines download): its text."""
+        return self._send("GET", path, None, None, {"Accept": accept}).text
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        headers: Mapping[str, str] | None,
+    ) -> httpx.Response:
+        """One request; a transport failure or a problem answer as :class:`ProviderError`."""
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:
             response = self._http.request(method, path, params=clean, json=body, headers=headers)
@@ -137,14 +160,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
             ) from None
         if response.status_code >= 400:
             raise problem(response)
-        if response.status_code == 204 or not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            raise ProviderError(
-                response.status_code, "Bad answer", f"{path} did not answer JSON"
-            ) from None
+        return response
 
     def _get(self, path: str, **params: Any) -> Any:
         return self._request("GET", path, params)

@@ -219,6 +219,21 @@ class OpsIds(StrEnum):
     TRACE_OPENED = "trace-opened"  # dcc.Store: {id, status, error} of the trace last opened
     TRACE_VIEW = "trace-view"  # dcc.Store: the last poll's view of a trace (GET /traces/{id})
     TRACE_STATE = "trace-state"  # dcc.Store: {id, after, status, error, messages (bounded)}
+    # traces by client id or subject, recorded by the members (issue 35 item 2, ADR 050)
+    MTRACE_BY = "mtrace-by"
+    MTRACE_VALUE = "mtrace-value"
+    MTRACE_MEMBER = "mtrace-member"
+    MTRACE_START = "mtrace-start"
+    MTRACE_STOP = "mtrace-stop"
+    MTRACE_DOWNLOAD = "mtrace-download"  # the button
+    MTRACE_FILE = "mtrace-file"  # dcc.Download
+    MTRACE_OPENED = "mtrace-opened"  # dcc.Store: the trace the last Start opened (None: stopped)
+    MTRACE_VIEW = "mtrace-view"  # dcc.Store: the last poll's GET /member-traces/{id}
+    MTRACE_STATE = "mtrace-state"  # dcc.Store: {id, kind, value, after, dropped, events, members}
+    MTRACE_STATUS = "mtrace-status"
+    MTRACE_EVENTS = "mtrace-events"
+    MTRACE_ALERT = "mtrace-alert"
+    MTRACE_INTERVAL = "mtrace-interval"  # one tick at a time: each poll's answer arms the next
     TRACE_PAUSED = "trace-paused"  # dcc.Store: bool
     TRACE_INTERVAL = "trace-interval"
     TRACE_STATUS = "trace-status"
@@ -265,3 +280,9 @@ class AlertRowIds(StrEnum):
     HISTORY_TARGET = "history-target"
     HISTORY_STATE = "history-state"
     HISTORY_RANGE = "history-range"
+    HISTORY_URL = "history-url"  # the history's own dcc.Location: its query is the filters
+    HISTORY_QUERY = "history-query"  # dcc.Store: the query read from the URL
+    HISTORY_TOTAL = "history-total"  # dcc.Store: the API's total (the last page's bound)
+    HISTORY_PREV = "history-prev"
+    HISTORY_NEXT = "history-next"
+    HISTORY_PAGER = "history-pager"

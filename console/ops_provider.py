@@ -31,9 +31,10 @@ class OpsProvider(Protocol):
     def alert_rules(self) -> list[dict[str, Any]]: ...
 
     def alert_history(
-        self, limit: int = 50, filters: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """``filters``: the history route's (rule_id, target, state, since, until)."""
+        self, limit: int = 50, filters: Mapping[str, Any] | None = None, offset: int = 0
+    ) -> dict[str, Any]:
+        """One page of ``GET /alerts/history`` (items, total, offset, limit); ``filters``: the
+        route's (rule_id, target, state, since, until)."""
         ...
 
     def create_rule(self, rule: Mapping[str, Any]) -> dict[str, Any]: ...
@@ -64,6 +65,14 @@ class OpsProvider(Protocol):
 
     def slow_consumers(self, limit: int = 20) -> dict[str, Any]: ...
 
+    def open_member_trace(self, by: str, value: str, member: str | None) -> dict[str, Any]: ...
+
+    def read_member_trace(self, trace_id: str, after: int) -> dict[str, Any]: ...
+
+    def member_trace_jsonl(self, trace_id: str) -> str: ...
+
+    def close_member_trace(self, trace_id: str) -> None: ...
+
 
 class _Requests(Protocol):
     def _request(
@@ -74,6 +83,8 @@ class _Requests(Protocol):
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any: ...
+
+    def _text(self, path: str, accept: str) -> str: ...
 
 
 class OpsHttpMixin:
@@ -122,10 +133,10 @@ class OpsHttpMixin:
         return list(self._request("GET", "/alerts/rules")["items"])
 
     def alert_history(
-        self: _Requests, limit: int = 50, filters: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        params = {"limit": limit, **(filters or {})}
-        return list(self._request("GET", "/alerts/history", params)["items"])
+        self: _Requests, limit: int = 50, filters: Mapping[str, Any] | None = None, offset: int = 0
+    ) -> dict[str, Any]:
+        params = {"limit": limit, "offset": offset, **(filters or {})}
+        return dict(self._request("GET", "/alerts/history", params))
 
     def create_rule(self: _Requests, rule: Mapping[str, Any]) -> dict[str, Any]:
         return dict(self._request("POST", "/alerts/rules", body=dict(rule)))
@@ -168,3 +179,21 @@ class OpsHttpMixin:
     def slow_consumers(self: _Requests, limit: int = 20) -> dict[str, Any]:
         """The cluster's latest slow-consumer closes (``/slow-consumers``, newest first)."""
         return dict(self._request("GET", "/slow-consumers", {"limit": limit}))
+
+    def open_member_trace(
+        self: _Requests, by: str, value: str, member: str | None
+    ) -> dict[str, Any]:
+        """A trace by client id or subject, recorded by the members (``POST /member-traces``;
+        ``member`` None: the whole cluster)."""
+        body = {"by": by, "value": value, "member": member or None}
+        return dict(self._request("POST", "/member-traces", body=body))
+
+    def read_member_trace(self: _Requests, trace_id: str, after: int) -> dict[str, Any]:
+        return dict(self._request("GET", f"/member-traces/{trace_id}", {"after": after}))
+
+    def member_trace_jsonl(self: _Requests, trace_id: str) -> str:
+        """Every event the admin API keeps of the trace, as its JSON lines download."""
+        return self._text(f"/member-traces/{trace_id}/events.jsonl", "application/x-ndjson")
+
+    def close_member_trace(self: _Requests, trace_id: str) -> None:
+        self._request("DELETE", f"/member-traces/{trace_id}")

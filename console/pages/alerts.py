@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
@@ -21,7 +20,7 @@ from ..components import alert, attrs, card, notice, page_header, pill, table
 from ..ids import AlertRowIds, Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import OPERATOR_ONLY, ConsolePage, Providers, alert_actions
+from . import OPERATOR_ONLY, ConsolePage, Providers, alert_actions, alert_history
 
 PATH = "alerts"
 TITLE = "Alerts"
@@ -172,78 +171,6 @@ def clear_text(rule: Mapping[str, Any]) -> str:
     return f"not {rule['comparison']} {shown} for {fmt.number(seconds)} s"
 
 
-def render_history(events: Sequence[Mapping[str, Any]]) -> Component:
-    """State changes with how long the alert was in its previous state (a resolved one: how
-    long it fired), as the API computed it."""
-    rows = [
-        [
-            fmt.iso_time(e["at"]),
-            pill(e["state"], _KIND.get(e["state"], "muted")),
-            e["rule"],
-            e["target"],
-            fmt.duration(e.get("duration")),
-            e["summary"],
-        ]
-        for e in events
-    ]
-    props = [{"data-event": str(e["id"]), "data-state": e["state"]} for e in events]
-    return table(
-        ["when", "state", "rule", "target", "after", "summary"],
-        rows,
-        row_props=props,
-        empty="no alert changed state in this view",
-    )
-
-
-HISTORY_RANGES: Final[dict[str, int]] = {"1 h": 3600, "24 h": 86_400, "7 d": 7 * 86_400}
-ALL_TIME: Final = "all"
-HISTORY_LIMIT: Final = 50
-
-
-def history_filters(
-    rule_id: Any, target: str | None, state: str | None, range_key: str | None, now: float
-) -> dict[str, Any]:
-    """The history filters of the page as the API's query parameters (empty ones left out)."""
-    filters: dict[str, Any] = {}
-    if rule_id not in (None, ""):
-        filters["rule_id"] = int(rule_id)
-    if target and target.strip():
-        filters["target"] = target.strip()
-    if state:
-        filters["state"] = state
-    seconds = HISTORY_RANGES.get(range_key or ALL_TIME)
-    if seconds is not None:
-        filters["since"] = datetime.fromtimestamp(now - seconds, UTC).isoformat()
-    return filters
-
-
-def _history_controls() -> Component:
-    return html.Div(
-        [
-            _field("rule", dcc.Dropdown(id=AlertRowIds.HISTORY_RULE, options=[], value=None)),
-            _field(
-                "target",
-                dcc.Input(
-                    id=AlertRowIds.HISTORY_TARGET,
-                    placeholder="member or cluster",
-                    debounce=0.4,
-                    className="input",
-                ),
-            ),
-            _field(
-                "state",
-                dcc.Dropdown(
-                    id=AlertRowIds.HISTORY_STATE,
-                    options=["pending", "firing", "resolved"],
-                    value=None,
-                ),
-            ),
-            _select(AlertRowIds.HISTORY_RANGE, "range", (*HISTORY_RANGES, ALL_TIME), "24 h"),
-        ],
-        className="rule-form",
-    )
-
-
 def rule_body(values: Mapping[str, Any]) -> dict[str, Any]:
     """The form's values -> the body of ``POST /alerts/rules`` (the API validates it)."""
     return {
@@ -373,8 +300,7 @@ def layout() -> Component:
             card(
                 [
                     html.H2("History"),
-                    _history_controls(),
-                    html.Div(id=OpsIds.ALERTS_HISTORY),
+                    *alert_history.layout(),
                 ]
             ),
             dcc.Interval(id=OpsIds.ALERTS_INTERVAL, interval=REFRESH_MS),
@@ -407,6 +333,7 @@ FORM_IDS = (
 def register(app: Dash, providers: Providers) -> None:
     _wire_rules(app, providers)
     _wire_banner(app, providers)
+    alert_history.register(app, providers)
     alert_actions.register(app, providers, [State(i, "value") for i in FORM_IDS])
 
 
@@ -414,7 +341,6 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.ALERTS_ACTIVE, "children"),
         Output(OpsIds.ALERTS_RULES, "children"),
-        Output(OpsIds.ALERTS_HISTORY, "children"),
         Output(OpsIds.ALERTS_ALERT, "children"),
         Output(OpsIds.ALERTS_SILENCES, "children"),
         Output(OpsIds.ALERT_PICK, "options"),
@@ -425,33 +351,22 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
         Input(OpsIds.RULE_RESULT, "children"),
         Input(OpsIds.ALERT_ACTION_RESULT, "children"),
         Input(OpsIds.RULE_ACTION_RESULT, "children"),
-        Input(AlertRowIds.HISTORY_RULE, "value"),
-        Input(AlertRowIds.HISTORY_TARGET, "value"),
-        Input(AlertRowIds.HISTORY_STATE, "value"),
-        Input(AlertRowIds.HISTORY_RANGE, "value"),
         State(Ids.TOKEN, "data"),
     )
-    def refresh(
-        _n: int | None, _r: Any, _a: Any, _c: Any, *filters_and_token: Any
-    ) -> tuple[Any, ...]:
-        *chosen, token = filters_and_token
+    def refresh(_n: int | None, _r: Any, _a: Any, _c: Any, token: str | None) -> tuple[Any, ...]:
         ops = _ops(providers, token)
-        unchanged = (no_update,) * 3
+        unchanged = (no_update,) * 2
         if ops is None:
             return (*unchanged, alert(["no admin API behind this console"]), *(no_update,) * 5)
         now = time.time()
         try:
             active, rules = ops.alerts(), ops.alert_rules()
-            rule_id, target, state, range_key = chosen
-            filters = history_filters(rule_id, target, state, range_key, now)
-            history = ops.alert_history(HISTORY_LIMIT, filters)
             silences = ops.silences()
         except ProviderError as exc:
             return (*unchanged, alert([exc]), *(no_update,) * 5)
         return (
             render_active(active, now),
             render_rules(rules),
-            render_history(history),
             [],
             alert_actions.render_silences(silences),
             alert_actions.alert_options(active),

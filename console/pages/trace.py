@@ -16,7 +16,7 @@ from ..components import Child, alert, card, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
 from ..provider import ProviderError
-from . import ConsolePage, Providers
+from . import ConsolePage, Providers, member_trace
 
 PATH = "trace"
 TITLE = "Live trace"
@@ -125,6 +125,7 @@ def layout() -> Component:
                 )
             ),
             card(html.Div(id=OpsIds.TRACE_MESSAGES, className="table-scroll"), class_name="flush"),
+            member_trace.layout(),
             card(
                 [
                     html.H2("Session"),
@@ -193,6 +194,7 @@ def register(app: Dash, providers: Providers) -> None:
     # trace from the latest of each.
     _wire_clicks(app, providers)
     _wire_poll(app, providers)
+    member_trace.register(app, providers)
     _wire_view(app, providers)
 
 

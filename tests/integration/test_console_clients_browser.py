@@ -8,6 +8,7 @@ Screenshots at 1366 and 1920 px: ``$PUSHGRID_SHOTS`` (default: the test's tempor
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -183,3 +184,95 @@ def test_a_viewer_sees_clients_but_is_not_offered_disconnect(
         console.click("#sign-out")
         console.sign_in(stack.token)
         console.br.wait_for_element("#nav-group-live")
+
+
+def _trace_rows(console: Console) -> list[list[str]]:
+    rows: list[list[str]] = console.js(
+        "return Array.from(document.querySelectorAll('#mtrace-events tr[data-index]')).map(r =>"
+        " [r.dataset.index, ...Array.from(r.cells).map(c => c.innerText.trim())])"
+    )
+    return rows
+
+
+@pytest.mark.timeout(300)
+def test_a_client_traced_from_the_live_trace_page_shows_the_api_s_events(
+    console: Console, stack: Stack, ws_clients: Callable[..., WsClient], tmp_path: Path
+) -> None:
+    """Issue 35 item 2 on the console: a client id traced on the whole cluster across two
+    subjects; the rows are exactly the API's events (newest first, millisecond times), the
+    download is the API's JSON lines, no subscriber is added, Stop ends the trace."""
+    first, second = unique("traced-a"), unique("traced-b")
+    client_id = f"desk-{int(time.time() * 1000) % 10**8}"
+    desk = ws_clients(stack.servers[1])
+    desk.subscribe(first, second, client_id=client_id)
+    console.goto("trace", "#mtrace-start")
+    console.type("#mtrace-value", client_id)
+    console.wait(
+        lambda: console.js("return document.getElementById('mtrace-value').value") == client_id,
+        "the client id in the form",
+    )
+    console.click("#mtrace-start")
+    # the pill says RECORDING (upper case by the style sheet: innerText is what one sees)
+    console.wait_text("#mtrace-status", "RECORDING")
+    trace_id = console.text("#mtrace-status .trace-id")
+    publish(stack.servers[1], first, "first subject")
+    publish(stack.servers[1], second, "second subject")
+
+    def agreed() -> list[dict[str, Any]] | None:
+        """The page's rows are the API's events, newest first, once both have both messages."""
+        answer = stack.api("GET", f"/member-traces/{trace_id}", params={"after": -1})
+        assert answer.status_code == 200, answer.text
+        events = answer.json()["events"]
+        texts = " ".join(e["text"] for e in events)
+        if "first subject" not in texts or "second subject" not in texts:
+            return None
+        expected = [
+            [
+                str(e["index"]),
+                fmt.iso_millis(e["at"]),
+                e["member"],
+                e["direction"],
+                e["client_id"] or e["session"] or fmt.DASH,
+                e["subject"] or fmt.DASH,
+                f"{e['size']} B",
+                e["text"][:300].strip(),
+            ]
+            for e in reversed(events)
+        ]
+        return events if _trace_rows(console) == expected else None
+
+    events = console.wait(agreed, "the page's rows equal the API's events")
+    assert {e["subject"] for e in events if "subject" in e["text"]} >= {first, second}
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3} UTC", row[1]) for row in _trace_rows(console))
+    # the trace is no subscriber: the subject's sessions are the desk's only
+    listed = stack.api("GET", "/sessions", params={"subject": first, "internal": "true"})
+    assert [s["id"] for s in listed.json()["items"]] == [desk.session]
+
+    # Download: the browser saves the admin API's JSON lines, event for event
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    console.driver.execute_cdp_cmd(
+        "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(folder)}
+    )
+    console.click("#mtrace-download")
+    saved = folder / f"trace-{trace_id}.jsonl"
+    console.wait(saved.exists, "the downloaded JSON lines")
+    api_lines = stack.api("GET", f"/member-traces/{trace_id}/events.jsonl").text.splitlines()
+    downloaded = [json.loads(line) for line in saved.read_text().splitlines()]
+    assert len(downloaded) >= len(events)
+    assert downloaded[: len(events)] == events
+    assert [json.loads(line) for line in api_lines][: len(downloaded)] == downloaded
+
+    shots = _shots(tmp_path)
+    for width in (1366, 1920):
+        console.driver.set_window_size(width, HEIGHT)
+        time.sleep(1.0)
+        console.driver.save_screenshot(str(shots / f"console-member-trace-{width}.png"))
+        scroll, inner = console.js("return [document.documentElement.scrollWidth, innerWidth]")
+        assert scroll <= inner, f"the Live trace page scrolls sideways at {width} px"
+    console.driver.set_window_size(WIDTH, HEIGHT)
+    console.screenshot("trace-member")  # docs/img/console-trace-member.png (CONSOLE_SCREENSHOTS=1)
+    console.click("#mtrace-stop")
+    console.wait(lambda: "RECORDING" not in console.text("#mtrace-status"), "the trace stopped")
+    assert stack.api("GET", f"/member-traces/{trace_id}").status_code == 404
+    console.assert_no_errors()

@@ -299,6 +299,44 @@ def test_the_alerts_page_shows_the_api_s_since_and_durations_and_acts_per_row(
             return len(history) == 2 and cells == expected
 
         console.wait(agreed, "the resolved changes with the API's durations")
+        assert "state=resolved" in console.driver.current_url  # the filters are the URL's
+        _history_pages(console, stack, rule_id)
         console.assert_no_errors()
     finally:
         stack.api("DELETE", f"/alerts/rules/{rule_id}")
+
+
+def _history_rows(console: Console) -> list[str]:
+    rows: list[str] = console.js(
+        "return Array.from(document.querySelectorAll('#alerts-history tr[data-event]'))"
+        ".map(r => r.dataset.event)"
+    )
+    return rows
+
+
+def _history_pages(console: Console, stack: Stack, rule_id: int) -> None:
+    """The history as a shared link opens it (issue 35 items 4 and 6): the rule's changes of
+    all time from the second one on; the rows and the pager are the API's page at that offset,
+    and Newer goes back to the first page (the link loses its offset)."""
+    base = stack.console_url + "alerts"
+    console.driver.get(f"{base}?rule={rule_id}&range=all&offset=1")  # a fresh load, signed in
+    api = stack.api(
+        "GET", "/alerts/history", params={"rule_id": rule_id, "offset": 1, "limit": 50}
+    ).json()
+    assert api["total"] >= 4, api  # pending and firing on both members, then two resolved
+    expected = [str(e["id"]) for e in api["items"]]
+    console.wait(lambda: _history_rows(console) == expected, "the API's page at offset 1")
+    assert console.text("#history-pager") == f"2–{api['total']} of {api['total']}"
+    assert console.js("return document.getElementById('history-next').disabled") is True
+    assert console.js("return document.getElementById('history-state').innerText").strip() in (
+        "",
+        "Select...",
+    )
+    console.click("#history-prev")
+    console.wait(lambda: "offset=" not in console.driver.current_url, "the first page's URL")
+    first = stack.api("GET", "/alerts/history", params={"rule_id": rule_id, "limit": 50}).json()
+    console.wait(
+        lambda: _history_rows(console) == [str(e["id"]) for e in first["items"]],
+        "the API's first page",
+    )
+    assert f"rule={rule_id}" in console.driver.current_url

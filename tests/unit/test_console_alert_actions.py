@@ -188,7 +188,7 @@ def test_a_row_action_sends_the_operator_s_comment() -> None:
 
 
 def test_history_filters_and_durations() -> None:
-    from pushgrid.console.pages.alerts import history_filters, render_history
+    from pushgrid.console.pages.alert_history import history_filters, render_history
 
     now = 1_767_229_200.0
     assert history_filters(None, "", None, "all", now) == {}
