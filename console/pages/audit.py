@@ -16,6 +16,8 @@ from .. import format as fmt
 from ..components import alert, card, page_header, pill, table
 from ..ids import Ids
 from ..provider import AuditFilter, AuditRow, ProviderError
+from ..url_state import UrlField, location
+from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
 PATH = "audit"
@@ -135,6 +137,7 @@ def audit_filter(
 def layout() -> Component:
     return html.Div(
         [
+            location(PATH),
             page_header(
                 TITLE,
                 f"Admin actions and sign-ins matching the filters, newest first, {LIMIT} a page",
@@ -178,6 +181,15 @@ def render_audit(entries: Sequence[AuditRow]) -> Component:
     )
 
 
+#: the filters in the URL (``/console/audit?who=olivia&outcome=denied``)
+URL_FIELDS = (
+    UrlField("who", Ids.AUDIT_ACTOR, None),
+    UrlField("action", Ids.AUDIT_ACTION, None),
+    UrlField("outcome", Ids.AUDIT_OUTCOME, ANY, [ANY, *OUTCOMES]),
+    UrlField("since", Ids.AUDIT_SINCE, 0, list(SINCE.values())),
+    UrlField("from", Ids.AUDIT_FROM, None),
+    UrlField("to", Ids.AUDIT_TO, None),
+)
 _FILTERS = (
     Ids.AUDIT_ACTOR, Ids.AUDIT_ACTION, Ids.AUDIT_OUTCOME, Ids.AUDIT_SINCE, Ids.AUDIT_FROM,
     Ids.AUDIT_TO,
@@ -185,6 +197,8 @@ _FILTERS = (
 
 
 def register(app: Dash, providers: Providers) -> None:
+    register_url(app, PATH, URL_FIELDS)
+
     @app.callback(
         Output(Ids.AUDIT_TABLE, "children"),
         Output(Ids.AUDIT_ALERT, "children"),

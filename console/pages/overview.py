@@ -31,6 +31,8 @@ from ..provider import (
     MemberCard,
     ProviderError,
 )
+from ..url_state import UrlField, location
+from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
 PATH = ""
@@ -45,9 +47,16 @@ NO_DATA_AFTER = 5  # seconds a member's line may lag the newest before the page 
 _HEALTH_KIND = {"ok": "good", "degraded": "warn", "down": "bad", "unknown": "muted"}
 
 
+#: the chart range in the URL (``/console/?range=1h``): a view can be shared
+URL_FIELDS = (
+    UrlField("range", Ids.OVERVIEW_RANGE, fmt.DEFAULT_RANGE, [r.key for r in fmt.RANGES]),
+)
+
+
 def layout() -> Component:
     return html.Div(
         [
+            location("overview"),
             page_header(
                 TITLE,
                 "Cluster health and the seven indicators, one sample a second",
@@ -476,6 +485,7 @@ def register(app: Dash, providers: Providers) -> None:
     )
     _register_status(app, providers)
     _register_charts(app, providers)
+    register_url(app, "overview", URL_FIELDS)
 
 
 def _register_status(app: Dash, providers: Providers) -> None:

@@ -18,15 +18,22 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header
 from ..ids import Ids
 from ..provider import CLUSTER, ProviderError, WindowStatistics
+from ..url_state import UrlField, location
+from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
 PATH = "statistics"
 TITLE = "Statistics"
 
 
+#: the scope in the URL (``/console/statistics?scope=m1``)
+URL_FIELDS = (UrlField("scope", Ids.STATS_SCOPE, CLUSTER),)
+
+
 def layout() -> Component:
     return html.Div(
         [
+            location(PATH),
             page_header(
                 TITLE,
                 "Max, average and standard deviation over 1 minute to 15 months, "
@@ -187,6 +194,8 @@ def pick(data: Sequence[WindowStatistics], scope: str | None) -> WindowStatistic
 
 
 def register(app: Dash, providers: Providers) -> None:
+    register_url(app, PATH, URL_FIELDS)
+
     @app.callback(
         Output(Ids.STATS_DATA, "data"),
         Output(Ids.STATS_SCOPE, "options"),

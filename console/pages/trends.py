@@ -18,6 +18,8 @@ from ..components import alert, attrs, card, page_header
 from ..figures import trend_figure
 from ..ids import Ids
 from ..provider import CLUSTER, ProviderError, TrendPointView
+from ..url_state import UrlField, location
+from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
 PATH = "trends"
@@ -32,11 +34,19 @@ RANGES: tuple[tuple[str, int | None], ...] = (
     ("all", None),
 )
 _RANGE_SECONDS = dict(RANGES)
+#: the controls in the URL (``/console/trends?indicator=connected_users&range=30+d``)
+URL_FIELDS = (
+    UrlField("indicator", Ids.TRENDS_INDICATOR, "outgoing_messages_per_second", INDICATOR_NAMES),
+    UrlField("window", Ids.TRENDS_WINDOW, "1h", WINDOW_NAMES),
+    UrlField("scope", Ids.TRENDS_SCOPE, CLUSTER),
+    UrlField("range", Ids.TRENDS_RANGE, "7 d", list(_RANGE_SECONDS)),
+)
 
 
 def layout() -> Component:
     return html.Div(
         [
+            location(PATH),
             page_header(TITLE, "The pipeline's window statistics over time"),
             html.Div(id=Ids.TRENDS_ALERT, className="alerts"),
             html.Div(
@@ -164,6 +174,8 @@ def render_summary(points: Sequence[TrendPointView], indicator: str, now: float)
 
 
 def register(app: Dash, providers: Providers) -> None:
+    register_url(app, PATH, URL_FIELDS)
+
     @app.callback(
         Output(Ids.TRENDS_SCOPE, "options"),
         Input(Ids.TRENDS_INDICATOR, "id"),  # once, when the page is shown

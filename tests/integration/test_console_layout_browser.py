@@ -1,9 +1,10 @@
 # ruff: noqa: F811  (pytest fixtures imported from test_console_browser, used as arguments)
-"""Every console page fits 1366 and 1440 px without a horizontal scrollbar, and a viewer is not
-offered what it may not do (issue 34 item 4.7), in real headless Chromium on the stack of
-test_console_browser.py. The review met a nav bar with a scrollbar on every page and "Live
-trace" cut off at 1440 px, and Publish / Start a run / Disconnect offered to a viewer, then
-refused with 403. Screenshots: ``$PUSHGRID_SHOTS`` (default: the test's temporary directory).
+"""Every console page fits 1366, 1440 and 1920 px without a horizontal scrollbar, and a viewer is
+not offered what it may not do (issue 34 item 4.7, issue 35 item 6), in real headless Chromium on
+the stack of test_console_browser.py; a page's range and filters are its URL's query, so a shared
+link opens the same view (issue 35 item 6). The review met a nav bar with a scrollbar on every
+page and "Live trace" cut off at 1440 px, and Publish / Start a run / Disconnect offered to a
+viewer, then refused with 403. Screenshots: ``$PUSHGRID_SHOTS`` (default: the test's temporary directory).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from .test_console_browser import (  # noqa: F401  (fixtures, used by name)
     HEIGHT,
+    NODES,
     WIDTH,
     Console,
     Stack,
@@ -31,10 +33,12 @@ PAGES = [
     ("sessions", "#sessions-table"),
     ("trace", "#trace-start"),
     ("slos", "#slos-table"),
+    ("delivery", "#delivery-matrix"),
     ("statistics", "#stats-table"),
     ("trends", "#trends-graph"),
     ("hot", "#hot-messages_in"),
     ("watched", "#watched-table"),
+    ("browse", "#browse-pattern"),
     ("jobs", "#jobs-table"),
     ("alerts", "#rule-create"),
     ("audit", "#audit-table"),
@@ -48,8 +52,8 @@ def _shots(tmp_path: Path) -> Path:
     return where
 
 
-@pytest.mark.timeout(600)  # eleven pages in a browser, on a loaded machine
-@pytest.mark.parametrize("width", [1366, 1440])
+@pytest.mark.timeout(600)  # thirteen pages in a browser, on a loaded machine
+@pytest.mark.parametrize("width", [1366, 1440, 1920])
 def test_every_page_fits_without_a_horizontal_scrollbar(
     console: Console, width: int, tmp_path: Path
 ) -> None:
@@ -107,3 +111,50 @@ def test_a_viewer_is_not_offered_operator_actions(
         console.click("#sign-out")
         console.sign_in(stack.token)
         console.br.wait_for_element("#nav-group-live")
+
+
+def _value(console: Console, element: str) -> str:
+    """What a control shows: an input's value, a dropdown's or radio group's chosen text."""
+    shown: str = console.js(
+        "const e = document.getElementById(arguments[0]); if (!e) return '';"
+        "if (e.tagName === 'INPUT') return e.value;"
+        "const c = e.querySelector('input:checked'); if (c) return c.value;"
+        "return e.innerText.trim()",
+        element,
+    )
+    return shown
+
+
+@pytest.mark.timeout(300)
+def test_a_shared_link_opens_the_same_view_and_a_change_rewrites_it(
+    console: Console, stack: Stack
+) -> None:
+    """Issue 35 item 6: the Overview's range, the Trends' indicator/window/range, the
+    Statistics' scope and the Audit's filters come from the URL, and changing a control
+    rewrites the URL (no reload) so the address bar can be shared at any time."""
+    console.ensure_signed_in()
+    base = stack.console_url
+    member = NODES[1]
+    cases = [
+        ("?range=1h", "overview-range", "1h"),
+        (
+            "trends?indicator=connected_users&window=1d&range=30+d",
+            "trends-indicator",
+            "Connected users",
+        ),
+        ("statistics?scope=" + member, "stats-scope", member),
+        ("audit?who=layout-viewer&outcome=denied", "audit-actor", "layout-viewer"),
+    ]
+    for path, control, expected in cases:
+        console.driver.get(base + path)  # a fresh load of the shared link (still signed in)
+        console.wait(lambda c=control, e=expected: e in _value(console, c), f"{path}: {control}")
+        assert console.driver.current_url == base + path, "the link was rewritten on load"
+    console.wait(lambda: "denied" in _value(console, "audit-outcome"), "the audit outcome")
+    # a change is written back: the Overview's range
+    console.driver.get(base)
+    console.br.wait_for_element("#overview-range")
+    console.js("document.querySelector(\"#overview-range input[value='24h']\").click()")
+    console.wait(lambda: console.driver.current_url.endswith("?range=24h"), "the range in the URL")
+    console.driver.get(console.driver.current_url)
+    console.wait(lambda: _value(console, "overview-range") == "24h", "the range after a reload")
+    console.assert_no_errors()
