@@ -286,3 +286,4 @@ class AlertRowIds(StrEnum):
     HISTORY_PREV = "history-prev"
     HISTORY_NEXT = "history-next"
     HISTORY_PAGER = "history-pager"
+    HISTORY_INTERVAL = "history-interval"  # one tick at a time: each answer arms the next

@@ -2,9 +2,9 @@
 connected_users&range=30+d`` opens the page as it was shared, and changing a control rewrites
 the query (without a reload) so the address bar can be copied at any time.
 
-A page declares its fields; :func:`register` wires two callbacks between the page's own
-``dcc.Location`` and its controls (the Clients page, the subject browser and the alert history
-have their own, with paging). A value the URL gives that the control does not offer is ignored:
+A page declares its fields; :func:`register` wires its controls to the shell's
+``dcc.Location`` (the Clients page, the subject browser and the alert history have their own,
+with paging). A value the URL gives that the control does not offer is ignored:
 the control keeps its default, the page never fails on a hand-edited link.
 """
 
@@ -17,6 +17,8 @@ from urllib.parse import parse_qs, urlencode
 
 from dash import Dash, Input, Output, State, dcc, no_update
 from dash.development.base_component import Component
+
+from .ids import Ids
 
 MAX_TEXT: Final = 200  # a free-text field's value from a URL is cut here
 
@@ -51,36 +53,38 @@ def write(values: Mapping[str, Any], fields: Sequence[UrlField]) -> str:
     return f"?{urlencode(given)}" if given else ""
 
 
-def location(page: str) -> Component:
-    """The page's own ``dcc.Location`` (put it in the page's layout)."""
-    return dcc.Location(id=f"{page}-url", refresh=False)
+def url_store(page: str) -> Component:
+    """The page's marker that it has read the URL (put it in the page's layout)."""
+    return dcc.Store(id=f"{page}-url-read", data=False)
 
 
 def register(app: Dash, page: str, fields: Sequence[UrlField]) -> None:
-    """URL -> controls when the page opens (or the browser goes back), controls -> URL when
-    the operator changes one."""
-    url = f"{page}-url"
+    """One callback, as the Clients page's: when the page is laid out (its marker still False)
+    the address's query sets the controls, a shared link included; from then on a changed
+    control rewrites the query (the shell's ``dcc.Location``, no reload)."""
+    marker = f"{page}-url-read"
 
     @app.callback(
+        Output(Ids.URL, "search", allow_duplicate=True),
         *(Output(f.component, "value", allow_duplicate=True) for f in fields),
-        Input(url, "search"),
-        *(State(f.component, "value") for f in fields),
+        Output(marker, "data"),
+        *(Input(f.component, "value") for f in fields),
+        State(Ids.URL, "search"),
+        State(marker, "data"),
         prevent_initial_call="initial_duplicate",
     )
-    def from_url(search: str | None, *shown: Any) -> tuple[Any, ...]:
-        wanted = read(search, fields)
-        return tuple(
-            wanted[f.key] if wanted[f.key] != value else no_update
-            for f, value in zip(fields, shown, strict=True)
-        )
-
-    @app.callback(
-        Output(url, "search"),
-        *(Input(f.component, "value") for f in fields),
-        State(url, "search"),
-        prevent_initial_call=True,
-    )
-    def to_url(*values: Any) -> Any:
-        *chosen, search = values
-        new = write({f.key: v for f, v in zip(fields, chosen, strict=True)}, fields)
-        return new if new != (search or "") else no_update
+    def sync(*values: Any) -> tuple[Any, ...]:
+        *shown, search, read_already = values
+        unchanged = tuple(no_update for _ in fields)
+        if not read_already:
+            wanted = read(search, fields)
+            return (
+                no_update,
+                *(
+                    wanted[f.key] if wanted[f.key] != value else no_update
+                    for f, value in zip(fields, shown, strict=True)
+                ),
+                True,
+            )
+        new = write({f.key: v for f, v in zip(fields, shown, strict=True)}, fields)
+        return (new if new != (search or "") else no_update), *unchanged, no_update

@@ -27,6 +27,7 @@ from . import Providers
 HISTORY_RANGES: Final[dict[str, int]] = {"1 h": 3600, "24 h": 86_400, "7 d": 7 * 86_400}
 ALL_TIME: Final = "all"
 HISTORY_LIMIT: Final = 50  # changes a page (the API allows 1000)
+REFRESH_MS: Final = 2000
 STATES: Final = ("pending", "firing", "resolved")
 DEFAULT: Final[dict[str, Any]] = {
     "rule": None,
@@ -156,10 +157,15 @@ def layout() -> list[Component]:
         pager,
         dcc.Store(id=AlertRowIds.HISTORY_QUERY, data=dict(DEFAULT)),
         dcc.Store(id=AlertRowIds.HISTORY_TOTAL, data=0),
+        # one tick at a time, re-armed by each answer (see register)
+        dcc.Interval(id=AlertRowIds.HISTORY_INTERVAL, interval=REFRESH_MS, max_intervals=1),
     ]
 
 
 def register(app: Dash, providers: Providers) -> None:
+    """The history is read again 2 s after each answer: a plain 2 s interval triggered the read
+    again while a slow one (a loaded machine) still ran, and Dash drops the answer of a callback
+    triggered again, so the table could stay as it was for as long as the load lasted."""
     _wire_url(app)
 
     @app.callback(
@@ -168,22 +174,26 @@ def register(app: Dash, providers: Providers) -> None:
         Output(AlertRowIds.HISTORY_PREV, "disabled"),
         Output(AlertRowIds.HISTORY_NEXT, "disabled"),
         Output(AlertRowIds.HISTORY_TOTAL, "data"),
+        Output(AlertRowIds.HISTORY_INTERVAL, "max_intervals"),
         Input(AlertRowIds.HISTORY_QUERY, "data"),
-        Input(OpsIds.ALERTS_INTERVAL, "n_intervals"),
+        Input(AlertRowIds.HISTORY_INTERVAL, "n_intervals"),
         Input(OpsIds.ALERT_ACTION_RESULT, "children"),
         State(Ids.TOKEN, "data"),
     )
-    def history(query: dict[str, Any], _n: Any, _a: Any, token: str | None) -> tuple[Any, ...]:
+    def history(
+        query: dict[str, Any], ticks: int | None, _a: Any, token: str | None
+    ) -> tuple[Any, ...]:
+        again = (ticks or 0) + 1  # this answer arms the next read
         provider = providers(token)
         if not isinstance(provider, OpsProvider):
-            return no_update, "", True, True, no_update  # the page's alert says why
+            return no_update, "", True, True, no_update, no_update  # the page's alert says why
         filters = history_filters(
             query["rule"], query["target"], query["state"], query["range"], time.time()
         )
         try:
             page = provider.alert_history(HISTORY_LIMIT, filters, query["offset"])
         except ProviderError as exc:
-            return alert([exc]), "", True, True, no_update
+            return alert([exc]), "", True, True, no_update, again
         last = page["offset"] + len(page["items"]) >= page["total"]
         return (
             render_history(page["items"]),
@@ -191,6 +201,7 @@ def register(app: Dash, providers: Providers) -> None:
             page["offset"] == 0,
             last,
             page["total"],
+            again,
         )
 
 

@@ -16,7 +16,7 @@ from .. import format as fmt
 from ..components import alert, card, page_header, pill, table
 from ..ids import Ids
 from ..provider import AuditFilter, AuditRow, ProviderError
-from ..url_state import UrlField, location
+from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
@@ -137,7 +137,7 @@ def audit_filter(
 def layout() -> Component:
     return html.Div(
         [
-            location(PATH),
+            url_store(PATH),
             page_header(
                 TITLE,
                 f"Admin actions and sign-ins matching the filters, newest first, {LIMIT} a page",

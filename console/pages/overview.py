@@ -31,7 +31,7 @@ from ..provider import (
     MemberCard,
     ProviderError,
 )
-from ..url_state import UrlField, location
+from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
@@ -56,7 +56,7 @@ URL_FIELDS = (
 def layout() -> Component:
     return html.Div(
         [
-            location("overview"),
+            url_store("overview"),
             page_header(
                 TITLE,
                 "Cluster health and the seven indicators, one sample a second",

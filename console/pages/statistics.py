@@ -18,7 +18,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, page_header
 from ..ids import Ids
 from ..provider import CLUSTER, ProviderError, WindowStatistics
-from ..url_state import UrlField, location
+from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
@@ -33,7 +33,7 @@ URL_FIELDS = (UrlField("scope", Ids.STATS_SCOPE, CLUSTER),)
 def layout() -> Component:
     return html.Div(
         [
-            location(PATH),
+            url_store(PATH),
             page_header(
                 TITLE,
                 "Max, average and standard deviation over 1 minute to 15 months, "

@@ -18,7 +18,7 @@ from ..components import alert, attrs, card, page_header
 from ..figures import trend_figure
 from ..ids import Ids
 from ..provider import CLUSTER, ProviderError, TrendPointView
-from ..url_state import UrlField, location
+from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
 
@@ -46,7 +46,7 @@ URL_FIELDS = (
 def layout() -> Component:
     return html.Div(
         [
-            location(PATH),
+            url_store(PATH),
             page_header(TITLE, "The pipeline's window statistics over time"),
             html.Div(id=Ids.TRENDS_ALERT, className="alerts"),
             html.Div(

@@ -4,7 +4,8 @@ not offered what it may not do (issue 34 item 4.7, issue 35 item 6), in real hea
 the stack of test_console_browser.py; a page's range and filters are its URL's query, so a shared
 link opens the same view (issue 35 item 6). The review met a nav bar with a scrollbar on every
 page and "Live trace" cut off at 1440 px, and Publish / Start a run / Disconnect offered to a
-viewer, then refused with 403. Screenshots: ``$PUSHGRID_SHOTS`` (default: the test's temporary directory).
+viewer, then refused with 403. Screenshots: ``$PUSHGRID_SHOTS`` (default: the test's temporary
+directory).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ PAGES = [
     ("alerts", "#rule-create"),
     ("audit", "#audit-table"),
 ]
+#: pages no other browser test photographs for docs/console.md
+DOC_ONLY_HERE = ("delivery",)
 OVERFLOW = "return [document.documentElement.scrollWidth, window.innerWidth]"
 
 
@@ -66,6 +69,8 @@ def test_every_page_fits_without_a_horizontal_scrollbar(
             time.sleep(0.8)  # the page's first refresh (tables, charts) lays it out
             scroll, inner = console.js(OVERFLOW)
             console.driver.save_screenshot(str(shots / f"tourmisc-{page}-{width}.png"))
+            if page in DOC_ONLY_HERE and width == WIDTH:  # docs/img (CONSOLE_SCREENSHOTS=1)
+                console.screenshot(page)
             assert scroll <= inner, f"{page} at {width} px: {scroll} px wide in {inner} px"
             nav = console.js(
                 "const n = document.getElementById('nav');return [n.scrollWidth, n.clientWidth]"
@@ -147,7 +152,11 @@ def test_a_shared_link_opens_the_same_view_and_a_change_rewrites_it(
     ]
     for path, control, expected in cases:
         console.driver.get(base + path)  # a fresh load of the shared link (still signed in)
-        console.wait(lambda c=control, e=expected: e in _value(console, c), f"{path}: {control}")
+
+        def shown(control: str = control, expected: str = expected) -> bool:
+            return expected in _value(console, control)
+
+        console.wait(shown, f"{path}: {control}")
         assert console.driver.current_url == base + path, "the link was rewritten on load"
     console.wait(lambda: "denied" in _value(console, "audit-outcome"), "the audit outcome")
     # a change is written back: the Overview's range
