@@ -137,7 +137,7 @@ def layout() -> Component:
                     ),
                     dcc.Input(
                         id=OpsIds.MTRACE_MEMBER,
-                        placeholder="member (empty: the cluster)",
+                        placeholder="member (empty: all)",
                         className="input",
                     ),
                     html.Button("Start", id=OpsIds.MTRACE_START, className="button", n_clicks=0),
