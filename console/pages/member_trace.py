@@ -28,13 +28,13 @@ from ..provider import ProviderError
 from . import Providers
 
 POLL_MS: Final = 1000
-KEEP: Final = 200  # events the page shows (the admin API keeps 10,000: the download has them)
+KEEP: Final = 200  # events (messages) the page shows; the admin API keeps more
 BY: Final = {"client": "client id", "subject": "subject"}
 
 
 def merge(kept: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The last :data:`KEEP` events of ``kept`` and those of ``new`` after them (two polls may
-    overlap: events are told apart by their index in the trace)."""
+    """The last :data:`KEEP` events (or a subject trace's messages) of ``kept`` and those of
+    ``new`` after them (two polls may overlap: told apart by their index in the trace)."""
     last = kept[-1]["index"] if kept else -1
     return [*kept, *(e for e in new if e["index"] > last)][-KEEP:]
 
@@ -166,7 +166,8 @@ def layout() -> Component:
     )
 
 
-def _ops(providers: Providers, token: str | None) -> OpsProvider:
+def ops_of(providers: Providers, token: str | None) -> OpsProvider:
+    """The signed-in operator's admin API (the Live trace page's: both its traces)."""
     provider = providers(token)
     if not isinstance(provider, OpsProvider):
         raise ProviderError(0, "No admin API", "this console has no admin API behind it")
@@ -210,7 +211,7 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
         token: str | None,
     ) -> tuple[Any, ...]:
         try:
-            ops = _ops(providers, token)
+            ops = ops_of(providers, token)
             if state:  # one trace at a time per page: the previous one stops
                 ops.close_member_trace(state["id"])
             opened = ops.open_member_trace(
@@ -232,7 +233,7 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
         if not state:
             return no_update, no_update
         try:
-            _ops(providers, token).close_member_trace(state["id"])
+            ops_of(providers, token).close_member_trace(state["id"])
         except ProviderError as exc:
             return no_update, alert([exc])
         return None, []
@@ -249,7 +250,7 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
         if not state:
             return no_update, alert(["start a trace first"])
         try:
-            lines = _ops(providers, token).member_trace_jsonl(state["id"])
+            lines = ops_of(providers, token).member_trace_jsonl(state["id"])
         except ProviderError as exc:
             return no_update, alert([exc])
         # dcc.Download's data: the file as text (what dcc.send_string builds, which is untyped)
@@ -271,7 +272,7 @@ def _wire_poll(app: Dash, providers: Providers) -> None:
             return no_update, no_update, no_update  # stopped: no next tick
         again = (ticks or 0) + 1  # this answer arms the next tick (a failed read: retried)
         try:
-            view = _ops(providers, token).read_member_trace(state["id"], state["after"])
+            view = ops_of(providers, token).read_member_trace(state["id"], state["after"])
         except ProviderError as exc:
             return no_update, alert([exc]), again
         return {**view, "id": state["id"]}, [], again

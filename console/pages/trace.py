@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
@@ -14,22 +14,14 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import Child, alert, card, page_header, pill, table
 from ..ids import Ids, OpsIds
-from ..ops_provider import OpsProvider
 from ..provider import ProviderError
 from . import ConsolePage, Providers, member_trace
+from .member_trace import merge, ops_of
 
 PATH = "trace"
 TITLE = "Live trace"
 POLL_MS = 1000
-KEEP: Final = 200  # messages the page keeps (the admin API keeps Trace.BufferSize)
 _STATUS = {"live": "good", "connecting": "warn", "denied": "bad", "failed": "bad"}
-
-
-def merge(kept: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The last :data:`KEEP` messages of ``kept`` followed by those of ``new`` it lacks (two
-    polls may overlap: messages are told apart by their index in the trace)."""
-    last = kept[-1]["index"] if kept else -1
-    return [*kept, *(m for m in new if m["index"] > last)][-KEEP:]
 
 
 def render_messages(messages: Sequence[Mapping[str, Any]]) -> Component:
@@ -156,13 +148,6 @@ def layout() -> Component:
     )
 
 
-def _ops(providers: Providers, token: str | None) -> OpsProvider:
-    provider = providers(token)
-    if not isinstance(provider, OpsProvider):
-        raise ProviderError(0, "No admin API", "this console has no admin API behind it")
-    return provider
-
-
 def advance(
     opened: Mapping[str, Any] | None,
     view: Mapping[str, Any] | None,
@@ -219,7 +204,7 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
         token: str | None,
     ) -> tuple[Any, ...]:
         try:
-            ops = _ops(providers, token)
+            ops = ops_of(providers, token)
             if state:
                 ops.close_trace(state["id"])
             opened = ops.open_trace((member or "").strip(), (subject or "").strip(), jwt)
@@ -239,7 +224,7 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
         if not state:
             return no_update, no_update
         try:
-            _ops(providers, token).close_trace(state["id"])
+            ops_of(providers, token).close_trace(state["id"])
         except ProviderError as exc:
             return no_update, alert([exc])
         return None, []
@@ -261,7 +246,7 @@ def _wire_poll(app: Dash, providers: Providers) -> None:
         if not state or paused:
             return no_update, no_update
         try:
-            view = _ops(providers, token).read_trace(state["id"], state["after"])
+            view = ops_of(providers, token).read_trace(state["id"], state["after"])
         except ProviderError as exc:
             return no_update, alert([exc])
         return {**view, "id": state["id"]}, []
@@ -326,7 +311,7 @@ def _wire_view(app: Dash, providers: Providers) -> None:
         entitlement: str | None,
     ) -> Any:
         try:
-            detail = _ops(providers, token).session_detail(
+            detail = ops_of(providers, token).session_detail(
                 (member or "").strip(),
                 (session_id or "").strip(),
                 (entitlement or "").strip() or None,

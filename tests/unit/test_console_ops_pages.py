@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pushgrid.console.pages.alerts import banner, rule_body
 from pushgrid.console.pages.hot import rankings_of, render_hot, spark_label, sparkline
-from pushgrid.console.pages.trace import KEEP, advance, merge
+from pushgrid.console.pages.member_trace import KEEP, merge
+from pushgrid.console.pages.trace import advance
 
 DOCUMENT = {
     "cluster": {"rankings": {"messages_in": [{"subject": "/a/b", "value": 3.0, "error": 0.5}]}},
