@@ -29,7 +29,8 @@ totals, per subject and per watched pattern.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -102,8 +103,13 @@ class DeliveryAccounts:
     """Every tally the hub hands over, folded into totals, subjects and watched patterns.
 
     ``patterns_of(subject)`` names the watched patterns a subject counts for (the watchlist's
-    cached matching). At most ``subject_cap`` subjects are followed one by one: past it the one
-    with the fewest due deliveries is forgotten (its counts stay in the totals and patterns).
+    cached matching). A subject is followed one by one once something besides a publish happened
+    to it (a delivery due, a refusal): publishes of subjects nobody follows (a flood of one-shot
+    subjects) count in the totals and patterns only, and cost no memory here. At most
+    ``subject_cap`` subjects are followed: past it the eighth with the fewest due deliveries is
+    forgotten in one pass (its counts stay in the totals and patterns), so a stream of new
+    subjects costs O(log n) each, not a scan of every subject each. Each second only the
+    subjects active in it or in the second before are closed.
     """
 
     def __init__(
@@ -117,6 +123,8 @@ class DeliveryAccounts:
         self.subjects: dict[str, Account] = {}
         self.patterns: dict[str, Account] = {}
         self.forgotten = 0  # subjects forgotten for the cap
+        self._touched: set[str] = set()  # subjects counted in this second
+        self._recent: set[str] = set()  # subjects counted in the second before (rates to clear)
 
     def absorb(self, tally: dict[str, list[int]]) -> None:
         """Add one tally (the hub's per-subject deltas) to every account it touches."""
@@ -125,7 +133,9 @@ class DeliveryAccounts:
             if not any(columns):
                 continue
             self.totals.add(columns)
-            self._subject(subject).add(columns)
+            if subject in self.subjects or any(columns[1:]):  # columns[0]: published
+                self._subject(subject).add(columns)
+                self._touched.add(subject)
             for pattern in self.patterns_of(subject):
                 account = self.patterns.get(pattern)
                 if account is None:
@@ -136,11 +146,19 @@ class DeliveryAccounts:
         account = self.subjects.get(subject)
         if account is None:
             if len(self.subjects) >= self.subject_cap:
-                least = min(self.subjects, key=lambda s: self.subjects[s].total[1])
-                del self.subjects[least]
-                self.forgotten += 1
+                self._forget(max(1, self.subject_cap // 8))
             account = self.subjects[subject] = Account()
         return account
+
+    def _forget(self, count: int) -> None:
+        """Forget the ``count`` subjects with the fewest deliveries due (ties: by name)."""
+        subjects = self.subjects
+        least = heapq.nsmallest(count, subjects, key=lambda s: (subjects[s].total[1], s))
+        for subject in least:
+            del subjects[subject]
+            self._touched.discard(subject)
+            self._recent.discard(subject)
+        self.forgotten += len(least)
 
     def close_second(self, watched: Iterable[str]) -> None:
         """The sampler's reading: the second's deltas become the rates; patterns no longer
@@ -150,15 +168,14 @@ class DeliveryAccounts:
             del self.patterns[pattern]
         for pattern in keep:
             self.patterns.setdefault(pattern, Account())
-        for account in self._accounts():
+        self.totals.close_second()
+        for account in self.patterns.values():
             account.close_second()
-
-    def _accounts(self) -> Iterator[Account]:
-        yield self.totals
-        yield from self.subjects.values()
-        yield from self.patterns.values()
+        # a subject idle for two seconds has nothing pending and a second of zeros already
+        for subject in self._touched | self._recent:
+            self.subjects[subject].close_second()
+        self._recent, self._touched = self._touched, set()
 
     def top(self, n: int) -> list[tuple[str, Account]]:
         """The ``n`` subjects with the most deliveries due since start (ties by name)."""
-        ranked = sorted(self.subjects.items(), key=lambda item: (-item[1].total[1], item[0]))
-        return ranked[:n]
+        return heapq.nsmallest(n, self.subjects.items(), key=lambda i: (-i[1].total[1], i[0]))

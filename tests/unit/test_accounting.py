@@ -83,6 +83,41 @@ def test_past_the_cap_the_subject_with_the_fewest_due_is_forgotten_not_the_total
     assert accounts.totals.row()["due"] == 16
 
 
+def test_a_flood_of_one_shot_subjects_is_counted_without_following_each() -> None:
+    """Publishes nobody was due (no subscriber, no refusal) count in the totals and patterns and
+    create no subject account: the CI run where 20,000 one-shot subjects kept 10,000 accounts
+    (10 MiB kept after the subjects' eviction, test_flood_rss) and scanned them all per new
+    subject past the cap."""
+    accounts = DeliveryAccounts(lambda subject: ["/flood/*"])
+    accounts.close_second(["/flood/*"])
+    accounts.absorb({f"/flood/s{i}": tally(published=1) for i in range(20_000)})
+    accounts.close_second(["/flood/*"])
+    assert accounts.subjects == {}
+    assert accounts.totals.row()["published"] == 20_000
+    assert accounts.patterns["/flood/*"].row()["published"] == 20_000
+    # a followed subject keeps counting its publishes
+    accounts.absorb({"/flood/s1": tally(published=1, due=1, written=1)})
+    accounts.absorb({"/flood/s1": tally(published=1)})
+    assert accounts.subjects["/flood/s1"].row()["published"] == 2
+
+
+def test_past_the_cap_an_eighth_is_forgotten_at_once_and_idle_rates_clear() -> None:
+    accounts = DeliveryAccounts(subject_cap=80)
+    for i in range(80):
+        accounts.absorb({f"/s{i:03}": tally(due=i + 1, written=i + 1)})
+    assert accounts.forgotten == 0
+    accounts.absorb({"/new": tally(due=1000, written=1000)})
+    assert accounts.forgotten == 10  # the ten with the fewest due, in one pass
+    assert sorted(accounts.subjects)[:2] == ["/new", "/s010"]
+    assert len(accounts.subjects) == 71
+    assert accounts.totals.row()["due"] == sum(range(1, 81)) + 1000
+    accounts.close_second([])
+    assert accounts.subjects["/new"].rate()["due"] == 1000
+    accounts.close_second([])  # idle for a second: its rate reads zero
+    assert accounts.subjects["/new"].rate()["due"] == 0
+    assert accounts.subjects["/new"].row()["due"] == 1000
+
+
 def test_every_view_formats_the_one_document() -> None:
     accounts = DeliveryAccounts(lambda subject: ["/a/*"])
     accounts.absorb({"/a/x": tally(published=1, due=3, written=2, conflated=1)})
