@@ -426,10 +426,14 @@ class SessionOut(BaseModel):
         "user: left out of lists and counts unless internal=include or only",
     )
     delivery_latency_ms: float | None = Field(
-        default=None, description="Delivery latency the client reported; null when it has not"
+        default=None,
+        description="Median delivery latency the client reported since it connected (ms, the "
+        "upper bound of its histogram bucket); null when it has not reported",
     )
     lost_messages: int | None = Field(
-        default=None, description="Messages the client reported lost; null when it has not"
+        default=None,
+        description="Losses the client reported since it connected: resyncs and failed "
+        "recoveries (gaps it recovered are not losses); null when it has not reported",
     )
 
     @property

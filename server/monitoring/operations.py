@@ -77,7 +77,16 @@ def session_info(session: Session) -> SessionDocument:
         messages_out=max(0, frames_out - session.replies_out),
         outbound_buffer_bytes=_outbound_bytes(peer),
         internal=session.internal,
+        delivery_latency_ms=_reported_latency_ms(session),
+        lost_messages=session.delivery.totals.lost if session.delivery.reports else None,
     )
+
+
+def _reported_latency_ms(session: Session) -> float | None:
+    """The median delivery latency the session's client reported since it connected (ms, the
+    upper bound of its bucket; core/delivery.py); None while it reported none."""
+    median = session.delivery.totals.latency.quantile(0.5)
+    return None if median is None else round(median * 1000, 3)
 
 
 class ServerOperations:

@@ -145,8 +145,18 @@ async def _other_views(server: ServerProcess, tmp_path: Path, stats: dict[str, A
             reply = await api.get(f"{API}/delivery/latency")
             assert reply.status_code == 200, reply.text
             body = reply.json()
+            listed = await api.get(f"{API}/sessions")
+            assert listed.status_code == 200, listed.text
+            sessions = listed.json()["items"]
     finally:
         admin.close()
+    # per client (the Clients page): the reporting subscriber's own median, the publisher that
+    # reports nothing shows nothing (no number made up)
+    (reporting,) = [s for s in sessions if s["delivery_latency_ms"] is not None]
+    (silent,) = [s for s in sessions if s["delivery_latency_ms"] is None]
+    assert reporting["delivery_latency_ms"] == round(stats["latency"]["p50"] * 1000, 3)
+    assert reporting["lost_messages"] == 0
+    assert silent["lost_messages"] is None
     (member,) = body["members"]
     assert member["reachable"]
     assert member["latency"]["p50"] == stats["latency"]["p50"]
