@@ -14,7 +14,7 @@ opened (the first version of this card, issue 35: the open was audited, the page
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
@@ -187,6 +187,34 @@ def register(app: Dash, providers: Providers) -> None:
         return render_events((state or {}).get("events", [])), render_status(state)
 
 
+def wire_stop(
+    app: Dash,
+    providers: Providers,
+    ids: tuple[str, str, str, str],
+    close: Callable[[OpsProvider, str], object],
+) -> None:
+    """The Stop button of a trace card (this one and the subject trace's): close the trace the
+    card opened; ``ids``: its opened store, alert, stop button and state store."""
+    opened, alert_id, stop_button, state_store = ids
+
+    @app.callback(
+        Output(opened, "data", allow_duplicate=True),
+        Output(alert_id, "children", allow_duplicate=True),
+        Input(stop_button, "n_clicks"),
+        State(state_store, "data"),
+        State(Ids.TOKEN, "data"),
+        prevent_initial_call=True,
+    )
+    def stop(_n: int, state: dict[str, Any] | None, token: str | None) -> tuple[Any, ...]:
+        if not state:
+            return no_update, no_update
+        try:
+            close(ops_of(providers, token), state["id"])
+        except ProviderError as exc:
+            return no_update, alert([exc])
+        return None, []
+
+
 def _wire_clicks(app: Dash, providers: Providers) -> None:
     @app.callback(
         Output(OpsIds.MTRACE_OPENED, "data"),
@@ -221,22 +249,12 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
             return no_update, alert([exc]), no_update
         return summary(opened), [], (ticks or 0) + 1  # the first poll in a second
 
-    @app.callback(
-        Output(OpsIds.MTRACE_OPENED, "data", allow_duplicate=True),
-        Output(OpsIds.MTRACE_ALERT, "children", allow_duplicate=True),
-        Input(OpsIds.MTRACE_STOP, "n_clicks"),
-        State(OpsIds.MTRACE_STATE, "data"),
-        State(Ids.TOKEN, "data"),
-        prevent_initial_call=True,
+    wire_stop(
+        app,
+        providers,
+        (OpsIds.MTRACE_OPENED, OpsIds.MTRACE_ALERT, OpsIds.MTRACE_STOP, OpsIds.MTRACE_STATE),
+        lambda ops, trace: ops.close_member_trace(trace),
     )
-    def stop(_n: int, state: dict[str, Any] | None, token: str | None) -> tuple[Any, ...]:
-        if not state:
-            return no_update, no_update
-        try:
-            ops_of(providers, token).close_member_trace(state["id"])
-        except ProviderError as exc:
-            return no_update, alert([exc])
-        return None, []
 
     @app.callback(
         Output(OpsIds.MTRACE_FILE, "data"),

@@ -16,7 +16,7 @@ from ..components import Child, alert, card, page_header, pill, table
 from ..ids import Ids, OpsIds
 from ..provider import ProviderError
 from . import ConsolePage, Providers, member_trace
-from .member_trace import merge, ops_of
+from .member_trace import merge, ops_of, wire_stop
 
 PATH = "trace"
 TITLE = "Live trace"
@@ -212,22 +212,12 @@ def _wire_clicks(app: Dash, providers: Providers) -> None:
             return no_update, alert([exc])
         return {"id": opened["id"], "status": opened["status"], "error": opened.get("error")}, []
 
-    @app.callback(
-        Output(OpsIds.TRACE_OPENED, "data", allow_duplicate=True),
-        Output(OpsIds.TRACE_ALERT, "children", allow_duplicate=True),
-        Input(OpsIds.TRACE_STOP, "n_clicks"),
-        State(OpsIds.TRACE_STATE, "data"),
-        State(Ids.TOKEN, "data"),
-        prevent_initial_call=True,
+    wire_stop(
+        app,
+        providers,
+        (OpsIds.TRACE_OPENED, OpsIds.TRACE_ALERT, OpsIds.TRACE_STOP, OpsIds.TRACE_STATE),
+        lambda ops, trace: ops.close_trace(trace),
     )
-    def stop(_n: int, state: dict[str, Any] | None, token: str | None) -> tuple[Any, ...]:
-        if not state:
-            return no_update, no_update
-        try:
-            ops_of(providers, token).close_trace(state["id"])
-        except ProviderError as exc:
-            return no_update, alert([exc])
-        return None, []
 
 
 def _wire_poll(app: Dash, providers: Providers) -> None:
