@@ -12,8 +12,9 @@ stores and callbacks exchange.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, Self, TypeVar, runtime_checkable
+from dataclasses import asdict, dataclass, field, fields
+from functools import cache
+from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
 
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -54,6 +55,28 @@ class ProviderError(ClientError):
         return self.status == 401
 
 
+@cache
+def _float_fields(cls: type) -> frozenset[str]:
+    """The fields of a dataclass typed ``float`` or ``float | None``."""
+    hints = get_type_hints(cls)
+    return frozenset(f.name for f in fields(cls) if hints[f.name] in (float, float | None))
+
+
+def floats_restored(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the float fields' whole numbers made floats again.
+
+    A value that went through the browser (a ``dcc.Store``, a callback's State) comes back from
+    JavaScript, which has one number type: 2001.0 returns as 2001. Without this a page would
+    show ``2001`` in one render and ``2001.0`` in the next.
+    """
+    values = dict(data)
+    for name in _float_fields(cls):
+        value = values.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            values[name] = float(value)
+    return values
+
+
 class _Json:
     """``to_json`` / ``from_json`` for flat dataclasses (nested ones override ``from_json``)."""
 
@@ -62,7 +85,7 @@ class _Json:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
-        return cls(**dict(data))
+        return cls(**floats_restored(cls, data))
 
 
 @dataclass(frozen=True)
@@ -132,7 +155,7 @@ class LiveIndicatorView:
     def from_json(cls, data: Mapping[str, Any]) -> LiveIndicatorView:
         return cls(
             str(data["name"]),
-            data.get("current"),
+            floats_restored(cls, data).get("current"),
             {w: MomentsView.from_json(m) for w, m in (data.get("windows") or {}).items()},
         )
 
@@ -334,7 +357,7 @@ class WindowStatistics:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WindowStatistics:
-        values = dict(data)
+        values = floats_restored(cls, data)
         values["rows"] = [StatRow.from_json(r) for r in values.get("rows") or []]
         return cls(**values)
 

@@ -1,0 +1,48 @@
+"""Console values survive the browser: JavaScript has one number type, 2001.0 comes back 2001."""
+
+from __future__ import annotations
+
+import json
+
+from pushgrid.console.provider import (
+    LiveIndicatorView,
+    MomentsView,
+    StatRow,
+    TrendPointView,
+    WindowStatistics,
+)
+
+
+def through_the_browser(data: object) -> object:
+    """What a dcc.Store gives back: JSON as JavaScript writes it (a whole float loses its .0)."""
+    text = json.dumps(data)
+    return json.loads(text.replace(".0,", ",").replace(".0}", "}").replace(".0]", "]"))
+
+
+def test_a_window_statistics_row_keeps_its_floats() -> None:
+    stats = WindowStatistics(
+        "cluster",
+        1795854600,
+        "2026-11-28T08:00:00Z",
+        False,
+        7200.0,
+        [StatRow("connected_users", "1m", 60, 2001.0, 1000.0, 100.5, 1.0)],
+    )
+    back = WindowStatistics.from_json(through_the_browser(stats.to_json()))  # type: ignore[arg-type]
+    assert back == stats
+    row = back.rows[0]
+    assert [repr(row.max), repr(row.avg), repr(row.coverage)] == ["2001.0", "1000.0", "1.0"]
+    assert type(back.as_of) is int
+    assert type(row.count) is int
+
+
+def test_live_and_trend_values_keep_their_floats() -> None:
+    live = LiveIndicatorView("connected_users", 3.0, {"1m": MomentsView(60, 3.0, 2.0, None)})
+    back = LiveIndicatorView.from_json(through_the_browser(live.to_json()))  # type: ignore[arg-type]
+    assert repr(back.current) == "3.0"
+    assert repr(back.windows["1m"].max) == "3.0"
+    assert back.windows["1m"].stddev is None
+    point = TrendPointView(1795854600, 60, 4.0, 2.0, 0.0)
+    again = TrendPointView.from_json(through_the_browser(point.to_json()))  # type: ignore[arg-type]
+    assert again == point
+    assert repr(again.stddev) == "0.0"
