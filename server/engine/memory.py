@@ -336,6 +336,10 @@ class MemoryEngine(Engine):
         self._untrimmed += self.evictions - before
         if self._untrimmed >= TRIM_AFTER and self.evictions - before < self._sweep_batch:
             self._untrimmed = 0  # a flood's subjects are gone: give their memory back
+            # a dict keeps its largest table after deletions (20,000 evicted: 0.65 MiB of an
+            # empty table); a copy is sized for what is left
+            self._subjects = OrderedDict(self._subjects)
+            self._dormant = OrderedDict(self._dormant)
             trim.release()
 
     def _evict_idle(self, now: int, budget: int) -> None:

@@ -108,3 +108,25 @@ def test_the_engine_gets_the_settings_limits_whole() -> None:
         max_subjects=23,
         max_retained_bytes=29_000,
     )
+
+
+async def test_a_swept_flood_leaves_tables_sized_for_what_is_left() -> None:
+    """A dict keeps its largest table after deletions: once a flood's one-shot subjects are
+    evicted the engine copies its tables (docs/security.md, "Subject memory")."""
+    import sys
+
+    from pushgrid.server.engine.memory import TRIM_AFTER
+
+    clock = Clock()
+    engine = _engine(clock)
+    for i in range(TRIM_AFTER + 10):
+        _publish(engine, f"/flood/{i}", retained=False)
+    _publish(engine, "/kept")
+    flooded = sys.getsizeof(engine._subjects)
+    clock.now += EXPIRE + 1
+    _publish(engine, "/kept")  # published again: not idle
+    while engine.stats().subjects > 1:
+        engine.sweep()
+    engine.sweep()  # the sweep that finds nothing more to evict gives the memory back
+    assert sys.getsizeof(engine._subjects) < flooded / 50
+    assert await engine.snapshot("/kept") is not None
