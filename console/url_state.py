@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, urlencode
 
-from dash import Dash, Input, Output, State, dcc, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, no_update
 from dash.development.base_component import Component
 
 from .ids import Ids
@@ -75,16 +75,40 @@ def register(app: Dash, page: str, fields: Sequence[UrlField]) -> None:
     )
     def sync(*values: Any) -> tuple[Any, ...]:
         *shown, search, read_already = values
-        unchanged = tuple(no_update for _ in fields)
-        if not read_already:
-            wanted = read(search, fields)
-            return (
-                no_update,
-                *(
-                    wanted[f.key] if wanted[f.key] != value else no_update
-                    for f, value in zip(fields, shown, strict=True)
-                ),
-                True,
-            )
-        new = write({f.key: v for f, v in zip(fields, shown, strict=True)}, fields)
+        return answer(fields, shown, search, bool(read_already), ctx.triggered_id)
+
+
+def answer(
+    fields: Sequence[UrlField],
+    shown: Sequence[Any],
+    search: str | None,
+    read_already: bool,
+    trigger: Any,
+) -> tuple[Any, ...]:
+    """The sync callback's outputs: the URL's query, each control's value, the marker.
+
+    ``trigger`` is the control Dash says changed: a person's click, or any control of a page
+    just laid out (Dash names the new controls then), whose values are still the defaults. A
+    click before the page's first read came back (a loaded admin API: Dash then drops that
+    read's answer and runs the callback again, the marker still False) therefore shows as a
+    triggered control away from its default: that value is kept, the URL sets the other
+    controls, and the query is written with the click in it.
+    """
+    unchanged = tuple(no_update for _ in fields)
+    values = {f.key: v for f, v in zip(fields, shown, strict=True)}
+    if read_already:
+        new = write(values, fields)
         return (new if new != (search or "") else no_update), *unchanged, no_update
+    wanted = read(search, fields)
+    clicked = [f for f in fields if f.component == trigger and values[f.key] != f.default]
+    for field in clicked:
+        wanted[field.key] = values[field.key]
+    new = write(wanted, fields) if clicked else (search or "")  # a shared link stays as it is
+    return (
+        new if new != (search or "") else no_update,
+        *(
+            wanted[f.key] if wanted[f.key] != value else no_update
+            for f, value in zip(fields, shown, strict=True)
+        ),
+        True,
+    )

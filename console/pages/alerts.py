@@ -19,6 +19,7 @@ from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, pill, table
 from ..ids import AlertRowIds, Ids, OpsIds
 from ..ops_provider import OpsProvider
+from ..polling import paced
 from ..provider import ProviderError
 from . import OPERATOR_ONLY, ConsolePage, Providers, alert_actions, alert_history
 
@@ -352,6 +353,7 @@ def _wire_rules(app: Dash, providers: Providers) -> None:
         Input(OpsIds.ALERT_ACTION_RESULT, "children"),
         Input(OpsIds.RULE_ACTION_RESULT, "children"),
         State(Ids.TOKEN, "data"),
+        running=paced(OpsIds.ALERTS_INTERVAL),
     )
     def refresh(_n: int | None, _r: Any, _a: Any, _c: Any, token: str | None) -> tuple[Any, ...]:
         ops = _ops(providers, token)
@@ -410,6 +412,7 @@ def _wire_banner(app: Dash, providers: Providers) -> None:
         Output(OpsIds.ALERT_BANNER, "children"),
         Input(OpsIds.ALERT_BANNER_INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
+        running=paced(OpsIds.ALERT_BANNER_INTERVAL),
     )
     def show_banner(_n: int | None, token: str | None) -> Any:
         if not token:

@@ -15,6 +15,7 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import alert, card, page_header, pill, table
 from ..ids import Ids
+from ..polling import paced
 from ..provider import AuditFilter, AuditRow, ProviderError
 from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
@@ -209,6 +210,7 @@ def register(app: Dash, providers: Providers) -> None:
         Input(Ids.AUDIT_OFFSET, "data"),
         *(Input(id_, "value") for id_ in _FILTERS),
         State(Ids.TOKEN, "data"),
+        running=paced(Ids.AUDIT_INTERVAL),
     )
     def listing(
         _clicks: int,

@@ -17,6 +17,7 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import Child, alert, attrs, card, page_header, table
 from ..ids import Ids
+from ..polling import paced
 from ..provider import ProviderError
 from . import ConsolePage, Providers
 from .delivery_accounting import AccountingProvider, render_accounting, render_offenders
@@ -130,6 +131,7 @@ def register(app: Dash, providers: Providers) -> None:
         Output(DeliveryIds.ALERT, "children"),
         Input(DeliveryIds.INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
+        running=paced(DeliveryIds.INTERVAL),
     )
     def refresh(_n: int | None, token: str | None) -> tuple[Any, ...]:
         provider = providers(token)
@@ -146,6 +148,7 @@ def register(app: Dash, providers: Providers) -> None:
         Output(DeliveryIds.OFFENDERS, "children"),
         Input(DeliveryIds.INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
+        running=paced(DeliveryIds.INTERVAL),
     )
     def refresh_accounting(_n: int | None, token: str | None) -> tuple[Any, Any]:
         provider = providers(token)

@@ -22,6 +22,7 @@ from ..components import (
 )
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
+from ..polling import paced
 from ..provider import ProviderError
 from . import ConsolePage, Providers
 
@@ -145,6 +146,7 @@ def register(app: Dash, providers: Providers) -> None:
         Input(OpsIds.HOT_INTERVAL, "n_intervals"),
         Input(OpsIds.HOT_SCOPE, "value"),
         State(Ids.TOKEN, "data"),
+        running=paced(OpsIds.HOT_INTERVAL),
     )
     def refresh(_n: int | None, scope: str | None, token: str | None) -> tuple[Any, ...]:
         provider = providers(token)

@@ -14,6 +14,7 @@ from .. import format as fmt
 from ..components import alert, card, notice, page_header, pill, table
 from ..figures import jobs_figure
 from ..ids import Ids
+from ..polling import paced
 from ..provider import JobRunView, ProviderError
 from . import OPERATOR_ONLY, ConsolePage, Providers
 
@@ -135,6 +136,7 @@ def register(app: Dash, providers: Providers) -> None:
         Input(Ids.JOBS_INTERVAL, "n_intervals"),
         Input(Ids.JOBS_VERSION, "data"),
         State(Ids.TOKEN, "data"),
+        running=paced(Ids.JOBS_INTERVAL),
     )
     def listing(_n: int | None, _version: int, token: str | None) -> tuple[Any, ...]:
         provider = providers(token)

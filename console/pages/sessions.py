@@ -346,6 +346,17 @@ _CONTROLS = (
     Ids.SESSIONS_SORT,
     Ids.SESSIONS_INTERNAL,
 )
+#: the query's key each input sets, and the values of a page just laid out
+_KEYS = {
+    Ids.SESSIONS_SEARCH: "q",
+    Ids.SESSIONS_MEMBER: "member",
+    Ids.SESSIONS_TRANSPORT: "transport",
+    Ids.SESSIONS_SORT: "sort",
+    Ids.SESSIONS_INTERNAL: "internal",
+    Ids.SESSIONS_PAGE: "page",
+    Ids.SESSIONS_SELECTED: "client",
+}
+_DEFAULTS = query_from_url("")
 
 
 def _wire_state(app: Dash) -> None:
@@ -378,18 +389,23 @@ def _wire_state(app: Dash) -> None:
         current: dict[str, Any] | None,
     ) -> tuple[Any, ...]:
         trigger = ctx.triggered_id
+        shown = {
+            "q": text or "",
+            "member": member or ALL_MEMBERS,
+            "transport": transport or ANY,
+            "sort": sort if sort in SORTS else DEFAULT_SORT,
+            "internal": "include" in (internal or []),
+            "page": 0 if trigger in _CONTROLS else max(0, page or 0),
+            "client": selected,
+        }
         if current is None:  # the page was just laid out: its state comes from the URL
             query = query_from_url(search)
+            key = _KEYS.get(trigger)
+            if key is not None and shown[key] != _DEFAULTS[key]:
+                # a click before that read answered (console/url_state.py, ``answer``)
+                query = {**query, key: shown[key], "page": shown["page"]}
         else:
-            query = {
-                "q": text or "",
-                "member": member or ALL_MEMBERS,
-                "transport": transport or ANY,
-                "sort": sort if sort in SORTS else DEFAULT_SORT,
-                "internal": "include" in (internal or []),
-                "page": 0 if trigger in _CONTROLS else max(0, page or 0),
-                "client": selected,
-            }
+            query = shown
         link = url_from_query(query)
         return (
             no_update if link == (search or "") else link,

@@ -22,6 +22,7 @@ from .. import format as fmt
 from ..components import Child, alert, attrs, card, page_header, pill, table
 from ..figures import slo_figures
 from ..ids import Ids
+from ..polling import paced
 from ..provider import ProviderError
 from . import ConsolePage, Providers
 
@@ -162,6 +163,7 @@ def register(app: Dash, providers: Providers) -> None:
         Output(SloIds.ALERT, "children"),
         Input(SloIds.INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
+        running=paced(SloIds.INTERVAL),
     )
     def refresh(_n: int | None, token: str | None) -> tuple[Any, ...]:
         provider = providers(token)

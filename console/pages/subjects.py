@@ -13,6 +13,7 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill, table
 from ..ids import Ids
+from ..polling import paced
 from ..provider import PresenceInfo, ProviderError, PublishOutcome, SubjectView
 from . import OPERATOR_ONLY, ConsolePage, Providers
 
@@ -306,6 +307,7 @@ def register(app: Dash, providers: Providers) -> None:
         State(Ids.TOKEN, "data"),
         State(Ids.SUBJECT_ENTITLEMENT, "value"),
         prevent_initial_call="initial_duplicate",
+        running=paced(Ids.SUBJECT_INTERVAL),
     )
     def watch(
         subject: str | None,
@@ -385,6 +387,7 @@ def _register_presence(app: Dash, providers: Providers) -> None:
         Input(Ids.SUBJECT_PRESENCE_INTERVAL, "n_intervals"),
         State(Ids.TOKEN, "data"),
         State(Ids.SUBJECT_ENTITLEMENT, "value"),
+        running=paced(Ids.SUBJECT_PRESENCE_INTERVAL),
     )
     def presence(
         subject: str | None, _n: int | None, token: str | None, entitlement: str | None

@@ -14,6 +14,7 @@ from dash.development.base_component import Component
 from .. import format as fmt
 from ..components import Child, alert, card, page_header, pill, table
 from ..ids import Ids, OpsIds
+from ..polling import paced
 from ..provider import ProviderError
 from . import ConsolePage, Providers, member_trace
 from .member_trace import merge, ops_of, wire_stop
@@ -229,6 +230,7 @@ def _wire_poll(app: Dash, providers: Providers) -> None:
         State(OpsIds.TRACE_STATE, "data"),
         State(Ids.TOKEN, "data"),
         prevent_initial_call=True,
+        running=paced(OpsIds.TRACE_INTERVAL),
     )
     def poll(
         _n: int | None, paused: bool | None, state: dict[str, Any] | None, token: str | None

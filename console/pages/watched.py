@@ -32,6 +32,7 @@ from ..components import (
 from ..http_provider import window_statistics
 from ..ids import Ids, OpsIds
 from ..ops_provider import OpsProvider
+from ..polling import paced
 from ..provider import ProviderError, WindowStatistics
 from . import OPERATOR_ONLY, ConsolePage, Providers
 from .statistics import coverage_note, pick, render_asof, render_table
@@ -200,6 +201,7 @@ def register(app: Dash, providers: Providers) -> None:
         Input(OpsIds.WATCHED_INTERVAL, "n_intervals"),
         Input(OpsIds.WATCHED_SCOPE, "value"),
         State(Ids.TOKEN, "data"),
+        running=paced(OpsIds.WATCHED_INTERVAL),
     )
     def refresh(_n: int | None, scope: str | None, token: str | None) -> tuple[Any, ...]:
         provider = providers(token)

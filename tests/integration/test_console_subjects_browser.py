@@ -215,24 +215,6 @@ def test_a_viewer_is_not_offered_the_operator_actions(
         console.ensure_signed_in()
 
 
-#: hold the browser's requests of the alert actions' callback ``arguments[0]`` ms before they
-#: leave (the page's other requests go at once)
-HOLD_ACTIONS = """
-const wait = arguments[0];
-if (!window.__unheldFetch) { window.__unheldFetch = window.fetch; }
-const send = window.__unheldFetch;
-window.fetch = function (input, init) {
-    let output = "";
-    try { output = JSON.parse((init && init.body) || "{}").output || ""; } catch (e) {}
-    if (output.indexOf("alert-action-result") === -1) { return send(input, init); }
-    return new Promise(function (r) { setTimeout(r, wait); }).then(function () {
-        return send(input, init);
-    });
-};
-"""
-RELEASE_ACTIONS = "if (window.__unheldFetch) { window.fetch = window.__unheldFetch; }"
-
-
 def test_the_alerts_page_shows_the_api_s_since_and_durations_and_acts_per_row(
     console: Console, stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -267,12 +249,9 @@ def test_the_alerts_page_shows_the_api_s_since_and_durations_and_acts_per_row(
         # the action's request is held in the browser longer than the table's 2 s refresh,
         # as a loaded machine does: the row is drawn again while the action runs, and the
         # page must still say what the click did (a redraw used to drop the action's answer)
-        console.js(HOLD_ACTIONS, 5000)
-        try:
+        with console.held("alert-action-result", 5000):
             console.click(f"{row}[data-target='console-1'] button:nth-of-type(2)")  # Silence
             console.wait_text("#alert-action-result", "silenced until")
-        finally:
-            console.js(RELEASE_ACTIONS)
         silences = [s for s in stack.api("GET", "/alerts/silences").json()["items"]]
         mine = [s for s in silences if s["rule_id"] == rule_id]
         assert [(s["target"], s["comment"]) for s in mine] == [
