@@ -379,6 +379,25 @@ class Console:
     def js(self, script: str, *args: Any) -> Any:
         return self.driver.execute_script(script, *args)
 
+    def diagnosis(self) -> str:
+        """What a wait that timed out should say: the components Dash is still updating, and
+        how long the admin API takes to answer now."""
+        loading = self.js(
+            "return Array.from(document.querySelectorAll('[data-dash-is-loading=true]'))"
+            ".map(e => e.id || e.className).slice(0, 10)"
+        )
+        started = time.monotonic()
+        try:
+            status: object = self.stack.api("GET", "/whoami").status_code
+        except httpx.HTTPError as exc:
+            status = repr(exc)
+        took = time.monotonic() - started
+        names = sorted(t.name for t in threading.enumerate())
+        return (
+            f"still loading: {loading}; admin API answered {status} in {took:.2f} s; "
+            f"{len(names)} threads in the test process: {names[:40]}"
+        )
+
     @contextlib.contextmanager
     def held(self, output: str, ms: int) -> Iterator[None]:
         """The browser's callback requests whose outputs name ``output`` leave ``ms`` late (the
@@ -407,7 +426,7 @@ class Console:
                 }
                 raise AssertionError(
                     f"{what}: not reached within {timeout}s (incoming chart: {charts}, "
-                    f"alerts: {self.text('.alerts')!r})"
+                    f"alerts: {self.text('.alerts')!r}; {self.diagnosis()})"
                 )
             time.sleep(0.1)
 
