@@ -388,7 +388,7 @@ class Console:
         )
         started = time.monotonic()
         try:
-            status: object = self.stack.api("GET", "/whoami").status_code
+            status: object = self.stack.api("GET", "/members").status_code
         except httpx.HTTPError as exc:
             status = repr(exc)
         took = time.monotonic() - started
