@@ -82,7 +82,12 @@ def test_open_files_rise_with_clients(srv: ServerProcess) -> None:
         for _ in range(CLIENTS):
             sockets.append(socket.create_connection((srv.host, srv.port), DEFAULT_TIMEOUT))
         panel = _wait_panel(srv, lambda p: p["open_files"] >= before + CLIENTS)
-        assert panel["open_files"] >= before + CLIENTS, (before, panel["open_files"])
+        assert srv.proc is not None
+        # on failure: was the panel's count stale, or did the process not hold the sockets?
+        assert panel["open_files"] >= before + CLIENTS, (
+            f"open files {before} before, {panel['open_files']} on the panel after {CLIENTS} "
+            f"connections; /proc says {_proc_files(srv.proc.pid)} now"
+        )
     finally:
         for sock in sockets:
             sock.close()
