@@ -71,6 +71,9 @@ class Tally:
     acked: Counter[str] = field(default_factory=Counter)  # OK publishes per subject
     ack_times: list[tuple[float, str]] = field(default_factory=list)  # (wall clock, subject)
     failed: int = 0
+    # why they failed: "outcome_unknown" (no answer: it may have been stored and counted by the
+    # servers) or the refusal's result and reason
+    failures: Counter[str] = field(default_factory=Counter)
     # (wall clock, subject) of every update or recovered message a subscriber received
     delivered_times: list[tuple[float, str]] = field(default_factory=list)
     seqs: dict[tuple[int, str], list[int]] = field(default_factory=lambda: defaultdict(list))
@@ -128,6 +131,9 @@ async def publisher(
             tally.ack_times.append((time.time(), subject))
         elif not result.ok:
             tally.failed += 1
+            refused = f"{result.result}: {result.reason}"
+            why = "outcome_unknown" if result.outcome_unknown else refused
+            tally.failures[why] += 1
 
     n = 0
     start = time.monotonic()
@@ -466,7 +472,7 @@ async def kill_and_watch(
     }
 
 
-def delivery_check(tally: Tally, subjects: list[str], args: argparse.Namespace) -> dict[str, int]:
+def delivery_check(tally: Tally, subjects: list[str], args: argparse.Namespace) -> dict[str, Any]:
     lost = duplicated = reordered = 0
     for seqs in tally.seqs.values():
         duplicated += len(seqs) - len(set(seqs))
@@ -477,6 +483,7 @@ def delivery_check(tally: Tally, subjects: list[str], args: argparse.Namespace) 
     return {
         "acked": sum(tally.acked.values()),
         "failed": tally.failed,
+        "failures": dict(tally.failures.most_common(10)),
         "delivered": len(tally.delivered_times),
         "expected_at_least": expected,
         "gaps": lost,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import httpx
 
@@ -23,6 +23,7 @@ from pushgrid.ops.server import ServerTotals
 
 from ..access import is_jmx, read_view
 from ..alert_signals import (
+    SILENT_DOWN_SECONDS,
     SLOW_COUNTER,
     MemberTracker,
     ServerLook,
@@ -32,7 +33,7 @@ from ..alert_signals import (
     stall_readings,
 )
 from ..alerting import Readings, Rule
-from ..member_client import MemberEndpoint, MemberFailure
+from ..member_client import MemberEndpoint, MemberFailure, silences
 from .cluster import cluster_views, member_health_of
 
 #: the signals read from the members (the objectives' burn rates come from SQL: services/alerts.py)
@@ -69,6 +70,17 @@ def _names(members: Sequence[MemberEndpoint], views: Sequence[ClusterDocument | 
     return names
 
 
+def briefly_silent(healths: Mapping[str, Health | None], silent: Mapping[str, float]) -> set[str]:
+    """The members that could not be read because they have not answered in time for less than
+    :data:`SILENT_DOWN_SECONDS` (pure): not down yet for ``MemberDown``. A member that refused
+    (its process is gone) or answered out of contract is not silent: down at once."""
+    return {
+        name
+        for name, health in healths.items()
+        if health is None and silent.get(name, SILENT_DOWN_SECONDS) < SILENT_DOWN_SECONDS
+    }
+
+
 class SignalReader:
     """The member signals of every member, one look per call."""
 
@@ -92,12 +104,13 @@ class SignalReader:
                 healths[member.name] = None if look is None else OK
             else:
                 healths[member.name] = None if view is None else member_health_of(view)
-        health = cluster_health(healths)
+        unsure = briefly_silent(healths, silences(http, members))
+        health = cluster_health({n: h for n, h in healths.items() if n not in unsure})
         readable = [name for name, h in healths.items() if h is not None]
         names = _names(members, views)
         by_name = {m.name: look for m, look in zip(members, looks, strict=True)}
         return merge(
-            health_readings(names, readable, health.reasons),
+            health_readings(names, readable, health.reasons, unsure),
             stall_readings(names, readable, health.reasons),
             self.tracker.readings(by_name),
             loss_readings(

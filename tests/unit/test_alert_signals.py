@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from pushgrid.admin_api.alert_signals import (
+    SILENT_DOWN_SECONDS,
     MemberTracker,
     ServerLook,
     health_readings,
@@ -17,6 +18,7 @@ from pushgrid.admin_api.alert_signals import (
 )
 from pushgrid.admin_api.alerting import Evaluator
 from pushgrid.admin_api.schemas_ops import RuleIn
+from pushgrid.admin_api.services.alert_signals import briefly_silent
 from pushgrid.admin_api.services.alert_silences import Mute, silenced_until
 from pushgrid.admin_api.services.alerts import RuleService
 from pushgrid.metrics import sqlstore
@@ -42,6 +44,23 @@ def test_health_signals_read_the_health_models_reasons() -> None:
     assert out["m3"] == {DOWN: 1.0}  # its quorum and archive are unknown, not lost
     # a member only its peers know of (discovered) is down too
     assert health_readings([], [], [Reason("member_down", "m4")]) == {"m4": {DOWN: 1.0}}
+
+
+def test_a_member_silent_for_a_moment_is_not_down_yet() -> None:
+    # m2 and m3 could not be read: m2 has not answered in time for 3 s (a loaded, live member),
+    # m3 for 12 s (hung); m4 refused (no silence: its process is gone)
+    healths = {"m1": member_health("m1"), "m2": None, "m3": None, "m4": None}
+    silent = {"m2": 3.0, "m3": SILENT_DOWN_SECONDS + 2}
+    unsure = briefly_silent(healths, silent)
+    assert unsure == {"m2"}
+    health = cluster_health({n: h for n, h in healths.items() if n not in unsure})
+    out = health_readings(healths, ["m1"], health.reasons, unsure)
+    assert out["m2"] == {}  # missing: a firing MemberDown neither fires anew nor resolves
+    assert out["m3"] == {DOWN: 1.0}
+    assert out["m4"] == {DOWN: 1.0}
+    # a silent member its peers no longer hear is down whatever the grace
+    heard = cluster_health({"m1": member_health("m1", members_down=["m2"])})
+    assert health_readings(["m1", "m2"], ["m1"], heard.reasons, {"m2"})["m2"] == {DOWN: 1.0}
 
 
 def test_restarts_and_slow_consumer_rates_between_looks() -> None:
