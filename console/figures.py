@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -318,3 +319,37 @@ def slo_figures(
         say_empty(budget, "no events recorded yet")
         say_empty(burn, "no events recorded yet")
     return budget, burn
+
+
+#: latency scopes one chart draws (the cluster and the first members): past that the lines blur
+LATENCY_SCOPES = 5
+
+
+def latency_figure(history: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """p99 (solid) and p50 (dotted) in milliseconds, log scale, per scope over the points of
+    ``console.pages.delivery_latency.extend_history`` (``{"t": s, scope: [p50, p99]}``)."""
+    figure = go.Figure(layout=_layout(260, showlegend=True))
+    scopes = list(dict.fromkeys(k for point in history for k in point if k != "t"))
+    if not scopes:
+        return say_empty(figure, "no latency reported yet: clients report every few seconds")
+    times = [chart_time(int(point["t"])) for point in history]
+    for color, scope in zip(SERIES, scopes[:LATENCY_SCOPES], strict=False):
+        for index, dash, name in ((1, "solid", "p99"), (0, "dot", "p50")):
+            values = [
+                None
+                if point.get(scope) is None or point[scope][index] is None
+                else point[scope][index] * 1000
+                for point in history
+            ]
+            figure.add_trace(
+                go.Scatter(
+                    x=times,
+                    y=values,
+                    mode="lines",
+                    name=f"{scope.removeprefix('member:')} {name}",
+                    line={"color": color, "dash": dash, "width": 1.5},
+                    hovertemplate="%{y:.3g} ms",
+                )
+            )
+    figure.update_yaxes(type="log", title={"text": "ms"}, rangemode="normal")
+    return time_axis(figure, int(history[0]["t"]), int(history[-1]["t"]) + 1)

@@ -97,6 +97,10 @@ class OpsHttpMixin:
         """The canary matrix (console/pages/delivery.py)."""
         return dict(self._request("GET", "/delivery/canaries"))
 
+    def delivery_latency(self: _Requests) -> dict[str, Any]:
+        """Latency and loss per scope (console/pages/delivery_latency.py)."""
+        return dict(self._request("GET", "/delivery/latency"))
+
     def accounting(self: _Requests) -> dict[str, Any]:
         """Delivery accounting (console/pages/delivery_accounting.py)."""
         return dict(self._request("GET", "/delivery/accounting"))

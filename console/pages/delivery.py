@@ -1,12 +1,15 @@
-"""Delivery: the canary matrix (issue 33 item 3, ADR 049).
+"""Delivery: latency and loss (console/pages/delivery_latency.py), the canary matrix (issue 33
+item 3, ADR 049), accounting and slow consumers (console/pages/delivery_accounting.py).
 
-Rows are receivers, columns publishers: each cell is the age of the publisher's last canary at
-the receiver and its latency, red when the pair is stale (no canary for the stale time). Below,
-the admin API's own probe on each member's client port. Data: ``GET /api/v1/delivery/canaries``.
+Canaries: rows are receivers, columns publishers: each cell is the age of the publisher's last
+canary at the receiver and its latency, red when the pair is stale (no canary for the stale
+time). Below, the admin API's own probe on each member's client port. Data:
+``GET /api/v1/delivery/canaries``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -16,11 +19,13 @@ from dash.development.base_component import Component
 
 from .. import format as fmt
 from ..components import Child, alert, attrs, card, page_header, table
+from ..figures import latency_figure
 from ..ids import Ids
 from ..polling import paced
 from ..provider import ProviderError
 from . import ConsolePage, Providers
 from .delivery_accounting import AccountingProvider, render_accounting, render_offenders
+from .delivery_latency import LatencyProvider, extend_history, render_latency, render_legs
 
 PATH = "delivery"
 TITLE = "Delivery"
@@ -33,6 +38,10 @@ class DeliveryIds(StrEnum):
     PROBES = "delivery-probes"
     ACCOUNTING = "delivery-accounting"
     OFFENDERS = "delivery-offenders"
+    LATENCY = "delivery-latency"
+    LATENCY_CHART = "delivery-latency-chart"
+    LATENCY_HISTORY = "delivery-latency-history"
+    LEGS = "delivery-legs"
     INTERVAL = "delivery-interval"
 
 
@@ -110,8 +119,27 @@ def layout() -> Component:
         [
             page_header(
                 TITLE,
-                "Canaries: every member publishes one a second and follows everyone's through "
-                "its delivery path (age of the last one · its latency)",
+                "What the subscribers got and how late: latency and loss, canaries through "
+                "every member's delivery path, where every delivery went, slow consumers",
+            ),
+            card(
+                [
+                    html.H2("Latency and loss, the members' last 60 s"),
+                    html.P(
+                        "what the subscribers measured (publish at the ingress member to receipt)"
+                        " and the loss they reported; the chart holds what this page has read "
+                        "since it was opened",
+                        className="muted",
+                    ),
+                    html.Div(id=DeliveryIds.LATENCY),
+                    dcc.Graph(
+                        id=DeliveryIds.LATENCY_CHART,
+                        config={"displayModeBar": False, "responsive": True},
+                    ),
+                    html.H3("Where the time goes: the server's own legs"),
+                    html.Div(id=DeliveryIds.LEGS),
+                    dcc.Store(id=DeliveryIds.LATENCY_HISTORY, data=[]),
+                ]
             ),
             html.Div(id=DeliveryIds.ALERT, className="alerts"),
             card([html.H2("Canary matrix"), html.Div(id=DeliveryIds.MATRIX)]),
@@ -142,6 +170,29 @@ def register(app: Dash, providers: Providers) -> None:
         except ProviderError as exc:
             return no_update, no_update, alert([exc])
         return render_matrix(document), render_probes(document), render_stalled(document)
+
+    @app.callback(
+        Output(DeliveryIds.LATENCY, "children"),
+        Output(DeliveryIds.LEGS, "children"),
+        Output(DeliveryIds.LATENCY_CHART, "figure"),
+        Output(DeliveryIds.LATENCY_HISTORY, "data"),
+        Input(DeliveryIds.INTERVAL, "n_intervals"),
+        State(Ids.TOKEN, "data"),
+        State(DeliveryIds.LATENCY_HISTORY, "data"),
+        running=paced(DeliveryIds.INTERVAL),
+    )
+    def refresh_latency(
+        _n: int | None, token: str | None, history: list[dict[str, Any]] | None
+    ) -> tuple[Any, ...]:
+        provider = providers(token)
+        if not isinstance(provider, LatencyProvider):
+            return [], [], no_update, no_update
+        try:
+            document = provider.delivery_latency()
+        except ProviderError as exc:
+            return alert([exc]), no_update, no_update, no_update
+        points = extend_history(history, document, time.time())
+        return render_latency(document), render_legs(document), latency_figure(points), points
 
     @app.callback(
         Output(DeliveryIds.ACCOUNTING, "children"),

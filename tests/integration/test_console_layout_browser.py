@@ -44,8 +44,9 @@ PAGES = [
     ("alerts", "#rule-create"),
     ("audit", "#audit-table"),
 ]
-#: pages no other browser test photographs for docs/console.md
-DOC_ONLY_HERE = ("delivery",)
+#: pages no other browser test photographs for docs/console.md (the Delivery page:
+#: test_console_delivery_browser.py, with a client's report in its latency card)
+DOC_ONLY_HERE: tuple[str, ...] = ()
 OVERFLOW = "return [document.documentElement.scrollWidth, window.innerWidth]"
 
 
