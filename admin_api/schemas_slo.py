@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from .schemas import MemberName
 from .slo import ObjectiveKind
 
 ObjectiveName = Annotated[
@@ -54,6 +55,11 @@ class SloIn(BaseModel):
     target: Target
     period_days: PeriodDays = 30
     threshold_ms: ThresholdMs | None = None
+    member: MemberName | None = Field(
+        None,
+        description="Count only the events of this member's clients (null: the whole cluster, "
+        "every member's added); a member not listed now counts nothing until it is",
+    )
     description: Description = ""
 
     @model_validator(mode="after")
@@ -75,6 +81,7 @@ class SloPatch(BaseModel):
     target: Target | None = None
     period_days: PeriodDays | None = None
     threshold_ms: ThresholdMs | None = None
+    member: MemberName | None = None
     description: Description | None = None
 
 

@@ -126,6 +126,11 @@ class ObjectiveSpec:
     target: float  # the good share to keep, 0 < target < 1
     period_days: int
     threshold_ms: float | None = None  # latency only
+    member: str | None = None  # one member's events only; None: every member's
+
+    def counts_on(self, member: str) -> bool:
+        """The objective counts ``member``'s events."""
+        return self.member is None or self.member == member
 
     def events(self, counts: MemberCounts) -> Events:
         """The objective's events in one member's counts."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import httpx
 from sqlalchemy.orm import Session
@@ -57,14 +57,16 @@ async def member_counts(http: httpx.AsyncClient, member: MemberEndpoint) -> Memb
 
 
 def objective_events(
-    objectives: Sequence[ObjectiveSpec], increases: Sequence[MemberCounts]
+    objectives: Sequence[ObjectiveSpec], increases: Mapping[str, MemberCounts]
 ) -> dict[int, Events]:
-    """Each objective's events in the members' increases, summed."""
+    """Each objective's events in the members' increases (member name -> counts), summed over
+    the members it counts (all, or its one member)."""
     out: dict[int, Events] = {}
     for objective in objectives:
         total = Events()
-        for counts in increases:
-            total += objective.events(counts)
+        for member, counts in increases.items():
+            if objective.counts_on(member):
+                total += objective.events(counts)
         out[objective.id] = total
     return out
 
@@ -108,14 +110,14 @@ class SloRecorder(BackgroundTask):
             self.last.clear()  # nothing measured: start from a fresh baseline later
             return {}
         looks = await asyncio.gather(*(member_counts(http, m) for m in members))
-        increases: list[MemberCounts] = []
+        increases: dict[str, MemberCounts] = {}
         for member, look in zip(members, looks, strict=True):
             if look is None:
                 continue
             more = increase(self.last.get(member.name), look)
             self.last[member.name] = look
             if more is not None:
-                increases.append(more)
+                increases[member.name] = more
         events = objective_events(objectives, increases)
         now = time.time()
         await asyncio.to_thread(self._save, events, now)

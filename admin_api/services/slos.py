@@ -43,7 +43,9 @@ def alert_target(name: str) -> str:
 
 
 def spec_of(row: SloObjective) -> ObjectiveSpec:
-    return ObjectiveSpec(row.id, row.name, row.kind, row.target, row.period_days, row.threshold_ms)
+    return ObjectiveSpec(
+        row.id, row.name, row.kind, row.target, row.period_days, row.threshold_ms, row.member
+    )
 
 
 class SloService:
@@ -73,7 +75,7 @@ class SloService:
             with transaction(self.db):
                 row.name, row.kind, row.target = data.name, data.kind, data.target
                 row.period_days, row.threshold_ms = data.period_days, data.threshold_ms
-                row.description = data.description
+                row.member, row.description = data.member, data.description
                 self.db.add(row)
         except IntegrityError:
             raise conflict(f"an objective named {data.name!r} exists already") from None
@@ -91,6 +93,7 @@ class SloService:
             "target": row.target,
             "period_days": row.period_days,
             "threshold_ms": row.threshold_ms,
+            "member": row.member,
             "description": row.description,
             **changes.model_dump(exclude_unset=True),
         }
@@ -168,6 +171,7 @@ class SloService:
             target=row.target,
             period_days=row.period_days,
             threshold_ms=row.threshold_ms,
+            member=row.member,
             description=row.description,
             alert_target=alert_target(row.name),
             threshold_edge_ms=edge,

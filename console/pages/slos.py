@@ -57,13 +57,16 @@ class SloProvider(Protocol):
 
 def what(objective: Mapping[str, Any]) -> str:
     """``latency <= 39.8 ms`` (the edge it is judged at), ``no loss``, ``recoveries succeed``,
-    ``subscribes succeed``."""
+    ``subscribes succeed``; ``, on m2`` for an objective of one member's clients."""
     kind = objective.get("kind")
     if kind == "latency":
         edge = objective.get("threshold_edge_ms")
         shown = fmt.latency(None if edge is None else edge / 1000)
-        return f"latency <= {shown}"
-    return GOOD_WHEN.get(str(kind), str(kind))
+        good = f"latency <= {shown}"
+    else:
+        good = GOOD_WHEN.get(str(kind), str(kind))
+    member = objective.get("member")
+    return f"{good}, on {member}" if member else good
 
 
 def budget_pill(left: float) -> Component:

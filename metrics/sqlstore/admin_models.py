@@ -17,7 +17,7 @@ table              content
                    the lockout counters (migration ``0009``, ADR 052)
 ``admin_sessions`` console sign-in sessions: the SHA-256 of the cookie (never the cookie), the
                    user, role, CSRF token and expiry
-``slo_objectives`` service level objectives (migration ``0012``, ADR 055)
+``slo_objectives`` service level objectives (migrations ``0012``, ``0013``; ADR 055)
 ``slo_minutes``    their good and total events per minute (kept for the objective's period)
 =================  ==============================================================================
 
@@ -280,6 +280,8 @@ class SloObjective(Base):
     target: Mapped[float] = mapped_column(Float)
     period_days: Mapped[int] = mapped_column(Integer)
     threshold_ms: Mapped[float | None] = mapped_column(Float)  # latency only
+    # the one member whose clients count (migration 0013); None: the whole cluster
+    member: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     description: Mapped[str] = mapped_column(String(1024), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))

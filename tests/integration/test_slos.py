@@ -33,6 +33,8 @@ BURNING = {"name": "burning", "kind": "latency", "target": 0.99, "threshold_ms":
 HEALTHY = {"name": "healthy", "kind": "latency", "target": 0.99, "threshold_ms": 100_000}
 NO_LOSS = {"name": "no_loss", "kind": "loss", "target": 0.999, "period_days": 7}
 SUBSCRIBES = {"name": "subscribes", "kind": "subscribe", "target": 0.999}
+# one member's clients only (issue 33 item 7): slo-1's client gets the N messages of slo-1
+ONE_MEMBER = {**HEALTHY, "name": "slo-1-only", "member": "slo-1"}
 
 
 async def _until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
@@ -56,6 +58,7 @@ async def _crud_checks(
         ({**BURNING, "name": "x", "threshold_ms": -1}, "threshold_ms"),
         ({**BURNING, "name": "x", "kind": "speed"}, "kind"),
         ({**BURNING, "name": "1 bad name"}, "name"),
+        ({**BURNING, "name": "x", "member": "no such/member"}, "member"),
     ]
     for body, field in cases:
         problem = assert_problem(await api.post(f"{API}/slos", json=body), 422)
@@ -109,9 +112,10 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             admin.client("admin") as admin_api,
         ):
             ids = {}
-            for body in (BURNING, HEALTHY, NO_LOSS, SUBSCRIBES):
+            for body in (BURNING, HEALTHY, NO_LOSS, SUBSCRIBES, ONE_MEMBER):
                 response = await api.post(f"{API}/slos", json=body)
                 assert response.status_code == 201, response.text
+                assert response.json()["member"] == body.get("member"), response.text
                 ids[body["name"]] = response.json()["id"]
             await _crud_checks(api, viewer, admin_api)
             recorder.start()
@@ -134,6 +138,7 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
                 found = {item["name"]: item for item in items}
                 done = all(found[n]["status"]["total"] == 2 * N for n in ("burning", "healthy"))
                 done = done and found["subscribes"]["status"]["total"] == len(clients)
+                done = done and found["slo-1-only"]["status"]["total"] == N
                 return found if done else None
 
             found = await _until(counted, "every latency counted for both objectives")
@@ -151,6 +156,8 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             assert (no_loss["good"], no_loss["total"]) == (2 * N, 2 * N)
             subscribes = found["subscribes"]["status"]  # each client's one subscription
             assert (subscribes["good"], subscribes["total"]) == (2, 2)
+            one_member = found["slo-1-only"]["status"]  # slo-1's client alone: N, not 2 N
+            assert (one_member["good"], one_member["total"]) == (N, N)
 
             fired = await _until(
                 lambda: _both(api, "slo:burning"), "SLOFastBurn and SLOSlowBurn firing"
@@ -163,6 +170,9 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             assert await _alerts(api, "slo:healthy") == {}
             assert await _alerts(api, "slo:no_loss") == {}
             assert await _alerts(api, "slo:subscribes") == {}
+            assert await _alerts(api, "slo:slo-1-only") == {}
+            again = (await viewer.get(f"{API}/slos/{ids['slo-1-only']}")).json()
+            assert again["status"]["total"] == N  # settled: still slo-1's N alone
             history = (await viewer.get(f"{API}/slos/{ids['burning']}/history")).json()
             assert history["points"]
             assert history["points"][-1]["burn_rate"] > 14.4

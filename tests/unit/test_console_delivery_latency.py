@@ -59,7 +59,7 @@ def _rows(component: Component) -> dict[str, dict[str, Any]]:
     """``data-row`` -> {``data-column``: ``data-value``} of a rendered table (and its texts)."""
     rows: dict[str, dict[str, Any]] = {}
     for tr in component.children[1].children:  # Thead, Tbody
-        key = getattr(tr, "data-row", None)
+        key = str(getattr(tr, "data-row", ""))
         cells: dict[str, Any] = {"_text": []}
         for td in tr.children:
             child = td.children

@@ -49,6 +49,7 @@ def test_the_table_marks_what_burns() -> None:
     assert "20.00x" in text
     assert what(document["items"][0]) == "latency <= 39.8 ms"  # the edge it is judged at
     assert what(document["items"][2]) == "no loss"
+    assert what({**document["items"][2], "member": "m2"}) == "no loss, on m2"  # one member's
     empty = _rows(render_table({"items": []}))
     assert "POST /api/v1/slos" in str(empty[0].to_plotly_json())
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pushgrid.admin_api.alerting import Evaluator, Rule
+from pushgrid.admin_api.services.slo_recorder import objective_events
 from pushgrid.admin_api.slo import (
     BURN_WINDOWS,
     FAST_BURN,
@@ -95,6 +96,21 @@ def test_loss_and_recovery_events() -> None:
     assert (recovery.good, recovery.total) == (40, 50)
     subscribe = ObjectiveSpec(1, "s", "subscribe", 0.999, 30).events(counts)
     assert (subscribe.good, subscribe.total) == (995, 1000)
+
+
+def test_an_objective_of_one_member_counts_only_its_clients() -> None:
+    def counts(delivered: int, resyncs: int) -> MemberCounts:
+        latency = tuple([0] * 30 + [delivered] + [0] * (BUCKET_COUNT - 31))
+        return MemberCounts(1, latency, {"resyncs": resyncs}, 0, 0, 0, 0)
+
+    increases = {"m1": counts(90, 1), "m2": counts(10, 4), "m3": counts(5, 0)}
+    cluster = ObjectiveSpec(1, "all", "loss", 0.99, 30)
+    one = ObjectiveSpec(2, "m2-only", "loss", 0.99, 30, member="m2")
+    absent = ObjectiveSpec(3, "m9-only", "loss", 0.99, 30, member="m9")
+    events = objective_events([cluster, one, absent], increases)
+    assert (events[1].good, events[1].total) == (105, 110)  # every member's, added
+    assert (events[2].good, events[2].total) == (10, 14)  # m2's alone
+    assert (events[3].good, events[3].total) == (0, 0)  # a member not listed counts nothing
 
 
 def test_burn_rate_and_budget_by_hand() -> None:
