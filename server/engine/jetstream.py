@@ -92,6 +92,7 @@ from .nats_wire import (
     subject_token,
     token_subject,
 )
+from .pub_acks import PubAcks
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,7 @@ class JetStreamEngine(Engine):
         self._chain: dict[str, int] = {}
         self._ids_loader: asyncio.Task[None] | None = None
         self._in_flight: dict[tuple[str, str], asyncio.Future[Published]] = {}
+        self._acks = PubAcks()
         # the subjects of _heads/_recent/_chain, for the memory bounds (guarantees 8-10)
         self._table = SubjectTable(
             max_subjects=limits.max_subjects,
@@ -191,6 +193,7 @@ class JetStreamEngine(Engine):
     async def start(self, deliver: Deliver) -> None:
         await self.link.start()
         self._deliver = deliver
+        await self._acks.start(self.link.nc)
         await self.link.nc.subscribe(
             REPUBLISH_PREFIX + ">",
             cb=self._on_republished,
@@ -433,12 +436,10 @@ class JetStreamEngine(Engine):
         self, subject: str, plan: _Plan, msg_id: str, attempt: int, left: float
     ) -> PubAck:
         assert plan.record is not None
-        return await self.link.nc.jetstream().publish(
+        return await self._acks.publish(
             GUARANTEED_PREFIX + subject_token(subject),
             encode_record(plan.record),
-            timeout=min(
-                _ATTEMPT_TIMEOUTS[min(attempt, len(_ATTEMPT_TIMEOUTS)) - 1], max(0.1, left)
-            ),
+            wait=min(_ATTEMPT_TIMEOUTS[min(attempt, len(_ATTEMPT_TIMEOUTS)) - 1], max(0.1, left)),
             headers={
                 "Nats-Msg-Id": msg_id,
                 "Nats-Expected-Last-Subject-Sequence": str(plan.expected),
@@ -577,8 +578,13 @@ class JetStreamEngine(Engine):
         self, subject: str, stream_seq: int, request: PublishRequest
     ) -> Published:
         """The answer to a publish JetStream found a duplicate of: the record at
-        ``stream_seq`` holds the original (read from the stream leader)."""
+        ``stream_seq`` holds the original, read from the stream leader unless this member
+        already knows its msg_ids (it delivered or stored the record: most often an attempt of
+        its own whose acknowledgement came too late, retried with the same Msg-Id)."""
         assert request.msg_id is not None
+        known = self._dedup.get(subject, request.msg_id, self._now_ms())
+        if known is not None:  # a msg_id is in a subject's chain once: this is the original
+            return duplicate_of(request, known)
         try:
             raw = await self.link.nc.jsm().get_msg(self.stream, seq=stream_seq, direct=False)
         except (nats.errors.Error, TimeoutError) as exc:
