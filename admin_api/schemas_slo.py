@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from pushgrid.protocol.subjects import pattern_error
 
 from .schemas import MemberName
 from .slo import ObjectiveKind
@@ -39,6 +48,20 @@ ThresholdMs = Annotated[
     ),
 ]
 Description = Annotated[str, StringConstraints(max_length=1024)]
+#: the kinds the members count per watched pattern (the clients' latency and loss reports)
+PATTERN_KINDS: Final = ("latency", "loss")
+
+
+def _pattern(value: str) -> str:
+    problem = pattern_error(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+WatchedPatternName = Annotated[
+    str, StringConstraints(max_length=1024), AfterValidator(_pattern), Field(examples=["/Stocks/*"])
+]
 
 
 class SloIn(BaseModel):
@@ -60,6 +83,12 @@ class SloIn(BaseModel):
         description="Count only the events of this member's clients (null: the whole cluster, "
         "every member's added); a member not listed now counts nothing until it is",
     )
+    pattern: WatchedPatternName | None = Field(
+        None,
+        description="latency and loss only: count only the deliveries of subjects this "
+        "watched pattern matches (as the members count them for GET /watched-subjects; null: "
+        "every subject). Events count while the pattern is watched",
+    )
     description: Description = ""
 
     @model_validator(mode="after")
@@ -68,6 +97,10 @@ class SloIn(BaseModel):
             raise ValueError("threshold_ms is required for a latency objective")
         if self.kind != "latency" and self.threshold_ms is not None:
             raise ValueError(f"threshold_ms applies to latency objectives only, not {self.kind}")
+        if self.pattern is not None and self.kind not in PATTERN_KINDS:
+            raise ValueError(
+                f"pattern applies to latency and loss objectives only, not {self.kind}"
+            )
         return self
 
 
@@ -82,6 +115,7 @@ class SloPatch(BaseModel):
     period_days: PeriodDays | None = None
     threshold_ms: ThresholdMs | None = None
     member: MemberName | None = None
+    pattern: WatchedPatternName | None = None
     description: Description | None = None
 
 

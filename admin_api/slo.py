@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 from pushgrid.protocol.latency import UPPER
@@ -84,6 +84,22 @@ class Events:
 
 
 @dataclass(frozen=True, slots=True)
+class PatternCounts:
+    """A watched pattern's cumulative latency buckets and loss counters on one member."""
+
+    latency: tuple[int, ...]
+    loss: Mapping[str, int]
+
+    def since(self, before: PatternCounts) -> PatternCounts | None:
+        """The increase; None when a counter went back (the pattern was watched anew)."""
+        latency = tuple(a - b for a, b in zip(self.latency, before.latency, strict=True))
+        loss = {k: self.loss.get(k, 0) - before.loss.get(k, 0) for k in self.loss}
+        if min((*latency, *loss.values()), default=0) < 0:
+            return None
+        return PatternCounts(latency, loss)
+
+
+@dataclass(frozen=True, slots=True)
 class MemberCounts:
     """One look at a member: its cumulative counters (since ``start_time``)."""
 
@@ -94,11 +110,15 @@ class MemberCounts:
     recovery_failed: int  # recovery_failures_total
     subscribed: int = 0  # subscribes_total
     subscribe_failed: int = 0  # subscribe_failures_total
+    patterns: Mapping[str, PatternCounts] = field(default_factory=dict)  # watched patterns
 
 
 def increase(before: MemberCounts | None, after: MemberCounts) -> MemberCounts | None:
     """What the member counted between two looks (None on the first look: unknown). After a
-    restart (another start time, or a counter that went back) all it counted since."""
+    restart (another start time, or a counter that went back) all it counted since. A watched
+    pattern's counts start at zero when the member first counts for it (after it is watched):
+    one the previous look did not list, or whose counters went back (watched anew), counted all
+    it holds since that look."""
     if before is None:
         return None
     restarted = before.start_time != after.start_time
@@ -112,7 +132,11 @@ def increase(before: MemberCounts | None, after: MemberCounts) -> MemberCounts |
     )
     if restarted or min((*latency, *loss.values(), *scalars), default=0) < 0:
         return after
-    return MemberCounts(after.start_time, latency, loss, *scalars)
+    patterns = {
+        name: (counts.since(before.patterns[name]) if name in before.patterns else None) or counts
+        for name, counts in after.patterns.items()
+    }
+    return MemberCounts(after.start_time, latency, loss, *scalars, patterns=patterns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +151,7 @@ class ObjectiveSpec:
     period_days: int
     threshold_ms: float | None = None  # latency only
     member: str | None = None  # one member's events only; None: every member's
+    pattern: str | None = None  # one watched pattern's (latency and loss kinds only)
 
     def counts_on(self, member: str) -> bool:
         """The objective counts ``member``'s events."""
@@ -134,12 +159,18 @@ class ObjectiveSpec:
 
     def events(self, counts: MemberCounts) -> Events:
         """The objective's events in one member's counts."""
+        latency, loss = counts.latency, counts.loss
+        if self.pattern is not None:
+            of_pattern = counts.patterns.get(self.pattern)
+            if of_pattern is None:  # not watched on that member, or its first look
+                return Events()
+            latency, loss = of_pattern.latency, of_pattern.loss
         if self.kind == "latency":
             edge, _ = threshold_edge(self.threshold_ms or 0.0)
-            return Events(sum(counts.latency[: edge + 1]), sum(counts.latency))
+            return Events(sum(latency[: edge + 1]), sum(latency))
         if self.kind == "loss":
-            delivered = sum(counts.latency)
-            lost = sum(counts.loss.get(k, 0) for k in LOST_KINDS)
+            delivered = sum(latency)
+            lost = sum(loss.get(k, 0) for k in LOST_KINDS)
             return Events(delivered, delivered + lost)
         if self.kind == "subscribe":
             return Events(counts.subscribed, counts.subscribed + counts.subscribe_failed)

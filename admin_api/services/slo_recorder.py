@@ -20,14 +20,14 @@ from sqlalchemy.orm import Session
 
 from pushgrid.config import AlertsSettings
 from pushgrid.ops import names
-from pushgrid.ops.delivery import DeliveryTotals, text_counts
+from pushgrid.ops.delivery import DeliveryTotals, text_counts, text_loss
 from pushgrid.ops.server import ServerTotals
 
 from ..access import read_view
 from ..answering import Answering
 from ..background import BackgroundTask, repeat
 from ..member_client import MemberEndpoint, MemberFailure, new_http_client
-from ..slo import Events, MemberCounts, ObjectiveSpec, increase, minute_of
+from ..slo import Events, MemberCounts, ObjectiveSpec, PatternCounts, increase, minute_of
 from .slos import SloService, spec_of
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,21 @@ async def member_counts(http: httpx.AsyncClient, member: MemberEndpoint) -> Memb
         counters.get("recovery_failures_total", 0),
         counters.get("subscribes_total", 0),
         counters.get("subscribe_failures_total", 0),
+        patterns=pattern_counts(delivery),
     )
+
+
+def pattern_counts(delivery: DeliveryTotals) -> dict[str, PatternCounts]:
+    """Each watched pattern's cumulative counts (a pattern whose text does not parse: left
+    out, as a member of another version would send it)."""
+    out: dict[str, PatternCounts] = {}
+    for pattern, buckets in delivery.pattern_total_buckets.items():
+        try:
+            loss = text_loss(delivery.pattern_loss_total.get(pattern, ""))
+            out[pattern] = PatternCounts(tuple(text_counts(buckets)), loss)
+        except ValueError as exc:
+            log.debug("SLO look: pattern %s unreadable: %s", pattern, exc)
+    return out
 
 
 def objective_events(

@@ -44,7 +44,14 @@ def alert_target(name: str) -> str:
 
 def spec_of(row: SloObjective) -> ObjectiveSpec:
     return ObjectiveSpec(
-        row.id, row.name, row.kind, row.target, row.period_days, row.threshold_ms, row.member
+        row.id,
+        row.name,
+        row.kind,
+        row.target,
+        row.period_days,
+        row.threshold_ms,
+        row.member,
+        row.pattern,
     )
 
 
@@ -75,7 +82,8 @@ class SloService:
             with transaction(self.db):
                 row.name, row.kind, row.target = data.name, data.kind, data.target
                 row.period_days, row.threshold_ms = data.period_days, data.threshold_ms
-                row.member, row.description = data.member, data.description
+                row.member, row.pattern = data.member, data.pattern
+                row.description = data.description
                 self.db.add(row)
         except IntegrityError:
             raise conflict(f"an objective named {data.name!r} exists already") from None
@@ -94,6 +102,7 @@ class SloService:
             "period_days": row.period_days,
             "threshold_ms": row.threshold_ms,
             "member": row.member,
+            "pattern": row.pattern,
             "description": row.description,
             **changes.model_dump(exclude_unset=True),
         }
@@ -172,6 +181,7 @@ class SloService:
             period_days=row.period_days,
             threshold_ms=row.threshold_ms,
             member=row.member,
+            pattern=row.pattern,
             description=row.description,
             alert_target=alert_target(row.name),
             threshold_edge_ms=edge,

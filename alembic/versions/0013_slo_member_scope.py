@@ -1,4 +1,5 @@
-"""An objective may count one member's clients (issue 33 item 7): ``slo_objectives.member``.
+"""An objective may count one member's clients or one watched pattern's deliveries (issue 33
+item 7): ``slo_objectives.member`` and ``slo_objectives.pattern``.
 
 Revision ID: 0013
 Revises: 0012
@@ -25,8 +26,10 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("slo_objectives") as batch:
         batch.add_column(sa.Column("member", sa.String(length=64), nullable=True))
+        batch.add_column(sa.Column("pattern", sa.String(length=1024), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("slo_objectives") as batch:
+        batch.drop_column("pattern")
         batch.drop_column("member")

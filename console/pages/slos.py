@@ -57,7 +57,8 @@ class SloProvider(Protocol):
 
 def what(objective: Mapping[str, Any]) -> str:
     """``latency <= 39.8 ms`` (the edge it is judged at), ``no loss``, ``recoveries succeed``,
-    ``subscribes succeed``; ``, on m2`` for an objective of one member's clients."""
+    ``subscribes succeed``; ``, under /Stocks/*`` / ``, on m2`` for an objective of one watched
+    pattern's deliveries / one member's clients."""
     kind = objective.get("kind")
     if kind == "latency":
         edge = objective.get("threshold_edge_ms")
@@ -65,8 +66,9 @@ def what(objective: Mapping[str, Any]) -> str:
         good = f"latency <= {shown}"
     else:
         good = GOOD_WHEN.get(str(kind), str(kind))
-    member = objective.get("member")
-    return f"{good}, on {member}" if member else good
+    member, pattern = objective.get("member"), objective.get("pattern")
+    scope = (f", under {pattern}" if pattern else "") + (f", on {member}" if member else "")
+    return good + scope
 
 
 def budget_pill(left: float) -> Component:

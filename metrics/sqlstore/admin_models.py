@@ -282,6 +282,8 @@ class SloObjective(Base):
     threshold_ms: Mapped[float | None] = mapped_column(Float)  # latency only
     # the one member whose clients count (migration 0013); None: the whole cluster
     member: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    # one watched pattern's deliveries (migration 0013); None: every subject
+    pattern: Mapped[str | None] = mapped_column(String(1024))
     description: Mapped[str] = mapped_column(String(1024), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     created_by: Mapped[str | None] = mapped_column(String(TOKEN_NAME_LENGTH))

@@ -80,6 +80,16 @@ class DeliveryDocument(msgspec.Struct, rename="pascal", frozen=True, kw_only=Tru
         str,
         java(STRING, "Latency buckets since start, 'index:count' (the SLOs' good/total events)"),
     ] = ""
+    pattern_total_buckets: Annotated[
+        dict[str, str],
+        java(MAP, "Watched pattern -> its latency buckets since start (a pattern's SLOs)"),
+    ] = msgspec.field(default_factory=dict)
+    pattern_loss_total: Annotated[
+        dict[str, str],
+        java(
+            MAP, "Watched pattern -> its loss counters since start, space-separated in LOSS order"
+        ),
+    ] = msgspec.field(default_factory=dict)
 
 
 class DeliveryTotals(msgspec.Struct, rename="pascal", frozen=True):
@@ -88,6 +98,9 @@ class DeliveryTotals(msgspec.Struct, rename="pascal", frozen=True):
 
     latency_total_buckets: str
     loss_total: dict[str, int]
+    # per watched pattern (a member of an earlier version has none)
+    pattern_total_buckets: dict[str, str] = msgspec.field(default_factory=dict)
+    pattern_loss_total: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class DeliveryLoss(msgspec.Struct, rename="pascal", frozen=True):

@@ -50,6 +50,7 @@ def read_delivery(book: DeliveryBook, watched: set[str]) -> DeliveryReading:
     counts = recent.member.latency.counts
     p = percentiles(counts)
     patterns = {k: v for k, v in recent.patterns.items() if k in watched}
+    totals = {k: v for k, v in book.pattern_totals.items() if k in watched}
     document = DeliveryDocument(
         window=WINDOW_SECONDS,
         latency_count=recent.member.latency.count,
@@ -66,12 +67,14 @@ def read_delivery(book: DeliveryBook, watched: set[str]) -> DeliveryReading:
         pattern_buckets={k: bucket_text(t.latency.counts) for k, t in sorted(patterns.items())},
         pattern_loss={k: loss_text(t.loss) for k, t in sorted(patterns.items())},
         latency_total_buckets=bucket_text(book.totals.latency.counts),
+        pattern_total_buckets={k: bucket_text(t.latency.counts) for k, t in sorted(totals.items())},
+        pattern_loss_total={k: loss_text(t.loss) for k, t in sorted(totals.items())},
     )
     return DeliveryReading(
         document,
         tuple(book.totals.latency.counts),
         {leg: tuple(h.counts) for leg, h in book.legs.items()},
-        {k: tuple(t.latency.counts) for k, t in book.pattern_totals.items() if k in watched},
+        {k: tuple(t.latency.counts) for k, t in totals.items()},
         dict(book.totals.loss),
         book.reports,
         book.rejected_reports,

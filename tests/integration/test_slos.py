@@ -35,6 +35,9 @@ NO_LOSS = {"name": "no_loss", "kind": "loss", "target": 0.999, "period_days": 7}
 SUBSCRIBES = {"name": "subscribes", "kind": "subscribe", "target": 0.999}
 # one member's clients only (issue 33 item 7): slo-1's client gets the N messages of slo-1
 ONE_MEMBER = {**HEALTHY, "name": "slo-1-only", "member": "slo-1"}
+# one watched pattern's deliveries: /slo/* holds every message of the test, /other/* none
+ONE_PATTERN = {**HEALTHY, "name": "slo-pattern", "pattern": "/slo/*"}
+OTHER_PATTERN = {**NO_LOSS, "name": "other-pattern", "pattern": "/other/*"}
 
 
 async def _until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
@@ -59,6 +62,7 @@ async def _crud_checks(
         ({**BURNING, "name": "x", "kind": "speed"}, "kind"),
         ({**BURNING, "name": "1 bad name"}, "name"),
         ({**BURNING, "name": "x", "member": "no such/member"}, "member"),
+        ({**BURNING, "name": "x", "pattern": "no/slash/first"}, "pattern"),
     ]
     for body, field in cases:
         problem = assert_problem(await api.post(f"{API}/slos", json=body), 422)
@@ -66,6 +70,9 @@ async def _crud_checks(
     no_threshold = {k: v for k, v in BURNING.items() if k != "threshold_ms"} | {"name": "x"}
     problem = assert_problem(await api.post(f"{API}/slos", json=no_threshold), 422)
     assert "threshold_ms" in str(problem["errors"]), problem
+    by_pattern = {**SUBSCRIBES, "name": "x", "pattern": "/slo/*"}  # not counted per pattern
+    problem = assert_problem(await api.post(f"{API}/slos", json=by_pattern), 422)
+    assert "pattern" in str(problem["errors"]), problem
     assert_problem(await viewer.post(f"{API}/slos", json={**HEALTHY, "name": "x"}), 403)
     assert_problem(await api.post(f"{API}/slos", json=BURNING), 409)
     temporary = (await api.post(f"{API}/slos", json={**HEALTHY, "name": "temp"})).json()
@@ -89,7 +96,12 @@ async def _alerts(api: httpx.AsyncClient, target: str) -> dict[str, dict[str, An
 async def test_a_latency_objective_burns_and_fires_another_does_not(
     tmp_path: Path, server_factory: Callable[..., ServerProcess]
 ) -> None:
-    servers = [server_factory(ServerName=f"slo-{i}", MetaSubjectInterval=0) for i in (1, 2)]
+    servers = [
+        server_factory(
+            ServerName=f"slo-{i}", MetaSubjectInterval=0, **{"WatchedSubjects.Patterns": "/slo/*"}
+        )
+        for i in (1, 2)
+    ]
     admin = AdminHarness(
         tmp_path / "admin",
         [member_entry(f"slo-{i}", s) for i, s in zip((1, 2), servers, strict=True)],
@@ -112,10 +124,22 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             admin.client("admin") as admin_api,
         ):
             ids = {}
-            for body in (BURNING, HEALTHY, NO_LOSS, SUBSCRIBES, ONE_MEMBER):
+            for body in (
+                BURNING,
+                HEALTHY,
+                NO_LOSS,
+                SUBSCRIBES,
+                ONE_MEMBER,
+                ONE_PATTERN,
+                OTHER_PATTERN,
+            ):
                 response = await api.post(f"{API}/slos", json=body)
                 assert response.status_code == 201, response.text
-                assert response.json()["member"] == body.get("member"), response.text
+                answer = response.json()
+                assert (answer["member"], answer["pattern"]) == (
+                    body.get("member"),
+                    body.get("pattern"),
+                ), response.text
                 ids[body["name"]] = response.json()["id"]
             await _crud_checks(api, viewer, admin_api)
             recorder.start()
@@ -139,6 +163,7 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
                 done = all(found[n]["status"]["total"] == 2 * N for n in ("burning", "healthy"))
                 done = done and found["subscribes"]["status"]["total"] == len(clients)
                 done = done and found["slo-1-only"]["status"]["total"] == N
+                done = done and found["slo-pattern"]["status"]["total"] == 2 * N
                 return found if done else None
 
             found = await _until(counted, "every latency counted for both objectives")
@@ -158,6 +183,9 @@ async def test_a_latency_objective_burns_and_fires_another_does_not(
             assert (subscribes["good"], subscribes["total"]) == (2, 2)
             one_member = found["slo-1-only"]["status"]  # slo-1's client alone: N, not 2 N
             assert (one_member["good"], one_member["total"]) == (N, N)
+            of_pattern = found["slo-pattern"]["status"]  # every message is under /slo/*
+            assert (of_pattern["good"], of_pattern["total"]) == (2 * N, 2 * N)
+            assert found["other-pattern"]["status"]["total"] == 0
 
             fired = await _until(
                 lambda: _both(api, "slo:burning"), "SLOFastBurn and SLOSlowBurn firing"

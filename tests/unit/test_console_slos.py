@@ -50,6 +50,8 @@ def test_the_table_marks_what_burns() -> None:
     assert what(document["items"][0]) == "latency <= 39.8 ms"  # the edge it is judged at
     assert what(document["items"][2]) == "no loss"
     assert what({**document["items"][2], "member": "m2"}) == "no loss, on m2"  # one member's
+    scoped = {**document["items"][2], "member": "m2", "pattern": "/a/*"}
+    assert what(scoped) == "no loss, under /a/*, on m2"
     empty = _rows(render_table({"items": []}))
     assert "POST /api/v1/slos" in str(empty[0].to_plotly_json())
 

@@ -20,6 +20,7 @@ from pushgrid.admin_api.slo import (
     Events,
     MemberCounts,
     ObjectiveSpec,
+    PatternCounts,
     budget_remaining,
     burn_rate,
     burn_rates,
@@ -111,6 +112,33 @@ def test_an_objective_of_one_member_counts_only_its_clients() -> None:
     assert (events[1].good, events[1].total) == (105, 110)  # every member's, added
     assert (events[2].good, events[2].total) == (10, 14)  # m2's alone
     assert (events[3].good, events[3].total) == (0, 0)  # a member not listed counts nothing
+
+
+def test_an_objective_of_one_pattern_counts_its_deliveries_from_the_first_report() -> None:
+    def buckets(n: int) -> tuple[int, ...]:
+        return tuple([0] * 30 + [n] + [0] * (BUCKET_COUNT - 31))
+
+    def look(member: int, patterns: dict[str, PatternCounts], start: int = 1) -> MemberCounts:
+        return MemberCounts(start, buckets(member), {}, 0, 0, patterns=patterns)
+
+    first = look(10, {})  # the pattern is watched; no client has reported for it yet
+    second = look(25, {"/a/*": PatternCounts(buckets(12), {"resyncs": 1})})
+    third = look(40, {"/a/*": PatternCounts(buckets(20), {"resyncs": 1})})
+    objective = ObjectiveSpec(1, "a", "loss", 0.99, 30, pattern="/a/*")
+    other = ObjectiveSpec(2, "b", "loss", 0.99, 30, pattern="/b/*")
+    step = increase(first, second)
+    assert step is not None
+    # the pattern's first counts are all new: it starts at zero after the previous look
+    assert (objective.events(step).good, objective.events(step).total) == (12, 13)
+    assert (other.events(step).good, other.events(step).total) == (0, 0)
+    step = increase(second, third)
+    assert step is not None
+    assert (objective.events(step).good, objective.events(step).total) == (8, 8)
+    # watched anew between two looks (its counters went back): what it holds now is new
+    again = look(50, {"/a/*": PatternCounts(buckets(3), {})})
+    step = increase(third, again)
+    assert step is not None
+    assert objective.events(step).total == 3
 
 
 def test_burn_rate_and_budget_by_hand() -> None:
