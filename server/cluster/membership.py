@@ -41,7 +41,11 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT = 1.0
 DOWN_AFTER = 3.5
-HELLO_WAIT = 0.6
+# How long a starting member waits for the members already up to answer its hello (it stops
+# as soon as every other listed member has). 0.6 s was too short on a loaded machine: at load
+# average 20 a member with another ClusterMembers list joined (its peers answered later) and
+# only logged the mismatch from their heartbeats (test_cluster_guaranteed, 2026-11-28).
+HELLO_WAIT = 2.0
 HELLO_REPLY = "pg.hello.reply"  # the kind a hello's answer is signed as (it goes to an inbox)
 
 
@@ -97,13 +101,17 @@ class Membership:
         await self._send(HELLO_SUBJECT, HELLO_SUBJECT, self._me, reply=inbox)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + HELLO_WAIT
+        others = len(self._topology.members) - 1 if self._topology is not None else None
+        answered: set[str] = set()
         try:
-            while (remaining := deadline - loop.time()) > 0:
+            while (remaining := deadline - loop.time()) > 0 and len(answered) != others:
                 try:
                     msg = await replies.next_msg(timeout=remaining)
                 except TimeoutError:
                     break
                 peer = self._decode(msg, HELLO_REPLY)
+                if peer is not None:
+                    answered.add(peer.name)
                 if peer is not None and peer.fingerprint != self._me.fingerprint:
                     raise ClusterError(
                         f"ClusterMembers: member {peer.name!r} runs with a different "
