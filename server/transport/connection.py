@@ -60,6 +60,7 @@ class Connection(asyncio.Protocol):
         "_outbox",
         "_outbox_size",
         "_slow",
+        "_unit",
         "_unit_shift",
         "_units",
         "bytes_in",
@@ -108,6 +109,7 @@ class Connection(asyncio.Protocol):
         # then _outbox_full counts the bytes exactly (the limit is the old one, to the byte).
         self._units = 0
         self._unit_shift = max(1, self._limit // OUTBOX_UNITS).bit_length() - 1
+        self._unit = 1 << self._unit_shift
         # The live deliveries queued since the last flush (core/accounting.py), written at the
         # flush, dropped or closed when the queue is discarded: counted, not listed. A flush
         # mostly carries one subject's deliveries (``_live_n`` of ``_live_subject``); a
@@ -175,7 +177,8 @@ class Connection(asyncio.Protocol):
         data = frame.ws_frame or frame.ws()
         if self._held:  # already waiting for the next flush: only queue (one call less)
             self._outbox.append(data)
-            self._units += (len(data) >> self._unit_shift) + 1
+            size = len(data)  # most frames are smaller than a unit: no shift (a slow int op)
+            self._units += 1 if size < self._unit else (size >> self._unit_shift) + 1
             if self._units > OUTBOX_UNITS and self._outbox_full():
                 self.flush()  # see _enqueue
             return
@@ -193,7 +196,8 @@ class Connection(asyncio.Protocol):
         if self._held:  # sending and waiting for the next flush (see send)
             data = frame.ws_frame or frame.ws()
             self._outbox.append(data)
-            self._units += (len(data) >> self._unit_shift) + 1
+            size = len(data)  # most frames are smaller than a unit: no shift (a slow int op)
+            self._units += 1 if size < self._unit else (size >> self._unit_shift) + 1
             if self._units > OUTBOX_UNITS and self._outbox_full():
                 self.flush()
             return
@@ -290,7 +294,7 @@ class Connection(asyncio.Protocol):
             return
         ctx = self.ctx
         self._outbox.append(frame)
-        self._units += (len(frame) >> self._unit_shift) + 1
+        self._units += (len(frame) >> self._unit_shift) + 1  # (not per delivery)
         if self._units > OUTBOX_UNITS and self._outbox_full():
             # Frames held back (a flush tick, a batch) reached what the write buffer may
             # hold: they leave now, and the write buffer decides who is a slow consumer.
