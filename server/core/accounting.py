@@ -22,9 +22,10 @@ fields out) and ``refused`` (publishes refused by entitlement: never published, 
 
 Cost: the counters live in the hub's per-subject tally (one list per subject and second, already
 looked up once per message), so a fan-out adds integer increments per message, not per
-subscriber; the connection adds one list append per queued delivery and one tally increment per
-written delivery at its flush. Once a second :class:`DeliveryAccounts` folds the tally into
-totals, per subject and per watched pattern.
+subscriber; the connection counts its queued live deliveries (one small-int increment each, the
+subject compared with the last one's) and adds the count to the tally at its flush (ADR 058).
+Once a second :class:`DeliveryAccounts` folds the tally into totals, per subject and per
+watched pattern.
 """
 
 from __future__ import annotations

@@ -325,20 +325,6 @@ class Hub:
         counts = self.tally.get(subject) or self._new_tally(subject)
         counts[column] += n
 
-    def count_outcomes(self, subjects: list[str], column: int) -> None:
-        """One delivery of each of ``subjects`` (a connection's flush or drop) ended as
-        ``column``. A flush mostly carries one subject's messages (the same str object, so
-        ``list.count`` compares pointers in C): counted at once, the others one by one."""
-        first = subjects[0]
-        same = subjects.count(first)
-        self.count_outcome(first, column, same)
-        if same < len(subjects):
-            tally = self.tally
-            for subject in subjects:
-                if subject != first:
-                    counts = tally.get(subject) or self._new_tally(subject)
-                    counts[column] += 1
-
     def count_refused(self, subject: str) -> None:
         """A publish of ``subject`` refused by entitlement (never published, never due)."""
         self.count_outcome(subject, REFUSED)

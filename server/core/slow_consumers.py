@@ -79,7 +79,7 @@ class SlowConsumerLog:
             queued_bytes=queued_bytes,
             limit=limit,
             compressed=wire.compressed,
-            queued_by_subject=dict(Counter(wire.queued).most_common(MAX_QUEUED_SUBJECTS)),
+            queued_by_subject=dict(Counter(dict(wire.queued)).most_common(MAX_QUEUED_SUBJECTS)),
             backlog_seconds=wire.backlog_seconds,
             send_rate=wire.bytes_out / connected if connected > 0 else 0.0,
             connected_seconds=round(connected, 3),
@@ -105,7 +105,7 @@ class WireState:
     still queued, how long its send buffer has been non-empty, the bytes it wrote."""
 
     compressed: bool = False
-    queued: tuple[str, ...] = ()
+    queued: tuple[tuple[str, int], ...] = ()  # (subject, live deliveries still queued)
     backlog_seconds: float | None = None
     bytes_out: int = 0
 

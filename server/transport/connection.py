@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: The outbox's bound in units (see ``Connection._units``): at most 256, so the running count
+#: stays among CPython's cached small ints and queueing a frame allocates nothing (ADR 058).
+OUTBOX_UNITS = 256
+
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
 _CLOSING, _CLOSED = ConnState.CLOSING, ConnState.CLOSED
 
@@ -49,12 +53,16 @@ class Connection(asyncio.Protocol):
         "_batch_due",
         "_held",
         "_limit",
-        "_live",
+        "_live_n",
+        "_live_others",
+        "_live_subject",
         "_marked",
         "_outbox",
         "_outbox_size",
-        "_queued",
         "_slow",
+        "_unit",
+        "_unit_shift",
+        "_units",
         "bytes_in",
         "bytes_out",
         "ctx",
@@ -89,16 +97,27 @@ class Connection(asyncio.Protocol):
         self.session: Session | None = None
         self._outbox: list[bytes] = []
         self._outbox_size = 0  # bytes queued since the last flush, for BatchingMaxSize
-        self._queued = 0  # bytes in _outbox (all of them)
         self._batch_due: float | None = None
         self._marked = False  # in the flusher's list for the next flush
         # Marked for the next plain flush (no batching) while sending: a delivery only appends
         # (the hot path of Connection.send). Any state change clears it.
         self._held = False
         self._limit = ctx.limits.max_outbound_buffer_size
-        # the subjects of the live deliveries queued since the last flush (core/accounting.py):
-        # written at the flush, dropped or closed when the queue is discarded
-        self._live: list[str] = []
+        # The outbox's bound without a byte count per frame (an int allocated per delivery
+        # past 256): each frame counts (len >> shift) + 1 units, 2**shift * OUTBOX_UNITS <=
+        # the limit, so the units pass OUTBOX_UNITS no later than the bytes pass the limit;
+        # then _outbox_full counts the bytes exactly (the limit is the old one, to the byte).
+        self._units = 0
+        self._unit_shift = max(1, self._limit // OUTBOX_UNITS).bit_length() - 1
+        self._unit = 1 << self._unit_shift
+        # The live deliveries queued since the last flush (core/accounting.py), written at the
+        # flush, dropped or closed when the queue is discarded: counted, not listed. A flush
+        # mostly carries one subject's deliveries (``_live_n`` of ``_live_subject``); a
+        # connection that gets several subjects between two flushes keeps the counts of the
+        # others in ``_live_others`` (only when the subject changes: never per delivery).
+        self._live_n = 0
+        self._live_subject = ""
+        self._live_others: dict[str, int] | None = None
         self._slow = False  # closed as a slow consumer: what it is still due is "dropped"
         self._backlog_since: float | None = None  # tick the send buffer was last seen empty after
 
@@ -135,7 +154,7 @@ class Connection(asyncio.Protocol):
         if self.state is not _CLOSED:
             self._to(ConnEvent.LOST)
         self.ctx.connections.discard(self)
-        if self._live:  # queued, never flushed
+        if self._live_n or self._live_others:  # queued, never flushed
             self._discard()
         if self.session is not None:
             self.ctx.end_session(self.session)
@@ -152,63 +171,100 @@ class Connection(asyncio.Protocol):
         return self.session.id if self.session is not None else None
 
     def send(self, frame: OutFrame) -> None:
-        """Queue one server frame as a WebSocket frame: the cached one every subscriber of the
-        message shares (built once, :meth:`OutFrame.ws`; read first: this runs per delivery)."""
-        data = frame.ws_frame or frame.ws()
+        """Queue one server frame (not a live delivery: a reply, a snapshot) as a WebSocket
+        frame: the cached one every receiver of the message shares (:meth:`OutFrame.ws`)."""
         self.frames_out += 1
+        data = frame.ws_frame or frame.ws()
         if self._held:  # already waiting for the next flush: only queue (one call less)
             self._outbox.append(data)
-            self._queued += len(data)
-            if self._queued > self._limit:
+            size = len(data)  # most frames are smaller than a unit: no shift (a slow int op)
+            self._units += 1 if size < self._unit else (size >> self._unit_shift) + 1
+            if self._units > OUTBOX_UNITS and self._outbox_full():
                 self.flush()  # see _enqueue
             return
         self._enqueue(data)
 
     def deliver(self, frame: OutFrame) -> None:
-        """:meth:`send` for a live delivery: accounted as written at the flush that writes it,
-        or as dropped / closed when the connection discards it (core/accounting.py). The
-        per-delivery path of every fan-out: :meth:`send`'s held case is repeated here (one
-        call less); protocols that frame otherwise (SSE, deflate) override it."""
-        self._live.append(frame.subject)
+        """Queue a live delivery: accounted as written at the flush that writes it, or as
+        dropped / closed when the connection discards it (core/accounting.py). The
+        per-delivery path of every fan-out, kept short (ADR 058): two integer updates that
+        allocate nothing, one append; protocols that frame otherwise (SSE, deflate) use
+        :meth:`deliver_through_send`."""
+        if frame.subject != self._live_subject:
+            self._live_switch(frame.subject)
+        self._live_n += 1
         if self._held:  # sending and waiting for the next flush (see send)
             data = frame.ws_frame or frame.ws()
-            self.frames_out += 1
             self._outbox.append(data)
-            self._queued += len(data)
-            if self._queued > self._limit:
+            size = len(data)  # most frames are smaller than a unit: no shift (a slow int op)
+            self._units += 1 if size < self._unit else (size >> self._unit_shift) + 1
+            if self._units > OUTBOX_UNITS and self._outbox_full():
                 self.flush()
             return
         state = self.state
         if state is _CLOSING or state is _CLOSED:
             self._discard()
             return
-        self.send(frame)
+        self._enqueue(frame.ws_frame or frame.ws())
 
     def deliver_through_send(self, frame: OutFrame) -> None:
-        """:meth:`deliver` for a protocol with its own :meth:`send` (SSE, deflate): they
-        assign it as their ``deliver``."""
-        self._live.append(frame.subject)
+        """:meth:`deliver` for a protocol with its own framing (SSE, deflate): they assign it
+        as their ``deliver``."""
+        if frame.subject != self._live_subject:
+            self._live_switch(frame.subject)
+        self._live_n += 1
         state = self.state
         if state is _CLOSING or state is _CLOSED:
             self._discard()
             return
-        self.send(frame)
+        self._enqueue(self.framed(frame))
 
     def deliver_all(self, frames: Sequence[OutFrame]) -> None:
         """:meth:`send_all` for live deliveries (a subscription's buffered updates)."""
-        self._live.extend(frame.subject for frame in frames)
+        for frame in frames:
+            if frame.subject != self._live_subject:
+                self._live_switch(frame.subject)
+            self._live_n += 1
         if self.state is _CLOSING or self.state is _CLOSED:
             self._discard()
             return
-        self.send_all(frames)
+        self._queue_all(frames)
+
+    def _live_switch(self, subject: str) -> None:
+        """The next live delivery is of another subject than the queued ones: keep their
+        count aside (they are counted at the flush like the others)."""
+        if self._live_n:
+            others = self._live_others
+            if others is None:
+                others = self._live_others = {}
+            previous = self._live_subject
+            others[previous] = others.get(previous, 0) + self._live_n
+            self._live_n = 0
+        self._live_subject = subject
+
+    def _count_live(self, column: int) -> None:
+        """The queued live deliveries ended as ``column`` (written, dropped, closed): counted
+        in the hub's tally per subject, and in ``frames_out``; the counts start again."""
+        n, others = self._live_n, self._live_others
+        self._live_n, self._live_others = 0, None
+        self.frames_out += n
+        if others:
+            self.frames_out += sum(others.values())
+        session = self.session
+        if session is None:
+            return
+        hub = session.hub
+        if n:
+            hub.count_outcome(self._live_subject, column, n)
+        if others:
+            for subject, count in others.items():
+                hub.count_outcome(subject, column, count)
 
     def _discard(self) -> None:
         """The queued live deliveries will never be written: dropped (a slow consumer's) or
         closed (any other closing connection)."""
-        live = self._live
-        if live and self.session is not None:
-            self.session.hub.count_outcomes(live, DROPPED if self._slow else CLOSED)
-        live.clear()
+        if self._live_n or self._live_others:
+            self._count_live(DROPPED if self._slow else CLOSED)
 
     def framed(self, frame: OutFrame) -> bytes:
         """``frame`` as this protocol writes it (what :meth:`send` queues)."""
@@ -220,8 +276,11 @@ class Connection(asyncio.Protocol):
         (4001), and the server never holds more than that for one request."""
         if self.state is _CLOSING or self.state is _CLOSED:
             return
+        self.frames_out += len(frames)
+        self._queue_all(frames)
+
+    def _queue_all(self, frames: Sequence[OutFrame]) -> None:
         framed = [self.framed(frame) for frame in frames]
-        self.frames_out += len(framed)
         if sum(map(len, framed)) > self._limit:
             self._slow_consumer()
             return
@@ -235,8 +294,8 @@ class Connection(asyncio.Protocol):
             return
         ctx = self.ctx
         self._outbox.append(frame)
-        self._queued += len(frame)
-        if self._queued > self._limit:
+        self._units += (len(frame) >> self._unit_shift) + 1  # (not per delivery)
+        if self._units > OUTBOX_UNITS and self._outbox_full():
             # Frames held back (a flush tick, a batch) reached what the write buffer may
             # hold: they leave now, and the write buffer decides who is a slow consumer.
             self.flush()
@@ -257,6 +316,16 @@ class Connection(asyncio.Protocol):
             self._marked = self._held = True
             ctx.flusher.mark(self)
 
+    def _outbox_full(self) -> bool:
+        """The units passed OUTBOX_UNITS: are the queued bytes past the limit (exact)? If not,
+        the units restart from the room left (``OUTBOX_UNITS - room >> shift``, at least 0),
+        so they pass OUTBOX_UNITS again no later than the bytes pass the limit."""
+        room = self._limit - sum(map(len, self._outbox))
+        if room < 0:
+            return True
+        self._units = max(0, OUTBOX_UNITS - (room >> self._unit_shift))
+        return False
+
     def flush_due(self, due: float) -> None:
         # A batch flushed early (BatchingMaxSize) must not cut the next batch's time short.
         if self._batch_due == due:
@@ -269,9 +338,8 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if not outbox or transport is None or transport.is_closing():
             outbox.clear()
-            self._queued = 0
-            if self._live:
-                self._discard()
+            self._units = 0
+            self._discard()
             return
         if len(outbox) == 1:
             data = outbox[0]
@@ -281,7 +349,7 @@ class Connection(asyncio.Protocol):
             data = b"".join(outbox)
         outbox.clear()
         self._outbox_size = 0
-        self._queued = 0
+        self._units = 0
         buffered = transport.get_write_buffer_size()
         if buffered:
             if buffered + len(data) > self._limit:
@@ -292,10 +360,8 @@ class Connection(asyncio.Protocol):
         elif self._backlog_since is not None:
             self._backlog_since = None
         self._write(data)
-        live = self._live
-        if live and self.session is not None:  # the deliveries this write carried
-            self.session.hub.count_outcomes(live, WRITTEN)
-            live.clear()
+        if self._live_n or self._live_others:  # the deliveries this write carried
+            self._count_live(WRITTEN)
 
     def _write(self, data: bytes) -> None:
         transport = self.transport
@@ -318,7 +384,7 @@ class Connection(asyncio.Protocol):
         """Bytes waiting for the client: queued for the next flush and in the write buffer."""
         transport = self.transport
         buffered = transport.get_write_buffer_size() if transport is not None else 0
-        return self._queued + buffered
+        return sum(map(len, self._outbox)) + buffered
 
     def _slow_consumer(self) -> None:
         """Record the close (the session's slow-consumer history), drop what is queued, send
@@ -335,7 +401,7 @@ class Connection(asyncio.Protocol):
         self._discard()  # what was queued is dropped with the slow consumer
         self._outbox.clear()
         self._outbox_size = 0
-        self._queued = 0
+        self._units = 0
         self.close(CloseCode.SLOW_CONSUMER, "slow consumer: outbound buffer full")
         if self.transport is not None:
             self.transport.close()  # sends what is buffered (close frame last), then FIN
@@ -345,10 +411,18 @@ class Connection(asyncio.Protocol):
         since = self._backlog_since
         return WireState(
             compressed=self.compressed,
-            queued=tuple(self._live),
+            queued=self._queued_subjects(),
             backlog_seconds=None if since is None else round(self.ctx.tick - since, 3),
             bytes_out=self.bytes_out,
         )
+
+    def _queued_subjects(self) -> tuple[tuple[str, int], ...]:
+        """(subject, live deliveries queued) for each subject queued since the last flush."""
+        counts = dict(self._live_others or {})
+        if self._live_n:
+            subject = self._live_subject
+            counts[subject] = counts.get(subject, 0) + self._live_n
+        return tuple(counts.items())
 
     def close(self, code: int, reason: str) -> None:
         """Stop sending: protocols with a close frame send it after what is queued."""
@@ -394,6 +468,6 @@ class Connection(asyncio.Protocol):
         if len(outbox) == 1:
             head += outbox[0]
             outbox.clear()
-            self._queued = self._outbox_size = 0
+            self._units = self._outbox_size = 0
         self._write(head)  # anything else queued follows at the flush
         return True

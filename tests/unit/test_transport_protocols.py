@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
+import tracemalloc
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
@@ -25,6 +27,7 @@ from pushgrid.config import load_settings
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.frames import SubscribeItem
+from pushgrid.server.core.accounting import CLOSED, DROPPED, WRITTEN
 from pushgrid.server.core.entitlement import AllowAll
 from pushgrid.server.core.hub import Hub, Peer
 from pushgrid.server.core.session import Session, SessionPolicy
@@ -818,6 +821,85 @@ async def test_held_frames_to_a_client_that_does_not_read_are_a_slow_consumer(
     events = client.events()
     assert [type(e).__name__ for e in events] == ["CloseConnection"]
     assert events[0].code == 4001
+
+
+def _outcomes(ctx: FakeContext, *subjects: str) -> dict[str, tuple[int, int, int]]:
+    """(written, dropped, closed) per subject since the last look at the hub's tally."""
+    tally = ctx.hub.take_tally()
+    return {
+        s: (tally[s][WRITTEN], tally[s][DROPPED], tally[s][CLOSED]) if s in tally else (0, 0, 0)
+        for s in subjects
+    }
+
+
+async def test_live_deliveries_of_several_subjects_are_each_counted_once(
+    ctx: FakeContext,
+) -> None:
+    """The connection counts its live deliveries instead of listing their subjects (ADR 058):
+    however the subjects interleave between two flushes, each delivery ends in exactly one
+    outcome of its own subject: written at the flush, dropped with a slow consumer (also
+    after its close), closed when the connection goes."""
+    ws, client = await upgraded(ctx)
+    client.frames()
+    a, b, c = (OutFrame(b'"' + s.encode() + b'"', subject=s) for s in ("/a", "/b", "/c"))
+    frames_out = ws.frames_out
+    _outcomes(ctx)
+    for frame in (a, a, b, a):
+        ws.deliver(frame)
+    ws.deliver_all([b, c, c])
+    ws.send(OutFrame(b'"a reply"'))  # not a delivery: never counted
+    await settle()
+    assert len(client.frames()) == 8
+    assert _outcomes(ctx, "/a", "/b", "/c") == {"/a": (3, 0, 0), "/b": (2, 0, 0), "/c": (2, 0, 0)}
+    assert ws.frames_out == frames_out + 8
+
+    for frame in (b, c, b, a):
+        ws.deliver(frame)
+    ws.transport.buffered = ctx.limits.max_outbound_buffer_size  # type: ignore[union-attr]
+    await settle()  # the flush finds a slow consumer: what was queued is dropped
+    ws.deliver(c)  # after its close: dropped too
+    assert _outcomes(ctx, "/a", "/b", "/c") == {"/a": (0, 1, 0), "/b": (0, 2, 0), "/c": (0, 2, 0)}
+    (record,) = ctx.hub.slow_consumers.records
+    assert record.queued_by_subject == {"/b": 2, "/c": 1, "/a": 1}
+
+
+async def test_deliveries_queued_when_the_connection_goes_are_closed(ctx: FakeContext) -> None:
+    ws, client = await upgraded(ctx)
+    client.frames()
+    _outcomes(ctx)
+    for s in ("/a", "/b", "/a"):
+        ws.deliver(OutFrame(b"1", subject=s))
+    client.transport.lose()
+    assert _outcomes(ctx, "/a", "/b") == {"/a": (0, 0, 2), "/b": (0, 0, 1)}
+
+
+async def test_a_held_delivery_keeps_one_reference_and_nothing_else(ctx: FakeContext) -> None:
+    """Between two flushes a live delivery costs the connection its place in the outbox: no
+    subject listed, no byte count held per frame (ADR 058). The allocations made on the
+    connection's lines while 2,000 deliveries wait are the outbox's growth, give or take a
+    few objects."""
+    ws, client = await upgraded(ctx)
+    client.frames()
+    frame = OutFrame(b'"x"', subject="/a")
+    ws.deliver(frame)  # the first one marks the connection for the next flush (held)
+    outbox = ws._outbox
+    before = sys.getsizeof(outbox)
+    tracemalloc.start()
+    try:
+        first = tracemalloc.take_snapshot()
+        for _ in range(2000):
+            ws.deliver(frame)
+        second = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    mine = tracemalloc.Filter(True, "*/transport/connection.py")
+    grown = sum(
+        stat.size_diff for stat in second.filter_traces([mine]).compare_to(first, "filename")
+    )
+    assert len(outbox) == 2001
+    assert grown <= sys.getsizeof(outbox) - before + 256
+    await settle()
+    assert len(client.frames()) == 2001
 
 
 async def test_one_request_above_the_limit_is_a_slow_consumer(ctx: FakeContext) -> None:
