@@ -7,6 +7,10 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+# the answers the console reads too live in the ops contract (ADR 059); re-exported here
+from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
+from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
+from pushgrid.ops.api.subjects import PublishOut as PublishOut
 from pushgrid.ops.panel import MemberPanel
 
 from .member_client import MemberSource, check_base_url, check_monitor_url
@@ -353,14 +357,6 @@ class PublishIn(BaseModel):
     )
 
 
-class PublishOut(BaseModel):
-    member: str
-    subject: str
-    result: Literal["ok"]
-    epoch: str
-    seq: int
-
-
 # --- sessions ----------------------------------------------------------------------------------
 
 SESSION_SORT_KEYS = (
@@ -566,23 +562,6 @@ class OccupancyOut(BaseModel):
     subject: str
     subscribers: int = Field(ge=0, description="Subscribers in the whole cluster")
     members: dict[str, int] = Field(description="Subscribers per member that has any")
-
-
-class PresentClientOut(BaseModel):
-    session: str
-    client_id: str = Field(description='The subscription\'s client id ("" when none)')
-    member: str = Field(description="The member the session is connected to")
-
-
-class PresenceOut(BaseModel):
-    """Who follows a presence subject in the whole cluster (docs/occupancy.md, "Presence")."""
-
-    member: str = Field(description="The member asked")
-    subject: str
-    enabled: bool = Field(description="False when the subject matches no PresencePatterns")
-    subscribers: int = Field(ge=0)
-    clients: list[PresentClientOut]
-    truncated: bool = Field(description="The list holds fewer sessions than subscribers")
 
 
 class OverviewOut(BaseModel):

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
+from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
@@ -30,10 +31,7 @@ from .provider import (
     MemberCard,
     MomentsView,
     Operator,
-    PresenceInfo,
-    PresentClientView,
     ProviderError,
-    PublishOutcome,
     SecondSeries,
     SessionInfo,
     SessionPageView,
@@ -183,25 +181,42 @@ class DemoProvider:
         # the demo's members have no entitlement: the token is not needed
         return SubjectView(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
 
-    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceOut:
         # the demo keeps presence for /Chat/... subjects: three sessions per member
+        asked = self.members[0]
         if not subject.startswith("/Chat/"):
-            return PresenceInfo(subject, self.members[0], False, 3 * len(self.members))
+            return PresenceOut(
+                member=asked,
+                subject=subject,
+                enabled=False,
+                subscribers=3 * len(self.members),
+                clients=[],
+                truncated=False,
+            )
         clients = [
-            PresentClientView(f"{i:04x}{m}", f"user{i}@{m}", m)
+            PresentClientOut(session=f"{i:04x}{m}", client_id=f"user{i}@{m}", member=m)
             for m in self.members
             for i in range(3)
         ]
-        return PresenceInfo(subject, self.members[0], True, len(clients), clients)
+        return PresenceOut(
+            member=asked,
+            subject=subject,
+            enabled=True,
+            subscribers=len(clients),
+            clients=clients,
+            truncated=False,
+        )
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome:
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut:
         old = self.snapshots.get(subject)
         seq = 1 if old is None else old.seq + 1
         merged = {**(old.fields if old else {}), **fields}
         self.snapshots[subject] = SubjectSnapshot(
             subject, content, merged, "a1b2c3", seq, time.time()
         )
-        return PublishOutcome(subject, "ok", "a1b2c3", seq, self.members[0])
+        return PublishOut(
+            member=self.members[0], subject=subject, result="ok", epoch="a1b2c3", seq=seq
+        )
 
     def sessions(
         self,

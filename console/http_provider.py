@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import httpx
 
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 
@@ -33,10 +34,7 @@ from .provider import (
     MemberCard,
     MomentsView,
     Operator,
-    PresenceInfo,
-    PresentClientView,
     ProviderError,
-    PublishOutcome,
     SessionInfo,
     SessionPageView,
     StatRow,
@@ -240,7 +238,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
             )
         return SubjectView(subject, snapshot, subscribers, errors)
 
-    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceOut:
         """``GET /members/{name}/presence`` of the first member up that answers."""
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
         failure: ProviderError | None = None
@@ -256,21 +254,10 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
                     raise
                 failure = exc
                 continue
-            clients = [
-                PresentClientView(str(c["session"]), str(c["client_id"]), str(c["member"]))
-                for c in data.get("clients") or []
-            ]
-            return PresenceInfo(
-                subject,
-                member.name,
-                bool(data["enabled"]),
-                int(data["subscribers"]),
-                clients,
-                bool(data.get("truncated")),
-            )
+            return PresenceOut.model_validate(data)
         raise failure or ProviderError(502, "No member answered", "no member is up")
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome:
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut:
         """Publish through the first reachable member (the engine delivers it cluster-wide)."""
         members = self.members()
         target = next((m for m in members if m.up), None)
@@ -278,13 +265,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
             raise ProviderError(502, "No member reachable", "every member is down")
         body = {"subject": subject, "content": content, "fields": dict(fields)}
         data = self._request("POST", f"/members/{target.name}/publish", body=body)
-        return PublishOutcome(
-            str(data["subject"]),
-            str(data["result"]),
-            data.get("epoch"),
-            data.get("seq"),
-            str(data.get("member") or target.name),
-        )
+        return PublishOut.model_validate(data)
 
     def sessions(
         self,

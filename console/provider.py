@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
 
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
@@ -414,35 +415,6 @@ class SubjectView:
 
 
 @dataclass(frozen=True)
-class PresentClientView(_Json):
-    session: str
-    client_id: str
-    member: str
-
-
-@dataclass(frozen=True)
-class PresenceInfo:
-    """Who follows a presence subject in the cluster, as ``asked`` (a member) knows it
-    (docs/occupancy.md): ``enabled`` false for a subject without presence."""
-
-    subject: str
-    asked: str
-    enabled: bool
-    subscribers: int
-    clients: list[PresentClientView] = field(default_factory=list)
-    truncated: bool = False
-
-
-@dataclass(frozen=True)
-class PublishOutcome(_Json):
-    subject: str
-    result: str
-    epoch: str | None = None
-    seq: int | None = None
-    member: str | None = None
-
-
-@dataclass(frozen=True)
 class SessionInfo(_Json):
     member: str
     id: str
@@ -588,12 +560,12 @@ class ConsoleProvider(Protocol):
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""
         ...
 
-    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceOut:
         """The subject's presence from the first member that answers (every member knows the
         cluster's); ProviderError when none does (403 without the operator role)."""
         ...
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome: ...
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut: ...
 
     def sessions(
         self,

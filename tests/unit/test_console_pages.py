@@ -26,7 +26,6 @@ from pushgrid.console.provider import (
     MemberCard,
     MomentsView,
     ProviderError,
-    PublishOutcome,
     SecondSeries,
     StatRow,
     SubjectSnapshot,
@@ -35,6 +34,7 @@ from pushgrid.console.provider import (
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.subjects import PublishOut
 from pushgrid.ops.statistics import TrendQuery
 
 
@@ -318,7 +318,9 @@ def test_subject_log_and_arrival() -> None:
     other = SubjectView("/x/y", None, {})
     assert subjects.next_log(log, other, now=13.0) == []
 
-    sent = subjects.published_record(PublishOutcome("/a/b", "ok", "e1", 3, "m1"), now=20.0)
+    sent = subjects.published_record(
+        PublishOut(member="m1", subject="/a/b", result="ok", epoch="e1", seq=3), now=20.0
+    )
     waiting, kept = subjects.arrival(sent, _info(2), now=20.5)
     assert _prop(waiting, "data-arrived") == "false"
     assert kept is None

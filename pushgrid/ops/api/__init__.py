@@ -1,0 +1,10 @@
+"""The admin API's answers, one type each for the route that sends them and the console that
+reads them (issue 30 item 2, ADR 059).
+
+These are the pydantic models that are the admin API's OpenAPI schema: the routes answer with
+them (``admin_api/schemas.py`` re-exports them under the same names) and the console decodes the
+same JSON with ``Model.model_validate`` and keeps it in the browser as ``model_dump(mode="json")``.
+A class name here is a schema name in ``/api/v1/openapi.json``: renaming one changes the document.
+
+* :mod:`.subjects`: a test publish's answer and a subject's presence.
+"""
