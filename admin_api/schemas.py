@@ -8,6 +8,10 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 # the answers the console reads too live in the ops contract (ADR 059); re-exported here
+from pushgrid.ops.api.audit import AuditOut as AuditOut
+from pushgrid.ops.api.jobs import JobRunOut as JobRunOut
+from pushgrid.ops.api.jobs import StageOut as StageOut
+from pushgrid.ops.api.me import Me as Me
 from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
 from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
 from pushgrid.ops.api.subjects import PublishOut as PublishOut
@@ -58,15 +62,6 @@ class Page(BaseModel):
     total: int = Field(ge=0, description="Items matching the filters (all pages)")
     offset: int = Field(ge=0)
     limit: int = Field(ge=1)
-
-
-# --- me ----------------------------------------------------------------------------------------
-
-
-class Me(BaseModel):
-    token_id: str
-    name: str
-    role: Role
 
 
 # --- members -----------------------------------------------------------------------------------
@@ -455,27 +450,6 @@ class SessionPage(Page):
 # --- jobs --------------------------------------------------------------------------------------
 
 
-class StageOut(BaseModel):
-    name: str
-    input_rows: int | None = None
-    output_rows: int | None = None
-    seconds: float | None = None
-
-
-class JobRunOut(BaseModel):
-    id: int
-    status: Literal["running", "succeeded", "failed", "interrupted"]
-    started_at: datetime
-    finished_at: datetime | None
-    duration_seconds: float | None
-    as_of: datetime | None
-    master: str | None
-    input_rows: int | None
-    output_rows: int | None
-    error: str | None
-    stages: list[StageOut] | None
-
-
 class JobRunPage(Page):
     items: list[JobRunOut]
 
@@ -489,21 +463,6 @@ class JobTrigger(BaseModel):
 
 
 # --- audit -------------------------------------------------------------------------------------
-
-
-class AuditOut(BaseModel):
-    id: int
-    at: datetime
-    actor: str | None = Field(description="The token's name (null: no valid token)")
-    token_id: str | None
-    role: Role | None
-    method: str
-    path: str
-    action: str
-    target: str | None
-    status: int = Field(description="The HTTP status of the answer")
-    outcome: Literal["succeeded", "denied", "failed"]
-    detail: str | None
 
 
 class AuditPage(Page):

@@ -10,27 +10,27 @@ import random
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Literal
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
+from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.jobs import JobRunOut, StageOut
+from pushgrid.ops.api.me import Me, Role
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
     CLUSTER,
     AuditFilter,
-    AuditRow,
     ClusterMemberState,
     ClusterView,
     History,
-    JobRunView,
-    JobStage,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
-    Operator,
     ProviderError,
     SecondSeries,
     SessionInfo,
@@ -54,7 +54,11 @@ _BASE = {
 
 
 def _iso(unix: float) -> str:
-    return datetime.fromtimestamp(unix, UTC).isoformat()
+    return _moment(unix).isoformat()
+
+
+def _moment(unix: float) -> datetime:
+    return datetime.fromtimestamp(unix, UTC)
 
 
 class DemoProvider:
@@ -71,10 +75,10 @@ class DemoProvider:
         value = _BASE[indicator] * wave / len(self.members)
         return round(value) if indicator != "connected_users" else float(int(value))
 
-    def whoami(self) -> Operator:
+    def whoami(self) -> Me:
         if self.token == "bad":  # nosec B105
             raise ProviderError(401, "Unauthorized", "unknown or revoked token")
-        return Operator("demo", "admin", "demo")
+        return Me(token_id="demo", name="demo", role=Role.ADMIN)
 
     def live(self) -> LiveOverview:
         now = int(time.time())
@@ -258,73 +262,87 @@ class DemoProvider:
         self.gone.add(session_id)
         return True
 
-    def jobs(self, limit: int = 20) -> list[JobRunView]:
+    def jobs(self, limit: int = 20) -> list[JobRunOut]:
         now = time.time()
-        runs = []
-        for k in range(12):
-            started = now - 300 * (k + 1)
-            status = "failed" if k == 4 else "succeeded"
-            took = 20 + 6 * math.sin(k)
-            runs.append(
-                JobRunView(
-                    40 - k,
-                    status,
-                    _iso(started),
-                    _iso(started + took),
-                    took,
-                    int(started) // 300 * 300,
-                    172_800,
-                    2016,
-                    "Py4JJavaError: out of memory" if status == "failed" else None,
-                    stages=(
-                        JobStage("compaction", 0.3 * took, 10_800, 10_800),
-                        JobStage("rollups", 0.3 * took, 10_800, 1_736),
-                        JobStage("windows", 0.4 * took, 130_410, 56_784),
-                    ),
-                )
-            )
-        return runs[:limit]
+        return [_demo_run(40 - k, now - 300 * (k + 1), 20 + 6 * math.sin(k)) for k in range(12)][
+            :limit
+        ]
 
-    def start_job(self) -> JobRunView:
-        return JobRunView(41, "running", _iso(time.time()))
+    def start_job(self) -> JobRunOut:
+        return JobRunOut(
+            id=41,
+            status="running",
+            started_at=_moment(time.time()),
+            finished_at=None,
+            duration_seconds=None,
+            as_of=None,
+            master=None,
+            input_rows=None,
+            output_rows=None,
+            error=None,
+            stages=[],
+        )
 
     def audit(
         self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
-    ) -> list[AuditRow]:
+    ) -> list[AuditOut]:
         wanted = filters or AuditFilter()
         return [e for e in self._audit() if _matches(e, wanted)][offset : offset + limit]
 
-    def _audit(self) -> list[AuditRow]:
+    def _audit(self) -> list[AuditOut]:
         now = time.time()
-        actions = [
+        actions: list[tuple[str, str | None, Literal["succeeded", "denied"], int]] = [
             ("sessions.disconnect", "push-1/s0003", "succeeded", 200),
             ("jobs.start", None, "succeeded", 202),
             ("subjects.publish", "/Stocks/NYSE/IBM", "succeeded", 200),
             ("members.register", "push-3", "denied", 403),
         ]
         return [
-            AuditRow(
-                100 - k,
-                _iso(now - 90 * k),
-                "alice" if k % 3 else "bob",
-                actions[k % 4][0],
-                actions[k % 4][1],
-                actions[k % 4][2],
-                actions[k % 4][3],
-                "POST",
-                "/api/v1/...",
-                "operator",
+            AuditOut(
+                id=100 - k,
+                at=_moment(now - 90 * k),
+                actor="alice" if k % 3 else "bob",
+                token_id=None,
+                role=Role.OPERATOR,
+                method="POST",
+                path="/api/v1/...",
+                action=actions[k % 4][0],
+                target=actions[k % 4][1],
+                status=actions[k % 4][3],
+                outcome=actions[k % 4][2],
+                detail=None,
             )
             for k in range(20)
         ]
 
 
-def _matches(entry: AuditRow, wanted: AuditFilter) -> bool:
+def _demo_run(run_id: int, started: float, took: float) -> JobRunOut:
+    status: Literal["failed", "succeeded"] = "failed" if run_id == 36 else "succeeded"
+    return JobRunOut(
+        id=run_id,
+        status=status,
+        started_at=_moment(started),
+        finished_at=_moment(started + took),
+        duration_seconds=took,
+        as_of=_moment(int(started) // 300 * 300),
+        master=None,
+        input_rows=172_800,
+        output_rows=2016,
+        error="Py4JJavaError: out of memory" if status == "failed" else None,
+        stages=[
+            StageOut(name="compaction", seconds=0.3 * took, input_rows=10_800, output_rows=10_800),
+            StageOut(name="rollups", seconds=0.3 * took, input_rows=10_800, output_rows=1_736),
+            StageOut(name="windows", seconds=0.4 * took, input_rows=130_410, output_rows=56_784),
+        ],
+    )
+
+
+def _matches(entry: AuditOut, wanted: AuditFilter) -> bool:
     """The API's filters, on the made-up entries (the same rules as ``GET /api/v1/audit``)."""
     return (
         (wanted.actor is None or entry.actor == wanted.actor)
         and (wanted.action is None or entry.action == wanted.action)
         and (wanted.outcome is None or entry.outcome == wanted.outcome)
-        and (wanted.since is None or entry.at >= wanted.since)
-        and (wanted.until is None or entry.at < wanted.until)
+        and (wanted.since is None or entry.at >= datetime.fromisoformat(wanted.since))
+        and (wanted.until is None or entry.at < datetime.fromisoformat(wanted.until))
     )

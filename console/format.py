@@ -201,6 +201,18 @@ def iso_time(text: str | None) -> str:
     return timestamp(moment.timestamp())
 
 
+def moment(when: datetime | None) -> str:
+    """An instant of an admin API answer (decoded by its shared type) as ``2026-11-22 14:05:03
+    UTC``; one without a zone is UTC, as the API writes it."""
+    return timestamp(unix_of(when))
+
+
+def unix_of(when: datetime | None) -> float | None:
+    if when is None:
+        return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()
+
+
 def iso_millis(text: str | None) -> str:
     """An ISO 8601 instant as ``14:05:03.120 UTC`` (a trace's events: milliseconds apart)."""
     unix = iso_unix(text)

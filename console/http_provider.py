@@ -15,6 +15,9 @@ from typing import Any, Final
 
 import httpx
 
+from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -23,17 +26,13 @@ from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditFilter,
-    AuditRow,
     ClusterView,
     History,
-    JobRunView,
-    JobStage,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
-    Operator,
     ProviderError,
     SessionInfo,
     SessionPageView,
@@ -165,9 +164,8 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
 
     # --- the provider -----------------------------------------------------------------------
 
-    def whoami(self) -> Operator:
-        me = self._get("/me")
-        return Operator(str(me["name"]), str(me["role"]), str(me.get("token_id") or ""))
+    def whoami(self) -> Me:
+        return Me.model_validate(self._get("/me"))
 
     def members(self) -> list[MemberCard]:
         return [member_of(item) for item in self._get("/members")["items"]]
@@ -286,18 +284,18 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         self._request("DELETE", f"/members/{member}/sessions/{session_id}")
         return True
 
-    def jobs(self, limit: int = 20) -> list[JobRunView]:
-        return [job_of(item) for item in self._get("/jobs", limit=limit)["items"]]
+    def jobs(self, limit: int = 20) -> list[JobRunOut]:
+        return [JobRunOut.model_validate(item) for item in self._get("/jobs", limit=limit)["items"]]
 
-    def start_job(self) -> JobRunView:
-        return job_of(self._request("POST", "/jobs", body={}))
+    def start_job(self) -> JobRunOut:
+        return JobRunOut.model_validate(self._request("POST", "/jobs", body={}))
 
     def audit(
         self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
-    ) -> list[AuditRow]:
+    ) -> list[AuditOut]:
         params = (filters or AuditFilter()).params()
         answer = self._get("/audit", limit=limit, offset=offset or None, **params)
-        return [audit_of(item) for item in answer["items"]]
+        return [AuditOut.model_validate(item) for item in answer["items"]]
 
 
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------
@@ -462,44 +460,3 @@ def _optional_float(value: Any) -> float | None:
 
 def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
-
-
-def job_of(item: Mapping[str, Any]) -> JobRunView:
-    return JobRunView(
-        id=int(item["id"]),
-        status=str(item["status"]),
-        started_at=item.get("started_at"),
-        finished_at=item.get("finished_at"),
-        duration=item.get("duration_seconds"),
-        as_of=unix(item.get("as_of")),
-        input_rows=item.get("input_rows"),
-        output_rows=item.get("output_rows"),
-        error=item.get("error"),
-        master=item.get("master"),
-        stages=tuple(
-            JobStage(
-                name=str(stage.get("name", "?")),
-                seconds=float(stage.get("seconds") or 0.0),
-                input_rows=stage.get("input_rows"),
-                output_rows=stage.get("output_rows"),
-            )
-            for stage in item.get("stages") or ()
-            if isinstance(stage, Mapping)
-        ),
-    )
-
-
-def audit_of(item: Mapping[str, Any]) -> AuditRow:
-    return AuditRow(
-        id=int(item["id"]),
-        at=str(item["at"]),
-        actor=item.get("actor"),
-        action=str(item["action"]),
-        target=item.get("target"),
-        outcome=str(item.get("outcome") or "succeeded"),
-        status=int(item.get("status") or 0),
-        method=str(item.get("method") or ""),
-        path=str(item.get("path") or ""),
-        role=item.get("role"),
-        detail=item.get("detail"),
-    )

@@ -16,6 +16,9 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
 
+from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -87,15 +90,6 @@ class _Json:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         return cls(**floats_restored(cls, data))
-
-
-@dataclass(frozen=True)
-class Operator(_Json):
-    """Who the token belongs to."""
-
-    name: str
-    role: str  # viewer | operator | admin
-    token_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -467,37 +461,6 @@ class SessionPageView:
 
 
 @dataclass(frozen=True)
-class JobStage(_Json):
-    """One stage of a run (compaction, rollups, windows), as ``job_runs.stages`` holds it."""
-
-    name: str
-    seconds: float = 0.0
-    input_rows: int | None = None
-    output_rows: int | None = None
-
-
-@dataclass(frozen=True)
-class JobRunView(_Json):
-    id: int
-    status: str  # running | succeeded | failed
-    started_at: str | None  # ISO 8601
-    finished_at: str | None = None
-    duration: float | None = None  # seconds
-    as_of: int | None = None
-    input_rows: int | None = None
-    output_rows: int | None = None
-    error: str | None = None
-    master: str | None = None
-    stages: tuple[JobStage, ...] = ()  # done so far, for a running run
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JobRunView:
-        fields = dict(data)
-        stages = tuple(JobStage.from_json(stage) for stage in fields.pop("stages", None) or ())
-        return cls(**fields, stages=stages)
-
-
-@dataclass(frozen=True)
 class AuditFilter:
     """The audit API's filters (``GET /api/v1/audit``); ``None`` leaves one out."""
 
@@ -513,26 +476,11 @@ class AuditFilter:
         return {key: value for key, value in given.items() if value}
 
 
-@dataclass(frozen=True)
-class AuditRow(_Json):
-    id: int
-    at: str  # ISO 8601
-    actor: str | None
-    action: str
-    target: str | None = None
-    outcome: str = "succeeded"  # succeeded | denied | failed
-    status: int = 200
-    method: str = ""
-    path: str = ""
-    role: str | None = None
-    detail: str | None = None
-
-
 @runtime_checkable
 class ConsoleProvider(Protocol):
     """Everything the pages ask for. Every method raises :class:`ProviderError` on failure."""
 
-    def whoami(self) -> Operator: ...
+    def whoami(self) -> Me: ...
 
     def live(self) -> LiveOverview:
         """Members with their health and the live indicators of each member and the cluster."""
@@ -581,10 +529,10 @@ class ConsoleProvider(Protocol):
 
     def disconnect(self, member: str, session_id: str) -> bool: ...
 
-    def jobs(self, limit: int = 20) -> list[JobRunView]: ...
+    def jobs(self, limit: int = 20) -> list[JobRunOut]: ...
 
-    def start_job(self) -> JobRunView: ...
+    def start_job(self) -> JobRunOut: ...
 
     def audit(
         self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
-    ) -> list[AuditRow]: ...
+    ) -> list[AuditOut]: ...

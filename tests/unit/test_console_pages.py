@@ -34,6 +34,7 @@ from pushgrid.console.provider import (
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.subjects import PublishOut
 from pushgrid.ops.statistics import TrendQuery
 
@@ -468,17 +469,22 @@ def test_session_search_and_pages() -> None:
     )
     assert page.items[0].connected_since == 60.0
     assert page.errors == {"b": "refused"}
-    run = hp.job_of(
+    run = JobRunOut.model_validate(
         {
             "id": 4,
             "status": "failed",
             "started_at": "2026-11-22T14:00:00+00:00",
+            "finished_at": None,
             "duration_seconds": 8.25,
             "as_of": None,
+            "master": None,
+            "input_rows": None,
+            "output_rows": None,
             "error": "boom",
+            "stages": None,
         }
     )
-    assert (run.id, run.status, run.duration, run.error) == (4, "failed", 8.25, "boom")
+    assert (run.id, run.status, run.duration_seconds, run.error) == (4, "failed", 8.25, "boom")
 
 
 # --- the app --------------------------------------------------------------------------------
