@@ -9,6 +9,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 # the answers the console reads too live in the ops contract (ADR 059); re-exported here
 from pushgrid.ops.api.audit import AuditOut as AuditOut
+from pushgrid.ops.api.history import MAX_UNIX as MAX_UNIX
+from pushgrid.ops.api.history import HistoryOut as HistoryOut
+from pushgrid.ops.api.history import HistorySeriesOut as HistorySeriesOut
+from pushgrid.ops.api.history import IndicatorName as IndicatorName
+from pushgrid.ops.api.history import UnixSeconds as UnixSeconds
 from pushgrid.ops.api.jobs import JobRunOut as JobRunOut
 from pushgrid.ops.api.jobs import StageOut as StageOut
 from pushgrid.ops.api.me import Me as Me
@@ -23,7 +28,6 @@ from .security import Role
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SUBJECT_PATTERN: Final = r"^/[^/\x00-\x1f\x7f-\x9f]+(/[^/\x00-\x1f\x7f-\x9f]+)+$"
 MAX_SUBJECT_LENGTH: Final = 1024
-MAX_UNIX: Final = 253402300799  # 9999-12-31T23:59:59Z
 
 MemberName = Annotated[
     str,
@@ -44,16 +48,6 @@ Subject = Annotated[
     str,
     StringConstraints(pattern=SUBJECT_PATTERN, max_length=MAX_SUBJECT_LENGTH),
     Field(description="A subject: '/' and two or more segments", examples=["/Stocks/NYSE/IBM"]),
-]
-UnixSeconds = Annotated[int, Field(ge=0, le=MAX_UNIX, description="Unix seconds (UTC)")]
-IndicatorName = Literal[
-    "connected_users",
-    "connections_per_second",
-    "disconnections_per_second",
-    "incoming_messages_per_second",
-    "outgoing_messages_per_second",
-    "incoming_bytes_per_second",
-    "outgoing_bytes_per_second",
 ]
 WindowName = Literal["1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"]
 
@@ -234,27 +228,6 @@ class LiveStats(BaseModel):
     at: datetime
     cluster: ClusterLive
     members: list[MemberLive]
-
-
-class HistorySeriesOut(BaseModel):
-    """One scope's per-second samples: the seconds held (ascending) and each indicator's
-    values at those seconds (null: the member did not report that indicator then)."""
-
-    scope: str = Field(description="`cluster` or a member's name")
-    seconds: list[int] = Field(description="Unix seconds with a sample; a gap is a missing one")
-    values: dict[str, list[float | None]] = Field(description="indicator -> one value a second")
-
-
-class HistoryOut(BaseModel):
-    since: UnixSeconds
-    until: UnixSeconds
-    retention: int = Field(description="Seconds the admin API keeps (Admin.HistorySeconds)")
-    indicators: list[IndicatorName]
-    cluster: HistorySeriesOut = Field(
-        description="Each second's sum over the members that sampled it; it ends at the newest "
-        "second every member read in the last 5 s has reported"
-    )
-    members: list[HistorySeriesOut]
 
 
 # --- pipeline statistics -----------------------------------------------------------------------

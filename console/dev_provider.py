@@ -15,6 +15,7 @@ from typing import Literal
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.ops.api.me import Me, Role
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut
@@ -25,14 +26,12 @@ from .provider import (
     AuditFilter,
     ClusterMemberState,
     ClusterView,
-    History,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
     ProviderError,
-    SecondSeries,
     SessionInfo,
     SessionPageView,
     StatRow,
@@ -123,25 +122,33 @@ class DemoProvider:
         )
         return LiveOverview(members, cluster, scopes, topology)
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         """The same waves as :meth:`live`, one sample a second over the last hour."""
         end = int(time.time()) if until is None else until
         start = max(end - 3599, end - 899 if since is None else since)
         seconds = list(range(start, end + 1))
-        members = {
-            name: SecondSeries(
-                name,
-                seconds,
-                {n: [self._value(n, i, ts) for ts in seconds] for n in INDICATOR_NAMES},
+        members = [
+            HistorySeriesOut(
+                scope=name,
+                seconds=seconds,
+                values={n: [self._value(n, i, ts) for ts in seconds] for n in INDICATOR_NAMES},
             )
             for i, name in enumerate(self.members)
-        }
+        ]
         totals: dict[str, list[float | None]] = {
-            n: [sum(m.values[n][k] or 0.0 for m in members.values()) for k in range(len(seconds))]
+            n: [sum(m.values[n][k] or 0.0 for m in members) for k in range(len(seconds))]
             for n in INDICATOR_NAMES
         }
-        cluster = SecondSeries(CLUSTER, seconds, totals)
-        return History(start, end, 3600, cluster, members)
+        return HistoryOut.model_validate(
+            {
+                "since": start,
+                "until": end,
+                "retention": 3600,
+                "indicators": INDICATOR_NAMES,
+                "cluster": {"scope": CLUSTER, "seconds": seconds, "values": totals},
+                "members": members,
+            }
+        )
 
     def scopes(self) -> list[str]:
         return [CLUSTER, *(f"node:{m}" for m in self.members)]

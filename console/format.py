@@ -10,10 +10,10 @@ from typing import Final, Literal, cast
 
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
+from pushgrid.ops.api.history import HistoryOut
 
 from .provider import (
     CLUSTER,
-    History,
     LiveOverview,
     MemberCard,
     StatRow,
@@ -413,7 +413,7 @@ def _points(
 
 
 def history_traces(
-    history: History, series: Sequence[str], indicator: str, divisor: float = 1.0
+    history: HistoryOut, series: Sequence[str], indicator: str, divisor: float = 1.0
 ) -> list[ChartTrace]:
     """Each series' line (the cluster, then the members) of ``indicator``."""
     traces = []
@@ -427,7 +427,7 @@ def history_traces(
 
 
 def history_extension(
-    history: History,
+    history: HistoryOut,
     series: Sequence[str],
     indicator: str,
     last: Mapping[str, int],
@@ -452,7 +452,7 @@ def history_extension(
     return {"x": xs, "y": ys}, traces
 
 
-def history_newest(history: History, series: Sequence[str]) -> dict[str, int]:
+def history_newest(history: HistoryOut, series: Sequence[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in series:
         scope = history.scope(name)
@@ -461,9 +461,9 @@ def history_newest(history: History, series: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def history_peak(history: History, indicator: str) -> float:
+def history_peak(history: HistoryOut, indicator: str) -> float:
     """The largest value of ``indicator`` in any series (0 without any)."""
-    scopes = [history.cluster, *history.members.values()]
+    scopes = [history.cluster, *history.members]
     values = [v for s in scopes for v in s.values.get(indicator, []) if v is not None]
     return max(values, default=0.0)
 

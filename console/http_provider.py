@@ -16,6 +16,7 @@ from typing import Any, Final
 import httpx
 
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
@@ -27,7 +28,6 @@ from .provider import (
     CLUSTER,
     AuditFilter,
     ClusterView,
-    History,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
@@ -178,8 +178,8 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         overview = live_overview(members, data["live"])
         return replace(overview, topology=ClusterView.from_json(data["cluster"]))
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
-        return History.from_json(self._get("/stats/history", since=since, until=until))
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
+        return HistoryOut.model_validate(self._get("/stats/history", since=since, until=until))
 
     def window_stats(self, scope: str) -> WindowStatistics:
         data = self._get("/stats/windows", scope=scope)

@@ -17,6 +17,8 @@ from functools import cache
 from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
 
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.history import CLUSTER as CLUSTER
+from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
@@ -24,7 +26,6 @@ from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
-CLUSTER = "cluster"
 LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")
 
 _T = TypeVar("_T")
@@ -267,61 +268,6 @@ class LiveOverview:
 
 
 @dataclass(frozen=True)
-class SecondSeries:
-    """One scope's per-second samples: seconds held (ascending, a gap is a missing second) and
-    each indicator's values at them."""
-
-    scope: str
-    seconds: list[int] = field(default_factory=list)
-    values: dict[str, list[float | None]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"scope": self.scope, "seconds": list(self.seconds), "values": dict(self.values)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SecondSeries:
-        return cls(
-            str(data["scope"]),
-            [int(ts) for ts in data.get("seconds") or []],
-            {str(k): list(v) for k, v in (data.get("values") or {}).items()},
-        )
-
-
-@dataclass(frozen=True)
-class History:
-    """The admin API's per-second history (``GET /stats/history``): cluster sums and members."""
-
-    since: int
-    until: int
-    retention: int
-    cluster: SecondSeries
-    members: dict[str, SecondSeries] = field(default_factory=dict)
-
-    def scope(self, name: str) -> SecondSeries | None:
-        return self.cluster if name == CLUSTER else self.members.get(name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "since": self.since,
-            "until": self.until,
-            "retention": self.retention,
-            "cluster": self.cluster.to_json(),
-            "members": [m.to_json() for m in self.members.values()],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> History:
-        members = [SecondSeries.from_json(m) for m in data.get("members") or []]
-        return cls(
-            int(data["since"]),
-            int(data["until"]),
-            int(data.get("retention") or 0),
-            SecondSeries.from_json(data["cluster"]),
-            {m.scope: m for m in members},
-        )
-
-
-@dataclass(frozen=True)
 class StatRow(_Json):
     """One (indicator, window) of the pipeline's window statistics."""
 
@@ -486,7 +432,7 @@ class ConsoleProvider(Protocol):
         """Members with their health and the live indicators of each member and the cluster."""
         ...
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         """Every member's per-second samples the admin API keeps, and their cluster sums."""
         ...
 

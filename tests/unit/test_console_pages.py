@@ -19,14 +19,12 @@ from pushgrid.console.provider import (
     CLUSTER,
     ClusterView,
     ConsoleProvider,
-    History,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
     ProviderError,
-    SecondSeries,
     StatRow,
     SubjectSnapshot,
     SubjectView,
@@ -34,6 +32,7 @@ from pushgrid.console.provider import (
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.subjects import PublishOut
 from pushgrid.ops.statistics import TrendQuery
@@ -140,25 +139,32 @@ def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
     return LiveOverview([MemberCard(m, "", True) for m in members], cluster, scopes)
 
 
-def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
+def _history(until: int, members: tuple[str, ...], since: int = 0) -> HistoryOut:
     seconds = list(range(max(since, until - 9), until + 1))
     values: dict[str, list[float | None]] = {n: [3.0] * len(seconds) for n in INDICATOR_NAMES}
     values["outgoing_bytes_per_second"] = [2048.0] * len(seconds)
-    scopes = {name: SecondSeries(name, seconds, dict(values)) for name in members}
-    cluster = SecondSeries(CLUSTER, seconds, dict(values))
-    return History(seconds[0] if seconds else since, until, 3600, cluster, scopes)
+    return HistoryOut.model_validate(
+        {
+            "since": seconds[0] if seconds else since,
+            "until": until,
+            "retention": 3600,
+            "indicators": INDICATOR_NAMES,
+            "cluster": {"scope": CLUSTER, "seconds": seconds, "values": values},
+            "members": [{"scope": name, "seconds": seconds, "values": values} for name in members],
+        }
+    )
 
 
 class HistoryApi:
     """A provider's ``history`` and ``trend`` over fixed answers, recording what was asked."""
 
-    def __init__(self, *answers: History, stored: bool = True) -> None:
+    def __init__(self, *answers: HistoryOut, stored: bool = True) -> None:
         self.answers = list(answers)
         self.asked: list[int | None] = []
         self.trends: list[tuple[str, str, str, int | None]] = []
         self.stored = stored  # whether the statistics store has trend points
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         self.asked.append(since)
         return self.answers.pop(0)
 
@@ -609,7 +615,7 @@ def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
     first = overview.plan_update(_history(100, ("a", "b")), "15m", None, True)
     assert first.problems == []
     only_a = _history(110, ("a",), since=101)
-    only_a.members["b"] = SecondSeries("b", [], {})
+    only_a.members.append(HistorySeriesOut(scope="b", seconds=[], values={}))
     later = overview.plan_update(only_a, "15m", first.state, False)
     assert later.problems == [f"no data from b since {chart_time(100)[11:]} UTC"]
 
