@@ -17,6 +17,11 @@ from pushgrid.ops.api.history import UnixSeconds as UnixSeconds
 from pushgrid.ops.api.jobs import JobRunOut as JobRunOut
 from pushgrid.ops.api.jobs import StageOut as StageOut
 from pushgrid.ops.api.me import Me as Me
+from pushgrid.ops.api.sessions import MemberError as MemberError
+from pushgrid.ops.api.sessions import Page as Page
+from pushgrid.ops.api.sessions import SessionOut as SessionOut
+from pushgrid.ops.api.sessions import SessionPage as SessionPage
+from pushgrid.ops.api.sessions import SessionTransport as SessionTransport
 from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
 from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
 from pushgrid.ops.api.subjects import PublishOut as PublishOut
@@ -50,12 +55,6 @@ Subject = Annotated[
     Field(description="A subject: '/' and two or more segments", examples=["/Stocks/NYSE/IBM"]),
 ]
 WindowName = Literal["1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"]
-
-
-class Page(BaseModel):
-    total: int = Field(ge=0, description="Items matching the filters (all pages)")
-    offset: int = Field(ge=0)
-    limit: int = Field(ge=1)
 
 
 # --- members -----------------------------------------------------------------------------------
@@ -361,63 +360,6 @@ SessionSort = Literal[
     "subject_count",
     "-subject_count",
 ]
-SessionTransport = Literal["websocket", "sse"]
-
-
-class SessionOut(BaseModel):
-    member: str
-    id: str
-    remote: str = Field(description="Remote address, host:port")
-    connected_since: datetime
-    subjects: list[str]
-    messages_in: int = Field(description="Publishes accepted from the client")
-    bytes_in: int
-    bytes_out: int
-    client_id: str = Field(
-        default="",
-        description="The token's sub when the token names one, else the client_id the client "
-        "declared when subscribing; empty when it declared none (the session id identifies it)",
-    )
-    transport: SessionTransport = Field(default="websocket", description="websocket or sse")
-    compression: bool = Field(default=False, description="permessage-deflate agreed")
-    messages_out: int = Field(default=0, description="Message frames queued for the client")
-    outbound_buffer_bytes: int = Field(
-        default=0, description="Bytes queued and not yet written to the client's socket"
-    )
-    internal: bool = Field(
-        default=False,
-        description="A probe of the admin API or a canary (connected with internal=1), not a "
-        "user: left out of lists and counts unless internal=include or only",
-    )
-    delivery_latency_ms: float | None = Field(
-        default=None,
-        description="Median delivery latency the client reported since it connected (ms, the "
-        "upper bound of its histogram bucket); null when it has not reported",
-    )
-    lost_messages: int | None = Field(
-        default=None,
-        description="Losses the client reported since it connected: resyncs and failed "
-        "recoveries (gaps it recovered are not losses); null when it has not reported",
-    )
-
-    @property
-    def subject_count(self) -> int:
-        return len(self.subjects)
-
-
-class MemberError(BaseModel):
-    member: str
-    error: str
-
-
-class SessionPage(Page):
-    items: list[SessionOut]
-    internal_hidden: int = Field(
-        default=0, description="Internal sessions (probes) the internal filter left out"
-    )
-    unreachable: list[MemberError] = Field(
-        default_factory=list, description="Members whose sessions could not be read"
-    )
 
 
 # --- jobs --------------------------------------------------------------------------------------

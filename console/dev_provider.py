@@ -18,6 +18,7 @@ from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.ops.api.me import Me, Role
+from pushgrid.ops.api.sessions import SessionOut, SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut
 from pushgrid.ops.statistics import TrendQuery
 
@@ -32,8 +33,6 @@ from .provider import (
     MemberCard,
     MomentsView,
     ProviderError,
-    SessionInfo,
-    SessionPageView,
     StatRow,
     SubjectSnapshot,
     SubjectView,
@@ -236,18 +235,18 @@ class DemoProvider:
         offset: int = 0,
         limit: int = 20,
         filters: Mapping[str, str] | None = None,
-    ) -> SessionPageView:
+    ) -> SessionPage:
         now = time.time()
         items = [
-            SessionInfo(
-                self.members[i % 2],
-                f"s{i:04d}",
-                f"10.1.{i % 7}.{i}:5{i:04d}",
-                now - 37 * i,
-                [f"/Stocks/NYSE/{t}" for t in ("IBM", "MSFT", "AAPL", "KO")[: 1 + i % 4]],
-                i * 3,
-                i * 120,
-                i * 5400,
+            SessionOut(
+                member=self.members[i % 2],
+                id=f"s{i:04d}",
+                remote=f"10.1.{i % 7}.{i}:5{i:04d}",
+                connected_since=_moment(now - 37 * i),
+                subjects=[f"/Stocks/NYSE/{t}" for t in ("IBM", "MSFT", "AAPL", "KO")[: 1 + i % 4]],
+                messages_in=i * 3,
+                bytes_in=i * 120,
+                bytes_out=i * 5400,
             )
             for i in range(1, 48)
             if f"s{i:04d}" not in self.gone
@@ -263,7 +262,9 @@ class DemoProvider:
                 or any(search in x for x in s.subjects)
             )
         ]
-        return SessionPageView(items[offset : offset + limit], len(items), offset, limit)
+        return SessionPage(
+            items=items[offset : offset + limit], total=len(items), offset=offset, limit=limit
+        )
 
     def disconnect(self, member: str, session_id: str) -> bool:
         self.gone.add(session_id)

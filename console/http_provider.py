@@ -19,6 +19,7 @@ from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -34,8 +35,6 @@ from .provider import (
     MemberCard,
     MomentsView,
     ProviderError,
-    SessionInfo,
-    SessionPageView,
     StatRow,
     SubjectSnapshot,
     SubjectView,
@@ -272,13 +271,13 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         offset: int = 0,
         limit: int = 20,
         filters: Mapping[str, str] | None = None,
-    ) -> SessionPageView:
+    ) -> SessionPage:
         """A page of sessions; ``search`` is a subject when it starts with '/', a part of the
         remote address when it holds a ':' or is an IPv4 prefix, else a part of the client id."""
         params = {"sort": "-connected_since", **search_params(search), **(filters or {})}
         path = "/sessions" if member is None else f"/members/{member}/sessions"
         data = self._get(path, offset=offset, limit=limit, **params)
-        return session_page(data)
+        return SessionPage.model_validate(data)
 
     def disconnect(self, member: str, session_id: str) -> bool:
         self._request("DELETE", f"/members/{member}/sessions/{session_id}")
@@ -419,44 +418,3 @@ def search_params(search: str) -> dict[str, str]:
     if ":" in text or text.replace(".", "").isdigit():
         return {"remote": text}
     return {"client_id": text}
-
-
-def session_page(data: Mapping[str, Any]) -> SessionPageView:
-    items = [
-        SessionInfo(
-            member=str(s["member"]),
-            id=str(s["id"]),
-            remote=str(s["remote"]),
-            connected_since=unix_float(s.get("connected_since")),
-            subjects=[str(x) for x in s.get("subjects") or []],
-            messages_in=int(s.get("messages_in") or 0),
-            bytes_in=int(s.get("bytes_in") or 0),
-            bytes_out=int(s.get("bytes_out") or 0),
-            client_id=str(s.get("client_id") or ""),
-            transport=str(s.get("transport") or "websocket"),
-            compression=bool(s.get("compression")),
-            messages_out=int(s.get("messages_out") or 0),
-            outbound_buffer_bytes=int(s.get("outbound_buffer_bytes") or 0),
-            internal=bool(s.get("internal")),
-            delivery_latency_ms=_optional_float(s.get("delivery_latency_ms")),
-            lost_messages=_optional_int(s.get("lost_messages")),
-        )
-        for s in data.get("items") or []
-    ]
-    errors = {str(e["member"]): str(e["error"]) for e in data.get("unreachable") or []}
-    return SessionPageView(
-        items,
-        int(data.get("total", 0)),
-        int(data.get("offset", 0)),
-        int(data.get("limit", 0)),
-        errors,
-        int(data.get("internal_hidden") or 0),
-    )
-
-
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _optional_int(value: Any) -> int | None:
-    return None if value is None else int(value)

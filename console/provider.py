@@ -21,6 +21,7 @@ from pushgrid.ops.api.history import CLUSTER as CLUSTER
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -355,58 +356,6 @@ class SubjectView:
 
 
 @dataclass(frozen=True)
-class SessionInfo(_Json):
-    member: str
-    id: str
-    remote: str
-    connected_since: float | None  # Unix seconds
-    subjects: list[str] = field(default_factory=list)
-    messages_in: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-    # issue 35 (the Clients page): as the admin API's SessionOut names them
-    client_id: str = ""
-    transport: str = "websocket"
-    compression: bool = False
-    messages_out: int = 0
-    outbound_buffer_bytes: int = 0
-    internal: bool = False
-    delivery_latency_ms: float | None = None  # None: the client reported nothing
-    lost_messages: int | None = None
-
-
-@dataclass(frozen=True)
-class SessionPageView:
-    items: list[SessionInfo]
-    total: int
-    offset: int
-    limit: int
-    errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
-    internal_hidden: int = 0  # probes of our own the list left out
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "items": [s.to_json() for s in self.items],
-            "total": self.total,
-            "offset": self.offset,
-            "limit": self.limit,
-            "errors": dict(self.errors),
-            "internal_hidden": self.internal_hidden,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SessionPageView:
-        return cls(
-            [SessionInfo.from_json(s) for s in data.get("items") or []],
-            int(data.get("total", 0)),
-            int(data.get("offset", 0)),
-            int(data.get("limit", 0)),
-            dict(data.get("errors") or {}),
-            int(data.get("internal_hidden", 0)),
-        )
-
-
-@dataclass(frozen=True)
 class AuditFilter:
     """The audit API's filters (``GET /api/v1/audit``); ``None`` leaves one out."""
 
@@ -468,7 +417,7 @@ class ConsoleProvider(Protocol):
         offset: int = 0,
         limit: int = 20,
         filters: Mapping[str, str] | None = None,
-    ) -> SessionPageView:
+    ) -> SessionPage:
         """``filters``: more of the admin API's ``/sessions`` parameters (transport, internal,
         sort), passed as they are."""
         ...

@@ -4,6 +4,7 @@ and the app's routing: no browser, no network."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import httpx
@@ -34,6 +35,7 @@ from pushgrid.console.provider import (
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PublishOut
 from pushgrid.ops.statistics import TrendQuery
 
@@ -453,7 +455,7 @@ def test_session_search_and_pages() -> None:
     assert hp.search_params("") == {}
     assert hp.search_params("/Stocks/IBM") == {"subject": "/Stocks/IBM"}
     assert hp.search_params(" 10.0.0.7 ") == {"remote": "10.0.0.7"}
-    page = hp.session_page(
+    page = SessionPage.model_validate(
         {
             "total": 1,
             "offset": 0,
@@ -473,7 +475,7 @@ def test_session_search_and_pages() -> None:
             "unreachable": [{"member": "b", "error": "refused"}],
         }
     )
-    assert page.items[0].connected_since == 60.0
+    assert page.items[0].connected_since.timestamp() == 60.0
     assert page.errors == {"b": "refused"}
     run = JobRunOut.model_validate(
         {
@@ -650,27 +652,33 @@ def test_clients_state_round_trips_through_the_url() -> None:
 
 
 def test_clients_table_shows_the_api_numbers_and_no_made_up_latency() -> None:
-    from pushgrid.console.provider import SessionInfo, SessionPageView
+    from pushgrid.ops.api.sessions import SessionOut, SessionPage
 
-    info = SessionInfo(
-        "m1",
-        "abc",
-        "10.0.0.1:5000",
-        0.0,
-        ["/a"],
-        3,
-        1200,
-        4800,
+    info = SessionOut(
+        member="m1",
+        id="abc",
+        remote="10.0.0.1:5000",
+        connected_since=datetime.fromtimestamp(0.0, UTC),
+        subjects=["/a"],
+        messages_in=3,
+        bytes_in=1200,
+        bytes_out=4800,
         client_id="alice",
         transport="sse",
         compression=False,
         messages_out=7,
         outbound_buffer_bytes=0,
     )
-    rendered = str(sessions.render_sessions(SessionPageView([info], 1, 0, 15), 10.0))
+
+    def page(*items: SessionOut) -> SessionPage:
+        return SessionPage(items=list(items), total=1, offset=0, limit=15)
+
+    rendered = str(sessions.render_sessions(page(info), 10.0))
     for shown in ("alice", "SSE", "'7'", "10.0.0.1:5000"):
         assert shown in rendered
     assert re.search(r"\d ms", rendered) is None  # no delivery report: a dash, not a number
-    reported = SessionInfo("m1", "abd", "r:1", 0.0, delivery_latency_ms=12.5, lost_messages=2)
-    rendered = str(sessions.render_sessions(SessionPageView([reported], 1, 0, 15), 10.0))
+    reported = info.model_copy(
+        update={"id": "abd", "remote": "r:1", "delivery_latency_ms": 12.5, "lost_messages": 2}
+    )
+    rendered = str(sessions.render_sessions(page(reported), 10.0))
     assert "12.5 ms · 2 lost" in rendered
