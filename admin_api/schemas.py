@@ -25,6 +25,8 @@ from pushgrid.ops.api.sessions import SessionTransport as SessionTransport
 from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
 from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
 from pushgrid.ops.api.subjects import PublishOut as PublishOut
+from pushgrid.ops.api.trends import TrendPointOut as TrendPointOut
+from pushgrid.ops.api.trends import TrendSeries as TrendSeries
 from pushgrid.ops.panel import MemberPanel
 
 from .member_client import MemberSource, check_base_url, check_monitor_url
@@ -268,23 +270,6 @@ class WatchedWindowStatList(WindowStatList):
     ``cluster`` (summed over members) or ``node:<ServerName>``, the six pattern indicators."""
 
     pattern: str
-
-
-class TrendPointOut(BaseModel):
-    as_of: datetime
-    count: int
-    coverage: float = Field(ge=0.0, le=1.0, description="As for window statistics")
-    max: float | None
-    avg: float | None
-    stddev: float | None
-    run_id: int | None
-
-
-class TrendSeries(BaseModel):
-    scope: str
-    indicator: str
-    window: str
-    points: list[TrendPointOut] = Field(description="Oldest first")
 
 
 # --- subjects ----------------------------------------------------------------------------------

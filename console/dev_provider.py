@@ -20,6 +20,7 @@ from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.ops.api.me import Me, Role
 from pushgrid.ops.api.sessions import SessionOut, SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
@@ -36,7 +37,6 @@ from .provider import (
     StatRow,
     SubjectSnapshot,
     SubjectView,
-    TrendPointView,
     WindowStatistics,
 )
 
@@ -53,6 +53,18 @@ _BASE = {
 
 def _iso(unix: float) -> str:
     return _moment(unix).isoformat()
+
+
+def _trend_point(ts: int, base: float) -> TrendPointOut:
+    return TrendPointOut(
+        as_of=_moment(ts),
+        count=3600,
+        coverage=1.0,
+        max=base * 1.7,
+        avg=base,
+        stddev=base * 0.15,
+        run_id=None,
+    )
 
 
 def _moment(unix: float) -> datetime:
@@ -175,7 +187,7 @@ class DemoProvider:
     def all_window_stats(self) -> list[WindowStatistics]:
         return [self.window_stats(scope) for scope in self.scopes()]
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]:
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]:
         indicator, since = query.indicator, query.since
         now = int(time.time()) // 3600 * 3600
         points = []
@@ -184,7 +196,7 @@ class DemoProvider:
             if since is not None and ts < since:
                 continue
             base = _BASE[indicator] * (1 + 0.3 * math.sin(ts / 40000))
-            points.append(TrendPointView(ts, 3600, base * 1.7, base, base * 0.15))
+            points.append(_trend_point(ts, base))
         return sorted(points, key=lambda p: p.as_of)
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:

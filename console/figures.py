@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.trends import TrendPointOut
 
 from .format import (
     ChartTrace,
@@ -19,10 +20,10 @@ from .format import (
     label,
     moment,
     scope_label,
+    second,
     unit,
     unix_of,
 )
-from .provider import TrendPointView
 
 # One palette for CSS and charts (console/assets/console.css uses the same values).
 BACKGROUND = "#0b1220"
@@ -168,7 +169,7 @@ def live_value_axis(indicator: str, byte_unit: str = "B") -> dict[str, object]:
 
 
 def trend_figure(
-    points: Sequence[TrendPointView],
+    points: Sequence[TrendPointOut],
     indicator: str,
     window: str,
     scope: str,
@@ -196,7 +197,7 @@ def trend_figure(
     def scaled(value: float | None) -> float | None:
         return None if value is None else value / divisor
 
-    xs = [chart_time(p.as_of) for p in points]
+    xs = [chart_time(second(p.as_of)) for p in points]
     avg = [scaled(p.avg) for p in points]
     spread = [(p.stddev or 0.0) / divisor for p in points]
     upper = [None if a is None else a + d for a, d in zip(avg, spread, strict=True)]

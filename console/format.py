@@ -11,13 +11,13 @@ from typing import Final, Literal, cast
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
 from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.trends import TrendPointOut
 
 from .provider import (
     CLUSTER,
     LiveOverview,
     MemberCard,
     StatRow,
-    TrendPointView,
     WindowStatistics,
 )
 
@@ -205,6 +205,11 @@ def moment(when: datetime | None) -> str:
     """An instant of an admin API answer (decoded by its shared type) as ``2026-11-22 14:05:03
     UTC``; one without a zone is UTC, as the API writes it."""
     return timestamp(unix_of(when))
+
+
+def second(when: datetime) -> int:
+    """The Unix second of an instant of an answer (one without a zone is UTC)."""
+    return int((when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp())
 
 
 def unix_of(when: datetime | None) -> float | None:
@@ -468,9 +473,9 @@ def history_peak(history: HistoryOut, indicator: str) -> float:
     return max(values, default=0.0)
 
 
-def trend_traces(points: Sequence[TrendPointView], window: str, divisor: float) -> list[ChartTrace]:
+def trend_traces(points: Sequence[TrendPointOut], window: str, divisor: float) -> list[ChartTrace]:
     """The cluster's average and maximum over each run's ``window`` (the statistics store)."""
-    xs = [chart_time(p.as_of) for p in points]
+    xs = [chart_time(second(p.as_of)) for p in points]
     return [
         ChartTrace(
             f"avg ({window})", xs, [None if p.avg is None else p.avg / divisor for p in points]

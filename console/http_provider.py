@@ -21,6 +21,7 @@ from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+from pushgrid.ops.api.trends import TrendPointOut, TrendSeries
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 
@@ -38,7 +39,6 @@ from .provider import (
     StatRow,
     SubjectSnapshot,
     SubjectView,
-    TrendPointView,
     WindowStatistics,
 )
 from .subject_provider import SubjectHttpMixin
@@ -195,14 +195,8 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         # the directory's names only: /members would read every member's agent (issue 30)
         return list(self._get("/member-names")["items"])
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]:
-        data = self._get("/stats/trend", **query.params())
-        return [
-            TrendPointView(
-                unix(p["as_of"]) or 0, int(p["count"]), p.get("max"), p.get("avg"), p.get("stddev")
-            )
-            for p in data["points"]
-        ]
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]:
+        return TrendSeries.model_validate(self._get("/stats/trend", **query.params())).points
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         """The subject on every member: the snapshot (the first member that has one) and the

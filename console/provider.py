@@ -23,6 +23,7 @@ from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
@@ -305,15 +306,6 @@ class WindowStatistics:
 
 
 @dataclass(frozen=True)
-class TrendPointView(_Json):
-    as_of: int
-    count: int
-    max: float | None
-    avg: float | None
-    stddev: float | None
-
-
-@dataclass(frozen=True)
 class SubjectSnapshot(_Json):
     subject: str
     content: str
@@ -397,7 +389,7 @@ class ConsoleProvider(Protocol):
         """The window statistics of every scope the pipeline wrote (cluster first)."""
         ...
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]: ...
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]: ...
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""

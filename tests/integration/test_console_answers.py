@@ -19,15 +19,21 @@ from pydantic import BaseModel
 from websockets.sync.client import connect
 
 from pushgrid.console.http_provider import HttpProvider
+from pushgrid.metrics.sqlstore import start_run, write_results
 from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+from pushgrid.ops.api.trends import TrendSeries
+from pushgrid.ops.statistics import TrendQuery
+from pushgrid.spark_stats.synthetic_results import synthetic_result
 
 from .pgtest import AdminHarness, ServerProcess, free_port, member_entry, serve_in_thread
 from .test_admin_roles import api_routes
+
+AS_OF = 1_795_363_200
 
 #: the admin API's route -> the type the console decodes its answer (or each of its items) with
 SHARED: Mapping[tuple[str, str], type[BaseModel]] = {
@@ -37,6 +43,7 @@ SHARED: Mapping[tuple[str, str], type[BaseModel]] = {
     ("GET", "/api/v1/members/{name}/presence"): PresenceOut,
     ("GET", "/api/v1/jobs/{run_id}"): JobRunOut,
     ("POST", "/api/v1/jobs"): JobRunOut,
+    ("GET", "/api/v1/stats/trend"): TrendSeries,
     ("GET", "/api/v1/sessions"): SessionPage,
     ("GET", "/api/v1/members/{name}/sessions"): SessionPage,
 }
@@ -68,6 +75,9 @@ def console(
         ServerName="push-1", **{"Occupancy.PresencePatterns": "/Chat/*"}
     )
     harness = AdminHarness(tmp_path_factory.mktemp("answers"), [member_entry("push-1", member)])
+    with harness.session_factory() as db:  # what the pipeline wrote: trend points to read
+        run = start_run(db, master="local[2]", as_of=AS_OF)
+        write_results(db, run.id, synthetic_result(AS_OF, nodes=("push-1",), trend_points=4))
     port = free_port()
     with serve_in_thread(harness.app, port):
         provider = RecordingProvider(f"http://127.0.0.1:{port}", harness.tokens["admin"])
@@ -112,6 +122,9 @@ def test_what_the_console_decodes_dumps_back_to_the_admin_api_s_json(
     assert dumped(published) == console.answers["/members/push-1/publish"]
     presence = console.presence("/Chat/answers")
     assert dumped(presence) == console.answers["/members/push-1/presence"]
+    trend = console.trend(TrendQuery(scope="cluster", indicator="connected_users", window="1h"))
+    assert trend, "the trend points the pipeline wrote"
+    assert [dumped(point) for point in trend] == console.answers["/stats/trend"]["points"]
     history = console.history()
     assert dumped(history) == console.answers["/stats/history"]
     started = console.start_job()

@@ -29,7 +29,6 @@ from pushgrid.console.provider import (
     StatRow,
     SubjectSnapshot,
     SubjectView,
-    TrendPointView,
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
@@ -37,6 +36,7 @@ from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.sessions import SessionPage
 from pushgrid.ops.api.subjects import PublishOut
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
 
@@ -141,6 +141,19 @@ def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
     return LiveOverview([MemberCard(m, "", True) for m in members], cluster, scopes)
 
 
+def _point(as_of: int, high: float, avg: float) -> TrendPointOut:
+    """A trend point as ``GET /stats/trend`` answers it (an hour, whole coverage)."""
+    return TrendPointOut(
+        as_of=datetime.fromtimestamp(as_of, UTC),
+        count=3600,
+        coverage=1.0,
+        max=high,
+        avg=avg,
+        stddev=1.0,
+        run_id=None,
+    )
+
+
 def _history(until: int, members: tuple[str, ...], since: int = 0) -> HistoryOut:
     seconds = list(range(max(since, until - 9), until + 1))
     values: dict[str, list[float | None]] = {n: [3.0] * len(seconds) for n in INDICATOR_NAMES}
@@ -170,14 +183,11 @@ class HistoryApi:
         self.asked.append(since)
         return self.answers.pop(0)
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]:
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]:
         self.trends.append((query.scope, query.indicator, query.window, query.since))
         if not self.stored:
             return []
-        return [
-            TrendPointView(1000, 3600, 5e6, 4e6, 1.0),
-            TrendPointView(4600, 3600, 6e6, 5e6, 1.0),
-        ]
+        return [_point(1000, 5e6, 4e6), _point(4600, 6e6, 5e6)]
 
 
 def test_overview_builds_figures_first_then_extends_them() -> None:
@@ -273,7 +283,7 @@ def test_overview_long_ranges_say_why_empty_fill_from_history_and_span_the_range
 
 def test_a_trend_spans_the_selected_range() -> None:
     """Issue 34: one trend point was drawn on an axis one millisecond wide."""
-    point = TrendPointView(50_000, 3600, 5.0, 4.0, 1.0)
+    point = _point(50_000, 5.0, 4.0)
     assert trends.trend_span(40_000, [point], 60_000.5) == (40_000, 60_000)
     assert trends.trend_span(None, [point], 60_000) == (50_000 - 3600, 60_000)
     figure = trend_figure([point], "connected_users", "1h", CLUSTER, (40_000, 60_000))

@@ -6,5 +6,9 @@ them (``admin_api/schemas.py`` re-exports them under the same names) and the con
 same JSON with ``Model.model_validate`` and keeps it in the browser as ``model_dump(mode="json")``.
 A class name here is a schema name in ``/api/v1/openapi.json``: renaming one changes the document.
 
-* :mod:`.subjects`: a test publish's answer and a subject's presence.
+* :mod:`.me`: who a token is, and the roles;
+* :mod:`.subjects`: a test publish's answer and a subject's presence;
+* :mod:`.sessions`: a page of client sessions (and :class:`~.sessions.Page`, every page's base);
+* :mod:`.history`: the per-second history of every member and the cluster;
+* :mod:`.jobs`, :mod:`.audit`: the pipeline's runs and the audit log.
 """
