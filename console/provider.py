@@ -1,12 +1,14 @@
 """What the console needs from the outside world: the :class:`ConsoleProvider` interface.
 
 Pages never talk to servers, the database or the network themselves: every callback asks a
-provider (the admin API over HTTP in production, :mod:`console.http_provider`) and gets back the
-small typed values below. A failed request raises :class:`ProviderError` with the HTTP status,
-a short title and the detail the admin API gave, and the page shows it to the operator.
+provider (the admin API over HTTP in production, :mod:`console.http_provider`) and gets back
+typed values. A failed request raises :class:`ProviderError` with the HTTP status, a short title
+and the detail the admin API gave, and the page shows it to the operator.
 
-Every value converts to and from plain JSON (``to_json`` / ``from_json``), which is what Dash
-stores and callbacks exchange.
+Most values are the admin API's own answers, one type in :mod:`pushgrid.ops.api` for the route
+and the console (ADR 059): they convert to and from plain JSON with ``model_dump(mode="json")`` /
+``model_validate``, which is what Dash stores and callbacks exchange. The dataclasses below are
+the console's regroupings of answers not moved yet; they convert with ``to_json`` / ``from_json``.
 """
 
 from __future__ import annotations
