@@ -9,6 +9,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 # the answers the console reads too live in the ops contract (ADR 059); re-exported here
 from pushgrid.ops.api.audit import AuditOut as AuditOut
+from pushgrid.ops.api.cluster import ClusterMemberOut as ClusterMemberOut
+from pushgrid.ops.api.cluster import ClusterOut as ClusterOut
+from pushgrid.ops.api.cluster import HealthReasonOut as HealthReasonOut
 from pushgrid.ops.api.history import MAX_UNIX as MAX_UNIX
 from pushgrid.ops.api.history import HistoryOut as HistoryOut
 from pushgrid.ops.api.history import HistorySeriesOut as HistorySeriesOut
@@ -84,49 +87,6 @@ class MemberCreate(BaseModel):
     password: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = Field(
         default=None, description="Kept server-side; never returned"
     )
-
-
-class ClusterMemberOut(BaseModel):
-    name: str
-    index: int | None = Field(default=None, description="Position in ClusterMembers")
-    seed: bool = Field(description="A seed member (JetStream quorum)")
-    state: Literal["up", "down"]
-    leader: bool = Field(description="Holds the JetStream stream leadership")
-    quorum: bool | None = Field(
-        default=None, description="Whether this member can store messages (null: not readable)"
-    )
-    not_answering_seconds: float | None = Field(
-        default=None,
-        description="Seconds since the member stopped answering the admin API (a hung "
-        "process: it accepts connections but does not answer); null while it answers",
-    )
-
-
-class HealthReasonOut(BaseModel):
-    """Why the cluster is not ``ok`` (docs/monitoring.md, "Health")."""
-
-    code: str = Field(
-        description="member_down, no_quorum, nats_disconnected, stream_lag, archive_failing, "
-        "config_mismatch or stopping"
-    )
-    member: str = Field(description="The member (or stream replica) it is about")
-    text: str
-
-
-class ClusterOut(BaseModel):
-    """The cluster merged from every readable member's view (MBean pushgrid:type=Cluster)."""
-
-    mode: str | None = Field(description="standalone, standard or guaranteed")
-    health: Literal["ok", "degraded", "down"] = Field(
-        description="The one health model (metrics/health.py): the members' own healths merged, "
-        "a member that cannot be read counting as down; `down` when no member can serve"
-    )
-    reasons: list[HealthReasonOut] = Field(default_factory=list)
-    quorum: bool = Field(description="Some member can store messages")
-    quorum_size: int | None = None
-    seeds: int | None = None
-    stream_leader: str | None = None
-    members: list[ClusterMemberOut]
 
 
 class MemberPanelOut(MemberPanel):

@@ -15,6 +15,7 @@ from typing import Literal
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.ops.api.me import Me, Role
@@ -26,8 +27,6 @@ from pushgrid.ops.statistics import TrendQuery
 from .provider import (
     CLUSTER,
     AuditFilter,
-    ClusterMemberState,
-    ClusterView,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
@@ -121,13 +120,13 @@ class DemoProvider:
                 indicators[indicator] = LiveIndicatorView(indicator, value, windows)
             scopes[name] = LiveScope(name, now, indicators)
         cluster = LiveScope(CLUSTER, now, {n: LiveIndicatorView(n, v) for n, v in totals.items()})
-        topology = ClusterView(
-            "guaranteed",
-            "ok",
-            True,
-            "pushgrid-m1",
-            [
-                ClusterMemberState(name, "up", seed=i < 3, leader=i == 0)
+        topology = ClusterOut(
+            mode="guaranteed",
+            health="ok",
+            quorum=True,
+            stream_leader="pushgrid-m1",
+            members=[
+                ClusterMemberOut(name=name, state="up", seed=i < 3, leader=i == 0)
                 for i, name in enumerate(self.members)
             ],
         )

@@ -16,6 +16,7 @@ from typing import Any, Final
 import httpx
 
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
@@ -29,7 +30,6 @@ from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditFilter,
-    ClusterView,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
@@ -175,7 +175,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         data = self._get("/cluster/overview")
         members = [member_of(item) for item in data["members"]["items"]]
         overview = live_overview(members, data["live"])
-        return replace(overview, topology=ClusterView.from_json(data["cluster"]))
+        return replace(overview, topology=ClusterOut.model_validate(data["cluster"]))
 
     def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         return HistoryOut.model_validate(self._get("/stats/history", since=since, until=until))

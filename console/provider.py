@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
 
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import CLUSTER as CLUSTER
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
@@ -188,76 +189,20 @@ class LiveScope:
 
 
 @dataclass(frozen=True)
-class ClusterMemberState(_Json):
-    """One member as the cluster sees it (heartbeats), not as the admin API probed it."""
-
-    name: str
-    state: str  # up | down
-    seed: bool = False
-    leader: bool = False
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClusterMemberState:
-        """From the admin API's cluster member (which says more than the page shows)."""
-        return cls(
-            str(data["name"]),
-            str(data.get("state")),
-            bool(data.get("seed")),
-            bool(data.get("leader")),
-        )
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """The cluster's own view: delivery mode, quorum and the JetStream stream leader."""
-
-    mode: str | None
-    health: str  # ok | degraded | down: the admin API's (metrics/health.py), never recomputed
-    quorum: bool
-    stream_leader: str | None = None
-    members: list[ClusterMemberState] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # the texts of the health's reasons
-
-    @property
-    def leader(self) -> str | None:
-        return next((m.name for m in self.members if m.leader), None)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["members"] = [m.to_json() for m in self.members]
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClusterView:
-        members = [ClusterMemberState.from_json(m) for m in data.get("members") or []]
-        return cls(
-            data.get("mode"),
-            str(data.get("health")),
-            bool(data.get("quorum")),
-            data.get("stream_leader"),
-            members,
-            [
-                str(r.get("text") if isinstance(r, Mapping) else r)
-                for r in data.get("reasons") or []
-            ],
-        )
-
-
-@dataclass(frozen=True)
 class LiveOverview:
     """Everything the Overview shows at one tick: member health and live indicators."""
 
     members: list[MemberCard]
     cluster: LiveScope
     scopes: dict[str, LiveScope] = field(default_factory=dict)  # by member name
-    topology: ClusterView | None = None  # None: the admin API could not say
+    topology: ClusterOut | None = None  # None: the admin API could not say
 
     def to_json(self) -> dict[str, Any]:
         return {
             "members": [m.to_json() for m in self.members],
             "cluster": self.cluster.to_json(),
             "scopes": {n: s.to_json() for n, s in self.scopes.items()},
-            "topology": self.topology.to_json() if self.topology is not None else None,
+            "topology": None if self.topology is None else self.topology.model_dump(mode="json"),
         }
 
     @classmethod
@@ -267,7 +212,7 @@ class LiveOverview:
             [MemberCard.from_json(m) for m in data["members"]],
             LiveScope.from_json(data["cluster"]),
             {n: LiveScope.from_json(s) for n, s in (data.get("scopes") or {}).items()},
-            ClusterView.from_json(topology) if topology else None,
+            ClusterOut.model_validate(topology) if topology else None,
         )
 
 

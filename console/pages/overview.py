@@ -12,6 +12,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.statistics import TrendQuery
 
@@ -24,7 +25,6 @@ from ..member_panel import render_panel
 from ..provider import (
     CLUSTER,
     LIVE_WINDOWS,
-    ClusterView,
     ConsoleProvider,
     LiveIndicatorView,
     LiveOverview,
@@ -142,11 +142,11 @@ def _indicator_card(indicator: str) -> html.Div:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_health(members: Sequence[MemberCard], topology: ClusterView | None = None) -> Component:
+def render_health(members: Sequence[MemberCard], topology: ClusterOut | None = None) -> Component:
     health, text = fmt.cluster_health(
         members,
         None if topology is None else topology.health,
-        () if topology is None else topology.reasons,
+        () if topology is None else [reason.text for reason in topology.reasons],
     )
     up = sum(1 for m in members if m.up)
     return card(
@@ -162,7 +162,7 @@ def render_health(members: Sequence[MemberCard], topology: ClusterView | None = 
     )
 
 
-def _topology_attrs(topology: ClusterView | None) -> dict[str, str]:
+def _topology_attrs(topology: ClusterOut | None) -> dict[str, str]:
     if topology is None:
         return {}
     return {
@@ -172,7 +172,7 @@ def _topology_attrs(topology: ClusterView | None) -> dict[str, str]:
     }
 
 
-def render_topology(topology: ClusterView | None) -> list[Component]:
+def render_topology(topology: ClusterOut | None) -> list[Component]:
     """Delivery mode, quorum and the stream leader, as the members themselves report them."""
     if topology is None or topology.mode in (None, "standalone"):
         return []

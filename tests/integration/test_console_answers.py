@@ -21,6 +21,7 @@ from websockets.sync.client import connect
 from pushgrid.console.http_provider import HttpProvider
 from pushgrid.metrics.sqlstore import start_run, write_results
 from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
@@ -43,6 +44,7 @@ SHARED: Mapping[tuple[str, str], type[BaseModel]] = {
     ("GET", "/api/v1/members/{name}/presence"): PresenceOut,
     ("GET", "/api/v1/jobs/{run_id}"): JobRunOut,
     ("POST", "/api/v1/jobs"): JobRunOut,
+    ("GET", "/api/v1/cluster"): ClusterOut,
     ("GET", "/api/v1/stats/trend"): TrendSeries,
     ("GET", "/api/v1/sessions"): SessionPage,
     ("GET", "/api/v1/members/{name}/sessions"): SessionPage,
@@ -109,6 +111,8 @@ def test_every_shared_route_answers_with_the_type_the_console_decodes(tmp_path: 
     harness.close()
     for key, model in SHARED.items():
         assert models[key] is model, key
+    overview = models["GET", "/api/v1/cluster/overview"]
+    assert overview.model_fields["cluster"].annotation is ClusterOut
     for key, model in PAGES.items():
         items = models[key].model_fields["items"].annotation
         assert (get_origin(items), get_args(items)) == (list, (model,)), key
@@ -125,6 +129,9 @@ def test_what_the_console_decodes_dumps_back_to_the_admin_api_s_json(
     trend = console.trend(TrendQuery(scope="cluster", indicator="connected_users", window="1h"))
     assert trend, "the trend points the pipeline wrote"
     assert [dumped(point) for point in trend] == console.answers["/stats/trend"]["points"]
+    topology = console.live().topology
+    assert topology is not None
+    assert dumped(topology) == console.answers["/cluster/overview"]["cluster"]
     history = console.history()
     assert dumped(history) == console.answers["/stats/history"]
     started = console.start_job()

@@ -18,7 +18,6 @@ from pushgrid.console.format import chart_time
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
-    ClusterView,
     ConsoleProvider,
     LiveIndicatorView,
     LiveOverview,
@@ -32,6 +31,7 @@ from pushgrid.console.provider import (
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut, HealthReasonOut
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.sessions import SessionPage
@@ -299,7 +299,10 @@ def test_overview_reports_members_down() -> None:
         ("a", "true"),
         ("b", "false"),
     ]
-    cluster = ClusterView("guaranteed", "degraded", True, reasons=["member b is down"])
+    reason = HealthReasonOut(code="member_down", member="b", text="member b is down")
+    cluster = ClusterOut(
+        mode="guaranteed", health="degraded", quorum=True, reasons=[reason], members=[]
+    )
     health = overview.render_health(live.members, cluster)
     assert _prop(health, "data-health") == "degraded"
     assert _prop(overview.render_health(live.members), "data-health") == "unknown"
@@ -585,15 +588,17 @@ def test_provider_errors_round_trip_as_json() -> None:
 
 def test_health_card_shows_the_clusters_own_view() -> None:
     from pushgrid.console.pages.overview import render_health
-    from pushgrid.console.provider import ClusterMemberState, ClusterView
 
     members = [MemberCard(m, "", True) for m in ("m1", "m2", "m3")]
-    topology = ClusterView(
-        "guaranteed",
-        "ok",
-        False,
-        "pushgrid-m2",
-        [ClusterMemberState(m, "up", seed=True, leader=m == "m2") for m in ("m1", "m2", "m3")],
+    topology = ClusterOut(
+        mode="guaranteed",
+        health="ok",
+        quorum=False,
+        stream_leader="pushgrid-m2",
+        members=[
+            ClusterMemberOut(name=m, state="up", seed=True, leader=m == "m2")
+            for m in ("m1", "m2", "m3")
+        ],
     )
     card = _props(render_health(members, topology))
     assert (card["data-mode"], card["data-quorum"], card["data-leader"]) == (
@@ -605,9 +610,10 @@ def test_health_card_shows_the_clusters_own_view() -> None:
     assert "Guaranteed delivery" in text
     assert "NO QUORUM" in text
     assert "stream leader: m2" in text
-    standalone = _props(render_health(members, ClusterView("standalone", "ok", True)))
+    alone = ClusterOut(mode="standalone", health="ok", quorum=True, members=[])
+    standalone = _props(render_health(members, alone))
     assert "stream leader" not in repr(standalone["children"])
-    assert ClusterView.from_json(topology.to_json()) == topology
+    assert ClusterOut.model_validate(topology.model_dump(mode="json")) == topology
     api = {  # what GET /api/v1/cluster answers (more than the page keeps)
         "mode": "guaranteed",
         "health": "ok",
@@ -619,7 +625,7 @@ def test_health_card_shows_the_clusters_own_view() -> None:
             {"name": "m1", "index": 1, "seed": True, "state": "up", "leader": True, "quorum": True}
         ],
     }
-    assert ClusterView.from_json(api).leader == "m1"
+    assert ClusterOut.model_validate(api).leader == "m1"
 
 
 def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
