@@ -10,5 +10,7 @@ A class name here is a schema name in ``/api/v1/openapi.json``: renaming one cha
 * :mod:`.subjects`: a test publish's answer and a subject's presence;
 * :mod:`.sessions`: a page of client sessions (and :class:`~.sessions.Page`, every page's base);
 * :mod:`.history`: the per-second history of every member and the cluster;
+* :mod:`.cluster`: the cluster merged from the members' views (mode, health, quorum);
+* :mod:`.trends`: a trend series of the pipeline's window statistics;
 * :mod:`.jobs`, :mod:`.audit`: the pipeline's runs and the audit log.
 """
