@@ -28,6 +28,8 @@ from pushgrid.ops.api.sessions import SessionTransport as SessionTransport
 from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
 from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
 from pushgrid.ops.api.subjects import PublishOut as PublishOut
+from pushgrid.ops.api.subjects import SnapshotOut as SnapshotOut
+from pushgrid.ops.api.subjects import SubjectInfo as SubjectInfo
 from pushgrid.ops.api.trends import TrendPointOut as TrendPointOut
 from pushgrid.ops.api.trends import TrendSeries as TrendSeries
 from pushgrid.ops.panel import MemberPanel
@@ -233,22 +235,6 @@ class WatchedWindowStatList(WindowStatList):
 
 
 # --- subjects ----------------------------------------------------------------------------------
-
-
-class SnapshotOut(BaseModel):
-    subject: str
-    content: str
-    fields: dict[str, str]
-    epoch: str
-    seq: int
-    ts: int = Field(description="Milliseconds since the Unix epoch")
-
-
-class SubjectInfo(BaseModel):
-    member: str
-    subject: str
-    subscribers: int = Field(ge=0, description="The member's local subscribers")
-    snapshot: SnapshotOut | None = Field(description="Null when the subject has no snapshot")
 
 
 class PublishIn(BaseModel):

@@ -20,7 +20,7 @@ from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.ops.api.me import Me, Role
 from pushgrid.ops.api.sessions import SessionOut, SessionPage
-from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut
+from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
@@ -34,7 +34,6 @@ from .provider import (
     MomentsView,
     ProviderError,
     StatRow,
-    SubjectSnapshot,
     SubjectView,
     WindowStatistics,
 )
@@ -76,7 +75,7 @@ class DemoProvider:
     def __init__(self, token: str = "demo") -> None:  # nosec B107
         self.token = token
         self.members = ["push-1", "push-2"]
-        self.snapshots: dict[str, SubjectSnapshot] = {}
+        self.snapshots: dict[str, SnapshotOut] = {}
         self.gone: set[str] = set()
 
     def _value(self, indicator: str, member: int, ts: float) -> float:
@@ -232,8 +231,13 @@ class DemoProvider:
         old = self.snapshots.get(subject)
         seq = 1 if old is None else old.seq + 1
         merged = {**(old.fields if old else {}), **fields}
-        self.snapshots[subject] = SubjectSnapshot(
-            subject, content, merged, "a1b2c3", seq, time.time()
+        self.snapshots[subject] = SnapshotOut(
+            subject=subject,
+            content=content,
+            fields=merged,
+            epoch="a1b2c3",
+            seq=seq,
+            ts=int(time.time() * 1000),
         )
         return PublishOut(
             member=self.members[0], subject=subject, result="ok", epoch="a1b2c3", seq=seq

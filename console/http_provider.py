@@ -21,7 +21,7 @@ from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.sessions import SessionPage
-from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut, SubjectInfo
 from pushgrid.ops.api.trends import TrendPointOut, TrendSeries
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -37,7 +37,6 @@ from .provider import (
     MomentsView,
     ProviderError,
     StatRow,
-    SubjectSnapshot,
     SubjectView,
     WindowStatistics,
 )
@@ -203,7 +202,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         subscribers of each; members that fail (a member with entitlement refuses without a
         granting ``entitlement_token``: 403) are reported in ``errors``."""
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
-        snapshot: SubjectSnapshot | None = None
+        snapshot: SnapshotOut | None = None
         subscribers: dict[str, int] = {}
         errors: dict[str, str] = {}
         members = self.members()
@@ -220,9 +219,9 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
                     raise
                 errors[member.name] = f"{exc.title}: {exc.detail}"
                 continue
-            subscribers[member.name] = int(data["subscribers"])
-            if snapshot is None and data.get("snapshot"):
-                snapshot = snapshot_of(data["snapshot"])
+            info = SubjectInfo.model_validate(data)
+            subscribers[member.name] = info.subscribers
+            snapshot = snapshot or info.snapshot
         if members and not subscribers and errors:
             raise ProviderError(
                 502, "No member answered", "; ".join(f"{m}: {e}" for m, e in errors.items())
@@ -389,18 +388,6 @@ def window_statistics(data: Mapping[str, Any]) -> list[WindowStatistics]:
             )
         )
     return out
-
-
-def snapshot_of(data: Mapping[str, Any]) -> SubjectSnapshot:
-    ts = data.get("ts")
-    return SubjectSnapshot(
-        str(data["subject"]),
-        str(data["content"]),
-        {str(k): str(v) for k, v in (data.get("fields") or {}).items()},
-        str(data["epoch"]),
-        int(data["seq"]),
-        None if ts is None else float(ts) / 1000.0,
-    )
 
 
 def search_params(search: str) -> dict[str, str]:

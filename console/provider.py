@@ -25,7 +25,7 @@ from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.sessions import SessionPage
-from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
@@ -253,21 +253,12 @@ class WindowStatistics:
 
 
 @dataclass(frozen=True)
-class SubjectSnapshot(_Json):
-    subject: str
-    content: str
-    fields: dict[str, str]
-    epoch: str
-    seq: int
-    ts: float | None = None
-
-
-@dataclass(frozen=True)
 class SubjectView:
-    """A subject's snapshot (``None``: nothing retained yet) and subscribers per member."""
+    """A subject's snapshot (``None``: nothing retained yet) and subscribers per member: the
+    members' ``SubjectInfo`` answers merged (the first snapshot found)."""
 
     subject: str
-    snapshot: SubjectSnapshot | None
+    snapshot: SnapshotOut | None
     subscribers: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
 
@@ -278,7 +269,7 @@ class SubjectView:
     def to_json(self) -> dict[str, Any]:
         return {
             "subject": self.subject,
-            "snapshot": None if self.snapshot is None else self.snapshot.to_json(),
+            "snapshot": None if self.snapshot is None else self.snapshot.model_dump(mode="json"),
             "subscribers": dict(self.subscribers),
             "errors": dict(self.errors),
         }
@@ -288,7 +279,7 @@ class SubjectView:
         snapshot = data.get("snapshot")
         return cls(
             str(data["subject"]),
-            None if snapshot is None else SubjectSnapshot.from_json(snapshot),
+            None if snapshot is None else SnapshotOut.model_validate(snapshot),
             dict(data.get("subscribers") or {}),
             dict(data.get("errors") or {}),
         )

@@ -156,7 +156,7 @@ def render_snapshot(info: SubjectView) -> Component:
                 [
                     html.Span(f"seq {snap.seq}", className="chip"),
                     html.Span(f"epoch {snap.epoch}", className="chip"),
-                    html.Span(fmt.timestamp(snap.ts), className="chip"),
+                    html.Span(fmt.timestamp(snap.ts / 1000), className="chip"),
                 ],
                 className="chips",
             ),

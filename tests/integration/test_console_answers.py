@@ -26,7 +26,7 @@ from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.me import Me
 from pushgrid.ops.api.sessions import SessionPage
-from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SubjectInfo
 from pushgrid.ops.api.trends import TrendSeries
 from pushgrid.ops.statistics import TrendQuery
 from pushgrid.spark_stats.synthetic_results import synthetic_result
@@ -40,6 +40,7 @@ AS_OF = 1_795_363_200
 SHARED: Mapping[tuple[str, str], type[BaseModel]] = {
     ("GET", "/api/v1/me"): Me,
     ("GET", "/api/v1/stats/history"): HistoryOut,
+    ("GET", "/api/v1/members/{name}/subjects"): SubjectInfo,
     ("POST", "/api/v1/members/{name}/publish"): PublishOut,
     ("GET", "/api/v1/members/{name}/presence"): PresenceOut,
     ("GET", "/api/v1/jobs/{run_id}"): JobRunOut,
@@ -124,6 +125,11 @@ def test_what_the_console_decodes_dumps_back_to_the_admin_api_s_json(
     assert dumped(console.whoami()) == console.answers["/me"]
     published = console.publish("/Chat/answers", "hello", {"k": "v"})
     assert dumped(published) == console.answers["/members/push-1/publish"]
+    seen = console.subject("/Chat/answers")
+    answer = console.answers["/members/push-1/subjects"]
+    assert seen.snapshot is not None, "the publish is retained"
+    assert dumped(seen.snapshot) == answer["snapshot"]
+    assert seen.subscribers == {"push-1": answer["subscribers"]}
     presence = console.presence("/Chat/answers")
     assert dumped(presence) == console.answers["/members/push-1/presence"]
     trend = console.trend(TrendQuery(scope="cluster", indicator="connected_users", window="1h"))

@@ -26,7 +26,6 @@ from pushgrid.console.provider import (
     MomentsView,
     ProviderError,
     StatRow,
-    SubjectSnapshot,
     SubjectView,
     WindowStatistics,
 )
@@ -35,7 +34,7 @@ from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut, HealthReasonO
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.sessions import SessionPage
-from pushgrid.ops.api.subjects import PublishOut
+from pushgrid.ops.api.subjects import PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
@@ -326,7 +325,11 @@ def test_overview_window_table_per_member() -> None:
 
 def _info(seq: int | None, epoch: str = "e1") -> SubjectView:
     snapshot = (
-        None if seq is None else SubjectSnapshot("/a/b", f"v{seq}", {"k": "v"}, epoch, seq, 1.0)
+        None
+        if seq is None
+        else SnapshotOut(
+            subject="/a/b", content=f"v{seq}", fields={"k": "v"}, epoch=epoch, seq=seq, ts=1000
+        )
     )
     return SubjectView("/a/b", snapshot, {"m1": 2, "m2": 1})
 

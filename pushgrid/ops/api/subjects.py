@@ -1,11 +1,28 @@
-"""A subject seen through the admin API: a test publish's answer and who follows a presence
-subject (``POST /members/{name}/publish``, ``GET /members/{name}/presence``)."""
+"""A subject seen through the admin API: its snapshot and subscribers on one member, a test
+publish's answer and who follows a presence subject (``GET /members/{name}/subjects``,
+``POST /members/{name}/publish``, ``GET /members/{name}/presence``)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+
+class SnapshotOut(BaseModel):
+    subject: str
+    content: str
+    fields: dict[str, str]
+    epoch: str
+    seq: int
+    ts: int = Field(description="Milliseconds since the Unix epoch")
+
+
+class SubjectInfo(BaseModel):
+    member: str
+    subject: str
+    subscribers: int = Field(ge=0, description="The member's local subscribers")
+    snapshot: SnapshotOut | None = Field(description="Null when the subject has no snapshot")
 
 
 class PublishOut(BaseModel):
