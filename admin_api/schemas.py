@@ -7,6 +7,31 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+# the answers the console reads too live in the ops contract (ADR 059); re-exported here
+from pushgrid.ops.api.audit import AuditOut as AuditOut
+from pushgrid.ops.api.cluster import ClusterMemberOut as ClusterMemberOut
+from pushgrid.ops.api.cluster import ClusterOut as ClusterOut
+from pushgrid.ops.api.cluster import HealthReasonOut as HealthReasonOut
+from pushgrid.ops.api.history import MAX_UNIX as MAX_UNIX
+from pushgrid.ops.api.history import HistoryOut as HistoryOut
+from pushgrid.ops.api.history import HistorySeriesOut as HistorySeriesOut
+from pushgrid.ops.api.history import IndicatorName as IndicatorName
+from pushgrid.ops.api.history import UnixSeconds as UnixSeconds
+from pushgrid.ops.api.jobs import JobRunOut as JobRunOut
+from pushgrid.ops.api.jobs import StageOut as StageOut
+from pushgrid.ops.api.me import Me as Me
+from pushgrid.ops.api.sessions import MemberError as MemberError
+from pushgrid.ops.api.sessions import Page as Page
+from pushgrid.ops.api.sessions import SessionOut as SessionOut
+from pushgrid.ops.api.sessions import SessionPage as SessionPage
+from pushgrid.ops.api.sessions import SessionTransport as SessionTransport
+from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
+from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
+from pushgrid.ops.api.subjects import PublishOut as PublishOut
+from pushgrid.ops.api.subjects import SnapshotOut as SnapshotOut
+from pushgrid.ops.api.subjects import SubjectInfo as SubjectInfo
+from pushgrid.ops.api.trends import TrendPointOut as TrendPointOut
+from pushgrid.ops.api.trends import TrendSeries as TrendSeries
 from pushgrid.ops.panel import MemberPanel
 
 from .member_client import MemberSource, check_base_url, check_monitor_url
@@ -15,7 +40,6 @@ from .security import Role
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SUBJECT_PATTERN: Final = r"^/[^/\x00-\x1f\x7f-\x9f]+(/[^/\x00-\x1f\x7f-\x9f]+)+$"
 MAX_SUBJECT_LENGTH: Final = 1024
-MAX_UNIX: Final = 253402300799  # 9999-12-31T23:59:59Z
 
 MemberName = Annotated[
     str,
@@ -37,32 +61,7 @@ Subject = Annotated[
     StringConstraints(pattern=SUBJECT_PATTERN, max_length=MAX_SUBJECT_LENGTH),
     Field(description="A subject: '/' and two or more segments", examples=["/Stocks/NYSE/IBM"]),
 ]
-UnixSeconds = Annotated[int, Field(ge=0, le=MAX_UNIX, description="Unix seconds (UTC)")]
-IndicatorName = Literal[
-    "connected_users",
-    "connections_per_second",
-    "disconnections_per_second",
-    "incoming_messages_per_second",
-    "outgoing_messages_per_second",
-    "incoming_bytes_per_second",
-    "outgoing_bytes_per_second",
-]
 WindowName = Literal["1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"]
-
-
-class Page(BaseModel):
-    total: int = Field(ge=0, description="Items matching the filters (all pages)")
-    offset: int = Field(ge=0)
-    limit: int = Field(ge=1)
-
-
-# --- me ----------------------------------------------------------------------------------------
-
-
-class Me(BaseModel):
-    token_id: str
-    name: str
-    role: Role
 
 
 # --- members -----------------------------------------------------------------------------------
@@ -90,49 +89,6 @@ class MemberCreate(BaseModel):
     password: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = Field(
         default=None, description="Kept server-side; never returned"
     )
-
-
-class ClusterMemberOut(BaseModel):
-    name: str
-    index: int | None = Field(default=None, description="Position in ClusterMembers")
-    seed: bool = Field(description="A seed member (JetStream quorum)")
-    state: Literal["up", "down"]
-    leader: bool = Field(description="Holds the JetStream stream leadership")
-    quorum: bool | None = Field(
-        default=None, description="Whether this member can store messages (null: not readable)"
-    )
-    not_answering_seconds: float | None = Field(
-        default=None,
-        description="Seconds since the member stopped answering the admin API (a hung "
-        "process: it accepts connections but does not answer); null while it answers",
-    )
-
-
-class HealthReasonOut(BaseModel):
-    """Why the cluster is not ``ok`` (docs/monitoring.md, "Health")."""
-
-    code: str = Field(
-        description="member_down, no_quorum, nats_disconnected, stream_lag, archive_failing, "
-        "config_mismatch or stopping"
-    )
-    member: str = Field(description="The member (or stream replica) it is about")
-    text: str
-
-
-class ClusterOut(BaseModel):
-    """The cluster merged from every readable member's view (MBean pushgrid:type=Cluster)."""
-
-    mode: str | None = Field(description="standalone, standard or guaranteed")
-    health: Literal["ok", "degraded", "down"] = Field(
-        description="The one health model (metrics/health.py): the members' own healths merged, "
-        "a member that cannot be read counting as down; `down` when no member can serve"
-    )
-    reasons: list[HealthReasonOut] = Field(default_factory=list)
-    quorum: bool = Field(description="Some member can store messages")
-    quorum_size: int | None = None
-    seeds: int | None = None
-    stream_leader: str | None = None
-    members: list[ClusterMemberOut]
 
 
 class MemberPanelOut(MemberPanel):
@@ -237,27 +193,6 @@ class LiveStats(BaseModel):
     members: list[MemberLive]
 
 
-class HistorySeriesOut(BaseModel):
-    """One scope's per-second samples: the seconds held (ascending) and each indicator's
-    values at those seconds (null: the member did not report that indicator then)."""
-
-    scope: str = Field(description="`cluster` or a member's name")
-    seconds: list[int] = Field(description="Unix seconds with a sample; a gap is a missing one")
-    values: dict[str, list[float | None]] = Field(description="indicator -> one value a second")
-
-
-class HistoryOut(BaseModel):
-    since: UnixSeconds
-    until: UnixSeconds
-    retention: int = Field(description="Seconds the admin API keeps (Admin.HistorySeconds)")
-    indicators: list[IndicatorName]
-    cluster: HistorySeriesOut = Field(
-        description="Each second's sum over the members that sampled it; it ends at the newest "
-        "second every member read in the last 5 s has reported"
-    )
-    members: list[HistorySeriesOut]
-
-
 # --- pipeline statistics -----------------------------------------------------------------------
 
 
@@ -299,40 +234,7 @@ class WatchedWindowStatList(WindowStatList):
     pattern: str
 
 
-class TrendPointOut(BaseModel):
-    as_of: datetime
-    count: int
-    coverage: float = Field(ge=0.0, le=1.0, description="As for window statistics")
-    max: float | None
-    avg: float | None
-    stddev: float | None
-    run_id: int | None
-
-
-class TrendSeries(BaseModel):
-    scope: str
-    indicator: str
-    window: str
-    points: list[TrendPointOut] = Field(description="Oldest first")
-
-
 # --- subjects ----------------------------------------------------------------------------------
-
-
-class SnapshotOut(BaseModel):
-    subject: str
-    content: str
-    fields: dict[str, str]
-    epoch: str
-    seq: int
-    ts: int = Field(description="Milliseconds since the Unix epoch")
-
-
-class SubjectInfo(BaseModel):
-    member: str
-    subject: str
-    subscribers: int = Field(ge=0, description="The member's local subscribers")
-    snapshot: SnapshotOut | None = Field(description="Null when the subject has no snapshot")
 
 
 class PublishIn(BaseModel):
@@ -351,14 +253,6 @@ class PublishIn(BaseModel):
         default=None,
         description="An entitlement token (JWT) for members with Entitlement = jwt; not stored",
     )
-
-
-class PublishOut(BaseModel):
-    member: str
-    subject: str
-    result: Literal["ok"]
-    epoch: str
-    seq: int
 
 
 # --- sessions ----------------------------------------------------------------------------------
@@ -397,87 +291,9 @@ SessionSort = Literal[
     "subject_count",
     "-subject_count",
 ]
-SessionTransport = Literal["websocket", "sse"]
-
-
-class SessionOut(BaseModel):
-    member: str
-    id: str
-    remote: str = Field(description="Remote address, host:port")
-    connected_since: datetime
-    subjects: list[str]
-    messages_in: int = Field(description="Publishes accepted from the client")
-    bytes_in: int
-    bytes_out: int
-    client_id: str = Field(
-        default="",
-        description="The token's sub when the token names one, else the client_id the client "
-        "declared when subscribing; empty when it declared none (the session id identifies it)",
-    )
-    transport: SessionTransport = Field(default="websocket", description="websocket or sse")
-    compression: bool = Field(default=False, description="permessage-deflate agreed")
-    messages_out: int = Field(default=0, description="Message frames queued for the client")
-    outbound_buffer_bytes: int = Field(
-        default=0, description="Bytes queued and not yet written to the client's socket"
-    )
-    internal: bool = Field(
-        default=False,
-        description="A probe of the admin API or a canary (connected with internal=1), not a "
-        "user: left out of lists and counts unless internal=include or only",
-    )
-    delivery_latency_ms: float | None = Field(
-        default=None,
-        description="Median delivery latency the client reported since it connected (ms, the "
-        "upper bound of its histogram bucket); null when it has not reported",
-    )
-    lost_messages: int | None = Field(
-        default=None,
-        description="Losses the client reported since it connected: resyncs and failed "
-        "recoveries (gaps it recovered are not losses); null when it has not reported",
-    )
-
-    @property
-    def subject_count(self) -> int:
-        return len(self.subjects)
-
-
-class MemberError(BaseModel):
-    member: str
-    error: str
-
-
-class SessionPage(Page):
-    items: list[SessionOut]
-    internal_hidden: int = Field(
-        default=0, description="Internal sessions (probes) the internal filter left out"
-    )
-    unreachable: list[MemberError] = Field(
-        default_factory=list, description="Members whose sessions could not be read"
-    )
 
 
 # --- jobs --------------------------------------------------------------------------------------
-
-
-class StageOut(BaseModel):
-    name: str
-    input_rows: int | None = None
-    output_rows: int | None = None
-    seconds: float | None = None
-
-
-class JobRunOut(BaseModel):
-    id: int
-    status: Literal["running", "succeeded", "failed", "interrupted"]
-    started_at: datetime
-    finished_at: datetime | None
-    duration_seconds: float | None
-    as_of: datetime | None
-    master: str | None
-    input_rows: int | None
-    output_rows: int | None
-    error: str | None
-    stages: list[StageOut] | None
 
 
 class JobRunPage(Page):
@@ -493,21 +309,6 @@ class JobTrigger(BaseModel):
 
 
 # --- audit -------------------------------------------------------------------------------------
-
-
-class AuditOut(BaseModel):
-    id: int
-    at: datetime
-    actor: str | None = Field(description="The token's name (null: no valid token)")
-    token_id: str | None
-    role: Role | None
-    method: str
-    path: str
-    action: str
-    target: str | None
-    status: int = Field(description="The HTTP status of the answer")
-    outcome: Literal["succeeded", "denied", "failed"]
-    detail: str | None
 
 
 class AuditPage(Page):
@@ -566,23 +367,6 @@ class OccupancyOut(BaseModel):
     subject: str
     subscribers: int = Field(ge=0, description="Subscribers in the whole cluster")
     members: dict[str, int] = Field(description="Subscribers per member that has any")
-
-
-class PresentClientOut(BaseModel):
-    session: str
-    client_id: str = Field(description='The subscription\'s client id ("" when none)')
-    member: str = Field(description="The member the session is connected to")
-
-
-class PresenceOut(BaseModel):
-    """Who follows a presence subject in the whole cluster (docs/occupancy.md, "Presence")."""
-
-    member: str = Field(description="The member asked")
-    subject: str
-    enabled: bool = Field(description="False when the subject matches no PresencePatterns")
-    subscribers: int = Field(ge=0)
-    clients: list[PresentClientOut]
-    truncated: bool = Field(description="The list holds fewer sessions than subscribers")
 
 
 class OverviewOut(BaseModel):

@@ -12,31 +12,14 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
+
+# the roles are part of the admin API's answers (GET /me), which the console reads too
+from pushgrid.ops.api.me import Role as Role
 
 TOKEN_PREFIX: Final = "pgt_"
 TOKEN_BYTES: Final = 32
 DISPLAY_PREFIX_LENGTH: Final = 12  # "pgt_" + 8 characters
-
-
-class Role(StrEnum):
-    """Roles, each including the ones before it: viewer < operator < admin."""
-
-    VIEWER = "viewer"
-    OPERATOR = "operator"
-    ADMIN = "admin"
-
-    @property
-    def rank(self) -> int:
-        return _RANK[self]
-
-    def allows(self, required: Role) -> bool:
-        """Whether a token with this role may call a route that requires ``required``."""
-        return self.rank >= required.rank
-
-
-_RANK: Final[dict[Role, int]] = {Role.VIEWER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
 
 
 @dataclass(frozen=True, slots=True)

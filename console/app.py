@@ -269,7 +269,7 @@ def cookie_operator(providers: Providers) -> dict[str, Any] | None:
     if not request.cookies.get(SESSION_COOKIE):
         return None
     try:
-        return providers(SESSION_MARKER).whoami().to_json()
+        return providers(SESSION_MARKER).whoami().model_dump(mode="json")
     except ProviderError:
         return None
 

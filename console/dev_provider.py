@@ -10,37 +10,31 @@ import random
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Literal
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
+from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut
+from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
+from pushgrid.ops.api.jobs import JobRunOut, StageOut
+from pushgrid.ops.api.me import Me, Role
+from pushgrid.ops.api.sessions import SessionOut, SessionPage
+from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut, SnapshotOut
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
     CLUSTER,
     AuditFilter,
-    AuditRow,
-    ClusterMemberState,
-    ClusterView,
-    History,
-    JobRunView,
-    JobStage,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
-    Operator,
-    PresenceInfo,
-    PresentClientView,
     ProviderError,
-    PublishOutcome,
-    SecondSeries,
-    SessionInfo,
-    SessionPageView,
     StatRow,
-    SubjectSnapshot,
     SubjectView,
-    TrendPointView,
     WindowStatistics,
 )
 
@@ -56,7 +50,23 @@ _BASE = {
 
 
 def _iso(unix: float) -> str:
-    return datetime.fromtimestamp(unix, UTC).isoformat()
+    return _moment(unix).isoformat()
+
+
+def _trend_point(ts: int, base: float) -> TrendPointOut:
+    return TrendPointOut(
+        as_of=_moment(ts),
+        count=3600,
+        coverage=1.0,
+        max=base * 1.7,
+        avg=base,
+        stddev=base * 0.15,
+        run_id=None,
+    )
+
+
+def _moment(unix: float) -> datetime:
+    return datetime.fromtimestamp(unix, UTC)
 
 
 class DemoProvider:
@@ -65,7 +75,7 @@ class DemoProvider:
     def __init__(self, token: str = "demo") -> None:  # nosec B107
         self.token = token
         self.members = ["push-1", "push-2"]
-        self.snapshots: dict[str, SubjectSnapshot] = {}
+        self.snapshots: dict[str, SnapshotOut] = {}
         self.gone: set[str] = set()
 
     def _value(self, indicator: str, member: int, ts: float) -> float:
@@ -73,10 +83,10 @@ class DemoProvider:
         value = _BASE[indicator] * wave / len(self.members)
         return round(value) if indicator != "connected_users" else float(int(value))
 
-    def whoami(self) -> Operator:
+    def whoami(self) -> Me:
         if self.token == "bad":  # nosec B105
             raise ProviderError(401, "Unauthorized", "unknown or revoked token")
-        return Operator("demo", "admin", "demo")
+        return Me(token_id="demo", name="demo", role=Role.ADMIN)
 
     def live(self) -> LiveOverview:
         now = int(time.time())
@@ -109,37 +119,45 @@ class DemoProvider:
                 indicators[indicator] = LiveIndicatorView(indicator, value, windows)
             scopes[name] = LiveScope(name, now, indicators)
         cluster = LiveScope(CLUSTER, now, {n: LiveIndicatorView(n, v) for n, v in totals.items()})
-        topology = ClusterView(
-            "guaranteed",
-            "ok",
-            True,
-            "pushgrid-m1",
-            [
-                ClusterMemberState(name, "up", seed=i < 3, leader=i == 0)
+        topology = ClusterOut(
+            mode="guaranteed",
+            health="ok",
+            quorum=True,
+            stream_leader="pushgrid-m1",
+            members=[
+                ClusterMemberOut(name=name, state="up", seed=i < 3, leader=i == 0)
                 for i, name in enumerate(self.members)
             ],
         )
         return LiveOverview(members, cluster, scopes, topology)
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         """The same waves as :meth:`live`, one sample a second over the last hour."""
         end = int(time.time()) if until is None else until
         start = max(end - 3599, end - 899 if since is None else since)
         seconds = list(range(start, end + 1))
-        members = {
-            name: SecondSeries(
-                name,
-                seconds,
-                {n: [self._value(n, i, ts) for ts in seconds] for n in INDICATOR_NAMES},
+        members = [
+            HistorySeriesOut(
+                scope=name,
+                seconds=seconds,
+                values={n: [self._value(n, i, ts) for ts in seconds] for n in INDICATOR_NAMES},
             )
             for i, name in enumerate(self.members)
-        }
+        ]
         totals: dict[str, list[float | None]] = {
-            n: [sum(m.values[n][k] or 0.0 for m in members.values()) for k in range(len(seconds))]
+            n: [sum(m.values[n][k] or 0.0 for m in members) for k in range(len(seconds))]
             for n in INDICATOR_NAMES
         }
-        cluster = SecondSeries(CLUSTER, seconds, totals)
-        return History(start, end, 3600, cluster, members)
+        return HistoryOut.model_validate(
+            {
+                "since": start,
+                "until": end,
+                "retention": 3600,
+                "indicators": INDICATOR_NAMES,
+                "cluster": {"scope": CLUSTER, "seconds": seconds, "values": totals},
+                "members": members,
+            }
+        )
 
     def scopes(self) -> list[str]:
         return [CLUSTER, *(f"node:{m}" for m in self.members)]
@@ -167,7 +185,7 @@ class DemoProvider:
     def all_window_stats(self) -> list[WindowStatistics]:
         return [self.window_stats(scope) for scope in self.scopes()]
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]:
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]:
         indicator, since = query.indicator, query.since
         now = int(time.time()) // 3600 * 3600
         points = []
@@ -176,32 +194,54 @@ class DemoProvider:
             if since is not None and ts < since:
                 continue
             base = _BASE[indicator] * (1 + 0.3 * math.sin(ts / 40000))
-            points.append(TrendPointView(ts, 3600, base * 1.7, base, base * 0.15))
+            points.append(_trend_point(ts, base))
         return sorted(points, key=lambda p: p.as_of)
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         # the demo's members have no entitlement: the token is not needed
         return SubjectView(subject, self.snapshots.get(subject), {m: 3 for m in self.members})
 
-    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceOut:
         # the demo keeps presence for /Chat/... subjects: three sessions per member
+        asked = self.members[0]
         if not subject.startswith("/Chat/"):
-            return PresenceInfo(subject, self.members[0], False, 3 * len(self.members))
+            return PresenceOut(
+                member=asked,
+                subject=subject,
+                enabled=False,
+                subscribers=3 * len(self.members),
+                clients=[],
+                truncated=False,
+            )
         clients = [
-            PresentClientView(f"{i:04x}{m}", f"user{i}@{m}", m)
+            PresentClientOut(session=f"{i:04x}{m}", client_id=f"user{i}@{m}", member=m)
             for m in self.members
             for i in range(3)
         ]
-        return PresenceInfo(subject, self.members[0], True, len(clients), clients)
+        return PresenceOut(
+            member=asked,
+            subject=subject,
+            enabled=True,
+            subscribers=len(clients),
+            clients=clients,
+            truncated=False,
+        )
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome:
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut:
         old = self.snapshots.get(subject)
         seq = 1 if old is None else old.seq + 1
         merged = {**(old.fields if old else {}), **fields}
-        self.snapshots[subject] = SubjectSnapshot(
-            subject, content, merged, "a1b2c3", seq, time.time()
+        self.snapshots[subject] = SnapshotOut(
+            subject=subject,
+            content=content,
+            fields=merged,
+            epoch="a1b2c3",
+            seq=seq,
+            ts=int(time.time() * 1000),
         )
-        return PublishOutcome(subject, "ok", "a1b2c3", seq, self.members[0])
+        return PublishOut(
+            member=self.members[0], subject=subject, result="ok", epoch="a1b2c3", seq=seq
+        )
 
     def sessions(
         self,
@@ -210,18 +250,18 @@ class DemoProvider:
         offset: int = 0,
         limit: int = 20,
         filters: Mapping[str, str] | None = None,
-    ) -> SessionPageView:
+    ) -> SessionPage:
         now = time.time()
         items = [
-            SessionInfo(
-                self.members[i % 2],
-                f"s{i:04d}",
-                f"10.1.{i % 7}.{i}:5{i:04d}",
-                now - 37 * i,
-                [f"/Stocks/NYSE/{t}" for t in ("IBM", "MSFT", "AAPL", "KO")[: 1 + i % 4]],
-                i * 3,
-                i * 120,
-                i * 5400,
+            SessionOut(
+                member=self.members[i % 2],
+                id=f"s{i:04d}",
+                remote=f"10.1.{i % 7}.{i}:5{i:04d}",
+                connected_since=_moment(now - 37 * i),
+                subjects=[f"/Stocks/NYSE/{t}" for t in ("IBM", "MSFT", "AAPL", "KO")[: 1 + i % 4]],
+                messages_in=i * 3,
+                bytes_in=i * 120,
+                bytes_out=i * 5400,
             )
             for i in range(1, 48)
             if f"s{i:04d}" not in self.gone
@@ -237,79 +277,95 @@ class DemoProvider:
                 or any(search in x for x in s.subjects)
             )
         ]
-        return SessionPageView(items[offset : offset + limit], len(items), offset, limit)
+        return SessionPage(
+            items=items[offset : offset + limit], total=len(items), offset=offset, limit=limit
+        )
 
     def disconnect(self, member: str, session_id: str) -> bool:
         self.gone.add(session_id)
         return True
 
-    def jobs(self, limit: int = 20) -> list[JobRunView]:
+    def jobs(self, limit: int = 20) -> list[JobRunOut]:
         now = time.time()
-        runs = []
-        for k in range(12):
-            started = now - 300 * (k + 1)
-            status = "failed" if k == 4 else "succeeded"
-            took = 20 + 6 * math.sin(k)
-            runs.append(
-                JobRunView(
-                    40 - k,
-                    status,
-                    _iso(started),
-                    _iso(started + took),
-                    took,
-                    int(started) // 300 * 300,
-                    172_800,
-                    2016,
-                    "Py4JJavaError: out of memory" if status == "failed" else None,
-                    stages=(
-                        JobStage("compaction", 0.3 * took, 10_800, 10_800),
-                        JobStage("rollups", 0.3 * took, 10_800, 1_736),
-                        JobStage("windows", 0.4 * took, 130_410, 56_784),
-                    ),
-                )
-            )
-        return runs[:limit]
+        return [_demo_run(40 - k, now - 300 * (k + 1), 20 + 6 * math.sin(k)) for k in range(12)][
+            :limit
+        ]
 
-    def start_job(self) -> JobRunView:
-        return JobRunView(41, "running", _iso(time.time()))
+    def start_job(self) -> JobRunOut:
+        return JobRunOut(
+            id=41,
+            status="running",
+            started_at=_moment(time.time()),
+            finished_at=None,
+            duration_seconds=None,
+            as_of=None,
+            master=None,
+            input_rows=None,
+            output_rows=None,
+            error=None,
+            stages=[],
+        )
 
     def audit(
         self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
-    ) -> list[AuditRow]:
+    ) -> list[AuditOut]:
         wanted = filters or AuditFilter()
         return [e for e in self._audit() if _matches(e, wanted)][offset : offset + limit]
 
-    def _audit(self) -> list[AuditRow]:
+    def _audit(self) -> list[AuditOut]:
         now = time.time()
-        actions = [
+        actions: list[tuple[str, str | None, Literal["succeeded", "denied"], int]] = [
             ("sessions.disconnect", "push-1/s0003", "succeeded", 200),
             ("jobs.start", None, "succeeded", 202),
             ("subjects.publish", "/Stocks/NYSE/IBM", "succeeded", 200),
             ("members.register", "push-3", "denied", 403),
         ]
         return [
-            AuditRow(
-                100 - k,
-                _iso(now - 90 * k),
-                "alice" if k % 3 else "bob",
-                actions[k % 4][0],
-                actions[k % 4][1],
-                actions[k % 4][2],
-                actions[k % 4][3],
-                "POST",
-                "/api/v1/...",
-                "operator",
+            AuditOut(
+                id=100 - k,
+                at=_moment(now - 90 * k),
+                actor="alice" if k % 3 else "bob",
+                token_id=None,
+                role=Role.OPERATOR,
+                method="POST",
+                path="/api/v1/...",
+                action=actions[k % 4][0],
+                target=actions[k % 4][1],
+                status=actions[k % 4][3],
+                outcome=actions[k % 4][2],
+                detail=None,
             )
             for k in range(20)
         ]
 
 
-def _matches(entry: AuditRow, wanted: AuditFilter) -> bool:
+def _demo_run(run_id: int, started: float, took: float) -> JobRunOut:
+    status: Literal["failed", "succeeded"] = "failed" if run_id == 36 else "succeeded"
+    return JobRunOut(
+        id=run_id,
+        status=status,
+        started_at=_moment(started),
+        finished_at=_moment(started + took),
+        duration_seconds=took,
+        as_of=_moment(int(started) // 300 * 300),
+        master=None,
+        input_rows=172_800,
+        output_rows=2016,
+        error="Py4JJavaError: out of memory" if status == "failed" else None,
+        stages=[
+            StageOut(name="compaction", seconds=0.3 * took, input_rows=10_800, output_rows=10_800),
+            StageOut(name="rollups", seconds=0.3 * took, input_rows=10_800, output_rows=1_736),
+            StageOut(name="windows", seconds=0.4 * took, input_rows=130_410, output_rows=56_784),
+        ],
+    )
+
+
+def _matches(entry: AuditOut, wanted: AuditFilter) -> bool:
     """The API's filters, on the made-up entries (the same rules as ``GET /api/v1/audit``)."""
     return (
         (wanted.actor is None or entry.actor == wanted.actor)
         and (wanted.action is None or entry.action == wanted.action)
         and (wanted.outcome is None or entry.outcome == wanted.outcome)
-        and (wanted.since is None or entry.at >= wanted.since)
-        and (wanted.until is None or entry.at < wanted.until)
+        and (wanted.since is None or entry.at >= datetime.fromisoformat(wanted.since))
+        and (wanted.until is None or entry.at < datetime.fromisoformat(wanted.until))
     )

@@ -7,6 +7,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.trends import TrendPointOut
+
 from .format import (
     ChartTrace,
     byte_unit,
@@ -14,13 +17,14 @@ from .format import (
     compact,
     duration,
     is_bytes,
-    iso_unix,
     kind,
     label,
+    moment,
     scope_label,
+    second,
     unit,
+    unix_of,
 )
-from .provider import JobRunView, TrendPointView
 
 # One palette for CSS and charts (console/assets/console.css uses the same values).
 BACKGROUND = "#0b1220"
@@ -166,7 +170,7 @@ def live_value_axis(indicator: str, byte_unit: str = "B") -> dict[str, object]:
 
 
 def trend_figure(
-    points: Sequence[TrendPointView],
+    points: Sequence[TrendPointOut],
     indicator: str,
     window: str,
     scope: str,
@@ -194,7 +198,7 @@ def trend_figure(
     def scaled(value: float | None) -> float | None:
         return None if value is None else value / divisor
 
-    xs = [chart_time(p.as_of) for p in points]
+    xs = [chart_time(second(p.as_of)) for p in points]
     avg = [scaled(p.avg) for p in points]
     spread = [(p.stddev or 0.0) / divisor for p in points]
     upper = [None if a is None else a + d for a, d in zip(avg, spread, strict=True)]
@@ -262,16 +266,18 @@ def trend_figure(
     return figure
 
 
-def jobs_figure(runs: Sequence[JobRunView]) -> go.Figure:
+def jobs_figure(runs: Sequence[JobRunOut]) -> go.Figure:
     """Run durations, oldest left, colored by status."""
     ordered = sorted(runs, key=lambda r: r.id)
     figure = go.Figure(layout=_layout(200, showlegend=False, bargap=0.35))
     figure.add_trace(
         go.Bar(
             x=[f"#{r.id}" for r in ordered],
-            y=[r.duration or 0.0 for r in ordered],
+            y=[r.duration_seconds or 0.0 for r in ordered],
             marker={"color": [STATUS_COLORS.get(r.status, MUTED) for r in ordered]},
-            customdata=[[r.status, duration(r.duration), r.started_at or ""] for r in ordered],
+            customdata=[
+                [r.status, duration(r.duration_seconds), moment(r.started_at)] for r in ordered
+            ],
             hovertemplate="run %{x}: %{customdata[0]}, %{customdata[1]}"
             "<br>%{customdata[2]}<extra></extra>",
         )
@@ -282,8 +288,8 @@ def jobs_figure(runs: Sequence[JobRunView]) -> go.Figure:
     return figure
 
 
-def run_start(run: JobRunView) -> float | None:
-    return iso_unix(run.started_at)
+def run_start(run: JobRunOut) -> float | None:
+    return unix_of(run.started_at)
 
 
 def reading(value: float | None, indicator: str) -> str:

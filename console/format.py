@@ -10,14 +10,14 @@ from typing import Final, Literal, cast
 
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
+from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.trends import TrendPointOut
 
 from .provider import (
     CLUSTER,
-    History,
     LiveOverview,
     MemberCard,
     StatRow,
-    TrendPointView,
     WindowStatistics,
 )
 
@@ -199,6 +199,23 @@ def iso_time(text: str | None) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return timestamp(moment.timestamp())
+
+
+def moment(when: datetime | None) -> str:
+    """An instant of an admin API answer (decoded by its shared type) as ``2026-11-22 14:05:03
+    UTC``; one without a zone is UTC, as the API writes it."""
+    return timestamp(unix_of(when))
+
+
+def second(when: datetime) -> int:
+    """The Unix second of an instant of an answer (one without a zone is UTC)."""
+    return int((when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp())
+
+
+def unix_of(when: datetime | None) -> float | None:
+    if when is None:
+        return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()
 
 
 def iso_millis(text: str | None) -> str:
@@ -401,7 +418,7 @@ def _points(
 
 
 def history_traces(
-    history: History, series: Sequence[str], indicator: str, divisor: float = 1.0
+    history: HistoryOut, series: Sequence[str], indicator: str, divisor: float = 1.0
 ) -> list[ChartTrace]:
     """Each series' line (the cluster, then the members) of ``indicator``."""
     traces = []
@@ -415,7 +432,7 @@ def history_traces(
 
 
 def history_extension(
-    history: History,
+    history: HistoryOut,
     series: Sequence[str],
     indicator: str,
     last: Mapping[str, int],
@@ -440,7 +457,7 @@ def history_extension(
     return {"x": xs, "y": ys}, traces
 
 
-def history_newest(history: History, series: Sequence[str]) -> dict[str, int]:
+def history_newest(history: HistoryOut, series: Sequence[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in series:
         scope = history.scope(name)
@@ -449,16 +466,16 @@ def history_newest(history: History, series: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def history_peak(history: History, indicator: str) -> float:
+def history_peak(history: HistoryOut, indicator: str) -> float:
     """The largest value of ``indicator`` in any series (0 without any)."""
-    scopes = [history.cluster, *history.members.values()]
+    scopes = [history.cluster, *history.members]
     values = [v for s in scopes for v in s.values.get(indicator, []) if v is not None]
     return max(values, default=0.0)
 
 
-def trend_traces(points: Sequence[TrendPointView], window: str, divisor: float) -> list[ChartTrace]:
+def trend_traces(points: Sequence[TrendPointOut], window: str, divisor: float) -> list[ChartTrace]:
     """The cluster's average and maximum over each run's ``window`` (the statistics store)."""
-    xs = [chart_time(p.as_of) for p in points]
+    xs = [chart_time(second(p.as_of)) for p in points]
     return [
         ChartTrace(
             f"avg ({window})", xs, [None if p.avg is None else p.avg / divisor for p in points]

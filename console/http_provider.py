@@ -15,6 +15,14 @@ from typing import Any, Final
 
 import httpx
 
+from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterOut
+from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut, SubjectInfo
+from pushgrid.ops.api.trends import TrendPointOut, TrendSeries
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 
@@ -22,27 +30,14 @@ from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditFilter,
-    AuditRow,
-    ClusterView,
-    History,
-    JobRunView,
-    JobStage,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
-    Operator,
-    PresenceInfo,
-    PresentClientView,
     ProviderError,
-    PublishOutcome,
-    SessionInfo,
-    SessionPageView,
     StatRow,
-    SubjectSnapshot,
     SubjectView,
-    TrendPointView,
     WindowStatistics,
 )
 from .subject_provider import SubjectHttpMixin
@@ -167,9 +162,8 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
 
     # --- the provider -----------------------------------------------------------------------
 
-    def whoami(self) -> Operator:
-        me = self._get("/me")
-        return Operator(str(me["name"]), str(me["role"]), str(me.get("token_id") or ""))
+    def whoami(self) -> Me:
+        return Me.model_validate(self._get("/me"))
 
     def members(self) -> list[MemberCard]:
         return [member_of(item) for item in self._get("/members")["items"]]
@@ -180,10 +174,10 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         data = self._get("/cluster/overview")
         members = [member_of(item) for item in data["members"]["items"]]
         overview = live_overview(members, data["live"])
-        return replace(overview, topology=ClusterView.from_json(data["cluster"]))
+        return replace(overview, topology=ClusterOut.model_validate(data["cluster"]))
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
-        return History.from_json(self._get("/stats/history", since=since, until=until))
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
+        return HistoryOut.model_validate(self._get("/stats/history", since=since, until=until))
 
     def window_stats(self, scope: str) -> WindowStatistics:
         data = self._get("/stats/windows", scope=scope)
@@ -200,21 +194,15 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         # the directory's names only: /members would read every member's agent (issue 30)
         return list(self._get("/member-names")["items"])
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]:
-        data = self._get("/stats/trend", **query.params())
-        return [
-            TrendPointView(
-                unix(p["as_of"]) or 0, int(p["count"]), p.get("max"), p.get("avg"), p.get("stddev")
-            )
-            for p in data["points"]
-        ]
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]:
+        return TrendSeries.model_validate(self._get("/stats/trend", **query.params())).points
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         """The subject on every member: the snapshot (the first member that has one) and the
         subscribers of each; members that fail (a member with entitlement refuses without a
         granting ``entitlement_token``: 403) are reported in ``errors``."""
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
-        snapshot: SubjectSnapshot | None = None
+        snapshot: SnapshotOut | None = None
         subscribers: dict[str, int] = {}
         errors: dict[str, str] = {}
         members = self.members()
@@ -231,16 +219,16 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
                     raise
                 errors[member.name] = f"{exc.title}: {exc.detail}"
                 continue
-            subscribers[member.name] = int(data["subscribers"])
-            if snapshot is None and data.get("snapshot"):
-                snapshot = snapshot_of(data["snapshot"])
+            info = SubjectInfo.model_validate(data)
+            subscribers[member.name] = info.subscribers
+            snapshot = snapshot or info.snapshot
         if members and not subscribers and errors:
             raise ProviderError(
                 502, "No member answered", "; ".join(f"{m}: {e}" for m, e in errors.items())
             )
         return SubjectView(subject, snapshot, subscribers, errors)
 
-    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceOut:
         """``GET /members/{name}/presence`` of the first member up that answers."""
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
         failure: ProviderError | None = None
@@ -256,21 +244,10 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
                     raise
                 failure = exc
                 continue
-            clients = [
-                PresentClientView(str(c["session"]), str(c["client_id"]), str(c["member"]))
-                for c in data.get("clients") or []
-            ]
-            return PresenceInfo(
-                subject,
-                member.name,
-                bool(data["enabled"]),
-                int(data["subscribers"]),
-                clients,
-                bool(data.get("truncated")),
-            )
+            return PresenceOut.model_validate(data)
         raise failure or ProviderError(502, "No member answered", "no member is up")
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome:
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut:
         """Publish through the first reachable member (the engine delivers it cluster-wide)."""
         members = self.members()
         target = next((m for m in members if m.up), None)
@@ -278,13 +255,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
             raise ProviderError(502, "No member reachable", "every member is down")
         body = {"subject": subject, "content": content, "fields": dict(fields)}
         data = self._request("POST", f"/members/{target.name}/publish", body=body)
-        return PublishOutcome(
-            str(data["subject"]),
-            str(data["result"]),
-            data.get("epoch"),
-            data.get("seq"),
-            str(data.get("member") or target.name),
-        )
+        return PublishOut.model_validate(data)
 
     def sessions(
         self,
@@ -293,30 +264,30 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         offset: int = 0,
         limit: int = 20,
         filters: Mapping[str, str] | None = None,
-    ) -> SessionPageView:
+    ) -> SessionPage:
         """A page of sessions; ``search`` is a subject when it starts with '/', a part of the
         remote address when it holds a ':' or is an IPv4 prefix, else a part of the client id."""
         params = {"sort": "-connected_since", **search_params(search), **(filters or {})}
         path = "/sessions" if member is None else f"/members/{member}/sessions"
         data = self._get(path, offset=offset, limit=limit, **params)
-        return session_page(data)
+        return SessionPage.model_validate(data)
 
     def disconnect(self, member: str, session_id: str) -> bool:
         self._request("DELETE", f"/members/{member}/sessions/{session_id}")
         return True
 
-    def jobs(self, limit: int = 20) -> list[JobRunView]:
-        return [job_of(item) for item in self._get("/jobs", limit=limit)["items"]]
+    def jobs(self, limit: int = 20) -> list[JobRunOut]:
+        return [JobRunOut.model_validate(item) for item in self._get("/jobs", limit=limit)["items"]]
 
-    def start_job(self) -> JobRunView:
-        return job_of(self._request("POST", "/jobs", body={}))
+    def start_job(self) -> JobRunOut:
+        return JobRunOut.model_validate(self._request("POST", "/jobs", body={}))
 
     def audit(
         self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
-    ) -> list[AuditRow]:
+    ) -> list[AuditOut]:
         params = (filters or AuditFilter()).params()
         answer = self._get("/audit", limit=limit, offset=offset or None, **params)
-        return [audit_of(item) for item in answer["items"]]
+        return [AuditOut.model_validate(item) for item in answer["items"]]
 
 
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------
@@ -419,18 +390,6 @@ def window_statistics(data: Mapping[str, Any]) -> list[WindowStatistics]:
     return out
 
 
-def snapshot_of(data: Mapping[str, Any]) -> SubjectSnapshot:
-    ts = data.get("ts")
-    return SubjectSnapshot(
-        str(data["subject"]),
-        str(data["content"]),
-        {str(k): str(v) for k, v in (data.get("fields") or {}).items()},
-        str(data["epoch"]),
-        int(data["seq"]),
-        None if ts is None else float(ts) / 1000.0,
-    )
-
-
 def search_params(search: str) -> dict[str, str]:
     text = search.strip()
     if not text:
@@ -440,85 +399,3 @@ def search_params(search: str) -> dict[str, str]:
     if ":" in text or text.replace(".", "").isdigit():
         return {"remote": text}
     return {"client_id": text}
-
-
-def session_page(data: Mapping[str, Any]) -> SessionPageView:
-    items = [
-        SessionInfo(
-            member=str(s["member"]),
-            id=str(s["id"]),
-            remote=str(s["remote"]),
-            connected_since=unix_float(s.get("connected_since")),
-            subjects=[str(x) for x in s.get("subjects") or []],
-            messages_in=int(s.get("messages_in") or 0),
-            bytes_in=int(s.get("bytes_in") or 0),
-            bytes_out=int(s.get("bytes_out") or 0),
-            client_id=str(s.get("client_id") or ""),
-            transport=str(s.get("transport") or "websocket"),
-            compression=bool(s.get("compression")),
-            messages_out=int(s.get("messages_out") or 0),
-            outbound_buffer_bytes=int(s.get("outbound_buffer_bytes") or 0),
-            internal=bool(s.get("internal")),
-            delivery_latency_ms=_optional_float(s.get("delivery_latency_ms")),
-            lost_messages=_optional_int(s.get("lost_messages")),
-        )
-        for s in data.get("items") or []
-    ]
-    errors = {str(e["member"]): str(e["error"]) for e in data.get("unreachable") or []}
-    return SessionPageView(
-        items,
-        int(data.get("total", 0)),
-        int(data.get("offset", 0)),
-        int(data.get("limit", 0)),
-        errors,
-        int(data.get("internal_hidden") or 0),
-    )
-
-
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _optional_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def job_of(item: Mapping[str, Any]) -> JobRunView:
-    return JobRunView(
-        id=int(item["id"]),
-        status=str(item["status"]),
-        started_at=item.get("started_at"),
-        finished_at=item.get("finished_at"),
-        duration=item.get("duration_seconds"),
-        as_of=unix(item.get("as_of")),
-        input_rows=item.get("input_rows"),
-        output_rows=item.get("output_rows"),
-        error=item.get("error"),
-        master=item.get("master"),
-        stages=tuple(
-            JobStage(
-                name=str(stage.get("name", "?")),
-                seconds=float(stage.get("seconds") or 0.0),
-                input_rows=stage.get("input_rows"),
-                output_rows=stage.get("output_rows"),
-            )
-            for stage in item.get("stages") or ()
-            if isinstance(stage, Mapping)
-        ),
-    )
-
-
-def audit_of(item: Mapping[str, Any]) -> AuditRow:
-    return AuditRow(
-        id=int(item["id"]),
-        at=str(item["at"]),
-        actor=item.get("actor"),
-        action=str(item["action"]),
-        target=item.get("target"),
-        outcome=str(item.get("outcome") or "succeeded"),
-        status=int(item.get("status") or 0),
-        method=str(item.get("method") or ""),
-        path=str(item.get("path") or ""),
-        role=item.get("role"),
-        detail=item.get("detail"),
-    )

@@ -1,12 +1,14 @@
 """What the console needs from the outside world: the :class:`ConsoleProvider` interface.
 
 Pages never talk to servers, the database or the network themselves: every callback asks a
-provider (the admin API over HTTP in production, :mod:`console.http_provider`) and gets back the
-small typed values below. A failed request raises :class:`ProviderError` with the HTTP status,
-a short title and the detail the admin API gave, and the page shows it to the operator.
+provider (the admin API over HTTP in production, :mod:`console.http_provider`) and gets back
+typed values. A failed request raises :class:`ProviderError` with the HTTP status, a short title
+and the detail the admin API gave, and the page shows it to the operator.
 
-Every value converts to and from plain JSON (``to_json`` / ``from_json``), which is what Dash
-stores and callbacks exchange.
+Most values are the admin API's own answers, one type in :mod:`pushgrid.ops.api` for the route
+and the console (ADR 059): they convert to and from plain JSON with ``model_dump(mode="json")`` /
+``model_validate``, which is what Dash stores and callbacks exchange. The dataclasses below are
+the console's regroupings of answers not moved yet; they convert with ``to_json`` / ``from_json``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,19 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
 
+from pushgrid.ops.api.audit import AuditOut
+from pushgrid.ops.api.cluster import ClusterOut
+from pushgrid.ops.api.history import CLUSTER as CLUSTER
+from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
-CLUSTER = "cluster"
 LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")
 
 _T = TypeVar("_T")
@@ -86,15 +96,6 @@ class _Json:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         return cls(**floats_restored(cls, data))
-
-
-@dataclass(frozen=True)
-class Operator(_Json):
-    """Who the token belongs to."""
-
-    name: str
-    role: str  # viewer | operator | admin
-    token_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -188,76 +189,20 @@ class LiveScope:
 
 
 @dataclass(frozen=True)
-class ClusterMemberState(_Json):
-    """One member as the cluster sees it (heartbeats), not as the admin API probed it."""
-
-    name: str
-    state: str  # up | down
-    seed: bool = False
-    leader: bool = False
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClusterMemberState:
-        """From the admin API's cluster member (which says more than the page shows)."""
-        return cls(
-            str(data["name"]),
-            str(data.get("state")),
-            bool(data.get("seed")),
-            bool(data.get("leader")),
-        )
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """The cluster's own view: delivery mode, quorum and the JetStream stream leader."""
-
-    mode: str | None
-    health: str  # ok | degraded | down: the admin API's (metrics/health.py), never recomputed
-    quorum: bool
-    stream_leader: str | None = None
-    members: list[ClusterMemberState] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # the texts of the health's reasons
-
-    @property
-    def leader(self) -> str | None:
-        return next((m.name for m in self.members if m.leader), None)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["members"] = [m.to_json() for m in self.members]
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClusterView:
-        members = [ClusterMemberState.from_json(m) for m in data.get("members") or []]
-        return cls(
-            data.get("mode"),
-            str(data.get("health")),
-            bool(data.get("quorum")),
-            data.get("stream_leader"),
-            members,
-            [
-                str(r.get("text") if isinstance(r, Mapping) else r)
-                for r in data.get("reasons") or []
-            ],
-        )
-
-
-@dataclass(frozen=True)
 class LiveOverview:
     """Everything the Overview shows at one tick: member health and live indicators."""
 
     members: list[MemberCard]
     cluster: LiveScope
     scopes: dict[str, LiveScope] = field(default_factory=dict)  # by member name
-    topology: ClusterView | None = None  # None: the admin API could not say
+    topology: ClusterOut | None = None  # None: the admin API could not say
 
     def to_json(self) -> dict[str, Any]:
         return {
             "members": [m.to_json() for m in self.members],
             "cluster": self.cluster.to_json(),
             "scopes": {n: s.to_json() for n, s in self.scopes.items()},
-            "topology": self.topology.to_json() if self.topology is not None else None,
+            "topology": None if self.topology is None else self.topology.model_dump(mode="json"),
         }
 
     @classmethod
@@ -267,62 +212,7 @@ class LiveOverview:
             [MemberCard.from_json(m) for m in data["members"]],
             LiveScope.from_json(data["cluster"]),
             {n: LiveScope.from_json(s) for n, s in (data.get("scopes") or {}).items()},
-            ClusterView.from_json(topology) if topology else None,
-        )
-
-
-@dataclass(frozen=True)
-class SecondSeries:
-    """One scope's per-second samples: seconds held (ascending, a gap is a missing second) and
-    each indicator's values at them."""
-
-    scope: str
-    seconds: list[int] = field(default_factory=list)
-    values: dict[str, list[float | None]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"scope": self.scope, "seconds": list(self.seconds), "values": dict(self.values)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SecondSeries:
-        return cls(
-            str(data["scope"]),
-            [int(ts) for ts in data.get("seconds") or []],
-            {str(k): list(v) for k, v in (data.get("values") or {}).items()},
-        )
-
-
-@dataclass(frozen=True)
-class History:
-    """The admin API's per-second history (``GET /stats/history``): cluster sums and members."""
-
-    since: int
-    until: int
-    retention: int
-    cluster: SecondSeries
-    members: dict[str, SecondSeries] = field(default_factory=dict)
-
-    def scope(self, name: str) -> SecondSeries | None:
-        return self.cluster if name == CLUSTER else self.members.get(name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "since": self.since,
-            "until": self.until,
-            "retention": self.retention,
-            "cluster": self.cluster.to_json(),
-            "members": [m.to_json() for m in self.members.values()],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> History:
-        members = [SecondSeries.from_json(m) for m in data.get("members") or []]
-        return cls(
-            int(data["since"]),
-            int(data["until"]),
-            int(data.get("retention") or 0),
-            SecondSeries.from_json(data["cluster"]),
-            {m.scope: m for m in members},
+            ClusterOut.model_validate(topology) if topology else None,
         )
 
 
@@ -363,30 +253,12 @@ class WindowStatistics:
 
 
 @dataclass(frozen=True)
-class TrendPointView(_Json):
-    as_of: int
-    count: int
-    max: float | None
-    avg: float | None
-    stddev: float | None
-
-
-@dataclass(frozen=True)
-class SubjectSnapshot(_Json):
-    subject: str
-    content: str
-    fields: dict[str, str]
-    epoch: str
-    seq: int
-    ts: float | None = None
-
-
-@dataclass(frozen=True)
 class SubjectView:
-    """A subject's snapshot (``None``: nothing retained yet) and subscribers per member."""
+    """A subject's snapshot (``None``: nothing retained yet) and subscribers per member: the
+    members' ``SubjectInfo`` answers merged (the first snapshot found)."""
 
     subject: str
-    snapshot: SubjectSnapshot | None
+    snapshot: SnapshotOut | None
     subscribers: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
 
@@ -397,7 +269,7 @@ class SubjectView:
     def to_json(self) -> dict[str, Any]:
         return {
             "subject": self.subject,
-            "snapshot": None if self.snapshot is None else self.snapshot.to_json(),
+            "snapshot": None if self.snapshot is None else self.snapshot.model_dump(mode="json"),
             "subscribers": dict(self.subscribers),
             "errors": dict(self.errors),
         }
@@ -407,122 +279,10 @@ class SubjectView:
         snapshot = data.get("snapshot")
         return cls(
             str(data["subject"]),
-            None if snapshot is None else SubjectSnapshot.from_json(snapshot),
+            None if snapshot is None else SnapshotOut.model_validate(snapshot),
             dict(data.get("subscribers") or {}),
             dict(data.get("errors") or {}),
         )
-
-
-@dataclass(frozen=True)
-class PresentClientView(_Json):
-    session: str
-    client_id: str
-    member: str
-
-
-@dataclass(frozen=True)
-class PresenceInfo:
-    """Who follows a presence subject in the cluster, as ``asked`` (a member) knows it
-    (docs/occupancy.md): ``enabled`` false for a subject without presence."""
-
-    subject: str
-    asked: str
-    enabled: bool
-    subscribers: int
-    clients: list[PresentClientView] = field(default_factory=list)
-    truncated: bool = False
-
-
-@dataclass(frozen=True)
-class PublishOutcome(_Json):
-    subject: str
-    result: str
-    epoch: str | None = None
-    seq: int | None = None
-    member: str | None = None
-
-
-@dataclass(frozen=True)
-class SessionInfo(_Json):
-    member: str
-    id: str
-    remote: str
-    connected_since: float | None  # Unix seconds
-    subjects: list[str] = field(default_factory=list)
-    messages_in: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-    # issue 35 (the Clients page): as the admin API's SessionOut names them
-    client_id: str = ""
-    transport: str = "websocket"
-    compression: bool = False
-    messages_out: int = 0
-    outbound_buffer_bytes: int = 0
-    internal: bool = False
-    delivery_latency_ms: float | None = None  # None: the client reported nothing
-    lost_messages: int | None = None
-
-
-@dataclass(frozen=True)
-class SessionPageView:
-    items: list[SessionInfo]
-    total: int
-    offset: int
-    limit: int
-    errors: dict[str, str] = field(default_factory=dict)  # members that could not answer
-    internal_hidden: int = 0  # probes of our own the list left out
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "items": [s.to_json() for s in self.items],
-            "total": self.total,
-            "offset": self.offset,
-            "limit": self.limit,
-            "errors": dict(self.errors),
-            "internal_hidden": self.internal_hidden,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SessionPageView:
-        return cls(
-            [SessionInfo.from_json(s) for s in data.get("items") or []],
-            int(data.get("total", 0)),
-            int(data.get("offset", 0)),
-            int(data.get("limit", 0)),
-            dict(data.get("errors") or {}),
-            int(data.get("internal_hidden", 0)),
-        )
-
-
-@dataclass(frozen=True)
-class JobStage(_Json):
-    """One stage of a run (compaction, rollups, windows), as ``job_runs.stages`` holds it."""
-
-    name: str
-    seconds: float = 0.0
-    input_rows: int | None = None
-    output_rows: int | None = None
-
-
-@dataclass(frozen=True)
-class JobRunView(_Json):
-    id: int
-    status: str  # running | succeeded | failed
-    started_at: str | None  # ISO 8601
-    finished_at: str | None = None
-    duration: float | None = None  # seconds
-    as_of: int | None = None
-    input_rows: int | None = None
-    output_rows: int | None = None
-    error: str | None = None
-    master: str | None = None
-    stages: tuple[JobStage, ...] = ()  # done so far, for a running run
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JobRunView:
-        fields = dict(data)
-        stages = tuple(JobStage.from_json(stage) for stage in fields.pop("stages", None) or ())
-        return cls(**fields, stages=stages)
 
 
 @dataclass(frozen=True)
@@ -541,32 +301,17 @@ class AuditFilter:
         return {key: value for key, value in given.items() if value}
 
 
-@dataclass(frozen=True)
-class AuditRow(_Json):
-    id: int
-    at: str  # ISO 8601
-    actor: str | None
-    action: str
-    target: str | None = None
-    outcome: str = "succeeded"  # succeeded | denied | failed
-    status: int = 200
-    method: str = ""
-    path: str = ""
-    role: str | None = None
-    detail: str | None = None
-
-
 @runtime_checkable
 class ConsoleProvider(Protocol):
     """Everything the pages ask for. Every method raises :class:`ProviderError` on failure."""
 
-    def whoami(self) -> Operator: ...
+    def whoami(self) -> Me: ...
 
     def live(self) -> LiveOverview:
         """Members with their health and the live indicators of each member and the cluster."""
         ...
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         """Every member's per-second samples the admin API keeps, and their cluster sums."""
         ...
 
@@ -582,18 +327,18 @@ class ConsoleProvider(Protocol):
         """The window statistics of every scope the pipeline wrote (cluster first)."""
         ...
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]: ...
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]: ...
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         """``entitlement_token``: the operator's, for members with entitlement (issue 22)."""
         ...
 
-    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceInfo:
+    def presence(self, subject: str, entitlement_token: str | None = None) -> PresenceOut:
         """The subject's presence from the first member that answers (every member knows the
         cluster's); ProviderError when none does (403 without the operator role)."""
         ...
 
-    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOutcome: ...
+    def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut: ...
 
     def sessions(
         self,
@@ -602,17 +347,17 @@ class ConsoleProvider(Protocol):
         offset: int = 0,
         limit: int = 20,
         filters: Mapping[str, str] | None = None,
-    ) -> SessionPageView:
+    ) -> SessionPage:
         """``filters``: more of the admin API's ``/sessions`` parameters (transport, internal,
         sort), passed as they are."""
         ...
 
     def disconnect(self, member: str, session_id: str) -> bool: ...
 
-    def jobs(self, limit: int = 20) -> list[JobRunView]: ...
+    def jobs(self, limit: int = 20) -> list[JobRunOut]: ...
 
-    def start_job(self) -> JobRunView: ...
+    def start_job(self) -> JobRunOut: ...
 
     def audit(
         self, limit: int = 50, filters: AuditFilter | None = None, offset: int = 0
-    ) -> list[AuditRow]: ...
+    ) -> list[AuditOut]: ...

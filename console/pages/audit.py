@@ -12,11 +12,13 @@ from typing import Any
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
 
+from pushgrid.ops.api.audit import AuditOut
+
 from .. import format as fmt
 from ..components import alert, card, page_header, pill, table
 from ..ids import Ids
 from ..polling import paced
-from ..provider import AuditFilter, AuditRow, ProviderError
+from ..provider import AuditFilter, ProviderError
 from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
@@ -154,15 +156,15 @@ def layout() -> Component:
     )
 
 
-def render_audit(entries: Sequence[AuditRow]) -> Component:
+def render_audit(entries: Sequence[AuditOut]) -> Component:
     rows: list[list[Any]] = []
     props: list[dict[str, Any]] = []
     for entry in entries:
         rows.append(
             [
-                fmt.iso_time(entry.at),
+                fmt.moment(entry.at),
                 html.Span(entry.actor or "anonymous", className="" if entry.actor else "muted"),
-                entry.role or fmt.DASH,
+                str(entry.role) if entry.role else fmt.DASH,
                 html.Code(entry.action),
                 entry.target or fmt.DASH,
                 pill(f"{entry.outcome} {entry.status}", _OUTCOME_KIND.get(entry.outcome, "muted")),

@@ -10,12 +10,14 @@ from typing import Any
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
+from pushgrid.ops.api.jobs import JobRunOut
+
 from .. import format as fmt
 from ..components import alert, card, notice, page_header, pill, table
 from ..figures import jobs_figure
 from ..ids import Ids
 from ..polling import paced
-from ..provider import JobRunView, ProviderError
+from ..provider import ProviderError
 from . import OPERATOR_ONLY, ConsolePage, Providers
 
 PATH = "jobs"
@@ -61,22 +63,24 @@ def layout() -> Component:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_runs(runs: Sequence[JobRunView], now: float) -> Component:
+def render_runs(runs: Sequence[JobRunOut], now: float) -> Component:
     rows: list[list[Any]] = []
     props: list[dict[str, Any]] = []
     for run in runs:
         running_for = None
-        if run.status == "running" and run.started_at:
-            started = fmt.iso_unix(run.started_at)
+        if run.status == "running":
+            started = fmt.unix_of(run.started_at)
             running_for = None if started is None else max(0.0, now - started)
         rows.append(
             [
                 f"#{run.id}",
                 pill(run.status, _STATUS_KIND.get(run.status, "muted")),
-                fmt.iso_time(run.started_at),
-                fmt.duration(run.duration if run.duration is not None else running_for)
+                fmt.moment(run.started_at),
+                fmt.duration(
+                    run.duration_seconds if run.duration_seconds is not None else running_for
+                )
                 + (" so far" if run.status == "running" else ""),
-                fmt.timestamp(run.as_of),
+                fmt.moment(run.as_of),
                 fmt.count(run.input_rows),
                 fmt.count(run.output_rows),
                 html.Span(
@@ -95,27 +99,28 @@ def render_runs(runs: Sequence[JobRunView], now: float) -> Component:
     )
 
 
-def render_stages(runs: Sequence[JobRunView]) -> Component:
+def render_stages(runs: Sequence[JobRunOut]) -> Component:
     """The stages of the newest run (so far, if it is running): rows, duration, share."""
     if not runs:
         return html.Div()
     last = runs[0]
     state = "so far" if last.status == "running" else last.status
     title = html.Div(f"Stages of run #{last.id} ({state})", className="card-title")
-    if not last.stages:
+    stages = last.stages or []
+    if not stages:
         return html.Div([title, html.P("no stage recorded yet", className="muted")])
-    total = sum(stage.seconds for stage in last.stages)
+    total = sum(stage.seconds or 0.0 for stage in stages)
     rows = [
         [
             stage.name,
             fmt.count(stage.input_rows),
             fmt.count(stage.output_rows),
             fmt.duration(stage.seconds),
-            f"{100 * stage.seconds / total:.0f} %" if total > 0 else "-",
+            f"{100 * (stage.seconds or 0.0) / total:.0f} %" if total > 0 else "-",
         ]
-        for stage in last.stages
+        for stage in stages
     ]
-    props = [{"data-stage": stage.name} for stage in last.stages]
+    props = [{"data-stage": stage.name} for stage in stages]
     return html.Div(
         [
             title,

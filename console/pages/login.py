@@ -159,7 +159,7 @@ def register(app: Dash, providers: Providers) -> None:
             operator = providers(token).whoami()
         except ProviderError as exc:
             return no_update, no_update, alert([exc])
-        return token, operator.to_json(), []
+        return token, operator.model_dump(mode="json"), []
 
     # the password goes from the browser to the admin API, never through a Dash callback
     app.clientside_callback(  # type: ignore[no-untyped-call]

@@ -12,6 +12,8 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.cluster import ClusterOut
+from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .. import format as fmt
@@ -23,9 +25,7 @@ from ..member_panel import render_panel
 from ..provider import (
     CLUSTER,
     LIVE_WINDOWS,
-    ClusterView,
     ConsoleProvider,
-    History,
     LiveIndicatorView,
     LiveOverview,
     MemberCard,
@@ -142,11 +142,11 @@ def _indicator_card(indicator: str) -> html.Div:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_health(members: Sequence[MemberCard], topology: ClusterView | None = None) -> Component:
+def render_health(members: Sequence[MemberCard], topology: ClusterOut | None = None) -> Component:
     health, text = fmt.cluster_health(
         members,
         None if topology is None else topology.health,
-        () if topology is None else topology.reasons,
+        () if topology is None else [reason.text for reason in topology.reasons],
     )
     up = sum(1 for m in members if m.up)
     return card(
@@ -162,7 +162,7 @@ def render_health(members: Sequence[MemberCard], topology: ClusterView | None = 
     )
 
 
-def _topology_attrs(topology: ClusterView | None) -> dict[str, str]:
+def _topology_attrs(topology: ClusterOut | None) -> dict[str, str]:
     if topology is None:
         return {}
     return {
@@ -172,7 +172,7 @@ def _topology_attrs(topology: ClusterView | None) -> dict[str, str]:
     }
 
 
-def render_topology(topology: ClusterView | None) -> list[Component]:
+def render_topology(topology: ClusterOut | None) -> list[Component]:
     """Delivery mode, quorum and the stream leader, as the members themselves report them."""
     if topology is None or topology.mode in (None, "standalone"):
         return []
@@ -293,9 +293,9 @@ class ChartsUpdate:
     problems: list[str] = field(default_factory=list)
 
 
-def chart_series(history: History) -> list[str]:
+def chart_series(history: HistoryOut) -> list[str]:
     """The lines of every chart: the cluster, then each member when there are several."""
-    members = list(history.members)
+    members = [series.scope for series in history.members]
     return [CLUSTER] if len(members) <= 1 else [CLUSTER, *members]
 
 
@@ -319,7 +319,7 @@ def history_since(now: int, range_key: str, state: Mapping[str, Any] | None, reb
     return max(int(min(last.values())), now - BACKFILL_SECONDS) + 1
 
 
-def _units(history: History) -> dict[str, tuple[float, str]]:
+def _units(history: HistoryOut) -> dict[str, tuple[float, str]]:
     """Each byte chart's (divisor, unit) for the largest value it holds."""
     return {
         indicator: fmt.byte_unit(fmt.history_peak(history, indicator))
@@ -329,7 +329,7 @@ def _units(history: History) -> dict[str, tuple[float, str]]:
 
 
 def plan_update(
-    history: History, range_key: str, state: Mapping[str, Any] | None, rebuild: bool
+    history: HistoryOut, range_key: str, state: Mapping[str, Any] | None, rebuild: bool
 ) -> ChartsUpdate:
     """The charts from the admin API's history: whole figures when ``rebuild``, else the
     seconds each series has not charted yet (``extendData``)."""
@@ -388,7 +388,7 @@ def plan_trend(provider: ConsoleProvider, range_key: str, now: int) -> ChartsUpd
     window = chosen.trend_window or "1h"
     figures: dict[str, go.Figure | None] = {}
     problems: list[str] = []
-    history: History | None = None
+    history: HistoryOut | None = None
     drawn = 0
     for indicator in CHARTS:
         try:

@@ -17,11 +17,13 @@ from urllib.parse import parse_qs, urlencode
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
 
+from pushgrid.ops.api.sessions import SessionOut, SessionPage
+
 from .. import format as fmt
 from ..components import alert, attrs, card, notice, page_header, table
 from ..ids import Ids, client_open_id, disconnect_id
 from ..ops_provider import OpsProvider
-from ..provider import ProviderError, SessionInfo, SessionPageView
+from ..provider import ProviderError
 from . import OPERATOR_ONLY, ConsolePage, Providers
 from .trace import render_session
 
@@ -123,7 +125,7 @@ def layout() -> Component:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def _latency(session: SessionInfo) -> str:
+def _latency(session: SessionOut) -> str:
     """What the client reported of its deliveries; a dash when it reported nothing."""
     if session.delivery_latency_ms is None:
         return fmt.DASH
@@ -131,14 +133,14 @@ def _latency(session: SessionInfo) -> str:
     return f"{session.delivery_latency_ms:,.1f} ms{lost}"
 
 
-def _subjects(session: SessionInfo) -> html.Span:
+def _subjects(session: SessionOut) -> html.Span:
     text = ", ".join(session.subjects[:3]) + (
         f" +{len(session.subjects) - 3}" if len(session.subjects) > 3 else ""
     )
     return html.Span(text or fmt.DASH, title="\n".join(session.subjects))
 
 
-def _client_cell(session: SessionInfo) -> html.Button:
+def _client_cell(session: SessionOut) -> html.Button:
     """The client id (or, when the client declared none, its session id in grey)."""
     label = session.client_id or session.id
     hint = "client id" if session.client_id else "no client id declared: the session id"
@@ -151,11 +153,11 @@ def _client_cell(session: SessionInfo) -> html.Button:
     )
 
 
-def render_sessions(page: SessionPageView, now: float) -> Component:
+def render_sessions(page: SessionPage, now: float) -> Component:
     rows: list[list[Any]] = []
     props: list[dict[str, Any]] = []
     for session in page.items:
-        since = session.connected_since
+        since = fmt.unix_of(session.connected_since)
         rows.append(
             [
                 _client_cell(session),
@@ -265,7 +267,7 @@ def render_detail(detail: dict[str, Any]) -> Component:
     )
 
 
-def member_options(page: SessionPageView, known: list[str]) -> list[dict[str, str]]:
+def member_options(page: SessionPage, known: list[str]) -> list[dict[str, str]]:
     names = sorted({*known, *(s.member for s in page.items), *page.errors})
     return [{"label": "all members", "value": ALL_MEMBERS}] + [
         {"label": n, "value": n} for n in names

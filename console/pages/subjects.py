@@ -10,11 +10,13 @@ from typing import Any
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
+from pushgrid.ops.api.subjects import PresenceOut, PublishOut
+
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header, pill, table
 from ..ids import Ids
 from ..polling import paced
-from ..provider import PresenceInfo, ProviderError, PublishOutcome, SubjectView
+from ..provider import ProviderError, SubjectView
 from . import OPERATOR_ONLY, ConsolePage, Providers
 
 PATH = "subjects"
@@ -154,7 +156,7 @@ def render_snapshot(info: SubjectView) -> Component:
                 [
                     html.Span(f"seq {snap.seq}", className="chip"),
                     html.Span(f"epoch {snap.epoch}", className="chip"),
-                    html.Span(fmt.timestamp(snap.ts), className="chip"),
+                    html.Span(fmt.timestamp(snap.ts / 1000), className="chip"),
                 ],
                 className="chips",
             ),
@@ -180,7 +182,7 @@ def render_subscribers(info: SubjectView) -> Component:
     )
 
 
-def render_presence(info: PresenceInfo) -> Component:
+def render_presence(info: PresenceOut) -> Component:
     """The presence list (docs/occupancy.md): client id, member, session; or why there is none."""
     if not info.enabled:
         return html.Div(
@@ -190,7 +192,7 @@ def render_presence(info: PresenceInfo) -> Component:
             **attrs({"data-enabled": "false"}),
         )
     rows = [[c.client_id or "(none)", c.member, c.session] for c in info.clients]
-    note = f"{len(info.clients)} listed of {info.subscribers} subscribers (as {info.asked} knows)"
+    note = f"{len(info.clients)} listed of {info.subscribers} subscribers (as {info.member} knows)"
     if info.truncated:
         note += ": the list is shorter than the count (Occupancy.PresenceMax per member)"
     return html.Div(
@@ -264,8 +266,8 @@ def arrival(
     return waiting, None
 
 
-def published_record(result: PublishOutcome, now: float) -> dict[str, Any]:
-    record = result.to_json()
+def published_record(result: PublishOut, now: float) -> dict[str, Any]:
+    record = result.model_dump(mode="json")
     record["sent"] = now
     return record
 

@@ -11,13 +11,14 @@ from dash.development.base_component import Component
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header
 from ..figures import trend_figure
 from ..ids import Ids
-from ..provider import CLUSTER, ProviderError, TrendPointView
+from ..provider import CLUSTER, ProviderError
 from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
@@ -122,13 +123,13 @@ def time_range(name: str | None, now: float) -> tuple[int | None, int | None]:
     return (None if seconds is None else int(now) - seconds), None
 
 
-def trend_span(since: int | None, points: Sequence[TrendPointView], now: float) -> tuple[int, int]:
+def trend_span(since: int | None, points: Sequence[TrendPointOut], now: float) -> tuple[int, int]:
     """The time axis of a trend: the selected range up to now; for "all", from an hour before
     the first point (one point drew on an axis a millisecond wide: issue 34)."""
     end = int(now)
     if since is not None:
         return since, end
-    first = min((p.as_of for p in points), default=end - 86_400)
+    first = min((fmt.second(p.as_of) for p in points), default=end - 86_400)
     return min(first - 3600, end - 3600), end
 
 
@@ -144,15 +145,15 @@ def first_points_text(now: float) -> str:
     )
 
 
-def render_summary(points: Sequence[TrendPointView], indicator: str, now: float) -> Component:
+def render_summary(points: Sequence[TrendPointOut], indicator: str, now: float) -> Component:
     if not points:
         return html.Span(first_points_text(now), className="muted", **attrs({"data-points": "0"}))
     averages = [p.avg for p in points if p.avg is not None]
     maxima = [p.max for p in points if p.max is not None]
     facts = [
         ("points", str(len(points))),
-        ("from", fmt.timestamp(points[0].as_of)),
-        ("to", fmt.timestamp(points[-1].as_of)),
+        ("from", fmt.moment(points[0].as_of)),
+        ("to", fmt.moment(points[-1].as_of)),
         ("latest avg", fmt.compact(points[-1].avg, indicator)),
         ("highest max", fmt.compact(max(maxima) if maxima else None, indicator)),
         (

@@ -9,5 +9,7 @@ It imports only ``pushgrid.protocol`` and msgspec/pydantic, so every part may im
   description) and how an answer is decoded back into the document;
 * :mod:`.server`, :mod:`.cluster`, :mod:`.indicator`, :mod:`.subjects`: the documents of the
   Server, Cluster, Indicator and Subjects MBeans;
-* :mod:`.panel`: the member panel, one type from the probe to the console.
+* :mod:`.panel`: the member panel, one type from the probe to the console;
+* :mod:`.api`: the admin API's answers that the console reads, one pydantic model each for the
+  route that sends it and the console that decodes it (ADR 059).
 """

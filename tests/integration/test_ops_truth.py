@@ -24,7 +24,7 @@ from pushgrid.admin_api.member_client import MemberEndpoint, new_http_client
 from pushgrid.admin_api.services.cluster import MemberWatch
 from pushgrid.console.http_provider import member_of
 from pushgrid.console.pages import overview
-from pushgrid.console.provider import ClusterView
+from pushgrid.ops.api.cluster import ClusterOut
 
 from .cluster import Cluster
 from .pgtest import DEFAULT_TIMEOUT, AdminHarness, ServerProcess, WsClient, monitor_http
@@ -60,7 +60,7 @@ async def _meta(member: ServerProcess, name: str) -> dict[str, Any]:
 def _console(api_cluster: dict[str, Any], api_members: list[dict[str, Any]]) -> tuple[str, str]:
     """What the Overview's health card shows for the admin API's answers (data-health, text)."""
     members = [member_of(item) for item in api_members]
-    card = overview.render_health(members, ClusterView.from_json(api_cluster))
+    card = overview.render_health(members, ClusterOut.model_validate(api_cluster))
     props = card.to_plotly_json()["props"]
     text = " ".join(
         str(child.children) for child in props["children"] if isinstance(child.children, str)

@@ -40,4 +40,4 @@ def test_the_dev_provider_pages_and_bounds_like_the_api() -> None:
     every = provider.audit(1000)
     assert [e.id for e in provider.audit(2, offset=1)] == [e.id for e in every[1:3]]
     newest = every[0].at
-    assert all(e.at < newest for e in provider.audit(1000, AuditFilter(until=newest)))
+    assert all(e.at < newest for e in provider.audit(1000, AuditFilter(until=newest.isoformat())))

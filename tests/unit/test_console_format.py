@@ -7,17 +7,16 @@ import pytest
 from pushgrid.console import format as fmt
 from pushgrid.console.provider import (
     CLUSTER,
-    History,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
-    SecondSeries,
     StatRow,
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops.api.history import HistoryOut
 
 
 @pytest.mark.parametrize(
@@ -210,14 +209,23 @@ def test_series_one_member_is_the_cluster_only() -> None:
     assert fmt.series_names(_overview(10, 1.0, ("a", "b"))) == [CLUSTER, "a", "b"]
 
 
-def _history(until: int, members: tuple[str, ...], gap: int | None = None) -> History:
+def _history(until: int, members: tuple[str, ...], gap: int | None = None) -> HistoryOut:
     indicator = "incoming_messages_per_second"
     seconds = [ts for ts in range(until - 4, until + 1) if ts != gap]
-    scopes = {
-        name: SecondSeries(name, seconds, {indicator: [7.0] * len(seconds)}) for name in members
-    }
-    cluster = SecondSeries(CLUSTER, seconds, {indicator: [7.0 * len(members)] * len(seconds)})
-    return History(until - 4, until, 3600, cluster, scopes)
+    cluster = {indicator: [7.0 * len(members)] * len(seconds)}
+    return HistoryOut.model_validate(
+        {
+            "since": until - 4,
+            "until": until,
+            "retention": 3600,
+            "indicators": [indicator],
+            "cluster": {"scope": CLUSTER, "seconds": seconds, "values": cluster},
+            "members": [
+                {"scope": name, "seconds": seconds, "values": {indicator: [7.0] * len(seconds)}}
+                for name in members
+            ],
+        }
+    )
 
 
 def test_history_traces_break_the_line_at_a_missing_second() -> None:

@@ -8,9 +8,9 @@ from pushgrid.console.provider import (
     LiveIndicatorView,
     MomentsView,
     StatRow,
-    TrendPointView,
     WindowStatistics,
 )
+from pushgrid.ops.api.trends import TrendPointOut
 
 
 def through_the_browser(data: object) -> object:
@@ -42,7 +42,11 @@ def test_live_and_trend_values_keep_their_floats() -> None:
     assert repr(back.current) == "3.0"
     assert repr(back.windows["1m"].max) == "3.0"
     assert back.windows["1m"].stddev is None
-    point = TrendPointView(1795854600, 60, 4.0, 2.0, 0.0)
-    again = TrendPointView.from_json(through_the_browser(point.to_json()))  # type: ignore[arg-type]
+    point = TrendPointOut.model_validate(
+        {"as_of": 1795854600, "count": 60, "coverage": 1.0, "max": 4.0, "avg": 2.0}
+        | {"stddev": 0.0, "run_id": None}
+    )
+    again = TrendPointOut.model_validate(through_the_browser(point.model_dump(mode="json")))
     assert again == point
+    assert repr(again.max) == "4.0"
     assert repr(again.stddev) == "0.0"

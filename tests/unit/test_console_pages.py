@@ -4,6 +4,7 @@ and the app's routing: no browser, no network."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import httpx
@@ -17,24 +18,24 @@ from pushgrid.console.format import chart_time
 from pushgrid.console.pages import overview, sessions, statistics, subjects, trends
 from pushgrid.console.provider import (
     CLUSTER,
-    ClusterView,
     ConsoleProvider,
-    History,
     LiveIndicatorView,
     LiveOverview,
     LiveScope,
     MemberCard,
     MomentsView,
     ProviderError,
-    PublishOutcome,
-    SecondSeries,
     StatRow,
-    SubjectSnapshot,
     SubjectView,
-    TrendPointView,
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut, HealthReasonOut
+from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
+from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.subjects import PublishOut, SnapshotOut
+from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
 
@@ -139,36 +140,53 @@ def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
     return LiveOverview([MemberCard(m, "", True) for m in members], cluster, scopes)
 
 
-def _history(until: int, members: tuple[str, ...], since: int = 0) -> History:
+def _point(as_of: int, high: float, avg: float) -> TrendPointOut:
+    """A trend point as ``GET /stats/trend`` answers it (an hour, whole coverage)."""
+    return TrendPointOut(
+        as_of=datetime.fromtimestamp(as_of, UTC),
+        count=3600,
+        coverage=1.0,
+        max=high,
+        avg=avg,
+        stddev=1.0,
+        run_id=None,
+    )
+
+
+def _history(until: int, members: tuple[str, ...], since: int = 0) -> HistoryOut:
     seconds = list(range(max(since, until - 9), until + 1))
     values: dict[str, list[float | None]] = {n: [3.0] * len(seconds) for n in INDICATOR_NAMES}
     values["outgoing_bytes_per_second"] = [2048.0] * len(seconds)
-    scopes = {name: SecondSeries(name, seconds, dict(values)) for name in members}
-    cluster = SecondSeries(CLUSTER, seconds, dict(values))
-    return History(seconds[0] if seconds else since, until, 3600, cluster, scopes)
+    return HistoryOut.model_validate(
+        {
+            "since": seconds[0] if seconds else since,
+            "until": until,
+            "retention": 3600,
+            "indicators": INDICATOR_NAMES,
+            "cluster": {"scope": CLUSTER, "seconds": seconds, "values": values},
+            "members": [{"scope": name, "seconds": seconds, "values": values} for name in members],
+        }
+    )
 
 
 class HistoryApi:
     """A provider's ``history`` and ``trend`` over fixed answers, recording what was asked."""
 
-    def __init__(self, *answers: History, stored: bool = True) -> None:
+    def __init__(self, *answers: HistoryOut, stored: bool = True) -> None:
         self.answers = list(answers)
         self.asked: list[int | None] = []
         self.trends: list[tuple[str, str, str, int | None]] = []
         self.stored = stored  # whether the statistics store has trend points
 
-    def history(self, since: int | None = None, until: int | None = None) -> History:
+    def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         self.asked.append(since)
         return self.answers.pop(0)
 
-    def trend(self, query: TrendQuery) -> list[TrendPointView]:
+    def trend(self, query: TrendQuery) -> list[TrendPointOut]:
         self.trends.append((query.scope, query.indicator, query.window, query.since))
         if not self.stored:
             return []
-        return [
-            TrendPointView(1000, 3600, 5e6, 4e6, 1.0),
-            TrendPointView(4600, 3600, 6e6, 5e6, 1.0),
-        ]
+        return [_point(1000, 5e6, 4e6), _point(4600, 6e6, 5e6)]
 
 
 def test_overview_builds_figures_first_then_extends_them() -> None:
@@ -264,7 +282,7 @@ def test_overview_long_ranges_say_why_empty_fill_from_history_and_span_the_range
 
 def test_a_trend_spans_the_selected_range() -> None:
     """Issue 34: one trend point was drawn on an axis one millisecond wide."""
-    point = TrendPointView(50_000, 3600, 5.0, 4.0, 1.0)
+    point = _point(50_000, 5.0, 4.0)
     assert trends.trend_span(40_000, [point], 60_000.5) == (40_000, 60_000)
     assert trends.trend_span(None, [point], 60_000) == (50_000 - 3600, 60_000)
     figure = trend_figure([point], "connected_users", "1h", CLUSTER, (40_000, 60_000))
@@ -280,7 +298,10 @@ def test_overview_reports_members_down() -> None:
         ("a", "true"),
         ("b", "false"),
     ]
-    cluster = ClusterView("guaranteed", "degraded", True, reasons=["member b is down"])
+    reason = HealthReasonOut(code="member_down", member="b", text="member b is down")
+    cluster = ClusterOut(
+        mode="guaranteed", health="degraded", quorum=True, reasons=[reason], members=[]
+    )
     health = overview.render_health(live.members, cluster)
     assert _prop(health, "data-health") == "degraded"
     assert _prop(overview.render_health(live.members), "data-health") == "unknown"
@@ -304,7 +325,11 @@ def test_overview_window_table_per_member() -> None:
 
 def _info(seq: int | None, epoch: str = "e1") -> SubjectView:
     snapshot = (
-        None if seq is None else SubjectSnapshot("/a/b", f"v{seq}", {"k": "v"}, epoch, seq, 1.0)
+        None
+        if seq is None
+        else SnapshotOut(
+            subject="/a/b", content=f"v{seq}", fields={"k": "v"}, epoch=epoch, seq=seq, ts=1000
+        )
     )
     return SubjectView("/a/b", snapshot, {"m1": 2, "m2": 1})
 
@@ -318,7 +343,9 @@ def test_subject_log_and_arrival() -> None:
     other = SubjectView("/x/y", None, {})
     assert subjects.next_log(log, other, now=13.0) == []
 
-    sent = subjects.published_record(PublishOutcome("/a/b", "ok", "e1", 3, "m1"), now=20.0)
+    sent = subjects.published_record(
+        PublishOut(member="m1", subject="/a/b", result="ok", epoch="e1", seq=3), now=20.0
+    )
     waiting, kept = subjects.arrival(sent, _info(2), now=20.5)
     assert _prop(waiting, "data-arrived") == "false"
     assert kept is None
@@ -444,7 +471,7 @@ def test_session_search_and_pages() -> None:
     assert hp.search_params("") == {}
     assert hp.search_params("/Stocks/IBM") == {"subject": "/Stocks/IBM"}
     assert hp.search_params(" 10.0.0.7 ") == {"remote": "10.0.0.7"}
-    page = hp.session_page(
+    page = SessionPage.model_validate(
         {
             "total": 1,
             "offset": 0,
@@ -464,19 +491,24 @@ def test_session_search_and_pages() -> None:
             "unreachable": [{"member": "b", "error": "refused"}],
         }
     )
-    assert page.items[0].connected_since == 60.0
+    assert page.items[0].connected_since.timestamp() == 60.0
     assert page.errors == {"b": "refused"}
-    run = hp.job_of(
+    run = JobRunOut.model_validate(
         {
             "id": 4,
             "status": "failed",
             "started_at": "2026-11-22T14:00:00+00:00",
+            "finished_at": None,
             "duration_seconds": 8.25,
             "as_of": None,
+            "master": None,
+            "input_rows": None,
+            "output_rows": None,
             "error": "boom",
+            "stages": None,
         }
     )
-    assert (run.id, run.status, run.duration, run.error) == (4, "failed", 8.25, "boom")
+    assert (run.id, run.status, run.duration_seconds, run.error) == (4, "failed", 8.25, "boom")
 
 
 # --- the app --------------------------------------------------------------------------------
@@ -559,15 +591,17 @@ def test_provider_errors_round_trip_as_json() -> None:
 
 def test_health_card_shows_the_clusters_own_view() -> None:
     from pushgrid.console.pages.overview import render_health
-    from pushgrid.console.provider import ClusterMemberState, ClusterView
 
     members = [MemberCard(m, "", True) for m in ("m1", "m2", "m3")]
-    topology = ClusterView(
-        "guaranteed",
-        "ok",
-        False,
-        "pushgrid-m2",
-        [ClusterMemberState(m, "up", seed=True, leader=m == "m2") for m in ("m1", "m2", "m3")],
+    topology = ClusterOut(
+        mode="guaranteed",
+        health="ok",
+        quorum=False,
+        stream_leader="pushgrid-m2",
+        members=[
+            ClusterMemberOut(name=m, state="up", seed=True, leader=m == "m2")
+            for m in ("m1", "m2", "m3")
+        ],
     )
     card = _props(render_health(members, topology))
     assert (card["data-mode"], card["data-quorum"], card["data-leader"]) == (
@@ -579,9 +613,10 @@ def test_health_card_shows_the_clusters_own_view() -> None:
     assert "Guaranteed delivery" in text
     assert "NO QUORUM" in text
     assert "stream leader: m2" in text
-    standalone = _props(render_health(members, ClusterView("standalone", "ok", True)))
+    alone = ClusterOut(mode="standalone", health="ok", quorum=True, members=[])
+    standalone = _props(render_health(members, alone))
     assert "stream leader" not in repr(standalone["children"])
-    assert ClusterView.from_json(topology.to_json()) == topology
+    assert ClusterOut.model_validate(topology.model_dump(mode="json")) == topology
     api = {  # what GET /api/v1/cluster answers (more than the page keeps)
         "mode": "guaranteed",
         "health": "ok",
@@ -593,7 +628,7 @@ def test_health_card_shows_the_clusters_own_view() -> None:
             {"name": "m1", "index": 1, "seed": True, "state": "up", "leader": True, "quorum": True}
         ],
     }
-    assert ClusterView.from_json(api).leader == "m1"
+    assert ClusterOut.model_validate(api).leader == "m1"
 
 
 def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
@@ -601,7 +636,7 @@ def test_a_member_whose_line_stopped_is_named_under_the_charts() -> None:
     first = overview.plan_update(_history(100, ("a", "b")), "15m", None, True)
     assert first.problems == []
     only_a = _history(110, ("a",), since=101)
-    only_a.members["b"] = SecondSeries("b", [], {})
+    only_a.members.append(HistorySeriesOut(scope="b", seconds=[], values={}))
     later = overview.plan_update(only_a, "15m", first.state, False)
     assert later.problems == [f"no data from b since {chart_time(100)[11:]} UTC"]
 
@@ -636,27 +671,33 @@ def test_clients_state_round_trips_through_the_url() -> None:
 
 
 def test_clients_table_shows_the_api_numbers_and_no_made_up_latency() -> None:
-    from pushgrid.console.provider import SessionInfo, SessionPageView
+    from pushgrid.ops.api.sessions import SessionOut, SessionPage
 
-    info = SessionInfo(
-        "m1",
-        "abc",
-        "10.0.0.1:5000",
-        0.0,
-        ["/a"],
-        3,
-        1200,
-        4800,
+    info = SessionOut(
+        member="m1",
+        id="abc",
+        remote="10.0.0.1:5000",
+        connected_since=datetime.fromtimestamp(0.0, UTC),
+        subjects=["/a"],
+        messages_in=3,
+        bytes_in=1200,
+        bytes_out=4800,
         client_id="alice",
         transport="sse",
         compression=False,
         messages_out=7,
         outbound_buffer_bytes=0,
     )
-    rendered = str(sessions.render_sessions(SessionPageView([info], 1, 0, 15), 10.0))
+
+    def page(*items: SessionOut) -> SessionPage:
+        return SessionPage(items=list(items), total=1, offset=0, limit=15)
+
+    rendered = str(sessions.render_sessions(page(info), 10.0))
     for shown in ("alice", "SSE", "'7'", "10.0.0.1:5000"):
         assert shown in rendered
     assert re.search(r"\d ms", rendered) is None  # no delivery report: a dash, not a number
-    reported = SessionInfo("m1", "abd", "r:1", 0.0, delivery_latency_ms=12.5, lost_messages=2)
-    rendered = str(sessions.render_sessions(SessionPageView([reported], 1, 0, 15), 10.0))
+    reported = info.model_copy(
+        update={"id": "abd", "remote": "r:1", "delivery_latency_ms": 12.5, "lost_messages": 2}
+    )
+    rendered = str(sessions.render_sessions(page(reported), 10.0))
     assert "12.5 ms · 2 lost" in rendered

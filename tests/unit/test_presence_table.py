@@ -206,17 +206,30 @@ def test_a_listed_session_costs_at_most_the_documented_bytes() -> None:
 
 def test_the_console_card_lists_the_clients_or_says_why_not() -> None:
     from pushgrid.console.pages.subjects import presence_problem, render_presence
-    from pushgrid.console.provider import PresenceInfo, PresentClientView, ProviderError
+    from pushgrid.console.provider import ProviderError
+    from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut
+
+    def presence(subject: str, subscribers: int, *clients: PresentClientOut) -> PresenceOut:
+        enabled = bool(clients)
+        truncated = enabled and len(clients) < subscribers
+        return PresenceOut(
+            member="m1",
+            subject=subject,
+            enabled=enabled,
+            subscribers=subscribers,
+            clients=list(clients),
+            truncated=truncated,
+        )
 
     listed = render_presence(
-        PresenceInfo("/Chat/x", "m1", True, 3, [PresentClientView("s1", "ann", "m2")], True)
+        presence("/Chat/x", 3, PresentClientOut(session="s1", client_id="ann", member="m2"))
     )
     text = str(listed)
     assert "ann" in text
     assert "m2" in text
     assert "1 listed of 3" in text
     assert "PresenceMax" in text
-    off = str(render_presence(PresenceInfo("/Stocks/IBM", "m1", False, 4)))
+    off = str(render_presence(presence("/Stocks/IBM", 4)))
     assert "keeps no presence" in off
     assert "4 subscribers" in off
     refused = presence_problem(ProviderError(403, "Forbidden", "the operator role is required"))

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dash.development.base_component import Component
 
 from pushgrid.console.pages.jobs import render_stages
-from pushgrid.console.provider import JobRunView, JobStage
 from pushgrid.metrics.window_spec import HOUR
+from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.spark_stats.verify import LiveWindows, Stat, compare
 
 pytest.importorskip("pyspark")
@@ -140,10 +141,13 @@ def _text(component: Component) -> str:
 
 
 def test_jobs_page_shows_the_last_runs_stages() -> None:
-    stages = (JobStage("compaction", 30.0, 100, 100), JobStage("rollups", 10.0, 100, 7))
+    stages = [
+        StageOut(name="compaction", seconds=30.0, input_rows=100, output_rows=100),
+        StageOut(name="rollups", seconds=10.0, input_rows=100, output_rows=7),
+    ]
     runs = [
-        JobRunView(2, "running", "2026-11-24T03:00:00+00:00", stages=stages),
-        JobRunView(1, "succeeded", "2026-11-24T02:00:00+00:00", duration=5.0),
+        _run(2, "running", "2026-11-24T03:00:00+00:00", stages=stages),
+        _run(1, "succeeded", "2026-11-24T02:00:00+00:00", duration_seconds=5.0),
     ]
     text = _text(render_stages(runs))
     assert "Stages of run #2 (so far)" in text
@@ -151,4 +155,12 @@ def test_jobs_page_shows_the_last_runs_stages() -> None:
     assert "rollups" in text
     assert "75 %" in text  # 30 of 40 seconds
     assert "no stage recorded yet" in _text(render_stages(runs[1:]))
-    assert JobRunView.from_json(runs[0].to_json()) == runs[0]
+    assert JobRunOut.model_validate(runs[0].model_dump(mode="json")) == runs[0]
+
+
+def _run(run_id: int, status: str, started_at: str, **given: Any) -> JobRunOut:
+    """A run as ``GET /jobs`` answers it (every field present, null when unknown)."""
+    fields = dict.fromkeys(JobRunOut.model_fields) | {"stages": []}
+    return JobRunOut.model_validate(
+        fields | {"id": run_id, "status": status, "started_at": started_at} | given
+    )
