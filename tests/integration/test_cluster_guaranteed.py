@@ -460,8 +460,12 @@ def test_a_member_with_another_member_list_is_refused(cluster: Cluster, tmp_path
             "MetricsArchive": "",
         },
     )
-    with pytest.raises(RuntimeError, match="exited with 1"):
-        stranger.start()
+    try:
+        with pytest.raises(RuntimeError, match="exited with 1"):
+            stranger.start()
+    finally:
+        if stranger.running:  # it joined after all: it must not outlive the test (nor its node)
+            stranger.stop()
     assert "ClusterMembers: member" in stranger.log()
     assert "different ClusterMembers list" in stranger.log()
 
