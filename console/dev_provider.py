@@ -86,7 +86,7 @@ class DemoProvider:
     def whoami(self) -> Me:
         if self.token == "bad":  # nosec B105
             raise ProviderError(401, "Unauthorized", "unknown or revoked token")
-        return Me(token_id="demo", name="demo", role=Role.ADMIN)
+        return Me(token_id="demo", name="demo", role=Role.ADMIN)  # nosec B106 (a demo id)
 
     def live(self) -> LiveOverview:
         now = int(time.time())
