@@ -21,11 +21,11 @@ import msgspec
 from pushgrid.kernel.jmxquery import JmxError, invoke, nest, query
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops import names
-from pushgrid.ops.attributes import ContractError, decode
+from pushgrid.ops.attributes import decode
 from pushgrid.ops.attributes import names as attribute_names
 from pushgrid.ops.indicator import WINDOW_LABELS, window_attribute
 
-from .member_client import FailureKind, MemberClient, MemberEndpoint, MemberFailure
+from .member_client import FailureKind, MemberClient, MemberEndpoint, MemberFailure, fits_contract
 
 JMX_SCHEME: Final = "service:jmx:"
 JMX_TIMEOUT: Final = 20.0  # JVM start-up on a busy machine, not a slow member
@@ -74,10 +74,8 @@ async def read_view(
     the member and decoded; an answer that does not fit is a 502 ``member_error`` naming the
     attribute (raises :class:`MemberFailure`)."""
     values = await member_access(http, member).read(mbean, attribute_names(view))
-    try:
+    with fits_contract(member):
         return decode(view, values, mbean)
-    except ContractError as exc:
-        raise MemberFailure(member, "error", str(exc)) from None
 
 
 def _is_pattern(mbean: str) -> bool:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, TypeVar
@@ -24,13 +25,14 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pushgrid.ops import names
+from pushgrid.ops.api.members import MemberSource
+from pushgrid.ops.attributes import ContractError
 
 from .answering import Answering, Silenced, not_answering_text
 from .problems import ProblemError
 
 DEFAULT_TIMEOUT: Final = 3.0
 FailureKind = Literal["unreachable", "timeout", "auth", "error"]
-MemberSource = Literal["config", "registered", "discovered"]
 
 # the contract's names (pushgrid/ops/names.py) under the names the services import
 SERVER_MBEAN: Final = names.SERVER
@@ -88,6 +90,16 @@ class MemberFailure(ProblemError):
         self.message = message
         # how long the member has not answered (admin_api/answering.py); None: not silent
         self.silent_seconds = silent_seconds
+
+
+@contextmanager
+def fits_contract(member: MemberEndpoint) -> Iterator[None]:
+    """Decoding a member's answer into the ops contract: an answer that does not fit is this
+    member's failure (a 502 ``member_error`` naming the MBean and the attribute)."""
+    try:
+        yield
+    except ContractError as exc:
+        raise MemberFailure(member, "error", str(exc)) from None
 
 
 class MemberJolokiaError(MemberFailure):

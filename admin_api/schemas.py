@@ -19,12 +19,27 @@ from pushgrid.ops.api.history import IndicatorName as IndicatorName
 from pushgrid.ops.api.history import UnixSeconds as UnixSeconds
 from pushgrid.ops.api.jobs import JobRunOut as JobRunOut
 from pushgrid.ops.api.jobs import StageOut as StageOut
+from pushgrid.ops.api.live import ClusterIndicator as ClusterIndicator
+from pushgrid.ops.api.live import ClusterLive as ClusterLive
+from pushgrid.ops.api.live import LiveIndicator as LiveIndicator
+from pushgrid.ops.api.live import LiveStats as LiveStats
+from pushgrid.ops.api.live import MemberLive as MemberLive
+from pushgrid.ops.api.live import OverviewOut as OverviewOut
+from pushgrid.ops.api.live import WindowName as WindowName
+from pushgrid.ops.api.live import WindowValue as WindowValue
 from pushgrid.ops.api.me import Me as Me
+from pushgrid.ops.api.members import MemberList as MemberList
+from pushgrid.ops.api.members import MemberOut as MemberOut
+from pushgrid.ops.api.members import MemberPanelOut as MemberPanelOut
+from pushgrid.ops.api.members import MemberSource as MemberSource
 from pushgrid.ops.api.sessions import MemberError as MemberError
 from pushgrid.ops.api.sessions import Page as Page
 from pushgrid.ops.api.sessions import SessionOut as SessionOut
 from pushgrid.ops.api.sessions import SessionPage as SessionPage
 from pushgrid.ops.api.sessions import SessionTransport as SessionTransport
+from pushgrid.ops.api.statistics import WatchedWindowStatList as WatchedWindowStatList
+from pushgrid.ops.api.statistics import WindowStatList as WindowStatList
+from pushgrid.ops.api.statistics import WindowStatOut as WindowStatOut
 from pushgrid.ops.api.subjects import PresenceOut as PresenceOut
 from pushgrid.ops.api.subjects import PresentClientOut as PresentClientOut
 from pushgrid.ops.api.subjects import PublishOut as PublishOut
@@ -32,9 +47,8 @@ from pushgrid.ops.api.subjects import SnapshotOut as SnapshotOut
 from pushgrid.ops.api.subjects import SubjectInfo as SubjectInfo
 from pushgrid.ops.api.trends import TrendPointOut as TrendPointOut
 from pushgrid.ops.api.trends import TrendSeries as TrendSeries
-from pushgrid.ops.panel import MemberPanel
 
-from .member_client import MemberSource, check_base_url, check_monitor_url
+from .member_client import check_base_url, check_monitor_url
 from .security import Role
 
 MEMBER_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -61,7 +75,6 @@ Subject = Annotated[
     StringConstraints(pattern=SUBJECT_PATTERN, max_length=MAX_SUBJECT_LENGTH),
     Field(description="A subject: '/' and two or more segments", examples=["/Stocks/NYSE/IBM"]),
 ]
-WindowName = Literal["1m", "5m", "15m", "1h", "5h", "15h", "1d", "5d", "15d", "1mo", "5mo", "15mo"]
 
 
 # --- members -----------------------------------------------------------------------------------
@@ -91,147 +104,8 @@ class MemberCreate(BaseModel):
     )
 
 
-class MemberPanelOut(MemberPanel):
-    """The member's operator panel (MBean ``pushgrid:type=MemberPanel``; docs/monitoring.md,
-    "Member panel"). Window numbers cover the last ``window_seconds``; null: not measured yet
-    or not applicable (``replica_lag_max`` without a JetStream stream)."""
-
-    # The contract's one panel type (pushgrid/ops/panel.py) under the schema name the OpenAPI
-    # document has always used: no field of its own.
-
-
-class MemberOut(BaseModel):
-    """A member and what its Jolokia agent says about it right now."""
-
-    name: str
-    source: MemberSource = Field(
-        description="config: from Admin.Members (read-only); registered: through the API; "
-        "discovered: reported by another member's cluster view"
-    )
-    monitor_url: str
-    client_url: str | None = Field(
-        description="Where the test publish goes (given at registration, or derived from the "
-        "member's Listen setting; null when unknown)"
-    )
-    has_credentials: bool = Field(description="Whether Basic credentials are used (never shown)")
-    created_at: datetime | None = None
-    reachable: bool
-    error: str | None = Field(default=None, description="Why the member could not be read")
-    not_answering_seconds: float | None = Field(
-        default=None,
-        description="Seconds since the member stopped answering (a hung process): it is not "
-        "asked again until it answers the admin API's watch; null while it answers",
-    )
-    server_name: str | None = None
-    version: str | None = None
-    uptime_seconds: float | None = None
-    started_at: datetime | None = None
-    engine: str | None = None
-    delivery_mode: str | None = None
-    connected_users: int | None = None
-    subscriptions: int | None = None
-    panel: MemberPanelOut | None = Field(
-        default=None, description="The operator panel (null: not readable from this member)"
-    )
-
-
 class MemberNames(BaseModel):
     items: list[str] = Field(description="Configured, then registered members")
-
-
-class MemberList(BaseModel):
-    items: list[MemberOut]
-    reachable: int = Field(ge=0)
-    unreachable: int = Field(ge=0)
-
-
-# --- live statistics ---------------------------------------------------------------------------
-
-
-class WindowValue(BaseModel):
-    """Statistics of one window; ``max``/``avg``/``stddev`` are null while it holds no sample."""
-
-    max: float | None
-    avg: float | None
-    stddev: float | None
-    count: int = Field(ge=0, description="Samples (seconds) in the window")
-
-
-class LiveIndicator(BaseModel):
-    name: IndicatorName
-    current: float | None = Field(description="The last per-second sample")
-    windows: dict[WindowName, WindowValue] = Field(
-        description="The member's live windows since it started (docs/monitoring.md)"
-    )
-
-
-class MemberLive(BaseModel):
-    member: str
-    reachable: bool
-    error: str | None = None
-    sample_time: datetime | None = Field(default=None, description="When the sample was taken")
-    indicators: list[LiveIndicator] = Field(default_factory=list)
-
-
-class ClusterIndicator(BaseModel):
-    name: IndicatorName
-    current: float = Field(description="Sum of the current values of the reachable members")
-
-
-class ClusterLive(BaseModel):
-    members_reachable: int = Field(ge=0)
-    members_unreachable: int = Field(ge=0)
-    indicators: list[ClusterIndicator] = Field(
-        description="Current values summed over the reachable members. Cluster windows are not "
-        "summed live: they come from the pipeline (/api/v1/stats/windows?scope=cluster)"
-    )
-
-
-class LiveStats(BaseModel):
-    at: datetime
-    cluster: ClusterLive
-    members: list[MemberLive]
-
-
-# --- pipeline statistics -----------------------------------------------------------------------
-
-
-class WindowStatOut(BaseModel):
-    """One window statistic computed by the pipeline, with its as-of time."""
-
-    scope: str = Field(description="'cluster' or 'node:<ServerName>'")
-    indicator: str
-    window: str
-    as_of: datetime = Field(description="The instant the statistics describe")
-    count: int = Field(ge=0, description="Seconds of the window that hold a sample")
-    coverage: float = Field(
-        ge=0.0,
-        le=1.0,
-        description="count / the seconds the window spans at as_of (docs/monitoring.md, "
-        "Coverage): the share of the window the statistics describe",
-    )
-    low_coverage: bool = Field(
-        description="coverage below 0.9: max/avg/stddev describe only the seconds present"
-    )
-    max: float | None
-    avg: float | None
-    stddev: float | None
-    run_id: int | None = Field(description="The job run that wrote it")
-    computed_at: datetime = Field(description="When the pipeline wrote it")
-    age_seconds: float = Field(description="Seconds since computed_at")
-    stale: bool = Field(description="age_seconds > Admin.StaleAfter")
-
-
-class WindowStatList(BaseModel):
-    items: list[WindowStatOut]
-    stale_after_seconds: float
-
-
-class WatchedWindowStatList(WindowStatList):
-    """The stored windows of one watched pattern (the statistics pipeline, ADR 030): scope
-    ``cluster`` (summed over members) or ``node:<ServerName>``, the six pattern indicators."""
-
-    pattern: str
 
 
 # --- subjects ----------------------------------------------------------------------------------
@@ -367,17 +241,6 @@ class OccupancyOut(BaseModel):
     subject: str
     subscribers: int = Field(ge=0, description="Subscribers in the whole cluster")
     members: dict[str, int] = Field(description="Subscribers per member that has any")
-
-
-class OverviewOut(BaseModel):
-    """What the console's Overview shows at one refresh, from one round of reads: the members,
-    their live indicators and the cluster. A member listed unreachable in ``members`` is down in
-    ``cluster`` too (issue 34, 4.4: "Cluster OK, 2/3 up" beside a red card)."""
-
-    at: datetime
-    members: MemberList
-    live: LiveStats
-    cluster: ClusterOut
 
 
 # --- slow consumers (ADR 050) ------------------------------------------------------------------

@@ -13,27 +13,27 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
-from pushgrid.metrics.window_spec import WINDOW_NAMES, coverage
+from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES, coverage
 from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut, StageOut
+from pushgrid.ops.api.live import LiveIndicator, WindowValue
 from pushgrid.ops.api.me import Me, Role
+from pushgrid.ops.api.members import MemberOut
 from pushgrid.ops.api.sessions import SessionOut, SessionPage
+from pushgrid.ops.api.statistics import WindowStatOut
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .provider import (
     CLUSTER,
+    LIVE_WINDOWS,
     AuditFilter,
-    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    MemberCard,
-    MomentsView,
     ProviderError,
-    StatRow,
     SubjectView,
     WindowStatistics,
 )
@@ -91,17 +91,19 @@ class DemoProvider:
     def live(self) -> LiveOverview:
         now = int(time.time())
         members = [
-            MemberCard(
-                name,
-                f"http://127.0.0.1:{8900 + i}",
-                True,
-                None,
-                name,
-                "0.1.0",
-                3600.0 * (i + 1),
-                "memory",
-                600 + i,
-                1400,
+            MemberOut(
+                name=name,
+                source="config",
+                monitor_url=f"http://127.0.0.1:{8900 + i}",
+                client_url=f"http://127.0.0.1:{8800 + i}",
+                has_credentials=False,
+                reachable=True,
+                server_name=name,
+                version="0.1.0",
+                uptime_seconds=3600.0 * (i + 1),
+                engine="memory",
+                connected_users=600 + i,
+                subscriptions=1400,
             )
             for i, name in enumerate(self.members)
         ]
@@ -112,13 +114,24 @@ class DemoProvider:
             for indicator in INDICATOR_NAMES:
                 value = self._value(indicator, i, now)
                 totals[indicator] += value
-                windows = {
-                    w: MomentsView(60 * (k + 1), value * 1.4, value, value * 0.1)
-                    for k, w in enumerate(("1m", "5m", "15m"))
+                windows = {  # a made-up spread around the current value
+                    w: WindowValue(
+                        count=60 * (k + 1), max=value * 1.4, avg=value, stddev=value * 0.1
+                    )
+                    for k, w in enumerate(LIVE_WINDOWS)
                 }
-                indicators[indicator] = LiveIndicatorView(indicator, value, windows)
+                indicators[indicator] = LiveIndicator.model_validate(
+                    {"name": indicator, "current": value, "windows": windows}
+                )
             scopes[name] = LiveScope(name, now, indicators)
-        cluster = LiveScope(CLUSTER, now, {n: LiveIndicatorView(n, v) for n, v in totals.items()})
+        cluster = LiveScope(
+            CLUSTER,
+            now,
+            {
+                n: LiveIndicator.model_validate({"name": n, "current": v, "windows": {}})
+                for n, v in totals.items()
+            },
+        )
         topology = ClusterOut(
             mode="guaranteed",
             health="ok",
@@ -168,14 +181,21 @@ class DemoProvider:
     def window_stats(self, scope: str) -> WindowStatistics:
         as_of = int(time.time()) // 300 * 300
         rows = [
-            StatRow(
-                ind,
-                w,
-                60 * (j + 1),
-                _BASE[ind] * 1.8 * (1 + j / 20),
-                _BASE[ind] * (1 + j / 40),
-                _BASE[ind] * 0.12,
-                coverage(w, 60 * (j + 1), as_of),
+            WindowStatOut(
+                scope=scope,
+                indicator=ind,
+                window=w,
+                as_of=_moment(as_of),
+                count=60 * (j + 1),
+                coverage=coverage(w, 60 * (j + 1), as_of),
+                low_coverage=coverage(w, 60 * (j + 1), as_of) < LOW_COVERAGE,
+                max=_BASE[ind] * 1.8 * (1 + j / 20),
+                avg=_BASE[ind] * (1 + j / 40),
+                stddev=_BASE[ind] * 0.12,
+                run_id=None,
+                computed_at=_moment(as_of + 40),
+                age_seconds=time.time() - as_of - 40,
+                stale=False,
             )
             for ind in INDICATOR_NAMES
             for j, w in enumerate(WINDOW_NAMES)

@@ -11,15 +11,11 @@ from typing import Final, Literal, cast
 from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
 from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.members import MemberOut
+from pushgrid.ops.api.statistics import WindowStatOut
 from pushgrid.ops.api.trends import TrendPointOut
 
-from .provider import (
-    CLUSTER,
-    LiveOverview,
-    MemberCard,
-    StatRow,
-    WindowStatistics,
-)
+from .provider import CLUSTER, LiveOverview, WindowStatistics
 
 INDICATOR_BY_NAME: dict[str, Indicator] = {i.name: i for i in INDICATORS}
 STATS: tuple[tuple[str, str], ...] = (("max", "max"), ("avg", "avg"), ("stddev", "σ"))
@@ -240,7 +236,7 @@ def iso_unix(text: str | None) -> float | None:
 
 
 def cluster_health(
-    members: Sequence[MemberCard], health: str | None, reasons: Sequence[str] = ()
+    members: Sequence[MemberOut], health: str | None, reasons: Sequence[str] = ()
 ) -> tuple[Health, str]:
     """The cluster at a glance, as the admin API's ``GET /cluster`` says it (the one health
     model, metrics/health.py): its status and reasons, never a verdict of the console's own.
@@ -252,14 +248,15 @@ def cluster_health(
         return "unknown", "the admin API cannot read the cluster's health"
     if reasons:
         return cast(Health, health), "; ".join(reasons)
-    up = sum(1 for m in members if m.up)
+    up = sum(1 for m in members if m.reachable)
     total = len(members)
     return cast(Health, health), f"{up} of {total} member{'s' if total != 1 else ''} up"
 
 
-def member_problems(members: Iterable[MemberCard]) -> list[str]:
+def member_problems(members: Iterable[MemberOut]) -> list[str]:
     """One line per member that is down, for the alert area."""
-    return [f"member {m.name} is down: {m.error or 'no answer'}" for m in members if not m.up]
+    down = (m for m in members if not m.reachable)
+    return [f"member {m.name} is down: {m.error or 'no answer'}" for m in down]
 
 
 # --- statistics -----------------------------------------------------------------------------
@@ -298,7 +295,7 @@ def stats_matrix(
     windows: Sequence[str] = WINDOW_NAMES,
 ) -> list[StatLine]:
     """The seven indicators x twelve windows as lines of max, avg and stddev (missing: None)."""
-    by_key: dict[tuple[str, str], StatRow] = {(r.indicator, r.window): r for r in stats.rows}
+    by_key: dict[tuple[str, str], WindowStatOut] = {(r.indicator, r.window): r for r in stats.rows}
     names = list(indicators or [i.name for i in INDICATORS])
     extra = sorted({r.indicator for r in stats.rows} - set(names))
     lines: list[StatLine] = []

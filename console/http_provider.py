@@ -10,33 +10,29 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime
 from typing import Any, Final
 
 import httpx
 
 from pushgrid.ops.api.audit import AuditOut
-from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.live import LiveIndicator, LiveStats, OverviewOut
 from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.members import MemberList, MemberOut
 from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.statistics import WindowStatList, WindowStatOut
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut, SubjectInfo
 from pushgrid.ops.api.trends import TrendPointOut, TrendSeries
-from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 
 from .ops_provider import ENTITLEMENT_HEADER, OpsHttpMixin
 from .provider import (
     CLUSTER,
     AuditFilter,
-    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    MemberCard,
-    MomentsView,
     ProviderError,
-    StatRow,
     SubjectView,
     WindowStatistics,
 )
@@ -44,19 +40,6 @@ from .subject_provider import SubjectHttpMixin
 
 API: Final = "/api/v1"
 TIMEOUT: Final = 10.0
-
-
-def unix(text: str | None) -> int | None:
-    """An ISO 8601 instant of the API as a Unix second."""
-    if not text:
-        return None
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
-
-
-def unix_float(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def problem(response: httpx.Response) -> ProviderError:
@@ -165,27 +148,27 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
     def whoami(self) -> Me:
         return Me.model_validate(self._get("/me"))
 
-    def members(self) -> list[MemberCard]:
-        return [member_of(item) for item in self._get("/members")["items"]]
+    def members(self) -> list[MemberOut]:
+        return MemberList.model_validate(self._get("/members")).items
 
     def live(self) -> LiveOverview:
         """One answer per refresh (``/cluster/overview``): the cards, the counts and the
         cluster badge come from the same reads, so they cannot disagree (issue 34, 4.4)."""
-        data = self._get("/cluster/overview")
-        members = [member_of(item) for item in data["members"]["items"]]
-        overview = live_overview(members, data["live"])
-        return replace(overview, topology=ClusterOut.model_validate(data["cluster"]))
+        answer = OverviewOut.model_validate(self._get("/cluster/overview"))
+        overview = live_overview(list(answer.members.items), answer.live)
+        return replace(overview, topology=answer.cluster)
 
     def history(self, since: int | None = None, until: int | None = None) -> HistoryOut:
         return HistoryOut.model_validate(self._get("/stats/history", since=since, until=until))
 
     def window_stats(self, scope: str) -> WindowStatistics:
-        data = self._get("/stats/windows", scope=scope)
-        found = window_statistics(data)
+        found = window_statistics(
+            WindowStatList.model_validate(self._get("/stats/windows", scope=scope))
+        )
         return found[0] if found else WindowStatistics(scope, None, None, True, None, [])
 
     def all_window_stats(self) -> list[WindowStatistics]:
-        return window_statistics(self._get("/stats/windows"))
+        return window_statistics(WindowStatList.model_validate(self._get("/stats/windows")))
 
     def scopes(self) -> list[str]:
         return [stats.scope for stats in self.all_window_stats()]
@@ -207,7 +190,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         errors: dict[str, str] = {}
         members = self.members()
         for member in members:
-            if not member.up:
+            if not member.reachable:
                 errors[member.name] = member.error or "unreachable"
                 continue
             try:
@@ -233,7 +216,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
         headers = {ENTITLEMENT_HEADER: entitlement_token} if entitlement_token else None
         failure: ProviderError | None = None
         for member in self.members():
-            if not member.up:
+            if not member.reachable:
                 continue
             try:
                 data = self._request(
@@ -250,7 +233,7 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
     def publish(self, subject: str, content: str, fields: Mapping[str, str]) -> PublishOut:
         """Publish through the first reachable member (the engine delivers it cluster-wide)."""
         members = self.members()
-        target = next((m for m in members if m.up), None)
+        target = next((m for m in members if m.reachable), None)
         if target is None:
             raise ProviderError(502, "No member reachable", "every member is down")
         body = {"subject": subject, "content": content, "fields": dict(fields)}
@@ -293,58 +276,28 @@ class HttpProvider(OpsHttpMixin, SubjectHttpMixin):
 # --- JSON of the admin API -> provider values (pure) ----------------------------------------
 
 
-def member_of(item: Mapping[str, Any]) -> MemberCard:
-    return MemberCard(
-        name=str(item["name"]),
-        url=str(item.get("monitor_url") or ""),
-        up=bool(item.get("reachable")),
-        error=item.get("error"),
-        server_name=item.get("server_name"),
-        version=item.get("version"),
-        uptime=item.get("uptime_seconds"),
-        engine=item.get("engine"),
-        connected_users=item.get("connected_users"),
-        subscriptions=item.get("subscriptions"),
-        panel=None if item.get("panel") is None else MemberPanel.model_validate(item["panel"]),
-        not_answering=item.get("not_answering_seconds"),
-    )
-
-
-def live_overview(members: list[MemberCard], data: Mapping[str, Any]) -> LiveOverview:
-    """``GET /stats/live`` (+ ``GET /members``) as the Overview's values.
+def live_overview(members: list[MemberOut], live: LiveStats) -> LiveOverview:
+    """``GET /stats/live`` (+ the members) as the Overview's values, by scope.
 
     The cluster's sample second is the newest of its members' (so a chart gets one point per
     sample, however often it asks); its indicators have current values only.
     """
     scopes: dict[str, LiveScope] = {}
     newest: int | None = None
-    for item in data.get("members") or []:
-        name = str(item["member"])
-        ts = unix(item.get("sample_time"))
-        if item.get("reachable") and ts is not None:
+    for item in live.members:
+        ts = None if item.sample_time is None else int(item.sample_time.timestamp())
+        if item.reachable and ts is not None:
             newest = ts if newest is None else max(newest, ts)
-        indicators = {
-            str(i["name"]): LiveIndicatorView(
-                str(i["name"]),
-                i.get("current"),
-                {
-                    str(w): MomentsView(
-                        int(v.get("count") or 0), v.get("max"), v.get("avg"), v.get("stddev")
-                    )
-                    for w, v in (i.get("windows") or {}).items()
-                },
-            )
-            for i in item.get("indicators") or []
-        }
-        error = None if item.get("reachable") else str(item.get("error") or "unreachable")
-        scopes[name] = LiveScope(name, ts, indicators, error)
-    cluster_data = data.get("cluster") or {}
+        error = None if item.reachable else item.error or "unreachable"
+        scopes[item.member] = LiveScope(
+            item.member, ts, {i.name: i for i in item.indicators}, error
+        )
     cluster = LiveScope(
         CLUSTER,
         newest,
         {
-            str(i["name"]): LiveIndicatorView(str(i["name"]), i.get("current"))
-            for i in cluster_data.get("indicators") or []
+            i.name: LiveIndicator(name=i.name, current=i.current, windows={})
+            for i in live.cluster.indicators
         },
         None if newest is not None or not scopes else "no member could be read",
     )
@@ -352,42 +305,39 @@ def live_overview(members: list[MemberCard], data: Mapping[str, Any]) -> LiveOve
     known = {m.name for m in members}
     for name, scope in scopes.items():
         if name not in known:
-            members.append(MemberCard(name, "", scope.error is None, scope.error))
+            members.append(unlisted_member(name, scope.error))
     return LiveOverview(members, cluster, scopes)
 
 
-def window_statistics(data: Mapping[str, Any]) -> list[WindowStatistics]:
+def unlisted_member(name: str, error: str | None) -> MemberOut:
+    """A member the live answer has and the member list had not: its name and reachability."""
+    return MemberOut(
+        name=name,
+        source="registered",
+        monitor_url="",
+        client_url=None,
+        has_credentials=False,
+        reachable=error is None,
+        error=error,
+    )
+
+
+def window_statistics(answer: WindowStatList) -> list[WindowStatistics]:
     """``GET /stats/windows`` grouped by scope (in the API's order: cluster first)."""
-    stale_after = data.get("stale_after_seconds")
-    grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for item in data.get("items") or []:
-        grouped[str(item["scope"])].append(item)
-    out: list[WindowStatistics] = []
-    for scope, items in grouped.items():
-        as_ofs = [unix(i["as_of"]) for i in items]
-        computed = max((str(i["computed_at"]) for i in items), key=lambda t: unix_float(t) or 0)
-        out.append(
-            WindowStatistics(
-                scope=scope,
-                as_of=max((a for a in as_ofs if a is not None), default=None),
-                computed_at=computed,
-                stale=any(bool(i.get("stale")) for i in items),
-                stale_after=None if stale_after is None else float(stale_after),
-                rows=[
-                    StatRow(
-                        str(i["indicator"]),
-                        str(i["window"]),
-                        int(i["count"]),
-                        i.get("max"),
-                        i.get("avg"),
-                        i.get("stddev"),
-                        float(i.get("coverage", 1.0)),
-                    )
-                    for i in items
-                ],
-            )
+    grouped: dict[str, list[WindowStatOut]] = defaultdict(list)
+    for item in answer.items:
+        grouped[item.scope].append(item)
+    return [
+        WindowStatistics(
+            scope=scope,
+            as_of=max(int(i.as_of.timestamp()) for i in items),
+            computed_at=max(items, key=lambda i: i.computed_at).computed_at.isoformat(),
+            stale=any(i.stale for i in items),
+            stale_after=answer.stale_after_seconds,
+            rows=items,
         )
-    return out
+        for scope, items in grouped.items()
+    ]
 
 
 def search_params(search: str) -> dict[str, str]:

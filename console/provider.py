@@ -8,32 +8,32 @@ and the detail the admin API gave, and the page shows it to the operator.
 Most values are the admin API's own answers, one type in :mod:`pushgrid.ops.api` for the route
 and the console (ADR 059): they convert to and from plain JSON with ``model_dump(mode="json")`` /
 ``model_validate``, which is what Dash stores and callbacks exchange. The dataclasses below are
-the console's regroupings of answers not moved yet; they convert with ``to_json`` / ``from_json``.
+the console's regroupings of several answers (no field of their own that an answer lacks); they
+hold the shared types and convert with ``to_json`` / ``from_json`` over ``model_dump``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from functools import cache
-from typing import Any, Protocol, Self, TypeVar, get_type_hints, runtime_checkable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import CLUSTER as CLUSTER
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.live import LiveIndicator, WindowName
 from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.members import MemberOut
 from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.statistics import WindowStatOut
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
-from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
-LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")
-
-_T = TypeVar("_T")
+LIVE_WINDOWS: tuple[WindowName, ...] = ("1m", "5m", "15m")
 
 
 class ProviderError(ClientError):
@@ -65,109 +65,15 @@ class ProviderError(ClientError):
         return self.status == 401
 
 
-@cache
-def _float_fields(cls: type) -> frozenset[str]:
-    """The fields of a dataclass typed ``float`` or ``float | None``."""
-    hints = get_type_hints(cls)
-    return frozenset(f.name for f in fields(cls) if hints[f.name] in (float, float | None))
-
-
-def floats_restored(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with the float fields' whole numbers made floats again.
-
-    A value that went through the browser (a ``dcc.Store``, a callback's State) comes back from
-    JavaScript, which has one number type: 2001.0 returns as 2001. Without this a page would
-    show ``2001`` in one render and ``2001.0`` in the next.
-    """
-    values = dict(data)
-    for name in _float_fields(cls):
-        value = values.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            values[name] = float(value)
-    return values
-
-
-class _Json:
-    """``to_json`` / ``from_json`` for flat dataclasses (nested ones override ``from_json``)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload, no-any-return]
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        return cls(**floats_restored(cls, data))
-
-
-@dataclass(frozen=True)
-class MemberCard(_Json):
-    """One server the admin API manages, with its health as of the last probe."""
-
-    name: str
-    url: str
-    up: bool
-    error: str | None = None
-    server_name: str | None = None
-    version: str | None = None
-    uptime: float | None = None  # seconds
-    engine: str | None = None
-    connected_users: int | None = None
-    subscriptions: int | None = None
-    # the admin API's member panel (CPU, RSS, open files, loop lag, ...; console/member_panel.py)
-    panel: MemberPanel | None = None
-    not_answering: float | None = None  # seconds since a hung member stopped answering
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "panel": None if self.panel is None else self.panel.as_dict()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MemberCard:
-        panel = data.get("panel")
-        return cls(
-            **{**data, "panel": None if panel is None else MemberPanel.model_validate(panel)}
-        )
-
-
-@dataclass(frozen=True)
-class MomentsView(_Json):
-    """max / average / standard deviation of one indicator over one window."""
-
-    count: int = 0
-    max: float | None = None
-    avg: float | None = None
-    stddev: float | None = None
-
-
-@dataclass(frozen=True)
-class LiveIndicatorView:
-    """The current value of one indicator and its live windows (1m, 5m, 15m)."""
-
-    name: str
-    current: float | None
-    windows: dict[str, MomentsView] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "current": self.current,
-            "windows": {w: m.to_json() for w, m in self.windows.items()},
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LiveIndicatorView:
-        return cls(
-            str(data["name"]),
-            floats_restored(cls, data).get("current"),
-            {w: MomentsView.from_json(m) for w, m in (data.get("windows") or {}).items()},
-        )
-
-
 @dataclass(frozen=True)
 class LiveScope:
-    """The live indicators of one scope (a member, or the cluster) at sample second ``ts``."""
+    """The live indicators of one scope (a member, or the cluster) at sample second ``ts``: a
+    member's ``MemberLive`` keyed by indicator name, or the cluster's sums (current values only,
+    no windows)."""
 
     scope: str
     ts: int | None
-    indicators: dict[str, LiveIndicatorView] = field(default_factory=dict)
+    indicators: dict[str, LiveIndicator] = field(default_factory=dict)
     error: str | None = None  # the member could not be read
 
     def to_json(self) -> dict[str, Any]:
@@ -175,31 +81,33 @@ class LiveScope:
             "scope": self.scope,
             "ts": self.ts,
             "error": self.error,
-            "indicators": {n: i.to_json() for n, i in self.indicators.items()},
+            "indicators": {n: i.model_dump(mode="json") for n, i in self.indicators.items()},
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LiveScope:
+        indicators = data.get("indicators") or {}
         return cls(
             str(data["scope"]),
             data.get("ts"),
-            {n: LiveIndicatorView.from_json(i) for n, i in (data.get("indicators") or {}).items()},
+            {n: LiveIndicator.model_validate(i) for n, i in indicators.items()},
             data.get("error"),
         )
 
 
 @dataclass(frozen=True)
 class LiveOverview:
-    """Everything the Overview shows at one tick: member health and live indicators."""
+    """Everything the Overview shows at one tick (``OverviewOut`` regrouped): member health and
+    live indicators by scope."""
 
-    members: list[MemberCard]
+    members: list[MemberOut]
     cluster: LiveScope
     scopes: dict[str, LiveScope] = field(default_factory=dict)  # by member name
     topology: ClusterOut | None = None  # None: the admin API could not say
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "members": [m.to_json() for m in self.members],
+            "members": [m.model_dump(mode="json") for m in self.members],
             "cluster": self.cluster.to_json(),
             "scopes": {n: s.to_json() for n, s in self.scopes.items()},
             "topology": None if self.topology is None else self.topology.model_dump(mode="json"),
@@ -209,7 +117,7 @@ class LiveOverview:
     def from_json(cls, data: Mapping[str, Any]) -> LiveOverview:
         topology = data.get("topology")
         return cls(
-            [MemberCard.from_json(m) for m in data["members"]],
+            [MemberOut.model_validate(m) for m in data["members"]],
             LiveScope.from_json(data["cluster"]),
             {n: LiveScope.from_json(s) for n, s in (data.get("scopes") or {}).items()},
             ClusterOut.model_validate(topology) if topology else None,
@@ -217,39 +125,33 @@ class LiveOverview:
 
 
 @dataclass(frozen=True)
-class StatRow(_Json):
-    """One (indicator, window) of the pipeline's window statistics."""
-
-    indicator: str
-    window: str
-    count: int
-    max: float | None
-    avg: float | None
-    stddev: float | None
-    coverage: float = 1.0  # share of the window's seconds with a sample (docs/monitoring.md)
-
-
-@dataclass(frozen=True)
 class WindowStatistics:
-    """The pipeline's window statistics of one scope, with their freshness."""
+    """The pipeline's window statistics of one scope (``GET /stats/windows`` grouped by scope),
+    with their freshness."""
 
     scope: str
     as_of: int | None  # Unix second the statistics describe
     computed_at: str | None  # ISO 8601, when the pipeline wrote them
     stale: bool
     stale_after: float | None  # seconds (Admin.StaleAfter)
-    rows: list[StatRow] = field(default_factory=list)
+    rows: list[WindowStatOut] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["rows"] = [r.to_json() for r in self.rows]
+        data["rows"] = [r.model_dump(mode="json") for r in self.rows]
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WindowStatistics:
-        values = floats_restored(cls, data)
-        values["rows"] = [StatRow.from_json(r) for r in values.get("rows") or []]
-        return cls(**values)
+        stale_after = data.get("stale_after")
+        return cls(
+            str(data["scope"]),
+            data.get("as_of"),
+            data.get("computed_at"),
+            bool(data.get("stale")),
+            None if stale_after is None else float(stale_after),  # a whole number comes back int
+            [WindowStatOut.model_validate(r) for r in data.get("rows") or []],
+        )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from pushgrid.ops import names
 from pushgrid.ops.attributes import ContractError
 from pushgrid.ops.sessions import SessionDetailDocument, decode_answer, to_builtins
 
@@ -106,7 +107,9 @@ async def session_detail(
     (`X-Entitlement-Token`) does not grant has its `text` replaced by null and
     `redacted: "entitlement"`.
     """
-    value = await member_access(http, member).execute(SESSIONS_MBEAN, "detail", session_id)
+    value = await member_access(http, member).execute(
+        SESSIONS_MBEAN, names.SESSIONS_DETAIL, session_id
+    )
     if value is None:
         raise not_found(f"member {member.name!r} has no session {session_id!r}")
     try:

@@ -30,6 +30,7 @@ from pushgrid.config import AlertsSettings
 from pushgrid.kernel.redaction import redact_url_path
 from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import AlertEvent, AlertRule
+from pushgrid.ops import names
 from pushgrid.ops.cluster import ClusterDocument
 
 from ..access import member_access
@@ -425,7 +426,7 @@ class AlertRunner:
         fields = {k: "" if v is None else str(v) for k, v in body.items() if k != "summary"}
         try:
             await member_access(http, member).execute(
-                SUBJECTS_MBEAN, "publishAlert", body["summary"], fields
+                SUBJECTS_MBEAN, names.SUBJECTS_PUBLISH_ALERT, body["summary"], fields
             )
         except MemberFailure as exc:
             log.warning("alert not published on %s: %s", member.name, exc.detail)

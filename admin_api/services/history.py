@@ -15,12 +15,14 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
 import httpx
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.ops.attributes import names as attribute_names
+from pushgrid.ops.indicator import IndicatorSamples
 
 from ..access import is_jmx
 from ..answering import Answering
@@ -30,11 +32,12 @@ from ..member_client import (
     MemberClient,
     MemberEndpoint,
     MemberFailure,
+    fits_contract,
     new_http_client,
 )
 from ..schemas import HistoryOut, HistorySeriesOut, IndicatorName
 from .cluster import with_discovered
-from .live import NAME_BY_MBEAN, finite, mbean_name
+from .live import finite, indicator_documents
 
 POLL_INTERVAL: Final = 1.0  # seconds between two polls of every member
 POLL_OFFSET: Final = 0.3  # after the whole second: the members sample just after it
@@ -57,17 +60,11 @@ def _second(text: Any) -> int | None:
 
 def samples_of(value: Any) -> Samples:
     """A Jolokia wildcard read of the Indicator MBeans (``Recent``, ``Current``,
-    ``SampleTime``) -> ``{second: {indicator: value}}`` (pure)."""
+    ``SampleTime``) -> ``{second: {indicator: value}}`` (pure; :class:`ContractError` naming
+    the MBean that does not fit the contract)."""
     out: Samples = {}
-    if not isinstance(value, Mapping):
-        return out
-    for object_name, attributes in value.items():
-        name = NAME_BY_MBEAN.get(mbean_name(str(object_name)) or "")
-        if name is None or not isinstance(attributes, Mapping):
-            continue
-        recent = attributes.get("Recent")
-        pairs = list(recent.items()) if isinstance(recent, Mapping) else []
-        pairs.append((attributes.get("SampleTime"), attributes.get("Current")))
+    for name, doc in indicator_documents(value, IndicatorSamples).items():
+        pairs = [*doc.recent.items(), (doc.sample_time, doc.current)]
         for text, raw in pairs:
             ts, number = _second(text), finite(raw)
             if ts is not None and number is not None:
@@ -78,8 +75,9 @@ def samples_of(value: Any) -> Samples:
 async def read_samples(http: httpx.AsyncClient, member: MemberEndpoint) -> Samples:
     """One member's recent seconds (raises :class:`MemberFailure`)."""
     client = MemberClient(http, member)
-    value = await client.read(INDICATORS_MBEAN, ["Current", "SampleTime", "Recent"])
-    return samples_of(value)
+    value = await client.read(INDICATORS_MBEAN, attribute_names(IndicatorSamples))
+    with fits_contract(member):
+        return samples_of(value)
 
 
 class HistoryCollector:

@@ -18,11 +18,13 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
-from pydantic import ValidationError
+import msgspec
 
 from pushgrid.ops import names
+from pushgrid.ops.attributes import decode
+from pushgrid.ops.hot import HotSubjectsDocument
 
-from ..member_client import MemberEndpoint, MemberFailure, each_member, read_document
+from ..member_client import MemberEndpoint, MemberFailure, each_member, fits_contract, read_document
 from ..schemas_ops import ClusterHot, HotEntry, HotSubjects, MemberHot, RankingName
 
 HOT_MBEAN: Final = names.HOT_SUBJECTS
@@ -35,21 +37,23 @@ RANKINGS: Final[tuple[RankingName, ...]] = (
 
 
 def parse_hot(member: MemberEndpoint, value: Any) -> MemberHot:
-    """The MBean's ``Document`` attribute -> :class:`MemberHot` (MemberFailure if malformed)."""
-    if not isinstance(value, Mapping) or not isinstance(value.get("rankings"), Mapping):
+    """The MBean's ``Document`` attribute -> :class:`MemberHot` (MemberFailure naming what does
+    not fit the contract's :class:`HotSubjectsDocument`)."""
+    if not isinstance(value, Mapping):
         raise MemberFailure(member, "error", "unexpected HotSubjects answer")
-    ts = value.get("ts")
-    try:
-        return MemberHot(
-            member=member.name,
-            reachable=True,
-            sample_time=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int) and ts else None,
-            top_n=int(value.get("top_n", 0)),
-            error_bounds=dict(value.get("error_bounds") or {}),
-            rankings={name: list(value["rankings"].get(name, [])) for name in RANKINGS},
-        )
-    except (TypeError, ValueError, ValidationError) as exc:
-        raise MemberFailure(member, "error", f"unexpected HotSubjects answer: {exc}") from None
+    with fits_contract(member):
+        document = decode(HotSubjectsDocument, value, HOT_MBEAN)
+    return MemberHot(
+        member=member.name,
+        reachable=True,
+        sample_time=datetime.fromtimestamp(document.ts, UTC) if document.ts else None,
+        top_n=document.top_n,
+        error_bounds=document.error_bounds,
+        rankings={
+            name: [HotEntry(**msgspec.structs.asdict(e)) for e in document.rankings.get(name, [])]
+            for name in RANKINGS
+        },
+    )
 
 
 async def member_hot(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberHot:

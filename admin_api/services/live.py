@@ -12,15 +12,19 @@ import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import httpx
+import msgspec
 
 from pushgrid.metrics.indicators import INDICATOR_NAMES, INDICATORS
 from pushgrid.metrics.window_spec import WINDOW_NAMES
+from pushgrid.ops.attributes import decode
+from pushgrid.ops.attributes import names as attribute_names
+from pushgrid.ops.indicator import IndicatorLive, WindowMoments
 
 from ..access import member_access
-from ..member_client import INDICATORS_MBEAN, MemberEndpoint, MemberFailure
+from ..member_client import INDICATORS_MBEAN, MemberEndpoint, MemberFailure, fits_contract
 from ..schemas import (
     ClusterIndicator,
     ClusterLive,
@@ -32,6 +36,7 @@ from ..schemas import (
     WindowValue,
 )
 
+V = TypeVar("V", bound=msgspec.Struct)
 NAME_BY_MBEAN: Final[dict[str, str]] = {indicator.mbean: indicator.name for indicator in INDICATORS}
 
 
@@ -52,42 +57,44 @@ def mbean_name(object_name: str) -> str | None:
     return None
 
 
-def _windows(raw: Any) -> dict[WindowName, WindowValue]:
+def _windows(windows: Mapping[str, WindowMoments]) -> dict[WindowName, WindowValue]:
+    """Every window in WINDOW_NAMES order (a window the member did not send holds no sample)."""
     out: dict[WindowName, WindowValue] = {}
-    source = raw if isinstance(raw, Mapping) else {}
     for window in WINDOW_NAMES:
-        entry = source.get(window)
-        entry = entry if isinstance(entry, Mapping) else {}
-        count = entry.get("count")
+        moments = windows.get(window) or WindowMoments()
         out[cast(WindowName, window)] = WindowValue(
-            max=finite(entry.get("max")),
-            avg=finite(entry.get("avg")),
-            stddev=finite(entry.get("stddev")),
-            count=count if isinstance(count, int) and count >= 0 else 0,
+            max=finite(moments.max),
+            avg=finite(moments.avg),
+            stddev=finite(moments.stddev),
+            count=max(moments.count, 0),
         )
+    return out
+
+
+def indicator_documents(value: Any, view: type[V]) -> dict[str, V]:
+    """A Jolokia wildcard read of the Indicator MBeans as ``view`` by indicator name (MBeans of
+    indicators this version does not know are skipped); :class:`ContractError` naming the MBean
+    when one does not fit the contract."""
+    out: dict[str, V] = {}
+    if not isinstance(value, Mapping):
+        return out
+    for object_name, attributes in value.items():
+        name = NAME_BY_MBEAN.get(mbean_name(str(object_name)) or "")
+        if name is not None and isinstance(attributes, Mapping):
+            out[name] = decode(view, attributes, str(object_name))
     return out
 
 
 def parse_indicators(value: Any) -> tuple[datetime | None, list[LiveIndicator]]:
     """A Jolokia wildcard read of the Indicator MBeans -> (sample time, indicators in order)."""
-    by_name: dict[str, Mapping[str, Any]] = {}
-    if isinstance(value, Mapping):
-        for object_name, attributes in value.items():
-            mbean = mbean_name(str(object_name))
-            name = NAME_BY_MBEAN.get(mbean or "")
-            if name is not None and isinstance(attributes, Mapping):
-                by_name[name] = attributes
-    sample_times = [
-        attributes["SampleTime"]
-        for attributes in by_name.values()
-        if isinstance(attributes.get("SampleTime"), int) and attributes["SampleTime"] > 0
-    ]
+    by_name = indicator_documents(value, IndicatorLive)
+    sample_times = [doc.sample_time for doc in by_name.values() if doc.sample_time > 0]
     sample_time = datetime.fromtimestamp(max(sample_times), UTC) if sample_times else None
     indicators = [
         LiveIndicator(
             name=cast(IndicatorName, name),
-            current=finite(by_name[name].get("Current")),
-            windows=_windows(by_name[name].get("Windows")),
+            current=finite(by_name[name].current),
+            windows=_windows(by_name[name].windows),
         )
         for name in INDICATOR_NAMES
         if name in by_name
@@ -98,8 +105,9 @@ def parse_indicators(value: Any) -> tuple[datetime | None, list[LiveIndicator]]:
 async def member_live(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberLive:
     """One member's indicators (raises :class:`MemberFailure`)."""
     access = member_access(http, member)
-    value = await access.read(INDICATORS_MBEAN, ["Current", "SampleTime", "Windows"])
-    sample_time, indicators = parse_indicators(value)
+    value = await access.read(INDICATORS_MBEAN, attribute_names(IndicatorLive))
+    with fits_contract(member):
+        sample_time, indicators = parse_indicators(value)
     if not indicators:
         raise MemberFailure(member, "error", "no pushgrid Indicator MBeans")
     return MemberLive(

@@ -25,12 +25,17 @@ from typing import Final
 
 import httpx
 
-from pushgrid.ops.attributes import ContractError
 from pushgrid.ops.names import SESSIONS_TRACE_CLOSE, SESSIONS_TRACE_OPEN, SESSIONS_TRACE_READ
 from pushgrid.ops.sessions import TraceDocument, decode_answer
 
 from ..access import member_access
-from ..member_client import SESSIONS_MBEAN, MemberEndpoint, MemberFailure, new_http_client
+from ..member_client import (
+    SESSIONS_MBEAN,
+    MemberEndpoint,
+    MemberFailure,
+    fits_contract,
+    new_http_client,
+)
 from ..problems import ProblemError, conflict, not_found
 from ..schemas_ops import MemberTraceEvent, MemberTraceOut, MemberTraceState
 from ..security import Principal
@@ -119,10 +124,8 @@ async def _read_from(
     )
     if answer is None:
         return None
-    try:
+    with fits_contract(member):
         document: TraceDocument = decode_answer(answer, TraceDocument, "Sessions.traceRead")
-    except ContractError as exc:
-        raise MemberFailure(member, "error", str(exc)) from None
     return document
 
 

@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import ValidationError
 
+from pushgrid.ops import names
+
 from ..access import member_access
 from ..member_client import SUBJECTS_MBEAN, MemberEndpoint, MemberFailure
 from ..schemas import OccupancyOut, PresenceOut
@@ -29,11 +31,18 @@ async def _ask(
 
 
 async def occupancy(http: httpx.AsyncClient, member: MemberEndpoint, subject: str) -> OccupancyOut:
-    return _model(OccupancyOut, member, "occupancy", await _ask(http, member, "occupancy", subject))
+    return _model(
+        OccupancyOut,
+        member,
+        "occupancy",
+        await _ask(http, member, names.SUBJECTS_OCCUPANCY, subject),
+    )
 
 
 async def presence(http: httpx.AsyncClient, member: MemberEndpoint, subject: str) -> PresenceOut:
-    return _model(PresenceOut, member, "presence", await _ask(http, member, "presence", subject))
+    return _model(
+        PresenceOut, member, "presence", await _ask(http, member, names.SUBJECTS_PRESENCE, subject)
+    )
 
 
 def _model(model: type[_Out], member: MemberEndpoint, operation: str, value: Any) -> _Out:

@@ -14,6 +14,7 @@ import httpx
 from pydantic import ValidationError
 
 from pushgrid.kernel.throttle import host_of
+from pushgrid.ops import names
 from pushgrid.ops.attributes import ContractError
 from pushgrid.ops.names import SESSIONS_SLOW_CONSUMERS
 from pushgrid.ops.sessions import SessionDocument, SlowConsumerClose, decode_answer
@@ -113,7 +114,7 @@ def select_sessions(
 
 
 async def member_sessions(http: httpx.AsyncClient, member: MemberEndpoint) -> list[SessionOut]:
-    value = await member_access(http, member).execute(SESSIONS_MBEAN, "list")
+    value = await member_access(http, member).execute(SESSIONS_MBEAN, names.SESSIONS_LIST)
     return parse_sessions(member, value)
 
 
@@ -171,7 +172,7 @@ async def from_every_member(
 async def disconnect(http: httpx.AsyncClient, member: MemberEndpoint, session_id: str) -> None:
     """Close a session with code 4003 (404 problem when the member has no such session)."""
     access = member_access(http, member)
-    closed = await access.execute(SESSIONS_MBEAN, "disconnect", session_id)
+    closed = await access.execute(SESSIONS_MBEAN, names.SESSIONS_DISCONNECT, session_id)
     if closed is not True:
         raise not_found(f"member {member.name!r} has no session {session_id!r}")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from pushgrid.ops import names
 from pushgrid.protocol.errors import InvalidSubject
 from pushgrid.protocol.subjects import validate_subject
 
@@ -41,8 +42,8 @@ async def subject_info(
     check_subject(subject)
     access = member_access(http, member)
     snapshot_value, count = await asyncio.gather(
-        access.execute(SUBJECTS_MBEAN, "snapshot", subject),
-        access.execute(SUBJECTS_MBEAN, "subscriberCount", subject),
+        access.execute(SUBJECTS_MBEAN, names.SUBJECTS_SNAPSHOT, subject),
+        access.execute(SUBJECTS_MBEAN, names.SUBJECTS_SUBSCRIBER_COUNT, subject),
     )
     snapshot = _snapshot(member, snapshot_value)
     if not isinstance(count, int) or isinstance(count, bool):

@@ -14,18 +14,28 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
-from pydantic import ValidationError
+import msgspec
 
 from pushgrid.ops import names
+from pushgrid.ops.attributes import decode
+from pushgrid.ops.watched import WatchedSubjectsDocument
 from pushgrid.protocol.subjects import pattern_error
 
-from ..member_client import MemberClient, MemberEndpoint, MemberFailure, each_member, read_document
+from ..member_client import (
+    MemberClient,
+    MemberEndpoint,
+    MemberFailure,
+    each_member,
+    fits_contract,
+    read_document,
+)
 from ..problems import ProblemError
 from ..schemas_ops import (
     ClusterWatchedPattern,
     MemberWatched,
     MemberWatchResult,
     WatchChange,
+    WatchedIndicator,
     WatchedPattern,
     WatchedSubjects,
     WatchOutcome,
@@ -40,31 +50,31 @@ _REFUSALS: Final[dict[str, WatchOutcome]] = {
 
 
 def parse_watched(member: MemberEndpoint, value: Any) -> MemberWatched:
-    """The MBean's ``Document`` -> :class:`MemberWatched` (MemberFailure if malformed)."""
+    """The MBean's ``Document`` -> :class:`MemberWatched` (MemberFailure naming what does not
+    fit the contract's :class:`WatchedSubjectsDocument`)."""
     if not isinstance(value, Mapping):
         raise MemberFailure(member, "error", "unexpected WatchedSubjects answer")
-    try:
-        patterns = [
-            WatchedPattern(
-                pattern=p["pattern"],
-                source=p["source"],
-                sample_time=p["ts"],
-                windows_time=p["windows_ts"],
-                totals=p["totals"],
-                subscribers=p["subscribers"],
-                subjects=p["subjects"],
-                indicators=p["indicators"],
-            )
-            for p in value.get("patterns", ())
-        ]
-        return MemberWatched(
-            member=member.name,
-            reachable=True,
-            max_patterns=int(value.get("max_patterns", 0)),
-            patterns=patterns,
+    with fits_contract(member):
+        document = decode(WatchedSubjectsDocument, value, WATCHED_MBEAN)
+    patterns = [
+        WatchedPattern(
+            pattern=p.pattern,
+            source=p.source,
+            sample_time=p.ts,
+            windows_time=p.windows_ts,
+            totals=p.totals,
+            subscribers=p.subscribers,
+            subjects=p.subjects,
+            indicators={
+                name: WatchedIndicator.model_validate(msgspec.to_builtins(indicator))
+                for name, indicator in p.indicators.items()
+            },
         )
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        raise MemberFailure(member, "error", f"unexpected WatchedSubjects answer: {exc}") from None
+        for p in document.patterns
+    ]
+    return MemberWatched(
+        member=member.name, reachable=True, max_patterns=document.max_patterns, patterns=patterns
+    )
 
 
 async def member_watched(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberWatched:

@@ -14,6 +14,8 @@ from dash.development.base_component import Component
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.live import LiveIndicator
+from pushgrid.ops.api.members import MemberOut
 from pushgrid.ops.statistics import TrendQuery
 
 from .. import format as fmt
@@ -22,15 +24,7 @@ from ..figures import live_figure, time_axis
 from ..ids import Ids, indicator_id
 from ..liveness import not_answering_text, register_staleness
 from ..member_panel import render_panel
-from ..provider import (
-    CLUSTER,
-    LIVE_WINDOWS,
-    ConsoleProvider,
-    LiveIndicatorView,
-    LiveOverview,
-    MemberCard,
-    ProviderError,
-)
+from ..provider import CLUSTER, LIVE_WINDOWS, ConsoleProvider, LiveOverview, ProviderError
 from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
@@ -142,13 +136,13 @@ def _indicator_card(indicator: str) -> html.Div:
 # --- plain functions (unit-tested) ----------------------------------------------------------
 
 
-def render_health(members: Sequence[MemberCard], topology: ClusterOut | None = None) -> Component:
+def render_health(members: Sequence[MemberOut], topology: ClusterOut | None = None) -> Component:
     health, text = fmt.cluster_health(
         members,
         None if topology is None else topology.health,
         () if topology is None else [reason.text for reason in topology.reasons],
     )
-    up = sum(1 for m in members if m.up)
+    up = sum(1 for m in members if m.reachable)
     return card(
         [
             html.Div("Cluster", className="card-title"),
@@ -185,19 +179,19 @@ def render_topology(topology: ClusterOut | None) -> list[Component]:
     ]
 
 
-def render_members(members: Sequence[MemberCard]) -> list[Component]:
+def render_members(members: Sequence[MemberOut]) -> list[Component]:
     cards: list[Component] = []
     for member in members:
         state = _state_pill(member)
-        if member.up:
+        if member.reachable:
             facts = [
                 _fact("users", fmt.count(member.connected_users)),
                 _fact("subscriptions", fmt.count(member.subscriptions)),
-                _fact("uptime", fmt.duration(member.uptime)),
+                _fact("uptime", fmt.duration(member.uptime_seconds)),
                 _fact("version", member.version or fmt.DASH),
             ]
-        elif member.not_answering is not None:  # hung: it is there, it does not answer
-            facts = [html.Div(not_answering_text(member.not_answering), className="member-error")]
+        elif (silent := member.not_answering_seconds) is not None:  # hung: there, not answering
+            facts = [html.Div(not_answering_text(silent), className="member-error")]
         else:
             facts = [html.Div(member.error or "no answer", className="member-error")]
         cards.append(
@@ -207,16 +201,18 @@ def render_members(members: Sequence[MemberCard]) -> list[Component]:
                         [html.Span(member.name, className="card-title"), state],
                         className="member-head",
                     ),
-                    html.Div(member.url, className="muted small"),
+                    html.Div(member.monitor_url, className="muted small"),
                     html.Div(facts, className="facts"),
-                    render_panel(member.panel if member.up else None),
+                    render_panel(member.panel if member.reachable else None),
                 ],
-                class_name="member-card" + ("" if member.up else " member-down"),
+                class_name="member-card" + ("" if member.reachable else " member-down"),
                 **attrs(
                     {
                         "data-member": member.name,
-                        "data-up": "true" if member.up else "false",
-                        "data-answering": "false" if member.not_answering is not None else "true",
+                        "data-up": "true" if member.reachable else "false",
+                        "data-answering": (
+                            "false" if member.not_answering_seconds is not None else "true"
+                        ),
                     }
                 ),
             )
@@ -224,10 +220,10 @@ def render_members(members: Sequence[MemberCard]) -> list[Component]:
     return cards
 
 
-def _state_pill(member: MemberCard) -> html.Span:
-    if member.up:
+def _state_pill(member: MemberOut) -> html.Span:
+    if member.reachable:
         return pill("UP", "good")
-    if member.not_answering is not None:
+    if member.not_answering_seconds is not None:
         return pill("NOT ANSWERING", "warn")
     return pill("DOWN", "bad")
 
@@ -236,7 +232,7 @@ def _fact(name: str, value: str) -> html.Div:
     return html.Div([html.Span(name, className="fact-name"), html.Span(value)], className="fact")
 
 
-def render_windows(indicator: str, scopes: Mapping[str, LiveIndicatorView | None]) -> html.Table:
+def render_windows(indicator: str, scopes: Mapping[str, LiveIndicator | None]) -> html.Table:
     """The 1m / 5m / 15m max, average and standard deviation under an indicator's chart.
 
     One block of rows per member (live windows are per member: the cluster's come from the
@@ -269,11 +265,9 @@ def render_windows(indicator: str, scopes: Mapping[str, LiveIndicatorView | None
     )
 
 
-def member_indicators(
-    overview: LiveOverview, indicator: str
-) -> dict[str, LiveIndicatorView | None]:
+def member_indicators(overview: LiveOverview, indicator: str) -> dict[str, LiveIndicator | None]:
     """Each member's live ``indicator`` (None for a member that could not be read)."""
-    out: dict[str, LiveIndicatorView | None] = {}
+    out: dict[str, LiveIndicator | None] = {}
     for member in overview.members:
         scope = overview.scopes.get(member.name)
         out[member.name] = None if scope is None else scope.indicators.get(indicator)
@@ -454,9 +448,11 @@ def card_values(overview: LiveOverview) -> dict[str, str]:
 
 
 def problems_of(overview: LiveOverview) -> list[str]:
-    hung = [m for m in overview.members if m.not_answering is not None]
-    problems = [f"member {m.name} is {not_answering_text(m.not_answering or 0)}" for m in hung]
-    problems += fmt.member_problems(m for m in overview.members if m.not_answering is None)
+    hung = [m for m in overview.members if m.not_answering_seconds is not None]
+    problems = [
+        f"member {m.name} is {not_answering_text(m.not_answering_seconds or 0)}" for m in hung
+    ]
+    problems += fmt.member_problems(m for m in overview.members if m.not_answering_seconds is None)
     if overview.cluster.error:
         problems.append(overview.cluster.error)
     return problems

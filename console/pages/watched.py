@@ -17,6 +17,8 @@ from typing import Any, Final
 from dash import Dash, Input, Output, State, callback_context, dcc, html, no_update
 from dash.development.base_component import Component
 
+from pushgrid.ops.api.statistics import WatchedWindowStatList
+
 from .. import format as fmt
 from ..components import (
     CLUSTER_SCOPE,
@@ -116,7 +118,7 @@ def stored_windows(answer: Mapping[str, Any], scope: str) -> WindowStatistics | 
     """The ``scope`` (the cluster or a member's name) of a ``/watched-subjects/statistics``
     answer."""
     wanted = CLUSTER if scope == CLUSTER else f"node:{scope}"
-    return pick(window_statistics(answer), wanted)
+    return pick(window_statistics(WatchedWindowStatList.model_validate(answer)), wanted)
 
 
 def render_stored(pattern: str | None, stats: WindowStatistics | None, now: float) -> Component:

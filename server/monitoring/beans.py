@@ -51,8 +51,9 @@ from pushgrid.metrics.indicators import INDICATORS, Indicator
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops import names
+from pushgrid.ops.attributes import attributes as contract_attributes
 from pushgrid.ops.delivery import DeliveryDocument
-from pushgrid.ops.indicator import WINDOW_LABELS
+from pushgrid.ops.indicator import WINDOW_LABELS, IndicatorDocument, window_attribute
 from pushgrid.ops.panel import PanelAttributes
 from pushgrid.ops.server import ServerDocument, list_text
 
@@ -170,59 +171,53 @@ def _server_bean(tables: _Tables, settings: Settings) -> MBean:
     return MBean(ObjectName.parse(names.SERVER), "The pushgrid server", tables.document(document))
 
 
-def indicator_rows(indicator: Indicator) -> list[ModelRow]:
-    """The read-model rows of one indicator's MBean (everything but ``Total``)."""
+def indicator_attributes(tables: _Tables, indicator: Indicator) -> list[Attribute]:
+    """The attributes of :class:`IndicatorDocument`, in its order: each field of the contract
+    with its getter (the sampled second's read model, or the live counter for ``Total``)."""
     name = indicator.name
-    rows: list[ModelRow] = [
-        ("Description", "java.lang.String", "What is measured", lambda m: indicator.description),
-        ("Unit", "java.lang.String", "Unit", lambda m: indicator.unit),
-        ("Current", "double", "Last per-second sample", lambda m: m.current(name)),
-        ("SampleTime", "long", "UTC second of the last sample", lambda m: m.ts),
-        (
-            "Recent",
-            "java.util.Map",
-            "Per-second samples of the last minute: UTC second -> value",
-            lambda m: m.recent_values(name),
-        ),
-    ]
-    return rows
+    model: dict[str, Callable[[ReadModel], Any]] = {
+        "description": lambda m: indicator.description,
+        "unit": lambda m: indicator.unit,
+        "current": lambda m: m.current(name),
+        "sample_time": lambda m: m.ts,
+        "recent": lambda m: m.recent_values(name),
+        "windows": lambda m: {w: r.as_dict() for w, r in m.indicators[name].windows.items()},
+    }
+    live: dict[str, Callable[[LiveState], Any]] = {"total": lambda s: s.counters[indicator.counter]}
+    out: list[Attribute] = []
+    for spec in contract_attributes(IndicatorDocument):  # a field without a getter: KeyError
+        head = (spec.name, spec.type, spec.description)
+        if spec.field in live:
+            out += tables.live([(*head, live[spec.field])])
+        else:
+            out += tables.model([(*head, model[spec.field])])
+    return out
 
 
 def window_rows(indicator: Indicator) -> list[ModelRow]:
+    """The per-window scalars (``Max1m`` ...): ``Windows`` again, one attribute per number."""
     name = indicator.name
 
     def read(window: str, stat: str) -> Callable[[ReadModel], Any]:
         return lambda m: getattr(m.window(name, window), stat)
 
-    rows: list[ModelRow] = [
-        (
-            "Windows",
-            "java.util.Map",
-            "max/avg/stddev/count per window",
-            lambda m: {w: r.as_dict() for w, r in m.indicators[name].windows.items()},
-        )
-    ]
+    rows: list[ModelRow] = []
     for window in WINDOW_NAMES:
         for stat, label in WINDOW_LABELS.items():
             kind = "long" if stat == "count" else "double"
             rows.append(
-                (f"{label}{window}", kind, f"{label} over the last {window}", read(window, stat))
+                (
+                    window_attribute(stat, window),
+                    kind,
+                    f"{label} over the last {window}",
+                    read(window, stat),
+                )
             )
     return rows
 
 
 def indicator_bean(tables: _Tables, indicator: Indicator) -> MBean:
-    total: LiveRow = (
-        "Total",
-        "long",
-        "Underlying counter (cumulative for rates)",
-        lambda s: s.counters[indicator.counter],
-    )
-    attributes = [
-        *tables.model(indicator_rows(indicator)),
-        *tables.live([total]),
-        *tables.model(window_rows(indicator)),
-    ]
+    attributes = [*indicator_attributes(tables, indicator), *tables.model(window_rows(indicator))]
     object_name = ObjectName.of(names.DOMAIN, type="Indicator", name=indicator.mbean)
     return MBean(object_name, indicator.description, attributes)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -24,8 +25,11 @@ from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.cluster import ClusterOut
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.live import LiveStats, OverviewOut
 from pushgrid.ops.api.me import Me
+from pushgrid.ops.api.members import MemberList
 from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.statistics import WatchedWindowStatList, WindowStatList
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SubjectInfo
 from pushgrid.ops.api.trends import TrendSeries
 from pushgrid.ops.statistics import TrendQuery
@@ -49,6 +53,11 @@ SHARED: Mapping[tuple[str, str], type[BaseModel]] = {
     ("GET", "/api/v1/stats/trend"): TrendSeries,
     ("GET", "/api/v1/sessions"): SessionPage,
     ("GET", "/api/v1/members/{name}/sessions"): SessionPage,
+    ("GET", "/api/v1/members"): MemberList,
+    ("GET", "/api/v1/stats/live"): LiveStats,
+    ("GET", "/api/v1/cluster/overview"): OverviewOut,
+    ("GET", "/api/v1/stats/windows"): WindowStatList,
+    ("GET", "/api/v1/watched-subjects/statistics"): WatchedWindowStatList,
 }
 PAGES: Mapping[tuple[str, str], type[BaseModel]] = {
     ("GET", "/api/v1/jobs"): JobRunOut,
@@ -135,9 +144,22 @@ def test_what_the_console_decodes_dumps_back_to_the_admin_api_s_json(
     trend = console.trend(TrendQuery(scope="cluster", indicator="connected_users", window="1h"))
     assert trend, "the trend points the pipeline wrote"
     assert [dumped(point) for point in trend] == console.answers["/stats/trend"]["points"]
-    topology = console.live().topology
-    assert topology is not None
-    assert dumped(topology) == console.answers["/cluster/overview"]["cluster"]
+    overview = console.live()
+    answer = console.answers["/cluster/overview"]
+    assert overview.topology is not None
+    assert dumped(overview.topology) == answer["cluster"]
+    assert [dumped(m) for m in overview.members] == answer["members"]["items"]
+    assert [m.name for m in overview.members] == ["push-1"]
+    live = answer["live"]["members"][0]
+    scope = overview.scopes["push-1"]
+    assert [dumped(i) for i in scope.indicators.values()] == live["indicators"]
+    sampled = datetime.fromisoformat(live["sample_time"].replace("Z", "+00:00"))
+    assert scope.ts == int(sampled.timestamp())
+    assert [dumped(m) for m in console.members()] == console.answers["/members"]["items"]
+    windows = console.all_window_stats()
+    stored = console.answers["/stats/windows"]["items"]
+    assert stored, "the windows the pipeline wrote"
+    assert [dumped(row) for scope_stats in windows for row in scope_stats.rows] == stored
     history = console.history()
     assert dumped(history) == console.answers["/stats/history"]
     started = console.start_job()

@@ -22,9 +22,9 @@ import pytest
 
 from pushgrid.admin_api.member_client import MemberEndpoint, new_http_client
 from pushgrid.admin_api.services.cluster import MemberWatch
-from pushgrid.console.http_provider import member_of
 from pushgrid.console.pages import overview
 from pushgrid.ops.api.cluster import ClusterOut
+from pushgrid.ops.api.members import MemberOut
 
 from .cluster import Cluster
 from .pgtest import DEFAULT_TIMEOUT, AdminHarness, ServerProcess, WsClient, monitor_http
@@ -59,7 +59,7 @@ async def _meta(member: ServerProcess, name: str) -> dict[str, Any]:
 
 def _console(api_cluster: dict[str, Any], api_members: list[dict[str, Any]]) -> tuple[str, str]:
     """What the Overview's health card shows for the admin API's answers (data-health, text)."""
-    members = [member_of(item) for item in api_members]
+    members = [MemberOut.model_validate(item) for item in api_members]
     card = overview.render_health(members, ClusterOut.model_validate(api_cluster))
     props = card.to_plotly_json()["props"]
     text = " ".join(

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from console_values import stat_row
 from dash.development.base_component import Component
 
 from pushgrid.console import format as fmt
 from pushgrid.console.figures import trend_figure
 from pushgrid.console.pages import statistics, trends
-from pushgrid.console.provider import CLUSTER, StatRow, WindowStatistics
+from pushgrid.console.provider import CLUSTER, WindowStatistics
+from pushgrid.ops.api.statistics import WindowStatOut
 
 
-def _stats(rows: list[StatRow]) -> WindowStatistics:
+def _stats(rows: list[WindowStatOut]) -> WindowStatistics:
     return WindowStatistics(CLUSTER, 1000, "2026-11-22T14:00:00+00:00", False, 900.0, rows)
 
 
@@ -35,8 +37,8 @@ def _cells(component: Component) -> list[Any]:
 
 def test_a_window_with_little_data_is_marked_and_says_how_much_it_covers() -> None:
     rows = [
-        StatRow("connected_users", "5m", 240, 5.0, 2.5, 0.5, coverage=0.8),
-        StatRow("connected_users", "1m", 60, 5.0, 2.5, 0.5, coverage=1.0),
+        stat_row("connected_users", "5m", 240, 5.0, 2.5, 0.5, coverage=0.8),
+        stat_row("connected_users", "1m", 60, 5.0, 2.5, 0.5, coverage=1.0),
     ]
     cells = {
         (c.__dict__.get("data-window"), c.__dict__.get("data-stat")): c
@@ -53,9 +55,9 @@ def test_a_window_with_little_data_is_marked_and_says_how_much_it_covers() -> No
 
 def test_the_note_names_the_partial_windows() -> None:
     rows = [
-        StatRow("connected_users", "15mo", 240, 5.0, 2.5, 0.5, coverage=0.0001),
-        StatRow("connected_users", "5m", 240, 5.0, 2.5, 0.5, coverage=0.8),
-        StatRow("connected_users", "1m", 60, 5.0, 2.5, 0.5, coverage=1.0),
+        stat_row("connected_users", "15mo", 240, 5.0, 2.5, 0.5, coverage=0.0001),
+        stat_row("connected_users", "5m", 240, 5.0, 2.5, 0.5, coverage=0.8),
+        stat_row("connected_users", "1m", 60, 5.0, 2.5, 0.5, coverage=1.0),
     ]
     note = statistics.coverage_note(_stats(rows))
     assert note is not None

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from console_values import indicator as live_indicator
+from console_values import member, stat_row
 
 from pushgrid.console import format as fmt
 from pushgrid.console.provider import (
     CLUSTER,
-    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    MemberCard,
-    StatRow,
     WindowStatistics,
 )
 from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops.api.history import HistoryOut
+from pushgrid.ops.api.members import MemberOut
+from pushgrid.ops.api.statistics import WindowStatOut
 
 
 @pytest.mark.parametrize(
@@ -122,8 +123,8 @@ def test_labels_and_units() -> None:
     assert fmt.unit("nope") == ""
 
 
-def _member(name: str, up: bool = True, error: str | None = None) -> MemberCard:
-    return MemberCard(name, f"http://{name}:8900", up, error)
+def _member(name: str, up: bool = True, error: str | None = None) -> MemberOut:
+    return member(name, f"http://{name}:8900", up, error)
 
 
 def test_cluster_health_is_the_admin_apis() -> None:
@@ -143,12 +144,14 @@ def test_cluster_health_is_the_admin_apis() -> None:
     ]
 
 
-def _stats(rows: list[StatRow], stale: bool = False, as_of: int | None = 1000) -> WindowStatistics:
+def _stats(
+    rows: list[WindowStatOut], stale: bool = False, as_of: int | None = 1000
+) -> WindowStatistics:
     return WindowStatistics(CLUSTER, as_of, "2026-11-22T14:00:00+00:00", stale, 900.0, rows)
 
 
 def test_stats_matrix_is_seven_indicators_by_three_stats_by_twelve_windows() -> None:
-    rows = [StatRow("connected_users", "1m", 60, 5.0, 2.5, 0.5)]
+    rows = [stat_row("connected_users", "1m", 60, 5.0, 2.5, 0.5)]
     lines = fmt.stats_matrix(_stats(rows))
     assert len(lines) == len(INDICATOR_NAMES) * 3
     assert [(line.indicator, line.stat) for line in lines[:3]] == [
@@ -167,7 +170,7 @@ def test_stats_matrix_is_seven_indicators_by_three_stats_by_twelve_windows() -> 
 
 
 def test_stats_matrix_keeps_unknown_indicators_at_the_end() -> None:
-    lines = fmt.stats_matrix(_stats([StatRow("future_indicator", "1m", 1, 1.0, 1.0, 0.0)]))
+    lines = fmt.stats_matrix(_stats([stat_row("future_indicator", "1m", 1, 1.0, 1.0, 0.0)]))
     assert lines[-1].indicator == "future_indicator"
 
 
@@ -195,12 +198,9 @@ def test_scope_options_put_the_cluster_first() -> None:
 def _overview(ts: int, value: float, members: tuple[str, ...] = ("m1",)) -> LiveOverview:
     indicator = "incoming_messages_per_second"
     scopes = {
-        name: LiveScope(name, ts, {indicator: LiveIndicatorView(indicator, value)})
-        for name in members
+        name: LiveScope(name, ts, {indicator: live_indicator(indicator, value)}) for name in members
     }
-    cluster = LiveScope(
-        CLUSTER, ts, {indicator: LiveIndicatorView(indicator, value * len(members))}
-    )
+    cluster = LiveScope(CLUSTER, ts, {indicator: live_indicator(indicator, value * len(members))})
     return LiveOverview([_member(m) for m in members], cluster, scopes)
 
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-from pushgrid.console.provider import (
-    LiveIndicatorView,
-    MomentsView,
-    StatRow,
-    WindowStatistics,
-)
+from console_values import indicator, moments, stat_row
+
+from pushgrid.console.provider import WindowStatistics
+from pushgrid.ops.api.live import LiveIndicator
 from pushgrid.ops.api.trends import TrendPointOut
 
 
@@ -26,7 +24,7 @@ def test_a_window_statistics_row_keeps_its_floats() -> None:
         "2026-11-28T08:00:00Z",
         False,
         7200.0,
-        [StatRow("connected_users", "1m", 60, 2001.0, 1000.0, 100.5, 1.0)],
+        [stat_row("connected_users", "1m", 60, 2001.0, 1000.0, 100.5, 1.0)],
     )
     back = WindowStatistics.from_json(through_the_browser(stats.to_json()))  # type: ignore[arg-type]
     assert back == stats
@@ -37,8 +35,8 @@ def test_a_window_statistics_row_keeps_its_floats() -> None:
 
 
 def test_live_and_trend_values_keep_their_floats() -> None:
-    live = LiveIndicatorView("connected_users", 3.0, {"1m": MomentsView(60, 3.0, 2.0, None)})
-    back = LiveIndicatorView.from_json(through_the_browser(live.to_json()))  # type: ignore[arg-type]
+    live = indicator("connected_users", 3.0, {"1m": moments(60, 3.0, 2.0, None)})
+    back = LiveIndicator.model_validate(through_the_browser(live.model_dump(mode="json")))
     assert repr(back.current) == "3.0"
     assert repr(back.windows["1m"].max) == "3.0"
     assert back.windows["1m"].stddev is None

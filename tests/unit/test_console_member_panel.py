@@ -7,10 +7,9 @@ from typing import Any
 
 from dash import html
 
-from pushgrid.console.http_provider import member_of
 from pushgrid.console.member_panel import REPLICA_LAG_LIMIT, panel_facts, render_panel
 from pushgrid.console.pages import overview
-from pushgrid.console.provider import MemberCard
+from pushgrid.ops.api.members import MemberOut
 from pushgrid.ops.panel import MemberPanel
 
 PANEL: dict[str, Any] = {
@@ -89,6 +88,14 @@ def _panel_keys(component: Any) -> list[str]:
     return found
 
 
+def member_of(item: dict[str, Any]) -> MemberOut:
+    """A ``GET /members`` item as the console decodes it (the fields no test here looks at
+    filled in)."""
+    return MemberOut.model_validate(
+        {"source": "config", "client_url": None, "has_credentials": False} | item
+    )
+
+
 def test_member_card_shows_the_panel_of_a_member_that_is_up() -> None:
     up = member_of({"name": "m1", "monitor_url": "http://a", "reachable": True, "panel": PANEL})
     down = member_of({"name": "m2", "monitor_url": "http://b", "reachable": False, "error": "x"})
@@ -116,6 +123,6 @@ def test_a_member_card_keeps_its_typed_panel_through_the_dash_store() -> None:
     member = member_of({"name": "m1", "monitor_url": "http://a", "reachable": True, "panel": PANEL})
     assert isinstance(member.panel, MemberPanel)
     assert member.panel.open_files_ratio == 0.85
-    stored = member.to_json()
+    stored = member.model_dump(mode="json")
     assert stored["panel"] == PANEL  # plain JSON for Dash
-    assert MemberCard.from_json(stored) == member
+    assert MemberOut.model_validate(stored) == member

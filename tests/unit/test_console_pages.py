@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
+from console_values import indicator, member, moments, stat_row
 from dash.development.base_component import Component
 
 from pushgrid.console import http_provider as hp
@@ -19,13 +20,9 @@ from pushgrid.console.pages import overview, sessions, statistics, subjects, tre
 from pushgrid.console.provider import (
     CLUSTER,
     ConsoleProvider,
-    LiveIndicatorView,
     LiveOverview,
     LiveScope,
-    MemberCard,
-    MomentsView,
     ProviderError,
-    StatRow,
     SubjectView,
     WindowStatistics,
 )
@@ -33,7 +30,9 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut, HealthReasonOut
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut
+from pushgrid.ops.api.live import LiveStats
 from pushgrid.ops.api.sessions import SessionPage
+from pushgrid.ops.api.statistics import WindowStatList
 from pushgrid.ops.api.subjects import PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.statistics import TrendQuery
@@ -71,7 +70,7 @@ def _prop(component: Component, name: str) -> Any:
 
 def test_statistics_table_carries_every_written_number() -> None:
     rows = [
-        StatRow(indicator, window, 60, 2.0 + i, 1.0 + i, 0.1 * i)
+        stat_row(indicator, window, 60, 2.0 + i, 1.0 + i, 0.1 * i)
         for i, indicator in enumerate(INDICATOR_NAMES)
         for window in ("1m", "15mo")
     ]
@@ -86,7 +85,7 @@ def test_statistics_table_carries_every_written_number() -> None:
     cell = cells[("incoming_messages_per_second", "15mo", "avg")]
     assert _prop(cell, "data-value") == repr(4.0)
     assert cell.children == "4"  # an integer reads as one, not 4.00
-    big = StatRow("outgoing_bytes_per_second", "1h", 60, 1_597_465.0, 252.0, 0.5)
+    big = stat_row("outgoing_bytes_per_second", "1h", 60, 1_597_465.0, 252.0, 0.5)
     table = statistics.render_table(WindowStatistics("node:a", 1000, None, False, 900.0, [big]))
     texts = {
         _prop(c, "data-stat"): c.children
@@ -127,17 +126,12 @@ def _live(ts: int, members: tuple[str, ...]) -> LiveOverview:
         name: LiveScope(
             name,
             ts,
-            {
-                n: LiveIndicatorView(n, 3.0, {"1m": MomentsView(60, 9.0, 3.0, 1.0)})
-                for n in INDICATOR_NAMES
-            },
+            {n: indicator(n, 3.0, {"1m": moments(60, 9.0, 3.0, 1.0)}) for n in INDICATOR_NAMES},
         )
         for name in members
     }
-    cluster = LiveScope(
-        CLUSTER, ts, {n: LiveIndicatorView(n, 3.0 * len(members)) for n in INDICATOR_NAMES}
-    )
-    return LiveOverview([MemberCard(m, "", True) for m in members], cluster, scopes)
+    cluster = LiveScope(CLUSTER, ts, {n: indicator(n, 3.0 * len(members)) for n in INDICATOR_NAMES})
+    return LiveOverview([member(m) for m in members], cluster, scopes)
 
 
 def _point(as_of: int, high: float, avg: float) -> TrendPointOut:
@@ -291,7 +285,7 @@ def test_a_trend_spans_the_selected_range() -> None:
 
 def test_overview_reports_members_down() -> None:
     live = _live(100, ("a",))
-    live.members.append(MemberCard("b", "http://b", False, "connection refused"))
+    live.members.append(member("b", "http://b", False, "connection refused"))
     assert overview.problems_of(live) == ["member b is down: connection refused"]
     cards = overview.render_members(live.members)
     assert [(_prop(c, "data-member"), _prop(c, "data-up")) for c in cards] == [
@@ -425,12 +419,12 @@ def test_live_overview_from_the_admin_api() -> None:
             {"member": "b", "reachable": False, "error": "refused", "indicators": []},
         ],
     }
-    members = [MemberCard("a", "http://a", True), MemberCard("b", "http://b", False, "refused")]
-    live = hp.live_overview(members, data)
-    ts = hp.unix("2026-11-22T14:00:04+00:00")
+    members = [member("a", "http://a"), member("b", "http://b", False, "refused")]
+    live = hp.live_overview(members, LiveStats.model_validate(data))
+    ts = int(datetime.fromisoformat("2026-11-22T14:00:04+00:00").timestamp())
     assert live.cluster.ts == ts
     assert live.cluster.indicators["connected_users"].current == 4.0
-    assert live.scopes["a"].indicators["connected_users"].windows["1m"] == MomentsView(
+    assert live.scopes["a"].indicators["connected_users"].windows["1m"] == moments(
         60, 5.0, 4.0, 0.5
     )
     assert live.scopes["b"].error == "refused"
@@ -444,6 +438,8 @@ def test_window_statistics_grouped_by_scope() -> None:
             "window": "1m",
             "as_of": as_of,
             "count": 60,
+            "coverage": 1.0,
+            "low_coverage": False,
             "max": 2.0,
             "avg": 1.0,
             "stddev": 0.5,
@@ -460,10 +456,13 @@ def test_window_statistics_grouped_by_scope() -> None:
         ],
         "stale_after_seconds": 900.0,
     }
-    cluster, node = hp.window_statistics(data)
+    cluster, node = hp.window_statistics(WindowStatList.model_validate(data))
     assert (cluster.scope, cluster.stale, cluster.stale_after) == ("cluster", False, 900.0)
-    assert cluster.as_of == hp.unix("2026-11-22T13:59:00+00:00")
-    assert cluster.rows == [StatRow("connected_users", "1m", 60, 2.0, 1.0, 0.5)]
+    assert cluster.as_of == int(datetime.fromisoformat("2026-11-22T13:59:00+00:00").timestamp())
+    assert cluster.computed_at == "2026-11-22T14:00:00+00:00"
+    assert [(r.indicator, r.window, r.count, r.max, r.avg, r.stddev) for r in cluster.rows] == [
+        ("connected_users", "1m", 60, 2.0, 1.0, 0.5)
+    ]
     assert (node.scope, node.stale) == ("node:a", True)
 
 
@@ -592,7 +591,7 @@ def test_provider_errors_round_trip_as_json() -> None:
 def test_health_card_shows_the_clusters_own_view() -> None:
     from pushgrid.console.pages.overview import render_health
 
-    members = [MemberCard(m, "", True) for m in ("m1", "m2", "m3")]
+    members = [member(m) for m in ("m1", "m2", "m3")]
     topology = ClusterOut(
         mode="guaranteed",
         health="ok",

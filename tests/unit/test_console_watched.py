@@ -92,6 +92,8 @@ def _item(scope: str, indicator: str, window: str, count: int, coverage: float) 
         "avg": 4.5,
         "stddev": 1.5,
         "computed_at": "2026-11-25T04:00:05Z",
+        "run_id": 7,
+        "age_seconds": 55.0,
         "stale": False,
     }
 

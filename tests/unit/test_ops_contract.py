@@ -11,12 +11,26 @@ import msgspec
 import pytest
 from test_monitoring_views import beans
 
+from pushgrid.admin_api.member_client import MemberEndpoint, MemberFailure
+from pushgrid.admin_api.services.hot import parse_hot
+from pushgrid.admin_api.services.watched import parse_watched
+from pushgrid.metrics.hotsubjects import HotSubjectSketches
+from pushgrid.metrics.indicators import INDICATORS, Indicator
+from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops import names
 from pushgrid.ops.accounting import COLUMNS as ACCOUNTING_COLUMNS
 from pushgrid.ops.accounting import EMPTY_ACCOUNTING, AccountingDocument
 from pushgrid.ops.attributes import ContractError, attributes, decode
 from pushgrid.ops.attributes import names as attribute_names
 from pushgrid.ops.canary import CanaryDocument
+from pushgrid.ops.hot import HotSubjectsDocument
+from pushgrid.ops.indicator import (
+    WINDOW_LABELS,
+    IndicatorDocument,
+    IndicatorLive,
+    IndicatorSamples,
+    window_attribute,
+)
 from pushgrid.ops.panel import MemberPanel, PanelAttributes
 from pushgrid.ops.server import (
     ServerDocument,
@@ -27,6 +41,8 @@ from pushgrid.ops.server import (
     text_list,
 )
 from pushgrid.ops.statistics import TrendQuery
+from pushgrid.ops.watched import WatchedSubjectsDocument
+from pushgrid.server.core.watch import Watchlist
 from pushgrid.server.monitoring.mbeans import MBean
 
 # What outside clients read before the contract (main at 28f5ff1): name, Java type, in order.
@@ -180,3 +196,104 @@ def test_the_canary_mbean_is_the_contract_document_and_decodes_back() -> None:
     document = decode(CanaryDocument, served(canary), "Canary")
     assert (document.member, document.stale_after, document.pairs) == ("node-a", 3.0, [])
     assert [o.name for o in canary.operations] == [names.CANARY_PROBE_KEY]
+
+
+INDICATOR_BEFORE = [  # what outside clients read before the Indicator document (main 2b84b5c)
+    ("Description", "java.lang.String"),
+    ("Unit", "java.lang.String"),
+    ("Current", "double"),
+    ("SampleTime", "long"),
+    ("Recent", "java.util.Map"),
+    ("Total", "long"),
+    ("Windows", "java.util.Map"),
+]
+
+
+@pytest.mark.parametrize("indicator", INDICATORS, ids=lambda i: i.mbean)
+def test_an_indicator_mbean_is_the_contract_document_then_its_scalars(
+    indicator: Indicator,
+) -> None:
+    bean = beans()[names.indicator(indicator.mbean)]
+    listed = [(a.name, a.type) for a in bean.attributes]
+    assert listed[:7] == INDICATOR_BEFORE
+    assert listed[:7] == [(s.name, s.type) for s in attributes(IndicatorDocument)]
+    scalars = [window_attribute(stat, w) for w in WINDOW_NAMES for stat in WINDOW_LABELS]
+    assert [name for name, _ in listed[7:]] == scalars
+    values = served(bean)
+    document = decode(
+        IndicatorDocument, {n: values[n] for n, _ in listed[:7]}, str(bean.object_name)
+    )
+    assert document.description == indicator.description
+    assert list(document.windows) == list(WINDOW_NAMES)
+    assert document.windows["1m"].count == values["Count1m"]
+
+
+@pytest.mark.parametrize("view", [IndicatorLive, IndicatorSamples])
+def test_the_admin_api_reads_parts_of_the_indicator_document(view: type[msgspec.Struct]) -> None:
+    served_names = [s.name for s in attributes(IndicatorDocument)]
+    assert set(attribute_names(view)) <= set(served_names)
+    bean = beans()[names.indicator(INDICATORS[0].mbean)]
+    values = served(bean)
+    decoded = decode(view, {n: values[n] for n in attribute_names(view)}, str(bean.object_name))
+    assert decoded.sample_time == values["SampleTime"]  # type: ignore[attr-defined]
+
+
+def test_an_indicator_that_does_not_fit_names_its_mbean_and_attribute() -> None:
+    from pushgrid.admin_api.services.history import samples_of
+    from pushgrid.admin_api.services.live import parse_indicators
+
+    mbean = names.indicator(INDICATORS[0].mbean)
+    with pytest.raises(ContractError, match=r"ConnectedUsers.*Windows"):
+        parse_indicators({mbean: {"Current": 1.0, "SampleTime": 5, "Windows": "every"}})
+    with pytest.raises(ContractError, match=r"ConnectedUsers.*Recent"):
+        samples_of({mbean: {"Current": 1.0, "SampleTime": 5, "Recent": ["a"]}})
+
+
+MEMBER = MemberEndpoint("m1", "http://127.0.0.1:1", "config")
+
+
+class _Tally:
+    """A hub's tally of one second: (incoming, outgoing, bytes out) per subject."""
+
+    def __init__(self) -> None:
+        self.tally = {"/a/1": [5, 50, 5000], "/a/2": [1, 2, 30]}
+
+    def take_tally(self) -> dict[str, list[int]]:
+        tally, self.tally = self.tally, {}
+        return tally
+
+    def subscriber_counts(self) -> list[tuple[str, int]]:
+        return [("/a/1", 10), ("/a/2", 2)]
+
+
+def test_the_hot_subjects_document_is_the_contract_s() -> None:
+    """What ``metrics/hotsubjects.py`` builds (the MBean's ``Document``) decodes strictly into
+    :class:`HotSubjectsDocument`, and the admin API's member view reads the same numbers."""
+    sketches = HotSubjectSketches(_Tally(), top_n=5, capacity=50, window=2.0)
+    sketches.fold(1_795_363_200)
+    served_document = msgspec.json.decode(msgspec.json.encode(sketches.document()))
+    document = msgspec.convert(served_document, HotSubjectsDocument, strict=True)
+    assert set(document.rankings) == {"messages_in", "messages_out", "bytes_out", "subscribers"}
+    assert [e.subject for e in document.rankings["messages_out"]] == ["/a/1", "/a/2"]
+    member = parse_hot(MEMBER, served_document)
+    assert member.top_n == 5
+    assert [e.value for e in member.rankings["subscribers"]] == [10.0, 2.0]
+    with pytest.raises(MemberFailure, match=r"HotSubjects.*rankings"):
+        parse_hot(MEMBER, {"top_n": 5})
+
+
+def test_the_watched_subjects_document_is_the_contract_s() -> None:
+    watchlist = Watchlist(cap=4)
+    watchlist.add("/a/*", source="config")
+    watchlist.absorb({"/a/1": [5, 50, 5000, 500]})
+    watchlist.read(1_795_363_200.5, 0.0, [("/a/1", 10), ("/b/1", 3)])
+    served_document = msgspec.json.decode(msgspec.json.encode(watchlist.document()))
+    document = msgspec.convert(served_document, WatchedSubjectsDocument, strict=True)
+    (pattern,) = document.patterns
+    assert (pattern.pattern, pattern.source, pattern.subscribers) == ("/a/*", "config", 10)
+    member = parse_watched(MEMBER, served_document)
+    assert member.max_patterns == 4
+    assert set(member.patterns[0].indicators) == set(pattern.indicators)
+    broken = {"patterns": [{"pattern": "/a/*", "subscribers": "ten"}]}
+    with pytest.raises(MemberFailure, match=r"WatchedSubjects.*patterns"):
+        parse_watched(MEMBER, broken)
