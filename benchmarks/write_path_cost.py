@@ -76,6 +76,7 @@ async def measure(subscribers: int, inflight: int, steps: int) -> dict[str, floa
     from pushgrid.server.transport.context import Batching, TransportLimits
     from pushgrid.server.transport.flusher import Flusher
     from pushgrid.server.transport.websocket import WebSocketConnection
+    from pushgrid.server.transport.wheel import ConnectionSet
 
     conf = load_settings(MaxOutboundBufferSize=64 << 20)
 
@@ -89,7 +90,7 @@ async def measure(subscribers: int, inflight: int, steps: int) -> dict[str, floa
         stopping = False
         counters = Counters()
         flusher = Flusher(asyncio.get_running_loop())  # tick 0: flushed when the loop turns
-        connections: ClassVar[set[Any]] = set()
+        connections: ClassVar[ConnectionSet[Any]] = ConnectionSet()
         engine = MemoryEngine()
         hub = Hub(engine, counters)
         policy = SessionPolicy("bench", "0", 30.0, Limits(), 100, True)

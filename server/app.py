@@ -79,6 +79,7 @@ from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorL
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
+from .transport.wheel import ConnectionSet
 from .workers.delivery_share import ARCHIVE_SETTLE, DeliveryShipper
 from .workers.delivery_share import absorb as absorb_delivery
 from .workers.engine import WorkersEngine
@@ -249,7 +250,7 @@ class PushServer:
         self._publish_networks = [
             ipaddress.ip_network(n, strict=False) for n in access.publish_allow
         ]
-        self.connections: set[Connection] = set()
+        self.connections: ConnectionSet[Connection] = ConnectionSet()
         self._http_handler = partial(http.handle, self)
         self.started_at = time.time()
         self.sampler = Sampler(self.counters, self._archive_writer())
@@ -779,9 +780,13 @@ class PushServer:
         policy = KeepalivePolicy(session.keepalive_interval, session.keepalive_timeout)
         period = min(1.0, policy.interval / 4)
         keepalive_frame = OutFrame.of(Keepalive())
+        table = self.connections
         while True:
             await asyncio.sleep(period)
             self.tick = now = loop.time()
-            for connection in list(self.connections):
+            for connection in table.due(now):  # only those whose time came (ADR 063)
                 timers.check(connection, now, policy, keepalive_frame, self.counters)
+                # at least once per interval: a safety net under the wakes
+                later = min(timers.next_check(connection, now, policy), now + policy.interval)
+                table.wake(connection, later)
             self.engine.sweep()

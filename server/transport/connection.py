@@ -51,6 +51,7 @@ class Connection(asyncio.Protocol):
     __slots__ = (
         "_backlog_since",
         "_batch_due",
+        "_deadline",
         "_held",
         "_limit",
         "_live_n",
@@ -66,7 +67,6 @@ class Connection(asyncio.Protocol):
         "bytes_in",
         "bytes_out",
         "ctx",
-        "deadline",
         "frames_out",
         "last_in",
         "last_out",
@@ -89,7 +89,7 @@ class Connection(asyncio.Protocol):
         self.remote = "?"
         self.state = self.initial
         # monotonic time after which the ticker cuts the connection (request timer, drain, close)
-        self.deadline: float | None = None
+        self._deadline: float | None = None
         self.bytes_in = 0
         self.bytes_out = 0
         self.frames_out = 0  # frames queued for the client (messages and answers)
@@ -121,9 +121,22 @@ class Connection(asyncio.Protocol):
         self._slow = False  # closed as a slow consumer: what it is still due is "dropped"
         self._backlog_since: float | None = None  # tick the send buffer was last seen empty after
 
+    @property
+    def deadline(self) -> float | None:
+        """Monotonic time after which the ticker cuts the connection (request timer, drain,
+        close); setting one wakes the ticker's plan for it (server/transport/wheel.py)."""
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, when: float | None) -> None:
+        self._deadline = when
+        if when is not None:
+            self.ctx.connections.wake(self, when)
+
     def _to(self, event: ConnEvent) -> None:
         self.state = next_state(self.state, event)
         self._held = False
+        self.ctx.connections.wake(self, self.ctx.tick)  # what is due depends on the state
 
     def _shut(self) -> None:
         """Close the transport (what is buffered still leaves) and enter CLOSING."""

@@ -9,7 +9,7 @@ it; unit tests pass a small fake. The numbers a connection reads are copied once
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, MutableSet
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,6 +20,7 @@ from ..framing.deflate import Agreement, Compressor, DeflateOptions, negotiate
 from .flusher import Flusher
 from .inflating import InflatingBudget
 from .limits import PendingConnections, SecurityCounters
+from .wheel import ConnectionSet
 
 if TYPE_CHECKING:
     from ..core.hub import Peer
@@ -177,7 +178,7 @@ class ConnectionContext(Protocol):
         """permessage-deflate, or None when ``PerMessageDeflate`` is off."""
 
     @property
-    def connections(self) -> MutableSet[Connection]:
+    def connections(self) -> ConnectionSet[Connection]:
         """Every open connection object (the ticker and shutdown walk it)."""
 
     def track(self, task: asyncio.Task[Any] | Coroutine[Any, Any, Any]) -> None:

@@ -2,8 +2,10 @@
 
 :func:`due` is the policy, a pure function of the connection's state and timestamps, so every
 rule is unit-tested without a loop or a socket (``tests/unit/test_transport_timers.py``);
-:func:`check` carries the decision out on a connection. The server's ticker calls :func:`check`
-for every connection once per period (a quarter of the keepalive interval, at most 1 s).
+:func:`check` carries the decision out on a connection. :func:`next_check` says when ``due`` can
+next ask for anything if only time passes: the server's ticker (once per period, a quarter of the
+keepalive interval, at most 1 s) looks only at the connections whose time came, in
+:class:`~server.transport.wheel.ConnectionSet` (ADR 063), not at every connection every period.
 """
 
 from __future__ import annotations
@@ -89,3 +91,25 @@ def check(
             conn.ping()
         if Due.KEEPALIVE in wanted:
             conn.send(keepalive)
+
+
+def next_check(conn: Timed, now: float, policy: KeepalivePolicy) -> float:
+    """The earliest time :func:`due` may ask anything of ``conn`` while only time passes.
+
+    Its timestamps only move later (which only delays what is due); a new deadline or state
+    wakes the connection (:meth:`~server.transport.wheel.ConnectionSet.wake`), so a time taken
+    from here is never too late. Before it, ``due`` says NOTHING (a property test holds it to
+    that); a time already past means "at the next tick".
+    """
+    if conn.deadline is not None:
+        return conn.deadline
+    state = conn.state
+    if state is ConnState.STREAMING:
+        return conn.last_out + policy.interval
+    if state is ConnState.RESPONDING:
+        return now + policy.interval  # nothing until its state changes, which wakes it
+    if state is not ConnState.OPEN and state is not ConnState.PAUSED:
+        return conn.last_in + policy.timeout
+    keepalive = conn.last_out + policy.interval
+    ping = max(conn.last_in, conn.last_ping) + policy.interval
+    return min(keepalive, ping, conn.last_in + policy.timeout)

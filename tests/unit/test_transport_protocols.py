@@ -46,6 +46,7 @@ from pushgrid.server.transport.http_protocol import (
 from pushgrid.server.transport.limits import PendingConnections, SecurityCounters
 from pushgrid.server.transport.states import ConnState
 from pushgrid.server.transport.websocket import LINGER_QUIET, WebSocketConnection
+from pushgrid.server.transport.wheel import ConnectionSet
 
 KEY = base64.b64encode(b"0123456789abcdef")
 UPGRADE = (
@@ -132,7 +133,7 @@ class FakeContext:
             conf.max_pending_connections, conf.max_pending_connections_per_address
         )
         self.flusher = Flusher(asyncio.get_running_loop())
-        self.connections: set[Connection] = set()
+        self.connections: ConnectionSet[Connection] = ConnectionSet()
         self.engine = MemoryEngine()
         self.hub = Hub(self.engine, self.counters)
         self.tasks: list[asyncio.Task[Any]] = []
@@ -444,7 +445,7 @@ async def upgraded(
     assert isinstance(ws, WebSocketConnection)
     assert state_of(conn) is ConnState.SWITCHED
     assert conn.transport is None
-    assert ctx.connections == {ws}
+    assert set(ctx.connections) == {ws}
     transport.written.insert(0, rest)
     return ws, Client(transport)
 
@@ -1128,7 +1129,7 @@ async def test_event_stream_hands_over_and_writes_events(ctx: FakeContext) -> No
     assert isinstance(stream, SseConnection)
     assert state_of(stream) is ConnState.STREAMING
     assert state_of(conn) is ConnState.SWITCHED
-    assert ctx.connections == {stream}
+    assert set(ctx.connections) == {stream}
     assert ctx.tokens == ["t2"]
     assert ctx.pending.total == 0
     data = transport.take()

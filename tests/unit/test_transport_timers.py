@@ -5,19 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
 from pushgrid.server.framing.outframe import OutFrame
 from pushgrid.server.transport.states import ConnState
-from pushgrid.server.transport.timers import Due, KeepalivePolicy, check, due
+from pushgrid.server.transport.timers import Due, KeepalivePolicy, check, due, next_check
+from pushgrid.server.transport.wheel import ConnectionSet
 
 POLICY = KeepalivePolicy(interval=10.0, timeout=25.0)
 NOW = 1000.0
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity, as connections are
 class Peer:
     """A connection's timers and what was done to it (the Timed protocol)."""
 
@@ -104,3 +107,75 @@ async def test_a_real_connection_silent_past_the_timeout_is_aborted() -> None:
     assert not transport.closed
     check(conn, context.tick + 25.1, policy, OutFrame.of(Keepalive()), context.counters)
     assert transport.closed
+
+
+# --- next_check: when the ticker must look again (ADR 063) ------------------------------------
+
+TIMES = st.floats(min_value=900.0, max_value=1100.0, allow_nan=False)
+
+
+@settings(max_examples=400)
+@given(
+    st.sampled_from(list(ConnState)),
+    st.one_of(st.none(), TIMES),
+    TIMES,
+    TIMES,
+    TIMES,
+    TIMES,
+    st.floats(min_value=0.0, max_value=1.0),
+)
+def test_nothing_is_due_before_the_next_check(
+    state: ConnState,
+    deadline: float | None,
+    last_in: float,
+    last_out: float,
+    last_ping: float,
+    now: float,
+    share: float,
+) -> None:
+    """Whatever the state and timestamps, ``due`` asks nothing between now and the planned
+    check: the ticker that looks only then misses nothing."""
+    peer = Peer(state, deadline, last_in, last_out, last_ping)
+    planned = next_check(peer, now, POLICY)
+    for moment in (now, now + share * max(0.0, planned - now)):
+        if moment < planned:
+            assert due(peer, moment, POLICY) is Due.NOTHING, (moment, planned)
+
+
+def test_an_idle_connection_is_next_looked_at_when_its_ping_or_keepalive_is_due() -> None:
+    peer = Peer(last_in=NOW, last_out=NOW - 4.0, last_ping=NOW)
+    assert next_check(peer, NOW, POLICY) == NOW - 4.0 + POLICY.interval  # the keepalive
+    assert due(peer, NOW + 6.0, POLICY) is Due.KEEPALIVE
+    silent = Peer(state=ConnState.HTTP, last_in=NOW - 5.0)
+    assert next_check(silent, NOW, POLICY) == NOW - 5.0 + POLICY.timeout
+    assert next_check(Peer(deadline=NOW + 3.0), NOW, POLICY) == NOW + 3.0
+
+
+# --- the wheel ----------------------------------------------------------------------------------
+
+
+def test_the_wheel_gives_each_connection_once_when_its_second_comes() -> None:
+    table: ConnectionSet[Peer] = ConnectionSet()
+    a, b = Peer(last_in=NOW), Peer(last_in=NOW)
+    table.add(a)
+    table.add(b)
+    assert table.due(NOW - 1.0) == []
+    assert {id(p) for p in table.due(NOW + 0.5)} == {id(a), id(b)}
+    assert table.due(NOW + 0.5) == []  # taken out of the plan until planned again
+    table.wake(a, NOW + 10.2)
+    table.wake(b, NOW + 30.0)
+    assert table.planned == 2
+    assert table.due(NOW + 9.9) == []
+    assert table.due(NOW + 10.0) == [a]
+    table.wake(b, NOW + 5.0)  # a wake brings the plan forward ...
+    table.wake(b, NOW + 40.0)  # ... and never back
+    assert table.due(NOW + 5.0) == [b]
+
+
+def test_a_connection_that_left_is_never_given_again() -> None:
+    table: ConnectionSet[Peer] = ConnectionSet()
+    gone = Peer(last_in=NOW)
+    table.add(gone)
+    table.discard(gone)
+    table.wake(gone, NOW)  # a late wake (a deadline set while closing) plans nothing
+    assert (len(table), table.planned, table.due(NOW + 100.0)) == (0, 0, [])
