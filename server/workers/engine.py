@@ -44,10 +44,20 @@ from ..engine.base import (
     SnapshotLimitExceeded,
 )
 from ..engine.memory import MemoryEngine
+from .member_bus import MeshBus
 from .mesh import Mesh
 from .ownership import owner_of
 from .totals import WorkerTotals
-from .wire import MeshAnswer, MeshAsk, MeshForward, MeshInterest, MeshMessage, WorkerReport
+from .wire import (
+    MeshAnswer,
+    MeshAsk,
+    MeshForward,
+    MeshInterest,
+    MeshMessage,
+    MeshSignal,
+    MeshTally,
+    WorkerReport,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +94,8 @@ class WorkersEngine(Engine):
         self.workers = workers
         self.ask_timeout = ask_timeout
         self.mesh = Mesh(token, index, workers, self)
+        #: occupancy and presence between the workers (server/workers/member_bus.py)
+        self.bus = MeshBus(self.mesh, index, workers)
         # subjects this worker owns -> the other workers with subscribers of them
         self._peer_interest: dict[str, set[int]] = {}
         # subjects owned elsewhere that this worker's sessions follow (told to their owners)
@@ -101,6 +113,8 @@ class WorkersEngine(Engine):
         self.totals: WorkerTotals | None = None
         #: worker 0's: what else a report carries goes there (the clients' delivery reports)
         self.reported: Callable[[WorkerReport], None] | None = None
+        #: worker 0's: the others' per-subject deltas go there (server/workers/tally_share.py)
+        self.tallied: Callable[[dict[str, list[int]]], None] | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index
@@ -113,6 +127,7 @@ class WorkersEngine(Engine):
         await self.mesh.start()
 
     async def close(self) -> None:
+        self.bus.close()
         await self.mesh.close()
         for _peer, future in self._asks.values():
             if not future.done():
@@ -203,13 +218,30 @@ class WorkersEngine(Engine):
         elif isinstance(message, MeshAsk):
             self._spawn(self._answer(peer, message))
         elif isinstance(message, MeshAnswer):
-            waiting = self._asks.pop(message.ask_id, None)
-            if waiting is not None and not waiting[1].done():
-                waiting[1].set_result(message)
-        elif isinstance(message, WorkerReport) and self.totals is not None:
-            self.totals.absorb(message)
+            self._answered(message)
+        else:
+            self._for_the_server(message)
+
+    def _for_the_server(self, message: MeshMessage) -> None:
+        """What another worker shares with this one's services (monitoring, occupancy, rates)."""
+        if isinstance(message, MeshSignal):
+            self.bus.received(message)
+        elif isinstance(message, WorkerReport):
+            self._report(message)
+        elif isinstance(message, MeshTally) and self.tallied is not None:
+            self.tallied(message.rows)
+
+    def _answered(self, answer: MeshAnswer) -> None:
+        waiting = self._asks.pop(answer.ask_id, None)
+        if waiting is not None and not waiting[1].done():
+            waiting[1].set_result(answer)
+
+    def _report(self, report: WorkerReport) -> None:
+        """Another worker's numbers (worker 0 only: it holds ``totals``)."""
+        if self.totals is not None:
+            self.totals.absorb(report)
             if self.reported is not None:
-                self.reported(message)
+                self.reported(report)
 
     def _unfollow(self, subject: str, peer: int) -> None:
         peers = self._peer_interest.get(subject)
@@ -344,6 +376,9 @@ class WorkersEngine(Engine):
         ask = self._question("history", subject)
         ask.limit = limit
         return (await self._ask(owner, ask)).history or []
+
+    def member_bus(self) -> MeshBus:
+        return self.bus
 
     def stats(self) -> EngineStats:
         """This worker's own subjects; worker 0's: every worker's (server/workers/totals.py)."""

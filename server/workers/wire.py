@@ -91,7 +91,31 @@ class WorkerReport(msgspec.Struct, tag=True):
     loop_lag_max: float | None = None
 
 
-MeshMessage = MeshHello | MeshInterest | MeshForward | MeshAsk | MeshAnswer | WorkerReport
+class MeshSignal(msgspec.Struct, tag=True):
+    """A message of the server's cluster-wide services (occupancy reports and asks) to every
+    other worker (server/workers/member_bus.py)."""
+
+    subject: str
+    data: bytes
+
+
+class MeshTally(msgspec.Struct, tag=True):
+    """A worker's per-subject deltas (``Hub.tally`` rows) for worker 0's hot and watched
+    subjects (server/workers/tally_share.py)."""
+
+    rows: dict[str, list[int]]
+
+
+MeshMessage = (
+    MeshHello
+    | MeshInterest
+    | MeshForward
+    | MeshAsk
+    | MeshAnswer
+    | WorkerReport
+    | MeshSignal
+    | MeshTally
+)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(MeshMessage)

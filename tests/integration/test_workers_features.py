@@ -1,0 +1,180 @@
+"""Workers = 2: the features that used to work per worker, now the server's (issue 31 item 2,
+ADR 060, docs/workers.md). One module-scoped server; each test uses subjects of its own and
+puts clients on both workers (tests/integration/test_workers.py finds which worker holds a
+connection from the kernel)."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pushgrid.server.workers.ownership import owner_of
+
+from .pgtest import ServerProcess, WsClient, jolokia_exec, monitor_http
+from .test_occupancy import _eventually as _poll
+from .test_workers import Connect, on_each_worker
+
+pytestmark = pytest.mark.timeout(240)
+
+SUBJECTS_MBEAN = "pushgrid:type=Subjects"
+OCCUPANCY_EVENTS = "/pushgrid/occupancy"
+NAME = "w2f"
+WATCHED = "/Watched/*"
+_fresh = itertools.count(1)
+_RUN = uuid.uuid4().hex[:6]
+
+
+def room(owner: int, under: str = "/Chat") -> str:
+    """A fresh subject under ``under`` (``/Chat/*`` keeps presence) that worker ``owner`` (of
+    2) owns."""
+    while True:
+        s = f"{under}/{_RUN}-{next(_fresh)}"
+        if owner_of(s, 2) == owner:
+            return s
+
+
+@pytest.fixture(scope="module")
+def two_workers(module_server_factory: Callable[..., ServerProcess]) -> ServerProcess:
+    return module_server_factory(
+        Workers=2,
+        ServerName=NAME,
+        **{"Occupancy.PresencePatterns": "/Chat/*", "WatchedSubjects.Patterns": WATCHED},
+    )
+
+
+async def _exec(srv: ServerProcess, operation: str, subject: str) -> dict[str, Any]:
+    answer = await jolokia_exec(srv, SUBJECTS_MBEAN, operation, [subject])
+    assert answer["status"] == 200, answer
+    value: dict[str, Any] = answer["value"]
+    return value
+
+
+async def _subscribe_as(client: WsClient, subject: str, client_id: str) -> None:
+    request_id = client.next_id()
+    item = {"subject": subject, "client_id": client_id}
+    await client.send({"op": "subscribe", "id": request_id, "subjects": [item]})
+    subscribed = await client.expect("subscribed", id=request_id)
+    assert subscribed["status"] == "allow", subscribed
+
+
+async def _presence(client: WsClient, subject: str) -> dict[str, Any]:
+    request_id = client.next_id()
+    await client.send({"op": "presence", "id": request_id, "subject": subject})
+    return await client.expect("presence", id=request_id)
+
+
+async def _eventually(check: Callable[[], Any], what: str) -> Any:
+    """Poll ``check`` for up to a minute: the other worker's share reaches worker 0 with its
+    next report or occupancy interval, later on a loaded machine."""
+    return await _poll(check, what, within=60.0)
+
+
+def _listed(answer: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((c["client_id"], c["member"]) for c in answer["clients"])
+
+
+@pytest.mark.parametrize("owner", [0, 1])
+async def test_presence_and_occupancy_are_the_server_s(
+    two_workers: ServerProcess, connect: Connect, owner: int
+) -> None:
+    """ann on worker 0 and bob on worker 1 follow one room: the MBeans (worker 0) and a
+    client's presence question on either worker see both, under the server's name."""
+    clients = await on_each_worker(two_workers, connect)
+    s = room(owner)
+    await _subscribe_as(clients[0], s, "ann")
+    await _subscribe_as(clients[1], s, "bob")
+    both = [("ann", NAME), ("bob", NAME)]
+
+    async def counted() -> bool:
+        occupancy = await _exec(two_workers, "occupancy", s)
+        presence = await _exec(two_workers, "presence", s)
+        return (
+            occupancy["subscribers"] == 2
+            and occupancy["members"] == {NAME: 2}
+            and presence["subscribers"] == 2
+            and _listed(presence) == both
+        )
+
+    await _eventually(counted, "both followers in the MBeans")
+    for index, client in clients.items():
+        answer = await _presence(client, s)
+        assert (answer["subscribers"], _listed(answer)) == (2, both), index
+    await clients[1].close()  # bob leaves: the server's count follows
+
+    async def bob_left() -> bool:
+        presence = await _exec(two_workers, "presence", s)
+        return presence["subscribers"] == 1 and _listed(presence) == [("ann", NAME)]
+
+    await _eventually(bob_left, "bob gone from the presence list")
+
+
+async def test_occupancy_events_count_subscribers_on_every_worker(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    """A watcher of /pushgrid/occupancy on worker 0 hears that a subject only a client of
+    worker 1 follows is occupied, once, with the server's count."""
+    clients = await on_each_worker(two_workers, connect)
+    watcher, other = clients[0], clients[1]
+    assert (await watcher.subscribe(OCCUPANCY_EVENTS))["status"] == "allow"
+
+    async def watched() -> bool:
+        return (await _exec(two_workers, "occupancy", OCCUPANCY_EVENTS))["subscribers"] >= 1
+
+    await _eventually(watched, "the watcher counted")
+    s = subject("occupied")
+    assert (await other.subscribe(s))["status"] == "allow"
+    event = await watcher.wait_for(
+        lambda f: f.get("type") == "message" and f.get("fields", {}).get("subject") == s,
+        what=f"the occupied event of {s}",
+    )
+    assert (event["fields"]["event"], event["fields"]["subscribers"]) == ("occupied", "1")
+    assert event["fields"]["member"] == NAME
+
+
+async def _stats(srv: ServerProcess) -> dict[str, Any]:
+    async with monitor_http(srv) as http:
+        document: dict[str, Any] = (await http.get("/stats", params={"format": "json"})).json()
+    return document
+
+
+def _ranked(document: dict[str, Any], ranking: str, subject: str) -> float:
+    rows = document["hot_subjects"]["rankings"][ranking]
+    return next((row["value"] for row in rows if row["subject"] == subject), 0)
+
+
+async def test_hot_and_watched_subjects_count_the_server_s_traffic_once(
+    two_workers: ServerProcess, connect: Connect
+) -> None:
+    """A watched subject worker 0 owns, published on worker 1 and followed on both: worker 0's
+    views count its messages in once (where they entered), out on both workers, and both
+    subscribers."""
+    clients = await on_each_worker(two_workers, connect)
+    s = room(0, "/Watched")
+    for client in clients.values():
+        assert (await client.subscribe(s))["status"] == "allow"
+    n = 9
+    for i in range(n):
+        await clients[1].publish_ok(s, f"m{i}")
+    for client in clients.values():
+        assert len(await client.messages(n, s)) == n
+
+    async def counted() -> dict[str, Any] | None:
+        document = await _stats(two_workers)
+        found = {p["pattern"]: p for p in document["watched_subjects"]["patterns"]}[WATCHED]
+        totals = found["totals"]
+        if (
+            totals["messages_in_total"] == n
+            and totals["messages_out_total"] == 2 * n
+            and found["subscribers"] == 2
+            and _ranked(document, "messages_in", s) > 0
+            and _ranked(document, "messages_out", s) > 0
+            and _ranked(document, "subscribers", s) == 2
+        ):
+            return document
+        return None
+
+    await _eventually(counted, f"{s}: {n} in, {2 * n} out and 2 subscribers in worker 0's views")
