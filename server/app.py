@@ -79,6 +79,7 @@ from .transport.http_protocol import HttpConnection, MonitorConnection, MonitorL
 from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
+from .workers.address_rate import SharedAddressBuckets, share_spent
 from .workers.delivery_share import ARCHIVE_SETTLE, DeliveryShipper
 from .workers.delivery_share import absorb as absorb_delivery
 from .workers.engine import WorkersEngine
@@ -344,6 +345,7 @@ class PushServer:
         if isinstance(engine, WorkersEngine):
             await engine.wait_for_peers()  # clients are served by a whole mesh
             engine.totals = self.totals
+            self._share_publish_rate(engine)
             if plan.index == 0:
                 engine.reported = self._absorb_report
                 self._fold_every_worker(engine)
@@ -373,6 +375,17 @@ class PushServer:
         report = self._own_report()
         report.delivery = shipper.shipment()
         return report
+
+    def _share_publish_rate(self, engine: WorkersEngine) -> None:
+        """PublishRatePerAddress is the server's: each worker's buckets also pay for the
+        tokens the others took (server/workers/address_rate.py)."""
+        guard = self.admission.guard
+        rate, burst = guard.limits.rate_per_address, guard.limits.burst
+        if rate <= 0:
+            return
+        buckets = guard.addresses = SharedAddressBuckets(rate, burst, guard.clock)
+        engine.spent = buckets.debit
+        self.track(share_spent(buckets, engine.mesh.up_peers, engine.mesh.send))
 
     def _fold_every_worker(self, engine: WorkersEngine) -> None:
         """Worker 0: the others' per-subject deltas join its hub's, and subscriber rankings

@@ -55,6 +55,7 @@ from .wire import (
     MeshInterest,
     MeshMessage,
     MeshSignal,
+    MeshSpent,
     MeshTally,
     WorkerReport,
 )
@@ -115,6 +116,8 @@ class WorkersEngine(Engine):
         self.reported: Callable[[WorkerReport], None] | None = None
         #: worker 0's: the others' per-subject deltas go there (server/workers/tally_share.py)
         self.tallied: Callable[[dict[str, list[int]]], None] | None = None
+        #: the others' publish tokens per address go there (server/workers/address_rate.py)
+        self.spent: Callable[[dict[str, int]], None] | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index
@@ -230,6 +233,8 @@ class WorkersEngine(Engine):
             self._report(message)
         elif isinstance(message, MeshTally) and self.tallied is not None:
             self.tallied(message.rows)
+        elif isinstance(message, MeshSpent) and self.spent is not None:
+            self.spent(message.spent)
 
     def _answered(self, answer: MeshAnswer) -> None:
         waiting = self._asks.pop(answer.ask_id, None)

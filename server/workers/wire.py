@@ -106,6 +106,13 @@ class MeshTally(msgspec.Struct, tag=True):
     rows: dict[str, list[int]]
 
 
+class MeshSpent(msgspec.Struct, tag=True):
+    """The publish tokens the writer's connections took per address since its last share
+    (PublishRatePerAddress across workers: server/workers/address_rate.py)."""
+
+    spent: dict[str, int]
+
+
 MeshMessage = (
     MeshHello
     | MeshInterest
@@ -115,6 +122,7 @@ MeshMessage = (
     | WorkerReport
     | MeshSignal
     | MeshTally
+    | MeshSpent
 )
 
 _encoder = msgspec.msgpack.Encoder()

@@ -5,6 +5,7 @@ connection from the kernel)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import uuid
 from collections.abc import Callable
@@ -178,3 +179,29 @@ async def test_hot_and_watched_subjects_count_the_server_s_traffic_once(
         return None
 
     await _eventually(counted, f"{s}: {n} in, {2 * n} out and 2 subscribers in worker 0's views")
+
+
+async def test_publish_rate_per_address_is_the_server_s(
+    server_factory: Callable[..., ServerProcess], connect: Connect, subject: Callable[[str], str]
+) -> None:
+    """PublishRatePerAddress with two connections of one address, one on each worker: the
+    tokens one worker's connection took are gone for the other's too (a rate too low to
+    refill during the test: only the burst counts)."""
+    srv = server_factory(
+        Workers=2,
+        PublishRatePerAddress=0.001,
+        PublishBurst=5,
+        PublishRatePerConnection=0,  # unlimited: only the address's bucket counts
+        MetaSubjectInterval=0,
+        **{"Canary.Enabled": False},
+    )
+    clients = await on_each_worker(srv, connect)
+    s = subject("rate")
+    first = [(await clients[0].publish(s, f"a{i}"))["result"] for i in range(6)]
+    assert first == ["ok"] * 5 + ["rate_limited"], first
+    # the other worker hears of the spent tokens within SHARE_INTERVAL (0.1 s); a loaded
+    # machine gets twenty times that
+    await asyncio.sleep(2.0)
+    second = [await clients[1].publish(s, f"b{i}") for i in range(3)]
+    assert [r["result"] for r in second] == ["rate_limited"] * 3, second
+    assert "PublishRatePerAddress" in second[0]["reason"], second[0]

@@ -5,8 +5,16 @@ they travel in."""
 from __future__ import annotations
 
 from pushgrid.server.core.occupancy import OccupancyTable
+from pushgrid.server.workers.address_rate import SharedAddressBuckets
 from pushgrid.server.workers.member_bus import worker_member
-from pushgrid.server.workers.wire import FrameReader, MeshMessage, MeshSignal, MeshTally, encode
+from pushgrid.server.workers.wire import (
+    FrameReader,
+    MeshMessage,
+    MeshSignal,
+    MeshSpent,
+    MeshTally,
+    encode,
+)
 
 
 def test_worker_member_names_sort_worker_zero_first() -> None:
@@ -25,9 +33,26 @@ def test_the_table_folds_workers_under_the_server_s_name() -> None:
     assert sorted(table.counts()) == [("/a", 7), ("/b", 1)]
 
 
+def test_shared_buckets_pay_for_the_other_workers_tokens() -> None:
+    now = [0.0]
+    here = SharedAddressBuckets(rate=1.0, burst=5, clock=lambda: now[0])
+    assert [here.take("10.0.0.1") for _ in range(2)] == [True, True]
+    assert here.take_spent() == {"10.0.0.1": 2}
+    assert here.take_spent() == {}
+    here.debit({"10.0.0.1": 6, "10.0.0.2": 5})  # in debt by 3
+    assert not here.take("10.0.0.1")
+    assert not here.take("10.0.0.2")
+    now[0] = 4.0  # the refill pays the debt (3), then one token
+    assert here.take("10.0.0.1")
+    assert not here.take("10.0.0.1")
+    assert here.take_spent() == {"10.0.0.1": 1}, "refusals take nothing"
+    assert SharedAddressBuckets(rate=0, burst=1).take("x"), "0 = unlimited"
+
+
 def test_the_new_mesh_frames_round_trip() -> None:
     messages: list[MeshMessage] = [
         MeshSignal("pg.occupancy", b"\x00{}"),
         MeshTally({"/a": [1, 2, 30, 4]}),
+        MeshSpent({"127.0.0.1": 7}),
     ]
     assert FrameReader().feed(b"".join(encode(m) for m in messages)) == messages
