@@ -284,6 +284,7 @@ class PushServer:
             watchlist=self.watchlist,
             presence=self.occupancy.presence,
         )
+        self.operations = operations  # a worker answers worker 0's session operations
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
             self,
@@ -346,8 +347,11 @@ class PushServer:
             await engine.wait_for_peers()  # clients are served by a whole mesh
             engine.totals = self.totals
             self._share_publish_rate(engine)
+            engine.operate = self.operations.local_operation
+            self.operations.owns = engine.owns
             if plan.index == 0:
                 engine.reported = self._absorb_report
+                self.operations.others = engine.ask_every_other
                 self._fold_every_worker(engine)
             else:
                 shipper = DeliveryShipper(self.hub.delivery)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from pushgrid.protocol.errors import ErrorCode
@@ -118,6 +118,8 @@ class WorkersEngine(Engine):
         self.tallied: Callable[[dict[str, list[int]]], None] | None = None
         #: the others' publish tokens per address go there (server/workers/address_rate.py)
         self.spent: Callable[[dict[str, int]], None] | None = None
+        #: runs a monitoring operation on this worker's sessions for worker 0 (name, args)
+        self.operate: Callable[[str, list[Any]], Awaitable[Any]] | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index
@@ -275,6 +277,8 @@ class WorkersEngine(Engine):
                 answer.recovery = await inner.recover(ask.subject, Position(ask.epoch, ask.seq))
             elif ask.kind == "history":
                 answer.history = await inner.history(ask.subject, ask.limit)
+            elif ask.kind == "operation" and self.operate is not None:
+                answer.value = await self.operate(ask.name, ask.args)
             else:
                 raise EngineUnavailable(f"unknown mesh question {ask.kind!r}")
         except EngineRefusal as exc:
@@ -335,6 +339,23 @@ class WorkersEngine(Engine):
                 del held[i]
                 return True
         return False
+
+    async def ask_every_other(self, name: str, args: list[Any]) -> list[Any]:
+        """Every other linked worker's result of the monitoring operation ``name`` on its own
+        sessions; a worker that is not linked, or does not answer within ``ask_timeout``, is
+        left out (an operator's view must not wait for a stopped worker)."""
+
+        async def one(peer: int) -> Any:
+            ask = self._question("operation", "")
+            ask.name, ask.args = name, args
+            try:
+                answer = await self._ask_once(peer, ask, 0.0)
+            except EngineUnavailable:
+                return None
+            return None if answer is None or answer.error else answer.value
+
+        peers = self.mesh.up_peers()
+        return [v for v in await asyncio.gather(*map(one, peers)) if v is not None]
 
     def _question(self, kind: str, subject: str) -> MeshAsk:
         return MeshAsk(next(self._ask_ids), kind, subject)

@@ -9,6 +9,7 @@ snapshot is seen first, and the forwards of one subject arrive in seq order.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import msgspec
 
@@ -46,7 +47,8 @@ class MeshAsk(msgspec.Struct, tag=True):
     """A question to a subject's owner, answered by a ``MeshAnswer`` with the same ``ask_id``.
 
     ``kind``: ``publish`` (``request``), ``snapshot``, ``position``, ``recover`` (``epoch``,
-    ``seq``) or ``history`` (``limit``)."""
+    ``seq``) or ``history`` (``limit``); ``operation``: worker 0 asks any worker to run one of
+    its monitoring operations on its own sessions (``name``, ``args``; ``subject`` empty)."""
 
     ask_id: int
     kind: str
@@ -55,6 +57,8 @@ class MeshAsk(msgspec.Struct, tag=True):
     epoch: str = ""
     seq: int = 0
     limit: int = 0
+    name: str = ""
+    args: list[Any] = []
 
 
 class MeshAnswer(msgspec.Struct, tag=True):
@@ -70,6 +74,7 @@ class MeshAnswer(msgspec.Struct, tag=True):
     error: str | None = None
     code: str = ""
     reason: str = ""
+    value: Any = None  # an operation's result (builtins only)
 
 
 class WorkerReport(msgspec.Struct, tag=True):

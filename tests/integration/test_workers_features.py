@@ -22,6 +22,7 @@ from .test_workers import Connect, on_each_worker
 pytestmark = pytest.mark.timeout(240)
 
 SUBJECTS_MBEAN = "pushgrid:type=Subjects"
+SESSIONS_MBEAN = "pushgrid:type=Sessions"
 OCCUPANCY_EVENTS = "/pushgrid/occupancy"
 NAME = "w2f"
 WATCHED = "/Watched/*"
@@ -205,3 +206,65 @@ async def test_publish_rate_per_address_is_the_server_s(
     second = [await clients[1].publish(s, f"b{i}") for i in range(3)]
     assert [r["result"] for r in second] == ["rate_limited"] * 3, second
     assert "PublishRatePerAddress" in second[0]["reason"], second[0]
+
+
+async def test_session_operations_reach_the_sessions_of_every_worker(
+    two_workers: ServerProcess, connect: Connect, subject: Callable[[str], str]
+) -> None:
+    """The Sessions MBean (worker 0) lists, details, unsubscribes and disconnects a session
+    that worker 1 holds."""
+    clients = await on_each_worker(two_workers, connect)
+    held = clients[1]
+    session = held.welcome["session"]
+    s = subject("browsed")
+    assert (await held.subscribe(s))["status"] == "allow"
+    listed = await jolokia_exec(two_workers, SESSIONS_MBEAN, "list", [])
+    ids = {row["id"] for row in listed["value"]}
+    assert {clients[0].welcome["session"], session} <= ids, listed
+    detail = (await jolokia_exec(two_workers, SESSIONS_MBEAN, "detail", [session]))["value"]
+    assert detail is not None
+    assert (detail["id"], detail["subjects"]) == (session, [s]), detail
+    unsubscribed = await jolokia_exec(two_workers, SUBJECTS_MBEAN, "unsubscribe", [session, s])
+    assert unsubscribed["value"] is True, unsubscribed
+    await held.expect("unsubscribed", subject=s)
+    answer = await jolokia_exec(two_workers, SESSIONS_MBEAN, "disconnect", [session])
+    assert answer["value"] is True, answer
+    assert await held.wait_closed() == 4003
+    gone = await jolokia_exec(two_workers, SESSIONS_MBEAN, "disconnect", ["no-such-session"])
+    assert gone["value"] is False, gone
+
+
+async def _trace(srv: ServerProcess, operation: str, *arguments: Any) -> Any:
+    answer = await jolokia_exec(srv, SESSIONS_MBEAN, operation, list(arguments))
+    assert answer["status"] == 200, answer
+    return answer["value"]
+
+
+async def test_live_traces_follow_clients_and_subjects_of_every_worker(
+    two_workers: ServerProcess, connect: Connect
+) -> None:
+    """A client trace and a subject trace opened on worker 0 record what worker 1 sends its
+    client and numbers: each message once in the subject trace."""
+    clients = await on_each_worker(two_workers, connect)
+    s = room(1, "/Traced")
+    await _subscribe_as(clients[1], s, "tracy")
+    by_client = (await _trace(two_workers, "traceOpen", "client", "tracy"))["id"]
+    by_subject = (await _trace(two_workers, "traceOpen", "subject", s))["id"]
+    for i in range(3):
+        await clients[0].publish_ok(s, f"t{i}")
+    assert len(await clients[1].messages(3, s)) == 3
+
+    async def traced() -> dict[str, list[dict[str, Any]]] | None:
+        found = {}
+        for trace_id in (by_client, by_subject):
+            read = await _trace(two_workers, "traceRead", trace_id, -1, 100)
+            found[trace_id] = [e for e in read["events"] if e["subject"] == s]
+        return found if all(len(events) >= 3 for events in found.values()) else None
+
+    found = await _eventually(traced, "three messages in both traces")
+    session = clients[1].welcome["session"]
+    assert [(e["session"], e["client_id"]) for e in found[by_client]] == [(session, "tracy")] * 3
+    assert len(found[by_subject]) == 3, found[by_subject]
+    assert [f"t{i}" in e["text"] for i, e in enumerate(found[by_subject])] == [True] * 3
+    for trace_id in (by_client, by_subject):
+        assert await _trace(two_workers, "traceClose", trace_id) is True
