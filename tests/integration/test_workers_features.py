@@ -6,18 +6,34 @@ connection from the kernel)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import uuid
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from websockets.asyncio.client import connect as ws_connect
 
 from pushgrid.server.workers.ownership import owner_of
 
-from .pgtest import ServerProcess, WsClient, jolokia_exec, monitor_http
+from .pgtest import (
+    BatchWsClient,
+    RawWs,
+    ServerProcess,
+    WsClient,
+    jolokia_exec,
+    monitor_http,
+    publish_burst,
+    subscribe_with,
+)
+from .test_conflation import at_period_start, is_message
+from .test_entitlement import SECRET as JWT_SECRET
+from .test_entitlement import token as jwt_token
+from .test_entitlement_hardening import _plugin_env
 from .test_occupancy import _eventually as _poll
-from .test_workers import Connect, on_each_worker
+from .test_workers import Connect, on_each_worker, on_worker, worker_holding
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -268,3 +284,153 @@ async def test_live_traces_follow_clients_and_subjects_of_every_worker(
     assert [f"t{i}" in e["text"] for i, e in enumerate(found[by_subject])] == [True] * 3
     for trace_id in (by_client, by_subject):
         assert await _trace(two_workers, "traceClose", trace_id) is True
+
+
+# -- proofs: features that take the forwarded path unchanged (issue 31 item 2 step 5) -------
+# Each: a subscriber on worker 0 of a subject worker 1 owns, its publisher on worker 1.
+
+
+async def _on(index: int, srv: ServerProcess, connect: Connect, token: str) -> WsClient:
+    return await on_worker(index, srv, functools.partial(connect, token=token))
+
+
+async def test_jwt_entitlement_across_workers(
+    server_factory: Callable[..., ServerProcess], connect: Connect
+) -> None:
+    srv = server_factory(Workers=2, Entitlement="jwt", EntitlementJwtSecret=JWT_SECRET)
+    reader = await _on(0, srv, connect, jwt_token({"sub": ["/Stocks/*"], "pub": []}))
+    writer = await _on(1, srv, connect, jwt_token({"sub": [], "pub": ["/Stocks/*"]}))
+    s = room(1, "/Stocks")
+    assert (await reader.subscribe(s))["status"] == "allow"
+    assert (await reader.subscribe(room(1, "/Bonds")))["status"] == "deny"
+    assert (await reader.publish(s, "no"))["result"] == "denied"
+    assert (await writer.subscribe(s))["status"] == "deny"
+    await writer.publish_ok(s, "yes")
+    assert [m["content"] for m in await reader.messages(1, s)] == ["yes"]
+
+
+async def test_custom_entitlement_across_workers(
+    server_factory: Callable[..., ServerProcess], connect: Connect, tmp_path: Path
+) -> None:
+    keys = {"reader": {"sub": ["/Public/"]}, "writer": {"sub": ["/Public/"], "pub": ["/Public/"]}}
+    srv = server_factory(
+        _env=_plugin_env(tmp_path, keys),
+        Workers=2,
+        Entitlement="custom:example",
+        EntitlementCustomTimeout=2,
+    )
+    reader, writer = await _on(0, srv, connect, "reader"), await _on(1, srv, connect, "writer")
+    s = room(1, "/Public")
+    assert (await reader.subscribe(s))["status"] == "allow"
+    assert (await reader.subscribe(room(1, "/Private")))["status"] == "deny"
+    assert (await reader.publish(s, "no"))["result"] == "denied"
+    await writer.publish_ok(s, "hello")
+    assert [m["content"] for m in await reader.messages(1, s)] == ["hello"]
+
+
+async def test_conflation_across_workers(two_workers: ServerProcess, connect: Connect) -> None:
+    clients = await on_each_worker(two_workers, connect)
+    s = room(1, "/Conflated")
+    subscribed = await subscribe_with(clients[0], s, conflation=887)
+    live_since = asyncio.get_running_loop().time()
+    assert subscribed["status"] == "allow", subscribed
+    items = [(f"c{i}", {f"f{i}": str(i), "last": str(i)}) for i in range(1, 6)]
+    await at_period_start(live_since, 0.8)  # 887 ms conflates over 800 ms
+    results = await publish_burst(clients[1], s, items)
+    message = await clients[0].wait_for(is_message(s), what="the conflated message")
+    assert (message["conflated"], message["content"]) == (True, "c5"), message
+    assert message["fields"] == {**{f"f{i}": str(i) for i in range(1, 6)}, "last": "5"}
+    assert message["seq"] == results[-1]["seq"]
+
+
+async def test_batching_across_workers(server_factory: Callable[..., ServerProcess]) -> None:
+    srv = server_factory(Workers=2, BatchingTime=100)
+    opened: list[BatchWsClient] = []
+
+    async def batch_client(_target: ServerProcess) -> WsClient:
+        client = await BatchWsClient.open(srv)
+        opened.append(client)
+        client.welcome = await client.expect("welcome")
+        return client
+
+    try:
+        subscriber = cast(BatchWsClient, await on_worker(0, srv, batch_client))
+        publisher = await on_worker(1, srv, batch_client)
+        s = room(1, "/Batched")
+        assert (await subscribe_with(subscriber, s))["status"] == "allow"
+        mark = len(subscriber.raw)
+        results = await publish_burst(publisher, s, [(f"m{i}", {}) for i in range(30)])
+        got = await subscriber.messages(30, s)
+        assert [m["seq"] for m in got] == [r["seq"] for r in results]
+        frames = subscriber.raw[mark:]
+        assert len(frames) < 30, f"{len(frames)} frames for 30 messages: not batched"
+        assert any(isinstance(f, list) for f in frames)
+    finally:
+        for client in opened:
+            await client.close()
+
+
+async def test_permessage_deflate_across_workers(
+    two_workers: ServerProcess, connect: Connect
+) -> None:
+    publisher = await on_worker(1, two_workers, connect)
+    s = room(1, "/Deflated")
+    for _ in range(80):
+        ws = await ws_connect(two_workers.ws_url, compression="deflate", proxy=None)
+        client = WsClient(ws)
+        if worker_holding(two_workers, client) == 0:
+            break
+        await client.close()
+    else:
+        raise AssertionError("80 connections, none on worker 0")
+    try:
+        assert ws.response is not None
+        assert "permessage-deflate" in ws.response.headers["Sec-WebSocket-Extensions"]
+        await client.expect("welcome")
+        assert (await client.subscribe(s))["status"] == "allow"
+        content = "quote " * 200  # compressible
+        await publisher.publish_ok(s, content)
+        assert [m["content"] for m in await client.messages(1, s)] == [content]
+    finally:
+        await client.close()
+
+
+async def test_slow_consumer_policy_across_workers(
+    server_factory: Callable[..., ServerProcess], connect: Connect
+) -> None:
+    """A subscriber on worker 0 that stops reading a subject worker 1 owns is closed as a slow
+    consumer, and the Sessions MBean's slowConsumers (worker 0) lists it."""
+    srv = server_factory(Workers=2, MaxOutboundBufferSize=65536, SlowConsumerCloseTimeout=1)
+    s = room(1, "/Slow")
+    for _ in range(80):
+        slow = await asyncio.to_thread(RawWs, srv.host, srv.port, rcvbuf=4096)
+        port = slow.sock.getsockname()[1]
+        if worker_holding(srv, cast(WsClient, _LocalPort(port))) == 0:
+            break
+        slow.close()
+    else:
+        raise AssertionError("80 connections, none on worker 0")
+    slow.send_json({"op": "subscribe", "id": 1, "subjects": [{"subject": s}]})
+    await asyncio.to_thread(slow.read_frames, 2)  # welcome + subscribed; then it stops reading
+    publisher = await on_worker(1, srv, connect)
+    payload = "x" * 1024
+
+    async def closed_as_slow() -> list[dict[str, Any]] | None:
+        for _ in range(100):
+            await publisher.publish_ok(s, payload)
+        records = await _trace(srv, "slowConsumers")
+        return [r for r in records if r["subjects"] == [s]] or None
+
+    (record,) = await _eventually(closed_as_slow, "the slow consumer closed and listed")
+    assert record["limit"] == 65536, record
+    ended = await asyncio.to_thread(slow.read_until_closed, 30)
+    assert ended == "reset" or slow.close_code == 4001, (ended, slow.close_code)
+    slow.close()
+
+
+class _LocalPort:
+    """What worker_holding reads of a client: its local (address, port)."""
+
+    def __init__(self, port: int) -> None:
+        self.ws = self
+        self.local_address = ("127.0.0.1", port)
