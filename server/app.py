@@ -80,11 +80,13 @@ from .transport.limits import PendingConnections, SecurityCounters
 from .transport.timers import KeepalivePolicy
 from .transport.tls import TlsFiles, TlsPolicy, server_context
 from .transport.wheel import ConnectionSet
+from .workers.address_rate import SharedAddressBuckets, share_spent
 from .workers.delivery_share import ARCHIVE_SETTLE, DeliveryShipper
 from .workers.delivery_share import absorb as absorb_delivery
 from .workers.engine import WorkersEngine
 from .workers.heartbeat import heartbeat
 from .workers.supervisor import WorkerPlan
+from .workers.tally_share import ShippedAway, TallyShipper
 from .workers.totals import WorkerTotals, own_report, report_to_worker_zero
 from .workers.wire import WorkerReport
 
@@ -209,10 +211,7 @@ class PushServer:
         self.hub.delta_limits = DeltaLimits(  # delta tables are bounded like snapshots
             bounds.max_fields_per_subject, bounds.max_snapshot_size, bounds.max_retained_bytes
         )
-        bus = self.engine.member_bus()
-        self.occupancy = OccupancyService(
-            server.server_name, self.hub, bus, settings.occupancy, self.engine
-        )
+        self.occupancy = self._occupancy(server.server_name, settings)
         self.canary = CanaryService(
             server.server_name,
             self.hub,
@@ -286,6 +285,7 @@ class PushServer:
             watchlist=self.watchlist,
             presence=self.occupancy.presence,
         )
+        self.operations = operations  # a worker answers worker 0's session operations
         self.jolokia = build_agent(self, operations, settings, self.loop_bridge)
         self.monitor = MonitorRoutes(
             self,
@@ -347,11 +347,17 @@ class PushServer:
         if isinstance(engine, WorkersEngine):
             await engine.wait_for_peers()  # clients are served by a whole mesh
             engine.totals = self.totals
+            self._share_publish_rate(engine)
+            engine.operate = self.operations.local_operation
+            self.operations.owns = engine.owns
             if plan.index == 0:
                 engine.reported = self._absorb_report
+                self.operations.others = engine.ask_every_other
+                self._fold_every_worker(engine)
             else:
                 shipper = DeliveryShipper(self.hub.delivery)
-                report = partial(self._report_to_worker_zero, shipper)
+                tally = self._ship_tally(engine)
+                report = partial(self._report_to_worker_zero, shipper, tally)
                 self.track(report_to_worker_zero(partial(engine.mesh.send, 0), report))
         backlog = self.listeners.listen_backlog
         for sock, tls in plan.listeners:
@@ -369,10 +375,36 @@ class PushServer:
         lag = (panel.loop_lag_seconds, panel.loop_lag_max_seconds)
         return own_report(index, self.counters, len(self.connections), own, lag)
 
-    def _report_to_worker_zero(self, shipper: DeliveryShipper) -> WorkerReport:
+    def _report_to_worker_zero(self, shipper: DeliveryShipper, tally: TallyShipper) -> WorkerReport:
+        tally.ship()  # the second's deltas first: worker 0 reads them before the report
         report = self._own_report()
         report.delivery = shipper.shipment()
         return report
+
+    def _share_publish_rate(self, engine: WorkersEngine) -> None:
+        """PublishRatePerAddress is the server's: each worker's buckets also pay for the
+        tokens the others took (server/workers/address_rate.py)."""
+        guard = self.admission.guard
+        rate, burst = guard.limits.rate_per_address, guard.limits.burst
+        if rate <= 0:
+            return
+        buckets = guard.addresses = SharedAddressBuckets(rate, burst, guard.clock)
+        engine.spent = buckets.debit
+        self.track(share_spent(buckets, engine.mesh.up_peers, engine.mesh.send))
+
+    def _fold_every_worker(self, engine: WorkersEngine) -> None:
+        """Worker 0: the others' per-subject deltas join its hub's, and subscriber rankings
+        count the server's subscribers (the occupancy table), so hot and watched subjects
+        are the server's (server/workers/tally_share.py)."""
+        engine.tallied = self.hub.add_tally
+        self.watch_feed.counts = self.occupancy.table.counts
+
+    def _ship_tally(self, engine: WorkersEngine) -> TallyShipper:
+        """A worker but 0: its hub's deltas go to worker 0, its own sampler folds none."""
+        tally = TallyShipper(self.hub, partial(engine.mesh.send, 0))
+        self.hub.on_tally_full = tally.ship
+        self.watch_feed.hub = ShippedAway(self.hub)
+        return tally
 
     def _absorb_report(self, report: WorkerReport) -> None:
         if report.delivery is not None:
@@ -438,6 +470,16 @@ class PushServer:
 
     def _monitor_protocol(self) -> MonitorConnection:
         return MonitorConnection(self, self.monitor, self.monitor_limits)
+
+    def _occupancy(self, server_name: str, settings: Settings) -> OccupancyService:
+        """Occupancy and presence between the members; a worker of several is a member of its
+        own name on the mesh, shown under the server's (server/workers/member_bus.py)."""
+        engine = self.engine
+        if not isinstance(engine, WorkersEngine):
+            bus = engine.member_bus()
+            return OccupancyService(server_name, self.hub, bus, settings.occupancy, engine)
+        bus = engine.bus.named(server_name)
+        return OccupancyService(bus.name, self.hub, bus, settings.occupancy, engine, bus.fold)
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:
         probe = self.canary.probe_grant(token)  # the admin API's probe (ADR 049), else None

@@ -23,7 +23,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import msgspec
@@ -83,11 +83,13 @@ class OccupancyService:
         bus: MemberBus | None,
         settings: OccupancySettings,
         publisher: EventPublisher,
+        fold: Callable[[str], str] = str,
     ) -> None:
         self.name, self._local, self._bus, self._settings = name, local, bus, settings
         self._publisher = publisher
-        self.table = OccupancyTable()
+        self.table = OccupancyTable(fold)  # fold: a worker's name is its server's (ADR 060)
         self.presence = PresenceService(name, settings, self.table)
+        self.presence.fold = fold
         self._version = 0
         self._heard: dict[str, int] = {}  # member -> last version applied
         self._ids = itertools.count(1)
@@ -253,7 +255,7 @@ class OccupancyService:
             "subject": transition.subject,
             "subscribers": transition.subscribers,
             "ts": int(time.time() * 1000),
-            "member": self.name,
+            "member": self.table.fold(self.name),
         }
 
     async def _publish(self, subject: str, event: dict[str, str | int]) -> None:

@@ -11,7 +11,7 @@ with ``Occupancy.PresenceWebhook``, on the occupancy webhook. docs/occupancy.md,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from pushgrid.config.occupancy import OccupancySettings
@@ -43,6 +43,8 @@ class PresenceService:
         self.table = PresenceTable()
         self._counts = counts
         self.events = {"join": 0, "leave": 0}  # emitted by this member
+        #: the name an operator sees for a member (a worker's is its server's: ADR 060)
+        self.fold: Callable[[str], str] = str
 
     def enabled(self, subject: str) -> bool:
         """Does ``subject`` keep presence (it matches ``Occupancy.PresencePatterns``)?"""
@@ -82,7 +84,9 @@ class PresenceService:
         return PresenceAnswer(
             subject=subject,
             subscribers=subscribers,
-            clients=[PresentClientFrame(p.session, p.client_id, p.member) for p in present],
+            clients=[
+                PresentClientFrame(p.session, p.client_id, self.fold(p.member)) for p in present
+            ],
             truncated=len(present) < subscribers,
             id=request_id,
         )
@@ -96,8 +100,8 @@ class PresenceService:
             "subject": change.subject,
             "session": change.present.session,
             "client_id": change.present.client_id,
-            "on": change.present.member,
+            "on": self.fold(change.present.member),
             "subscribers": self._counts.subscribers(change.subject),
             "ts": ts,
-            "member": self.name,
+            "member": self.fold(self.name),
         }

@@ -12,6 +12,7 @@ falls between the two.
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -311,6 +312,13 @@ class Hub:
         """The per-subject deltas counted since the last call (the hub starts a new dict)."""
         tally, self.tally = self.tally, {}
         return tally
+
+    def add_tally(self, rows: dict[str, list[int]]) -> None:
+        """Another worker's per-subject deltas, counted as if here (worker 0 of a multi-process
+        server folds the server's traffic: server/workers/tally_share.py)."""
+        for subject, row in rows.items():
+            counts = self.tally.get(subject) or self._new_tally(subject)
+            counts[:] = map(operator.add, counts, row)  # same columns: the same version
 
     def _new_tally(self, subject: str) -> list[int]:
         if len(self.tally) >= self.tally_limit:

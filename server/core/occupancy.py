@@ -17,7 +17,7 @@ Memory: one dict entry per (member, subscribed subject) plus one per occupied su
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,8 +34,10 @@ class Transition:
 
 
 class OccupancyTable:
-    def __init__(self) -> None:
+    def __init__(self, fold: Callable[[str], str] = str) -> None:
         self._by_member: dict[str, dict[str, int]] = {}
+        #: the name an operator sees for a member (a worker's is its server's: ADR 060)
+        self.fold = fold
         self._totals: dict[str, int] = {}  # occupied subjects only
 
     # -- changes ----------------------------------------------------------------------------
@@ -87,13 +89,23 @@ class OccupancyTable:
         """The cluster count of ``subject``."""
         return self._totals.get(subject, 0)
 
+    def counts(self) -> Iterable[tuple[str, int]]:
+        """(subject, cluster count) of every occupied subject."""
+        return self._totals.items()
+
     def count_on(self, member: str, subject: str) -> int:
         """``subject``'s count on ``member`` (0: none there)."""
         return self._by_member.get(member, {}).get(subject, 0)
 
     def by_member(self, subject: str) -> dict[str, int]:
-        """``subject``'s count on each member that has a subscriber."""
-        return {m: held[subject] for m, held in self._by_member.items() if subject in held}
+        """``subject``'s count on each member that has a subscriber (the workers of one server
+        summed under its name: ``fold``)."""
+        counts: dict[str, int] = {}
+        for member, held in self._by_member.items():
+            if subject in held:
+                name = self.fold(member)
+                counts[name] = counts.get(name, 0) + held[subject]
+        return counts
 
     def members(self) -> Iterable[str]:
         """The members that hold at least one subscriber."""

@@ -15,6 +15,7 @@ session sends or receives outside the fan-out loop.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import secrets
 import time
@@ -65,6 +66,7 @@ class Tap:
         self.events: deque[TraceEvent] = deque(maxlen=size)
         self.next_index = 0
         self.last_read = time.monotonic()
+        self.taken = -1  # the last index another worker's pull took (a multi-process server)
 
     @property
     def dropped(self) -> int:
@@ -92,6 +94,18 @@ class Tap:
         self.last_read = time.monotonic()
         return list(itertools.islice((e for e in self.events if e.index > index), limit))
 
+    def take(self) -> list[TraceEvent]:
+        """The events since the last take (worker 0 pulls a worker's share of a trace)."""
+        events = self.after(self.taken, len(self.events))
+        self.taken = self.next_index - 1
+        return events
+
+    def merge(self, events: Iterable[TraceEvent]) -> None:
+        """Another worker's events, in time order, numbered after this tap's own."""
+        for event in sorted(events, key=lambda e: e.at):
+            self.events.append(dataclasses.replace(event, index=self.next_index))
+            self.next_index += 1
+
 
 class Tracer:
     """The member's open traces, indexed the way the hub and the sessions look them up."""
@@ -101,7 +115,10 @@ class Tracer:
         self.by_subject: dict[str, list[Tap]] = {}
         self.by_client: dict[str, list[Tap]] = {}
 
-    def open(self, kind: str, value: str) -> Tap:
+    def open(self, kind: str, value: str, tap_id: str = "", record: bool = True) -> Tap:
+        """A new trace (``tap_id``: worker 0's id for the same trace on another worker);
+        ``record`` false: it only holds what other workers recorded (a subject another
+        worker owns: only the owner records it, once per message)."""
         self._reap()
         if kind not in KINDS:
             raise TraceRefused(f"a trace follows a client or a subject, not {kind!r}")
@@ -110,9 +127,11 @@ class Tracer:
         if len(self.taps) >= MAX_TRACES:
             raise TraceRefused(f"{MAX_TRACES} traces are open on this member: close one first")
         tap = Tap(kind, value)
+        tap.id = tap_id or tap.id
         self.taps[tap.id] = tap
-        index = self.by_client if kind == "client" else self.by_subject
-        index.setdefault(value, []).append(tap)
+        if record:
+            index = self.by_client if kind == "client" else self.by_subject
+            index.setdefault(value, []).append(tap)
         return tap
 
     def close(self, tap_id: str) -> bool:

@@ -204,6 +204,8 @@ class WatchFeed:
         self.hub = hub
         self.watchlist = watchlist
         self.accounts = accounts  # delivery accounting sees every tally too (ADR 054)
+        # (subject, subscribers): the hub's; worker 0 of several reads the server's (ADR 060)
+        self.counts: Callable[[], Iterable[tuple[str, int]]] = hub.subscriber_counts
 
     def take_tally(self) -> dict[str, list[int]]:
         tally = self.hub.take_tally()
@@ -213,7 +215,7 @@ class WatchFeed:
         return tally
 
     def subscriber_counts(self) -> Iterable[tuple[str, int]]:
-        return self.hub.subscriber_counts()
+        return self.counts()
 
     def drain(self) -> None:
         self.take_tally()
@@ -221,4 +223,4 @@ class WatchFeed:
     def read(self, wall: float, tick: float) -> None:
         """The sampler's reading: the deltas left, then the patterns' reading."""
         self.drain()
-        self.watchlist.read(wall, tick, self.hub.subscriber_counts())
+        self.watchlist.read(wall, tick, self.counts())

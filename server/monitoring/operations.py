@@ -6,7 +6,7 @@ MBeans call. Every method runs on the event loop (the MBeans reach it through th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final, Protocol
 
 from pushgrid.ops.sessions import RecordedFrame, SessionDetailDocument, SessionDocument, to_builtins
@@ -18,7 +18,7 @@ from ..core.hub import Hub
 from ..core.occupancy import OccupancyTable
 from ..core.session import PresenceLookup, Session
 from ..core.slow_consumers import transport_of
-from ..core.tracing import TraceRefused
+from ..core.tracing import TraceEvent, TraceRefused
 from ..core.watch import WatchError, Watchlist
 from ..engine.base import ALERTS_SUBJECT, Published, PublishRequest, Snapshot, SubjectEntry
 from ..framing.wsframe import frame_payload
@@ -105,12 +105,63 @@ class ServerOperations:
         self.engine = engine
         self.occupancy = occupancy or OccupancyTable()
         self.watchlist = watchlist if watchlist is not None else Watchlist()
+        #: worker 0 of several: the other workers' results of a session operation (ADR 060)
+        self.others: Callable[[str, list[Any]], Awaitable[list[Any]]] | None = None
+        #: a worker of several: does it own (number, trace) this subject?
+        self.owns: Callable[[str], bool] | None = None
 
-    def session_list(self) -> list[dict[str, Any]]:
-        """Every session as :class:`~pushgrid.ops.sessions.SessionDocument`."""
+    # -- sessions: this process's, and (worker 0 of several) every other worker's -----------
+
+    async def _elsewhere(self, name: str, *args: Any) -> list[Any]:
+        """The other workers' results of ``name`` (none with one process: ADR 060)."""
+        return [] if self.others is None else await self.others(name, list(args))
+
+    async def local_operation(self, name: str, args: list[Any]) -> Any:
+        """A session operation on this process's sessions only (what another worker asks)."""
+        local: dict[str, Callable[..., Any]] = {
+            "session_list": self._session_list,
+            "session_detail": self._session_detail,
+            "disconnect": self._disconnect,
+            "slow_consumers": self._slow_consumers,
+            "unsubscribe": self._unsubscribe,
+            "trace_open": self._trace_open,
+            "trace_take": self._trace_take,
+            "trace_close": self._trace_close,
+        }
+        return local[name](*args)
+
+    async def session_list(self) -> list[dict[str, Any]]:
+        """Every session of the server, as :class:`~pushgrid.ops.sessions.SessionDocument`."""
+        rows = self._session_list()
+        for others in await self._elsewhere("session_list"):
+            rows += others
+        return rows
+
+    async def session_detail(self, session_id: str, keep: int = 20) -> dict[str, Any] | None:
+        found = self._session_detail(session_id, keep)
+        if found is None:
+            found = next(iter(await self._elsewhere("session_detail", session_id, keep)), None)
+        return found
+
+    async def disconnect(self, session_id: str) -> bool:
+        return self._disconnect(session_id) or any(await self._elsewhere("disconnect", session_id))
+
+    async def slow_consumers(self) -> list[dict[str, Any]]:
+        """The server's slow-consumer log (every worker's), oldest first."""
+        records = self._slow_consumers()
+        for others in await self._elsewhere("slow_consumers"):
+            records += others
+        return sorted(records, key=lambda record: record["at"])
+
+    async def unsubscribe(self, session_id: str, subject: str) -> bool:
+        return self._unsubscribe(session_id, subject) or any(
+            await self._elsewhere("unsubscribe", session_id, subject)
+        )
+
+    def _session_list(self) -> list[dict[str, Any]]:
         return [to_builtins(session_info(s)) for s in self.hub.sessions.values()]
 
-    def session_detail(self, session_id: str, keep: int = 20) -> dict[str, Any] | None:
+    def _session_detail(self, session_id: str, keep: int = 20) -> dict[str, Any] | None:
         """One session for the live trace; from now on its last ``keep`` frames are recorded."""
         session = self.hub.sessions.get(session_id)
         if session is None:
@@ -124,11 +175,20 @@ class ServerOperations:
         # what its client reported (ADR 048), beside the document
         return {**to_builtins(detail), "delivery": session.delivery.summary()}
 
-    def trace_open(self, kind: str, value: str) -> dict[str, Any]:
+    async def trace_open(self, kind: str, value: str) -> dict[str, Any]:
         """Open a trace by client id or subject (admin API, audited there): ``{"id"}`` or
-        ``{"error"}``. A client trace starts recording the matching sessions' live frames."""
+        ``{"error"}``. A client trace starts recording the matching sessions' live frames;
+        with several workers every worker opens it under the same id (ADR 060)."""
+        opened = self._trace_open(kind, value)
+        if "id" in opened:
+            await self._elsewhere("trace_open", kind, value, opened["id"])
+        return opened
+
+    def _trace_open(self, kind: str, value: str, tap_id: str = "") -> dict[str, Any]:
+        # a subject is traced where it is numbered (its owner: once per message)
+        record = kind != "subject" or self.owns is None or self.owns(str(value))
         try:
-            tap = self.hub.tracer.open(str(kind), str(value))
+            tap = self.hub.tracer.open(str(kind), str(value), tap_id, record)
         except TraceRefused as exc:
             return {"error": str(exc)}
         if tap.kind == "client":
@@ -137,11 +197,18 @@ class ServerOperations:
                     self.hub.rebind(session)
         return {"id": tap.id}
 
-    def trace_read(self, trace_id: str, after: int, limit: int) -> dict[str, Any] | None:
-        """The trace's events after ``after`` (at most ``limit``, 1-5000); None if unknown."""
+    def _trace_take(self, trace_id: str) -> list[dict[str, Any]] | None:
+        tap = self.hub.tracer.taps.get(str(trace_id))
+        return None if tap is None else [dataclasses.asdict(e) for e in tap.take()]
+
+    async def trace_read(self, trace_id: str, after: int, limit: int) -> dict[str, Any] | None:
+        """The trace's events after ``after`` (at most ``limit``, 1-5000); None if unknown.
+        With several workers, the others' new events join worker 0's first."""
         tap = self.hub.tracer.taps.get(str(trace_id))
         if tap is None:
             return None
+        for events in await self._elsewhere("trace_take", trace_id):
+            tap.merge(TraceEvent(**event) for event in events)
         events = tap.after(int(after), max(1, min(5000, int(limit))))
         return {
             "id": tap.id,
@@ -153,7 +220,12 @@ class ServerOperations:
             "events": [dataclasses.asdict(e) for e in events],
         }
 
-    def trace_close(self, trace_id: str) -> bool:
+    async def trace_close(self, trace_id: str) -> bool:
+        closed = self._trace_close(trace_id)
+        await self._elsewhere("trace_close", trace_id)
+        return closed
+
+    def _trace_close(self, trace_id: str) -> bool:
         tap = self.hub.tracer.taps.get(str(trace_id))
         if not self.hub.tracer.close(str(trace_id)):
             return False
@@ -163,11 +235,11 @@ class ServerOperations:
                     self.hub.rebind(session)
         return True
 
-    def slow_consumers(self) -> list[dict[str, Any]]:
-        """The member's slow-consumer log (server/core/slow_consumers.py), oldest first."""
+    def _slow_consumers(self) -> list[dict[str, Any]]:
+        """This process's slow-consumer log (server/core/slow_consumers.py), oldest first."""
         return [dataclasses.asdict(record) for record in self.hub.slow_consumers.records]
 
-    def disconnect(self, session_id: str) -> bool:
+    def _disconnect(self, session_id: str) -> bool:
         session = self.hub.sessions.get(session_id)
         if session is None:
             return False
@@ -302,7 +374,7 @@ class ServerOperations:
         epoch, seq = await self.engine.position(subject)
         return {"subject": subject, "removed": removed, "epoch": epoch, "seq": seq}
 
-    def unsubscribe(self, session_id: str, subject: str) -> bool:
+    def _unsubscribe(self, session_id: str, subject: str) -> bool:
         """End one session's subscription as if it had sent ``unsubscribe``: it gets the
         ``unsubscribed`` frame (no id) and nothing more of the subject; False if it had none."""
         session = self.hub.sessions.get(session_id)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from pushgrid.protocol.errors import ErrorCode
@@ -44,10 +44,21 @@ from ..engine.base import (
     SnapshotLimitExceeded,
 )
 from ..engine.memory import MemoryEngine
+from .member_bus import MeshBus
 from .mesh import Mesh
 from .ownership import owner_of
 from .totals import WorkerTotals
-from .wire import MeshAnswer, MeshAsk, MeshForward, MeshInterest, MeshMessage, WorkerReport
+from .wire import (
+    MeshAnswer,
+    MeshAsk,
+    MeshForward,
+    MeshInterest,
+    MeshMessage,
+    MeshSignal,
+    MeshSpent,
+    MeshTally,
+    WorkerReport,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +95,8 @@ class WorkersEngine(Engine):
         self.workers = workers
         self.ask_timeout = ask_timeout
         self.mesh = Mesh(token, index, workers, self)
+        #: occupancy and presence between the workers (server/workers/member_bus.py)
+        self.bus = MeshBus(self.mesh, index, workers)
         # subjects this worker owns -> the other workers with subscribers of them
         self._peer_interest: dict[str, set[int]] = {}
         # subjects owned elsewhere that this worker's sessions follow (told to their owners)
@@ -101,6 +114,12 @@ class WorkersEngine(Engine):
         self.totals: WorkerTotals | None = None
         #: worker 0's: what else a report carries goes there (the clients' delivery reports)
         self.reported: Callable[[WorkerReport], None] | None = None
+        #: worker 0's: the others' per-subject deltas go there (server/workers/tally_share.py)
+        self.tallied: Callable[[dict[str, list[int]]], None] | None = None
+        #: the others' publish tokens per address go there (server/workers/address_rate.py)
+        self.spent: Callable[[dict[str, int]], None] | None = None
+        #: runs a monitoring operation on this worker's sessions for worker 0 (name, args)
+        self.operate: Callable[[str, list[Any]], Awaitable[Any]] | None = None
 
     def owns(self, subject: str) -> bool:
         return owner_of(subject, self.workers) == self.index
@@ -113,6 +132,7 @@ class WorkersEngine(Engine):
         await self.mesh.start()
 
     async def close(self) -> None:
+        self.bus.close()
         await self.mesh.close()
         for _peer, future in self._asks.values():
             if not future.done():
@@ -203,13 +223,32 @@ class WorkersEngine(Engine):
         elif isinstance(message, MeshAsk):
             self._spawn(self._answer(peer, message))
         elif isinstance(message, MeshAnswer):
-            waiting = self._asks.pop(message.ask_id, None)
-            if waiting is not None and not waiting[1].done():
-                waiting[1].set_result(message)
-        elif isinstance(message, WorkerReport) and self.totals is not None:
-            self.totals.absorb(message)
+            self._answered(message)
+        else:
+            self._for_the_server(message)
+
+    def _for_the_server(self, message: MeshMessage) -> None:
+        """What another worker shares with this one's services (monitoring, occupancy, rates)."""
+        if isinstance(message, MeshSignal):
+            self.bus.received(message)
+        elif isinstance(message, WorkerReport):
+            self._report(message)
+        elif isinstance(message, MeshTally) and self.tallied is not None:
+            self.tallied(message.rows)
+        elif isinstance(message, MeshSpent) and self.spent is not None:
+            self.spent(message.spent)
+
+    def _answered(self, answer: MeshAnswer) -> None:
+        waiting = self._asks.pop(answer.ask_id, None)
+        if waiting is not None and not waiting[1].done():
+            waiting[1].set_result(answer)
+
+    def _report(self, report: WorkerReport) -> None:
+        """Another worker's numbers (worker 0 only: it holds ``totals``)."""
+        if self.totals is not None:
+            self.totals.absorb(report)
             if self.reported is not None:
-                self.reported(message)
+                self.reported(report)
 
     def _unfollow(self, subject: str, peer: int) -> None:
         peers = self._peer_interest.get(subject)
@@ -238,6 +277,8 @@ class WorkersEngine(Engine):
                 answer.recovery = await inner.recover(ask.subject, Position(ask.epoch, ask.seq))
             elif ask.kind == "history":
                 answer.history = await inner.history(ask.subject, ask.limit)
+            elif ask.kind == "operation" and self.operate is not None:
+                answer.value = await self.operate(ask.name, ask.args)
             else:
                 raise EngineUnavailable(f"unknown mesh question {ask.kind!r}")
         except EngineRefusal as exc:
@@ -299,6 +340,23 @@ class WorkersEngine(Engine):
                 return True
         return False
 
+    async def ask_every_other(self, name: str, args: list[Any]) -> list[Any]:
+        """Every other linked worker's result of the monitoring operation ``name`` on its own
+        sessions; a worker that is not linked, or does not answer within ``ask_timeout``, is
+        left out (an operator's view must not wait for a stopped worker)."""
+
+        async def one(peer: int) -> Any:
+            ask = self._question("operation", "")
+            ask.name, ask.args = name, args
+            try:
+                answer = await self._ask_once(peer, ask, 0.0)
+            except EngineUnavailable:
+                return None
+            return None if answer is None or answer.error else answer.value
+
+        peers = self.mesh.up_peers()
+        return [v for v in await asyncio.gather(*map(one, peers)) if v is not None]
+
     def _question(self, kind: str, subject: str) -> MeshAsk:
         return MeshAsk(next(self._ask_ids), kind, subject)
 
@@ -344,6 +402,9 @@ class WorkersEngine(Engine):
         ask = self._question("history", subject)
         ask.limit = limit
         return (await self._ask(owner, ask)).history or []
+
+    def member_bus(self) -> MeshBus:
+        return self.bus
 
     def stats(self) -> EngineStats:
         """This worker's own subjects; worker 0's: every worker's (server/workers/totals.py)."""

@@ -9,6 +9,7 @@ snapshot is seen first, and the forwards of one subject arrive in seq order.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import msgspec
 
@@ -46,7 +47,8 @@ class MeshAsk(msgspec.Struct, tag=True):
     """A question to a subject's owner, answered by a ``MeshAnswer`` with the same ``ask_id``.
 
     ``kind``: ``publish`` (``request``), ``snapshot``, ``position``, ``recover`` (``epoch``,
-    ``seq``) or ``history`` (``limit``)."""
+    ``seq``) or ``history`` (``limit``); ``operation``: worker 0 asks any worker to run one of
+    its monitoring operations on its own sessions (``name``, ``args``; ``subject`` empty)."""
 
     ask_id: int
     kind: str
@@ -55,6 +57,8 @@ class MeshAsk(msgspec.Struct, tag=True):
     epoch: str = ""
     seq: int = 0
     limit: int = 0
+    name: str = ""
+    args: list[Any] = []
 
 
 class MeshAnswer(msgspec.Struct, tag=True):
@@ -70,6 +74,7 @@ class MeshAnswer(msgspec.Struct, tag=True):
     error: str | None = None
     code: str = ""
     reason: str = ""
+    value: Any = None  # an operation's result (builtins only)
 
 
 class WorkerReport(msgspec.Struct, tag=True):
@@ -91,7 +96,39 @@ class WorkerReport(msgspec.Struct, tag=True):
     loop_lag_max: float | None = None
 
 
-MeshMessage = MeshHello | MeshInterest | MeshForward | MeshAsk | MeshAnswer | WorkerReport
+class MeshSignal(msgspec.Struct, tag=True):
+    """A message of the server's cluster-wide services (occupancy reports and asks) to every
+    other worker (server/workers/member_bus.py)."""
+
+    subject: str
+    data: bytes
+
+
+class MeshTally(msgspec.Struct, tag=True):
+    """A worker's per-subject deltas (``Hub.tally`` rows) for worker 0's hot and watched
+    subjects (server/workers/tally_share.py)."""
+
+    rows: dict[str, list[int]]
+
+
+class MeshSpent(msgspec.Struct, tag=True):
+    """The publish tokens the writer's connections took per address since its last share
+    (PublishRatePerAddress across workers: server/workers/address_rate.py)."""
+
+    spent: dict[str, int]
+
+
+MeshMessage = (
+    MeshHello
+    | MeshInterest
+    | MeshForward
+    | MeshAsk
+    | MeshAnswer
+    | WorkerReport
+    | MeshSignal
+    | MeshTally
+    | MeshSpent
+)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(MeshMessage)
