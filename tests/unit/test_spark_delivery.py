@@ -1,14 +1,9 @@
-"""The delivery latency family through the statistics pipeline (ADR 062).
-
-Pure transforms against hand-computed frames (the explode of the archive's bucket text, the
-percentiles of merged window sums), then the whole pipeline over an archive written by the
-server's own writer, against windows merged by hand from the raw lines and read with the
-server's percentile function (``ops.delivery.percentiles``).
-"""
+"""The delivery latency family's pure transforms (ADR 062) against hand-computed frames: the
+explode of the archive's bucket text and the percentiles of merged window sums. The whole
+pipeline over a delivery archive is checked in the one Spark run of test_spark_watched.py
+(tests/delivery_archive.py: windows merged by hand, read with the server's percentiles)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,10 +12,7 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession
 
-from pushgrid.metrics.archive import DELIVERY, ArchiveWriter
-from pushgrid.metrics.window_spec import HOUR, MINUTE, WINDOWS, window_start
-from pushgrid.ops.delivery import bucket_text, percentiles, text_counts
-from pushgrid.protocol.latency import BUCKET_COUNT, UPPER
+from pushgrid.metrics.window_spec import HOUR, MINUTE, WINDOWS
 from pushgrid.server.monitoring.delivery_view import ARCHIVE_COLUMNS, ARCHIVE_KEYS
 from pushgrid.spark_stats.delivery import (
     DELIVERY_COLUMNS,
@@ -30,7 +22,6 @@ from pushgrid.spark_stats.delivery import (
     delivery_windows,
 )
 from pushgrid.spark_stats.families import DELIVERY_FAMILY
-from pushgrid.spark_stats.pipeline import run_pipeline
 
 pytestmark = pytest.mark.spark
 
@@ -102,78 +93,3 @@ def test_window_percentiles_from_merged_sums_by_hand() -> None:
     assert empty["buckets"] == ""
     assert pd.isna(empty["p50"])
     assert pd.isna(empty["p999"])
-
-
-# -- the pipeline over a written archive ---------------------------------------------------------
-
-Lines = dict[tuple[str, str, str], dict[int, list[int]]]  # (scope, node, series) -> ts -> counts
-
-
-def _counts(ts: int, node: int, series: int) -> list[int]:
-    """A deterministic, varied histogram: one to three non-empty buckets."""
-    counts = [0] * BUCKET_COUNT
-    base = 20 + (ts * 7 + node * 13 + series * 5) % 40
-    counts[base] = 1 + ts % 5
-    if ts % 3 == 0:
-        counts[min(BUCKET_COUNT - 1, base + 9 + node)] = 1 + ts % 2
-    if ts % 11 == 0:
-        counts[BUCKET_COUNT - 1] = 1  # above 100 s: the unbounded bucket
-    return counts
-
-
-def write_archive(root: Path, start: int, end: int) -> dict[tuple[str, str], dict[int, list[int]]]:
-    """Lines every 7th second per node (a client reports every few seconds), two series."""
-    writers = {
-        n: ArchiveWriter(root, n, DELIVERY_VALUES, prefix=DELIVERY, keys=DELIVERY_KEYS)
-        for n in NODES
-    }
-    seen: dict[tuple[str, str], dict[int, list[int]]] = {}
-    for ts in range(start, end + 1):
-        for k, (node, writer) in enumerate(writers.items()):
-            if (ts + k) % 7:
-                continue
-            batch = []
-            for j, series in enumerate(("member", "pattern:/a/*")):
-                counts = _counts(ts, k, j)
-                values = {"count": float(sum(counts))}
-                batch.append(((series, bucket_text(counts)), values))
-                if ts <= AS_OF:
-                    for scope in (f"node:{node}", "cluster"):
-                        cur = seen.setdefault((scope, series), {}).setdefault(
-                            ts, [0] * BUCKET_COUNT
-                        )
-                        for i, n in enumerate(counts):
-                            cur[i] += n
-            batch.append((("member", ""), {"count": 0.0, "gaps": 2.0}))  # loss only: no bucket
-            writer.write_lines(ts, batch)
-    for writer in writers.values():
-        writer.close()
-    return seen
-
-
-def test_pipeline_windows_equal_buckets_merged_by_hand(spark: SparkSession, tmp_path: Path) -> None:
-    start, end = AS_OF - HOUR - 40 * MINUTE, AS_OF + 60  # lines after T in the .open file
-    seen = write_archive(tmp_path / "archive", start, end)
-    result = run_pipeline(spark, tmp_path / "archive", tmp_path / "warehouse", AS_OF)
-    assert result.delivery_stats is not None
-    got = {(r.scope, r.series, r.window): r for r in result.delivery_stats.itertuples(index=False)}
-    assert {(s, x) for s, x, _ in got} == set(seen)
-    for (scope, series), seconds in seen.items():
-        for w in WINDOWS:
-            merged = [0] * BUCKET_COUNT
-            lo = window_start(w, AS_OF)
-            for ts, counts in seconds.items():
-                if lo <= ts <= AS_OF:
-                    merged = [a + b for a, b in zip(merged, counts, strict=True)]
-            row = got[(scope, series, w.name)]
-            assert row.as_of == AS_OF
-            assert row.count == sum(merged), (scope, series, w.name)
-            assert text_counts(row.buckets) == merged, (scope, series, w.name)
-            expected = percentiles(merged)
-            for name in ("p50", "p90", "p99", "p999"):
-                value = getattr(row, name)
-                want = expected[name]
-                assert (pd.isna(value) and want is None) or value == want, (name, value, want)
-    assert any(r.p999 == float("inf") for r in got.values())  # the unbounded bucket
-    assert UPPER[0] / 1e6 <= min(r.p50 for r in got.values() if r.count)
-    assert any(s.name == "delivery_windows" for s in result.stages)
