@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
+from pushgrid.ops.api.delivery_windows import DeliveryWindowList
+
 #: the header the admin API reads the operator's entitlement token from (admin_api's TOKEN_HEADER)
 ENTITLEMENT_HEADER: Final = "X-Entitlement-Token"
 
@@ -100,6 +102,10 @@ class OpsHttpMixin:
     def delivery_latency(self: _Requests) -> dict[str, Any]:
         """Latency and loss per scope (console/pages/delivery_latency.py)."""
         return dict(self._request("GET", "/delivery/latency"))
+
+    def delivery_windows(self: _Requests) -> DeliveryWindowList:
+        """The pipeline's delivery latency windows (console/pages/statistics_delivery.py)."""
+        return DeliveryWindowList.model_validate(self._request("GET", "/stats/delivery"))
 
     def accounting(self: _Requests) -> dict[str, Any]:
         """Delivery accounting (console/pages/delivery_accounting.py)."""

@@ -9,6 +9,7 @@
     result = run_pipeline(spark, Path("data/archive"), Path("data/warehouse"), as_of=None)
     result.window_stats   # pandas, results.STAT_COLUMNS
     result.trend_points   # pandas, results.STAT_COLUMNS
+    result.delivery_stats # pandas, delivery.DELIVERY_COLUMNS (None: no delivery archive)
     result.stages         # [compaction, rollups, windows] StageResults
 
 Warehouse layout (``warehouse_dir``)::
@@ -34,13 +35,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 from pyspark.sql import SparkSession
 
 from .compaction import BATCH_BYTES, compact, scan_archive
-from .families import INDICATOR_FAMILY, WATCHED_FAMILY, Family
+from .delivery import delivery_windows
+from .families import DELIVERY_FAMILY, INDICATOR_FAMILY, WATCHED_FAMILY, Family
 from .locking import StoreBusyError, warehouse_lock
 from .results import PipelineResult, StageResult, split_pattern_scope
 from .rollups import consumed_version, update_rollups
+from .window_assembly import TREND_HOURS
 from .window_stage import WindowsResult, compute_windows
 
 log = logging.getLogger(__name__)
@@ -83,13 +87,17 @@ def run_pipeline(
 
     with warehouse_lock(warehouse_dir) if lock else contextlib.nullcontext():
         dirs = (archive_dir, warehouse_dir)
-        watching = _has_watched(archive_dir, warehouse_dir)
-        fractions = (0.0, 0.9 if watching else 1.0)
+        watching = _has_family(WATCHED_FAMILY, archive_dir, warehouse_dir)
+        delivering = _has_family(DELIVERY_FAMILY, archive_dir, warehouse_dir)
+        share = 1.0 - 0.1 * (watching + delivering)
         run = Run(spark, moment, report, done, include_open, batch_bytes)
-        windows, stages = _run_family(run, INDICATOR_FAMILY, dirs, fractions)
-        watched = None
+        windows, stages = _run_family(run, INDICATOR_FAMILY, dirs, (0.0, share))
+        watched = delivery = None
         if watching:
-            watched, more = _run_family(run, WATCHED_FAMILY, dirs, (0.9, 0.1))
+            watched, more = _run_family(run, WATCHED_FAMILY, dirs, (share, 0.1))
+            stages += more
+        if delivering:  # the windows as of T only: no hourly trend of percentiles
+            delivery, more = _run_family(run, DELIVERY_FAMILY, dirs, (1.0 - 0.1, 0.1), 0)
             stages += more
     return PipelineResult(
         as_of=moment,
@@ -98,16 +106,19 @@ def run_pipeline(
         stages=stages,
         watched_stats=None if watched is None else split_pattern_scope(watched.window_stats),
         watched_trend=None if watched is None else split_pattern_scope(watched.trend_points),
+        delivery_stats=None if delivery is None else _delivery_stats(delivery, moment),
     )
 
 
-def _has_watched(archive_dir: Path, warehouse_dir: Path) -> bool:
-    """Whether the watched family has anything to do: its archive files or its tables (a
-    cluster that never watched a pattern starts no Spark job for it)."""
-    return (
-        bool(scan_archive(archive_dir, WATCHED_FAMILY))
-        or WATCHED_FAMILY.warehouse(warehouse_dir).exists()
-    )
+def _has_family(family: Family, archive_dir: Path, warehouse_dir: Path) -> bool:
+    """Whether a family has anything to do: its archive files or its tables (a cluster that
+    never watched a pattern, or whose clients never reported, starts no Spark job for it)."""
+    return bool(scan_archive(archive_dir, family)) or family.warehouse(warehouse_dir).exists()
+
+
+def _delivery_stats(windows: WindowsResult, moment: int) -> pd.DataFrame:
+    exact = windows.exact if windows.exact is not None else pd.DataFrame(columns=["scope"])
+    return delivery_windows(exact, moment)
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,11 @@ class Run:
 
 
 def _run_family(
-    run: Run, family: Family, dirs: tuple[Path, Path], fractions: tuple[float, float]
+    run: Run,
+    family: Family,
+    dirs: tuple[Path, Path],
+    fractions: tuple[float, float],
+    trend_hours: int = TREND_HOURS,
 ) -> tuple[WindowsResult, list[StageResult]]:
     """Compaction, rollups and windows of one archive family (spark_stats/families.py);
     progress from ``fractions[0]`` over ``fractions[1]``."""
@@ -159,7 +174,13 @@ def _run_family(
         base + 0.65 * scale,
     )
     windows = compute_windows(
-        run.spark, archive_dir, warehouse, run.moment, include_open=run.include_open, family=family
+        run.spark,
+        archive_dir,
+        warehouse,
+        run.moment,
+        include_open=run.include_open,
+        trend_hours=trend_hours,
+        family=family,
     )
     finished(windows.stage)
     run.report(

@@ -44,6 +44,7 @@ class PipelineResult:
     stages: list[StageResult] = field(default_factory=list)
     watched_stats: pd.DataFrame | None = None  # WATCHED_COLUMNS, as of ``as_of``
     watched_trend: pd.DataFrame | None = None  # WATCHED_COLUMNS, the hourly points
+    delivery_stats: pd.DataFrame | None = None  # delivery.DELIVERY_COLUMNS, as of ``as_of``
 
 
 def split_pattern_scope(frame: pd.DataFrame) -> pd.DataFrame:

@@ -254,9 +254,9 @@ def _rollup_chunk(
     rows = rows.where(T.bucket_start("ts", HOUR).isin(pending))  # a date may span two chunks
     # samples read = the counts of one indicator over the node scopes
     one_node_indicator = F.col("scope").startswith(T.NODE_PREFIX) & (
-        F.col("indicator") == family.indicators[0]
+        F.col("indicator") == family.window_indicators[0]
     )
-    new_minutes = T.minute_buckets(family.seconds(rows), family.indicators).observe(
+    new_minutes = T.minute_buckets(family.seconds(rows), family.window_indicators).observe(
         obs_m,
         F.count(F.lit(1)).alias("n"),
         F.sum(F.when(one_node_indicator, F.col("count"))).alias("samples"),

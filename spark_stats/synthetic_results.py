@@ -82,3 +82,22 @@ def synthetic_result(
             StageResult("windows", samples // 60, len(stats) + len(trend), 0.25),
         ],
     )
+
+
+def synthetic_delivery(as_of: int, nodes: Sequence[str] = ("push-1", "push-2")) -> pd.DataFrame:
+    """Delivery latency windows (``spark_stats.delivery.DELIVERY_COLUMNS``) as the pipeline
+    writes them: the cluster and each node, the ``member`` series, every window; the minute's
+    100 latencies are 60 in bucket 30 (10 ms), 39 in 31 and 1 above 100 s (p99.9 ``inf``)."""
+    import pandas as pd
+
+    from pushgrid.metrics.window_spec import WINDOW_NAMES
+
+    from .delivery import delivery_windows
+
+    records = [
+        (f"{scope}\tmember\t{bucket}", window, n * (w + 1))
+        for scope in scopes(nodes)
+        for w, window in enumerate(WINDOW_NAMES)
+        for bucket, n in ((30, 60), (31, 39), (71, 1))
+    ]
+    return delivery_windows(pd.DataFrame(records, columns=["scope", "window", "sum"]), as_of)

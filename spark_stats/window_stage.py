@@ -72,6 +72,9 @@ class WindowsResult:
     trend_points: pd.DataFrame
     points: list[int]
     overlay_hours: list[int]
+    #: the exact aggregates as of T (``transforms.EXACT_COLUMNS``, ``count > 0`` rows): the
+    #: delivery family reads its merged bucket counts (``sum``) from them
+    exact: pd.DataFrame | None = None
 
 
 def _days(lo: int, hi: int) -> set[str]:
@@ -113,7 +116,7 @@ def compute_windows(
         tail_rows = read_archive(spark, tail, family).where(F.col("ts") <= t)
         keys = ("node", *family.keys)
         live = T.merge_samples(live, tail_rows, family.columns, keys).drop("date")
-    fresh = T.fresh_buckets(family.seconds(live), first, t, overlay_hours, family.indicators)
+    fresh = T.fresh_buckets(family.seconds(live), first, t, overlay_hours, family.window_indicators)
     stored = _stored_buckets(spark, store, r_manifest, ranges, t, overlay_hours)
     collected: pd.DataFrame = reduce(DataFrame.unionByName, [fresh, *stored]).toPandas()
     result = _assemble(collected, t, points, overlay_hours, family)
@@ -175,7 +178,7 @@ def _assemble(
     exact_now, exact_trend = window_series(levels, t, points)
     stats = finalize(exact_now) if len(exact_now) else empty_stats()
     scopes = set(stats.loc[stats["count"] > 0, "scope"])
-    window_stats = complete(stats, scopes, t, family.indicators, family.always_scopes)
+    window_stats = complete(stats, scopes, t, family.window_indicators, family.always_scopes)
     trend = finalize(exact_trend) if len(exact_trend) else empty_stats()
     output_rows = len(window_stats) + len(trend)
     stage = StageResult("windows", input_rows=len(collected), output_rows=output_rows, seconds=0.0)
@@ -183,4 +186,4 @@ def _assemble(
         "windows as of %d: %d window rows, %d trend rows (%d points), overlay hours %s",
         *(t, len(window_stats), len(trend), len(points), overlay_hours),
     )
-    return WindowsResult(stage, window_stats, trend, points, overlay_hours)
+    return WindowsResult(stage, window_stats, trend, points, overlay_hours, exact_now)

@@ -1,4 +1,5 @@
-"""``/stats/windows`` and ``/stats/trend``: the pipeline's results, from SQL."""
+"""``/stats/windows``, ``/stats/trend`` and ``/stats/delivery``: the pipeline's results, from
+SQL."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from pushgrid.ops.api.delivery_windows import DeliveryWindowList
 from pushgrid.ops.statistics import TrendQuery
 
 from ..deps import AdminSettingsDep, GuardedRoute, SqlSession, Viewer
@@ -48,6 +50,37 @@ def get_window_stats(
     """
     service = StatisticsService(db, admin.admin_stale_after)
     return service.window_stats(scope=scope, indicator=indicator, window=window)
+
+
+Series = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=1040,
+        description="'member', 'leg:<leg>' or 'pattern:<pattern>'",
+        examples=["member"],
+    ),
+]
+
+
+@router.get(
+    "/delivery",
+    name="stats.delivery",
+    response_model=DeliveryWindowList,
+    responses=problem_responses(),
+)
+def get_delivery_windows(
+    principal: Viewer,
+    db: SqlSession,
+    admin: AdminSettingsDep,
+    scope: Scope | None = None,
+    series: Series | None = None,
+) -> DeliveryWindowList:
+    """Delivery latency p50/p90/p99/p99.9 of the 12 windows (ADR 062), read from each window's
+    merged latency buckets: the latest as-of of every (scope, series, window) the pipeline
+    computed, with its age. Cluster first, then nodes; windows in their documented order."""
+    service = StatisticsService(db, admin.admin_stale_after)
+    return service.delivery_windows(scope=scope, series=series)
 
 
 @router.get("/trend", name="stats.trend", response_model=TrendSeries, responses=problem_responses())

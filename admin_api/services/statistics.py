@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from pushgrid.metrics import sqlstore
 from pushgrid.metrics.sqlstore.models import (
+    DeliveryWindowStat,
     TrendPoint,
     WatchedWindowStat,
     WindowStat,
@@ -23,6 +24,7 @@ from pushgrid.metrics.sqlstore.models import (
     utc_now,
 )
 from pushgrid.metrics.window_spec import LOW_COVERAGE, coverage
+from pushgrid.ops.api.delivery_windows import DeliveryWindowList, DeliveryWindowOut
 from pushgrid.ops.statistics import TrendQuery
 
 from ..schemas import (
@@ -66,6 +68,28 @@ def _coverage(row: WindowStat | TrendPoint | WatchedWindowStat) -> float:
     return coverage(row.window, row.count, to_unix(row.as_of))
 
 
+def delivery_window_out(
+    row: DeliveryWindowStat, now: datetime, stale_after: float
+) -> DeliveryWindowOut:
+    age = max(0.0, (now - row.computed_at).total_seconds())
+    return DeliveryWindowOut(
+        scope=row.scope,
+        series=row.series,
+        window=row.window,
+        as_of=row.as_of,
+        count=row.count,
+        p50=_finite(row.p50),
+        p90=_finite(row.p90),
+        p99=_finite(row.p99),
+        p999=_finite(row.p999),
+        buckets=row.buckets,
+        run_id=row.run_id,
+        computed_at=row.computed_at,
+        age_seconds=age,
+        stale=age > stale_after,
+    )
+
+
 def trend_point_out(row: TrendPoint) -> TrendPointOut:
     return TrendPointOut(
         as_of=row.as_of,
@@ -103,6 +127,17 @@ class StatisticsService:
         return WatchedWindowStatList(
             pattern=pattern,
             items=[window_stat_out(row, now, self.stale_after) for row in rows],
+            stale_after_seconds=self.stale_after,
+        )
+
+    def delivery_windows(
+        self, scope: str | None = None, series: str | None = None
+    ) -> DeliveryWindowList:
+        """The latest stored delivery latency windows (ADR 062), optionally filtered."""
+        rows = sqlstore.delivery_window_stats(self.db, scope=scope, series=series)
+        now = utc_now()
+        return DeliveryWindowList(
+            items=[delivery_window_out(row, now, self.stale_after) for row in rows],
             stale_after_seconds=self.stale_after,
         )
 

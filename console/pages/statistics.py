@@ -13,6 +13,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 from dash.development.base_component import Component
 
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES
+from pushgrid.ops.api.delivery_windows import DeliveryWindowList
 
 from .. import format as fmt
 from ..components import alert, attrs, card, page_header
@@ -21,6 +22,11 @@ from ..provider import CLUSTER, ProviderError, WindowStatistics
 from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
 from . import ConsolePage, Providers
+from .statistics_delivery import (
+    DeliveryStatsIds,
+    DeliveryWindowsProvider,
+    render_delivery_windows,
+)
 
 PATH = "statistics"
 TITLE = "Statistics"
@@ -56,7 +62,9 @@ def layout() -> Component:
             ),
             html.Div(id=Ids.STATS_ASOF),
             card(html.Div(id=Ids.STATS_TABLE, className="table-scroll"), class_name="flush"),
+            card(html.Div(id=DeliveryStatsIds.TABLE, className="table-scroll"), class_name="flush"),
             dcc.Store(id=Ids.STATS_DATA, data=None),
+            dcc.Store(id=DeliveryStatsIds.DATA, data=None),
         ],
         className="page page-statistics",
     )
@@ -201,6 +209,7 @@ def register(app: Dash, providers: Providers) -> None:
         Output(Ids.STATS_SCOPE, "options"),
         Output(Ids.STATS_SCOPE, "value"),
         Output(Ids.STATS_ALERT, "children"),
+        Output(DeliveryStatsIds.DATA, "data"),
         Input(Ids.STATS_REFRESH, "n_clicks"),
         State(Ids.TOKEN, "data"),
         State(Ids.STATS_SCOPE, "value"),
@@ -210,8 +219,9 @@ def register(app: Dash, providers: Providers) -> None:
         try:
             every = provider.all_window_stats()
             members = provider.member_names()
+            delivery = _delivery(provider)
         except ProviderError as exc:
-            return no_update, no_update, no_update, alert([exc])
+            return no_update, no_update, no_update, alert([exc]), no_update
         scopes = [s.scope for s in every] or [CLUSTER]
         chosen = scope if scope in scopes else scopes[0]
         problems: list[ProviderError | str] = []
@@ -226,19 +236,36 @@ def register(app: Dash, providers: Providers) -> None:
             fmt.scope_options(scopes, members),
             chosen,
             alert(problems, "warn"),
+            None if delivery is None else delivery.model_dump(mode="json"),
         )
 
     @app.callback(
         Output(Ids.STATS_ASOF, "children"),
         Output(Ids.STATS_TABLE, "children"),
+        Output(DeliveryStatsIds.TABLE, "children"),
         Input(Ids.STATS_SCOPE, "value"),
         Input(Ids.STATS_DATA, "data"),
+        State(DeliveryStatsIds.DATA, "data"),
     )
-    def show(scope: str | None, data: list[dict[str, Any]] | None) -> tuple[Any, Any]:
+    def show(
+        scope: str | None, data: list[dict[str, Any]] | None, delivery: dict[str, Any] | None
+    ) -> tuple[Any, Any, Any]:
         if data is None:
-            return html.Div("loading…", className="asof"), no_update
+            return html.Div("loading…", className="asof"), no_update, no_update
         stats = pick([WindowStatistics.from_json(d) for d in data], scope)
-        return [render_asof(stats, time.time()), coverage_note(stats)], render_table(stats)
+        windows = None if delivery is None else DeliveryWindowList.model_validate(delivery)
+        return (
+            [render_asof(stats, time.time()), coverage_note(stats)],
+            render_table(stats),
+            render_delivery_windows(windows, scope),
+        )
+
+
+def _delivery(provider: object) -> DeliveryWindowList | None:
+    """The delivery latency windows, from a provider that serves them (the demo does not)."""
+    if not isinstance(provider, DeliveryWindowsProvider):
+        return None
+    return provider.delivery_windows()
 
 
 PAGE = ConsolePage(PATH, TITLE, "▦", layout, group="Traffic")

@@ -16,6 +16,7 @@ which is what ``alembic/env.py`` needs. Modules:
 """
 
 from . import admin_models
+from .delivery_results import delivery_window_stats
 from .engine import (
     StoreError,
     display_url,
@@ -25,7 +26,7 @@ from .engine import (
     session_scope,
     transaction,
 )
-from .models import Base, JobRun, TrendPoint, WatchedWindowStat, WindowStat
+from .models import Base, DeliveryWindowStat, JobRun, TrendPoint, WatchedWindowStat, WindowStat
 from .results import (
     StatResult,
     WrittenRows,
@@ -59,6 +60,7 @@ __all__ = [
     "INTERRUPTED",
     "MAX_ERROR_CHARS",
     "Base",
+    "DeliveryWindowStat",
     "JobRun",
     "RunOwner",
     "StatResult",
@@ -70,6 +72,7 @@ __all__ = [
     "admin_models",
     "alembic_config",
     "current_revision",
+    "delivery_window_stats",
     "display_url",
     "fail_stale",
     "finish_run",

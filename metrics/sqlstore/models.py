@@ -219,3 +219,38 @@ class WatchedWindowStat(_StatColumns, Base):
             f"WatchedWindowStat({self.pattern!r}, {self.scope!r}, {self.indicator!r}, "
             f"{self.window!r}, as_of={self.as_of!r}, count={self.count!r})"
         )
+
+
+#: a delivery series: ``member``, ``leg:<leg>`` or ``pattern:<pattern>`` (metrics/archive.py)
+SERIES_LENGTH: Final = PATTERN_LENGTH + 16
+
+
+class DeliveryWindowStat(Base):
+    """Delivery latency percentiles of one (scope, series, window) as of one instant, read from
+    the window's merged buckets (migration 0014, ADR 062). ``p*`` are seconds (the bucket's
+    upper bound; ``inf`` above the last bound), null when ``count`` is 0."""
+
+    __tablename__ = "delivery_window_stats"
+    __table_args__ = (UniqueConstraint("scope", "series", "window", "as_of"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    scope: Mapped[str] = mapped_column(String(SCOPE_LENGTH))
+    series: Mapped[str] = mapped_column(String(SERIES_LENGTH))
+    window: Mapped[str] = mapped_column(String(WINDOW_LENGTH))
+    as_of: Mapped[datetime] = mapped_column(UTCDateTime)
+    count: Mapped[int] = mapped_column(BigInteger)
+    p50: Mapped[float | None] = mapped_column(Float)
+    p90: Mapped[float | None] = mapped_column(Float)
+    p99: Mapped[float | None] = mapped_column(Float)
+    p999: Mapped[float | None] = mapped_column(Float)
+    buckets: Mapped[str] = mapped_column(Text)  # "index:count" of the merged non-empty buckets
+    run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("job_runs.id", ondelete="SET NULL"), index=True
+    )
+    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+    def __repr__(self) -> str:
+        return (
+            f"DeliveryWindowStat({self.scope!r}, {self.series!r}, {self.window!r}, "
+            f"as_of={self.as_of!r}, count={self.count!r})"
+        )

@@ -7,18 +7,20 @@ Nothing here imports pandas at module level (frames arrive from the pipeline alr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from sqlalchemy import Table, and_, delete, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Table, delete, or_, select
 from sqlalchemy.orm import Session
 
-from .engine import StoreError, transaction
+from .delivery_results import write_delivery
+from .engine import transaction
+from .latest import latest_rows
 from .models import TrendPoint, WatchedWindowStat, WindowStat, from_unix, utc_now
 from .runs import get_run
+from .upsert import STAT_KEY, upsert
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,15 +35,16 @@ __all__ = [
 ]
 
 BATCH_SIZE: Final = 1000
-STAT_KEY: Final = ("scope", "indicator", "window", "as_of")
-STAT_VALUES: Final = ("count", "max", "avg", "stddev", "run_id", "computed_at")
+_upsert = upsert  # one name the writers call (a test makes one of its calls fail)
 _FRAME_COLUMNS: Final = ("scope", "indicator", "window", "as_of", "count", "max", "avg", "stddev")
 
 
 class StatResult(Protocol):
     """What :func:`write_results` stores (``spark_stats.results.PipelineResult`` has this shape):
     frames with the columns of ``spark_stats.results.STAT_COLUMNS``; an optional
-    ``watched_stats`` frame (``pattern`` + those columns) goes to ``watched_window_stats``."""
+    ``watched_stats`` frame (``pattern`` + those columns) goes to ``watched_window_stats``, an
+    optional ``delivery_stats`` frame (``spark_stats.delivery.DELIVERY_COLUMNS``) to
+    ``delivery_window_stats`` (delivery_results.py)."""
 
     @property
     def as_of(self) -> int: ...
@@ -56,10 +59,11 @@ class WrittenRows:
     window_stats: int
     trend_points: int
     watched_stats: int = 0
+    delivery_stats: int = 0
 
     @property
     def total(self) -> int:
-        return self.window_stats + self.trend_points + self.watched_stats
+        return self.window_stats + self.trend_points + self.watched_stats + self.delivery_stats
 
 
 def _optional_float(value: Any) -> float | None:
@@ -110,36 +114,6 @@ def _frame_rows(
     return list(rows.values())
 
 
-def _batches(rows: Sequence[Mapping[str, Any]], size: int) -> Iterator[Sequence[Mapping[str, Any]]]:
-    for start in range(0, len(rows), size):
-        yield rows[start : start + size]
-
-
-def _upsert(
-    db: Session,
-    table: Table,
-    rows: Sequence[Mapping[str, Any]],
-    size: int,
-    key: Sequence[str] = STAT_KEY,
-) -> None:
-    """``INSERT ... ON CONFLICT (key) DO UPDATE`` in batches (SQLite and PostgreSQL)."""
-    if not rows:
-        return
-    dialect = db.get_bind().dialect.name
-    if dialect == "sqlite":
-        insert: sqlite.Insert | postgresql.Insert = sqlite.insert(table)
-    elif dialect == "postgresql":
-        insert = postgresql.insert(table)
-    else:
-        raise StoreError(f"unsupported database {dialect!r}: use SQLite or PostgreSQL")
-    stmt = insert.on_conflict_do_update(
-        index_elements=[table.c[name] for name in key],
-        set_={name: insert.excluded[name] for name in STAT_VALUES},
-    )
-    for batch in _batches(rows, size):
-        db.execute(stmt, list(batch))
-
-
 def write_results(
     db: Session,
     run_id: int,
@@ -173,7 +147,8 @@ def write_results(
         )
         _upsert(db, trend_table, trend_rows, batch_size)
         watched = _write_watched(db, run_id, result, computed_at, batch_size)
-    return WrittenRows(len(stats_rows), len(trend_rows), watched)
+        delivery = write_delivery(db, run_id, result, computed_at, batch_size)
+    return WrittenRows(len(stats_rows), len(trend_rows), watched, delivery)
 
 
 def _write_watched(
@@ -245,27 +220,8 @@ def window_stats(
         filters.append(WindowStat.indicator == indicator)
     if window is not None:
         filters.append(WindowStat.window == window)
-    latest = (
-        select(
-            WindowStat.scope,
-            WindowStat.indicator,
-            WindowStat.window,
-            func.max(WindowStat.as_of).label("as_of"),
-        )
-        .where(*filters)
-        .group_by(WindowStat.scope, WindowStat.indicator, WindowStat.window)
-        .subquery()
-    )
-    stmt = select(WindowStat).join(
-        latest,
-        and_(
-            WindowStat.scope == latest.c.scope,
-            WindowStat.indicator == latest.c.indicator,
-            WindowStat.window == latest.c.window,
-            WindowStat.as_of == latest.c.as_of,
-        ),
-    )
-    return sorted(db.scalars(stmt), key=_sort_key)
+    rows = latest_rows(db, WindowStat, ("scope", "indicator", "window"), filters)
+    return sorted(rows, key=_sort_key)
 
 
 def trend(
@@ -294,21 +250,6 @@ def trend(
 
 def watched_window_stats(db: Session, pattern: str) -> list[WatchedWindowStat]:
     """The latest as-of of every (scope, indicator, window) of ``pattern``, cluster first."""
-    table = WatchedWindowStat
-    latest = (
-        select(table.scope, table.indicator, table.window, func.max(table.as_of).label("as_of"))
-        .where(table.pattern == pattern)
-        .group_by(table.scope, table.indicator, table.window)
-        .subquery()
-    )
-    stmt = select(table).join(
-        latest,
-        and_(
-            table.pattern == pattern,
-            table.scope == latest.c.scope,
-            table.indicator == latest.c.indicator,
-            table.window == latest.c.window,
-            table.as_of == latest.c.as_of,
-        ),
-    )
-    return sorted(db.scalars(stmt), key=_sort_key)
+    keys = ("pattern", "scope", "indicator", "window")
+    rows = latest_rows(db, WatchedWindowStat, keys, [WatchedWindowStat.pattern == pattern])
+    return sorted(rows, key=_sort_key)

@@ -40,6 +40,7 @@ EXPECTED: dict[tuple[str, str], Role] = {
     ("GET", "/api/v1/stats/history"): Role.VIEWER,
     ("GET", "/api/v1/stats/windows"): Role.VIEWER,
     ("GET", "/api/v1/stats/trend"): Role.VIEWER,
+    ("GET", "/api/v1/stats/delivery"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/subjects"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/occupancy"): Role.VIEWER,
     ("GET", "/api/v1/members/{name}/presence"): Role.OPERATOR,

@@ -23,6 +23,7 @@ from pushgrid.console.http_provider import HttpProvider
 from pushgrid.metrics.sqlstore import start_run, write_results
 from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.cluster import ClusterOut
+from pushgrid.ops.api.delivery_windows import DeliveryWindowList
 from pushgrid.ops.api.history import HistoryOut
 from pushgrid.ops.api.jobs import JobRunOut
 from pushgrid.ops.api.live import LiveStats, OverviewOut
@@ -33,7 +34,7 @@ from pushgrid.ops.api.statistics import WatchedWindowStatList, WindowStatList
 from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SubjectInfo
 from pushgrid.ops.api.trends import TrendSeries
 from pushgrid.ops.statistics import TrendQuery
-from pushgrid.spark_stats.synthetic_results import synthetic_result
+from pushgrid.spark_stats.synthetic_results import synthetic_delivery, synthetic_result
 
 from .pgtest import AdminHarness, ServerProcess, free_port, member_entry, serve_in_thread
 from .test_admin_roles import api_routes
@@ -51,6 +52,7 @@ SHARED: Mapping[tuple[str, str], type[BaseModel]] = {
     ("POST", "/api/v1/jobs"): JobRunOut,
     ("GET", "/api/v1/cluster"): ClusterOut,
     ("GET", "/api/v1/stats/trend"): TrendSeries,
+    ("GET", "/api/v1/stats/delivery"): DeliveryWindowList,
     ("GET", "/api/v1/sessions"): SessionPage,
     ("GET", "/api/v1/members/{name}/sessions"): SessionPage,
     ("GET", "/api/v1/members"): MemberList,
@@ -89,7 +91,9 @@ def console(
     harness = AdminHarness(tmp_path_factory.mktemp("answers"), [member_entry("push-1", member)])
     with harness.session_factory() as db:  # what the pipeline wrote: trend points to read
         run = start_run(db, master="local[2]", as_of=AS_OF)
-        write_results(db, run.id, synthetic_result(AS_OF, nodes=("push-1",), trend_points=4))
+        result = synthetic_result(AS_OF, nodes=("push-1",), trend_points=4)
+        result.delivery_stats = synthetic_delivery(AS_OF, nodes=("push-1",))
+        write_results(db, run.id, result)
     port = free_port()
     with serve_in_thread(harness.app, port):
         provider = RecordingProvider(f"http://127.0.0.1:{port}", harness.tokens["admin"])
@@ -144,6 +148,9 @@ def test_what_the_console_decodes_dumps_back_to_the_admin_api_s_json(
     trend = console.trend(TrendQuery(scope="cluster", indicator="connected_users", window="1h"))
     assert trend, "the trend points the pipeline wrote"
     assert [dumped(point) for point in trend] == console.answers["/stats/trend"]["points"]
+    delivery = console.delivery_windows()
+    assert delivery.items, "the delivery windows the pipeline wrote"
+    assert dumped(delivery) == console.answers["/stats/delivery"]
     overview = console.live()
     answer = console.answers["/cluster/overview"]
     assert overview.topology is not None

@@ -25,7 +25,7 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.sqlstore.models import Base, TrendPoint, WindowStat, from_unix
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.spark_stats.results import STAT_COLUMNS
-from pushgrid.spark_stats.synthetic_results import synthetic_result
+from pushgrid.spark_stats.synthetic_results import synthetic_delivery, synthetic_result
 
 from .postgres import PostgresServer, running_postgres
 
@@ -158,3 +158,18 @@ def test_watched_windows_upsert_on_postgresql(session: Session) -> None:
     assert {r.run_id for r in stored} == {run}
     assert stored[0].scope == "cluster"
     assert sqlstore.watched_window_stats(session, "/Other/*") == []
+
+
+def test_delivery_windows_upsert_on_postgresql(session: Session) -> None:
+    """ADR 062: migration 0014's table on PostgreSQL: inf kept, a rerun replaces, the reader
+    filters and orders."""
+    frame = synthetic_delivery(AS_OF, NODES)
+    result = dataclasses.replace(synthetic_result(AS_OF, NODES), delivery_stats=frame)
+    for _ in range(2):
+        run = sqlstore.start_run(session).id
+        assert sqlstore.write_results(session, run, result).delivery_stats == len(frame)
+    stored = sqlstore.delivery_window_stats(session, scope="node:push-1")
+    assert [r.window for r in stored] == list(WINDOW_NAMES)
+    assert {(r.series, r.run_id) for r in stored} == {("member", run)}
+    assert (stored[0].count, stored[0].p50, stored[0].p999) == (100, 0.01, float("inf"))
+    assert stored[-1].buckets == "30:720 31:468 71:12"

@@ -32,6 +32,7 @@ from .pgtest import (
     parse_prometheus,
     parse_stats_text,
 )
+from .spark_delivery import check_delivery_windows, reporting_subscriber, until_archived
 
 API = "/api/v1"
 NYSE, NASDAQ = "/Stocks/NYSE/A", "/Stocks/NASDAQ/B"
@@ -226,27 +227,32 @@ async def test_pattern_windows_from_archive_through_spark_to_the_admin_api(
         MetricsArchive=str(archive),
         **{"WatchedSubjects.Patterns": PATTERN},
     )
-    subscriber, publisher = await connect(server), await connect(server)
-    await subscriber.subscribe(NYSE)
-    # the pattern's first reading only starts its counters: its seconds begin after it
-    deadline = time.monotonic() + 3 * DEFAULT_TIMEOUT
-    while not any(archive.rglob("watched-*.csv*")):
-        assert time.monotonic() < deadline, "no watched archive file"
-        await asyncio.sleep(0.1)
-    for k in range(N):
-        await publisher.publish_ok(NYSE, CONTENT)
-        if k % 8 == 7:
-            await asyncio.sleep(0.6)  # spread over a few seconds
-    for _ in range(M):
-        await publisher.publish_ok(NASDAQ, CONTENT)  # not the pattern's
-    await _until_totals(server, PATTERN, N, N)
+    publisher = await connect(server)
+    # the one subscriber reports its delivery latencies: the same run computes their windows
+    async with reporting_subscriber(server, NYSE) as received:
+        # the pattern's first reading only starts its counters: its seconds begin after it
+        deadline = time.monotonic() + 3 * DEFAULT_TIMEOUT
+        while not any(archive.rglob("watched-*.csv*")):
+            assert time.monotonic() < deadline, "no watched archive file"
+            await asyncio.sleep(0.1)
+        for k in range(N):
+            await publisher.publish_ok(NYSE, CONTENT)
+            if k % 8 == 7:
+                await asyncio.sleep(0.6)  # spread over a few seconds
+        for _ in range(M):
+            await publisher.publish_ok(NASDAQ, CONTENT)  # not the pattern's
+        await _until_totals(server, PATTERN, N, N)
+        assert len(received) == N
+        delivery = await until_archived(archive, "member", N)
     deadline = time.monotonic() + 3 * DEFAULT_TIMEOUT
     # a second's rates are rounded, the remainder carried to the next second: wait for both
     while _archived_in(archive, PATTERN) != (N, N * len(CONTENT)):
         assert time.monotonic() < deadline, _archived_in(archive, PATTERN)
         await asyncio.sleep(0.2)
     last = max(
-        int(row["ts"]) for path in archive.rglob("watched-*.csv*") for row in read_samples(path)
+        int(row["ts"])
+        for path in archive.rglob("watched-*.csv*")
+        for row in [*read_samples(path), *delivery]
     )
 
     from pushgrid.spark_stats.pipeline import run_pipeline  # pyspark: only for this test
@@ -262,6 +268,7 @@ async def test_pattern_windows_from_archive_through_spark_to_the_admin_api(
                 f"{API}/watched-subjects/statistics", params={"pattern": PATTERN}
             )
             bad = await api.get(f"{API}/watched-subjects/statistics", params={"pattern": "/a//b"})
+            latency = await api.get(f"{API}/stats/delivery")
     finally:
         admin.close()
     assert answer.status_code == 200, answer.text
@@ -281,3 +288,7 @@ async def test_pattern_windows_from_archive_through_spark_to_the_admin_api(
         assert stats[(scope, "subscribers", "15m")]["max"] == 1
         assert stats[(scope, "subjects", "15m")]["max"] == 1
     assert stats[("cluster", "incoming_messages_per_second", "1d")]["low_coverage"] is True
+    assert latency.status_code == 200, latency.text
+    assert result.delivery_stats is not None
+    check_delivery_windows(latency.json(), delivery, "watch-arch")
+    assert {f"pattern:{PATTERN}", "member"} <= {i["series"] for i in latency.json()["items"]}

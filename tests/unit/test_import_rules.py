@@ -117,6 +117,8 @@ RULES = (
             "pushgrid.spark_stats",
             "pushgrid.metrics",
             "pushgrid.protocol.exceptions",
+            # the latency buckets and their percentile: one definition at every level (ADR 062)
+            "pushgrid.protocol.latency",
             "pushgrid.config",
         ),
         "the pipeline reads archives and writes the SQL store; it never talks to a member",

@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from delivery_archive import Seen, check_delivery_windows, write_delivery_archive
 from pyspark.sql import SparkSession
 
 from pushgrid.metrics import sqlstore
@@ -100,14 +101,16 @@ class Run:
     lines: Lines
     result: PipelineResult
     warehouse: Path
+    delivery: Seen  # the delivery family's buckets (ADR 062), read by the same run
 
 
 @pytest.fixture(scope="module")
 def watched_run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
     root = tmp_path_factory.mktemp("watched")
     lines = write_archive(root / "archive")
+    delivery = write_delivery_archive(root / "archive", NODES, START, END, AS_OF)
     result = run_pipeline(spark, root / "archive", root / "warehouse", AS_OF)
-    return Run(lines, result, root / "warehouse")
+    return Run(lines, result, root / "warehouse", delivery)
 
 
 def test_pattern_windows_match_numpy_on_raw_lines(watched_run: Run) -> None:
@@ -134,7 +137,13 @@ def test_pattern_windows_match_numpy_on_raw_lines(watched_run: Run) -> None:
     assert (FX, "node:m 2", "subscribers", "1m") not in got
 
 
-def test_stages_of_both_families(watched_run: Run) -> None:
+def test_delivery_windows_equal_buckets_merged_by_hand(watched_run: Run) -> None:
+    """ADR 062: the delivery family of the same run (closed hours, the .open hour with lines
+    after T, the unbounded bucket, loss-only lines skipped)."""
+    check_delivery_windows(watched_run.result, watched_run.delivery, AS_OF)
+
+
+def test_stages_of_the_three_families(watched_run: Run) -> None:
     names = [s.name for s in watched_run.result.stages]
     assert names == [
         "compaction",
@@ -143,6 +152,9 @@ def test_stages_of_both_families(watched_run: Run) -> None:
         "watched_compaction",
         "watched_rollups",
         "watched_windows",
+        "delivery_compaction",
+        "delivery_rollups",
+        "delivery_windows",
     ]
     stages = {s.name: s for s in watched_run.result.stages}
     closed = sum(1 for rows in watched_run.lines.values() for t in rows if t < AS_OF - AS_OF % HOUR)

@@ -21,7 +21,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0013"
+    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0014"
     engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:
@@ -41,6 +41,7 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
             "window_stats",
             "trend_points",
             "watched_window_stats",
+            "delivery_window_stats",
             "admin_users",
             "admin_sessions",
             "slo_objectives",
@@ -52,6 +53,8 @@ def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
         assert [u["column_names"] for u in watched] == [
             ["pattern", "scope", "indicator", "window", "as_of"]
         ]
+        delivery = inspector.get_unique_constraints("delivery_window_stats")
+        assert [u["column_names"] for u in delivery] == [["scope", "series", "window", "as_of"]]
         indexes = {i["name"]: i for i in inspector.get_indexes("trend_points")}
         key = indexes["ix_trend_points_scope_indicator_window_as_of"]
         assert key["column_names"] == ["scope", "indicator", "window", "as_of"]

@@ -306,3 +306,23 @@ def test_a_repeated_key_in_one_frame_keeps_its_last_row(session: Session) -> Non
     first = good.window_stats.iloc[0]
     (row,) = sqlstore.window_stats(session, first["scope"], first["indicator"], first["window"])
     assert row.avg == -1.0
+
+
+def test_delivery_windows_upsert_and_read_on_sqlite(session: Session) -> None:
+    """ADR 062: migration 0014's table keeps inf (above the last bucket), a rerun replaces."""
+    from pushgrid.spark_stats.synthetic_results import synthetic_delivery
+
+    frame = synthetic_delivery(AS_OF, NODES)
+    result = dataclasses.replace(synthetic_result(AS_OF, NODES), delivery_stats=frame)
+    for _ in range(2):
+        run = _run(session)
+        assert sqlstore.write_results(session, run, result).delivery_stats == len(frame)
+    stored = sqlstore.delivery_window_stats(session)
+    assert len(stored) == len(frame) == 3 * len(WINDOW_NAMES)
+    assert {r.run_id for r in stored} == {run}
+    assert [r.window for r in stored[: len(WINDOW_NAMES)]] == list(WINDOW_NAMES)
+    first = stored[0]
+    assert (first.scope, first.series, first.count, first.p50) == ("cluster", "member", 100, 0.01)
+    assert first.p999 == math.inf
+    assert first.buckets == "30:60 31:39 71:1"
+    assert sqlstore.delivery_window_stats(session, scope="node:push-2", series="x") == []
