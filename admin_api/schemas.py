@@ -33,6 +33,7 @@ from pushgrid.ops.api.subjects import SubjectInfo as SubjectInfo
 from pushgrid.ops.api.trends import TrendPointOut as TrendPointOut
 from pushgrid.ops.api.trends import TrendSeries as TrendSeries
 from pushgrid.ops.panel import MemberPanel
+from pushgrid.ops.workers import WorkerProcess
 
 from .member_client import MemberSource, check_base_url, check_monitor_url
 from .security import Role
@@ -132,6 +133,11 @@ class MemberOut(BaseModel):
     subscriptions: int | None = None
     panel: MemberPanelOut | None = Field(
         default=None, description="The operator panel (null: not readable from this member)"
+    )
+    processes: list[WorkerProcess] | None = Field(
+        default=None,
+        description="The processes that serve the member (Workers; one with Workers = 1), "
+        "worker 0 first (null: not readable from this member)",
     )
 
 

@@ -39,6 +39,7 @@ from .provider import (
     StatRow,
     SubjectView,
     WindowStatistics,
+    processes_of,
 )
 from .subject_provider import SubjectHttpMixin
 
@@ -307,6 +308,7 @@ def member_of(item: Mapping[str, Any]) -> MemberCard:
         subscriptions=item.get("subscriptions"),
         panel=None if item.get("panel") is None else MemberPanel.model_validate(item["panel"]),
         not_answering=item.get("not_answering_seconds"),
+        processes=processes_of(item.get("processes")),
     )
 
 

@@ -29,6 +29,7 @@ from pushgrid.ops.api.subjects import PresenceOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
 from pushgrid.ops.panel import MemberPanel
 from pushgrid.ops.statistics import TrendQuery
+from pushgrid.ops.workers import WorkerProcess
 from pushgrid.protocol.exceptions import RETRYABLE_HTTP_STATUSES, ClientError
 
 LIVE_WINDOWS: tuple[str, ...] = ("1m", "5m", "15m")
@@ -115,16 +116,35 @@ class MemberCard(_Json):
     # the admin API's member panel (CPU, RSS, open files, loop lag, ...; console/member_panel.py)
     panel: MemberPanel | None = None
     not_answering: float | None = None  # seconds since a hung member stopped answering
+    # the processes that serve it, worker 0 first (console/member_panel.py: one row each)
+    processes: tuple[WorkerProcess, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "panel": None if self.panel is None else self.panel.as_dict()}
+        return {
+            **asdict(self),
+            "panel": None if self.panel is None else self.panel.as_dict(),
+            "processes": processes_json(self.processes),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MemberCard:
         panel = data.get("panel")
         return cls(
-            **{**data, "panel": None if panel is None else MemberPanel.model_validate(panel)}
+            **{
+                **data,
+                "panel": None if panel is None else MemberPanel.model_validate(panel),
+                "processes": processes_of(data.get("processes")),
+            }
         )
+
+
+def processes_json(processes: tuple[WorkerProcess, ...] | None) -> list[dict[str, Any]] | None:
+    return None if processes is None else [p.as_dict() for p in processes]
+
+
+def processes_of(rows: Any) -> tuple[WorkerProcess, ...] | None:
+    """The admin API's ``processes`` (a list of rows, or null) as the contract's type."""
+    return None if rows is None else tuple(WorkerProcess.model_validate(r) for r in rows)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ..figures import live_figure, time_axis
 from ..ids import Ids, indicator_id
 from ..liveness import not_answering_text, register_staleness
 from ..member_panel import render_panel
+from ..process_table import render_processes
 from ..provider import (
     CLUSTER,
     LIVE_WINDOWS,
@@ -210,6 +211,7 @@ def render_members(members: Sequence[MemberCard]) -> list[Component]:
                     html.Div(member.url, className="muted small"),
                     html.Div(facts, className="facts"),
                     render_panel(member.panel if member.up else None),
+                    render_processes(member.processes if member.up else None),
                 ],
                 class_name="member-card" + ("" if member.up else " member-down"),
                 **attrs(

@@ -22,11 +22,12 @@ from pushgrid.kernel.redaction import redact_text
 
 from . import allocator
 from .extras import extra_for, install_hint, missing_modules
-from .workers import serve_workers, worker_count
+from .workers import serve_workers, show_board, worker_count
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from pushgrid.server.app import PushServer
     from pushgrid.server.engine.base import Engine
+    from pushgrid.server.monitoring.supervision_board import SupervisionBoard
     from pushgrid.server.workers.supervisor import WorkerPlan
 
 app = typer.Typer(
@@ -142,9 +143,9 @@ def server(config: ConfigOption = None, log_level: LogLevelOption = None) -> Non
     _run(_push_server(settings))
 
 
-def _run_worker(settings: Settings, title: str, plan: WorkerPlan) -> int:
+def _run_worker(settings: Settings, title: str, plan: WorkerPlan, board: SupervisionBoard) -> int:
     """In a forked worker (``Workers`` > 1): one PushServer over the workers' engine, until
-    SIGTERM; its exit code."""
+    SIGTERM; its exit code. Worker 0's Workers MBean reads the supervisor's ``board``."""
     from pushgrid.server.engine.limits import EngineLimits
     from pushgrid.server.engine.memory import MemoryEngine
     from pushgrid.server.workers.engine import WorkersEngine
@@ -157,7 +158,10 @@ def _run_worker(settings: Settings, title: str, plan: WorkerPlan) -> int:
     inner = MemoryEngine(worker_limits(limits, plan.workers, plan.index))
     engine = WorkersEngine(inner, plan.token, plan.index, plan.workers)
     try:
-        _run(_push_server(settings, engine, plan))
+        push_server = _push_server(settings, engine, plan)
+        if plan.index == 0:
+            show_board(push_server, board)
+        _run(push_server)
     except typer.Exit as exc:
         return int(exc.exit_code)
     return 0
