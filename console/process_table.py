@@ -87,28 +87,33 @@ def processes_summary(processes: Sequence[WorkerProcess]) -> str:
     return f"{fmt.plural(len(processes), 'process', 'processes')} on cores {cores}"
 
 
+def _cell(header: str, cell: str) -> html.Span:
+    """One value of a row, named for a narrow card: ``CPU 4.2 %`` (a row wraps between them)."""
+    shown = cell if header in ("state",) else f"{header} {cell}"
+    return html.Span(
+        shown,
+        className=f"process-cell cell-{header.replace(' ', '-')}",
+        **attrs({"data-cell": header, "data-value": cell}),
+    )
+
+
 def render_processes(processes: Sequence[WorkerProcess] | None) -> html.Div:
-    """The process table of a member card (empty without rows)."""
+    """The processes block of a member card (empty without rows): one row per process, its
+    values wrapping inside the card's width."""
     if not processes:
         return html.Div(className="member-processes")
     rows = []
     for p in processes:
         cells, level = process_cells(p)
         rows.append(
-            html.Tr(
-                [html.Td(cell) for cell in cells],
+            html.Div(
+                [_cell(h, c) for h, c in zip(HEADERS, cells, strict=True)],
                 className=f"process-row panel-{level}",
                 **attrs({"data-worker": str(p.index), "data-pid": str(p.pid), "data-level": level}),
             )
         )
     return html.Div(
-        [
-            html.Div(processes_summary(processes), className="fact-name"),
-            html.Table(
-                [html.Thead(html.Tr([html.Th(h) for h in HEADERS])), html.Tbody(rows)],
-                className="process-table",
-            ),
-        ],
+        [html.Div(processes_summary(processes), className="process-summary muted small"), *rows],
         className="member-processes",
         **attrs({"data-processes": str(len(processes))}),
     )
