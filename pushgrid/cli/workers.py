@@ -8,10 +8,13 @@ pieces: the runner that joins both lives above them (pushgrid/cli/main.py ``_run
 from __future__ import annotations
 
 import logging
+import os
+import re
 import resource
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
     from pushgrid.server.workers.supervisor import Supervisor, WorkerPlan
 
 log = logging.getLogger(__name__)
+
+_WORKERS_LINE = re.compile(r"^\s*Workers\s*=", re.IGNORECASE)
 
 
 def worker_count(settings: Settings) -> int:
@@ -44,6 +49,31 @@ def worker_count(settings: Settings) -> int:
             "" if count == 1 else "es",
             " (a cluster member runs one process)" if clustered else " (the usable cores)",
         )
+    return count
+
+
+def workers_set(config: Path | None, environ: Mapping[str, str]) -> bool:
+    """Does the operator say ``Workers`` (``PUSHGRID_WORKERS`` or a ``Workers =`` line)?"""
+    if environ.get("PUSHGRID_WORKERS", "").strip():
+        return True
+    if config is None or not config.is_file():
+        return False
+    lines = config.read_text(encoding="utf-8", errors="replace").splitlines()
+    return any(_WORKERS_LINE.match(line) for line in lines)
+
+
+def up_workers(config: Path | None, settings: Settings, members: int) -> int:
+    """How many processes ``pushgrid up`` serves on: the operator's ``Workers`` when set, else
+    ``auto`` on a single-node server (the usable cores) and 1 in a local cluster (a cluster
+    member runs one process, docs/workers.md)."""
+    if members > 1:
+        return 1
+    if workers_set(config, os.environ):
+        return worker_count(settings)
+    from pushgrid.server.workers.cores import auto_workers
+
+    count = auto_workers()
+    log.info("pushgrid up: Workers = auto: %d process%s", count, "" if count == 1 else "es")
     return count
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -181,3 +182,51 @@ async def _evaluated(runner: Any, count: int) -> bool:
 
 async def _gone(api: httpx.AsyncClient, rule: str, target: str) -> bool:
     return await _alert(api, rule, target) is None
+
+
+def test_up_serves_on_every_usable_core_and_status_says_so(tmp_path: Path) -> None:
+    """``pushgrid up`` without ``Workers``: ``auto`` (one process per usable core) on a
+    single-node server; ``pushgrid status`` prints them with their cores."""
+    from pushgrid.server.workers.cores import auto_workers
+
+    from .pgtest import PUSHGRID, clean_env, free_port, run_cli, write_conf
+
+    expected = auto_workers()
+    monitor = free_port()
+    conf = write_conf(
+        tmp_path / "pushgrid.conf",
+        {
+            "ServerName": "wops-up",
+            "Listen": f"127.0.0.1:{free_port()}",
+            "MonitorHTTP.Listen": f"127.0.0.1:{monitor}",
+            "Admin.Listen": f"127.0.0.1:{free_port()}",
+            "StatsInterval": 0,
+            "Database": f"sqlite:///{tmp_path / 'pushgrid.db'}",
+        },
+    )
+    env = {k: v for k, v in clean_env().items() if k != "PUSHGRID_WORKERS"}
+    assert run_cli("db", "upgrade", "--config", str(conf)).returncode == 0
+    log = (tmp_path / "up.log").open("w")
+    up = subprocess.Popen(
+        [*PUSHGRID, "up", "--config", str(conf)], env=env, cwd=tmp_path, stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            shown = run_cli("status", "--config", str(conf))
+            if shown.returncode == 0 and f"{expected} process" in shown.stdout:
+                break
+            assert up.poll() is None, (tmp_path / "up.log").read_text()
+            assert time.monotonic() < deadline, (shown.stdout, shown.stderr)
+            time.sleep(0.5)
+        cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(up.pid)))
+        head = shown.stdout.splitlines()[0]
+        assert head.startswith(f"wops-up (http://127.0.0.1:{monitor}): {expected} process")
+        assert len([ln for ln in shown.stdout.splitlines() if "  worker " in ln]) == expected
+        if cores == "0,1":
+            assert head.endswith("on cores 0-1")
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.wait(timeout=60)
+        log.close()
+    assert up.returncode == 0

@@ -150,3 +150,34 @@ def test_worker_rules_are_added_once(tmp_path: Path) -> None:
     assert all(r.builtin and r.enabled for r in rules.values())
     assert len(rules) == len(WORKER_RULES)
     factory.kw["bind"].dispose()
+
+
+def test_status_text_names_the_cores_and_the_silent_worker() -> None:
+    from pushgrid.cli.workers_text import cores, member_text
+
+    assert cores([3, 0, 1, 2, 6]) == "0-3,6"
+    text = member_text(
+        "m1",
+        "http://127.0.0.1:8900",
+        [
+            row(index=0, cpus=[0]),
+            row(cpus=[1], answering=False, heartbeat_age_seconds=6.0, restarts=2),
+        ],
+    )
+    head, zero, one = text.splitlines()
+    assert head == "m1 (http://127.0.0.1:8900): 2 processes on cores 0-1"
+    assert zero.strip().startswith("worker 0  pid 4321")
+    assert zero.endswith("linked")
+    assert one.endswith("NOT ANSWERING for 6.0 s, restarted 2x")
+
+
+def test_up_uses_auto_unless_workers_is_said(tmp_path: Path) -> None:
+    from pushgrid.cli.workers import workers_set
+
+    conf = tmp_path / "pushgrid.conf"
+    conf.write_text("ServerName = a\n# Workers = 4\n")
+    assert not workers_set(conf, {})
+    assert not workers_set(None, {"PUSHGRID_WORKERS": " "})
+    assert workers_set(None, {"PUSHGRID_WORKERS": "1"})
+    conf.write_text("ServerName = a\n  workers = 1\n")
+    assert workers_set(conf, {})
