@@ -7,7 +7,6 @@ and fires ``WorkerNotAnswering``; both resolve.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from .pgtest import AdminHarness, ServerProcess
+from .pgtest import until as until_given
 from .test_workers import workers_of
 
 API = "/api/v1"
@@ -27,13 +27,7 @@ DEADLINE = 60.0  # seconds: a bound for a failing test on a loaded machine, not 
 
 
 async def until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
+    return await until_given(check, what, DEADLINE)
 
 
 async def workers_bean(srv: ServerProcess) -> dict[str, Any]:
