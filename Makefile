@@ -59,9 +59,13 @@ system-deps: runtime-deps
 # The client port on loopback only (docs/security.md): `make up LISTEN='*:8800'` serves the
 # network (it is the `Listen` key, given as PUSHGRID_LISTEN).
 LISTEN ?= 127.0.0.1:8800
+# `make up` serves on every usable core (Workers = auto, docs/workers.md); `make up WORKERS=1`
+# runs one process (it is the `Workers` key, given as PUSHGRID_WORKERS). `pushgrid status` says
+# how many processes serve and on which cores.
+WORKERS ?=
 
 up: $(RUNTIME_STAMP) runtime-deps
-	PUSHGRID_LISTEN='$(LISTEN)' $(BIN)/pushgrid up
+	PUSHGRID_LISTEN='$(LISTEN)' $(if $(WORKERS),PUSHGRID_WORKERS='$(WORKERS)' )$(BIN)/pushgrid up
 
 # A local 3-member Guaranteed cluster (docs/cluster.md) with the admin API and console.
 cluster: $(RUNTIME_STAMP) runtime-deps

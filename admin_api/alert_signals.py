@@ -19,7 +19,7 @@ over the real time between two looks (a counter that goes back is a restart: no 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -160,3 +160,67 @@ def merge(*parts: Mapping[str, Mapping[Key, float | None]]) -> dict[str, dict[Ke
         for name, values in part.items():
             out.setdefault(name, {}).update(values)
     return out
+
+
+# --- the processes of a member (Workers, ADR 061) ------------------------------------------
+
+WORKER_SIGNALS: Final = ("worker_restarted", "worker_not_answering")
+#: earlier targets of one worker kept reading 0 (so their alerts resolve after a new life)
+_RETIRED_KEPT: Final = 8
+
+
+def worker_target(member: str, index: int, pid: int) -> str:
+    """The alert target of one process: the member, the worker index and its pid."""
+    return f"{member} worker {index} (pid {pid})"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerLook:
+    """One process as one look at a member's Workers MBean gives it."""
+
+    index: int
+    pid: int  # 0: dead, waiting for its restart
+    restarts: int
+    answering: bool
+
+
+@dataclass
+class WorkerTracker:
+    """``worker_restarted`` and ``worker_not_answering`` per process, between looks.
+
+    A target names the pid, so a restarted worker is a new target: its earlier targets keep
+    reading 0 (their alerts resolve, they never hang firing on a pid that is gone)."""
+
+    restarts: dict[tuple[str, int], int] = field(default_factory=dict)
+    targets: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+
+    def readings(
+        self, looks: Mapping[str, Sequence[WorkerLook] | None]
+    ) -> dict[str, dict[Key, float | None]]:
+        out: dict[str, dict[Key, float | None]] = {}
+        for member, rows in looks.items():
+            for row in rows or ():  # an unreadable member: nothing (no value)
+                out.update(self._one(member, row))
+        return out
+
+    def _one(self, member: str, row: WorkerLook) -> dict[str, dict[Key, float | None]]:
+        worker = (member, row.index)
+        known = self.targets.setdefault(worker, [])
+        out: dict[str, dict[Key, float | None]] = {
+            old: {key(name): 0.0 for name in WORKER_SIGNALS} for old in known
+        }
+        if row.pid == 0:  # dead: its next life (a new pid, a new target) tells the restart
+            return out
+        before = self.restarts.get(worker)
+        self.restarts[worker] = row.restarts
+        restarted = before is not None and row.restarts > before
+        target = worker_target(member, row.index, row.pid)
+        if target in known:
+            known.remove(target)
+        known.append(target)
+        del known[:-_RETIRED_KEPT]
+        out[target] = {
+            key("worker_restarted"): 1.0 if restarted else 0.0,
+            key("worker_not_answering"): 0.0 if row.answering else 1.0,
+        }
+        return out

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from pushgrid.metrics.health import OK, Health, cluster_health
 from pushgrid.ops import names
@@ -20,13 +22,17 @@ from pushgrid.ops.alerts import CLUSTER, SIGNALS
 from pushgrid.ops.cluster import ClusterDocument
 from pushgrid.ops.delivery import DeliveryLoss
 from pushgrid.ops.server import ServerTotals
+from pushgrid.ops.workers import WorkersView
 
 from ..access import is_jmx, read_view
 from ..alert_signals import (
     SILENT_DOWN_SECONDS,
     SLOW_COUNTER,
+    WORKER_SIGNALS,
     MemberTracker,
     ServerLook,
+    WorkerLook,
+    WorkerTracker,
     health_readings,
     loss_readings,
     merge,
@@ -59,7 +65,19 @@ async def loss_look(http: httpx.AsyncClient, member: MemberEndpoint) -> dict[str
         return None
 
 
-async def _no_loss() -> list[dict[str, int] | None]:
+async def workers_look(http: httpx.AsyncClient, member: MemberEndpoint) -> list[WorkerLook] | None:
+    """The member's processes (MBean ``pushgrid:type=Workers``; None: unreadable, or a member
+    without it)."""
+    if is_jmx(member.monitor_url):
+        return None
+    try:
+        rows = (await read_view(http, member, names.WORKERS, WorkersView)).rows()
+    except (MemberFailure, ValidationError):
+        return None
+    return [WorkerLook(r.index, r.pid, r.restarts, r.answering) for r in rows]
+
+
+async def _none() -> list[Any]:
     return []
 
 
@@ -86,6 +104,7 @@ class SignalReader:
 
     def __init__(self) -> None:
         self.tracker = MemberTracker()
+        self.workers = WorkerTracker()
 
     async def read(
         self, http: httpx.AsyncClient, members: Sequence[MemberEndpoint], rules: Sequence[Rule]
@@ -93,10 +112,12 @@ class SignalReader:
         if not any(rule.indicator in MEMBER_SIGNALS for rule in rules) or not members:
             return {}
         wants_loss = any(rule.indicator == "client_loss" for rule in rules)
-        views, looks, losses = await asyncio.gather(
+        wants_workers = any(rule.indicator in WORKER_SIGNALS for rule in rules)
+        views, looks, losses, processes = await asyncio.gather(
             cluster_views(http, members),
             asyncio.gather(*(server_look(http, m) for m in members)),
-            asyncio.gather(*(loss_look(http, m) for m in members)) if wants_loss else _no_loss(),
+            asyncio.gather(*(loss_look(http, m) for m in members)) if wants_loss else _none(),
+            asyncio.gather(*(workers_look(http, m) for m in members)) if wants_workers else _none(),
         )
         healths: dict[str, Health | None] = {}
         for member, view, look in zip(members, views, looks, strict=True):
@@ -115,5 +136,8 @@ class SignalReader:
             self.tracker.readings(by_name),
             loss_readings(
                 {m.name: (by_name[m.name], loss) for m, loss in zip(members, losses, strict=False)}
+            ),
+            self.workers.readings(
+                {m.name: rows for m, rows in zip(members, processes, strict=False)}
             ),
         )

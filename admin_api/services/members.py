@@ -23,6 +23,7 @@ from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.models import utc_now
 from pushgrid.ops import names
 from pushgrid.ops.server import ServerIdentity, ServerSettingsView
+from pushgrid.ops.workers import WorkerProcess, WorkersView
 
 from ..access import is_jmx, member_access, read_view
 from ..member_client import MemberEndpoint, MemberFailure, check_monitor_url, derive_client_url
@@ -165,11 +166,26 @@ async def read_panel(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberP
         return None
 
 
+async def read_processes(
+    http: httpx.AsyncClient, member: MemberEndpoint
+) -> list[WorkerProcess] | None:
+    """The member's processes (MBean ``pushgrid:type=Workers``); None as for the panel: an
+    older member without the MBean, one that cannot be read, or one behind a JMX bridge."""
+    if is_jmx(member.monitor_url):
+        return None
+    try:
+        return (await read_view(http, member, names.WORKERS, WorkersView)).rows()
+    except (MemberFailure, ValidationError):
+        return None
+
+
 async def describe(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberOut:
     """The member and its state; a member that cannot be read is ``reachable: false``."""
     try:
-        server, panel = await asyncio.gather(
-            read_view(http, member, names.SERVER, ServerIdentity), read_panel(http, member)
+        server, panel, processes = await asyncio.gather(
+            read_view(http, member, names.SERVER, ServerIdentity),
+            read_panel(http, member),
+            read_processes(http, member),
         )
     except MemberFailure as exc:
         return MemberOut(
@@ -191,6 +207,7 @@ async def describe(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberOut
         connected_users=server.connected_users,
         subscriptions=server.subscriptions,
         panel=panel,
+        processes=processes,
     )
 
 

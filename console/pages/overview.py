@@ -24,6 +24,7 @@ from ..figures import live_figure, time_axis
 from ..ids import Ids, indicator_id
 from ..liveness import not_answering_text, register_staleness
 from ..member_panel import render_panel
+from ..process_table import render_processes
 from ..provider import CLUSTER, LIVE_WINDOWS, ConsoleProvider, LiveOverview, ProviderError
 from ..url_state import UrlField, url_store
 from ..url_state import register as register_url
@@ -204,6 +205,7 @@ def render_members(members: Sequence[MemberOut]) -> list[Component]:
                     html.Div(member.monitor_url, className="muted small"),
                     html.Div(facts, className="facts"),
                     render_panel(member.panel if member.reachable else None),
+                    render_processes(member.processes if member.reachable else None),
                 ],
                 class_name="member-card" + ("" if member.reachable else " member-down"),
                 **attrs(

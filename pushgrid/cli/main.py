@@ -22,11 +22,12 @@ from pushgrid.kernel.redaction import redact_text
 
 from . import allocator
 from .extras import extra_for, install_hint, missing_modules
-from .workers import serve_workers, worker_count
+from .workers import serve_workers, show_board, up_workers, worker_count
 
 if TYPE_CHECKING:  # the server is imported only by the commands that run one
     from pushgrid.server.app import PushServer
     from pushgrid.server.engine.base import Engine
+    from pushgrid.server.monitoring.supervision_board import SupervisionBoard
     from pushgrid.server.workers.supervisor import WorkerPlan
 
 app = typer.Typer(
@@ -142,9 +143,16 @@ def server(config: ConfigOption = None, log_level: LogLevelOption = None) -> Non
     _run(_push_server(settings))
 
 
-def _run_worker(settings: Settings, title: str, plan: WorkerPlan) -> int:
+def _run_worker(
+    settings: Settings,
+    title: str,
+    plan: WorkerPlan,
+    board: SupervisionBoard,
+    serve: Callable[[PushServer], None] | None = None,
+) -> int:
     """In a forked worker (``Workers`` > 1): one PushServer over the workers' engine, until
-    SIGTERM; its exit code."""
+    SIGTERM; its exit code. Worker 0's Workers MBean reads the supervisor's ``board``; worker 0
+    runs its server with ``serve`` when given (`pushgrid up`: the admin API beside it)."""
     from pushgrid.server.engine.limits import EngineLimits
     from pushgrid.server.engine.memory import MemoryEngine
     from pushgrid.server.workers.engine import WorkersEngine
@@ -157,7 +165,10 @@ def _run_worker(settings: Settings, title: str, plan: WorkerPlan) -> int:
     inner = MemoryEngine(worker_limits(limits, plan.workers, plan.index))
     engine = WorkersEngine(inner, plan.token, plan.index, plan.workers)
     try:
-        _run(_push_server(settings, engine, plan))
+        push_server = _push_server(settings, engine, plan)
+        if plan.index == 0:
+            show_board(push_server, board)
+        (serve if serve is not None and plan.index == 0 else _run)(push_server)
     except typer.Exit as exc:
         return int(exc.exit_code)
     return 0
@@ -204,7 +215,8 @@ def up(
     children: list[Coroutine[Any, Any, None]] = []
     if members > 1:
         settings, admin_env, children = _local_cluster(config, settings, members, mode)
-    name_process(_member_title("up", settings), settings.server_name)
+    title = _member_title("up", settings)
+    name_process(title, settings.server_name)
 
     def banner(server: PushServer) -> None:
         host, port = settings.listen_addresses[0] if settings.listen else ("127.0.0.1", 8800)
@@ -217,6 +229,7 @@ def up(
                     "",
                     f"pushgrid {__version__} is up (engine: {server.engine.name}"
                     + (f", {members} members, {mode}" if members > 1 else "")
+                    + _processes_text(server)
                     + ")",
                     *(
                         f"  member m{i}                ws://{host}:{port + i - 1}/ws"
@@ -251,6 +264,33 @@ def up(
             err=False,
         )
 
+    def serve(push_server: PushServer) -> None:  # the whole of `up` around one server
+        _up_around(push_server, settings, config, members, jmx, admin_env, children, banner)
+
+    workers = up_workers(config, settings, members)
+    if workers > 1:  # the supervisor forks; worker 0 runs the admin API and the rest too
+        serve_workers(settings, workers, partial(_run_worker, settings, title, serve=serve))
+    serve(_push_server(settings))
+
+
+def _processes_text(server: PushServer) -> str:
+    """``, 2 worker processes`` (Workers > 1; ``pushgrid status`` says on which cores)."""
+    plan = server.worker
+    return "" if plan is None or plan.workers == 1 else f", {plan.workers} worker processes"
+
+
+def _up_around(
+    push_server: PushServer,
+    settings: Settings,
+    config: Path | None,
+    members: int,
+    jmx: bool,
+    admin_env: dict[str, str],
+    children: list[Coroutine[Any, Any, None]],
+    banner: Callable[[PushServer], None],
+) -> None:
+    """Serve ``push_server`` with what `up` runs beside it: the admin API, the other local
+    members, the statistics run, the JMX bridge."""
     from pushgrid.admin_api.cli import run_alongside
     from pushgrid.kernel.periodic import run_periodically, supervised
     from pushgrid.server.jmx.cli import bridge_alongside
@@ -270,7 +310,7 @@ def up(
         names = ["the admin API", *(f"member m{i}" for i in range(2, members + 1))]
         names += ["the statistics run"] if settings.stats_interval > 0 else []
         names += ["the JMX bridge"] if jmx else []
-        _run(_push_server(settings), banner, background, ", ".join(names), [admin])
+        _run(push_server, banner, background, ", ".join(names), [admin])
 
 
 def _require_extras(extras: tuple[str, ...]) -> None:
@@ -334,6 +374,7 @@ PART_COMMANDS: dict[str, str] = {
     "console": "pushgrid.console.cli",
     "rrd": "pushgrid.server.rrd_cli",
     "jmx": "pushgrid.server.jmx.cli",
+    "status": "pushgrid.cli.status",
 }
 _registered: set[str] = set()
 

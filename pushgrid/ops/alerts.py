@@ -18,6 +18,8 @@ SignalName = Literal[
     "stats_pipeline_failing",
     "delivery_stalled",
     "client_loss",
+    "worker_restarted",
+    "worker_not_answering",
     "slo_fast_burn",
     "slo_slow_burn",
 ]
@@ -49,6 +51,15 @@ SIGNALS: Final[dict[str, tuple[str, str]]] = {
         "messages the clients of a Guaranteed member could not get back over its last 60 s"
         " (their reported resyncs + failed recoveries; none on a Standard member)",
         "",
+    ),
+    # the target is one process of a member, ``<member> worker <i> (pid <pid>)`` (ADR 061)
+    "worker_restarted": (
+        "1 at the first look after the supervisor restarted a worker process of the member",
+        "member",
+    ),
+    "worker_not_answering": (
+        "1 while a worker process of the member has not answered its heartbeat for 5 s",
+        "member",
     ),
     # the target is the objective, ``slo:<name>`` (ADR 055)
     "slo_fast_burn": (

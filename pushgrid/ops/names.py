@@ -16,6 +16,7 @@ SUBJECTS: Final = "pushgrid:type=Subjects"
 HOT_SUBJECTS: Final = "pushgrid:type=HotSubjects"
 MEMBER_PANEL: Final = "pushgrid:type=MemberPanel"
 WATCHED_SUBJECTS: Final = "pushgrid:type=WatchedSubjects"
+WORKERS: Final = "pushgrid:type=Workers"  # the server's processes (docs/workers.md)
 CANARY: Final = "pushgrid:type=Canary"  # the canaries this member receives (ADR 049)
 DELIVERY: Final = "pushgrid:type=Delivery"
 ACCOUNTING: Final = "pushgrid:type=Accounting"  # delivery accounting (ADR 054)

@@ -66,6 +66,7 @@ from .loop_bridge import LoopBridge
 from .mbeans import Attribute, MBean, MBeanRegistry, ObjectName, Operation, document_attributes
 from .ports import LiveState, MonitoredNode, Operations
 from .watched_view import summary
+from .workers_view import workers_bean
 
 # A row of an MBean table: name, Java-like type, description, getter over the source.
 ModelRow = tuple[str, str, str, Callable[[ReadModel], Any]]
@@ -137,6 +138,7 @@ def server_beans(
         member_panel_bean(tables),
         watched_subjects_bean(tables, operations),
         delivery_bean(tables),
+        workers_bean(node, bridge.wrap),  # the CLI gives worker 0 the supervisor's board
     ]
 
 

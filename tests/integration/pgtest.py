@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -817,6 +817,20 @@ async def eventually(
         if loop.time() > deadline:
             raise AssertionError(f"{what} not reached within {timeout}s")
         await asyncio.sleep(0.02)
+
+
+async def until(
+    check: Callable[[], Awaitable[Any]], what: str, timeout: float = DEFAULT_TIMEOUT * 2
+) -> Any:
+    """Await ``check`` every 0.2 s until it gives something true, and return that (bounded:
+    an AssertionError naming ``what`` after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await check()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.2)
 
 
 # --- monitoring port (tests/integration/test_monitoring_*.py) ----------------------------------

@@ -30,6 +30,7 @@ from .pgtest import (
     assert_problem,
     member_entry,
     run_cli,
+    until,
     write_conf,
 )
 
@@ -81,13 +82,7 @@ async def webhook() -> AsyncIterator[Webhook]:
 
 
 async def _until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    deadline = time.monotonic() + 20.0
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
+    return await until(check, what, 20.0)
 
 
 RULES = [

@@ -11,7 +11,6 @@ machine): the deadlines are generous.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -24,7 +23,7 @@ import httpx
 import pytest
 
 from .cluster import Cluster
-from .pgtest import AdminHarness, ServerProcess, WsClient
+from .pgtest import AdminHarness, ServerProcess, WsClient, until
 
 API = "/api/v1"
 DEADLINE = 45.0  # seconds: generous on a loaded 2-core machine (the issue asks 10 s)
@@ -32,14 +31,7 @@ NAMES = ("m1", "m2", "m3")
 
 
 async def _until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    last: Any = None
-    while True:
-        last = await check()
-        if last:
-            return last
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
+    return await until(check, what, DEADLINE)
 
 
 async def _get(member: ServerProcess, path: str) -> httpx.Response:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from .pgtest import (
     WsClient,
     assert_problem,
     member_entry,
+    until,
 )
 
 API = "/api/v1"
@@ -40,14 +41,7 @@ ONE_PATTERN = {**HEALTHY, "name": "slo-pattern", "pattern": "/slo/*"}
 OTHER_PATTERN = {**NO_LOSS, "name": "other-pattern", "pattern": "/other/*"}
 
 
-async def _until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    deadline = time.monotonic() + DEFAULT_TIMEOUT * 2
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
+_until = until  # (DEFAULT_TIMEOUT * 2)
 
 
 async def _crud_checks(

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..panel import MemberPanel
+from ..workers import WorkerProcess
 
 # where the admin API learned of a member
 MemberSource = Literal["config", "registered", "discovered"]
@@ -55,6 +56,11 @@ class MemberOut(BaseModel):
     subscriptions: int | None = None
     panel: MemberPanelOut | None = Field(
         default=None, description="The operator panel (null: not readable from this member)"
+    )
+    processes: list[WorkerProcess] | None = Field(
+        default=None,
+        description="The processes that serve the member (Workers; one with Workers = 1), "
+        "worker 0 first (null: not readable from this member)",
     )
 
 
