@@ -82,6 +82,20 @@ def bind_reuse_port(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+def _cannot_listen(host: str, port: int, exc: OSError) -> OSError:
+    return OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}")
+
+
+def refuse_taken_port(host: str, port: int) -> None:
+    """OSError when another socket already listens on ``host:port``: a bind without
+    SO_REUSEPORT fails where one with it would quietly share the port with another server of
+    the same user (a second ``pushgrid server`` on a port the first holds)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no owner
+        probe.bind((host, port))
+
+
 def bind_listeners(
     addresses: list[tuple[str, int, bool]], workers: int, backlog: int
 ) -> list[list[tuple[socket.socket, bool]]]:
@@ -92,13 +106,16 @@ def bind_listeners(
     try:
         for host, port, tls in addresses:
             bound = port
+            if port:
+                try:
+                    refuse_taken_port(host, port)
+                except OSError as exc:
+                    raise _cannot_listen(host, port, exc) from None
             for index in range(workers):
                 try:
                     sock = bind_reuse_port(host, bound, backlog)
                 except OSError as exc:
-                    raise OSError(
-                        exc.errno, f"cannot listen on {host}:{bound}: {exc.strerror}"
-                    ) from None
+                    raise _cannot_listen(host, bound, exc) from None
                 bound = sock.getsockname()[1]
                 per_worker[index].append((sock, tls))
     except OSError:

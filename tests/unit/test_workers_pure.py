@@ -33,6 +33,7 @@ from pushgrid.server.workers.cores import (
 from pushgrid.server.workers.delivery_share import DeliveryShipment, DeliveryShipper
 from pushgrid.server.workers.delivery_share import absorb as absorb_delivery
 from pushgrid.server.workers.ownership import owner_of, share, worker_limits
+from pushgrid.server.workers.supervisor import bind_listeners, bind_reuse_port
 from pushgrid.server.workers.totals import WorkerTotals
 from pushgrid.server.workers.wire import (
     MAX_MESH_FRAME,
@@ -233,3 +234,20 @@ def test_a_worker_s_delivery_seconds_reach_worker_zero_s_book_once() -> None:
     assert zero.completed(settle=3) == [], "not settled yet"
     now[0] = 1004.5
     assert [s.second for s in zero.completed(settle=3)] == [1000]
+
+
+def test_a_port_another_server_listens_on_is_refused_not_shared() -> None:
+    """A second ``pushgrid server`` on the first one's port must not quietly share it: both
+    would bind with SO_REUSEPORT (same user), the kernel would split the clients between two
+    servers. The supervisor's binding refuses the port, naming it."""
+    first = bind_reuse_port("127.0.0.1", 0, 16)  # what a running server's workers hold
+    port = first.getsockname()[1]
+    try:
+        with pytest.raises(OSError, match=rf"cannot listen on 127\.0\.0\.1:{port}: .*in use"):
+            bind_listeners([("127.0.0.1", port, False)], 2, 16)
+    finally:
+        first.close()
+    per_worker = bind_listeners([("127.0.0.1", port, False)], 2, 16)  # free again: 2 sockets
+    assert [socks[0][0].getsockname()[1] for socks in per_worker] == [port, port]
+    for socks in per_worker:
+        socks[0][0].close()
