@@ -22,6 +22,7 @@ from pushgrid.metrics.sqlstore import transaction
 from pushgrid.metrics.sqlstore.admin_models import RegisteredMember
 from pushgrid.metrics.sqlstore.models import utc_now
 from pushgrid.ops import names
+from pushgrid.ops.panel import PANEL_ATTRIBUTE
 from pushgrid.ops.server import ServerIdentity, ServerSettingsView
 from pushgrid.ops.workers import WorkerProcess, WorkersView
 
@@ -160,8 +161,8 @@ async def read_panel(http: httpx.AsyncClient, member: MemberEndpoint) -> MemberP
     if is_jmx(member.monitor_url):
         return None
     try:
-        values = await member_access(http, member).read(names.MEMBER_PANEL, ["Panel"])
-        return MemberPanelOut.model_validate(values.get("Panel"))
+        values = await member_access(http, member).read(names.MEMBER_PANEL, [PANEL_ATTRIBUTE])
+        return MemberPanelOut.model_validate(values.get(PANEL_ATTRIBUTE))
     except (MemberFailure, ValidationError):
         return None
 

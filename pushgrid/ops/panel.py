@@ -10,7 +10,7 @@ and what the console's member card reads. How each number is computed: docs/moni
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +58,10 @@ def _double(description: str) -> Any:
     return java("double", description)
 
 
+#: the attribute holding the whole panel as one map (what the admin API reads)
+PANEL_ATTRIBUTE: Final = "Panel"
+
+
 class PanelAttributes(msgspec.Struct, frozen=True, kw_only=True):
     """The MemberPanel MBean: its attributes in order, each field named as the panel's number."""
 
@@ -103,7 +107,9 @@ class PanelAttributes(msgspec.Struct, frozen=True, kw_only=True):
     window_seconds: Annotated[float, _double("Seconds the window-based attributes cover")] = (
         msgspec.field(name="Window")
     )
-    panel: Annotated[dict[str, Any], java(MAP, "Every number above")] = msgspec.field(name="Panel")
+    panel: Annotated[dict[str, Any], java(MAP, "Every number above")] = msgspec.field(
+        name=PANEL_ATTRIBUTE
+    )
 
     @classmethod
     def of(cls, panel: MemberPanel) -> PanelAttributes:
