@@ -35,6 +35,7 @@ ALL_BEANS = sorted(
         "pushgrid:type=Sessions",
         "pushgrid:type=Subjects",
         "pushgrid:type=WatchedSubjects",
+        "pushgrid:type=Workers",
     ]
 )
 WINDOW_ATTRIBUTES = [
