@@ -147,14 +147,18 @@ async def publish_meta_subjects(
     (checked every ``health_period`` seconds), until cancelled."""
     server_name = node.live_state().server_name
     last_round = time.monotonic()
+    last_sample = -1  # the sampled second of the last round: a round repeats none
     last_cluster: PublishRequest | None = None
     while True:
         await asyncio.sleep(min(interval, health_period))
         status = node.cluster_status()
         cluster = cluster_message(server_name, status)
-        if time.monotonic() - last_round >= interval - 0.001:
-            last_round = time.monotonic()
-            round_ = meta_messages(node.read_model(), node.live_state(), status)
+        model = node.read_model()
+        # a round is due and the sampler has a second we have not published (a late sampler on
+        # a loaded machine would otherwise have the same second published twice as an update)
+        if time.monotonic() - last_round >= interval - 0.001 and model.ts != last_sample:
+            last_round, last_sample = time.monotonic(), model.ts
+            round_ = meta_messages(model, node.live_state(), status)
         elif last_cluster is not None and _same(cluster, last_cluster):
             continue
         else:

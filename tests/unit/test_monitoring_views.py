@@ -9,6 +9,7 @@ such a read model, and the LoopBridge's thread rule.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import threading
 from collections.abc import Iterator
@@ -317,6 +318,32 @@ async def test_a_health_change_is_published_at_once_not_at_the_next_round() -> N
             ("/pushgrid/node-a/cluster", "degraded")
         ]
         assert engine.published[-1].fields["member.node-b"] == "down"
+    finally:
+        task.cancel()
+
+
+async def test_a_round_never_publishes_the_same_sampled_second_twice() -> None:
+    """A sampler that is late (a loaded machine) has no new second when a round comes: that
+    round publishes nothing, the next one the new second. An update always carries a new
+    sample (found in a fresh-clone run: two updates of one ``ts``)."""
+
+    class Late(Node):
+        ts = TS
+
+        def read_model(self) -> ReadModel:
+            return dataclasses.replace(super().read_model(), ts=self.ts)
+
+    node, engine = Late(), Recording()
+    task = asyncio.create_task(publish_meta_subjects(node, engine, 0.02, health_period=0.01))
+    try:
+        await asyncio.sleep(0.15)  # several rounds, one sampled second
+        indicator = f"/pushgrid/node-a/{INDICATOR_NAMES[0]}"
+        seen = [m.fields["ts"] for m in engine.published if m.subject == indicator]
+        assert seen == [str(TS)]
+        node.ts = TS + 1
+        await asyncio.sleep(0.1)
+        seen = [m.fields["ts"] for m in engine.published if m.subject == indicator]
+        assert seen == [str(TS), str(TS + 1)]
     finally:
         task.cancel()
 
