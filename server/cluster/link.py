@@ -93,8 +93,9 @@ class ClusterLink:
         except Exception as exc:
             raise ClusterError(f"NatsServers: cannot connect to {', '.join(urls)}: {exc}") from exc
         source = self.node.meta_leader if self.node is not None else None
+        routes = self.node.routes if self.node is not None else None
         self._membership = Membership(
-            self._nc, self._announcement, self.topology, self._credentials, source
+            self._nc, self._announcement, self.topology, self._credentials, source, routes
         )
         self._membership.announce(self._announcement)
         await self._membership.start()

@@ -46,6 +46,11 @@ DOWN_AFTER = 3.5
 # average 20 a member with another ClusterMembers list joined (its peers answered later) and
 # only logged the mismatch from their heartbeats (test_cluster_guaranteed, 2026-11-28).
 HELLO_WAIT = 2.0
+# How long a starting member waits for its node's first route to another node before it says
+# hello: a hello sent before the route exists reaches nobody, and a member with another
+# ClusterMembers list then joined on a loaded machine (CI, 2026-11-28, after HELLO_WAIT was
+# raised). Bounded: the first member of a cluster has nobody to route to.
+ROUTE_WAIT = 5.0
 HELLO_REPLY = "pg.hello.reply"  # the kind a hello's answer is signed as (it goes to an inbox)
 
 
@@ -63,6 +68,7 @@ class Membership:
         topology: Topology | None,
         credentials: BusCredentials,
         meta_leader_source: Callable[[], Awaitable[str]] | None = None,
+        routes: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self._nc = nc
         self._credentials = credentials
@@ -70,6 +76,7 @@ class Membership:
         self._me = me
         self._topology = topology
         self._meta_leader_source = meta_leader_source
+        self._routes = routes
         self._heard: dict[str, _Heard] = {}
         self._task: asyncio.Task[None] | None = None
         self.mismatched: set[str] = set()
@@ -95,31 +102,51 @@ class Membership:
                 await self._task
 
     async def _check_peers(self) -> None:
-        """Ask the members already up; refuse to join a cluster configured differently."""
+        """Ask the members already up; refuse to join a cluster configured differently (their
+        answer to the hello, or a heartbeat heard meanwhile, carries another fingerprint)."""
+        others = len(self._topology.members) - 1 if self._topology is not None else None
+        if others != 0:
+            await self._wait_for_a_route()
         inbox = self._nc.new_inbox()
         replies = await self._nc.subscribe(inbox)
         await self._send(HELLO_SUBJECT, HELLO_SUBJECT, self._me, reply=inbox)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + HELLO_WAIT
-        others = len(self._topology.members) - 1 if self._topology is not None else None
         answered: set[str] = set()
         try:
             while (remaining := deadline - loop.time()) > 0 and len(answered) != others:
                 try:
-                    msg = await replies.next_msg(timeout=remaining)
+                    msg = await replies.next_msg(timeout=min(remaining, 0.25))
                 except TimeoutError:
-                    break
+                    self._refuse_if_mismatched()
+                    continue
                 peer = self._decode(msg, HELLO_REPLY)
                 if peer is not None:
                     answered.add(peer.name)
                 if peer is not None and peer.fingerprint != self._me.fingerprint:
-                    raise ClusterError(
-                        f"ClusterMembers: member {peer.name!r} runs with a different "
-                        "ClusterMembers list or ClusterSeedMemberCount; every member must "
-                        "list the same members in the same order"
-                    )
+                    self.mismatched.add(peer.name)
+                self._refuse_if_mismatched()
         finally:
             await replies.unsubscribe()
+
+    async def _wait_for_a_route(self) -> None:
+        if self._routes is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ROUTE_WAIT
+        while loop.time() < deadline:
+            if await self._routes() > 0:
+                return
+            await asyncio.sleep(0.1)  # polled: nats-server tells of a new route to nobody
+
+    def _refuse_if_mismatched(self) -> None:
+        if self.mismatched:
+            peer = sorted(self.mismatched)[0]
+            raise ClusterError(
+                f"ClusterMembers: member {peer!r} runs with a different "
+                "ClusterMembers list or ClusterSeedMemberCount; every member must "
+                "list the same members in the same order"
+            )
 
     async def _on_hello(self, msg: Msg) -> None:
         peer = self._decode(msg, HELLO_SUBJECT)

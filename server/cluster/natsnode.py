@@ -20,6 +20,7 @@ import signal
 import ssl
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -165,20 +166,30 @@ class NatsNode:
             except ClusterError as exc:
                 log.error("cannot restart nats-server: %s", exc)
 
-    async def meta_leader(self) -> str:
-        """The JetStream meta leader as this node sees it ("" unknown or not a seed)."""
-        if not self._jetstream or not self.topology.me.seed:
-            return ""
-        url = f"http://127.0.0.1:{self.topology.me.port + MONITOR_OFFSET}/jsz"
+    async def _monitoring(self, endpoint: str) -> dict[str, Any] | None:
+        """One answer of this node's monitoring port (``jsz``, ``routez``); None if none."""
+        url = f"http://127.0.0.1:{self.topology.me.port + MONITOR_OFFSET}/{endpoint}"
         try:
             async with httpx.AsyncClient(
                 timeout=1.0, trust_env=False, verify=_monitor_tls()
             ) as http:
                 data = (await http.get(url)).json()
         except (httpx.HTTPError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def meta_leader(self) -> str:
+        """The JetStream meta leader as this node sees it ("" unknown or not a seed)."""
+        if not self._jetstream or not self.topology.me.seed:
             return ""
-        leader = (data.get("meta_cluster") or {}).get("leader") if isinstance(data, dict) else None
+        data = await self._monitoring("jsz") or {}
+        leader = (data.get("meta_cluster") or {}).get("leader")
         return leader if isinstance(leader, str) else ""
+
+    async def routes(self) -> int:
+        """How many route connections this node has to other nodes (-1: it did not say)."""
+        count = (await self._monitoring("routez") or {}).get("num_routes")
+        return count if isinstance(count, int) else -1
 
     async def stop(self, grace: float = 5.0) -> None:
         self._stopping = True

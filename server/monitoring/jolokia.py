@@ -39,7 +39,7 @@ import msgspec
 
 from pushgrid.protocol.exceptions import MonitoringError
 
-from .mbeans import MalformedObjectName, MBean, MBeanRegistry, ObjectName, Operation
+from .mbeans import MalformedObjectName, MBean, MBeanRegistry, ObjectName, Operation, one_read
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -669,11 +669,12 @@ class JolokiaAgent:
         if not strict:
             wanted = [name for name in wanted if mbean.attribute(name) is not None]
         values: dict[str, Any] = {}
-        for attribute_name in wanted:
-            try:
-                values[attribute_name] = self._read_one(mbean, attribute_name)
-            except Exception as exc:
-                values[attribute_name] = self._fault(exc, config)
+        with one_read():  # one moment per document, however many of its attributes are asked
+            for attribute_name in wanted:
+                try:
+                    values[attribute_name] = self._read_one(mbean, attribute_name)
+                except Exception as exc:
+                    values[attribute_name] = self._fault(exc, config)
         return values
 
     def _read_pattern(

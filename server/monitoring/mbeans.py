@@ -13,10 +13,12 @@ An :class:`MBean` is a described bag of read-only :class:`Attribute` getters and
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -35,6 +37,7 @@ __all__ = [
     "ObjectName",
     "Operation",
     "document_attributes",
+    "one_read",
 ]
 
 
@@ -295,6 +298,26 @@ class Attribute:
     getter: Callable[[], Any]
 
 
+#: the documents built during the current :func:`one_read`, by the builder that made them
+_READ_TOGETHER: ContextVar[dict[int, dict[str, Any]] | None] = ContextVar(
+    "read_together", default=None
+)
+
+
+@contextlib.contextmanager
+def one_read() -> Iterator[None]:
+    """Attributes read inside this block that come from one document come from one build of it.
+
+    A Jolokia ``read`` of several attributes (or of a whole MBean) must not mix two moments:
+    ``Workers`` counted before a process reported and ``Processes`` listing it after (a
+    fresh-clone run saw ``Workers = 1`` next to two rows)."""
+    token = _READ_TOGETHER.set({})
+    try:
+        yield
+    finally:
+        _READ_TOGETHER.reset(token)
+
+
 def document_attributes(
     document: type[msgspec.Struct],
     read: Callable[[], msgspec.Struct],
@@ -302,15 +325,30 @@ def document_attributes(
 ) -> list[Attribute]:
     """One attribute per field of an ops-contract document (pushgrid/ops/): names, types and
     descriptions from the contract; each getter reads the document (``read``, through ``wrap``
-    when it must run on the event loop) and serves that field as plain JSON values."""
+    when it must run on the event loop) and serves that field as plain JSON values. Inside
+    :func:`one_read` the document is built once and every attribute is served from that build."""
+    specs = attributes(document)
+
+    def every_field() -> dict[str, Any]:
+        built = read()
+        return {spec.field: msgspec.to_builtins(getattr(built, spec.field)) for spec in specs}
+
+    build_all = wrap(every_field)
 
     def getter(field: str) -> Callable[[], Any]:
-        return wrap(lambda: msgspec.to_builtins(getattr(read(), field)))
+        one = wrap(lambda: msgspec.to_builtins(getattr(read(), field)))
 
-    return [
-        Attribute(spec.name, spec.type, spec.description, getter(spec.field))
-        for spec in attributes(document)
-    ]
+        def value() -> Any:
+            built = _READ_TOGETHER.get()
+            if built is None:
+                return one()
+            if id(build_all) not in built:
+                built[id(build_all)] = build_all()
+            return built[id(build_all)][field]
+
+        return value
+
+    return [Attribute(spec.name, spec.type, spec.description, getter(spec.field)) for spec in specs]
 
 
 class Arg(NamedTuple):

@@ -12,7 +12,7 @@ import datetime
 import enum
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import pytest
@@ -37,7 +37,9 @@ from pushgrid.server.monitoring.mbeans import (
     MBeanRegistry,
     ObjectName,
     Operation,
+    document_attributes,
 )
+from pushgrid.ops.attributes import java
 
 NOW = 1_700_000_000.75
 
@@ -371,6 +373,36 @@ def test_post_read_attribute_list_even_of_one_is_a_map(agent: JolokiaAgent) -> N
     assert value(post(agent, request)) == {"Uptime": 42}
     request["attribute"] = ["Uptime", "Version"]
     assert value(post(agent, request)) == {"Uptime": 42, "Version": "1.2.3"}
+
+
+class Census(msgspec.Struct, rename="pascal", frozen=True, kw_only=True):
+    count: Annotated[int, java("int", "How many rows")]
+    rows: Annotated[list[int], java("java.util.List", "The rows")]
+
+
+def test_attributes_read_together_come_from_one_build_of_their_document() -> None:
+    """A process reporting between two getters must not make ``Count`` disagree with ``Rows``
+    (a fresh-clone run read ``Workers = 1`` beside two processes)."""
+    builds: list[int] = []
+
+    def build() -> Census:  # every build sees one more row, as if a process just reported
+        builds.append(1)
+        rows = list(range(len(builds)))
+        return Census(count=len(rows), rows=rows)
+
+    registry = MBeanRegistry()
+    name = ObjectName.parse("pushgrid:type=Census")
+    registry.register(MBean(name, "census", document_attributes(Census, build), []))
+    agent = JolokiaAgent(registry, "pushgrid-test-1", "0.1.0", clock=lambda: NOW)
+    whole = value(get(agent, "/read/pushgrid:type=Census"))
+    assert whole["Count"] == len(whole["Rows"])
+    assert len(builds) == 1
+    listed = value(get(agent, "/read/pushgrid:type=Census/Count,Rows"))
+    assert listed["Count"] == len(listed["Rows"]) == 2
+    pattern = value(get(agent, "/read/pushgrid:type=*"))["pushgrid:type=Census"]
+    assert pattern["Count"] == len(pattern["Rows"]) == 3
+    assert value(get(agent, "/read/pushgrid:type=Census/Count")) == 4  # alone: a build of its own
+    assert len(builds) == 4
 
 
 def test_nan_becomes_null(agent: JolokiaAgent) -> None:
