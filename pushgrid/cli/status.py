@@ -61,7 +61,10 @@ def read_processes(http: httpx.Client, url: str) -> tuple[str, list[WorkerProces
             {"type": "read", "mbean": names.WORKERS, "attribute": "Processes"},
         ],
     )
-    answer.raise_for_status()
+    if answer.status_code != 200:
+        raise httpx.HTTPError(
+            f"HTTP {answer.status_code} from {url}/jolokia (is it a member's monitoring URL?)"
+        )
     server, workers = answer.json()
     for part in (server, workers):
         if part.get("status") != 200:
@@ -81,7 +84,7 @@ def status(
         for url in urls:
             try:
                 name, processes = read_processes(http, url)
-            except (httpx.HTTPError, ValueError, KeyError) as exc:
+            except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 typer.echo(f"{url}: cannot read its Workers MBean: {exc}", err=True)
                 failed = True
                 continue

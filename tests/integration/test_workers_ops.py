@@ -235,3 +235,19 @@ def test_up_serves_on_every_usable_core_and_status_says_so(tmp_path: Path) -> No
         up.wait(timeout=60)
         log.close()
     assert up.returncode == 0
+
+
+def test_status_names_a_url_that_is_no_monitoring_port(two_workers: ServerProcess) -> None:
+    """``pushgrid status -m`` with the client port (a common slip) says which URL and why, exit 1,
+    no traceback; the member's real monitoring URL beside it is still shown."""
+    from .pgtest import run_cli
+
+    wrong = two_workers.url
+    shown = run_cli("status", "-m", wrong, "-m", two_workers.monitor_url)
+    assert shown.returncode == 1, shown
+    assert f"{wrong}: cannot read its Workers MBean: HTTP 404" in shown.stderr
+    assert "monitoring URL" in shown.stderr
+    assert "Traceback" not in shown.stderr
+    assert "mozilla" not in shown.stderr
+    assert "wops (" in shown.stdout
+    assert "2 processes" in shown.stdout
