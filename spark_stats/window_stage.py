@@ -1,8 +1,11 @@
 """Window statistics and trend series as of a second T (thin I/O around the transforms).
 
 Inputs: the rollups (minute / hour / day buckets of closed hours), the compacted samples of the
-last 15 minutes before T, and -- unless ``include_open=False`` -- the live tail: samples of the
-``.open`` archive files (the hour being written, never compacted) with ``ts <= T``.
+last 15 minutes before T, and the tail: samples with ``ts <= T`` of the archive files compaction
+has not read -- the ``.open`` ones (the hour being written, never compacted; left out with
+``include_open=False``) and closed ones whose hour ended after this run's compaction (a run
+across the top of an hour: without them the last hour's seconds were in neither input and
+its 1-minute to 5-hour windows said "no samples", found in a ``make cluster`` walk).
 
 The live tail touches a few *overlay* hours (those of the open files) whose stored buckets are
 incomplete: some nodes' files may still be open, and the cluster sums need every node. Their
@@ -100,7 +103,7 @@ def compute_windows(
     t = int(as_of)
     samples, store = samples_store(warehouse_dir), rollup_store(warehouse_dir)
     s_manifest, r_manifest = samples.load(), store.load()
-    tail = _live_tail(archive_dir, t, family) if include_open else []
+    tail = _uncompacted(archive_dir, t, family, s_manifest, include_open)
     overlay_hours = sorted({f.hour_start for f in tail})
     firsts = [int(v) for v in (s_manifest.meta.get("min_ts"), *overlay_hours[:1]) if v is not None]
     points = trend_points(t, min(firsts) if firsts else None, trend_hours)
@@ -124,12 +127,19 @@ def compute_windows(
     return result
 
 
-def _live_tail(archive_dir: Path, t: int, family: Family) -> list[ArchiveFile]:
-    """``.open`` archive files of hours that started by ``t`` (never compacted yet)."""
+def _uncompacted(
+    archive_dir: Path, t: int, family: Family, manifest: Manifest, include_open: bool
+) -> list[ArchiveFile]:
+    """Archive files of hours that started by ``t`` that compaction has not read: ``.open``
+    ones (if ``include_open``) and closed ones new or changed since the last compaction."""
+    compacted: dict[str, list[int]] = manifest.meta.get("inputs", {})
     return [
         f
         for f in scan_archive(archive_dir, family)
-        if not f.closed and f.size > 0 and f.hour_start <= t and header_ok(f, family)
+        if f.size > 0
+        and f.hour_start <= t
+        and (include_open if not f.closed else compacted.get(f.rel) != f.signature)
+        and header_ok(f, family)
     ]
 
 

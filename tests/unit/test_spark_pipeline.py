@@ -40,6 +40,7 @@ from pushgrid.spark_stats.rollups import (
 from pushgrid.spark_stats.synthetic_archive import archive_path, write_node_samples
 from pushgrid.spark_stats.transforms import INDICATORS
 from pushgrid.spark_stats.window_assembly import trend_points
+from pushgrid.spark_stats.window_stage import compute_windows
 
 pytestmark = pytest.mark.spark
 
@@ -335,6 +336,30 @@ def test_open_files_are_not_compacted(first_run: Run) -> None:
         if t - t % HOUR != first_run.open_hours[node]
     }
     assert set(zip(rows["node"], rows["ts"], strict=True)) == expected
+
+
+def test_an_hour_that_closes_after_compaction_still_counts_in_the_windows(
+    spark: SparkSession, first_run: Run, tmp_path: Path
+) -> None:
+    """A run across the top of an hour: compaction ran while the hour's files were ``.open``,
+    the writer closed them before the window stage. Their seconds are in neither compacted
+    samples nor ``.open`` files; the windows must still count them (a ``make cluster`` walk
+    stored 1m-5h windows of count 0 beside the delivery windows of the same seconds)."""
+    archive, warehouse = tmp_path / "archive", tmp_path / "warehouse"
+    shutil.copytree(first_run.archive, archive)
+    shutil.copytree(first_run.warehouse, warehouse)  # compacted and rolled up, as of AS_OF
+    for node, hour in first_run.open_hours.items():  # the hour ends: the writer renames
+        path = archive_path(archive, node, hour, open_=True)
+        path.rename(path.with_name(path.name.removesuffix(".open")))
+    windows = compute_windows(spark, archive, warehouse, AS_OF)
+    expected = reference_stats(reference_scopes(first_run.samples, AS_OF), AS_OF)
+    got = {
+        (r.scope, r.indicator, r.window): (r.count, r.max, r.avg, r.stddev)
+        for r in windows.window_stats.itertuples(index=False)
+    }
+    assert got.keys() == expected.keys()
+    for key, exp in expected.items():
+        assert_stats_equal(got[key], exp, key)
 
 
 # -- idempotency, incremental runs, crash recovery -------------------------------------------------
