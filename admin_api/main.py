@@ -39,7 +39,6 @@ from pushgrid.metrics.sqlstore.engine import private_database_file
 
 from .answering import Answering
 from .audit import AuditMiddleware
-from .builtin_rules import add_worker_rules
 from .canary_probe import CanaryProbes
 from .docs import add_docs
 from .history import HistoryStore
@@ -184,7 +183,6 @@ def create_app(
     monitoring = settings.monitoring
     factory = session_factory or make_session_factory(stats.database)
     protect_store(stats.database, admin, jmx, factory)
-    add_worker_rules(factory)  # WorkerRestarted, WorkerNotAnswering (ADR 061)
     runner = job_runner or JobRunner(stats, monitoring.metrics_archive)
     # which members do not answer (issue 34, 4.1): the watch asks, the rest skip them
     answering = Answering()

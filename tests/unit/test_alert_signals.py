@@ -17,7 +17,6 @@ from pushgrid.admin_api.alert_signals import (
     merge,
 )
 from pushgrid.admin_api.alerting import Evaluator
-from pushgrid.admin_api.builtin_rules import add_worker_rules
 from pushgrid.admin_api.schemas_ops import RuleIn
 from pushgrid.admin_api.services.alert_signals import briefly_silent
 from pushgrid.admin_api.services.alert_silences import Mute, silenced_until
@@ -114,7 +113,6 @@ def test_the_built_in_rules_are_on_after_migration_and_fire_on_their_signals(
     url = f"sqlite:///{tmp_path / 'store.db'}"
     sqlstore.upgrade(url)
     factory = sqlstore.make_session_factory(url)
-    add_worker_rules(factory)  # the admin API adds the worker rules at start (ADR 061)
     with factory() as session:
         rules = RuleService(session).enabled()
         listed = RuleService(session).all()

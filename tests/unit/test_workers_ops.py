@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from pushgrid.admin_api.alert_signals import WorkerLook, WorkerTracker, key, worker_target
-from pushgrid.admin_api.builtin_rules import WORKER_RULES, add_worker_rules
 from pushgrid.console.process_table import (
     cores_text,
     process_cells,
@@ -136,20 +135,57 @@ def test_the_card_carries_the_processes_through_json() -> None:
     assert str(table).count("process-row") == 2
 
 
-def test_worker_rules_are_added_once(tmp_path: Path) -> None:
+def test_migration_0015_adds_the_worker_rules_once_and_an_operators_own_wins(
+    tmp_path: Path,
+) -> None:
+    """The rules come from the store's migration (0015), not from each admin API start: an
+    operator's own rule of one name is kept, a deleted built-in one stays deleted."""
+    from sqlalchemy import delete, select
+
     from pushgrid.metrics.sqlstore import make_session_factory, upgrade
     from pushgrid.metrics.sqlstore.admin_models import AlertRule
+    from pushgrid.metrics.sqlstore.models import utc_now
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    upgrade(url)
+    assert upgrade(url, "0014") == "0014"
     factory = make_session_factory(url)
-    assert add_worker_rules(factory) == ["WorkerRestarted", "WorkerNotAnswering"]
-    assert add_worker_rules(factory) == []
+    with factory() as db, db.begin():
+        mine = AlertRule(
+            name="WorkerRestarted",
+            indicator="worker_restarted",
+            window="current",
+            stat="max",
+            comparison=">=",
+            threshold=3.0,
+            for_seconds=0.0,
+            severity="critical",
+            scope="member",
+            description="mine",
+            enabled=True,
+            created_by="ops",
+            created_at=utc_now(),
+            clear_threshold=None,
+            clear_for=60.0,
+            builtin=False,
+        )
+        db.add(mine)
+    assert upgrade(url) == "0015"
     with factory() as db:
-        rules = {r.name: r for r in db.query(AlertRule) if r.name.startswith("Worker")}
-    assert {r.indicator for r in rules.values()} <= set(SIGNALS)
-    assert all(r.builtin and r.enabled for r in rules.values())
-    assert len(rules) == len(WORKER_RULES)
+        rules = {r.name: r for r in db.scalars(select(AlertRule)) if r.name.startswith("Worker")}
+    assert set(rules) == {"WorkerRestarted", "WorkerNotAnswering"}
+    assert rules["WorkerRestarted"].description == "mine"  # the operator's own wins
+    assert not rules["WorkerRestarted"].builtin
+    added = rules["WorkerNotAnswering"]
+    assert added.builtin
+    assert added.enabled
+    assert added.indicator in set(SIGNALS)
+    assert added.clear_for == 5.0
+    with factory() as db, db.begin():
+        db.execute(delete(AlertRule).where(AlertRule.name == "WorkerNotAnswering"))
+    assert upgrade(url) == "0015"  # nothing re-adds a deleted built-in rule
+    with factory() as db:
+        names = set(db.scalars(select(AlertRule.name)))
+    assert "WorkerNotAnswering" not in names
     factory.kw["bind"].dispose()
 
 
