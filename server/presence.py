@@ -20,9 +20,9 @@ from pushgrid.protocol.subjects import pattern_matches
 
 from .core.entitlement import PRESENCE_SUBJECT
 from .core.presence import PresenceChange, PresenceTable
+from .engine.base import META_PREFIX  # meta-subjects keep no presence (operators follow them)
 
 __all__ = ["PRESENCE_SUBJECT", "PresenceService"]
-META_PREFIX = "/pushgrid/"  # meta-subjects keep no presence (their followers are operators)
 
 
 class LocalSessions(Protocol):

@@ -155,6 +155,7 @@ def _run_worker(
     runs its server with ``serve`` when given (`pushgrid up`: the admin API beside it)."""
     from pushgrid.server.engine.limits import EngineLimits
     from pushgrid.server.engine.memory import MemoryEngine
+    from pushgrid.server.monitoring.supervision_board import silent_for
     from pushgrid.server.workers.engine import WorkersEngine
     from pushgrid.server.workers.ownership import worker_limits
 
@@ -163,7 +164,9 @@ def _run_worker(
     )
     limits = EngineLimits.from_settings(settings.engine_limits)
     inner = MemoryEngine(worker_limits(limits, plan.workers, plan.index))
-    engine = WorkersEngine(inner, plan.token, plan.index, plan.workers)
+    engine = WorkersEngine(
+        inner, plan.token, plan.index, plan.workers, silent=partial(silent_for, board)
+    )
     try:
         push_server = _push_server(settings, engine, plan)
         if plan.index == 0:

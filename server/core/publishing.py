@@ -27,7 +27,7 @@ from pushgrid.kernel.throttle import AddressBuckets, Clock, TokenBucket
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Publish
 
-from ..engine.base import EngineRefusal, Published, PublishRequest
+from ..engine.base import META_PREFIX, EngineRefusal, Published, PublishRequest
 from .entitlement import Entitlement, Grant
 from .hub import Hub
 
@@ -48,7 +48,6 @@ def arrived(op: Publish) -> PublishRequest:
     )
 
 
-META_PREFIX = "/pushgrid/"
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,10 @@ class PublishRequest:
             object.__setattr__(self, "size", message_size(self.content, self.fields))
 
 
+#: The server's own subjects (meta-subjects, alerts, presence, occupancy): only the server
+#: publishes under this prefix (docs/meta-subjects.md).
+META_PREFIX = "/pushgrid/"
+
 #: The alert announcements (the admin API publishes them through a member's monitoring port,
 #: docs/alerts.md). Only the server publishes there (clients may not publish under
 #: ``/pushgrid/``), always the same eight fields, so the bounds meant for

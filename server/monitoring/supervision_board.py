@@ -19,6 +19,8 @@ import struct
 import time
 from typing import Final, NamedTuple
 
+from pushgrid.ops.workers import not_answering
+
 _SLOT: Final = struct.Struct("<qqdq")  # pid, restarts, last heartbeat (monotonic), stalled
 
 
@@ -45,3 +47,12 @@ class SupervisionBoard:
         pid, restarts, last_beat, stalled = _SLOT.unpack_from(self._page, index * _SLOT.size)
         age = (time.monotonic() if now is None else now) - last_beat if last_beat else 0.0
         return SlotState(pid, restarts, round(max(0.0, age), 3), bool(stalled))
+
+
+def silent_for(board: SupervisionBoard, index: int) -> float | None:
+    """Seconds worker ``index`` has not answered its heartbeat for, None while it answers (or
+    while it is dead and being restarted: that is the mesh's link, not a silence)."""
+    slot = board.read(index)
+    if slot.pid == 0 or not (slot.stalled or not_answering(slot.heartbeat_age)):
+        return None
+    return slot.heartbeat_age

@@ -17,6 +17,9 @@ through their owners on the mesh (ADR 044).
   is held, in order, and written when the link comes up, after the interest this worker
   re-announces then; it fails with engine_unavailable only if the link is not back within
   ``LINK_WAIT`` seconds (it was never written then: a held publish is not applied later).
+- A question to an owner whose process stopped answering its supervisor's heartbeat (stopped
+  with SIGSTOP, or stuck) fails at once with engine_unavailable instead of waiting
+  ``ask_timeout`` for an answer that cannot come (``silent``: the supervisor's board).
 """
 
 from __future__ import annotations
@@ -88,8 +91,11 @@ class WorkersEngine(Engine):
         index: int,
         workers: int,
         ask_timeout: float = 5.0,
+        silent: Callable[[int], float | None] | None = None,
     ) -> None:
         self.inner = inner
+        #: seconds worker i has not answered its heartbeat for, None while it answers
+        self._silent = silent or (lambda peer: None)
         self.name = inner.name
         self.index = index
         self.workers = workers
@@ -311,6 +317,12 @@ class WorkersEngine(Engine):
         return answer
 
     async def _ask_once(self, owner: int, ask: MeshAsk, link_wait: float) -> MeshAnswer | None:
+        silent = self._silent(owner)
+        if silent is not None:  # its answer cannot come: say so now, the caller retries
+            raise EngineUnavailable(
+                f"worker {owner} of this server, which owns the subject, has not answered its "
+                f"heartbeat for {silent:.0f} s: retry"
+            )
         future: asyncio.Future[MeshAnswer | None] = asyncio.get_running_loop().create_future()
         self._asks[ask.ask_id] = (owner, future)
         timeout = self.ask_timeout

@@ -1,4 +1,5 @@
-"""Which worker process owns a subject: ``crc32(subject) % workers`` (ADR 044), and its share
+"""Which worker process owns a subject: ``crc32(subject) % workers`` (ADR 044; ``/pushgrid/``
+subjects: worker 0), and its share
 of the server's memory bounds (ADR 056).
 
 The owner numbers the subject's messages (one (epoch, seq) per server) and keeps its snapshot,
@@ -11,12 +12,16 @@ from __future__ import annotations
 import dataclasses
 import zlib
 
+from ..engine.base import META_PREFIX
 from ..engine.limits import EngineLimits
 
 
 def owner_of(subject: str, workers: int) -> int:
-    """The index (0 .. workers - 1) of the process that owns ``subject``."""
-    if workers <= 1:
+    """The index (0 .. workers - 1) of the process that owns ``subject``. The server's own
+    subjects (``/pushgrid/...``) belong to worker 0: it publishes them (meta-subject rounds, the
+    admin API's alerts through its monitoring port), so they need no question on the mesh, and
+    an alert about a stopped or restarting worker is not held up by that worker."""
+    if workers <= 1 or subject.startswith(META_PREFIX):
         return 0
     return zlib.crc32(subject.encode("utf-8")) % workers
 

@@ -18,6 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from pushgrid.ops import names
+from pushgrid.server.workers.ownership import owner_of
+
 from .pgtest import AdminHarness, ServerProcess
 from .pgtest import until as until_given
 from .test_workers import workers_of
@@ -36,6 +39,21 @@ async def workers_bean(srv: ServerProcess) -> dict[str, Any]:
     assert answer["status"] == 200, answer
     value: dict[str, Any] = answer["value"]
     return value
+
+
+async def member_exec(srv: ServerProcess, operation: str, *arguments: Any) -> dict[str, Any]:
+    """A Subjects MBean operation, asked of the member's monitoring port (as the admin API)."""
+    request = {
+        "type": "exec",
+        "mbean": names.SUBJECTS,
+        "operation": operation,
+        "arguments": list(arguments),
+    }
+    async with httpx.AsyncClient(trust_env=False, timeout=30.0) as http:
+        answer: dict[str, Any] = (
+            await http.post(f"{srv.monitor_url}/jolokia", json=request)
+        ).json()
+    return answer
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +115,9 @@ async def _alert(api: httpx.AsyncClient, rule: str, target: str) -> dict[str, An
 async def test_a_killed_and_a_stopped_worker_fire_their_alerts_and_resolve(
     two_workers: ServerProcess, tmp_path: Path
 ) -> None:
-    """Last in the module: it kills worker 1 and pauses its new life. The alerts are not
-    published on the member: ``/pushgrid/alerts`` belongs to worker 1 with two workers, so a
-    publish while it is stopped waits for it and the admin API takes the member for silent
-    (docs/workers.md, "Not done yet"); this harness runs no member watch to end that."""
+    """Last in the module: it kills worker 1 and pauses its new life. While it is stopped the
+    alert subject (worker 0's, as every ``/pushgrid/`` subject) takes announcements, and a
+    question to worker 1 fails at once saying why."""
     admin = AdminHarness(
         tmp_path / "admin", [f"wops={two_workers.monitor_url}"], alerts_publish=False
     )
@@ -148,6 +165,19 @@ async def test_a_killed_and_a_stopped_worker_fire_their_alerts_and_resolve(
                     )
 
                 await until(silent, "worker 1 not answering in the MBean")
+                # the alert subject is worker 0's: announcing still works (it waited for the
+                # stopped worker 1 before, past the admin API's member timeout)
+                announced = await member_exec(
+                    two_workers, names.SUBJECTS_PUBLISH_ALERT, "a test alert", {"rule": "Test"}
+                )
+                assert announced["status"] == 200, announced
+                # a question to the stopped owner of a subject fails at once, naming why (it
+                # waited the mesh's 5 s before and then said only that)
+                theirs = next(f"/W/{i}" for i in range(100) if owner_of(f"/W/{i}", 2) == 1)
+                refused = await member_exec(two_workers, names.SUBJECTS_SNAPSHOT, theirs)
+                assert refused["status"] != 200, refused
+                assert "worker 1 of this server" in refused["error"]
+                assert "has not answered its heartbeat" in refused["error"]
                 stopped = await until(
                     lambda: _alert(api, "WorkerNotAnswering", target), "WorkerNotAnswering"
                 )

@@ -16,7 +16,7 @@ from pushgrid.metrics.health import Health, cluster_health, member_health
 from pushgrid.server.canary import CANARY_SUBJECT, CanaryService, canary_request
 from pushgrid.server.cluster.status import ClusterStatus, MemberView, assessed, standalone_status
 from pushgrid.server.core.hub import Hub
-from pushgrid.server.core.publishing import META_PREFIX
+from pushgrid.server.engine.base import META_PREFIX
 from pushgrid.server.engine.memory import MemoryEngine
 from pushgrid.server.fault_points import DeliveryWedge
 from pushgrid.server.framing.outframe import OutFrame

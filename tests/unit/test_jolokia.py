@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 
+from pushgrid.ops.attributes import java
 from pushgrid.server.monitoring.jolokia import (
     PROTOCOL_VERSION,
     JolokiaAgent,
@@ -39,7 +40,6 @@ from pushgrid.server.monitoring.mbeans import (
     Operation,
     document_attributes,
 )
-from pushgrid.ops.attributes import java
 
 NOW = 1_700_000_000.75
 

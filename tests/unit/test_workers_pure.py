@@ -58,6 +58,15 @@ def test_owner_is_crc32_modulo_workers() -> None:
     assert owners == {0, 1, 2, 3}  # every worker owns some
 
 
+def test_the_servers_own_subjects_are_worker_0s() -> None:
+    """Worker 0 publishes them (meta-subjects, the admin API's alerts): no mesh question, and
+    an alert about a stopped worker is not held up by it (crc32 would give it to worker 1)."""
+    assert zlib.crc32(b"/pushgrid/alerts") % 2 == 1
+    for subject in ("/pushgrid/alerts", "/pushgrid/m1/cluster", "/pushgrid/presence"):
+        assert [owner_of(subject, n) for n in (1, 2, 3, 4)] == [0, 0, 0, 0]
+    assert owner_of("/pushgridx/a", 2) == zlib.crc32(b"/pushgridx/a") % 2  # only the prefix
+
+
 def test_owner_is_the_same_in_another_process() -> None:
     """Python's hash() is salted per process; the owner must not be."""
     subjects = [f"/s/{i}" for i in range(50)]
