@@ -407,7 +407,7 @@ def _subjects_bean(tables: _Tables, ops: Operations) -> MBean:
             names.SUBJECTS_SUBSCRIBER_COUNT,
             subject,
             "int",
-            "Local subscribers of a subject",
+            "Subscribers of a subject on this member (every worker's)",
             wrap(ops.subscriber_count),
         ),
         Operation(

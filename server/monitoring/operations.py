@@ -127,6 +127,8 @@ class ServerOperations:
             "trace_open": self._trace_open,
             "trace_take": self._trace_take,
             "trace_close": self._trace_close,
+            "subject_rows": self._subject_rows,
+            "subscriber_count": self.hub.subscriber_count,
         }
         return local[name](*args)
 
@@ -260,8 +262,10 @@ class ServerOperations:
             "ts": snapshot.ts,
         }
 
-    def subscriber_count(self, subject: str) -> int:
-        return self.hub.subscriber_count(subject)
+    async def subscriber_count(self, subject: str) -> int:
+        """Subscribers of ``subject`` on this member (with several workers: all of them)."""
+        counts = await self._elsewhere("subscriber_count", subject)
+        return self.hub.subscriber_count(subject) + sum(int(count) for count in counts)
 
     def subscribed_subjects(self) -> int:
         return sum(1 for _ in self.hub.subjects())
@@ -326,12 +330,23 @@ class ServerOperations:
 
     # -- the subject browser (issue 35, ADR 051) -------------------------------------------
 
-    def subject_list(self, pattern: str) -> dict[str, Any]:
+    async def subject_list(self, pattern: str) -> dict[str, Any]:
         """The subjects matching ``pattern`` (the entitlement rules' syntax) that this member
-        holds or has subscribers of: at most :data:`MAX_LISTED`, ``truncated`` past it."""
+        holds or has subscribers of: at most :data:`MAX_LISTED`, ``truncated`` past it. With
+        several workers, each lists what it owns and what its sessions follow; the rows of one
+        subject add their subscribers (its owner alone has its snapshot and last publish)."""
         error = pattern_error(pattern)
         if error is not None:
             raise ValueError(error)
+        listed = self._subject_rows(pattern)
+        for other in await self._elsewhere("subject_rows", pattern):
+            listed = merged_rows(listed, other)
+        rows = listed["subjects"]
+        truncated = bool(listed["truncated"]) or len(rows) > MAX_LISTED
+        return {"pattern": pattern, "subjects": rows[:MAX_LISTED], "truncated": truncated}
+
+    def _subject_rows(self, pattern: str) -> dict[str, Any]:
+        """This process's part of :meth:`subject_list` (what another worker asks)."""
         counts = dict(self.hub.subscriber_counts())
         rows: dict[str, dict[str, Any]] = {}
         truncated = False
@@ -347,7 +362,7 @@ class ServerOperations:
                     truncated = True
                     break
                 rows[subject] = _row(SubjectEntry(subject, 0, 0), count)
-        return {"pattern": pattern, "subjects": list(rows.values()), "truncated": truncated}
+        return {"subjects": list(rows.values()), "truncated": truncated}
 
     async def subject_history(self, subject: str, limit: int) -> list[dict[str, Any]]:
         """The last ``limit`` (at most :data:`MAX_HISTORY`) cached messages, oldest first."""
@@ -389,6 +404,19 @@ def _checked(subject: str) -> None:
         validate_subject(subject)
     except InvalidSubject as invalid:
         raise ValueError(invalid.message) from None
+
+
+def merged_rows(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """Two workers' subject rows as one list: a subject's subscribers added, its snapshot size
+    and last publish the larger (only its owner has them: the other says 0)."""
+    rows = {row["subject"]: dict(row) for row in ours["subjects"]}
+    for row in theirs["subjects"]:
+        mine = rows.setdefault(row["subject"], dict(row, subscribers=0))
+        mine["subscribers"] += row["subscribers"]
+        mine["snapshot_bytes"] = max(mine["snapshot_bytes"], row["snapshot_bytes"])
+        mine["last_publish"] = max(mine["last_publish"], row["last_publish"])
+    truncated = bool(ours["truncated"] or theirs["truncated"])
+    return {"subjects": list(rows.values()), "truncated": truncated}
 
 
 def _row(entry: SubjectEntry, subscribers: int) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any
 
 from pushgrid.protocol.errors import ErrorCode
@@ -45,6 +45,7 @@ from ..engine.base import (
     Recovery,
     Snapshot,
     SnapshotLimitExceeded,
+    SubjectEntry,
 )
 from ..engine.memory import MemoryEngine
 from .member_bus import MeshBus
@@ -67,6 +68,8 @@ log = logging.getLogger(__name__)
 
 #: seconds a question waits for its owner's link (start-up, a restart) before it fails
 LINK_WAIT = 15.0
+#: questions that change the owner's state: never asked twice (a lost answer is a failure)
+_WRITES = frozenset({"publish", "remove_snapshot"})
 
 _REFUSALS: dict[str, type[EngineRefusal]] = {
     cls.__name__: cls for cls in (EngineFull, SnapshotLimitExceeded, EngineRefusal)
@@ -283,6 +286,8 @@ class WorkersEngine(Engine):
                 answer.recovery = await inner.recover(ask.subject, Position(ask.epoch, ask.seq))
             elif ask.kind == "history":
                 answer.history = await inner.history(ask.subject, ask.limit)
+            elif ask.kind == "remove_snapshot":
+                answer.value = inner.remove_snapshot_now(ask.subject)
             elif ask.kind == "operation" and self.operate is not None:
                 answer.value = await self.operate(ask.name, ask.args)
             else:
@@ -303,7 +308,7 @@ class WorkersEngine(Engine):
         the owner is back (within ``LINK_WAIT`` of the first try)."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + LINK_WAIT
-        if ask.kind != "publish":
+        if ask.kind not in _WRITES:
             self._reads.add(ask.ask_id)
         try:
             while True:
@@ -414,6 +419,18 @@ class WorkersEngine(Engine):
         ask = self._question("history", subject)
         ask.limit = limit
         return (await self._ask(owner, ask)).history or []
+
+    async def remove_snapshot(self, subject: str) -> bool:
+        owner = owner_of(subject, self.workers)
+        if owner == self.index:
+            return self.inner.remove_snapshot_now(subject)
+        answer = await self._ask(owner, self._question("remove_snapshot", subject))
+        return bool(answer.value)
+
+    def catalog(self) -> Iterator[SubjectEntry]:
+        """The subjects this worker owns; the server's are every worker's (the subject
+        browser asks the others: server/monitoring/operations.py)."""
+        return self.inner.catalog()
 
     def member_bus(self) -> MeshBus:
         return self.bus

@@ -250,6 +250,40 @@ async def test_session_operations_reach_the_sessions_of_every_worker(
     assert gone["value"] is False, gone
 
 
+async def test_the_subject_browser_is_the_server_s(
+    two_workers: ServerProcess, connect: Connect
+) -> None:
+    """The Subjects MBean (worker 0) lists the subjects each worker owns, once each, with the
+    subscribers of both workers; subscriberCount counts both; removeSnapshot of a subject worker 1
+    owns removes it there (it answered "unsupported" and listed worker 0's subjects only)."""
+    clients = await on_each_worker(two_workers, connect)
+    mine, theirs = room(0, "/Browse"), room(1, "/Browse")
+    for s in (mine, theirs):
+        for client in clients.values():
+            assert (await client.subscribe(s))["status"] == "allow"
+        await clients[0].publish_ok(s, "x" * 10, {"f": "1"})
+
+    async def listed() -> dict[str, Any] | None:
+        answer = await jolokia_exec(two_workers, SUBJECTS_MBEAN, "list", ["/Browse/*"])
+        assert answer["status"] == 200, answer
+        rows = {row["subject"]: row for row in answer["value"]["subjects"]}
+        return rows if set(rows) == {mine, theirs} else None
+
+    rows = await _eventually(listed, "both workers' subjects listed")
+    for s in (mine, theirs):
+        assert rows[s]["subscribers"] == 2, rows
+        assert rows[s]["snapshot_bytes"] > 0, rows
+        assert rows[s]["last_publish"] > 0, rows
+        count = await jolokia_exec(two_workers, SUBJECTS_MBEAN, "subscriberCount", [s])
+        assert count["value"] == 2, count
+    removed = await _exec(two_workers, "removeSnapshot", theirs)
+    assert removed["removed"] is True, removed
+    assert (removed["epoch"], removed["seq"]) != ("", 0)
+    assert (await jolokia_exec(two_workers, SUBJECTS_MBEAN, "snapshot", [theirs]))["value"] is None
+    again = await _exec(two_workers, "removeSnapshot", theirs)
+    assert again["removed"] is False, again
+
+
 async def _trace(srv: ServerProcess, operation: str, *arguments: Any) -> Any:
     answer = await jolokia_exec(srv, SESSIONS_MBEAN, operation, list(arguments))
     assert answer["status"] == 200, answer

@@ -162,7 +162,7 @@ class NoOperations:
     async def subject_snapshot(self, subject: str) -> dict[str, Any] | None:
         return None
 
-    def subscriber_count(self, subject: str) -> int:
+    async def subscriber_count(self, subject: str) -> int:
         return 0
 
     def subscribed_subjects(self) -> int:
@@ -186,7 +186,7 @@ class NoOperations:
     def unwatch(self, pattern: str) -> dict[str, Any]:
         return {"pattern": pattern, "watched": False}
 
-    def subject_list(self, pattern: str) -> dict[str, Any]:
+    async def subject_list(self, pattern: str) -> dict[str, Any]:
         return {"pattern": pattern, "subjects": [], "truncated": False}
 
     async def subject_history(self, subject: str, limit: int) -> list[dict[str, Any]]:

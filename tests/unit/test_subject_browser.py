@@ -5,6 +5,7 @@ the admin API's merge, sort and page of the members' lists."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -59,7 +60,7 @@ async def test_a_member_lists_matching_subjects_with_its_subscribers() -> None:
     engine.publish_now(PublishRequest("/Chat/room", "hi", {}))
     hub.subscriber_counts = lambda: iter([("/Stocks/NYSE/IBM", 2), ("/Stocks/LSE/VOD", 1)])  # type: ignore[method-assign]
     ops = ServerOperations(hub, engine)
-    listed = ops.subject_list("/Stocks/*")
+    listed = await ops.subject_list("/Stocks/*")
     rows = {row["subject"]: row for row in listed["subjects"]}
     assert set(rows) == {"/Stocks/NYSE/IBM", "/Stocks/NASDAQ/AAPL", "/Stocks/LSE/VOD"}
     assert rows["/Stocks/NYSE/IBM"] == {
@@ -76,11 +77,11 @@ async def test_a_member_lists_matching_subjects_with_its_subscribers() -> None:
         "last_publish": 0,
     }
     assert listed["truncated"] is False
-    assert [r["subject"] for r in ops.subject_list("/Stocks/NYSE/*")["subjects"]] == [
+    assert [r["subject"] for r in (await ops.subject_list("/Stocks/NYSE/*"))["subjects"]] == [
         "/Stocks/NYSE/IBM"
     ]
     with pytest.raises(ValueError, match="must start with"):
-        ops.subject_list("Stocks")
+        await ops.subject_list("Stocks")
 
 
 async def test_a_member_lists_at_most_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,7 +89,7 @@ async def test_a_member_lists_at_most_its_bound(monkeypatch: pytest.MonkeyPatch)
     for i in range(5):
         engine.publish_now(PublishRequest(f"/s/{i}", "x", {}))
     monkeypatch.setattr(operations, "MAX_LISTED", 3)
-    listed = ServerOperations(Hub(engine, Counters()), engine).subject_list("*")
+    listed = await ServerOperations(Hub(engine, Counters()), engine).subject_list("*")
     assert (len(listed["subjects"]), listed["truncated"]) == (3, True)
 
 
@@ -135,3 +136,38 @@ def test_the_console_page_state_goes_to_the_url_and_back() -> None:
     # what a hand-edited URL cannot break: an unknown sort, a bad offset
     assert query_of("?sort=content&offset=-3&pattern=") == DEFAULT
     assert query_of("?offset=x")["offset"] == 0
+
+
+def test_two_workers_rows_of_one_subject_add_their_subscribers() -> None:
+    """The owner has the snapshot and the last publish, the other worker's sessions follow it
+    too: one row, subscribers added; a subject only one of them lists stays as it is."""
+    owner = {
+        "subjects": [
+            {"subject": "/a", "subscribers": 2, "snapshot_bytes": 5, "last_publish": 1000},
+            {"subject": "/b", "subscribers": 0, "snapshot_bytes": 3, "last_publish": 900},
+        ],
+        "truncated": False,
+    }
+    other = {
+        "subjects": [
+            {"subject": "/a", "subscribers": 3, "snapshot_bytes": 0, "last_publish": 0},
+            {"subject": "/c", "subscribers": 1, "snapshot_bytes": 0, "last_publish": 0},
+        ],
+        "truncated": True,
+    }
+    merged = operations.merged_rows(owner, other)
+    assert merged["truncated"] is True
+    rows = {row["subject"]: row for row in merged["subjects"]}
+    assert rows == {
+        "/a": {"subject": "/a", "subscribers": 5, "snapshot_bytes": 5, "last_publish": 1000},
+        "/b": {"subject": "/b", "subscribers": 0, "snapshot_bytes": 3, "last_publish": 900},
+        "/c": {"subject": "/c", "subscribers": 1, "snapshot_bytes": 0, "last_publish": 0},
+    }
+    assert merged_rows_are_symmetric(owner, other)
+
+
+def merged_rows_are_symmetric(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def key(m: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted(tuple(sorted(r.items())) for r in m["subjects"])
+
+    return key(operations.merged_rows(a, b)) == key(operations.merged_rows(b, a))
