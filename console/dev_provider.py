@@ -16,6 +16,7 @@ from pushgrid.metrics.indicators import INDICATOR_NAMES
 from pushgrid.metrics.window_spec import LOW_COVERAGE, WINDOW_NAMES, coverage
 from pushgrid.ops.api.audit import AuditOut
 from pushgrid.ops.api.cluster import ClusterMemberOut, ClusterOut
+from pushgrid.ops.api.delivery_windows import DeliveryWindowList, DeliveryWindowOut
 from pushgrid.ops.api.history import HistoryOut, HistorySeriesOut
 from pushgrid.ops.api.jobs import JobRunOut, StageOut
 from pushgrid.ops.api.live import LiveIndicator, WindowValue
@@ -25,7 +26,9 @@ from pushgrid.ops.api.sessions import SessionOut, SessionPage
 from pushgrid.ops.api.statistics import WindowStatOut
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
+from pushgrid.ops.delivery import bucket_text, percentiles
 from pushgrid.ops.statistics import TrendQuery
+from pushgrid.protocol.latency import BUCKET_COUNT, bucket_of
 
 from .provider import (
     CLUSTER,
@@ -63,6 +66,15 @@ def _trend_point(ts: int, base: float) -> TrendPointOut:
         stddev=base * 0.15,
         run_id=None,
     )
+
+
+def _demo_histogram(median_us: float, tail: float, n: int) -> list[int]:
+    """Bucket counts of ``n`` made-up latencies (microseconds) around ``median_us``."""
+    rng = random.Random(int(median_us * tail))  # nosec B311 (made-up demo data)
+    counts = [0] * BUCKET_COUNT
+    for _ in range(n):
+        counts[bucket_of(median_us * math.exp(rng.gauss(0.0, 0.6 * tail)))] += 1
+    return counts
 
 
 def _moment(unix: float) -> datetime:
@@ -216,6 +228,35 @@ class DemoProvider:
             base = _BASE[indicator] * (1 + 0.3 * math.sin(ts / 40000))
             points.append(_trend_point(ts, base))
         return sorted(points, key=lambda p: p.as_of)
+
+    def delivery_windows(self) -> DeliveryWindowList:
+        """The Statistics page's delivery latency windows: log-normal-ish latencies around a
+        median per series, more of them and a longer tail in the longer windows."""
+        now = int(time.time())
+        as_of = _moment(now - now % 300)
+        scopes = [(CLUSTER, len(self.members)), *((f"node:{m}", 1) for m in self.members)]
+        series = (("member", 12_000.0), ("leg:fanout", 400.0), ("leg:publish_ack", 3_000.0))
+        items = []
+        for scope, share in scopes:
+            for name, median_us in series:
+                for k, window in enumerate(WINDOW_NAMES):
+                    counts = _demo_histogram(median_us, tail=1.0 + 0.15 * k, n=share * 40 * (k + 1))
+                    items.append(
+                        DeliveryWindowOut(
+                            scope=scope,
+                            series=name,
+                            window=window,
+                            as_of=as_of,
+                            count=sum(counts),
+                            **percentiles(counts),
+                            buckets=bucket_text(counts),
+                            run_id=42,
+                            computed_at=as_of,
+                            age_seconds=float(now % 300),
+                            stale=False,
+                        )
+                    )
+        return DeliveryWindowList(items=items, stale_after_seconds=900.0)
 
     def subject(self, subject: str, entitlement_token: str | None = None) -> SubjectView:
         # the demo's members have no entitlement: the token is not needed

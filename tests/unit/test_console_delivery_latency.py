@@ -127,3 +127,26 @@ def test_the_chart_draws_milliseconds_and_says_when_it_is_empty() -> None:
     assert names[:4] == ["cluster p99", "cluster p50", "m1 p99", "m1 p50"]
     assert list(figure.data[0].y) == [31.6, 31.6]
     assert figure.layout.yaxis.type == "log"
+
+
+def test_the_demo_provider_has_delivery_windows_the_statistics_page_renders() -> None:
+    """``python -m console --demo`` shows the Statistics page's delivery section too: every
+    scope, series and window, percentiles from the buckets it lists (in order)."""
+    from pushgrid.console.dev_provider import DemoProvider
+    from pushgrid.console.pages.statistics_delivery import render_delivery_windows
+    from pushgrid.metrics.window_spec import WINDOW_NAMES
+    from pushgrid.ops.delivery import percentiles, text_counts
+
+    answer = DemoProvider().delivery_windows()
+    keys = {(w.scope, w.series, w.window) for w in answer.items}
+    assert len(keys) == len(answer.items) == 3 * 3 * len(WINDOW_NAMES)
+    for w in answer.items:
+        counts = text_counts(w.buckets)
+        assert w.count == sum(counts) > 0
+        assert percentiles(counts) == {"p50": w.p50, "p90": w.p90, "p99": w.p99, "p999": w.p999}
+        assert w.p50 is not None
+        assert w.p999 is not None
+        assert w.p50 <= w.p999
+    text = str(render_delivery_windows(answer, "cluster"))
+    assert "leg:fanout" in text
+    assert "member" in text
