@@ -104,9 +104,12 @@ class Membership:
     async def _check_peers(self) -> None:
         """Ask the members already up; refuse to join a cluster configured differently (their
         answer to the hello, or a heartbeat heard meanwhile, carries another fingerprint)."""
-        others = len(self._topology.members) - 1 if self._topology is not None else None
-        if others != 0:
-            await self._wait_for_a_route()
+        if self._topology is None:  # NatsServers without a member list: nothing to compare
+            return
+        others = len(self._topology.members) - 1
+        if others == 0:
+            return
+        await self._wait_for_a_route()
         inbox = self._nc.new_inbox()
         replies = await self._nc.subscribe(inbox)
         await self._send(HELLO_SUBJECT, HELLO_SUBJECT, self._me, reply=inbox)
