@@ -389,7 +389,9 @@ class Connection(asyncio.Protocol):
     def _count_in(self, size: int) -> None:
         self.bytes_in += size
         if self.client_port:  # monitoring traffic is not client traffic
-            self.ctx.counters.bytes_in_total += size
+            ctx = self.ctx
+            ctx.counters.bytes_in_total += size
+            ctx.flusher.heard += 1  # input still arrives: a resting flush waits (ADR 064)
         self.last_in = self.ctx.tick
 
     @property
