@@ -8,6 +8,11 @@ followed by a short rest, so small fan-outs keep their latency; an expensive one
 sockets) buys itself the time to coalesce, up to ``tick``: with a tick long enough the loop
 spends about a third of its time flushing. The added latency is bounded by ``tick``, and once a
 rest has passed without a flush the next one is immediate again.
+
+Under saturation (a flush as costly as the tick allows) the rest lasts while the clients'
+input still arrives, up to ``REST_MAX`` ticks (ADR 064): a write per subscriber then carries
+what the publishers had in flight, and the write calls per delivery (the kernel's share of a
+delivery's cost) fall by a third.
 """
 
 from __future__ import annotations
@@ -22,6 +27,15 @@ from pushgrid.metrics.delays import DelayHistogram
 # about a third of the loop (benchmarks/NOTES.md, "Flush tick on by default"), while a cheap
 # flush still rests only microseconds.
 REST_PER_FLUSH = 2.0
+#: After a flush that costs the whole rest (a large fan-out: the rest is the tick), the rest goes
+#: on while the clients' input keeps arriving (ADR 064): every ``REST_STEP`` ticks it looks
+#: whether anything was read since it last looked and rests another step if so, at most
+#: ``REST_MAX`` ticks after the flush in all. A publisher that waits for its deliveries stops
+#: sending once its window is queued; that lull ends the rest, so one write per subscriber
+#: carries what the publishers had in flight, not what fits in one tick. A cheap flush (a
+#: small fan-out) never waits longer than before.
+REST_STEP = 0.5
+REST_MAX = 6.0
 
 
 def rest_after(flush_seconds: float, tick: float) -> float:
@@ -56,6 +70,11 @@ class Flusher:
         # iteration's start, and a fan-out flush can take milliseconds.
         self._rested_at = float("-inf")
         self._later: dict[float, list[Flushable]] = {}
+        # Reads from clients (Connection._count_in), to see whether input still arrives
+        # during a rest; _heard_seen is the count when the rest last looked.
+        self.heard = 0
+        self._heard_seen = 0
+        self._rest_ends = float("-inf")  # time.monotonic() the rest may last until at most
 
     def mark_later(self, connection: Flushable, delay: float) -> float:
         """Flush ``connection`` after ``delay`` seconds (batching). Connections marked in the same
@@ -82,9 +101,22 @@ class Flusher:
             now = self._first_marked = time.monotonic()
             wait = self._rested_at - now
             if wait > 0:
-                self._loop.call_later(wait, self._flush)
+                self._heard_seen = self.heard
+                self._loop.call_later(wait, self._flush_rested)
             else:
                 self._loop.call_soon(self._flush)
+
+    def _flush_rested(self) -> None:
+        """The rest is over: flush, unless input arrived since the rest last looked (more
+        deliveries to coalesce are on their way) and the longest rest has not passed."""
+        heard = self.heard
+        if heard != self._heard_seen:
+            self._heard_seen = heard
+            step = self._tick * REST_STEP
+            if time.monotonic() + step <= self._rest_ends:
+                self._loop.call_later(step, self._flush_rested)
+                return
+        self._flush()
 
     def _flush(self) -> None:
         self._scheduled = False
@@ -95,4 +127,7 @@ class Flusher:
         ended = time.monotonic()
         self.delays.observe(ended - self._first_marked)
         if self._tick:
-            self._rested_at = ended + rest_after(ended - started, self._tick)
+            rest = rest_after(ended - started, self._tick)
+            self._rested_at = ended + rest
+            # Only a flush as costly as the tick allows earns the longer rest (saturation).
+            self._rest_ends = ended + REST_MAX * self._tick if rest >= self._tick else ended

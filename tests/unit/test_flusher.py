@@ -111,3 +111,54 @@ async def test_marks_within_a_rest_share_one_flush() -> None:
     flusher.mark(conn)  # a quiet rest went by: immediate again
     await _iterations(2)
     assert conn.flushes == 3
+
+
+async def _feed(flusher: Flusher, until: float, every: float = 0.02) -> float:
+    """Count a client read every ``every`` seconds until ``until`` (monotonic), as
+    Connection._count_in does; returns when the last read was counted."""
+    last = time.monotonic()
+    while last < until:
+        flusher.heard += 1
+        last = time.monotonic()
+        await asyncio.sleep(every)
+    return last
+
+
+async def test_the_rest_goes_on_while_input_arrives_and_ends_with_it() -> None:
+    # ADR 064: after a flush as costly as the tick allows (saturation), a rest whose clients
+    # are still sending waits for the lull (the publishers' window queued) so one write
+    # carries it all. Tick 1 s: the rest 1 s, then steps of 0.5 s, at most 6 s in all.
+    flusher = Flusher(asyncio.get_running_loop(), tick=1.0)
+    conn = Recorder(cost=0.5)
+    flusher.mark(conn)
+    await _until(functools.partial(_flushed, conn, 1))
+    flusher.mark(conn)
+    last_read = await _feed(flusher, until=conn.flushed_at[0] + 2.0)
+    await _until(functools.partial(_flushed, conn, 2))
+    assert conn.flushed_at[1] > last_read, "flushed while the input still arrived"
+
+
+async def test_after_a_cheap_flush_input_does_not_lengthen_the_rest() -> None:
+    # A small fan-out keeps its latency: its short rest ends while the clients still send.
+    flusher = Flusher(asyncio.get_running_loop(), tick=1.0)
+    conn = Recorder(cost=0.05)  # the rest after it: 0.1 s, far from the tick
+    flusher.mark(conn)
+    await _until(functools.partial(_flushed, conn, 1))
+    flusher.mark(conn)
+    last_read = await _feed(flusher, until=conn.flushed_at[0] + 2.0)
+    assert conn.flushes == 2
+    assert conn.flushed_at[1] < last_read, "waited for the input to stop"
+
+
+async def test_a_rest_ends_even_if_input_never_stops() -> None:
+    flusher = Flusher(asyncio.get_running_loop(), tick=0.1)  # at most 0.6 s after the flush
+    conn = Recorder(cost=0.05)  # the rest after it: the tick
+    flusher.mark(conn)
+    await _until(functools.partial(_flushed, conn, 1))
+    flusher.mark(conn)
+    feeding = asyncio.create_task(_feed(flusher, until=float("inf"), every=0.005))
+    try:
+        await _until(functools.partial(_flushed, conn, 2))
+    finally:
+        feeding.cancel()
+    assert conn.flushed_at[1] - conn.flushed_at[0] >= 2 * conn.cost, "the rest itself is kept"
