@@ -22,7 +22,6 @@ from pushgrid.metrics.counters import Counters
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position
-from pushgrid.server.cluster import membership
 from pushgrid.server.cluster.credentials import BusCredentials
 from pushgrid.server.cluster.link import ClusterLink
 from pushgrid.server.core.entitlement import ALLOW_ALL
@@ -165,23 +164,13 @@ def delivered() -> Delivered:
     return Delivered()
 
 
-#: How long a starting link waits for other members' hellos here. The links of this module have
-#: no ClusterMembers list, so ``Membership`` cannot know that no member will answer and waits the
-#: whole ``HELLO_WAIT`` (2 s) on the suite's private nats-server: 2 s of every one of the ~130
-#: NATS engines this module starts (256 of its 262 s). The hello check itself is tested with real
-#: clusters (test_cluster_guaranteed: a member with another list is refused).
-NO_PEERS_HELLO_WAIT = 0.05
-
-
 @pytest.fixture(params=list(ENGINE_FACTORIES))
 async def engine(
     request: pytest.FixtureRequest,
     clock: FakeClock,
     delivered: Delivered,
-    monkeypatch: pytest.MonkeyPatch,
+    peerless_hello: None,
 ) -> AsyncIterator[Engine]:
-    # raising=True (the default): a renamed constant fails here instead of silently waiting
-    monkeypatch.setattr(membership, "HELLO_WAIT", NO_PEERS_HELLO_WAIT)
     instance = await ENGINE_FACTORIES[request.param](clock, request)
     await instance.start(delivered)
     try:
