@@ -4,9 +4,10 @@ when it runs in parallel (docs/testing.md).
 ``make test`` runs pytest-xdist workers with ``--dist loadfile --no-loadscope-reorder``: a module
 is one unit of work and runs whole on one worker (its module-scoped servers, clusters and
 Chromium start once), and units are handed out in collection order. This hook makes that order
-heaviest first: the modules using the ``spark`` fixture (a JVM each), then those with a test
-marked ``slow``, then the rest in file order; the tests of a module keep their order. So the
-longest modules do not begin last and leave the other workers idle at the end.
+longest first: the modules of ``MODULE_SECONDS`` (their own time in a recent run), longest
+first; the other modules by kind (those using the ``spark`` fixture, a JVM each, then those
+with a test marked ``slow``), then the rest in file order; the tests of a module keep their
+order. So a long module does not begin last and leave the other workers idle at the end.
 
 Without workers (plain ``pytest``) the order is the files' order, as before.
 
@@ -32,21 +33,57 @@ def _module_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-def _weight(items: list[pytest.Item]) -> int:
+# The modules' own time (s) in the run of 2026-11-28 (2 workers, loaded machine) for the modules
+# above a minute: what the run's last table ("the modules' own time") prints. A module missing
+# here is placed by kind (``KIND_SECONDS``); update the figures from a run's table when a
+# module's time changes by minutes (an order, not a check: a stale figure costs minutes at most).
+MODULE_SECONDS: dict[str, float] = {
+    "tests/integration/test_readme_commands.py": 275,
+    "tests/integration/test_console_layout_browser.py": 246,
+    "tests/unit/test_spark_pipeline.py": 231,
+    "tests/integration/test_console_browser.py": 176,
+    "tests/integration/test_stats_cluster.py": 172,
+    "tests/integration/test_cluster_guaranteed.py": 160,
+    "tests/integration/test_console_ops_browser.py": 141,
+    "tests/integration/test_wheel_install.py": 107,
+    "tests/integration/test_admin_schemathesis.py": 104,
+    "tests/integration/test_console_subjects_browser.py": 100,
+    "tests/integration/test_flood_rss.py": 94,
+    "tests/integration/test_browser_recovery.py": 87,
+    "tests/integration/test_stats_cli.py": 87,
+    "tests/integration/test_console_signin_browser.py": 83,
+}
+# A module not in MODULE_SECONDS: one using the Spark session, one with a slow test, the others.
+KIND_SECONDS = {"spark": 60.0, "slow": 50.0, "other": 0.0}
+
+
+def _kind(items: list[pytest.Item]) -> str:
     if any("spark" in getattr(item, "fixturenames", ()) for item in items):
-        return 0
+        return "spark"
     if any(item.get_closest_marker("slow") is not None for item in items):
-        return 1
-    return 2
+        return "slow"
+    return "other"
 
 
-def heaviest_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` by module, heaviest modules first (stable: file order otherwise)."""
+def longest_first(kinds: dict[str, str], seconds: dict[str, float]) -> list[str]:
+    """The modules (in file order, with their kind) longest first by ``seconds``, else by
+    ``KIND_SECONDS``; stable, so modules of equal estimate keep the files' order."""
+
+    def estimate(module: str) -> float:
+        return seconds.get(module, KIND_SECONDS[kinds[module]])
+
+    return sorted(kinds, key=lambda module: -estimate(module))
+
+
+def heaviest_first(
+    items: list[pytest.Item], seconds: dict[str, float] = MODULE_SECONDS
+) -> list[pytest.Item]:
+    """``items`` by module, longest modules first (the tests of a module keep their order)."""
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(_module_of(item), []).append(item)
-    order = sorted(modules.values(), key=_weight)
-    return [item for module in order for item in module]
+    kinds = {module: _kind(tests) for module, tests in modules.items()}
+    return [item for module in longest_first(kinds, seconds) for item in modules[module]]
 
 
 _module_seconds: dict[str, float] = {}

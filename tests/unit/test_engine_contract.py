@@ -166,7 +166,10 @@ def delivered() -> Delivered:
 
 @pytest.fixture(params=list(ENGINE_FACTORIES))
 async def engine(
-    request: pytest.FixtureRequest, clock: FakeClock, delivered: Delivered
+    request: pytest.FixtureRequest,
+    clock: FakeClock,
+    delivered: Delivered,
+    peerless_hello: None,
 ) -> AsyncIterator[Engine]:
     instance = await ENGINE_FACTORIES[request.param](clock, request)
     await instance.start(delivered)

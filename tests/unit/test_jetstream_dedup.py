@@ -16,6 +16,9 @@ from pushgrid.server.cluster.link import ClusterLink
 from pushgrid.server.engine.base import Published, PublishRequest
 from pushgrid.server.engine.jetstream import JetStreamEngine
 
+# links without a ClusterMembers list: no 2 s wait for peers' hellos (tests/unit/conftest.py)
+pytestmark = pytest.mark.usefixtures("peerless_hello")
+
 SUBJECT = "/Orders/EU/1"
 
 

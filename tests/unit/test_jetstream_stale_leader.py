@@ -36,6 +36,9 @@ from pushgrid.server.engine.jetstream import JetStreamEngine, StoredRecord
 from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import DEFAULT_LIMITS
 
+# links without a ClusterMembers list: no 2 s wait for peers' hellos (tests/unit/conftest.py)
+pytestmark = pytest.mark.usefixtures("peerless_hello")
+
 SUBJECT = "/Orders/EU/stale-leader"
 STREAM = "STALE"
 SETTLE = 30.0  # seconds the member gets to deliver what the stream holds (a loaded machine)
