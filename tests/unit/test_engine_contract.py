@@ -169,7 +169,6 @@ async def engine(
     request: pytest.FixtureRequest,
     clock: FakeClock,
     delivered: Delivered,
-    peerless_hello: None,
 ) -> AsyncIterator[Engine]:
     instance = await ENGINE_FACTORIES[request.param](clock, request)
     await instance.start(delivered)

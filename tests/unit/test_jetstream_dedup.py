@@ -17,7 +17,6 @@ from pushgrid.server.engine.base import Published, PublishRequest
 from pushgrid.server.engine.jetstream import JetStreamEngine
 
 # links without a ClusterMembers list: no 2 s wait for peers' hellos (tests/unit/conftest.py)
-pytestmark = pytest.mark.usefixtures("peerless_hello")
 
 SUBJECT = "/Orders/EU/1"
 

@@ -29,7 +29,6 @@ from pushgrid.server.engine.base import PublishRequest
 from pushgrid.server.engine.jetstream import JetStreamEngine, _Plan
 
 # links without a ClusterMembers list: no 2 s wait for peers' hellos (tests/unit/conftest.py)
-pytestmark = pytest.mark.usefixtures("peerless_hello")
 
 SUBJECT = "/Orders/EU/lost-ack"
 

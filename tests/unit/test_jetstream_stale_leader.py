@@ -37,7 +37,6 @@ from pushgrid.server.engine.limits import EngineLimits
 from pushgrid.server.engine.memory import DEFAULT_LIMITS
 
 # links without a ClusterMembers list: no 2 s wait for peers' hellos (tests/unit/conftest.py)
-pytestmark = pytest.mark.usefixtures("peerless_hello")
 
 SUBJECT = "/Orders/EU/stale-leader"
 STREAM = "STALE"
