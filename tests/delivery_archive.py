@@ -101,7 +101,8 @@ def check_delivery_windows(result: PipelineResult, seen: Seen, as_of: int) -> No
                 value = getattr(row, name)
                 assert (pd.isna(value) and want is None) or value == want, (key, name, value)
             gaps = seen.gaps.get((scope, series), {})
-            assert row.gaps == sum(n for ts, n in gaps.items() if lo <= ts <= as_of), key
+            want_gaps = sum(n for ts, n in gaps.items() if lo <= ts <= as_of)
+            assert row.gaps == want_gaps, (key, row.gaps, want_gaps)
             assert (row.duplicates, row.resyncs, row.recovered, row.recovery_failed) == (0,) * 4
     assert any(r.gaps > 0 for r in got.values())
     assert any(r.p999 == float("inf") for r in got.values())  # the unbounded bucket
