@@ -77,6 +77,18 @@ def _demo_histogram(median_us: float, tail: float, n: int) -> list[int]:
     return counts
 
 
+def _demo_loss(series: str, window: int) -> dict[str, int]:
+    """A few gaps and recoveries in the clients' series, more in the longer windows."""
+    seen = window if series == "member" else 0
+    return {
+        "gaps": seen,
+        "duplicates": 0,
+        "resyncs": seen // 4,
+        "recovered": seen,
+        "recovery_failed": 0,
+    }
+
+
 def _moment(unix: float) -> datetime:
     return datetime.fromtimestamp(unix, UTC)
 
@@ -250,6 +262,7 @@ class DemoProvider:
                             count=sum(counts),
                             **percentiles(counts),
                             buckets=bucket_text(counts),
+                            loss=_demo_loss(name, k),
                             run_id=42,
                             computed_at=as_of,
                             age_seconds=float(now % 300),

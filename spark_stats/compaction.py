@@ -162,6 +162,8 @@ def read_archive(
     )
     # ".../<YYYY-MM-DD>/<node>/samples-HH.csv[.open]": the third segment from the end
     dir_day = F.substring_index(F.substring_index(F.col("_path"), "/", -3), "/", 1)
+    if family.may_be_empty:  # the CSV reader reads an empty field as null
+        raw = raw.fillna("", subset=list(family.may_be_empty))
     return T.clean_samples(raw.where(dir_day == T.day_string("ts")), family.columns)
 
 

@@ -15,6 +15,11 @@ one definition for every view and these windows.
 Inside the Spark jobs the scope is ``<scope>\\t<series>\\t<bucket>`` (a tab is never in a
 pattern, results.PATTERN_SEPARATOR); only non-empty buckets make rows, so the cost follows the
 buckets clients actually hit (a few per series), not the 72 possible.
+
+The clients' loss reports of the same lines (``gaps``, ``duplicates``, ``resyncs``,
+``recovered``, ``recovery_failed``: issue 33 item 2) ride the same trick: ``<bucket>`` is then
+``loss:<kind>`` and ``n`` the second's count, so a window's sum is the window's total of that
+kind, per node and cluster-wide, for lines with buckets and for loss-only lines alike.
 """
 
 from __future__ import annotations
@@ -55,8 +60,11 @@ DELIVERY_COLUMNS: tuple[str, ...] = (
     "count",
     *(name for name, _ in PERCENTILES),
     "buckets",
+    *LOSS_KINDS,
 )
 _SEP = PATTERN_SEPARATOR
+#: the third part of a loss series' scope: ``loss:<kind>`` (a bucket's is its index)
+LOSS_PREFIX = "loss:"
 
 
 def delivery_scope_seconds(samples: DataFrame) -> DataFrame:
@@ -81,16 +89,28 @@ def delivery_scope_seconds(samples: DataFrame) -> DataFrame:
         F.split(F.col("item"), ":").getItem(1).try_cast("long").alias("n"),
         F.size(F.split(F.col("item"), ":")).alias("parts"),
     ).where((F.col("parts") == 2) & F.col("bucket").between(0, BUCKET_COUNT - 1) & (F.col("n") > 0))
-    nodes = pairs.select(
+    buckets = pairs.select(
+        "ts", "node", "series", F.col("bucket").cast("string").alias("part"), "n"
+    )
+    kinds = F.array(
+        *(F.struct(F.lit(LOSS_PREFIX + k).alias("part"), F.col(k).alias("n")) for k in LOSS_KINDS)
+    )
+    losses = (
+        samples.select("ts", "node", F.col("scope").alias("series"), F.explode(kinds).alias("x"))
+        .select("ts", "node", "series", "x.part", F.col("x.n").cast("long").alias("n"))
+        .where(F.col("n") > 0)
+    )
+    parts = buckets.unionByName(losses)
+    nodes = parts.select(
         F.concat_ws(
-            _SEP, F.concat(F.lit("node:"), F.col("node")), F.col("series"), F.col("bucket")
+            _SEP, F.concat(F.lit("node:"), F.col("node")), F.col("series"), F.col("part")
         ).alias("scope"),
         "ts",
         "n",
     )
-    cluster = pairs.groupBy("series", "bucket", "ts").agg(F.sum("n").cast("long").alias("n"))
+    cluster = parts.groupBy("series", "part", "ts").agg(F.sum("n").cast("long").alias("n"))
     cluster = cluster.select(
-        F.concat_ws(_SEP, F.lit(CLUSTER_SCOPE), F.col("series"), F.col("bucket")).alias("scope"),
+        F.concat_ws(_SEP, F.lit(CLUSTER_SCOPE), F.col("series"), F.col("part")).alias("scope"),
         "ts",
         "n",
     )
@@ -105,20 +125,31 @@ def delivery_windows(exact: pd.DataFrame, as_of: int) -> pd.DataFrame:
     total and the percentiles are ``quantile_of`` of it at ``PERCENTILES`` (seconds, the
     bucket's upper bound; ``inf`` above the last bound), as ``ops.delivery.percentiles``.
     Every window of a series that has data in any window is listed: a window without samples
-    has ``count`` 0 and no percentiles.
+    has ``count`` 0 and no percentiles. The ``loss:<kind>`` parts are the window's totals of
+    each loss kind (``LOSS_KINDS`` columns, 0 when none).
     """
     merged: dict[tuple[str, str], dict[str, list[int]]] = {}
+    lost: dict[tuple[str, str, str], dict[str, int]] = {}
     for scope, window, total in _bucket_sums(exact):
-        head, series, bucket = scope.split(_SEP)
-        counts = merged.setdefault((head, series), {}).setdefault(window, [0] * BUCKET_COUNT)
-        counts[int(bucket)] += total
+        head, series, part = scope.split(_SEP)
+        windows = merged.setdefault((head, series), {})
+        if part.startswith(LOSS_PREFIX):
+            kind = part.removeprefix(LOSS_PREFIX)
+            per_kind = lost.setdefault((head, series, window), {})
+            per_kind[kind] = per_kind.get(kind, 0) + total
+            continue
+        windows.setdefault(window, [0] * BUCKET_COUNT)[int(part)] += total
     rows: list[tuple[Any, ...]] = []
     for (scope, series), windows in sorted(merged.items(), key=_cluster_first):
         for window in WINDOW_NAMES:
             counts = windows.get(window, [0] * BUCKET_COUNT)
             total = sum(counts)
             quantiles = [quantile_of(counts, total, q) for _, q in PERCENTILES]
-            rows.append((scope, series, window, int(as_of), total, *quantiles, _text(counts)))
+            loss = lost.get((scope, series, window), {})
+            losses = [loss.get(kind, 0) for kind in LOSS_KINDS]
+            rows.append(
+                (scope, series, window, int(as_of), total, *quantiles, _text(counts), *losses)
+            )
     return pd.DataFrame.from_records(rows, columns=list(DELIVERY_COLUMNS))
 
 

@@ -43,6 +43,9 @@ class Family:
     #: what the scope seconds hold and the rollups and windows sum (the archive's integer
     #: columns when empty; the delivery family turns its buckets into one measure)
     measures: tuple[str, ...] = ()
+    #: text columns an archive line may leave empty (read as "", never dropped as missing): the
+    #: delivery family's ``buckets`` of a loss-only line (clients reported loss, no latency)
+    may_be_empty: tuple[str, ...] = ()
 
     @property
     def window_indicators(self) -> tuple[str, ...]:
@@ -82,5 +85,6 @@ DELIVERY_FAMILY = Family(
     DELIVERY,
     (),
     DELIVERY_MEASURES,
+    ("buckets",),
 )
 FAMILIES = (INDICATOR_FAMILY, WATCHED_FAMILY, DELIVERY_FAMILY)

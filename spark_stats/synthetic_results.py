@@ -87,7 +87,8 @@ def synthetic_result(
 def synthetic_delivery(as_of: int, nodes: Sequence[str] = ("push-1", "push-2")) -> pd.DataFrame:
     """Delivery latency windows (``spark_stats.delivery.DELIVERY_COLUMNS``) as the pipeline
     writes them: the cluster and each node, the ``member`` series, every window; the minute's
-    100 latencies are 60 in bucket 30 (10 ms), 39 in 31 and 1 above 100 s (p99.9 ``inf``)."""
+    100 latencies are 60 in bucket 30 (10 ms), 39 in 31 and 1 above 100 s (p99.9 ``inf``), and
+    the clients reported 2 gaps."""
     import pandas as pd
 
     from pushgrid.metrics.window_spec import WINDOW_NAMES
@@ -95,9 +96,9 @@ def synthetic_delivery(as_of: int, nodes: Sequence[str] = ("push-1", "push-2")) 
     from .delivery import delivery_windows
 
     records = [
-        (f"{scope}\tmember\t{bucket}", window, n * (w + 1))
+        (f"{scope}\tmember\t{part}", window, n * (w + 1))
         for scope in scopes(nodes)
         for w, window in enumerate(WINDOW_NAMES)
-        for bucket, n in ((30, 60), (31, 39), (71, 1))
+        for part, n in (("30", 60), ("31", 39), ("71", 1), ("loss:gaps", 2))
     ]
     return delivery_windows(pd.DataFrame(records, columns=["scope", "window", "sum"]), as_of)

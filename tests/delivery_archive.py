@@ -6,6 +6,7 @@ pipeline run reads all three families), so no other Spark run is needed for it."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -17,8 +18,16 @@ from pushgrid.protocol.latency import BUCKET_COUNT
 from pushgrid.spark_stats.delivery import DELIVERY_KEYS, DELIVERY_VALUES
 from pushgrid.spark_stats.results import PipelineResult
 
-Seen = dict[tuple[str, str], dict[int, list[int]]]  # (scope, series) -> ts -> merged counts
 SERIES = ("member", "pattern:/a/*")
+GAPS = 2  # the loss-only line's gaps, every line
+
+
+@dataclass
+class Seen:
+    """What the archive holds up to the as-of second, per (scope, series) and second."""
+
+    buckets: dict[tuple[str, str], dict[int, list[int]]] = field(default_factory=dict)
+    gaps: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
 
 
 def _counts(ts: int, node: int, series: int) -> list[int]:
@@ -43,7 +52,7 @@ def write_delivery_archive(
         n: ArchiveWriter(root, n, DELIVERY_VALUES, prefix=DELIVERY, keys=DELIVERY_KEYS)
         for n in nodes
     }
-    seen: Seen = {}
+    seen = Seen()
     for ts in range(start, end + 1):
         for k, (node, writer) in enumerate(writers.items()):
             if (ts + k) % 7:
@@ -54,12 +63,16 @@ def write_delivery_archive(
                 batch.append(((series, bucket_text(counts)), {"count": float(sum(counts))}))
                 if ts <= as_of:
                     for scope in (f"node:{node}", "cluster"):
-                        cur = seen.setdefault((scope, series), {})
+                        cur = seen.buckets.setdefault((scope, series), {})
                         cur[ts] = [
                             a + b
                             for a, b in zip(cur.get(ts, [0] * BUCKET_COUNT), counts, strict=True)
                         ]
-            batch.append((("member", ""), {"count": 0.0, "gaps": 2.0}))
+            batch.append((("member", ""), {"count": 0.0, "gaps": float(GAPS)}))
+            if ts <= as_of:
+                for scope in (f"node:{node}", "cluster"):
+                    gaps = seen.gaps.setdefault((scope, "member"), {})
+                    gaps[ts] = gaps.get(ts, 0) + GAPS
             writer.write_lines(ts, batch)
     for writer in writers.values():
         writer.close()
@@ -67,11 +80,12 @@ def write_delivery_archive(
 
 
 def check_delivery_windows(result: PipelineResult, seen: Seen, as_of: int) -> None:
-    """Every window of every (scope, series): the merged buckets and their percentiles."""
+    """Every window of every (scope, series): the merged buckets and their percentiles, and the
+    clients' gaps (the loss-only lines) added up."""
     assert result.delivery_stats is not None
     got = {(r.scope, r.series, r.window): r for r in result.delivery_stats.itertuples(index=False)}
-    assert {(s, x) for s, x, _ in got} == set(seen)
-    for (scope, series), seconds in seen.items():
+    assert {(s, x) for s, x, _ in got} == set(seen.buckets)
+    for (scope, series), seconds in seen.buckets.items():
         for w in WINDOWS:
             merged = [0] * BUCKET_COUNT
             lo = window_start(w, as_of)
@@ -86,4 +100,9 @@ def check_delivery_windows(result: PipelineResult, seen: Seen, as_of: int) -> No
             for name, want in percentiles(merged).items():
                 value = getattr(row, name)
                 assert (pd.isna(value) and want is None) or value == want, (key, name, value)
+            gaps = seen.gaps.get((scope, series), {})
+            want_gaps = sum(n for ts, n in gaps.items() if lo <= ts <= as_of)
+            assert row.gaps == want_gaps, (key, row.gaps, want_gaps)
+            assert (row.duplicates, row.resyncs, row.recovered, row.recovery_failed) == (0,) * 4
+    assert any(r.gaps > 0 for r in got.values())
     assert any(r.p999 == float("inf") for r in got.values())  # the unbounded bucket

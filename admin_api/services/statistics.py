@@ -26,6 +26,7 @@ from pushgrid.metrics.sqlstore.models import (
 from pushgrid.metrics.window_spec import LOW_COVERAGE, coverage
 from pushgrid.ops.api.delivery_windows import DeliveryWindowList, DeliveryWindowOut
 from pushgrid.ops.statistics import TrendQuery
+from pushgrid.protocol.latency import LOSS_KINDS
 
 from ..schemas import (
     TrendPointOut,
@@ -83,6 +84,7 @@ def delivery_window_out(
         p99=_finite(row.p99),
         p999=_finite(row.p999),
         buckets=row.buckets,
+        loss={kind: getattr(row, kind) for kind in LOSS_KINDS},
         run_id=row.run_id,
         computed_at=row.computed_at,
         age_seconds=age,

@@ -3,7 +3,8 @@
 Under the indicators' table, for the same scope: per delivery series (``member``: the clients'
 end-to-end latency, ``leg:<leg>``: the server's own legs, ``pattern:<pattern>``: a watched
 pattern) the latencies counted and p50 / p90 / p99 / p99.9 over the twelve windows, as the
-statistics pipeline read them from each window's merged buckets. Data: ``GET
+statistics pipeline read them from each window's merged buckets, and the loss the clients
+reported in each window (gaps, duplicates, resyncs, recoveries). Data: ``GET
 /api/v1/stats/delivery`` (decoded with its own type, ``pushgrid.ops.api.delivery_windows``).
 """
 
@@ -16,6 +17,7 @@ from dash.development.base_component import Component
 
 from pushgrid.metrics.window_spec import WINDOW_NAMES
 from pushgrid.ops.api.delivery_windows import DeliveryWindowList, DeliveryWindowOut
+from pushgrid.ops.delivery import LOSS_KINDS
 
 from .. import format as fmt
 from ..components import attrs
@@ -27,6 +29,7 @@ LINES: tuple[tuple[str, str], ...] = (
     ("p90", "p90"),
     ("p99", "p99"),
     ("p999", "p99.9"),
+    ("loss", "loss"),
 )
 
 
@@ -42,7 +45,9 @@ class DeliveryWindowsProvider(Protocol):
 
 def _cell(window: DeliveryWindowOut | None, line: str, series: str, name: str) -> Component:
     value: Any = None if window is None else getattr(window, line)
-    if line == "count":
+    if line == "loss":
+        text = fmt.DASH if window is None else loss_text(window.loss)
+    elif line == "count":
         text = fmt.count(value)
     elif window is not None and window.count and value is None:
         text = "> 100 s"  # above the last bucket's bound
@@ -51,6 +56,12 @@ def _cell(window: DeliveryWindowOut | None, line: str, series: str, name: str) -
     data = {"data-series": series, "data-window": name, "data-line": line}
     data["data-value"] = "" if value is None else repr(value)
     return html.Td(text, className="num", **attrs(data))
+
+
+def loss_text(loss: dict[str, int]) -> str:
+    """The clients' loss reports of a window in a few words ("none", "3 gaps, 1 resyncs")."""
+    seen = [f"{fmt.count(loss[k])} {k.replace('_', ' ')}" for k in LOSS_KINDS if loss.get(k)]
+    return ", ".join(seen) if seen else "none"
 
 
 def render_delivery_windows(answer: DeliveryWindowList | None, scope: str | None) -> Component:

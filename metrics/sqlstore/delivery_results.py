@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Final
 from sqlalchemy import Table, delete, or_
 from sqlalchemy.orm import Session
 
+from pushgrid.protocol.latency import LOSS_KINDS
+
 from ..window_spec import WINDOW_NAMES
 from .latest import latest_rows
 from .models import DeliveryWindowStat, from_unix
@@ -25,7 +27,17 @@ if TYPE_CHECKING:
 __all__ = ["DELIVERY_KEY", "delivery_rows", "delivery_window_stats", "write_delivery"]
 
 DELIVERY_KEY: Final = ("scope", "series", "window", "as_of")
-_VALUES: Final = ("count", "p50", "p90", "p99", "p999", "buckets", "run_id", "computed_at")
+_VALUES: Final = (
+    "count",
+    "p50",
+    "p90",
+    "p99",
+    "p999",
+    "buckets",
+    *LOSS_KINDS,
+    "run_id",
+    "computed_at",
+)
 _PERCENTILES: Final = ("p50", "p90", "p99", "p999")
 
 
@@ -49,6 +61,7 @@ def delivery_rows(frame: pd.DataFrame, run_id: int, computed_at: datetime) -> li
             "count": int(record["count"]),
             **{name: _seconds(record[name]) for name in _PERCENTILES},
             "buckets": str(record["buckets"]),
+            **{kind: int(record.get(kind, 0)) for kind in LOSS_KINDS},
             "run_id": run_id,
             "computed_at": computed_at,
         }

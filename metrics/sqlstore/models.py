@@ -244,6 +244,12 @@ class DeliveryWindowStat(Base):
     p99: Mapped[float | None] = mapped_column(Float)
     p999: Mapped[float | None] = mapped_column(Float)
     buckets: Mapped[str] = mapped_column(Text)  # "index:count" of the merged non-empty buckets
+    # the clients' loss reports over the window (migration 0016): totals per kind
+    gaps: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    duplicates: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    resyncs: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    recovered: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    recovery_failed: Mapped[int] = mapped_column(BigInteger, server_default="0")
     run_id: Mapped[int | None] = mapped_column(
         ForeignKey("job_runs.id", ondelete="SET NULL"), index=True
     )

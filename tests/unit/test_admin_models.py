@@ -64,7 +64,7 @@ def _settings(tmp_path: Path, **overrides: object) -> Settings:
 
 
 def test_migration_0002_creates_exactly_the_models(engine: Engine) -> None:
-    assert sqlstore.current_revision(engine) == "0015"
+    assert sqlstore.current_revision(engine) == "0016"
     assert set(Base.metadata.tables) >= ADMIN_TABLES
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
@@ -81,7 +81,7 @@ def test_migration_0002_downgrades_to_0001(url: str, engine: Engine) -> None:
     names = set(inspect(engine).get_table_names())
     assert not names & ADMIN_TABLES
     assert {"job_runs", "window_stats", "trend_points"} <= names
-    assert sqlstore.upgrade(url) == "0015"
+    assert sqlstore.upgrade(url) == "0016"
 
 
 def test_role_is_checked_by_the_database(factory: sessionmaker[Session]) -> None:

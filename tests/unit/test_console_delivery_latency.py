@@ -150,3 +150,12 @@ def test_the_demo_provider_has_delivery_windows_the_statistics_page_renders() ->
     text = str(render_delivery_windows(answer, "cluster"))
     assert "leg:fanout" in text
     assert "member" in text
+    assert "11 gaps, 2 resyncs, 11 recovered" in text  # the 15mo window's made-up loss
+    assert "none" in text  # the legs report no loss
+
+
+def test_loss_text_says_none_or_each_kind_seen() -> None:
+    from pushgrid.console.pages.statistics_delivery import loss_text
+
+    assert loss_text({"gaps": 0, "duplicates": 0}) == "none"
+    assert loss_text({"gaps": 1200, "recovery_failed": 1}) == "1,200 gaps, 1 recovery failed"

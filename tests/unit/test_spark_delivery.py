@@ -93,3 +93,63 @@ def test_window_percentiles_from_merged_sums_by_hand() -> None:
     assert empty["buckets"] == ""
     assert pd.isna(empty["p50"])
     assert pd.isna(empty["p999"])
+
+
+def test_loss_reports_become_series_of_their_kind_per_node_and_cluster(
+    spark: SparkSession,
+) -> None:
+    """The clients' loss counts of a line (issue 33 item 2): one ``loss:<kind>`` part per kind
+    with a count, beside the buckets; a loss-only line (no latencies) counts too."""
+    rows = [
+        (10, "a", "member", "30:2", 2, 3, 0, 1, 0, 0),  # 3 gaps, 1 resync
+        (10, "b", "member", "", 0, 2, 1, 0, 0, 4),  # loss only: 2 gaps, 1 dup, 4 failed
+        (11, "b", "pattern:/S/*", "", 0, 0, 0, 0, 5, 0),  # 5 recovered
+    ]
+    frame = spark.createDataFrame(rows, DELIVERY_FAMILY.schema)
+    got = sorted(tuple(r) for r in delivery_scope_seconds(frame).collect())
+    expected = sorted(
+        [
+            ("node:a\tmember\t30", 10, 2),
+            ("cluster\tmember\t30", 10, 2),
+            ("node:a\tmember\tloss:gaps", 10, 3),
+            ("node:a\tmember\tloss:resyncs", 10, 1),
+            ("node:b\tmember\tloss:gaps", 10, 2),
+            ("node:b\tmember\tloss:duplicates", 10, 1),
+            ("node:b\tmember\tloss:recovery_failed", 10, 4),
+            ("node:b\tpattern:/S/*\tloss:recovered", 11, 5),
+            ("cluster\tmember\tloss:gaps", 10, 5),  # 3 (a) + 2 (b)
+            ("cluster\tmember\tloss:resyncs", 10, 1),
+            ("cluster\tmember\tloss:duplicates", 10, 1),
+            ("cluster\tmember\tloss:recovery_failed", 10, 4),
+            ("cluster\tpattern:/S/*\tloss:recovered", 11, 5),
+        ]
+    )
+    assert got == expected
+
+
+def test_window_loss_totals_by_hand() -> None:
+    exact = pd.DataFrame.from_records(
+        [
+            ("cluster\tmember\t30", "n", "1m", AS_OF, 1, 4, 0, 4),
+            ("cluster\tmember\tloss:gaps", "n", "1m", AS_OF, 2, 5, 0, 3),
+            ("cluster\tmember\tloss:gaps", "n", "5m", AS_OF, 3, 9, 0, 3),
+            ("node:b\tpattern:/S/*\tloss:recovered", "n", "1m", AS_OF, 1, 5, 0, 5),
+        ],
+        columns=["scope", "indicator", "window", "as_of", "count", "sum", "sumsq", "max"],
+    )
+    got = delivery_windows(exact, AS_OF)
+    assert len(got) == 2 * len(WINDOWS)  # both series, every window, loss-only included
+    member = got[(got["scope"] == "cluster") & (got["series"] == "member")]
+    one = member[member["window"] == "1m"].iloc[0]
+    assert (one["count"], one["buckets"], one["gaps"], one["resyncs"]) == (4, "30:4", 5, 0)
+    assert member[member["window"] == "5m"].iloc[0]["gaps"] == 9
+    assert member[member["window"] == "5m"].iloc[0]["count"] == 0
+    pattern = got[got["series"] == "pattern:/S/*"]
+    first = pattern[pattern["window"] == "1m"].iloc[0]
+    assert (first["scope"], first["count"], first["recovered"], first["gaps"]) == (
+        "node:b",
+        0,
+        5,
+        0,
+    )
+    assert pd.isna(first["p50"])

@@ -21,7 +21,7 @@ def _url(path: Path) -> str:
 
 def test_upgrade_creates_the_models_schema(tmp_path: Path) -> None:
     url = _url(tmp_path / "nested" / "dir" / "pushgrid.db")  # parent directories are created
-    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0015"
+    assert sqlstore.upgrade(url) == sqlstore.head_revision() == "0016"
     engine = sqlstore.make_engine(url)
     try:
         with engine.connect() as connection:

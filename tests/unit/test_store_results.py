@@ -325,4 +325,5 @@ def test_delivery_windows_upsert_and_read_on_sqlite(session: Session) -> None:
     assert (first.scope, first.series, first.count, first.p50) == ("cluster", "member", 100, 0.01)
     assert first.p999 == math.inf
     assert first.buckets == "30:60 31:39 71:1"
+    assert (first.gaps, first.duplicates, first.recovery_failed) == (2, 0, 0)  # migration 0016
     assert sqlstore.delivery_window_stats(session, scope="node:push-2", series="x") == []

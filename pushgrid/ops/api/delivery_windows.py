@@ -34,6 +34,10 @@ class DeliveryWindowOut(BaseModel):
         description="The merged histogram, 'index:count' of the non-empty buckets "
         "(bounds: docs/protocol.md 5.7)"
     )
+    loss: dict[str, int] = Field(
+        description="The clients' loss reports over the window, total per kind: gaps, "
+        "duplicates, resyncs, recovered, recovery_failed (docs/protocol.md 5.7)"
+    )
     run_id: int | None = Field(description="The job run that wrote it")
     computed_at: datetime = Field(description="When the pipeline wrote it")
     age_seconds: float = Field(description="Seconds since computed_at")
