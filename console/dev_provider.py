@@ -26,9 +26,8 @@ from pushgrid.ops.api.sessions import SessionOut, SessionPage
 from pushgrid.ops.api.statistics import WindowStatOut
 from pushgrid.ops.api.subjects import PresenceOut, PresentClientOut, PublishOut, SnapshotOut
 from pushgrid.ops.api.trends import TrendPointOut
-from pushgrid.ops.delivery import bucket_text, percentiles
+from pushgrid.ops.delivery import bucket_text, percentiles, text_counts
 from pushgrid.ops.statistics import TrendQuery
-from pushgrid.protocol.latency import BUCKET_COUNT, bucket_of
 
 from .provider import (
     CLUSTER,
@@ -69,11 +68,14 @@ def _trend_point(ts: int, base: float) -> TrendPointOut:
 
 
 def _demo_histogram(median_us: float, tail: float, n: int) -> list[int]:
-    """Bucket counts of ``n`` made-up latencies (microseconds) around ``median_us``."""
+    """Bucket counts of ``n`` made-up latencies around ``median_us`` (bucket i ends at
+    10^(1 + i/10) µs: docs/protocol.md 5.7)."""
     rng = random.Random(int(median_us * tail))  # nosec B311 (made-up demo data)
-    counts = [0] * BUCKET_COUNT
+    counts = text_counts("")  # every bucket, empty
     for _ in range(n):
-        counts[bucket_of(median_us * math.exp(rng.gauss(0.0, 0.6 * tail)))] += 1
+        micros = median_us * math.exp(rng.gauss(0.0, 0.6 * tail))
+        index = max(0, math.ceil(10 * (math.log10(max(micros, 1.0)) - 1)))
+        counts[min(index, len(counts) - 1)] += 1
     return counts
 
 

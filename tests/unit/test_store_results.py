@@ -326,4 +326,8 @@ def test_delivery_windows_upsert_and_read_on_sqlite(session: Session) -> None:
     assert first.p999 == math.inf
     assert first.buckets == "30:60 31:39 71:1"
     assert (first.gaps, first.duplicates, first.recovery_failed) == (2, 0, 0)  # migration 0016
+    from pushgrid.metrics.sqlstore import delivery_results
+    from pushgrid.protocol.latency import LOSS_KINDS
+
+    assert delivery_results.LOSS_KINDS == LOSS_KINDS
     assert sqlstore.delivery_window_stats(session, scope="node:push-2", series="x") == []
