@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -63,6 +64,10 @@ from .window_assembly import (
 
 log = logging.getLogger(__name__)
 
+#: how Spark says a listed file is gone: renamed before the plan (PATH_NOT_FOUND) or during
+#: the read (FILE_NOT_EXIST)
+_FILE_GONE = ("FILE_NOT_EXIST", "PATH_NOT_FOUND", "FileNotFoundException")
+
 __all__ = ["WindowsResult", "compute_windows"]
 
 _NO_BUCKETS = pd.DataFrame(columns=list(T.BUCKET_COLUMNS))
@@ -86,6 +91,38 @@ def _days(lo: int, hi: int) -> set[str]:
 
 
 def compute_windows(
+    spark: SparkSession,
+    archive_dir: Path,
+    warehouse_dir: Path,
+    as_of: int,
+    *,
+    include_open: bool = True,
+    trend_hours: int = TREND_HOURS,
+    family: Family = INDICATOR_FAMILY,
+) -> WindowsResult:
+    """Window statistics and trend points as of ``as_of`` (see the module docstring).
+
+    An ``.open`` file can be closed (renamed) by its writer between the scan that listed it and
+    the Spark read, at the top of an hour: the read then fails with FILE_NOT_EXIST (a
+    fresh-clone run met it). The stage is then computed once more from a new scan, which finds
+    the file closed and not compacted, so its seconds still count.
+    """
+    args = (spark, archive_dir, warehouse_dir, as_of)
+    options: dict[str, Any] = {
+        "include_open": include_open,
+        "trend_hours": trend_hours,
+        "family": family,
+    }
+    try:
+        return _compute_once(*args, **options)
+    except Exception as exc:  # a Py4J / Spark error: the message is the only handle
+        if not any(sign in str(exc) for sign in _FILE_GONE):
+            raise
+        log.warning("an archive file was closed while the windows read it: reading again")
+        return _compute_once(*args, **options)
+
+
+def _compute_once(
     spark: SparkSession,
     archive_dir: Path,
     warehouse_dir: Path,

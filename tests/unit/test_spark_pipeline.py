@@ -362,6 +362,42 @@ def test_an_hour_that_closes_after_compaction_still_counts_in_the_windows(
         assert_stats_equal(got[key], exp, key)
 
 
+def test_a_file_closed_while_the_windows_read_it_is_read_again_closed(
+    spark: SparkSession, first_run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer renames an ``.open`` file after the window stage listed it and before Spark
+    read it (a fresh-clone run failed with FILE_NOT_EXIST): the stage scans again and counts
+    the closed file's seconds."""
+    from pushgrid.spark_stats import window_stage
+
+    archive, warehouse = tmp_path / "archive", tmp_path / "warehouse"
+    shutil.copytree(first_run.archive, archive)
+    shutil.copytree(first_run.warehouse, warehouse)
+    listed = window_stage._uncompacted
+    scans: list[int] = []
+
+    def listed_then_closed(*args: Any) -> list[Any]:
+        files = listed(*args)
+        scans.append(len(files))
+        if len(scans) == 1:  # the writer closes the hour right after this scan
+            for node, hour in first_run.open_hours.items():
+                path = archive_path(archive, node, hour, open_=True)
+                path.rename(path.with_name(path.name.removesuffix(".open")))
+        return files
+
+    monkeypatch.setattr(window_stage, "_uncompacted", listed_then_closed)
+    windows = window_stage.compute_windows(spark, archive, warehouse, AS_OF)
+    assert len(scans) == 2
+    expected = reference_stats(reference_scopes(first_run.samples, AS_OF), AS_OF)
+    got = {
+        (r.scope, r.indicator, r.window): (r.count, r.max, r.avg, r.stddev)
+        for r in windows.window_stats.itertuples(index=False)
+    }
+    assert got.keys() == expected.keys()
+    for key, exp in expected.items():
+        assert_stats_equal(got[key], exp, key)
+
+
 # -- idempotency, incremental runs, crash recovery -------------------------------------------------
 
 
