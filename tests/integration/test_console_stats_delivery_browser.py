@@ -51,6 +51,8 @@ def _seed(db_url: str) -> int:
                 records.append((f"{scope}\tmember\t{bucket}", window, n))
             if window not in ("1m", "5m"):
                 records.append((f"{scope}\tpattern:/Stocks/*\t20", window, 7))
+            if window not in ("1m", "5m", "15m"):  # the clients reported 3 gaps in the hour
+                records.append((f"{scope}\tmember\tloss:gaps", window, 3))
     exact = pd.DataFrame.from_records(records, columns=["scope", "window", "sum"])
     frame = delivery_windows(exact, as_of)
     result = PipelineResult(as_of, empty_stats(), empty_stats(), delivery_stats=frame)
@@ -69,7 +71,7 @@ def test_statistics_page_shows_the_delivery_latency_windows(console: Console, st
     _seed(stack.db_url)
     with session_scope(stack.db_url) as session:
         stored = [
-            (r.scope, r.series, r.window, r.count, r.p50, r.p90, r.p99, r.p999)
+            (r.scope, r.series, r.window, r.count, r.p50, r.p90, r.p99, r.p999, r.gaps)
             for r in delivery_window_stats(session)
         ]
     console.goto("statistics", "#stats-delivery-table table")
@@ -88,9 +90,11 @@ def test_statistics_page_shows_the_delivery_latency_windows(console: Console, st
         assert {(r[1], r[2]) for r in mine} == {
             (s, w) for s in ("member", "pattern:/Stocks/*") for w in WINDOW_NAMES
         }
-        assert len(shown) == len(mine) * 5
-        for _, series, window, n, *quantiles in mine:
+        assert len(shown) == len(mine) * 6  # count, four percentiles, loss
+        for _, series, window, n, *quantiles, gaps in mine:
             assert shown[(series, window, "count")] == (repr(n), count(n))
+            assert shown[(series, window, "loss")][1] == (f"{gaps} gaps" if gaps else "none")
+            assert gaps == (3 if series == "member" and window not in ("1m", "5m", "15m") else 0)
             for line, value in zip(("p50", "p90", "p99", "p999"), quantiles, strict=True):
                 assert shown[(series, window, line)] == (
                     "" if value is None else repr(value),
