@@ -23,7 +23,7 @@ How each number is computed (docs/monitoring.md, "Member panel"):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -145,3 +145,46 @@ class PanelTracker:
             slow_consumers_total=newest.slow_total,
             replica_lag_max=max_replica_lag(replica_lags.values()),
         )
+
+
+def _present(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
+
+
+def server_panel(own: MemberPanel, others: Sequence[MemberPanel], slow_total: int) -> MemberPanel:
+    """The panel of a server of several processes (``Workers`` > 1): worker 0's ``own`` and the
+    others' last panels, as one member (docs/monitoring.md, "Member panel").
+
+    Amounts add up (CPU, memory, files and their limits, flushes, slow consumers in the window);
+    lags and flush-delay quantiles are the worst process's, since a client of that process waits
+    that long (quantiles of separate histograms do not add). ``slow_total`` is the server's
+    count since start (a restarted worker's earlier life included); the replica lag is the
+    cluster engine's, read by worker 0.
+    """
+    if not others:
+        return own
+    panels = (own, *others)
+    cpus = _present(p.cpu_percent for p in panels)
+    limits = [p.max_open_files for p in panels]
+    return own.model_copy(
+        update={
+            "cpu_percent": round(sum(cpus), 3) if cpus else None,
+            "cpu_seconds_total": round(sum(p.cpu_seconds_total for p in panels), 3),
+            "rss_bytes": sum(p.rss_bytes for p in panels),
+            "open_files": sum(p.open_files for p in panels),
+            "max_open_files": 0 if 0 in limits else sum(limits),  # 0: one is unlimited
+            "loop_lag_seconds": max(_present(p.loop_lag_seconds for p in panels), default=None),
+            "loop_lag_max_seconds": max(
+                _present(p.loop_lag_max_seconds for p in panels), default=None
+            ),
+            "flush_delay_p50_seconds": max(
+                _present(p.flush_delay_p50_seconds for p in panels), default=None
+            ),
+            "flush_delay_p99_seconds": max(
+                _present(p.flush_delay_p99_seconds for p in panels), default=None
+            ),
+            "flushes_window": sum(p.flushes_window for p in panels),
+            "slow_consumers_window": sum(p.slow_consumers_window for p in panels),
+            "slow_consumers_total": slow_total,
+        }
+    )

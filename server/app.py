@@ -29,10 +29,12 @@ from pushgrid.metrics.counters import Counters
 from pushgrid.metrics.health import ArchiveState, member_transitions
 from pushgrid.metrics.hotsubjects import HotSubjectSketches
 from pushgrid.metrics.indicators import INDICATOR_NAMES
+from pushgrid.metrics.member_panel import server_panel
 from pushgrid.metrics.readmodel import ReadModel
 from pushgrid.metrics.sampler import Sampler
 from pushgrid.metrics.watched import WATCH_NAMES
 from pushgrid.ops.accounting import EMPTY_ACCOUNTING, AccountingDocument
+from pushgrid.ops.panel import MemberPanel
 from pushgrid.protocol.codec import Limits
 from pushgrid.protocol.errors import CloseCode
 from pushgrid.protocol.frames import Keepalive
@@ -379,7 +381,22 @@ class PushServer:
         tally.ship()  # the second's deltas first: worker 0 reads them before the report
         report = self._own_report()
         report.delivery = shipper.shipment()
+        report.panel = self.panel_probe.panel.as_dict()
         return report
+
+    def _server_panel(self) -> MemberPanel:
+        """The member panel of the whole server: worker 0's folded with the others' last
+        panels (one process: its own)."""
+        own, totals = self.panel_probe.panel, self.totals
+        if totals is None:
+            return own
+        others = [
+            MemberPanel.model_validate(r.panel)
+            for r in totals.reports()
+            if r.panel is not None and totals.linked(r.index)
+        ]
+        slow_total = totals.as_dict()["slow_consumer_disconnects_total"]
+        return server_panel(own, others, slow_total)
 
     def _share_publish_rate(self, engine: WorkersEngine) -> None:
         """PublishRatePerAddress is the server's: each worker's buckets also pay for the
@@ -656,7 +673,7 @@ class PushServer:
                 ),
             },
             flush_delay=self.flusher.delays.snapshot(),
-            panel=self.panel_probe.panel,
+            panel=self._server_panel(),
             deflate=self._deflate_stats(),
             workers=self._worker_rows(),
             delivery=self.delivery_reading,

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import reduce
+from functools import reduce, wraps
 from pathlib import Path
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -63,6 +64,8 @@ from .window_assembly import (
 )
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: how Spark says a listed file is gone: renamed before the plan (PATH_NOT_FOUND) or during
 #: the read (FILE_NOT_EXIST)
@@ -90,39 +93,30 @@ def _days(lo: int, hi: int) -> set[str]:
     return {day_of(d) for d in range(lo - lo % DAY, hi + 1, DAY)}
 
 
-def compute_windows(
-    spark: SparkSession,
-    archive_dir: Path,
-    warehouse_dir: Path,
-    as_of: int,
-    *,
-    include_open: bool = True,
-    trend_hours: int = TREND_HOURS,
-    family: Family = INDICATOR_FAMILY,
-) -> WindowsResult:
-    """Window statistics and trend points as of ``as_of`` (see the module docstring).
+def _again_if_a_file_closed(stage: Callable[P, R]) -> Callable[P, R]:
+    """Run ``stage`` once more when Spark found an archive file gone.
 
     An ``.open`` file can be closed (renamed) by its writer between the scan that listed it and
     the Spark read, at the top of an hour: the read then fails with FILE_NOT_EXIST (a
     fresh-clone run met it). The stage is then computed once more from a new scan, which finds
     the file closed and not compacted, so its seconds still count.
     """
-    args = (spark, archive_dir, warehouse_dir, as_of)
-    options: dict[str, Any] = {
-        "include_open": include_open,
-        "trend_hours": trend_hours,
-        "family": family,
-    }
-    try:
-        return _compute_once(*args, **options)
-    except Exception as exc:  # a Py4J / Spark error: the message is the only handle
-        if not any(sign in str(exc) for sign in _FILE_GONE):
-            raise
-        log.warning("an archive file was closed while the windows read it: reading again")
-        return _compute_once(*args, **options)
+
+    @wraps(stage)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return stage(*args, **kwargs)
+        except Exception as exc:  # a Py4J / Spark error: the message is the only handle
+            if not any(sign in str(exc) for sign in _FILE_GONE):
+                raise
+            log.warning("an archive file was closed while the windows read it: reading again")
+            return stage(*args, **kwargs)
+
+    return run
 
 
-def _compute_once(
+@_again_if_a_file_closed
+def compute_windows(
     spark: SparkSession,
     archive_dir: Path,
     warehouse_dir: Path,

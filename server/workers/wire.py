@@ -94,6 +94,8 @@ class WorkerReport(msgspec.Struct, tag=True):
     # its event loop's lag (member panel probe): the last, the max over the panel's window
     loop_lag: float | None = None
     loop_lag_max: float | None = None
+    # its whole member panel (``MemberPanel.as_dict``): worker 0 folds the server's panel
+    panel: dict[str, Any] | None = None
 
 
 class MeshSignal(msgspec.Struct, tag=True):

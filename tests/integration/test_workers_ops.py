@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from pushgrid.ops import names
@@ -89,6 +90,28 @@ async def test_the_mbean_and_the_member_view_list_both_processes(
     async with admin.client("viewer") as api:
         member = (await api.get(f"{API}/members/wops")).json()
     assert [(p["index"], p["pid"]) for p in member["processes"]] == [(0, pids[0]), (1, pids[1])]
+
+
+async def test_the_member_panel_is_the_whole_servers(two_workers: ServerProcess) -> None:
+    """The MemberPanel MBean of a Workers = 2 server is the server's, not worker 0's: its
+    open-file limit is both processes' limits, its memory both processes' (issue 31 item 4)."""
+    pids = workers_of(two_workers)
+    limits = sum(psutil.Process(pid).rlimit(psutil.RLIMIT_NOFILE)[0] for pid in pids.values())
+
+    async def folded() -> dict[str, Any] | None:
+        async with httpx.AsyncClient(trust_env=False, timeout=10.0) as http:
+            answer = (
+                await http.get(f"{two_workers.monitor_url}/jolokia/read/{names.MEMBER_PANEL}")
+            ).json()
+        panel: dict[str, Any] = answer["value"]
+        return panel if panel["MaxOpenFiles"] == limits else None
+
+    panel = await until(folded, "the panel to hold both workers' open-file limits")
+    rows = (await workers_bean(two_workers))["Processes"]
+    # resident memory moves little on an idle server: the panel holds both processes', far
+    # above worker 0's alone
+    assert panel["ResidentBytes"] >= 0.8 * sum(r["rss_bytes"] for r in rows)
+    assert panel["OpenFiles"] > max(r["open_files"] for r in rows)
 
 
 async def test_a_one_process_server_has_one_row_of_the_same_shape(

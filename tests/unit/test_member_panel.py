@@ -17,8 +17,10 @@ from pushgrid.metrics.member_panel import (
     ProcessSample,
     cpu_percent,
     max_replica_lag,
+    server_panel,
     sleep_lag,
 )
+from pushgrid.ops.panel import MemberPanel
 
 
 def _process(at: float, cpu: float, files: int = 10, limit: int = 1000) -> ProcessSample:
@@ -110,6 +112,59 @@ def test_open_files_ratio_and_json() -> None:
     assert set(document) == set(EMPTY_PANEL.as_dict())
     unlimited = tracker.observe(_process(2.0, 0.1, limit=0), 0.0, histogram.snapshot(), 0)
     assert unlimited.open_files_ratio is None
+
+
+def _worker_panel(**numbers: float | int | None) -> MemberPanel:
+    return EMPTY_PANEL.model_copy(update=numbers)
+
+
+def test_a_server_of_several_workers_is_one_panel() -> None:
+    """Workers > 1: amounts add up, lags and flush quantiles are the worst process's, the
+    slow-consumer total is the server's (a restarted worker's earlier life included)."""
+    own = _worker_panel(
+        cpu_percent=40.0,
+        cpu_seconds_total=10.0,
+        rss_bytes=100,
+        open_files=30,
+        max_open_files=1000,
+        loop_lag_seconds=0.001,
+        loop_lag_max_seconds=0.02,
+        flush_delay_p50_seconds=0.001,
+        flush_delay_p99_seconds=0.005,
+        flushes_window=50,
+        slow_consumers_window=1,
+        slow_consumers_total=1,
+        replica_lag_max=7,
+    )
+    other = _worker_panel(
+        cpu_percent=55.5,
+        cpu_seconds_total=12.5,
+        rss_bytes=120,
+        open_files=45,
+        max_open_files=1000,
+        loop_lag_seconds=0.004,
+        loop_lag_max_seconds=0.3,
+        flush_delay_p50_seconds=0.002,
+        flush_delay_p99_seconds=None,
+        flushes_window=70,
+        slow_consumers_window=2,
+        slow_consumers_total=2,
+    )
+    panel = server_panel(own, [other], slow_total=9)
+    assert panel.cpu_percent == 95.5
+    assert panel.cpu_seconds_total == 22.5
+    assert (panel.rss_bytes, panel.open_files, panel.max_open_files) == (220, 75, 2000)
+    assert (panel.loop_lag_seconds, panel.loop_lag_max_seconds) == (0.004, 0.3)
+    assert (panel.flush_delay_p50_seconds, panel.flush_delay_p99_seconds) == (0.002, 0.005)
+    assert (panel.flushes_window, panel.slow_consumers_window) == (120, 3)
+    assert panel.slow_consumers_total == 9
+    assert panel.replica_lag_max == 7  # the cluster engine's, worker 0's
+    assert panel.window_seconds == own.window_seconds
+    assert server_panel(own, [], slow_total=9) is own  # one process: its own panel
+    first = _worker_panel(cpu_percent=None, max_open_files=0)  # no CPU yet, unlimited files
+    merged = server_panel(first, [_worker_panel(cpu_percent=None, max_open_files=1000)], 0)
+    assert merged.cpu_percent is None
+    assert merged.max_open_files == 0
 
 
 def test_window_must_be_positive() -> None:
