@@ -109,7 +109,17 @@ def render_processes(processes: Sequence[WorkerProcess] | None) -> html.Div:
             html.Div(
                 [_cell(h, c) for h, c in zip(HEADERS, cells, strict=True)],
                 className=f"process-row panel-{level}",
-                **attrs({"data-worker": str(p.index), "data-pid": str(p.pid), "data-level": level}),
+                **attrs(
+                    {
+                        "data-worker": str(p.index),
+                        "data-pid": str(p.pid),
+                        "data-level": level,
+                        # the number behind a "warn" of a busy process (its loop lag's max)
+                        "data-lag-max": ""
+                        if p.loop_lag_max_seconds is None
+                        else str(p.loop_lag_max_seconds),
+                    }
+                ),
             )
         )
     return html.Div(
