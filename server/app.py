@@ -320,7 +320,11 @@ class PushServer:
         log.info("open-file limit %d (soft limit was %d)", files, old_files)
         self.loop_bridge.bind(loop)
         self.tick = loop.time()
+        started = asyncio.Event()  # a worker is alive while its engine starts (a cluster's may
+        if self.worker is not None:  # wait for its quorum) and has started only after
+            self.track(loop.create_task(heartbeat(self.worker.control, started)))
         await self.engine.start(self._deliver())
+        started.set()
         if self.worker is not None:
             await self._start_worker(loop, self.worker)
         else:
@@ -343,8 +347,8 @@ class PushServer:
         )
 
     async def _start_worker(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan) -> None:
-        """A worker serves the listeners the supervisor bound for it and beats its heart."""
-        self.track(loop.create_task(heartbeat(plan.control)))  # waiting for peers is alive
+        """A worker serves the listeners the supervisor bound for it (its heart beats since
+        start: waiting for its engine and its peers is alive)."""
         engine = self.engine
         if isinstance(engine, WorkersEngine):
             await engine.wait_for_peers()  # clients are served by a whole mesh
