@@ -9,11 +9,11 @@ is read from the kernel (tests/integration/test_workers.py's helpers).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -118,6 +118,7 @@ async def test_a_member_is_one_member_with_one_member_s_nats_connections(
         assert sorted(names) == ["m1", "m2", "m3"], names
     reference = nats_clients(guaranteed, guaranteed.member(3))
     assert reference >= 1
+    print(f"NATS client connections of a member: {reference} (one process and two alike)")
     assert nats_clients(guaranteed, guaranteed.member(1)) == reference
     assert nats_clients(guaranteed, guaranteed.member(2)) == reference
     # /health on the client port is the member's whichever worker answers (fresh connections)
@@ -148,17 +149,45 @@ async def test_publish_through_every_worker_one_contiguous_numbering(guaranteed:
             assert [(f["epoch"], f["seq"], f["content"]) for f in got] == [
                 (epoch, i, f"m{i - 1}") for i in range(1, 25)
             ], where
+        # concurrent publishers on every worker of both members: every subscriber, whichever
+        # worker holds it, gets every message once, in one contiguous numbering
+        await asyncio.gather(
+            *(_publish_many(c, s, f"c{k}", 50) for k, c in enumerate(clients.values()))
+        )
+        for where, client in clients.items():
+            got = await client.messages(200, s, timeout=60)
+            assert [(f["epoch"], f["seq"]) for f in got] == [
+                (epoch, i) for i in range(25, 225)
+            ], where
+            assert len({f["content"] for f in got}) == 200, where
         # snapshot and history are the member's whichever worker answers
         for m in (1, 2):
             fresh = await on_worker(1, guaranteed.member(m), _connect)
             _sub, frames = await fresh.subscribe_all(s, history=5)
             assert [(f["kind"], f["seq"]) for f in frames][-5:] == [
-                ("historical", i) for i in range(20, 25)
+                ("historical", i) for i in range(220, 225)
             ], frames
             await fresh.close()
     finally:
         for client in clients.values():
             await client.close()
+
+
+async def _publish_many(client: WsClient, s: str, prefix: str, count: int) -> None:
+    """``count`` publishes on one connection, all in flight together, each acknowledged."""
+    frames: list[dict[str, Any]] = [
+        {"op": "publish", "id": client.next_id(), "subject": s, "content": f"{prefix}-{n}"}
+        for n in range(count)
+    ]
+    for frame in frames:
+        await client.send(frame)
+    for frame in frames:
+        answer = await client.wait_for(partial(_answers, frame["id"]), 60, "ack")
+        assert answer.get("result") == "ok", answer
+
+
+def _answers(request_id: int, frame: dict[str, Any]) -> bool:
+    return frame.get("id") == request_id
 
 
 async def test_a_reconnect_to_the_other_worker_recovers_without_resync(
@@ -185,6 +214,11 @@ async def test_a_reconnect_to_the_other_worker_recovers_without_resync(
     assert [(f["kind"], f["seq"]) for f in recovered] == [("recovered", i) for i in range(4, 14)]
     for client in (again, publisher):
         await client.close()
+
+
+def _replaced(member: ServerProcess, index: int, old: int) -> bool:
+    """Worker ``index`` of ``member`` runs again, in a process other than ``old``."""
+    return workers_of(member).get(index) not in (None, old)
 
 
 async def _publish_acked(
@@ -232,23 +266,20 @@ async def test_sigkill_of_each_worker_under_load_loses_nothing_acknowledged(
             acks.append(await _publish_acked(order, s, f"p{k}-{n}", failures))
             n += 1
 
-    def acked_by(name: str) -> int:
-        return sum(1 for _ack, by in acks if by == name)
+    def acked_by(name: str, at_least: int = 0) -> int:
+        count = sum(1 for _ack, by in acks if by == name)
+        return count if count >= at_least else 0
 
     tasks = [asyncio.create_task(publisher(k)) for k in range(4)]
     try:
-        await wait_for("first acks", lambda: acked_by("m1") >= 10 and acked_by("m2") >= 10)
+        await wait_for("first acks", lambda: acked_by("m1", 10) and acked_by("m2", 10))
         for name, index in (("m1", 1), ("m2", 0)):
             member = guaranteed.member(int(name[1]))
             old = workers_of(member)[index]
             os.kill(old, signal.SIGKILL)
-            await wait_for(
-                f"a new worker {index}",
-                lambda m=member, i=index, o=old: workers_of(m).get(i) not in (None, o),
-            )
+            await wait_for(f"a new worker {index}", partial(_replaced, member, index, old))
             await asyncio.to_thread(guaranteed.wait_healthy)
-            before = acked_by(name)
-            await wait_for(f"acks of {name} after", lambda n=name, b=before: acked_by(n) >= b + 10)
+            await wait_for(f"acks of {name} after", partial(acked_by, name, acked_by(name) + 10))
         stop.set()
         await asyncio.wait_for(asyncio.gather(*tasks), 120)
     finally:
