@@ -72,6 +72,7 @@ from .monitoring.probe import PanelProbe
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
 from .occupancy import OccupancyService
+from .occupancy_relay import ClusterWorkerBus
 from .rlimits import raise_open_file_limit
 from .transport import http, timers
 from .transport.connection import Connection
@@ -178,6 +179,12 @@ def _tls_files(settings: ListenerSettings, monitor: MonitoringSettings | None) -
     if certificate is None or key is None:  # Settings validation forbids this
         raise ConfigError(f"a TLS listener needs {certificate_setting} and {key_setting}")
     return TlsFiles(certificate, key, certificate_setting, key_setting)
+
+
+def _up_members(engine: Engine) -> list[str]:
+    """The cluster's members that are up, as ``engine`` sees them (a worker: worker 0's view)."""
+    status = engine.cluster_status()
+    return [] if status is None else [m.name for m in status.members if m.state == "up"]
 
 
 class PushServer:
@@ -500,6 +507,11 @@ class PushServer:
             bus = engine.member_bus()
             return OccupancyService(server_name, self.hub, bus, settings.occupancy, engine)
         bus = engine.bus.named(server_name)
+        if engine.clustered:  # the other members too, through worker 0 (ADR 067)
+            relay = ClusterWorkerBus(bus, partial(_up_members, engine), engine.inner.member_bus())
+            return OccupancyService(
+                bus.name, self.hub, relay, settings.occupancy, engine, relay.fold
+            )
         return OccupancyService(bus.name, self.hub, bus, settings.occupancy, engine, bus.fold)
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -23,8 +24,8 @@ import pytest
 from pushgrid.server.cluster.topology import MONITOR_OFFSET
 
 from .cluster import Cluster, cluster_status
-from .pgtest import ServerProcess, WsClient
-from .test_workers import on_each_worker, on_worker, wait_for, workers_of
+from .pgtest import ServerProcess, WsClient, jolokia_exec
+from .test_workers import _stats, on_each_worker, on_worker, wait_for, workers_of
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,14 +74,45 @@ async def test_standard_members_of_two_workers_each_number_once(
         seen = {where: await c.messages(20, s) for where, c in clients.items()}
         for where, frames in seen.items():
             assert [f["seq"] for f in frames] == list(range(1, 21)), where
-            assert [f["content"] for f in frames] == [f"m{n}" for n in range(20)], where
+            assert sorted(f["content"] for f in frames) == sorted(f"m{n}" for n in range(20))
+        for m in (1, 2):  # a member's workers deliver the same (epoch, seq, content) sequence
+            # (Standard orders per member: two members may order two publishes differently)
+            assert positions(seen[(m, 0)]) == positions(seen[(m, 1)]), m
         epochs = {m: {f["epoch"] for w in (0, 1) for f in seen[(m, w)]} for m in (1, 2)}
         assert len(epochs[1]) == len(epochs[2]) == 1, epochs  # one epoch per member
         assert epochs[1] != epochs[2]
+        # occupancy is the cluster's: every worker's subscribers of both members, each member
+        # named once (its workers fold into it), seen from either member
+        for member in (pair.member(1), pair.member(2)):
+            shared = await wait_for_async(partial(_occupied, member, s, 4), f"4 on {member}")
+            assert shared["members"] == {"m1": 2, "m2": 2}, shared
         for client in clients.values():
             await client.close()
     finally:
         pair.kill_all()
+
+
+def positions(frames: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
+    return [(f["epoch"], f["seq"], f["content"]) for f in frames]
+
+
+async def _occupied(member: ServerProcess, s: str, count: int) -> dict[str, Any] | None:
+    """The Subjects MBean's occupancy of ``s`` on ``member`` when it counts ``count``."""
+    answer = await jolokia_exec(member, "pushgrid:type=Subjects", "occupancy", [s])
+    value: dict[str, Any] = answer["value"]
+    return value if answer["status"] == 200 and value["subscribers"] == count else None
+
+
+async def wait_for_async(
+    check: Callable[[], Awaitable[dict[str, Any] | None]], what: str, within: float = 60.0
+) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        value = await check()
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no {what} within {within} s")
 
 
 def topic() -> str:
@@ -119,6 +151,15 @@ async def test_a_member_is_one_member_with_one_member_s_nats_connections(
     reference = nats_clients(guaranteed, guaranteed.member(3))
     assert reference >= 1
     print(f"NATS client connections of a member: {reference} (one process and two alike)")
+    # the ops plane sees one member with two processes (worker 0's monitoring port)
+    for index in (1, 2):
+        member = guaranteed.member(index)
+        pids = workers_of(member)
+        rows = _stats(member)["workers"]
+        assert [(w["index"], w["pid"], w["linked"]) for w in rows] == [
+            (0, pids[0], True),
+            (1, pids[1], True),
+        ]
     assert nats_clients(guaranteed, guaranteed.member(1)) == reference
     assert nats_clients(guaranteed, guaranteed.member(2)) == reference
     # /health on the client port is the member's whichever worker answers (fresh connections)
@@ -156,9 +197,9 @@ async def test_publish_through_every_worker_one_contiguous_numbering(guaranteed:
         )
         for where, client in clients.items():
             got = await client.messages(200, s, timeout=60)
-            assert [(f["epoch"], f["seq"]) for f in got] == [
-                (epoch, i) for i in range(25, 225)
-            ], where
+            assert [(f["epoch"], f["seq"]) for f in got] == [(epoch, i) for i in range(25, 225)], (
+                where
+            )
             assert len({f["content"] for f in got}) == 200, where
         # snapshot and history are the member's whichever worker answers
         for m in (1, 2):
