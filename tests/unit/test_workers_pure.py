@@ -132,8 +132,8 @@ def test_descriptor_check_names_the_key() -> None:
 
 
 def test_settings_read_workers(tmp_path: pytest.TempPathFactory) -> None:
-    # 1 until every feature works across workers (docs/workers.md): the default is not auto yet
-    assert load_settings(None).server.workers == 1
+    # every feature works across workers, cluster engines included (ADR 067): auto by default
+    assert load_settings(None).server.workers == "auto"
     conf = tmp_path / "pushgrid.conf"  # type: ignore[operator]
     for value, expected in (("auto", "auto"), ("AUTO", "auto"), ("3", 3), ("1", 1)):
         conf.write_text(f"Workers = {value}\n")
