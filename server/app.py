@@ -327,8 +327,10 @@ class PushServer:
         log.info("open-file limit %d (soft limit was %d)", files, old_files)
         self.loop_bridge.bind(loop)
         self.tick = loop.time()
-        started = asyncio.Event()  # a worker is alive while its engine starts (a cluster's may
-        if self.worker is not None:  # wait for its quorum) and has started only after
+        # a worker beats "starting" while its engine starts (a cluster engine may wait for its
+        # quorum), "running" once it has (server/workers/heartbeat.py)
+        started = asyncio.Event()
+        if self.worker is not None:
             self.track(loop.create_task(heartbeat(self.worker.control, started)))
         await self.engine.start(self._deliver())
         started.set()
