@@ -25,7 +25,14 @@ from pushgrid.server.cluster.topology import MONITOR_OFFSET
 
 from .cluster import Cluster, cluster_status
 from .pgtest import ServerProcess, WsClient, jolokia_exec
-from .test_workers import _stats, on_each_worker, on_worker, wait_for, workers_of
+from .test_workers import (
+    _stats,
+    leave_and_recover,
+    on_each_worker,
+    on_worker,
+    wait_for,
+    workers_of,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -237,22 +244,8 @@ async def test_a_reconnect_to_the_other_worker_recovers_without_resync(
     member = guaranteed.member(1)
     s = topic()
     clients = await on_each_worker(member, _connect)
-    subscriber, publisher = clients[0], clients[1]
-    epoch = (await subscriber.subscribe(s))["epoch"]
-    for i in range(1, 4):
-        await publisher.publish_ok(s, f"m{i}")
-    last = (await subscriber.messages(3, s))[-1]["seq"]
-    await subscriber.close()
-    for i in range(4, 14):
-        await publisher.publish_ok(s, f"m{i}")
-    again = await on_worker(1, member, _connect)  # the other process
-    subscribed, recovered = await again.subscribe_all(s, recover={"epoch": epoch, "seq": last})
-    assert (subscribed["recovery"], subscribed["epoch"], subscribed["seq"]) == (
-        "recovered",
-        epoch,
-        13,
-    )
-    assert [(f["kind"], f["seq"]) for f in recovered] == [("recovered", i) for i in range(4, 14)]
+    publisher = clients[1]
+    again = await leave_and_recover(member, _connect, s, clients[0], publisher, 1, 13)
     for client in (again, publisher):
         await client.close()
 
