@@ -80,7 +80,7 @@ def main() -> None:
     workdir = tempfile.mkdtemp()
     conf = Path(workdir) / "pushgrid.conf"
     conf.write_text(
-        f"Listen = 127.0.0.1:{port}\nMonitorHTTP.Listen =\nMetricsArchive =\n"
+        f"Listen = 127.0.0.1:{port}\nMonitorHTTP.Listen =\nMetricsArchive =\nWorkers = 1\n"
         "MetaSubjectInterval = 0\n"
     )
     proc = subprocess.Popen(

@@ -176,6 +176,7 @@ class Server:
                 "Listen": f"127.0.0.1:{self.port}",
                 "MonitorHTTP.Listen": "",
                 "MetricsArchive": "",
+                "Workers": "1",  # one process: its pid is the server measured
                 "MetaSubjectInterval": "0",
                 "PublishRatePerConnection": "0",
                 "PublishRatePerAddress": "0",

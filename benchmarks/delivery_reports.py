@@ -160,7 +160,7 @@ def main() -> None:
     conf = workdir / "pushgrid.conf"
     conf.write_text(
         f"Listen = 127.0.0.1:{args.port}\nMonitorHTTP.Listen = 127.0.0.1:{args.port + 1}\n"
-        f"MetricsArchive = {workdir / 'archive'}\n",
+        f"MetricsArchive = {workdir / 'archive'}\nWorkers = 1\n",
         encoding="utf-8",
     )
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - held for the child's life

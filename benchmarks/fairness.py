@@ -48,6 +48,7 @@ def start(extra: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
         f"Listen = 127.0.0.1:{port}",
         "MonitorHTTP.Listen =",
         "MetricsArchive =",
+        "Workers = 1",  # one process: its pid is the server measured
         "MetaSubjectInterval = 0",
         *(f"{k} = {v}" for k, v in extra.items()),
     ]

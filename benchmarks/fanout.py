@@ -452,6 +452,9 @@ class Params:
     batching_max_size: int = 0  # bytes, pushgrid's BatchingMaxSize (0 = off)
     flush_tick: float | None = None  # ms, pushgrid's FlushTick (None = the server's default)
     workers: int = 1  # pushgrid's Workers (processes of the one server; ADR 044)
+    # pushgrid as a one-member cluster of this delivery mode ("" = standalone, memory engine):
+    # its own nats-server child, counted in the server's CPU (ADR 067)
+    cluster: str = ""
     profile_dir: Path | None = None  # py-spy profiles of the server during the window
     # Latency probe: this many of the subscribers (0 = none) in one more process, every message
     # sampled, at nice PROBE_NICE, so the probe reads as soon as a frame arrives instead of
@@ -482,7 +485,21 @@ def batching_config(p: Params) -> dict[str, str]:
     if p.flush_tick is not None:
         out["FlushTick"] = f"{p.flush_tick:g}"
     out["Workers"] = str(p.workers)  # explicit: `auto` would follow the taskset pinning
+    if p.cluster:
+        out.update(cluster_config(p.cluster))
     return out
+
+
+def cluster_config(mode: str) -> dict[str, str]:
+    """A one-member cluster (``Standard``): the member runs its own nats-server on a free port
+    and its next two (the member's route, client and monitoring ports)."""
+    port = free_port()
+    return {
+        "ClusterMembers": f"127.0.0.1:{port}",
+        "ClusterMember": "1",
+        "ClusterDeliveryMode": mode,
+        "ClusterPassword": "benchmark-cluster-secret-0123456789",
+    }
 
 
 def start_profile(p: Params, pid: int, label: str) -> tuple[subprocess.Popen[bytes], Path] | None:
@@ -770,6 +787,7 @@ def run_once(
         "batching_max_size": p.batching_max_size if label == "pushgrid" else None,
         "flush_tick_ms": p.flush_tick if label == "pushgrid" else None,
         "workers": p.workers if label == "pushgrid" else None,
+        "cluster": p.cluster if label == "pushgrid" else None,
         "profile": str(spy[1]) if spy is not None else None,
         "duration_s": round(window, 3),
         "warmup_s": p.warmup,
@@ -1134,6 +1152,10 @@ def main(
         int,
         typer.Option(min=1, help="pushgrid's Workers: processes of the one server (ADR 044)"),
     ] = 1,
+    cluster: Annotated[
+        str,
+        typer.Option(help="run pushgrid as a one-member cluster: Standard (ADR 067)"),
+    ] = "",
     json_out: Annotated[
         Path | None, typer.Option(help="also append the JSON lines to this file")
     ] = None,
@@ -1169,6 +1191,7 @@ def main(
         batching_max_size=batching_max_size,
         flush_tick=flush_tick,
         workers=workers,
+        cluster=cluster,
         profile_dir=profile_dir,
     )
     pin = prepare_process(params, client_cpus, server_cpu, target is not Target.none)

@@ -414,7 +414,7 @@ def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
     conf = workdir / "pushgrid.conf"
     conf.write_text(
         f"Listen = 127.0.0.1:{port}\nMonitorHTTP.Listen = 127.0.0.1:{free_port()}\n"
-        "MetricsArchive =\nMetaSubjectInterval = 0\nServerName = fuzz\n"
+        "MetricsArchive =\nWorkers = 1\nMetaSubjectInterval = 0\nServerName = fuzz\n"
     )
     exe = ROOT / ".venv" / "bin" / "pushgrid"
     log = workdir / "server.log"

@@ -49,7 +49,7 @@ def _start(tree: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
     conf = workdir / f"pushgrid-{port}.conf"
     conf.write_text(
         f"Listen = 127.0.0.1:{port}\nMaxOutboundBufferSize = 67108864\n"
-        "MonitorHTTP.Listen =\nMetricsArchive =\nMetaSubjectInterval = 0\n"
+        "MonitorHTTP.Listen =\nMetricsArchive =\nWorkers = 1\nMetaSubjectInterval = 0\n"
     )
     command = [str(PYTHON), "-m", "pushgrid", "server", "--config", str(conf)]
     if shutil.which("taskset"):

@@ -10,6 +10,8 @@ after the other in the same invocation so their ratios compare like with like:
 - ``standard`` / ``guaranteed``: three members (``ClusterDeliveryMode``), each with its nats-server;
 - ``nats-core``: three nats-servers, core publish with an echo per publishing connection and one
   subscriber per node (the Standard baseline);
+- ``standard-w2`` / ``guaranteed-w2``: the same three members with ``Workers = 2`` each (ADR
+  067: worker 0 holds the member's cluster engine, worker 1 forwards to it);
 - ``jetstream``: three nats-servers, an R3 file stream with ``sync_interval`` as pushgrid's
   default (``always``), ``js.publish`` with a ``Nats-Msg-Id`` and one ordered push consumer per
   node (the Guaranteed baseline).
@@ -54,7 +56,17 @@ from ingest_load import Job, Report, run  # noqa: E402
 from integration.cluster import member_settings  # noqa: E402
 from integration.pgtest import ServerProcess  # noqa: E402
 
-TARGETS = ("single", "standard", "guaranteed", "nats-core", "jetstream")
+TARGETS = (
+    "single",
+    "standard",
+    "guaranteed",
+    "standard-w2",
+    "guaranteed-w2",
+    "nats-core",
+    "jetstream",
+)
+#: the cluster targets whose members run two worker processes (ADR 067)
+TWO_WORKERS = "-w2"
 NATS_TARGETS = ("nats-core", "jetstream")
 
 
@@ -98,9 +110,11 @@ def start_pushgrid(target: str, p: Params, tmp: Path) -> Running:
     if target == "single":
         members = [_member(tmp / "m1", base, base + 10, {"ServerName": "m1", **settings})]
     else:
-        mode = "Standard" if target == "standard" else "Guaranteed"
+        mode = "Standard" if target.startswith("standard") else "Guaranteed"
         endpoints = [f"127.0.0.1:{base + 20 + 10 * i}" for i in range(3)]
         extra = {**settings, "ClusterSyncInterval": p.sync_interval}
+        if target.endswith(TWO_WORKERS):
+            extra["Workers"] = 2
         members = [
             _member(
                 tmp / f"m{i}", base + i, base + 10 + i, member_settings(endpoints, i, mode, extra)
@@ -255,7 +269,7 @@ def _load(target: str, p: Params, running: Running) -> dict[str, Any]:
         warmup=p.warmup,
         duration=p.duration,
         size=p.size,
-        qos="standard" if target == "standard" else "guaranteed",
+        qos="standard" if target.startswith("standard") else "guaranteed",
     )
     jobs = [
         Job(
@@ -457,6 +471,8 @@ def _print_ratios(by: dict[str, dict[str, Any]], subjects: int) -> None:
     ratios = [
         ("guaranteed / jetstream", "guaranteed", "jetstream"),
         ("standard / nats-core", "standard", "nats-core"),
+        ("guaranteed Workers = 2 / 1", "guaranteed-w2", "guaranteed"),
+        ("standard Workers = 2 / 1", "standard-w2", "standard"),
     ]
     for label, a, b in ratios:
         if a in by and b in by and by[b]["acked_per_s"]:

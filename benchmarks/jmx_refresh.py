@@ -84,7 +84,7 @@ def measure(workdir: Path, rounds: int) -> dict[str, Any]:
     conf = workdir / "pushgrid.conf"
     conf.write_text(
         f"Listen = 127.0.0.1:{free_port()}\nMonitorHTTP.Listen = 127.0.0.1:{monitor}\n"
-        "MetricsArchive =\nMonitorUsername = mon\nMonitorPassword = m\n"
+        "MetricsArchive =\nWorkers = 1\nMonitorUsername = mon\nMonitorPassword = m\n"
         f"JmxListen = 127.0.0.1:{jmx_port}\nJmxUsername = ops\nJmxPassword = o\n",
         encoding="utf-8",
     )

@@ -79,6 +79,7 @@ def _configs(members: int) -> list[dict[str, str]]:
             "Listen": f"127.0.0.1:{_free_port()}",
             "MonitorHTTP.Listen": f"127.0.0.1:{_free_port()}",
             "MetricsArchive": "",
+            "Workers": "1",  # one process: its pid is the server measured
             "MetaSubjectInterval": "0",
         }
         if endpoints:

@@ -91,7 +91,7 @@ def run(n: int, per_address: int, idle_count: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "pushgrid.conf"
         conf.write_text(
-            f"Listen = 127.0.0.1:{port}\nMonitorHTTP.Listen =\nMetricsArchive =\n"
+            f"Listen = 127.0.0.1:{port}\nMonitorHTTP.Listen =\nMetricsArchive =\nWorkers = 1\n"
             f"MetaSubjectInterval = 0\nMaxPendingConnectionsPerAddress = {per_address}\n"
             "HttpHeaderTimeout = 30\n"
         )

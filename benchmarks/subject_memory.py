@@ -130,6 +130,7 @@ def start_server(
         "Listen": f"127.0.0.1:{port}",
         "MonitorHTTP.Listen": f"127.0.0.1:{port + 1}",
         "MetricsArchive": "",
+        "Workers": "1",  # one process: its pid is the server measured
         "MetaSubjectInterval": 0,
         "MaxSubjects": count + 1000,
         "MaxRetainedBytes": 0,

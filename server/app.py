@@ -72,6 +72,7 @@ from .monitoring.probe import PanelProbe
 from .monitoring.prometheus_exporter import build_registry
 from .monitoring.routes import Boundary, MonitorRoutes
 from .occupancy import OccupancyService
+from .occupancy_relay import ClusterWorkerBus
 from .rlimits import raise_open_file_limit
 from .transport import http, timers
 from .transport.connection import Connection
@@ -178,6 +179,12 @@ def _tls_files(settings: ListenerSettings, monitor: MonitoringSettings | None) -
     if certificate is None or key is None:  # Settings validation forbids this
         raise ConfigError(f"a TLS listener needs {certificate_setting} and {key_setting}")
     return TlsFiles(certificate, key, certificate_setting, key_setting)
+
+
+def _up_members(engine: Engine) -> list[str]:
+    """The cluster's members that are up, as ``engine`` sees them (a worker: worker 0's view)."""
+    status = engine.cluster_status()
+    return [] if status is None else [m.name for m in status.members if m.state == "up"]
 
 
 class PushServer:
@@ -320,7 +327,13 @@ class PushServer:
         log.info("open-file limit %d (soft limit was %d)", files, old_files)
         self.loop_bridge.bind(loop)
         self.tick = loop.time()
+        # a worker beats "starting" while its engine starts (a cluster engine may wait for its
+        # quorum), "running" once it has (server/workers/heartbeat.py)
+        started = asyncio.Event()
+        if self.worker is not None:
+            self.track(loop.create_task(heartbeat(self.worker.control, started)))
         await self.engine.start(self._deliver())
+        started.set()
         if self.worker is not None:
             await self._start_worker(loop, self.worker)
         else:
@@ -343,8 +356,8 @@ class PushServer:
         )
 
     async def _start_worker(self, loop: asyncio.AbstractEventLoop, plan: WorkerPlan) -> None:
-        """A worker serves the listeners the supervisor bound for it and beats its heart."""
-        self.track(loop.create_task(heartbeat(plan.control)))  # waiting for peers is alive
+        """A worker serves the listeners the supervisor bound for it (its heart beats since
+        start: waiting for its engine and its peers is alive)."""
         engine = self.engine
         if isinstance(engine, WorkersEngine):
             await engine.wait_for_peers()  # clients are served by a whole mesh
@@ -496,6 +509,11 @@ class PushServer:
             bus = engine.member_bus()
             return OccupancyService(server_name, self.hub, bus, settings.occupancy, engine)
         bus = engine.bus.named(server_name)
+        if engine.clustered:  # the other members too, through worker 0 (ADR 067)
+            relay = ClusterWorkerBus(bus, partial(_up_members, engine), engine.inner.member_bus())
+            return OccupancyService(
+                bus.name, self.hub, relay, settings.occupancy, engine, relay.fold
+            )
         return OccupancyService(bus.name, self.hub, bus, settings.occupancy, engine, bus.fold)
 
     def open_session(self, peer: Peer, token: str | None, remote: str) -> Session:

@@ -153,19 +153,22 @@ def _run_worker(
     """In a forked worker (``Workers`` > 1): one PushServer over the workers' engine, until
     SIGTERM; its exit code. Worker 0's Workers MBean reads the supervisor's ``board``; worker 0
     runs its server with ``serve`` when given (`pushgrid up`: the admin API beside it)."""
-    from pushgrid.server.engine.limits import EngineLimits
-    from pushgrid.server.engine.memory import MemoryEngine
     from pushgrid.server.monitoring.supervision_board import silent_for
     from pushgrid.server.workers.engine import WorkersEngine
-    from pushgrid.server.workers.ownership import worker_limits
 
     name_process(
         f"{title} worker {plan.index}/{plan.workers}", f"{settings.server_name}/{plan.index}"
     )
-    limits = EngineLimits.from_settings(settings.engine_limits)
-    inner = MemoryEngine(worker_limits(limits, plan.workers, plan.index))
+    inner, cluster = _worker_engine(settings, plan)
     engine = WorkersEngine(
-        inner, plan.token, plan.index, plan.workers, silent=partial(silent_for, board)
+        inner,
+        plan.token,
+        plan.index,
+        plan.workers,
+        # a clustered publish may wait ClusterPublishTimeout for the stream: the ask waits too
+        ask_timeout=5.0 + (settings.cluster.cluster_publish_timeout if cluster else 0.0),
+        silent=partial(silent_for, board),
+        cluster=cluster,
     )
     try:
         push_server = _push_server(settings, engine, plan)
@@ -175,6 +178,27 @@ def _run_worker(
     except typer.Exit as exc:
         return int(exc.exit_code)
     return 0
+
+
+def _worker_engine(settings: Settings, plan: WorkerPlan) -> tuple[Engine, tuple[str, str] | None]:
+    """Worker ``plan.index``'s own engine, and with a cluster engine its (name, delivery mode).
+
+    Memory engine: each worker owns its share of the subjects (ADR 044). Cluster engine
+    (ADR 067): worker 0's engine is the member's cluster engine (one NATS connection, one
+    membership) and owns every subject; the others own none (an empty memory engine)."""
+    from pushgrid.server.engine.limits import EngineLimits
+    from pushgrid.server.engine.memory import MemoryEngine
+    from pushgrid.server.engine.registry import build_engine
+    from pushgrid.server.workers.ownership import worker_limits
+
+    cluster = settings.cluster
+    if cluster.engine_name == "memory":
+        limits = EngineLimits.from_settings(settings.engine_limits)
+        return MemoryEngine(worker_limits(limits, plan.workers, plan.index)), None
+    mode = cluster.cluster_delivery_mode.lower()
+    if plan.index == 0:
+        return build_engine(settings.engine_limits, cluster, settings.server_name), ("nats", mode)
+    return MemoryEngine(EngineLimits.from_settings(settings.engine_limits)), ("nats", mode)
 
 
 def _member_title(command: str, settings: Settings) -> str:

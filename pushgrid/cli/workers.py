@@ -37,17 +37,10 @@ def worker_count(settings: Settings) -> int:
     from pushgrid.server.workers.cores import auto_workers, resolve_workers
 
     value = settings.server.workers
-    clustered = settings.cluster.engine_name != "memory"
-    try:
-        count = resolve_workers(value, clustered, auto_workers() if value == "auto" else 1)
-    except ConfigError as exc:
-        raise fail(f"configuration error\n{exc}", 2) from None
+    count = resolve_workers(value, auto_workers() if value == "auto" else 1)
     if value == "auto":
         log.info(
-            "Workers = auto: %d process%s%s",
-            count,
-            "" if count == 1 else "es",
-            " (a cluster member runs one process)" if clustered else " (the usable cores)",
+            "Workers = auto: %d process%s (the usable cores)", count, "" if count == 1 else "es"
         )
     return count
 
@@ -64,8 +57,8 @@ def workers_set(config: Path | None, environ: Mapping[str, str]) -> bool:
 
 def up_workers(config: Path | None, settings: Settings, members: int) -> int:
     """How many processes ``pushgrid up`` serves on: the operator's ``Workers`` when set, else
-    ``auto`` on a single-node server (the usable cores) and 1 in a local cluster (a cluster
-    member runs one process, docs/workers.md)."""
+    ``auto`` on a single-node server (the usable cores) and 1 in a local cluster (``--members``:
+    its members share this host's cores, docs/workers.md)."""
     if members > 1:
         return 1
     if workers_set(config, os.environ):

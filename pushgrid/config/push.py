@@ -30,9 +30,9 @@ class ServerSettings(BaseModel):
     )
     # how many processes serve as this one server (ADR 044): ``auto`` = the cores this process
     # may use (CPU affinity and cgroup quota, resolved at start-up by server/workers/cores.py).
-    # 1 by default until every feature works across workers (docs/workers.md "Not done yet"):
-    # presence, occupancy, hot and watched subjects would otherwise count one worker's share.
-    workers: int | Literal["auto"] = Field(default=1, alias="Workers")
+    # auto by default: every feature works across workers, cluster members included (ADR 067);
+    # 1 is one process, exactly as before workers existed.
+    workers: int | Literal["auto"] = Field(default="auto", alias="Workers")
 
     @field_validator("workers", mode="before")
     @classmethod

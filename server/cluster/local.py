@@ -70,6 +70,8 @@ def member_overrides(settings: Settings, count: int, index: int, mode: str) -> d
         "ClusterMembers": ", ".join(cluster_endpoints(count, cluster_base_port(settings))),
         "ClusterMember": str(index),
         "ClusterDeliveryMode": mode,
+        # the local members share this host's cores: one process each (docs/workers.md)
+        "Workers": "1",
     }
 
 

@@ -103,17 +103,8 @@ def check_descriptors(workers: int, listeners: int, hard_limit: int) -> None:
         )
 
 
-def resolve_workers(value: int | str, clustered: bool, auto: int) -> int:
-    """The number of processes ``Workers = value`` means (``auto``: the usable cores).
-
-    A cluster engine (``Engine = nats``) runs one process per member for now (docs/workers.md):
-    ``auto`` then means 1, and an explicit count above 1 is a ConfigError naming the key."""
-    if value == "auto":
-        return 1 if clustered else auto
-    count = int(value)
-    if count > 1 and clustered:
-        raise ConfigError(
-            f"Workers = {count}: several processes per server need Engine = memory for now "
-            "(a cluster member runs one process; set Workers = 1 or auto)"
-        )
-    return count
+def resolve_workers(value: int | str, auto: int) -> int:
+    """The number of processes ``Workers = value`` means (``auto``: the usable cores), with
+    the memory engine and a cluster engine alike (ADR 067: a cluster member's worker 0 holds
+    its one cluster engine)."""
+    return auto if value == "auto" else int(value)

@@ -20,6 +20,9 @@ through their owners on the mesh (ADR 044).
 - A question to an owner whose process stopped answering its supervisor's heartbeat (stopped
   with SIGSTOP, or stuck) fails at once with engine_unavailable instead of waiting
   ``ask_timeout`` for an answer that cannot come (``silent``: the supervisor's board).
+- With a cluster engine (``clustered``, ADR 067) worker 0 owns every subject and its engine
+  is the member's cluster engine: the others forward to it and deliver its forwards, and read
+  the member's cluster status from the view it sends them (server/workers/cluster_view.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from typing import Any
 from pushgrid.protocol.errors import ErrorCode
 from pushgrid.protocol.frames import Position
 
+from ..cluster.isolation import Progress
+from ..cluster.status import ClusterStatus
 from ..engine.base import (
     Deliver,
     Engine,
@@ -48,6 +53,7 @@ from ..engine.base import (
     SubjectEntry,
 )
 from ..engine.memory import MemoryEngine
+from .cluster_view import SHARE_PERIOD, ClusterView
 from .member_bus import MeshBus
 from .mesh import Mesh
 from .ownership import owner_of
@@ -55,6 +61,7 @@ from .totals import WorkerTotals
 from .wire import (
     MeshAnswer,
     MeshAsk,
+    MeshCluster,
     MeshForward,
     MeshInterest,
     MeshMessage,
@@ -89,17 +96,22 @@ class WorkersEngine(Engine):
 
     def __init__(
         self,
-        inner: MemoryEngine,
+        inner: Engine,
         token: str,
         index: int,
         workers: int,
         ask_timeout: float = 5.0,
         silent: Callable[[int], float | None] | None = None,
+        cluster: tuple[str, str] | None = None,
     ) -> None:
         self.inner = inner
         #: seconds worker i has not answered its heartbeat for, None while it answers
         self._silent = silent or (lambda peer: None)
-        self.name = inner.name
+        #: a cluster engine's (name, delivery mode): worker 0 owns every subject (ADR 067)
+        self.clustered = cluster is not None
+        self.name, self.delivery_mode = cluster or (inner.name, inner.delivery_mode)
+        self._view = ClusterView()  # worker 0's cluster, on the other workers
+        self._sharing: asyncio.Task[None] | None = None
         self.index = index
         self.workers = workers
         self.ask_timeout = ask_timeout
@@ -130,8 +142,11 @@ class WorkersEngine(Engine):
         #: runs a monitoring operation on this worker's sessions for worker 0 (name, args)
         self.operate: Callable[[str, list[Any]], Awaitable[Any]] | None = None
 
+    def owner(self, subject: str) -> int:
+        return owner_of(subject, self.workers, self.clustered)
+
     def owns(self, subject: str) -> bool:
-        return owner_of(subject, self.workers) == self.index
+        return self.owner(subject) == self.index
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -139,8 +154,12 @@ class WorkersEngine(Engine):
         self._deliver = deliver
         await self.inner.start(self._delivered)
         await self.mesh.start()
+        if self.clustered and self.index == 0:
+            self._sharing = asyncio.get_running_loop().create_task(self._share_cluster())
 
     async def close(self) -> None:
+        if self._sharing is not None:
+            self._sharing.cancel()
         self.bus.close()
         await self.mesh.close()
         for _peer, future in self._asks.values():
@@ -155,6 +174,8 @@ class WorkersEngine(Engine):
         questions for a missing one are held as usual): a worker serves clients only then, so
         the server's first clients never meet a half-built mesh."""
         missing = await self.mesh.wait_complete(LINK_WAIT)
+        if self.clustered and self.index != 0:  # and until worker 0's cluster engine runs
+            await self._view.wait_first(self.index, LINK_WAIT)
         if missing:
             log.warning(
                 "worker %d: no link to worker%s %s after %g s: serving anyway (questions for "
@@ -171,7 +192,7 @@ class WorkersEngine(Engine):
         self.inner.use_interest(lambda subject: in_use(subject) or subject in interest)
 
     def interest_changed(self, subject: str, present: bool) -> None:
-        owner = owner_of(subject, self.workers)
+        owner = self.owner(subject)
         if owner == self.index:
             return
         if present:
@@ -196,9 +217,13 @@ class WorkersEngine(Engine):
 
     def peer_up(self, peer: int) -> None:
         """A (re)started peer: tell it again which of its subjects this worker follows, then
-        ask the questions held for it (interest first: a held snapshot question follows it)."""
+        ask the questions held for it (interest first: a held snapshot question follows it);
+        worker 0 of a cluster member tells it the member's cluster first."""
+        view = self._cluster_view()
+        if view is not None:
+            self.mesh.send(peer, view)
         for subject in self._local_interest:
-            if owner_of(subject, self.workers) == peer:
+            if self.owner(subject) == peer:
                 self.mesh.send(peer, MeshInterest(subject, True))
         for ask in self._held.pop(peer, ()):
             if ask.ask_id in self._asks:  # not given up meanwhile
@@ -246,6 +271,8 @@ class WorkersEngine(Engine):
             self.tallied(message.rows)
         elif isinstance(message, MeshSpent) and self.spent is not None:
             self.spent(message.spent)
+        elif isinstance(message, MeshCluster):
+            self._view.absorb(message)
 
     def _answered(self, answer: MeshAnswer) -> None:
         waiting = self._asks.pop(answer.ask_id, None)
@@ -277,7 +304,7 @@ class WorkersEngine(Engine):
         inner = self.inner
         try:
             if ask.kind == "publish" and ask.request is not None:
-                answer.published = inner.publish_now(ask.request)
+                answer.published = await self._publish_own(ask.request)
             elif ask.kind == "snapshot":
                 answer.snapshot = await inner.snapshot(ask.subject)
             elif ask.kind == "position":
@@ -287,7 +314,7 @@ class WorkersEngine(Engine):
             elif ask.kind == "history":
                 answer.history = await inner.history(ask.subject, ask.limit)
             elif ask.kind == "remove_snapshot":
-                answer.value = inner.remove_snapshot_now(ask.subject)
+                answer.value = await inner.remove_snapshot(ask.subject)
             elif ask.kind == "operation" and self.operate is not None:
                 answer.value = await self.operate(ask.name, ask.args)
             else:
@@ -378,9 +405,9 @@ class WorkersEngine(Engine):
         return MeshAsk(next(self._ask_ids), kind, subject)
 
     async def publish(self, request: PublishRequest) -> Published:
-        owner = owner_of(request.subject, self.workers)
+        owner = self.owner(request.subject)
         if owner == self.index:
-            return self.inner.publish_now(request)
+            return await self._publish_own(request)
         ask = self._question("publish", request.subject)
         ask.request = request
         answer = await self._ask(owner, ask)
@@ -388,13 +415,13 @@ class WorkersEngine(Engine):
         return answer.published
 
     async def snapshot(self, subject: str) -> Snapshot | None:
-        owner = owner_of(subject, self.workers)
+        owner = self.owner(subject)
         if owner == self.index:
             return await self.inner.snapshot(subject)
         return (await self._ask(owner, self._question("snapshot", subject))).snapshot
 
     async def position(self, subject: str) -> tuple[str, int]:
-        owner = owner_of(subject, self.workers)
+        owner = self.owner(subject)
         if owner == self.index:
             return await self.inner.position(subject)
         answer = await self._ask(owner, self._question("position", subject))
@@ -403,7 +430,7 @@ class WorkersEngine(Engine):
         return epoch, seq
 
     async def recover(self, subject: str, since: Position) -> Recovery:
-        owner = owner_of(subject, self.workers)
+        owner = self.owner(subject)
         if owner == self.index:
             return await self.inner.recover(subject, since)
         ask = self._question("recover", subject)
@@ -413,7 +440,7 @@ class WorkersEngine(Engine):
         return answer.recovery
 
     async def history(self, subject: str, limit: int) -> list[Published]:
-        owner = owner_of(subject, self.workers)
+        owner = self.owner(subject)
         if owner == self.index:
             return await self.inner.history(subject, limit)
         ask = self._question("history", subject)
@@ -421,11 +448,20 @@ class WorkersEngine(Engine):
         return (await self._ask(owner, ask)).history or []
 
     async def remove_snapshot(self, subject: str) -> bool:
-        owner = owner_of(subject, self.workers)
+        owner = self.owner(subject)
         if owner == self.index:
-            return self.inner.remove_snapshot_now(subject)
+            return await self.inner.remove_snapshot(subject)
         answer = await self._ask(owner, self._question("remove_snapshot", subject))
         return bool(answer.value)
+
+    async def _publish_own(self, request: PublishRequest) -> Published:
+        """A publish this worker owns: the memory engine's synchronous path (it never waits),
+        else the cluster engine's (it takes the message's place before its first suspension,
+        so the order of the questions is kept: an answer task starts in arrival order)."""
+        inner = self.inner
+        if isinstance(inner, MemoryEngine):
+            return inner.publish_now(request)
+        return await inner.publish(request)
 
     def catalog(self) -> Iterator[SubjectEntry]:
         """The subjects this worker owns; the server's are every worker's (the subject
@@ -442,3 +478,34 @@ class WorkersEngine(Engine):
 
     def sweep(self) -> None:
         self.inner.sweep()
+
+    # -- the member's cluster (ADR 067) --------------------------------------------------------
+
+    def _cluster_view(self) -> MeshCluster | None:
+        """Worker 0's engine's view of its cluster (None: not worker 0 of a cluster member)."""
+        if not self.clustered or self.index != 0:
+            return None
+        status = self.inner.cluster_status()
+        return None if status is None else MeshCluster(status, self.inner.stream_progress())
+
+    async def _share_cluster(self) -> None:
+        """Worker 0: its cluster view to every other linked worker, every SHARE_PERIOD."""
+        while True:
+            await asyncio.sleep(SHARE_PERIOD)
+            view = self._cluster_view()
+            if view is not None:
+                for peer in self.mesh.up_peers():
+                    self.mesh.send(peer, view)
+
+    def advertise(self, client_urls: list[str], monitor_urls: list[str]) -> None:
+        self.inner.advertise(client_urls, monitor_urls)  # worker 0's cluster engine: the member's
+
+    def cluster_status(self) -> ClusterStatus | None:
+        if not self.clustered or self.index == 0:
+            return self.inner.cluster_status()
+        return self._view.status(self.mesh.is_up(0))
+
+    def stream_progress(self) -> Progress | None:
+        if not self.clustered or self.index == 0:
+            return self.inner.stream_progress()
+        return self._view.progress(self.mesh.is_up(0))

@@ -57,6 +57,11 @@ class MeshBus:
         self.server, self.name = server, worker_member(server, self.index)
         return self
 
+    @property
+    def mesh(self) -> _Mesh:
+        """The links to the other workers (worker 0 relays the cluster's messages on them)."""
+        return self._mesh
+
     def fold(self, member: str) -> str:
         """The name an operator sees for ``member``: the server's for any of its workers."""
         names = {worker_member(self.server, i) for i in range(self.workers)}

@@ -202,8 +202,9 @@ class Supervisor:
             slot.control = None
             return
         now = time.monotonic()
-        slot.last_beat = now
-        slot.beaten = True
+        slot.last_beat = now  # alive, starting or running
+        if b"h" in data:  # heartbeat.RUNNING: it has started (a death now is restarted)
+            slot.beaten = True
         if slot.stalled:
             slot.stalled = False
             log.info("worker %d (pid %d) answers again", slot.index, slot.pid)

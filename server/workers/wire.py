@@ -15,6 +15,8 @@ import msgspec
 
 from pushgrid.protocol.exceptions import EngineError
 
+from ..cluster.isolation import Progress
+from ..cluster.status import ClusterStatus
 from ..engine.base import Published, PublishRequest, Recovery, Snapshot
 from .delivery_share import DeliveryShipment
 
@@ -120,6 +122,14 @@ class MeshSpent(msgspec.Struct, tag=True):
     spent: dict[str, int]
 
 
+class MeshCluster(msgspec.Struct, tag=True):
+    """Worker 0's view of its cluster (its engine's status and stream progress), for the other
+    workers of a cluster member: their health and isolation are the member's (ADR 067)."""
+
+    status: ClusterStatus
+    progress: Progress | None = None
+
+
 MeshMessage = (
     MeshHello
     | MeshInterest
@@ -130,6 +140,7 @@ MeshMessage = (
     | MeshSignal
     | MeshTally
     | MeshSpent
+    | MeshCluster
 )
 
 _encoder = msgspec.msgpack.Encoder()

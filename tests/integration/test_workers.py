@@ -97,6 +97,37 @@ async def on_worker(index: int, srv: ServerProcess, connect: Connect) -> WsClien
     raise AssertionError(f"80 connections, none on worker {index}")
 
 
+async def leave_and_recover(
+    srv: ServerProcess,
+    connect: Connect,
+    s: str,
+    subscriber: WsClient,
+    publisher: WsClient,
+    back_on: int,
+    last: int,
+) -> WsClient:
+    """``subscriber`` takes 3 messages of ``s`` and leaves; the publisher publishes up to seq
+    ``last``; a client on worker ``back_on`` recovers the missed ones, without a resync."""
+    epoch = (await subscriber.subscribe(s))["epoch"]
+    for i in range(1, 4):
+        await publisher.publish_ok(s, f"m{i}")
+    seen = (await subscriber.messages(3, s))[-1]["seq"]
+    await subscriber.close()
+    for i in range(4, last + 1):
+        await publisher.publish_ok(s, f"m{i}")
+    again = await on_worker(back_on, srv, connect)
+    subscribed, recovered = await again.subscribe_all(s, recover={"epoch": epoch, "seq": seen})
+    assert (subscribed["recovery"], subscribed["epoch"], subscribed["seq"]) == (
+        "recovered",
+        epoch,
+        last,
+    )
+    assert [(f["kind"], f["seq"]) for f in recovered] == [
+        ("recovered", i) for i in range(4, last + 1)
+    ]
+    return again
+
+
 def owned_by(index: int, subject: Callable[[str], str]) -> str:
     """A fresh subject that worker ``index`` (of 2) owns."""
     while True:
@@ -171,23 +202,9 @@ async def test_reconnect_to_the_other_worker_recovers_without_resync(
 ) -> None:
     clients = await on_each_worker(two_workers, connect)
     s = owned_by(owner, subject)
-    subscriber, publisher = clients[1], clients[0]
-    epoch = (await subscriber.subscribe(s))["epoch"]
-    for i in range(1, 4):
-        await publisher.publish_ok(s, f"m{i}")
-    last = (await subscriber.messages(3, s))[-1]["seq"]
-    await subscriber.close()
-    for i in range(4, 24):
-        await publisher.publish_ok(s, f"m{i}")
+    publisher = clients[0]
     # the subscriber comes back on worker 0 (the publisher's): another process
-    again = await on_worker(0, two_workers, connect)
-    subscribed, recovered = await again.subscribe_all(s, recover={"epoch": epoch, "seq": last})
-    assert (subscribed["recovery"], subscribed["epoch"], subscribed["seq"]) == (
-        "recovered",
-        epoch,
-        23,
-    )
-    assert [(f["kind"], f["seq"]) for f in recovered] == [("recovered", i) for i in range(4, 24)]
+    again = await leave_and_recover(two_workers, connect, s, clients[1], publisher, 0, 23)
     await publisher.publish_ok(s, "m24")
     assert [(m["kind"], m["seq"]) for m in await again.messages(1, s)] == [("update", 24)]
 

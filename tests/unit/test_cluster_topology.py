@@ -243,3 +243,11 @@ def test_a_local_cluster_starts_its_cluster_ports_where_clustermembers_says() ->
     overrides = member_overrides(moved, 3, 3, "Guaranteed")
     assert overrides["ClusterMembers"] == "127.0.0.1:25300, 127.0.0.1:25310, 127.0.0.1:25320"
     assert overrides["ClusterMember"] == "3"
+
+
+def test_a_local_cluster_s_members_run_one_process_each() -> None:
+    """``pushgrid up --members N``: the N members share this host, so each runs one process
+    whatever ``Workers = auto`` would give (ADR 067)."""
+    default = load_settings(None, environ={}, cluster_password="pw")
+    assert default.server.workers == "auto"
+    assert {member_overrides(default, 3, i, "Standard")["Workers"] for i in (1, 2, 3)} == {"1"}

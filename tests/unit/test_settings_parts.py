@@ -145,5 +145,5 @@ def test_the_client_ports_objects_are_built_from_their_parts() -> None:
         "server_name": settings.server_name,
         "allocator": "jemalloc",
         "log_level": "INFO",
-        "workers": 1,
+        "workers": "auto",  # ADR 067
     }

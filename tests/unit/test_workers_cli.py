@@ -20,15 +20,6 @@ from pushgrid.cli.main import app
         ({"Workers": "-3"}, "Workers must be at least 1"),
         ({"Workers": "lots"}, "Workers must be auto or a number"),
         ({"Workers": "100000"}, "Workers = 100000 needs at least"),
-        (
-            {
-                "Workers": "2",
-                "ClusterMembers": "a=127.0.0.1:1,b=127.0.0.1:2,c=127.0.0.1:3",
-                "ClusterMember": "1",
-                "ClusterPassword": "a-long-enough-cluster-password-1",
-            },
-            "Workers = 2: several processes per server need Engine = memory",
-        ),
     ],
 )
 def test_bad_workers_is_a_clear_error(

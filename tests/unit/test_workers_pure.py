@@ -112,12 +112,17 @@ def test_usable_cores(affinity: int, quota: float | None, cores: int) -> None:
 
 
 def test_resolve_workers() -> None:
-    assert resolve_workers("auto", False, 6) == 6
-    assert resolve_workers("auto", True, 6) == 1  # a cluster member: one process for now
-    assert resolve_workers(3, False, 6) == 3
-    assert resolve_workers(1, True, 6) == 1
-    with pytest.raises(ConfigError, match="Workers = 2"):
-        resolve_workers(2, True, 6)
+    """``auto`` is the usable cores, a cluster member's too (ADR 067)."""
+    assert resolve_workers("auto", 6) == 6
+    assert resolve_workers(3, 6) == 3
+    assert resolve_workers(1, 6) == 1
+
+
+def test_a_cluster_engine_puts_every_subject_on_worker_0() -> None:
+    """ADR 067: worker 0's engine is the member's one cluster engine."""
+    subjects = [f"/s/{n}" for n in range(50)]
+    assert {owner_of(s, 4) for s in subjects} == {0, 1, 2, 3}
+    assert {owner_of(s, 4, clustered=True) for s in subjects} == {0}
 
 
 def test_descriptor_check_names_the_key() -> None:
@@ -127,8 +132,8 @@ def test_descriptor_check_names_the_key() -> None:
 
 
 def test_settings_read_workers(tmp_path: pytest.TempPathFactory) -> None:
-    # 1 until every feature works across workers (docs/workers.md): the default is not auto yet
-    assert load_settings(None).server.workers == 1
+    # every feature works across workers, cluster engines included (ADR 067): auto by default
+    assert load_settings(None).server.workers == "auto"
     conf = tmp_path / "pushgrid.conf"  # type: ignore[operator]
     for value, expected in (("auto", "auto"), ("AUTO", "auto"), ("3", 3), ("1", 1)):
         conf.write_text(f"Workers = {value}\n")
