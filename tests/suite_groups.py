@@ -33,25 +33,32 @@ def _module_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-# The modules' own time (s) in the run of 2026-11-28 (2 workers, loaded machine) for the modules
-# above a minute: what the run's last table ("the modules' own time") prints. A module missing
-# here is placed by kind (``KIND_SECONDS``); update the figures from a run's table when a
-# module's time changes by minutes (an order, not a check: a stale figure costs minutes at most).
+# The modules' own time (s) in the fresh-clone run of 2026-11-28 (9d6dcb0, 3 workers, quiet
+# machine) for the modules above about a minute: what the run's last table ("the modules' own
+# time") prints, and test_base_install / test_canaries at what other runs of the day took. A
+# module missing here is placed by kind (``KIND_SECONDS``); update the figures from a run's table
+# when a module's time changes by minutes (an order, not a check: a stale figure costs minutes at
+# most).
 MODULE_SECONDS: dict[str, float] = {
-    "tests/integration/test_readme_commands.py": 275,
-    "tests/integration/test_console_layout_browser.py": 246,
-    "tests/unit/test_spark_pipeline.py": 231,
-    "tests/integration/test_console_browser.py": 176,
-    "tests/integration/test_stats_cluster.py": 172,
-    "tests/integration/test_cluster_guaranteed.py": 160,
-    "tests/integration/test_console_ops_browser.py": 141,
-    "tests/integration/test_wheel_install.py": 107,
-    "tests/integration/test_admin_schemathesis.py": 104,
-    "tests/integration/test_console_subjects_browser.py": 100,
-    "tests/integration/test_flood_rss.py": 94,
-    "tests/integration/test_browser_recovery.py": 87,
-    "tests/integration/test_stats_cli.py": 87,
-    "tests/integration/test_console_signin_browser.py": 83,
+    "tests/unit/test_spark_pipeline.py": 457,
+    "tests/integration/test_console_layout_browser.py": 310,
+    "tests/integration/test_readme_commands.py": 297,
+    "tests/integration/test_console_browser.py": 213,
+    "tests/integration/test_stats_cluster.py": 183,
+    "tests/integration/test_cluster_guaranteed.py": 145,
+    "tests/integration/test_base_install.py": 100,
+    "tests/integration/test_console_ops_browser.py": 99,
+    "tests/integration/test_console_workers_browser.py": 89,
+    "tests/integration/test_canaries.py": 78,
+    "tests/integration/test_stats_cli.py": 78,
+    "tests/integration/test_browser_recovery.py": 75,
+    "tests/integration/test_stats_verify.py": 74,
+    "tests/integration/test_admin_schemathesis.py": 73,
+    "tests/integration/test_console_subjects_browser.py": 67,
+    "tests/integration/test_partitions.py": 59,
+    "tests/integration/test_wheel_install.py": 58,
+    "tests/unit/test_spark_watched.py": 56,
+    "tests/integration/test_console_clients_browser.py": 56,
 }
 # A module not in MODULE_SECONDS: one using the Spark session, one with a slow test, the others.
 KIND_SECONDS = {"spark": 60.0, "slow": 50.0, "other": 0.0}

@@ -5,8 +5,10 @@ results (written with the store's own writer, no Spark), the admin API (``create
 console mounted at ``/console`` (``mount_console``) under uvicorn on a free port, and an admin
 token made with the admin API's token service. The browser is driven through
 ``dash.testing.browser.Browser`` (dash[testing]) on the repository's Selenium, with Debian's
-chromium and chromedriver. Each page test takes a full-page screenshot; with
-``CONSOLE_SCREENSHOTS=1`` they are saved to ``docs/img/console-<page>.png`` (the documentation's).
+chromium and chromedriver. Each page test takes a full-page screenshot when someone will look
+at it: with ``CONSOLE_SCREENSHOTS=1`` they are saved to ``docs/img/console-<page>.png`` (the
+documentation's), with ``PUSHGRID_SHOTS`` set to a temporary directory (the modules that copy
+them there), else none is taken.
 
 Skipped only when Chromium, chromedriver, selenium or the dash testing extras are missing.
 """
@@ -36,12 +38,22 @@ from .pgtest import DEFAULT_TIMEOUT, ServerProcess, free_port, serve_in_thread, 
 
 REPO = Path(__file__).resolve().parents[2]
 # Screenshots go to docs/img/ with CONSOLE_SCREENSHOTS=1 (to refresh the documentation), else to
-# a temporary directory (the pages are still photographed, the work tree stays clean). Not a
-# PUSHGRID_* name: those are pushgrid settings, and the statistics run refuses unknown ones.
+# a temporary directory (the work tree stays clean). Not a PUSHGRID_* name: those are pushgrid
+# settings, and the statistics run refuses unknown ones.
 DOCS_SHOTS = REPO / "docs" / "img"
 WIDTH, HEIGHT = 1440, 900
 WAIT = 20.0
 NODES = ("console-1", "console-2")
+
+
+def shots_wanted() -> bool:
+    """Whether anyone will look at the screenshots: docs/img's (``CONSOLE_SCREENSHOTS=1``) or a
+    reviewer's folder (``PUSHGRID_SHOTS``, where the browser modules copy theirs). Without either
+    they went to a temporary directory nobody opens, and a full-page one costs 2-4 s (the window
+    grown, 1.5 s to lay out again): two minutes of every run (docs/adr/066). A screenshot checks
+    nothing; the checks around it run either way."""
+    docs = os.environ.get("CONSOLE_SCREENSHOTS", "") not in ("", "0")
+    return docs or bool(os.environ.get("PUSHGRID_SHOTS"))
 
 
 def _skip_reason() -> str | None:
@@ -477,7 +489,11 @@ class Console:
         )
 
     def screenshot(self, page: str) -> Path:
-        """A full-page screenshot ``console-<page>.png`` (in docs/img/ when asked)."""
+        """A full-page screenshot ``console-<page>.png`` (in docs/img/ when asked), its path;
+        none when nobody will look at it (:func:`shots_wanted`)."""
+        path = self.shots / f"console-{page}.png"
+        if not shots_wanted():
+            return path
         self.shots.mkdir(parents=True, exist_ok=True)
         for _ in range(4):  # grow the window until the viewport holds the whole page
             inner, outer, content = self.js(
@@ -491,7 +507,6 @@ class Console:
         # let plotly and the page re-lay out for the new size (0.4 s: a shot of the Overview
         # sometimes painted the cards without their tables)
         time.sleep(1.5)
-        path = self.shots / f"console-{page}.png"
         self.driver.save_screenshot(str(path))
         self.driver.set_window_size(WIDTH, HEIGHT)
         return path
