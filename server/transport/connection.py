@@ -51,8 +51,10 @@ class Connection(asyncio.Protocol):
     __slots__ = (
         "_backlog_since",
         "_batch_due",
+        "_cap",
         "_deadline",
         "_held",
+        "_held_from",
         "_limit",
         "_live_n",
         "_live_others",
@@ -99,9 +101,12 @@ class Connection(asyncio.Protocol):
         self._outbox_size = 0  # bytes queued since the last flush, for BatchingMaxSize
         self._batch_due: float | None = None
         self._marked = False  # in the flusher's list for the next flush
-        # Marked for the next plain flush (no batching) while sending: a delivery only appends
-        # (the hot path of Connection.send). Any state change clears it.
+        # Marked for the next plain flush (no batching) while sending: a small live delivery of
+        # the current subject only appends (the hot path of Connection.deliver) and is counted
+        # later, by _settle (ADR 068). Any state change clears it.
         self._held = False
+        self._held_from = 0  # the outbox's length when _settle last counted the held appends
+        self._cap = OUTBOX_UNITS  # held appends allowed until len(outbox) passes it (_hold)
         self._limit = ctx.limits.max_outbound_buffer_size
         # The outbox's bound without a byte count per frame (an int allocated per delivery
         # past 256): each frame counts (len >> shift) + 1 units, 2**shift * OUTBOX_UNITS <=
@@ -134,6 +139,7 @@ class Connection(asyncio.Protocol):
             self.ctx.connections.wake(self, when)
 
     def _to(self, event: ConnEvent) -> None:
+        self._settle()
         self.state = next_state(self.state, event)
         self._held = False
         self.ctx.connections.wake(self, self.ctx.tick)  # what is due depends on the state
@@ -187,33 +193,31 @@ class Connection(asyncio.Protocol):
         """Queue one server frame (not a live delivery: a reply, a snapshot) as a WebSocket
         frame: the cached one every receiver of the message shares (:meth:`OutFrame.ws`)."""
         self.frames_out += 1
-        data = frame.ws_frame or frame.ws()
-        if self._held:  # already waiting for the next flush: only queue (one call less)
-            self._outbox.append(data)
-            size = len(data)  # most frames are smaller than a unit: no shift (a slow int op)
-            self._units += 1 if size < self._unit else (size >> self._unit_shift) + 1
-            if self._units > OUTBOX_UNITS and self._outbox_full():
-                self.flush()  # see _enqueue
-            return
-        self._enqueue(data)
+        self._enqueue(frame.ws_frame or frame.ws())
 
     def deliver(self, frame: OutFrame) -> None:
         """Queue a live delivery: accounted as written at the flush that writes it, or as
         dropped / closed when the connection discards it (core/accounting.py). The
-        per-delivery path of every fan-out, kept short (ADR 058): two integer updates that
-        allocate nothing, one append; protocols that frame otherwise (SSE, deflate) use
-        :meth:`deliver_through_send`."""
+        per-delivery path of every fan-out, kept short (ADR 058, ADR 068): while held, a
+        frame of the current subject smaller than a unit is only appended; it is counted
+        (a delivery, a unit) by :meth:`_settle`, the outbox's length telling how many came.
+        Protocols that frame otherwise (SSE, deflate) use :meth:`deliver_through_send`."""
+        if self._held:
+            data = frame.ws_frame or frame.ws()
+            if frame.subject == self._live_subject and len(data) < self._unit:
+                outbox = self._outbox
+                outbox.append(data)
+                if len(outbox) > self._cap:  # the units passed OUTBOX_UNITS (see _enqueue)
+                    self._settle()
+                    if self._outbox_full():
+                        self.flush()
+                    else:
+                        self._hold()
+                return
+            self._settle()
         if frame.subject != self._live_subject:
             self._live_switch(frame.subject)
         self._live_n += 1
-        if self._held:  # sending and waiting for the next flush (see send)
-            data = frame.ws_frame or frame.ws()
-            self._outbox.append(data)
-            size = len(data)  # most frames are smaller than a unit: no shift (a slow int op)
-            self._units += 1 if size < self._unit else (size >> self._unit_shift) + 1
-            if self._units > OUTBOX_UNITS and self._outbox_full():
-                self.flush()
-            return
         state = self.state
         if state is _CLOSING or state is _CLOSED:
             self._discard()
@@ -223,6 +227,7 @@ class Connection(asyncio.Protocol):
     def deliver_through_send(self, frame: OutFrame) -> None:
         """:meth:`deliver` for a protocol with its own framing (SSE, deflate): they assign it
         as their ``deliver``."""
+        self._settle()
         if frame.subject != self._live_subject:
             self._live_switch(frame.subject)
         self._live_n += 1
@@ -234,6 +239,7 @@ class Connection(asyncio.Protocol):
 
     def deliver_all(self, frames: Sequence[OutFrame]) -> None:
         """:meth:`send_all` for live deliveries (a subscription's buffered updates)."""
+        self._settle()
         for frame in frames:
             if frame.subject != self._live_subject:
                 self._live_switch(frame.subject)
@@ -258,6 +264,7 @@ class Connection(asyncio.Protocol):
     def _count_live(self, column: int) -> None:
         """The queued live deliveries ended as ``column`` (written, dropped, closed): counted
         in the hub's tally per subject, and in ``frames_out``; the counts start again."""
+        self._settle()
         n, others = self._live_n, self._live_others
         self._live_n, self._live_others = 0, None
         self.frames_out += n
@@ -276,6 +283,7 @@ class Connection(asyncio.Protocol):
     def _discard(self) -> None:
         """The queued live deliveries will never be written: dropped (a slow consumer's) or
         closed (any other closing connection)."""
+        self._settle()
         if self._live_n or self._live_others:
             self._count_live(DROPPED if self._slow else CLOSED)
 
@@ -305,13 +313,19 @@ class Connection(asyncio.Protocol):
         state = self.state
         if state is _CLOSING or state is _CLOSED:
             return
+        if self._held:  # (a call less per write when not)
+            self._settle()
         ctx = self.ctx
         self._outbox.append(frame)
-        self._units += (len(frame) >> self._unit_shift) + 1  # (not per delivery)
+        self._held_from += 1  # counted by the caller, not by _settle (a flush may settle next)
+        self._units += (len(frame) >> self._unit_shift) + 1  # (not per small delivery)
         if self._units > OUTBOX_UNITS and self._outbox_full():
             # Frames held back (a flush tick, a batch) reached what the write buffer may
             # hold: they leave now, and the write buffer decides who is a slow consumer.
             self.flush()
+            return
+        if self._held:
+            self._hold()
             return
         batching = ctx.batching if self.batched else None
         if batching is not None:
@@ -327,7 +341,25 @@ class Connection(asyncio.Protocol):
                     ctx.flusher.mark(self)
         elif not self._marked:
             self._marked = self._held = True
+            self._hold()
             ctx.flusher.mark(self)
+
+    def _hold(self) -> None:
+        """Held, everything in the outbox counted: how far :meth:`deliver` may append before
+        the units pass OUTBOX_UNITS (``_cap``, in outbox entries)."""
+        self._held_from = len(self._outbox)
+        self._cap = self._held_from + OUTBOX_UNITS - self._units
+
+    def _settle(self) -> None:
+        """Count the frames :meth:`deliver` appended while held since the last count: each a
+        live delivery of ``_live_subject`` and one unit (ADR 068). Whatever reads or changes
+        the counts, the outbox or ``_held`` calls this first."""
+        if self._held:
+            held = len(self._outbox) - self._held_from
+            if held:
+                self._live_n += held
+                self._units += held
+                self._held_from += held
 
     def _outbox_full(self) -> bool:
         """The units passed OUTBOX_UNITS: are the queued bytes past the limit (exact)? If not,
@@ -345,9 +377,11 @@ class Connection(asyncio.Protocol):
             self.flush()
 
     def flush(self) -> None:
+        outbox = self._outbox
+        if self._held:  # _settle inline (once per write); the units restart below
+            self._live_n += len(outbox) - self._held_from
         self._marked = self._held = False
         self._batch_due = None
-        outbox = self._outbox
         transport = self.transport
         if not outbox or transport is None or transport.is_closing():
             outbox.clear()
@@ -364,15 +398,16 @@ class Connection(asyncio.Protocol):
         self._outbox_size = 0
         self._units = 0
         buffered = transport.get_write_buffer_size()
-        if buffered:
-            if buffered + len(data) > self._limit:
-                self._slow_consumer()  # before the write: the close frame follows whole frames
-                return
-            if self._backlog_since is None:  # the client stopped keeping up (slow-consumer log)
-                self._backlog_since = self.ctx.tick
-        elif self._backlog_since is not None:
-            self._backlog_since = None
-        self._write(data)
+        if (buffered or self._backlog_since is not None) and not self._keeps_up(buffered, data):
+            return
+        # _write inline (once per write: the per-write Python is a sixth of a delivery)
+        transport.write(data)
+        size = len(data)
+        self.bytes_out += size
+        ctx = self.ctx
+        if self.client_port:
+            ctx.counters.bytes_out_total += size
+        self.last_out = ctx.tick
         n = self._live_n
         if n and self._live_others is None and self.session is not None:
             # The common case, once per write: one subject's deliveries (_count_live inline,
@@ -382,6 +417,20 @@ class Connection(asyncio.Protocol):
             self.session.hub.count_outcome(self._live_subject, WRITTEN, n)
         elif n or self._live_others:  # the deliveries this write carried
             self._count_live(WRITTEN)
+
+    def _keeps_up(self, buffered: int, data: bytes) -> bool:
+        """Before a write with ``buffered`` bytes still in the write buffer: False if the
+        client is a slow consumer (closed here, before the write: the close frame follows
+        whole frames); the time the backlog began is noted, or forgotten once it is gone."""
+        if not buffered:
+            self._backlog_since = None
+            return True
+        if buffered + len(data) > self._limit:
+            self._slow_consumer()
+            return False
+        if self._backlog_since is None:  # the client stopped keeping up (slow-consumer log)
+            self._backlog_since = self.ctx.tick
+        return True
 
     def _write(self, data: bytes) -> None:
         transport = self.transport
@@ -421,6 +470,7 @@ class Connection(asyncio.Protocol):
             )
         self._slow = True
         self._discard()  # what was queued is dropped with the slow consumer
+        self._held = False  # (counted: nothing in the outbox is held any more)
         self._outbox.clear()
         self._outbox_size = 0
         self._units = 0
@@ -440,6 +490,7 @@ class Connection(asyncio.Protocol):
 
     def _queued_subjects(self) -> tuple[tuple[str, int], ...]:
         """(subject, live deliveries queued) for each subject queued since the last flush."""
+        self._settle()
         counts = dict(self._live_others or {})
         if self._live_n:
             subject = self._live_subject
@@ -491,5 +542,7 @@ class Connection(asyncio.Protocol):
             head += outbox[0]
             outbox.clear()
             self._units = self._outbox_size = 0
+            if self._held:
+                self._hold()
         self._write(head)  # anything else queued follows at the flush
         return True

@@ -202,6 +202,8 @@ class DeflateWebSocketConnection(WebSocketConnection):
     deliver = WebSocketConnection.deliver_through_send  # its own framing (core/accounting.py)
 
     def flush(self) -> None:
+        self._settle()  # the counts before the outbox changes shape (Connection._settle)
+        self._held = False
         outbox = self._outbox
         if outbox and self._compressed_at_flush():
             if self.batched and self.ctx.batching is not None and len(outbox) > 1:
