@@ -24,7 +24,7 @@ import pytest
 from pushgrid.server.cluster.topology import MONITOR_OFFSET
 
 from .cluster import Cluster, cluster_status
-from .pgtest import ServerProcess, WsClient, jolokia_exec
+from .pgtest import ServerProcess, WsClient, jolokia_exec, until
 from .test_workers import (
     _stats,
     leave_and_recover,
@@ -147,6 +147,11 @@ def nats_clients(cluster: Cluster, member: ServerProcess) -> int:
     return count
 
 
+async def _two_rows(member: ServerProcess) -> list[dict[str, Any]] | None:
+    rows: list[dict[str, Any]] = _stats(member)["workers"]
+    return rows if len(rows) >= 2 else None
+
+
 async def test_a_member_is_one_member_with_one_member_s_nats_connections(
     guaranteed: Cluster,
 ) -> None:
@@ -162,7 +167,8 @@ async def test_a_member_is_one_member_with_one_member_s_nats_connections(
     for index in (1, 2):
         member = guaranteed.member(index)
         pids = workers_of(member)
-        rows = _stats(member)["workers"]
+        # worker 1's first report reaches worker 0 a second after it started (bounded wait)
+        rows = await until(partial(_two_rows, member), "both workers' rows in /stats", 60.0)
         assert [(w["index"], w["pid"], w["linked"]) for w in rows] == [
             (0, pids[0], True),
             (1, pids[1], True),
