@@ -397,9 +397,9 @@ class PushServer:
         report.panel = self.panel_probe.panel.as_dict()
         return report
 
-    def _server_panel(self) -> MemberPanel:
+    def _server_panel(self, slow_total: int) -> MemberPanel:
         """The member panel of the whole server: worker 0's folded with the others' last
-        panels (one process: its own)."""
+        panels (one process: its own); ``slow_total``: the server's slow consumers since start."""
         own, totals = self.panel_probe.panel, self.totals
         if totals is None:
             return own
@@ -408,7 +408,6 @@ class PushServer:
             for r in totals.reports()
             if r.panel is not None and totals.linked(r.index)
         ]
-        slow_total = totals.as_dict()["slow_consumer_disconnects_total"]
         return server_panel(own, others, slow_total)
 
     def _share_publish_rate(self, engine: WorkersEngine) -> None:
@@ -672,13 +671,14 @@ class PushServer:
 
     def live_state(self) -> LiveState:
         throttle, security = self.auth_throttle, self.security
+        counters = self.counters.as_dict()  # once: the panel's fold reads it too
         return LiveState(
             server_name=self.server_name,
             uptime=self.uptime(),
             started_at=self.started_at,
             engine_name=self.engine.name,
             delivery_mode=self.engine.delivery_mode,
-            counters=self.counters.as_dict(),
+            counters=counters,
             engine=self.engine.stats(),
             refusals={
                 "auth_failures": throttle.failures_total,
@@ -691,7 +691,7 @@ class PushServer:
                 ),
             },
             flush_delay=self.flusher.delays.snapshot(),
-            panel=self._server_panel(),
+            panel=self._server_panel(counters["slow_consumer_disconnects_total"]),
             deflate=self._deflate_stats(),
             workers=self._worker_rows(),
             delivery=self.delivery_reading,
